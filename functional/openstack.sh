@@ -1,0 +1,463 @@
+#!/bin/bash
+# Local OpenStack (Zed, Debian 12 packages) for functional tests:
+#   MariaDB + RabbitMQ + Keystone + Neutron (ML2, L3 router, no agents)
+#   + Octavia API/worker (amphora provider, noop amphora/compute drivers)
+# Everything lives under $ROOT and listens on 127.0.0.1 only.
+#
+# usage: recipe.sh [start|stop|status|e2e]
+#   start  (default) stop anything this recipe started, wipe $ROOT/{etc,data,log,run},
+#          install missing apt packages, init DBs, start all daemons, wait for readiness.
+#   stop   stop exactly the pids recorded in $ROOT/run/*.pid (and their descendants).
+#   e2e    run $ROOT/bin/e2e.py against the running stack.
+#
+# env knobs:
+#   OCTAVIA_API_NETWORK_DRIVER=allowed_address_pairs_driver (default) -> the Octavia API allocates
+#       real neutron VIP ports (so a floating IP can be put on vip_port_id); the worker always uses
+#       network_noop_driver (allowed_address_pairs in the worker breaks with compute_noop_driver).
+#   OCTAVIA_API_NETWORK_DRIVER=network_noop_driver -> pure noop; VIPs are fake (198.51.100.1)
+#       unless the client passes vip_port_id + vip_subnet_id + vip_address of a real port.
+set -euo pipefail
+
+ROOT=${ROOT:-/tmp/ostack}
+ETC=$ROOT/etc; DATA=$ROOT/data; LOG=$ROOT/log; RUN=$ROOT/run; BIN=$ROOT/bin
+PY=/usr/bin/python3                # Debian's python (the OpenStack libs live there), not pyenv's
+OCTAVIA_API_NETWORK_DRIVER=${OCTAVIA_API_NETWORK_DRIVER:-allowed_address_pairs_driver}
+PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-openstackclient python3-octaviaclient python3-neutronclient haproxy"
+
+T0=$(date +%s.%N)
+ts() { awk -v a="$T0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'; }
+
+# ---------------------------------------------------------------- process handling
+# field 22 of /proc/PID/stat; parse after the last ')' because comm may contain spaces
+# (gunicorn/cotyledon rename their processes, e.g. "gunicorn: master")
+starttime() { sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | awk '{print $20}' || true; }
+descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo "$c"; descendants "$c"; done; }
+
+# daemon NAME CMD...: start CMD in its own session, record "pid starttime" in $RUN/NAME.pid
+daemon() {
+  local name=$1; shift
+  setsid bash -c 'echo $$ > "$0"; exec "$@"' "$RUN/$name.pid.tmp" "$@" > "$LOG/$name.out" 2>&1 < /dev/null &
+  local i; for i in $(seq 1 50); do [ -s "$RUN/$name.pid.tmp" ] && break; sleep 0.1; done
+  local pid; pid=$(cat "$RUN/$name.pid.tmp"); rm -f "$RUN/$name.pid.tmp"
+  echo "$pid $(starttime "$pid")" > "$RUN/$name.pid"
+}
+
+alive() { [ -n "$1" ] && [ -d "/proc/$1" ] && [ "$(starttime "$1")" = "$2" ]; }
+
+# stop a group of daemons (by name) together: TERM the recorded pids, wait, then TERM/KILL leftovers
+stop_group() {
+  local n pid st pids="" all="" k i
+  for n in "$@"; do
+    [ -f "$RUN/$n.pid" ] || continue
+    read -r pid st < "$RUN/$n.pid" || true
+    if alive "$pid" "$st"; then
+      all="$all $pid $(descendants "$pid" | tr '\n' ' ')"; pids="$pids $pid"
+      kill "$pid" 2>/dev/null || true; echo "stopping $n (pid $pid)"
+    fi
+    rm -f "$RUN/$n.pid"
+  done
+  [ -n "$pids" ] || return 0
+  for i in $(seq 1 100); do
+    local left=""; for k in $pids; do [ -d "/proc/$k" ] && left="$left $k"; done
+    [ -z "$left" ] && break; sleep 0.2
+  done
+  for k in $all; do [ -d "/proc/$k" ] && kill "$k" 2>/dev/null || true; done
+  sleep 0.3
+  for k in $all; do [ -d "/proc/$k" ] && kill -9 "$k" 2>/dev/null || true; done
+  return 0
+}
+
+stop_all() {
+  [ -d "$RUN" ] || return 0
+  stop_group octavia-api octavia-worker neutron-server keystone
+  stop_group rabbitmq epmd mariadb
+  local f; for f in "$RUN"/*.pid; do [ -f "$f" ] && stop_group "$(basename "$f" .pid)"; done
+  return 0
+}
+
+wait_http() { # URL NAME TIMEOUT_S
+  local i
+  for i in $(seq 1 $(($3 * 4))); do
+    curl -m 3 -sf -o /dev/null "$1" && { ts "$2 ready ($1)"; return 0; }
+    sleep 0.25
+  done
+  echo "TIMEOUT waiting for $2 at $1; see $LOG" >&2; return 1
+}
+
+case "${1:-start}" in
+  stop) stop_all; exit 0 ;;
+  status) for f in "$RUN"/*.pid; do [ -f "$f" ] || continue; read -r p s < "$f"
+            if alive "$p" "$s"; then echo "$(basename "$f" .pid) running pid $p"; else echo "$(basename "$f" .pid) DEAD"; fi; done; exit 0 ;;
+  e2e) exec $PY "$(dirname "$(readlink -f "$0")")/e2e.py" ;;
+  start) ;;
+  *) echo "usage: $0 [start|stop|status|e2e]" >&2; exit 2 ;;
+esac
+
+# ---------------------------------------------------------------- 0. clean + packages
+stop_all
+PORTS="3306 4369 5000 5672 9696 9876 25672"
+busy=$(ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E "^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::1?\]):($(echo $PORTS | tr ' ' '|'))$" || true)
+if [ -n "$busy" ]; then
+  echo "ports already in use by processes this recipe did not record: $busy" >&2
+  echo "(not killing unknown processes; stop them yourself)" >&2; exit 1
+fi
+rm -rf "$ETC" "$DATA" "$LOG" "$RUN"
+mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
+
+missing=""
+for p in $PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
+if [ -n "$missing" ]; then
+  ts "installing:$missing"
+  apt-get update -qq
+  # the image's docker-clean apt hook deletes /var/cache/apt/archives/*.deb between dpkg runs,
+  # which breaks multi-stage installs (perl upgrade); download into our own cache dir instead
+  mkdir -p "$DATA/debcache/partial"
+  # policy-rc.d (exit 101) keeps the packages' init scripts from starting services
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+      -o Dir::Cache::archives="$DATA/debcache/" $missing > "$LOG/apt-install.log" 2>&1
+  rm -rf "$DATA/debcache"
+  ts "packages installed"
+fi
+
+# ---------------------------------------------------------------- 1. RabbitMQ (slowest to boot; start first)
+cat > "$ETC/rabbitmq/rabbitmq.conf" <<'EOF'
+listeners.tcp.1 = 127.0.0.1:5672
+loopback_users.guest = true
+log.file.level = warning
+vm_memory_high_watermark.relative = 0.2
+disk_free_limit.absolute = 50MB
+EOF
+echo '[].' > "$ETC/rabbitmq/enabled_plugins"
+echo 'ostack-test-cookie' > "$DATA/rabbitmq/.erlang.cookie"; chmod 400 "$DATA/rabbitmq/.erlang.cookie"
+RABBIT_ENV=(env -i PATH=/usr/sbin:/usr/bin:/bin HOME="$DATA/rabbitmq" LANG=C.UTF-8
+  ERL_EPMD_ADDRESS=127.0.0.1 ERL_EPMD_PORT=4369
+  RABBITMQ_NODENAME=rabbit@localhost RABBITMQ_NODE_IP_ADDRESS=127.0.0.1 RABBITMQ_NODE_PORT=5672
+  RABBITMQ_DIST_PORT=25672 RABBITMQ_CONFIG_FILE="$ETC/rabbitmq/rabbitmq"
+  RABBITMQ_ENABLED_PLUGINS_FILE="$ETC/rabbitmq/enabled_plugins"
+  RABBITMQ_MNESIA_BASE="$DATA/rabbitmq/mnesia" RABBITMQ_LOG_BASE="$LOG/rabbitmq"
+  RABBITMQ_SERVER_ADDITIONAL_ERL_ARGS='-kernel inet_dist_use_interface {127,0,0,1}')
+daemon epmd epmd -address 127.0.0.1 -port 4369
+sleep 0.3
+daemon rabbitmq "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server
+ts "rabbitmq starting"
+
+# ---------------------------------------------------------------- 2. MariaDB
+mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
+    --auth-root-authentication-method=normal --skip-test-db > "$LOG/mysql-install.log" 2>&1
+daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DATA/mysql" --socket="$RUN/mysql.sock" \
+    --bind-address=127.0.0.1 --port=3306 --user=root --pid-file="$RUN/mariadbd.pid-own" \
+    --log-error="$LOG/mysqld.log" --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
+    --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4
+for i in $(seq 1 120); do mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
+mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
+CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron;
+CREATE USER 'ostack'@'127.0.0.1' IDENTIFIED BY 'ostack';
+GRANT ALL PRIVILEGES ON keystone.* TO 'ostack'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON octavia.* TO 'ostack'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON neutron.* TO 'ostack'@'127.0.0.1';
+EOF
+ts "mariadb ready, databases created"
+
+# ---------------------------------------------------------------- 3. config files
+cat > "$ETC/keystone/keystone.conf" <<EOF
+[DEFAULT]
+log_file = $LOG/keystone.log
+[database]
+connection = mysql+pymysql://ostack:ostack@127.0.0.1/keystone
+[token]
+provider = fernet
+expiration = 86400
+[fernet_tokens]
+key_repository = $DATA/keystone/fernet-keys
+[fernet_receipts]
+key_repository = $DATA/keystone/fernet-keys
+[credential]
+key_repository = $DATA/keystone/credential-keys
+[identity]
+# cheap bcrypt: test passwords only
+password_hash_rounds = 4
+[cache]
+# in-process cache; fine with a single gunicorn worker. Cuts GET latency ~150ms -> ~6ms
+enabled = true
+backend = dogpile.cache.memory
+EOF
+
+cat > "$ETC/neutron/neutron.conf" <<EOF
+[DEFAULT]
+core_plugin = ml2
+service_plugins = router
+auth_strategy = keystone
+bind_host = 127.0.0.1
+bind_port = 9696
+api_workers = 1
+rpc_workers = 1
+rpc_state_report_workers = 0
+transport_url = rabbit://guest:guest@127.0.0.1:5672/
+notify_nova_on_port_status_changes = false
+notify_nova_on_port_data_changes = false
+dhcp_agent_notification = false
+allow_overlapping_ips = true
+api_paste_config = $ETC/neutron/api-paste.ini
+state_path = $DATA/neutron
+# default 60s; makes SIGTERM shutdown of the eventlet API worker quicker
+graceful_shutdown_timeout = 3
+[database]
+connection = mysql+pymysql://ostack:ostack@127.0.0.1/neutron
+max_retries = -1
+[keystone_authtoken]
+www_authenticate_uri = http://127.0.0.1:5000
+auth_url = http://127.0.0.1:5000
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = neutron
+password = neutron
+[oslo_concurrency]
+lock_path = $DATA/neutron/lock
+EOF
+cat > "$ETC/neutron/plugins/ml2/ml2_conf.ini" <<'EOF'
+[ml2]
+type_drivers = flat,vxlan
+tenant_network_types = vxlan
+# no mechanism drivers / no agents: ports stay unbound (binding:vif_type=unbound, status DOWN)
+mechanism_drivers =
+extension_drivers = port_security
+[ml2_type_flat]
+flat_networks = public
+[ml2_type_vxlan]
+vni_ranges = 1:1000
+EOF
+# python3-neutron does not ship /etc/neutron/api-paste.ini (neutron-common does); use the copy under its tests/etc
+# (standard urlmap + noauth/keystone pipelines)
+cp /usr/lib/python3/dist-packages/neutron/tests/etc/api-paste.ini "$ETC/neutron/api-paste.ini"
+
+openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj '/CN=octavia-test-ca' \
+    -keyout "$DATA/octavia/certs/ca.key" -out "$DATA/octavia/certs/ca.pem" > /dev/null 2>&1
+cat > "$ETC/octavia/octavia.conf" <<EOF
+[DEFAULT]
+transport_url = rabbit://guest:guest@127.0.0.1:5672/
+[api_settings]
+bind_host = 127.0.0.1
+bind_port = 9876
+auth_strategy = keystone
+api_base_uri = http://127.0.0.1:9876
+enabled_provider_drivers = amphora:Amphora provider (noop amphora/compute drivers),noop_driver:Noop provider driver (objects stay PENDING_*)
+default_provider_driver = amphora
+[database]
+connection = mysql+pymysql://ostack:ostack@127.0.0.1/octavia
+max_retries = -1
+[oslo_messaging]
+topic = octavia_prov
+[controller_worker]
+amphora_driver = amphora_noop_driver
+compute_driver = compute_noop_driver
+network_driver = network_noop_driver
+image_driver = image_noop_driver
+volume_driver = volume_noop_driver
+loadbalancer_topology = SINGLE
+client_ca = $DATA/octavia/certs/ca.pem
+amp_image_tag = amphora
+amp_flavor_id = 1
+amp_boot_network_list = 00000000-0000-0000-0000-000000000001
+workers = 1
+[certificates]
+cert_generator = local_cert_generator
+ca_certificate = $DATA/octavia/certs/ca.pem
+ca_private_key = $DATA/octavia/certs/ca.key
+server_certs_key_passphrase = insecure-key-do-not-use-this-key
+[health_manager]
+heartbeat_key = insecure
+controller_ip_port_list = 127.0.0.1:5555
+bind_ip = 127.0.0.1
+[oslo_concurrency]
+lock_path = $DATA/octavia/lock
+[keystone_authtoken]
+www_authenticate_uri = http://127.0.0.1:5000
+auth_url = http://127.0.0.1:5000
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = octavia
+password = octavia
+service_token_roles_required = true
+[service_auth]
+auth_url = http://127.0.0.1:5000
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = octavia
+password = octavia
+[neutron]
+region_name = RegionOne
+endpoint_type = public
+EOF
+# overlay read only by the API process
+cat > "$ETC/octavia/octavia-api.conf" <<EOF
+[controller_worker]
+network_driver = $OCTAVIA_API_NETWORK_DRIVER
+EOF
+
+# WSGI shims: keystone/octavia parse sys.argv with oslo.config, so hide gunicorn's argv
+cat > "$ETC/wsgi/keystone_wsgi.py" <<'EOF'
+import sys
+sys.argv = sys.argv[:1]
+from keystone.server.wsgi import initialize_public_application
+application = initialize_public_application()
+EOF
+cat > "$ETC/wsgi/octavia_wsgi.py" <<EOF
+from octavia.api import app
+application = app.setup_app(argv=['octavia-api', '--config-file', '$ETC/octavia/octavia.conf',
+                                  '--config-file', '$ETC/octavia/octavia-api.conf',
+                                  '--log-file', '$LOG/octavia-api.log'])
+EOF
+cat > "$ETC/clouds.yaml" <<'EOF'
+clouds:
+  admin: &admin
+    auth: {auth_url: "http://127.0.0.1:5000/v3", username: admin, password: admin, project_name: admin,
+           user_domain_name: Default, project_domain_name: Default}
+    region_name: RegionOne
+    identity_api_version: 3
+    interface: public
+  demo:
+    auth: {auth_url: "http://127.0.0.1:5000/v3", username: demo, password: demo, project_name: demo,
+           user_domain_name: Default, project_domain_name: Default}
+    region_name: RegionOne
+    identity_api_version: 3
+    interface: public
+EOF
+
+# ---------------------------------------------------------------- 4. schemas (in parallel)
+NCONF=(--config-file "$ETC/neutron/neutron.conf" --config-file "$ETC/neutron/plugins/ml2/ml2_conf.ini")
+KM=(keystone-manage --config-file "$ETC/keystone/keystone.conf")
+( "${KM[@]}" db_sync && "${KM[@]}" fernet_setup --keystone-user root --keystone-group root \
+  && "${KM[@]}" credential_setup --keystone-user root --keystone-group root \
+  && "${KM[@]}" bootstrap --bootstrap-password admin --bootstrap-username admin \
+       --bootstrap-project-name admin --bootstrap-role-name admin --bootstrap-service-name keystone \
+       --bootstrap-region-id RegionOne --bootstrap-admin-url http://127.0.0.1:5000/v3 \
+       --bootstrap-public-url http://127.0.0.1:5000/v3 --bootstrap-internal-url http://127.0.0.1:5000/v3
+) > "$LOG/keystone-manage.log" 2>&1 & KPID=$!
+octavia-db-manage --config-file "$ETC/octavia/octavia.conf" upgrade head > "$LOG/octavia-db-manage.log" 2>&1 & OPID=$!
+$PY -c 'import sys; from neutron.db.migration.cli import main; sys.argv[0]="neutron-db-manage"; sys.exit(main())' \
+    "${NCONF[@]}" upgrade heads > "$LOG/neutron-db-manage.log" 2>&1 & NPID=$!
+wait $KPID || { echo "keystone-manage failed, see $LOG/keystone-manage.log" >&2; exit 1; }
+ts "keystone db_sync + fernet + bootstrap done"
+daemon keystone env OS_KEYSTONE_CONFIG_FILES="$ETC/keystone/keystone.conf" $PY -m gunicorn \
+    --chdir "$ETC/wsgi" --bind 127.0.0.1:5000 --workers 1 --threads 8 --worker-class gthread --timeout 120 \
+    --access-logfile "$LOG/keystone-access.log" --error-logfile "$LOG/keystone-gunicorn.log" \
+    --name keystone keystone_wsgi:application
+wait $OPID || { echo "octavia-db-manage failed, see $LOG/octavia-db-manage.log" >&2; exit 1; }
+wait $NPID || { echo "neutron-db-manage failed, see $LOG/neutron-db-manage.log" >&2; exit 1; }
+ts "octavia + neutron schemas migrated"
+
+# ---------------------------------------------------------------- 5. daemons
+daemon neutron-server $PY -c 'import sys; from neutron.cmd.eventlet.server import main; sys.argv[0]="neutron-server"; sys.exit(main())' \
+    "${NCONF[@]}" --log-file "$LOG/neutron-server.log"
+daemon octavia-worker octavia-worker --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
+daemon octavia-api $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9876 --workers 1 --threads 8 \
+    --worker-class gthread --timeout 120 --access-logfile "$LOG/octavia-access.log" \
+    --error-logfile "$LOG/octavia-gunicorn.log" --name octavia-api octavia_wsgi:application
+
+wait_http http://127.0.0.1:5000/v3 keystone 60
+
+# users/roles/services/endpoints (stdlib only; idempotent)
+cat > "$BIN/ks_bootstrap.py" <<'EOF'
+import json, sys, urllib.request, urllib.error
+KS = "http://127.0.0.1:5000/v3"
+def req(method, path, body=None, token=None):
+    r = urllib.request.Request(KS + path, data=json.dumps(body).encode() if body is not None else None, method=method)
+    r.add_header("Content-Type", "application/json")
+    if token: r.add_header("X-Auth-Token", token)
+    try:
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            txt = resp.read(); return (json.loads(txt) if txt else None), resp.headers
+    except urllib.error.HTTPError as e:
+        raise SystemExit("%s %s -> %s %s" % (method, path, e.code, e.read()[:500]))
+_, h = req("POST", "/auth/tokens", {"auth": {"identity": {"methods": ["password"], "password": {"user": {
+    "name": "admin", "domain": {"id": "default"}, "password": "admin"}}},
+    "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}})
+T = h["X-Subject-Token"]
+def ensure(coll, single, name, attrs):
+    b, _ = req("GET", "/%s?name=%s" % (coll, name), token=T)
+    if b[coll]: return b[coll][0]["id"]
+    b, _ = req("POST", "/" + coll, {single: dict(name=name, **attrs)}, token=T); return b[single]["id"]
+projects = {p: ensure("projects", "project", p, {"domain_id": "default"}) for p in ("service", "demo")}
+roles = {r: ensure("roles", "role", r, {}) for r in ("admin", "member", "reader", "load-balancer_member",
+         "load-balancer_observer", "load-balancer_global_observer", "load-balancer_quota_admin", "load-balancer_admin")}
+users = {u: ensure("users", "user", u, {"domain_id": "default", "password": u, "enabled": True})
+         for u in ("octavia", "neutron", "demo")}
+for p, u, r in (("service", "octavia", "admin"), ("service", "neutron", "admin"),
+                ("demo", "demo", "member"), ("demo", "demo", "load-balancer_member")):
+    req("PUT", "/projects/%s/users/%s/roles/%s" % (projects[p], users[u], roles[r]), token=T)
+for name, stype, url in (("octavia", "load-balancer", "http://127.0.0.1:9876"),
+                         ("neutron", "network", "http://127.0.0.1:9696")):
+    b, _ = req("GET", "/services?type=%s" % stype, token=T)
+    sid = b["services"][0]["id"] if b["services"] else \
+        req("POST", "/services", {"service": {"name": name, "type": stype, "enabled": True}}, token=T)[0]["service"]["id"]
+    b, _ = req("GET", "/endpoints?service_id=%s" % sid, token=T)
+    have = {e["interface"] for e in b["endpoints"]}
+    for iface in ("public", "internal", "admin"):
+        if iface not in have:
+            req("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface, "url": url,
+                                                    "region_id": "RegionOne", "enabled": True}}, token=T)
+print("keystone catalog/users ok")
+EOF
+$PY "$BIN/ks_bootstrap.py" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
+ts "keystone users/roles/services/endpoints created"
+
+wait_http http://127.0.0.1:9696/ neutron 120
+wait_http http://127.0.0.1:9876/ octavia-api 120
+
+# the API casts to the 'octavia_prov' topic; a cast sent before the worker's queue exists is
+# silently dropped (LB stuck in PENDING_CREATE), so wait until the queue has a consumer
+$PY - <<'EOF'
+import time, kombu
+deadline = time.time() + 120
+while True:
+    try:
+        with kombu.Connection("amqp://guest:guest@127.0.0.1:5672//", connect_timeout=2) as c:
+            _, _, consumers = c.default_channel.queue_declare(queue="octavia_prov", passive=True)
+            if consumers > 0:
+                break
+    except Exception:
+        pass
+    if time.time() > deadline:
+        raise SystemExit("octavia-worker never consumed from octavia_prov")
+    time.sleep(0.25)
+EOF
+ts "octavia-worker consuming from octavia_prov"
+
+# baseline neutron topology: external 'public' (flat, 172.24.4.0/24), 'private' (vxlan, 10.0.0.0/24), router1
+$PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || { cat "$LOG/neutron-bootstrap.log" >&2; exit 1; }
+import json, urllib.request
+def call(method, url, body=None, tok=None):
+    r = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None, method=method)
+    r.add_header("Content-Type", "application/json")
+    if tok: r.add_header("X-Auth-Token", tok)
+    with urllib.request.urlopen(r, timeout=60) as resp:
+        txt = resp.read(); return (json.loads(txt) if txt else None), resp.headers
+_, h = call("POST", "http://127.0.0.1:5000/v3/auth/tokens", {"auth": {"identity": {"methods": ["password"],
+    "password": {"user": {"name": "admin", "domain": {"id": "default"}, "password": "admin"}}},
+    "scope": {"project": {"name": "admin", "domain": {"id": "default"}}}}})
+T = h["X-Subject-Token"]; N = "http://127.0.0.1:9696/v2.0"
+pub = call("POST", N + "/networks", {"network": {"name": "public", "router:external": True, "shared": False,
+      "provider:network_type": "flat", "provider:physical_network": "public"}}, T)[0]["network"]
+call("POST", N + "/subnets", {"subnet": {"name": "public-subnet", "network_id": pub["id"], "ip_version": 4,
+     "cidr": "172.24.4.0/24", "gateway_ip": "172.24.4.1", "enable_dhcp": False,
+     "allocation_pools": [{"start": "172.24.4.10", "end": "172.24.4.250"}]}}, T)
+priv = call("POST", N + "/networks", {"network": {"name": "private"}}, T)[0]["network"]
+sub = call("POST", N + "/subnets", {"subnet": {"name": "private-subnet", "network_id": priv["id"], "ip_version": 4,
+      "cidr": "10.0.0.0/24"}}, T)[0]["subnet"]
+rtr = call("POST", N + "/routers", {"router": {"name": "router1",
+      "external_gateway_info": {"network_id": pub["id"]}}}, T)[0]["router"]
+call("PUT", N + "/routers/%s/add_router_interface" % rtr["id"], {"subnet_id": sub["id"]}, T)
+print("neutron topology ok", pub["id"], priv["id"], rtr["id"])
+EOF
+ts "neutron topology created (public, private, router1)"
+for n in mariadb epmd rabbitmq keystone neutron-server octavia-worker octavia-api; do
+  read -r pid st < "$RUN/$n.pid"; alive "$pid" "$st" || { echo "$n (pid $pid) died; see $LOG" >&2; exit 1; }
+done
+ts "STACK READY: keystone :5000, neutron :9696, octavia :9876 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
+echo "export OS_CLIENT_CONFIG_FILE=$ETC/clouds.yaml OS_CLOUD=admin   # for the openstack CLI"

@@ -1,0 +1,1 @@
+//! kuryr.conf (oslo.config-style INI) loading and typed settings.

@@ -1,0 +1,7 @@
+//! kuryr-l7-router: Kubernetes Ingresses as L7 routing on one shared Octavia load balancer.
+
+pub mod cli;
+pub mod config;
+pub mod model;
+pub mod openstack;
+pub mod translate;

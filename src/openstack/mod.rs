@@ -1,0 +1,1 @@
+//! OpenStack REST clients: Keystone v3, Octavia v2, Neutron v2.0.

@@ -1,0 +1,1 @@
+//! Pure translation from Kubernetes objects to the desired L7 router.
