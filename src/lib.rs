@@ -4,4 +4,5 @@ pub mod cli;
 pub mod config;
 pub mod model;
 pub mod openstack;
+pub mod secret;
 pub mod translate;
