@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod driver;
 pub mod model;
 pub mod openstack;
 pub mod secret;

@@ -1,0 +1,5 @@
+//! The L7 router driver: owns the router load balancer and converges Octavia to the desired
+//! state with the fewest writes.
+
+pub mod diff;
+pub mod sim;

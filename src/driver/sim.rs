@@ -1,0 +1,241 @@
+//! An in-memory model of how Octavia applies each [`Write`] to a router: positions renumbered on
+//! insert and move, the batch member update matching on (address, port) and deleting what it
+//! omits, pools refused while a policy redirects to them.
+//!
+//! It lets the tests check the convergence property (plan, apply, plan again = no write) for any
+//! input without a cloud, and lets the benchmarks count the writes of large scenarios. The
+//! functional tests check the same behaviour against the real Octavia.
+
+use super::diff::{
+    ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, PolicyRef, PoolRef, Write,
+    compare_type_str, rule_type_str,
+};
+
+/// Applies writes to a snapshot, handing out ids `sim-1`, `sim-2`, ...
+#[derive(Debug, Default)]
+pub struct Simulator {
+    pub router: ActualRouter,
+    next_id: u64,
+}
+
+impl Simulator {
+    pub fn new(router: ActualRouter) -> Self {
+        Self { router, next_id: 0 }
+    }
+
+    fn id(&mut self) -> String {
+        self.next_id += 1;
+        format!("sim-{}", self.next_id)
+    }
+
+    fn pool_id(&self, r: &PoolRef) -> Result<String, String> {
+        match r {
+            PoolRef::Id(id) => {
+                self.router.pools.iter().find(|p| &p.id == id).map(|p| p.id.clone()).ok_or(format!("no pool {id}"))
+            }
+            PoolRef::New(name) => self
+                .router
+                .pools
+                .iter()
+                .rev()
+                .find(|p| &p.name == name)
+                .map(|p| p.id.clone())
+                .ok_or(format!("pool {name} not created yet")),
+        }
+    }
+
+    fn policy_index(&self, r: &PolicyRef) -> Result<usize, String> {
+        match r {
+            PolicyRef::Id(id) => self.router.policies.iter().position(|p| &p.id == id).ok_or(format!("no policy {id}")),
+            PolicyRef::New(name) => self
+                .router
+                .policies
+                .iter()
+                .rposition(|p| &p.name == name)
+                .ok_or(format!("policy {name} not created yet")),
+        }
+    }
+
+    fn renumber(&mut self) {
+        for (i, p) in self.router.policies.iter_mut().enumerate() {
+            p.position = i as u32 + 1;
+        }
+    }
+
+    /// Apply one write as Octavia would; an error is what Octavia would refuse.
+    pub fn apply(&mut self, w: &Write) -> Result<(), String> {
+        match w {
+            Write::CreatePool { name, lb_algorithm, tags } => {
+                let id = self.id();
+                self.router.pools.push(ActualPool {
+                    id,
+                    name: name.clone(),
+                    lb_algorithm: lb_algorithm.clone(),
+                    members: vec![],
+                    healthmonitor: None,
+                    tags: tags.clone(),
+                });
+            }
+            Write::UpdatePool { id, lb_algorithm, .. } => {
+                let pool = self.router.pools.iter_mut().find(|p| &p.id == id).ok_or(format!("no pool {id}"))?;
+                pool.lb_algorithm = lb_algorithm.clone();
+            }
+            Write::SetMembers { pool, members, .. } => {
+                let pid = self.pool_id(pool)?;
+                let mut seen = std::collections::BTreeSet::new();
+                for m in members {
+                    if !seen.insert((m.address, m.protocol_port)) {
+                        return Err(format!("duplicate member {}:{} in batch", m.address, m.protocol_port));
+                    }
+                }
+                let mut ids = Vec::new();
+                for _ in members {
+                    ids.push(self.id());
+                }
+                let p = self.router.pools.iter_mut().find(|p| p.id == pid).expect("pool id resolved above");
+                let old = std::mem::take(&mut p.members);
+                p.members = members
+                    .iter()
+                    .zip(ids)
+                    .map(|(m, new_id)| {
+                        let id = old
+                            .iter()
+                            .find(|o| o.address == m.address && o.protocol_port == m.protocol_port)
+                            .map(|o| o.id.clone())
+                            .unwrap_or(new_id);
+                        ActualMember {
+                            id,
+                            name: m.name.clone(),
+                            address: m.address,
+                            protocol_port: m.protocol_port,
+                            weight: m.weight,
+                            backup: m.backup,
+                            admin_state_up: m.admin_state_up,
+                            tags: m.tags.clone(),
+                        }
+                    })
+                    .collect();
+            }
+            Write::DeletePool { id, name } => {
+                if self.router.policies.iter().any(|p| p.redirect_pool_id.as_deref() == Some(id.as_str())) {
+                    return Err(format!("pool {name} is in use by an L7 policy"));
+                }
+                self.router.pools.retain(|p| &p.id != id);
+                if self.router.listener.default_pool_id.as_deref() == Some(id.as_str()) {
+                    self.router.listener.default_pool_id = None;
+                }
+            }
+            Write::CreateHealthMonitor { pool, spec, tags, .. } => {
+                let pid = self.pool_id(pool)?;
+                let id = self.id();
+                let p = self.router.pools.iter_mut().find(|p| p.id == pid).expect("pool id resolved above");
+                if p.healthmonitor.is_some() {
+                    return Err(format!("pool {} already has a health monitor", p.name));
+                }
+                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.clone() });
+            }
+            Write::UpdateHealthMonitor { id, spec, .. } => {
+                let hm = self
+                    .router
+                    .pools
+                    .iter_mut()
+                    .filter_map(|p| p.healthmonitor.as_mut())
+                    .find(|h| &h.id == id)
+                    .ok_or(format!("no health monitor {id}"))?;
+                hm.spec = spec.clone();
+            }
+            Write::DeleteHealthMonitor { id, .. } => {
+                for p in &mut self.router.pools {
+                    if p.healthmonitor.as_ref().is_some_and(|h| &h.id == id) {
+                        p.healthmonitor = None;
+                    }
+                }
+            }
+            Write::CreatePolicy { name, position, pool, admin_state_up, tags, .. } => {
+                let pid = self.pool_id(pool)?;
+                let id = self.id();
+                let at = (*position as usize).saturating_sub(1).min(self.router.policies.len());
+                self.router.policies.insert(
+                    at,
+                    ActualPolicy {
+                        id,
+                        name: name.clone(),
+                        position: *position,
+                        action: "REDIRECT_TO_POOL".into(),
+                        redirect_pool_id: Some(pid),
+                        admin_state_up: *admin_state_up,
+                        rules: vec![],
+                        tags: tags.clone(),
+                    },
+                );
+                self.renumber();
+            }
+            Write::CreateRule { policy, rule, .. } => {
+                let i = self.policy_index(policy)?;
+                let id = self.id();
+                let p = &mut self.router.policies[i];
+                if p.rules.len() >= 50 {
+                    return Err(format!("policy {} already has 50 rules", p.name));
+                }
+                p.rules.push(ActualRule {
+                    id,
+                    rule_type: rule_type_str(rule.rule_type).into(),
+                    compare_type: compare_type_str(rule.compare_type).into(),
+                    value: rule.value.clone(),
+                    key: None,
+                    invert: rule.invert,
+                });
+            }
+            Write::UpdateRule { policy_id, rule_id, rule, .. } => {
+                let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
+                let r = self.router.policies[i]
+                    .rules
+                    .iter_mut()
+                    .find(|r| &r.id == rule_id)
+                    .ok_or(format!("no rule {rule_id}"))?;
+                r.rule_type = rule_type_str(rule.rule_type).into();
+                r.compare_type = compare_type_str(rule.compare_type).into();
+                r.value = rule.value.clone();
+                r.invert = rule.invert;
+            }
+            Write::DeleteRule { policy_id, rule_id, .. } => {
+                let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
+                self.router.policies[i].rules.retain(|r| &r.id != rule_id);
+            }
+            Write::UpdatePolicy { policy, position, pool, admin_state_up, .. } => {
+                let i = self.policy_index(policy)?;
+                if let Some(pool) = pool {
+                    let pid = self.pool_id(pool)?;
+                    self.router.policies[i].redirect_pool_id = Some(pid);
+                }
+                if let Some(up) = admin_state_up {
+                    self.router.policies[i].admin_state_up = *up;
+                }
+                if let Some(pos) = position {
+                    let p = self.router.policies.remove(i);
+                    let at = (*pos as usize).saturating_sub(1).min(self.router.policies.len());
+                    self.router.policies.insert(at, p);
+                    self.renumber();
+                }
+            }
+            Write::DeletePolicy { id, .. } => {
+                self.router.policies.retain(|p| &p.id != id);
+                self.renumber();
+            }
+            Write::SetDefaultPool { pool, .. } => {
+                self.router.listener.default_pool_id = match pool {
+                    Some(p) => Some(self.pool_id(p)?),
+                    None => None,
+                };
+            }
+        }
+        Ok(())
+    }
+
+    pub fn apply_all(&mut self, writes: &[Write]) -> Result<(), String> {
+        for w in writes {
+            self.apply(w).map_err(|e| format!("{w}: {e}"))?;
+        }
+        Ok(())
+    }
+}

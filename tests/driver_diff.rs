@@ -1,0 +1,405 @@
+//! The driver's write planning, checked against the in-memory Octavia model: the exact writes for
+//! each kind of change, convergence (plan, apply, plan again = nothing), and that foreign objects
+//! are never named by a write.
+
+use kuryr_l7_router::driver::diff::{
+    ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, DiffOptions, HealthMonitorSpec,
+    Ownership, PoolRef, Write, plan_writes,
+};
+use kuryr_l7_router::driver::sim::Simulator;
+use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use proptest::prelude::*;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+
+fn opts() -> DiffOptions {
+    DiffOptions { ownership: Ownership::new("test"), health_monitor: None }
+}
+
+fn empty_router() -> ActualRouter {
+    ActualRouter {
+        listener: ActualListener {
+            id: "listener-1".into(),
+            default_pool_id: None,
+            tags: Ownership::new("test").router_tags(),
+        },
+        policies: vec![],
+        pools: vec![],
+    }
+}
+
+fn member(ip: &str, weight: u16) -> Member {
+    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
+}
+
+fn pool(name: &str, members: Vec<Member>) -> Pool {
+    Pool {
+        name: name.into(),
+        service: ObjectRef::new("Service", "default", name.trim_start_matches("default_")),
+        service_port: "http".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members,
+        weighting: "even".into(),
+    }
+}
+
+fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Policy {
+    let mut rules = vec![];
+    if let Some(h) = host {
+        rules.push(Rule {
+            rule_type: RuleType::HostName,
+            compare_type: CompareType::Regex,
+            value: h.into(),
+            invert: false,
+        });
+    }
+    if let Some(p) = path {
+        rules.push(Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::Regex,
+            value: p.into(),
+            invert: false,
+        });
+    }
+    Policy {
+        name: name.into(),
+        position: 0,
+        pool: pool.into(),
+        rules,
+        owner: ObjectRef::new("Ingress", "default", "web"),
+        description: name.into(),
+    }
+}
+
+fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) -> DesiredRouter {
+    let policies = policies
+        .into_iter()
+        .enumerate()
+        .map(|(i, mut p)| {
+            p.position = i as u32 + 1;
+            p
+        })
+        .collect();
+    DesiredRouter {
+        policies,
+        default_pool: default_pool.map(String::from),
+        pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
+        warnings: vec![],
+    }
+}
+
+fn kinds(ws: &[Write]) -> Vec<&'static str> {
+    ws.iter().map(|w| w.kind()).collect()
+}
+
+/// Plan, apply on the model, and check that a second plan is empty; returns the writes.
+fn converge(sim: &mut Simulator, want: &DesiredRouter, o: &DiffOptions) -> Vec<Write> {
+    let plan = plan_writes(want, &sim.router, o);
+    sim.apply_all(&plan.writes).expect("Octavia model accepts the plan");
+    let again = plan_writes(want, &sim.router, o);
+    assert!(again.writes.is_empty(), "second plan must be empty, got {:#?}", again.writes);
+    plan.writes
+}
+
+fn our_order(r: &ActualRouter) -> Vec<String> {
+    let own = Ownership::new("test");
+    r.policies.iter().filter(|p| own.owns(&p.tags)).map(|p| p.name.clone()).collect()
+}
+
+fn base() -> DesiredRouter {
+    desired(
+        vec![
+            policy("web:a.com:Exact:/login", "default_auth", Some("^a\\.com$"), Some("/login")),
+            policy("web:a.com:Prefix:/", "default_app", Some("^a\\.com$"), None),
+        ],
+        vec![
+            pool("default_auth", vec![member("10.0.0.1", 1), member("10.0.0.2", 1)]),
+            pool("default_app", vec![member("10.0.0.3", 1)]),
+        ],
+        Some("default_app"),
+    )
+}
+
+#[test]
+fn cold_start_creates_everything_once_and_in_order() {
+    let mut sim = Simulator::new(empty_router());
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(
+        kinds(&writes),
+        vec![
+            "create_pool",
+            "batch_members",
+            "create_pool",
+            "batch_members",
+            "create_policy",
+            "create_rule",
+            "create_rule",
+            "update_policy",
+            "create_policy",
+            "create_rule",
+            "set_default_pool",
+        ]
+    );
+    // The two-rule policy is created disabled and enabled after its rules; the one-rule policy is
+    // enabled from the start.
+    assert!(matches!(&writes[4], Write::CreatePolicy { admin_state_up: false, position: 1, .. }));
+    assert!(matches!(&writes[7], Write::UpdatePolicy { admin_state_up: Some(true), position: None, .. }));
+    assert!(matches!(&writes[8], Write::CreatePolicy { admin_state_up: true, position: 2, .. }));
+    assert_eq!(our_order(&sim.router), vec!["web:a.com:Exact:/login", "web:a.com:Prefix:/"]);
+    assert!(sim.router.policies.iter().all(|p| p.admin_state_up));
+}
+
+#[test]
+fn member_weight_change_is_one_batch_update() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let mut want = base();
+    want.pools.get_mut("default_auth").unwrap().members[1].weight = 3;
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["batch_members"]);
+    let Write::SetMembers { members, .. } = &writes[0] else { unreachable!() };
+    assert_eq!(members.iter().map(|m| m.weight).collect::<Vec<_>>(), vec![1, 3]);
+}
+
+#[test]
+fn endpoint_scale_up_and_down_is_one_batch_update_each() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    for n in [50usize, 3, 1] {
+        let mut want = base();
+        want.pools.get_mut("default_app").unwrap().members =
+            (0..n).map(|i| member(&format!("10.0.1.{}", i + 1), 1)).collect();
+        let writes = converge(&mut sim, &want, &opts());
+        assert_eq!(kinds(&writes), vec!["batch_members"], "scale to {n}");
+        let pool = sim.router.pools.iter().find(|p| p.name == "default_app").unwrap();
+        assert_eq!(pool.members.len(), n);
+    }
+}
+
+#[test]
+fn inserted_route_costs_its_own_writes_only() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let mut want = base();
+    want.policies.insert(1, policy("web:a.com:Prefix:/api", "default_auth", Some("^a\\.com$"), Some("^/api(/.*)?$")));
+    for (i, p) in want.policies.iter_mut().enumerate() {
+        p.position = i as u32 + 1;
+    }
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["create_policy", "create_rule", "create_rule", "update_policy"]);
+    assert!(matches!(&writes[0], Write::CreatePolicy { position: 2, .. }));
+    assert_eq!(our_order(&sim.router), vec!["web:a.com:Exact:/login", "web:a.com:Prefix:/api", "web:a.com:Prefix:/"]);
+}
+
+#[test]
+fn removed_route_and_its_pool_are_deleted_policy_first() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let want = desired(
+        vec![policy("web:a.com:Prefix:/", "default_app", Some("^a\\.com$"), None)],
+        vec![pool("default_app", vec![member("10.0.0.3", 1)])],
+        Some("default_app"),
+    );
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["delete_policy", "delete_pool"]);
+}
+
+#[test]
+fn backend_change_is_one_policy_update_after_the_new_pool() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let mut want = base();
+    want.policies[0].pool = "default_auth2".into();
+    want.pools.insert("default_auth2".into(), pool("default_auth2", vec![member("10.0.0.9", 1)]));
+    want.pools.remove("default_auth");
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["create_pool", "batch_members", "update_policy", "delete_pool"]);
+    assert!(matches!(&writes[2], Write::UpdatePolicy { pool: Some(PoolRef::New(_)), position: None, .. }));
+}
+
+#[test]
+fn changed_rule_value_is_updated_in_place() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let mut want = base();
+    want.policies[0].rules[1].value = "/signin".into();
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["update_rule"]);
+}
+
+#[test]
+fn reorder_moves_only_what_is_out_of_place() {
+    let mut sim = Simulator::new(empty_router());
+    let names = ["p1", "p2", "p3", "p4", "p5"];
+    let pools = vec![pool("default_app", vec![member("10.0.0.3", 1)])];
+    let mk = |order: &[&str]| {
+        desired(
+            order.iter().map(|n| policy(n, "default_app", None, Some(&format!("^/{n}$")))).collect(),
+            pools.clone(),
+            None,
+        )
+    };
+    converge(&mut sim, &mk(&names), &opts());
+    // p5 moves to the front: one move, the rest shift by themselves.
+    let writes = converge(&mut sim, &mk(&["p5", "p1", "p2", "p3", "p4"]), &opts());
+    assert_eq!(kinds(&writes), vec!["update_policy"]);
+    assert_eq!(our_order(&sim.router), vec!["p5", "p1", "p2", "p3", "p4"]);
+}
+
+#[test]
+fn foreign_objects_are_never_written() {
+    let foreign_tags = vec!["someone-else".to_string()];
+    let mut router = empty_router();
+    router.pools.push(ActualPool {
+        id: "foreign-pool".into(),
+        name: "manual".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members: vec![],
+        healthmonitor: None,
+        tags: foreign_tags.clone(),
+    });
+    router.policies.push(ActualPolicy {
+        id: "foreign-policy".into(),
+        name: "manual".into(),
+        position: 1,
+        action: "REDIRECT_TO_POOL".into(),
+        redirect_pool_id: Some("foreign-pool".into()),
+        admin_state_up: true,
+        rules: vec![ActualRule {
+            id: "foreign-rule".into(),
+            rule_type: "PATH".into(),
+            compare_type: "STARTS_WITH".into(),
+            value: "/manual".into(),
+            key: None,
+            invert: false,
+        }],
+        tags: foreign_tags.clone(),
+    });
+    let mut sim = Simulator::new(router);
+    converge(&mut sim, &base(), &opts());
+    // A foreign member is added by hand to one of our pools; a weight change keeps it as it is.
+    let auth = sim.router.pools.iter_mut().find(|p| p.name == "default_auth").unwrap();
+    auth.members.push(ActualMember {
+        id: "foreign-member".into(),
+        name: "manual".into(),
+        address: "192.0.2.7".parse::<IpAddr>().unwrap(),
+        protocol_port: 80,
+        weight: 7,
+        backup: false,
+        admin_state_up: true,
+        tags: vec![],
+    });
+    let mut want = base();
+    want.pools.get_mut("default_auth").unwrap().members[0].weight = 2;
+    let writes = converge(&mut sim, &want, &opts());
+    assert_eq!(kinds(&writes), vec!["batch_members"]);
+    let auth = sim.router.pools.iter().find(|p| p.name == "default_auth").unwrap();
+    let kept = auth.members.iter().find(|m| m.id == "foreign-member").expect("foreign member kept");
+    assert_eq!((kept.weight, kept.tags.is_empty()), (7, true));
+    // The foreign policy and pool are still there, unchanged apart from Octavia's renumbering.
+    let fp = sim.router.policies.iter().find(|p| p.id == "foreign-policy").unwrap();
+    assert_eq!(fp.rules.len(), 1);
+    assert!(sim.router.pools.iter().any(|p| p.id == "foreign-pool"));
+    // Even when everything of ours goes away, nothing foreign is deleted.
+    let writes = converge(&mut sim, &DesiredRouter::default(), &opts());
+    for w in &writes {
+        let s = format!("{w:?}");
+        assert!(!s.contains("foreign-"), "write names a foreign object: {s}");
+    }
+    assert!(sim.router.pools.iter().any(|p| p.id == "foreign-pool"));
+    assert_eq!(sim.router.policies.len(), 1);
+}
+
+#[test]
+fn another_clusters_objects_are_foreign() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &DiffOptions { ownership: Ownership::new("other"), health_monitor: None });
+    let before = sim.router.clone();
+    // Cluster "test" sees none of it as its own and so deletes nothing of it.
+    let plan = plan_writes(&DesiredRouter::default(), &before, &opts());
+    assert!(plan.writes.iter().all(|w| !matches!(w, Write::DeletePolicy { .. } | Write::DeletePool { .. })));
+}
+
+#[test]
+fn health_monitor_is_created_updated_and_removed_with_the_option() {
+    let hm = HealthMonitorSpec {
+        monitor_type: "HTTP".into(),
+        delay: 5,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/healthz".into()),
+        expected_codes: Some("200".into()),
+    };
+    let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
+    let mut sim = Simulator::new(empty_router());
+    let writes = converge(&mut sim, &base(), &with_hm);
+    assert_eq!(writes.iter().filter(|w| w.kind() == "create_healthmonitor").count(), 2);
+    let changed = DiffOptions { health_monitor: Some(HealthMonitorSpec { delay: 10, ..hm }), ..with_hm.clone() };
+    let writes = converge(&mut sim, &base(), &changed);
+    assert_eq!(kinds(&writes), vec!["update_healthmonitor", "update_healthmonitor"]);
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(kinds(&writes), vec!["delete_healthmonitor", "delete_healthmonitor"]);
+}
+
+#[test]
+fn default_backend_is_set_changed_and_cleared() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    let mut want = base();
+    want.default_pool = Some("default_auth".into());
+    assert_eq!(kinds(&converge(&mut sim, &want, &opts())), vec!["set_default_pool"]);
+    want.default_pool = None;
+    assert_eq!(kinds(&converge(&mut sim, &want, &opts())), vec!["set_default_pool"]);
+    assert_eq!(sim.router.listener.default_pool_id, None);
+}
+
+// ------------------------------------------------------------------ property
+
+fn arb_desired() -> impl Strategy<Value = DesiredRouter> {
+    let names = prop::sample::subsequence((0..12).collect::<Vec<u32>>(), 0..12).prop_shuffle();
+    let pools = prop::collection::vec(prop::collection::btree_set(1u8..40, 0..6), 3);
+    let weights = prop::collection::vec(1u16..=256, 40);
+    (names, pools, weights, prop::option::of(0usize..3)).prop_map(|(names, pools, weights, default)| {
+        let pools: Vec<Pool> = pools
+            .into_iter()
+            .enumerate()
+            .map(|(i, ips)| {
+                pool(
+                    &format!("default_s{i}"),
+                    ips.into_iter().map(|ip| member(&format!("10.0.{i}.{ip}"), weights[ip as usize % 40])).collect(),
+                )
+            })
+            .collect();
+        let policies = names
+            .iter()
+            .map(|n| {
+                let host = (n % 2 == 0).then(|| format!("^h{}\\.com$", n % 3));
+                policy(&format!("p{n}"), &format!("default_s{}", n % 3), host.as_deref(), Some(&format!("^/p{n}$")))
+            })
+            .collect();
+        desired(policies, pools, default.map(|d| format!("default_s{d}")).as_deref())
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+    /// From any state we produced, any new desired state is reached by one plan, a second plan is
+    /// empty, and our policies sit in desired order in front of the foreign one.
+    #[test]
+    fn any_change_converges_in_one_plan(first in arb_desired(), second in arb_desired()) {
+        let mut router = empty_router();
+        router.policies.push(ActualPolicy {
+            id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
+            redirect_pool_id: None, admin_state_up: true, rules: vec![], tags: vec![],
+        });
+        let mut sim = Simulator::new(router);
+        converge(&mut sim, &first, &opts());
+        converge(&mut sim, &second, &opts());
+        let want: Vec<String> = second.policies.iter().map(|p| p.name.clone()).collect();
+        prop_assert_eq!(our_order(&sim.router), want.clone());
+        prop_assert_eq!(sim.router.policies.last().map(|p| p.id.as_str()), Some("foreign-policy"));
+        let default_name = sim.router.listener.default_pool_id.as_ref()
+            .and_then(|id| sim.router.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone());
+        prop_assert_eq!(default_name, second.default_pool.clone());
+    }
+}
