@@ -49,7 +49,7 @@ impl Ownership {
 
     pub fn owns(&self, tags: &[String]) -> bool {
         let cluster = self.cluster_tag();
-        tags.iter().any(|t| t == PRODUCT_TAG) && tags.iter().any(|t| *t == cluster)
+        tags.iter().any(|t| t == PRODUCT_TAG) && tags.contains(&cluster)
     }
 }
 
