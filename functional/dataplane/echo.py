@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Multi-port HTTP echo server: each port answers with JSON naming itself.
+
+Usage: echo.py [--host 127.0.0.1] NAME=PORT [NAME=PORT ...]
+  PORT 0 picks a free port. Once all ports listen, one line per server is printed
+  to stdout: `READY NAME PORT`, then `READY` alone. Runs until SIGTERM/SIGINT.
+
+Every request (any method) gets 200 with Content-Type application/json and body
+  {"backend": NAME, "method": "GET", "path": "/foo?x=1", "host": "<Host header>",
+   "port": PORT, "headers": {...}}
+and the header X-Echo-Backend: NAME.
+"""
+import json
+import signal
+import sys
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def make_handler(name):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _answer(self):
+            n = int(self.headers.get("Content-Length") or 0)
+            if n:
+                self.rfile.read(n)
+            body = json.dumps({"backend": name, "method": self.command, "path": self.path,
+                               "host": self.headers.get("Host"),
+                               "port": self.server.server_address[1],
+                               "headers": dict(self.headers.items())}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("X-Echo-Backend", name)
+            self.end_headers()
+            if self.command != "HEAD":
+                self.wfile.write(body)
+
+        do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = do_OPTIONS = _answer
+
+        def log_message(self, fmt, *args):
+            pass
+    return Handler
+
+
+class QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        # haproxy closes idle keep-alive connections when it stops: not worth a traceback
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
+class EchoServers:
+    """Library use: s = EchoServers({"a": 0, "b": 0}, host); s.ports -> {"a": 41234, ...}; s.stop()"""
+
+    def __init__(self, spec, host="127.0.0.1"):
+        self.servers = {}
+        self.ports = {}
+        for name, port in spec.items():
+            srv = QuietServer((host, int(port)), make_handler(name))
+            self.servers[name] = srv
+            self.ports[name] = srv.server_address[1]
+            threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    def stop(self):
+        for srv in self.servers.values():
+            srv.shutdown()
+            srv.server_close()
+
+
+def main(argv):
+    host = "127.0.0.1"
+    if len(argv) >= 2 and argv[0] == "--host":
+        host, argv = argv[1], argv[2:]
+    if not argv or any("=" not in a for a in argv):
+        print(__doc__, file=sys.stderr)
+        return 2
+    spec = {}
+    for a in argv:
+        name, port = a.rsplit("=", 1)
+        spec[name] = int(port)
+    servers = EchoServers(spec, host)
+    for name, port in servers.ports.items():
+        print("READY %s %d" % (name, port))
+    print("READY", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop.wait()
+    servers.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+"""Send real HTTP requests through haproxy configured by Octavia's own templater.
+
+Usage:
+  run.py LB_ID --requests FILE|-  (--echo JSON | --member-map JSON)
+         [--port N | --port-map JSON] [--haproxy /usr/sbin/haproxy]
+         [--config-file octavia.conf] [--keep] [--timeout 5]
+
+  --echo '{"10.0.0.11:8080": "svc-a", "10.0.0.12:8080": "svc-b"}'
+        member address:port -> name. run.py starts one echo server per entry on a free
+        loopback port and points that member at it; `backend` in the results is the name.
+  --member-map '{"10.0.0.11:8080": "127.0.0.1:18001"}'
+        member address:port -> an already running server (e.g. echo.py);
+        `backend` is whatever that server's JSON body says in "backend" (or null).
+  --requests: JSON list (file, or - for stdin) of
+        {"host": "Www.Example.com:8080", "path": "/foo?x=1",
+         "method": "GET", "headers": {..}, "listener_port": 80, "expect": "svc-a"}
+        only "path" is required; "host": null sends no Host header; "listener_port"
+        picks the listener when the LB has several (default: the first/only one).
+  --port / --port-map: local port(s) haproxy binds on 127.0.0.1 (default: free ports).
+
+Output (stdout, one JSON document):
+  {"lb_id": ..., "ok": true|false, "haproxy_check": "...", "results": [
+     {"request": {...}, "status": 200, "backend": "svc-a",
+      "haproxy_backend": "<pool_id>:<listener_id>", "pool_id": ..., "pool_name": ...,
+      "member_id": ..., "member_name": ..., "location": null, "body": {...}|"text",
+      "expect": "svc-a", "match": true}, ...]}
+  `backend` is the echo name, or null when no echo server answered (no rule and no
+  default pool -> status 503; REJECT -> 403; redirects -> 302 with "location").
+  `expect` (optional, per request) is compared with `backend`, or with str(status) when
+  backend is null (e.g. "503"); "match" is the outcome and "ok" is all matches.
+
+Exit status: 0 all expectations met (or none given), 1 a mismatch, 2 usage,
+  3 haproxy config check failed / haproxy did not start (stderr and results say why).
+"""
+import argparse
+import http.client
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import echo  # noqa: E402
+import render_haproxy  # noqa: E402
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    p = s.getsockname()[1]
+    s.close()
+    return p
+
+
+def wait_listening(port, proc, timeout=10):
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < timeout:
+        if proc.poll() is not None:
+            return False
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return True
+        except OSError:
+            time.sleep(0.02)
+    return False
+
+
+def send(port, req, timeout):
+    method = req.get("method", "GET")
+    headers = dict(req.get("headers") or {})
+    host = req.get("host", "localhost")
+    if host is not None:
+        headers["Host"] = host
+    headers.setdefault("Connection", "close")
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        if host is None:
+            c.putrequest(method, req["path"], skip_host=True, skip_accept_encoding=True)
+            for k, v in headers.items():
+                c.putheader(k, v)
+            c.endheaders()
+        else:
+            c.request(method, req["path"], headers=headers)
+        r = c.getresponse()
+        raw = r.read()
+        return r.status, dict(r.getheaders()), raw
+    finally:
+        c.close()
+
+
+def describe(lb):
+    pools, members = {}, {}
+    for p in lb.pools:
+        pools[p.id] = p.name
+        for m in p.members:
+            members[m.id] = (m.name, "%s:%s" % (m.ip_address, m.protocol_port))
+    return pools, members
+
+
+def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=None,
+        haproxy="/usr/sbin/haproxy", config_file=render_haproxy.DEFAULT_CONF, keep=False,
+        timeout=5.0):
+    """Library entry point; returns (exit_code, result dict)."""
+    run_dir = tempfile.mkdtemp(prefix="dp-run-")
+    servers = None
+    proc = None
+    out = {"lb_id": lb_id, "run_dir": run_dir if keep else None, "ok": False, "results": []}
+    try:
+        member_map = dict(member_map or {})
+        if echo_spec:
+            servers = {}
+            for addr, name in echo_spec.items():  # one server per member; names may repeat
+                s = echo.EchoServers({name: 0})
+                servers[addr] = s
+                member_map[addr] = "127.0.0.1:%d" % s.ports[name]
+        conf, lb = render_haproxy.load_lb(lb_id, config_file)
+        lports = sorted({l.protocol_port for l in lb.listeners})
+        if port_map:
+            pm = {int(k): int(v) for k, v in port_map.items()}
+        elif port and len(lports) == 1:
+            pm = {lports[0]: int(port)}
+        else:
+            pm = {lp: free_port() for lp in lports}
+        raw = render_haproxy.render_octavia(lb, conf)
+        text, notes = render_haproxy.localize(raw, lb, run_dir, pm, member_map)
+        out["notes"] = notes
+        out["port_map"] = {str(k): v for k, v in pm.items()}
+        cfg_path = os.path.join(run_dir, "haproxy.cfg")
+        with open(cfg_path, "w") as f:
+            f.write(text)
+        with open(os.path.join(run_dir, "octavia-rendered.cfg"), "w") as f:
+            f.write(raw)
+        chk = subprocess.run([haproxy, "-c", "-f", cfg_path], capture_output=True, text=True)
+        out["haproxy_check"] = (chk.stdout + chk.stderr).strip()
+        if chk.returncode != 0:
+            out["error"] = "haproxy -c failed"
+            out["config"] = text
+            return 3, out
+        log = open(os.path.join(run_dir, "haproxy.log"), "w")
+        proc = subprocess.Popen([haproxy, "-db", "-f", cfg_path], stdout=log, stderr=log,
+                                stdin=subprocess.DEVNULL)
+        for lp, local in pm.items():
+            if not wait_listening(local, proc):
+                out["error"] = "haproxy did not listen on 127.0.0.1:%d" % local
+                proc.terminate()
+                proc.wait(5)
+                with open(os.path.join(run_dir, "haproxy.log")) as f:
+                    out["haproxy_log"] = f.read()
+                return 3, out
+        pools, members = describe(lb)
+        all_ok = True
+        for req in requests:
+            lport = req.get("listener_port", lports[0])
+            res = {"request": req, "status": None, "backend": None, "haproxy_backend": None,
+                   "pool_id": None, "pool_name": None, "member_id": None, "member_name": None,
+                   "location": None}
+            try:
+                st, hdrs, raw_body = send(pm[lport], req, timeout)
+                res["status"] = st
+                res["location"] = hdrs.get("Location") or hdrs.get("location")
+                tag = hdrs.get("X-Dp-Backend") or hdrs.get("x-dp-backend")
+                if tag and "/" in tag:
+                    hb, srv = tag.split("/", 1)
+                    res["haproxy_backend"] = hb
+                    pid = hb.split(":", 1)[0]
+                    if pid in pools:
+                        res["pool_id"], res["pool_name"] = pid, pools[pid]
+                    if srv in members:
+                        res["member_id"] = srv
+                        res["member_name"] = members[srv][0]
+                try:
+                    body = json.loads(raw_body)
+                except ValueError:
+                    body = raw_body.decode(errors="replace")[:300]
+                res["body"] = body
+                if isinstance(body, dict) and "backend" in body:
+                    res["backend"] = body["backend"]
+            except Exception as e:  # connection reset, timeout
+                res["error"] = "%s: %s" % (type(e).__name__, e)
+            if "expect" in req:
+                got = res["backend"] if res["backend"] is not None else str(res["status"])
+                res["expect"] = req["expect"]
+                res["match"] = (got == str(req["expect"]))
+                all_ok = all_ok and res["match"]
+            out["results"].append(res)
+        out["ok"] = all_ok
+        return (0 if all_ok else 1), out
+    finally:
+        if proc and proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        if servers:
+            for s in servers.values():
+                s.stop()
+        if not keep:
+            shutil.rmtree(run_dir, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("lb_id")
+    ap.add_argument("--requests", required=True)
+    ap.add_argument("--echo")
+    ap.add_argument("--member-map")
+    ap.add_argument("--port", type=int)
+    ap.add_argument("--port-map")
+    ap.add_argument("--haproxy", default=shutil.which("haproxy") or "/usr/sbin/haproxy")
+    ap.add_argument("--config-file", default=render_haproxy.DEFAULT_CONF)
+    ap.add_argument("--keep", action="store_true", help="keep the run dir (haproxy.cfg, log)")
+    ap.add_argument("--timeout", type=float, default=5.0)
+    a = ap.parse_args()
+    if not a.echo and not a.member_map:
+        ap.error("one of --echo / --member-map is required")
+    try:
+        reqs = json.load(sys.stdin if a.requests == "-" else open(a.requests))
+        assert isinstance(reqs, list)
+    except Exception as e:
+        ap.error("--requests must be a JSON list: %s" % e)
+    code, out = run(a.lb_id, reqs, json.loads(a.echo) if a.echo else None,
+                    json.loads(a.member_map) if a.member_map else None, a.port,
+                    json.loads(a.port_map) if a.port_map else None, a.haproxy,
+                    a.config_file, a.keep, a.timeout)
+    json.dump(out, sys.stdout, indent=1)
+    sys.stdout.write("\n")
+    if code == 3:
+        print("run.py: %s" % out.get("error"), file=sys.stderr)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
