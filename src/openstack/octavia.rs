@@ -1,0 +1,777 @@
+//! Octavia v2 (`/v2/lbaas`): typed objects, CRUD, batch member update, provisioning waits.
+//!
+//! Write methods retry a "load balancer busy" 409 (Octavia rejects every write while the load
+//! balancer is PENDING_*) with backoff up to [`OctaviaOptions::busy_retry`], and return as soon as
+//! the write is accepted; call [`Octavia::wait_active`] when the next step needs the result.
+
+use super::error::{Error, Result, Service};
+use super::http::{ListQuery, bump, next_link, relative_next};
+use super::keystone::{Request, Session};
+use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
+use reqwest::Method;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+/// `{"id": ...}` as Octavia lists children.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdRef {
+    pub id: String,
+}
+
+/// `{"name": ...}`: how the fully-populated create references a load-balancer-level pool.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NameRef {
+    pub name: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct LoadBalancer {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub vip_address: Option<String>,
+    pub vip_port_id: Option<String>,
+    pub vip_subnet_id: Option<String>,
+    pub vip_network_id: Option<String>,
+    pub project_id: String,
+    pub provider: Option<String>,
+    pub admin_state_up: bool,
+    pub tags: Vec<String>,
+    pub listeners: Vec<IdRef>,
+    pub pools: Vec<IdRef>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Listener {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub protocol: String,
+    pub protocol_port: u16,
+    pub default_pool_id: Option<String>,
+    pub loadbalancers: Vec<IdRef>,
+    pub l7policies: Vec<IdRef>,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+    pub insert_headers: Option<Value>,
+    pub timeout_client_data: Option<u32>,
+    pub timeout_member_connect: Option<u32>,
+    pub timeout_member_data: Option<u32>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Pool {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    pub listeners: Vec<IdRef>,
+    pub loadbalancers: Vec<IdRef>,
+    pub members: Vec<IdRef>,
+    pub healthmonitor_id: Option<String>,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Member {
+    pub id: String,
+    pub name: String,
+    pub address: String,
+    pub protocol_port: u16,
+    pub weight: u16,
+    pub backup: bool,
+    pub subnet_id: Option<String>,
+    pub monitor_address: Option<String>,
+    pub monitor_port: Option<u16>,
+    pub admin_state_up: bool,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct L7Policy {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    pub listener_id: String,
+    pub action: String,
+    pub redirect_pool_id: Option<String>,
+    pub redirect_url: Option<String>,
+    pub position: u32,
+    pub rules: Vec<IdRef>,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct L7Rule {
+    pub id: String,
+    #[serde(rename = "type")]
+    pub rule_type: String,
+    pub compare_type: String,
+    pub key: Option<String>,
+    pub value: String,
+    pub invert: bool,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct HealthMonitor {
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub monitor_type: String,
+    pub delay: u32,
+    pub timeout: u32,
+    pub max_retries: u32,
+    pub max_retries_down: u32,
+    pub http_method: Option<String>,
+    pub url_path: Option<String>,
+    pub expected_codes: Option<String>,
+    pub pools: Vec<IdRef>,
+    pub provisioning_status: String,
+    pub operating_status: String,
+    pub tags: Vec<String>,
+}
+
+/// `POST /v2/lbaas/loadbalancers`. With `listeners`/`pools` it is Octavia's fully-populated
+/// (graph) create: pools are declared here with a `name` and referenced by
+/// [`ListenerCreate::default_pool`] and [`L7PolicyCreate::redirect_pool`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LoadBalancerCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_subnet_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_network_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_port_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vip_address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flavor_id: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub listeners: Vec<ListenerCreate>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolCreate>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct LoadBalancerUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ListenerCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Required standalone; must be `None` inside a fully-populated create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadbalancer_id: Option<String>,
+    pub protocol: String,
+    pub protocol_port: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool_id: Option<String>,
+    /// Fully-populated create only: a pool of [`LoadBalancerCreate::pools`] by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool: Option<NameRef>,
+    /// Fully-populated create only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub l7policies: Vec<L7PolicyCreate>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insert_headers: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_client_data: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout_member_data: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ListenerUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// `Some(None)` clears the default pool (sends `null`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_pool_id: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PoolCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// One of `loadbalancer_id`/`listener_id` standalone; neither in a fully-populated create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub loadbalancer_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listener_id: Option<String>,
+    pub protocol: String,
+    pub lb_algorithm: String,
+    /// Fully-populated create only (standalone pool create with members answers 500 on Zed).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub members: Vec<MemberCreate>,
+    /// Fully-populated create only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub healthmonitor: Option<HealthMonitorCreate>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct PoolUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lb_algorithm: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+/// A member to create, or one entry of the batch update (matched by address + protocol_port).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct MemberCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    pub address: String,
+    pub protocol_port: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub weight: Option<u16>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backup: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub subnet_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_address: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub monitor_port: Option<u16>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct L7PolicyCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Required standalone; `None` inside a fully-populated create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listener_id: Option<String>,
+    /// `REDIRECT_TO_POOL`, `REDIRECT_TO_URL`, `REDIRECT_PREFIX`, `REJECT`.
+    pub action: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_pool_id: Option<String>,
+    /// Fully-populated create only: a pool of [`LoadBalancerCreate::pools`] by name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_pool: Option<NameRef>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    /// Fully-populated create only: standalone policy create with rules answers 500 on Zed, use
+    /// [`Octavia::create_l7policy_with_rules`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<L7RuleCreate>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct L7PolicyUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub action: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_pool_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub position: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+/// Create or full replacement of an L7 rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct L7RuleCreate {
+    /// `HOST_NAME`, `PATH`, `HEADER`, `COOKIE`, `FILE_TYPE`, ...
+    #[serde(rename = "type")]
+    pub rule_type: String,
+    /// `EQUAL_TO`, `STARTS_WITH`, `ENDS_WITH`, `CONTAINS`, `REGEX`.
+    pub compare_type: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
+    pub value: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub invert: bool,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+impl From<&crate::model::Rule> for L7RuleCreate {
+    fn from(r: &crate::model::Rule) -> Self {
+        Self {
+            rule_type: serde_name(&r.rule_type),
+            compare_type: serde_name(&r.compare_type),
+            key: None,
+            value: r.value.clone(),
+            invert: r.invert,
+            tags: Vec::new(),
+        }
+    }
+}
+
+/// The serde name (`HOST_NAME`, `STARTS_WITH`) of a model enum, which is Octavia's spelling.
+fn serde_name<T: Serialize>(v: &T) -> String {
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HealthMonitorCreate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Required standalone; `None` inside a pool of a fully-populated create.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pool_id: Option<String>,
+    /// `HTTP`, `TCP`, `PING`, ...
+    #[serde(rename = "type")]
+    pub monitor_type: String,
+    pub delay: u32,
+    pub timeout: u32,
+    pub max_retries: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries_down: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_method: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_codes: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct HealthMonitorUpdate {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub delay: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeout: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub url_path: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub expected_codes: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tags: Option<Vec<String>>,
+}
+
+/// Timing knobs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OctaviaOptions {
+    /// How long a write keeps retrying "load balancer busy" 409s.
+    pub busy_retry: Duration,
+    /// First poll/retry delay (doubles up to `max_delay`).
+    pub min_delay: Duration,
+    pub max_delay: Duration,
+}
+
+impl Default for OctaviaOptions {
+    fn default() -> Self {
+        Self { busy_retry: Duration::from_secs(60), min_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) }
+    }
+}
+
+const BASE: &str = "/v2/lbaas";
+
+/// The Octavia client; cheap to clone.
+#[derive(Clone, Debug)]
+pub struct Octavia {
+    session: Session,
+    opts: OctaviaOptions,
+}
+
+impl Octavia {
+    pub fn new(session: Session, opts: OctaviaOptions) -> Self {
+        Self { session, opts }
+    }
+
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    fn backoff(&self) -> ExponentialBuilder {
+        ExponentialBuilder::default()
+            .with_min_delay(self.opts.min_delay)
+            .with_max_delay(self.opts.max_delay)
+            .with_jitter()
+            .without_max_times()
+    }
+
+    /// Runs a write, retrying while Octavia answers "load balancer busy" (409), with exponential
+    /// backoff until [`OctaviaOptions::busy_retry`]; every retry is counted in
+    /// [`super::Stats::conflict_retries`].
+    pub async fn retry_busy<T, F, Fut>(&self, op: F) -> Result<T>
+    where
+        F: FnMut() -> Fut,
+        Fut: Future<Output = Result<T>>,
+    {
+        let counters = self.session.counters();
+        op.retry(self.backoff().with_total_delay(Some(self.opts.busy_retry)))
+            .sleep(tokio::time::sleep)
+            .when(Error::is_busy_conflict)
+            .notify(|e, delay| {
+                bump(&counters.conflict_retries);
+                tracing::debug!(error = %e, ?delay, "load balancer busy, retrying");
+            })
+            .await
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: String, key: &str) -> Result<T> {
+        let mut v: Value = self.session.send_json(&Request::new(Service::LoadBalancer, Method::GET, path)).await?;
+        decode(v[key].take(), key)
+    }
+
+    /// GET a collection following every `rel=next` link.
+    async fn list<T: DeserializeOwned>(&self, path: String, key: &str, q: &ListQuery) -> Result<Vec<T>> {
+        list_all(&self.session, Service::LoadBalancer, path, key, q).await
+    }
+
+    async fn write<T: DeserializeOwned>(&self, method: Method, path: String, key: &str, body: Value) -> Result<T> {
+        let req = Request::new(Service::LoadBalancer, method, path).json(json!({ key: body }));
+        let mut v: Value = self.retry_busy(|| self.session.send_json(&req)).await?;
+        decode(v[key].take(), key)
+    }
+
+    async fn delete(&self, path: String) -> Result<()> {
+        let req = Request::new(Service::LoadBalancer, Method::DELETE, path);
+        match self.retry_busy(|| self.session.send(&req)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    // Load balancers.
+
+    pub async fn get_load_balancer(&self, id: &str) -> Result<LoadBalancer> {
+        self.get(format!("{BASE}/loadbalancers/{id}"), "loadbalancer").await
+    }
+    pub async fn list_load_balancers(&self, q: &ListQuery) -> Result<Vec<LoadBalancer>> {
+        self.list(format!("{BASE}/loadbalancers"), "loadbalancers", q).await
+    }
+    /// Also the fully-populated create when `lb.listeners`/`lb.pools` are set.
+    pub async fn create_load_balancer(&self, lb: &LoadBalancerCreate) -> Result<LoadBalancer> {
+        self.write(Method::POST, format!("{BASE}/loadbalancers"), "loadbalancer", to_value(lb)).await
+    }
+    pub async fn update_load_balancer(&self, id: &str, u: &LoadBalancerUpdate) -> Result<LoadBalancer> {
+        self.write(Method::PUT, format!("{BASE}/loadbalancers/{id}"), "loadbalancer", to_value(u)).await
+    }
+    /// `cascade` deletes all children (without it Octavia answers 400 when there are any).
+    pub async fn delete_load_balancer(&self, id: &str, cascade: bool) -> Result<()> {
+        let q = if cascade { "?cascade=true" } else { "" };
+        self.delete(format!("{BASE}/loadbalancers/{id}{q}")).await
+    }
+
+    // Listeners.
+
+    pub async fn get_listener(&self, id: &str) -> Result<Listener> {
+        self.get(format!("{BASE}/listeners/{id}"), "listener").await
+    }
+    pub async fn list_listeners(&self, q: &ListQuery) -> Result<Vec<Listener>> {
+        self.list(format!("{BASE}/listeners"), "listeners", q).await
+    }
+    pub async fn create_listener(&self, l: &ListenerCreate) -> Result<Listener> {
+        self.write(Method::POST, format!("{BASE}/listeners"), "listener", to_value(l)).await
+    }
+    pub async fn update_listener(&self, id: &str, u: &ListenerUpdate) -> Result<Listener> {
+        self.write(Method::PUT, format!("{BASE}/listeners/{id}"), "listener", to_value(u)).await
+    }
+    pub async fn delete_listener(&self, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/listeners/{id}")).await
+    }
+
+    // Pools.
+
+    pub async fn get_pool(&self, id: &str) -> Result<Pool> {
+        self.get(format!("{BASE}/pools/{id}"), "pool").await
+    }
+    pub async fn list_pools(&self, q: &ListQuery) -> Result<Vec<Pool>> {
+        self.list(format!("{BASE}/pools"), "pools", q).await
+    }
+    pub async fn create_pool(&self, p: &PoolCreate) -> Result<Pool> {
+        self.write(Method::POST, format!("{BASE}/pools"), "pool", to_value(p)).await
+    }
+    pub async fn update_pool(&self, id: &str, u: &PoolUpdate) -> Result<Pool> {
+        self.write(Method::PUT, format!("{BASE}/pools/{id}"), "pool", to_value(u)).await
+    }
+    pub async fn delete_pool(&self, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/pools/{id}")).await
+    }
+
+    // Members.
+
+    pub async fn get_member(&self, pool_id: &str, id: &str) -> Result<Member> {
+        self.get(format!("{BASE}/pools/{pool_id}/members/{id}"), "member").await
+    }
+    pub async fn list_members(&self, pool_id: &str, q: &ListQuery) -> Result<Vec<Member>> {
+        self.list(format!("{BASE}/pools/{pool_id}/members"), "members", q).await
+    }
+    pub async fn create_member(&self, pool_id: &str, m: &MemberCreate) -> Result<Member> {
+        self.write(Method::POST, format!("{BASE}/pools/{pool_id}/members"), "member", to_value(m)).await
+    }
+    pub async fn delete_member(&self, pool_id: &str, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/pools/{pool_id}/members/{id}")).await
+    }
+    /// Batch update: the pool ends up with exactly `members` (matched by address + protocol_port;
+    /// omitted ones are deleted). One write and one provisioning round whatever the count; Octavia
+    /// answers 202 and applies it asynchronously, so wait for ACTIVE before reading back.
+    pub async fn replace_members(&self, pool_id: &str, members: &[MemberCreate]) -> Result<()> {
+        let req = Request::new(Service::LoadBalancer, Method::PUT, format!("{BASE}/pools/{pool_id}/members"))
+            .json(json!({ "members": members }));
+        self.retry_busy(|| self.session.send(&req)).await.map(drop)
+    }
+
+    // L7 policies and rules.
+
+    pub async fn get_l7policy(&self, id: &str) -> Result<L7Policy> {
+        self.get(format!("{BASE}/l7policies/{id}"), "l7policy").await
+    }
+    pub async fn list_l7policies(&self, q: &ListQuery) -> Result<Vec<L7Policy>> {
+        self.list(format!("{BASE}/l7policies"), "l7policies", q).await
+    }
+    /// Sends `p` as is (inline `rules` answer 500 on Octavia Zed; see
+    /// [`Octavia::create_l7policy_with_rules`]).
+    pub async fn create_l7policy(&self, p: &L7PolicyCreate) -> Result<L7Policy> {
+        self.write(Method::POST, format!("{BASE}/l7policies"), "l7policy", to_value(p)).await
+    }
+    /// Creates the policy without rules, then each rule (each write waits out the previous one's
+    /// PENDING_UPDATE through the busy retry). Returns the policy as read back at the end.
+    pub async fn create_l7policy_with_rules(&self, p: &L7PolicyCreate) -> Result<L7Policy> {
+        let bare = L7PolicyCreate { rules: Vec::new(), ..p.clone() };
+        let policy = self.create_l7policy(&bare).await?;
+        for r in &p.rules {
+            self.create_l7rule(&policy.id, r).await?;
+        }
+        self.get_l7policy(&policy.id).await
+    }
+    pub async fn update_l7policy(&self, id: &str, u: &L7PolicyUpdate) -> Result<L7Policy> {
+        self.write(Method::PUT, format!("{BASE}/l7policies/{id}"), "l7policy", to_value(u)).await
+    }
+    pub async fn delete_l7policy(&self, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/l7policies/{id}")).await
+    }
+    pub async fn get_l7rule(&self, policy_id: &str, id: &str) -> Result<L7Rule> {
+        self.get(format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule").await
+    }
+    pub async fn list_l7rules(&self, policy_id: &str, q: &ListQuery) -> Result<Vec<L7Rule>> {
+        self.list(format!("{BASE}/l7policies/{policy_id}/rules"), "rules", q).await
+    }
+    pub async fn create_l7rule(&self, policy_id: &str, r: &L7RuleCreate) -> Result<L7Rule> {
+        self.write(Method::POST, format!("{BASE}/l7policies/{policy_id}/rules"), "rule", to_value(r)).await
+    }
+    pub async fn update_l7rule(&self, policy_id: &str, id: &str, r: &L7RuleCreate) -> Result<L7Rule> {
+        self.write(Method::PUT, format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule", to_value(r)).await
+    }
+    pub async fn delete_l7rule(&self, policy_id: &str, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/l7policies/{policy_id}/rules/{id}")).await
+    }
+
+    // Health monitors.
+
+    pub async fn get_health_monitor(&self, id: &str) -> Result<HealthMonitor> {
+        self.get(format!("{BASE}/healthmonitors/{id}"), "healthmonitor").await
+    }
+    pub async fn list_health_monitors(&self, q: &ListQuery) -> Result<Vec<HealthMonitor>> {
+        self.list(format!("{BASE}/healthmonitors"), "healthmonitors", q).await
+    }
+    pub async fn create_health_monitor(&self, h: &HealthMonitorCreate) -> Result<HealthMonitor> {
+        self.write(Method::POST, format!("{BASE}/healthmonitors"), "healthmonitor", to_value(h)).await
+    }
+    pub async fn update_health_monitor(&self, id: &str, u: &HealthMonitorUpdate) -> Result<HealthMonitor> {
+        self.write(Method::PUT, format!("{BASE}/healthmonitors/{id}"), "healthmonitor", to_value(u)).await
+    }
+    pub async fn delete_health_monitor(&self, id: &str) -> Result<()> {
+        self.delete(format!("{BASE}/healthmonitors/{id}")).await
+    }
+
+    /// Polls the load balancer until `provisioning_status` is ACTIVE (exponential backoff from
+    /// `min_delay` to `max_delay`). ERROR fails at once with the object; the deadline fails with
+    /// the last status seen. A 404 is an error (use [`Octavia::wait_deleted`] for deletes).
+    pub async fn wait_active(&self, lb_id: &str, timeout: Duration) -> Result<LoadBalancer> {
+        let started = Instant::now();
+        let mut delays = self.backoff().build();
+        loop {
+            let lb = self.get_load_balancer(lb_id).await?;
+            match lb.provisioning_status.as_str() {
+                "ACTIVE" => return Ok(lb),
+                "ERROR" => {
+                    return Err(Error::Provisioning { kind: "loadbalancer", id: lb.id, status: lb.provisioning_status });
+                }
+                _ => {}
+            }
+            let delay = delays.next().unwrap_or(self.opts.max_delay);
+            if started.elapsed() + delay > timeout {
+                return Err(Error::WaitTimeout {
+                    kind: "loadbalancer",
+                    id: lb_id.into(),
+                    waited: started.elapsed(),
+                    last_status: lb.provisioning_status,
+                });
+            }
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    /// Polls until the load balancer is gone (404).
+    pub async fn wait_deleted(&self, lb_id: &str, timeout: Duration) -> Result<()> {
+        let started = Instant::now();
+        let mut delays = self.backoff().build();
+        loop {
+            let status = match self.get_load_balancer(lb_id).await {
+                Err(e) if e.is_not_found() => return Ok(()),
+                Err(e) => return Err(e),
+                Ok(lb) => lb.provisioning_status,
+            };
+            let delay = delays.next().unwrap_or(self.opts.max_delay);
+            if started.elapsed() + delay > timeout {
+                return Err(Error::WaitTimeout { kind: "loadbalancer", id: lb_id.into(), waited: started.elapsed(), last_status: status });
+            }
+            tokio::time::sleep(delay).await;
+        }
+    }
+}
+
+fn to_value<T: Serialize>(v: &T) -> Value {
+    serde_json::to_value(v).expect("request structs always serialize")
+}
+
+fn decode<T: DeserializeOwned>(v: Value, key: &str) -> Result<T> {
+    serde_json::from_value(v).map_err(|e| Error::Decode {
+        service: Service::LoadBalancer,
+        method: "-".into(),
+        path: key.into(),
+        message: e.to_string(),
+    })
+}
+
+/// GET `path` with `q`, then every `rel=next` page. Octavia drops `fields` from its next links,
+/// so they are added back.
+pub(crate) async fn list_all<T: DeserializeOwned>(
+    session: &Session,
+    service: Service,
+    path: String,
+    key: &str,
+    q: &ListQuery,
+) -> Result<Vec<T>> {
+    let endpoint = session.endpoint(service).await?;
+    let mut out = Vec::new();
+    let mut req = Request::new(service, Method::GET, path).query(q.to_pairs());
+    loop {
+        let mut body: Value = session.send_json(&req).await?;
+        let items: Vec<T> = match body.get_mut(key).map(Value::take) {
+            Some(v) => serde_json::from_value(v).map_err(|e| Error::Decode {
+                service,
+                method: "GET".into(),
+                path: req.path.split('?').next().unwrap_or_default().into(),
+                message: e.to_string(),
+            })?,
+            None => Vec::new(),
+        };
+        let empty = items.is_empty();
+        out.extend(items);
+        match next_link(&body, key) {
+            Some(href) if !empty => {
+                let next = relative_next(&href, &endpoint)?;
+                let extra = if next.contains("fields=") {
+                    Vec::new()
+                } else {
+                    q.fields.iter().map(|f| ("fields".to_string(), f.clone())).collect()
+                };
+                req = Request::new(service, Method::GET, next).query(extra);
+            }
+            _ => return Ok(out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, Rule, RuleType};
+
+    #[test]
+    fn create_bodies_skip_unset_fields() {
+        let p = L7PolicyCreate {
+            name: Some("p".into()),
+            action: "REDIRECT_TO_POOL".into(),
+            redirect_pool: Some(NameRef { name: "pool-a".into() }),
+            rules: vec![(&Rule { rule_type: RuleType::HostName, compare_type: CompareType::EqualTo, value: "a.b".into(), invert: false }).into()],
+            ..Default::default()
+        };
+        assert_eq!(
+            to_value(&p),
+            json!({"name": "p", "action": "REDIRECT_TO_POOL", "redirect_pool": {"name": "pool-a"},
+                   "rules": [{"type": "HOST_NAME", "compare_type": "EQUAL_TO", "value": "a.b"}]})
+        );
+        let u = ListenerUpdate { default_pool_id: Some(None), ..Default::default() };
+        assert_eq!(to_value(&u), json!({"default_pool_id": null}));
+        let m = MemberCreate { address: "10.0.0.1".into(), protocol_port: 80, ..Default::default() };
+        assert_eq!(to_value(&m), json!({"address": "10.0.0.1", "protocol_port": 80}));
+    }
+
+    #[test]
+    fn reads_octavia_objects_leniently() {
+        let lb: LoadBalancer = serde_json::from_value(json!({"id": "1", "name": "x", "provisioning_status": "ACTIVE",
+            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null})).unwrap();
+        assert_eq!(lb.listeners, vec![IdRef { id: "l".into() }]);
+        let r: L7Rule = serde_json::from_value(json!({"id": "r", "type": "PATH", "compare_type": "STARTS_WITH", "value": "/a", "key": null, "invert": false})).unwrap();
+        assert_eq!(r.rule_type, "PATH");
+    }
+}
