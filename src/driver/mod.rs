@@ -2,4 +2,5 @@
 //! state with the fewest writes.
 
 pub mod diff;
+pub mod router;
 pub mod sim;

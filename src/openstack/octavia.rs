@@ -40,6 +40,7 @@ pub struct LoadBalancer {
     pub vip_network_id: Option<String>,
     pub project_id: String,
     pub provider: Option<String>,
+    pub availability_zone: Option<String>,
     pub admin_state_up: bool,
     pub tags: Vec<String>,
     pub listeners: Vec<IdRef>,
@@ -112,6 +113,7 @@ pub struct L7Policy {
     pub redirect_pool_id: Option<String>,
     pub redirect_url: Option<String>,
     pub position: u32,
+    pub admin_state_up: bool,
     pub rules: Vec<IdRef>,
     pub provisioning_status: String,
     pub operating_status: String,
@@ -172,6 +174,8 @@ pub struct LoadBalancerCreate {
     pub vip_address: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub provider: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub availability_zone: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub flavor_id: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -281,6 +285,8 @@ pub struct MemberCreate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backup: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_state_up: Option<bool>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub subnet_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub monitor_address: Option<String>,
@@ -310,6 +316,9 @@ pub struct L7PolicyCreate {
     pub redirect_url: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
+    /// A policy created disabled is not rendered until enabled (see driver::diff).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_state_up: Option<bool>,
     /// Fully-populated create only: standalone policy create with rules answers 500 on Zed, use
     /// [`Octavia::create_l7policy_with_rules`].
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -330,6 +339,8 @@ pub struct L7PolicyUpdate {
     pub redirect_pool_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub admin_state_up: Option<bool>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
 }
@@ -424,7 +435,11 @@ pub struct OctaviaOptions {
 
 impl Default for OctaviaOptions {
     fn default() -> Self {
-        Self { busy_retry: Duration::from_secs(60), min_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) }
+        Self {
+            busy_retry: Duration::from_secs(60),
+            min_delay: Duration::from_millis(100),
+            max_delay: Duration::from_secs(1),
+        }
     }
 }
 
@@ -652,7 +667,11 @@ impl Octavia {
             match lb.provisioning_status.as_str() {
                 "ACTIVE" => return Ok(lb),
                 "ERROR" => {
-                    return Err(Error::Provisioning { kind: "loadbalancer", id: lb.id, status: lb.provisioning_status });
+                    return Err(Error::Provisioning {
+                        kind: "loadbalancer",
+                        id: lb.id,
+                        status: lb.provisioning_status,
+                    });
                 }
                 _ => {}
             }
@@ -681,7 +700,12 @@ impl Octavia {
             };
             let delay = delays.next().unwrap_or(self.opts.max_delay);
             if started.elapsed() + delay > timeout {
-                return Err(Error::WaitTimeout { kind: "loadbalancer", id: lb_id.into(), waited: started.elapsed(), last_status: status });
+                return Err(Error::WaitTimeout {
+                    kind: "loadbalancer",
+                    id: lb_id.into(),
+                    waited: started.elapsed(),
+                    last_status: status,
+                });
             }
             tokio::time::sleep(delay).await;
         }
@@ -752,7 +776,15 @@ mod tests {
             name: Some("p".into()),
             action: "REDIRECT_TO_POOL".into(),
             redirect_pool: Some(NameRef { name: "pool-a".into() }),
-            rules: vec![(&Rule { rule_type: RuleType::HostName, compare_type: CompareType::EqualTo, value: "a.b".into(), invert: false }).into()],
+            rules: vec![
+                (&Rule {
+                    rule_type: RuleType::HostName,
+                    compare_type: CompareType::EqualTo,
+                    value: "a.b".into(),
+                    invert: false,
+                })
+                    .into(),
+            ],
             ..Default::default()
         };
         assert_eq!(
@@ -769,7 +801,8 @@ mod tests {
     #[test]
     fn reads_octavia_objects_leniently() {
         let lb: LoadBalancer = serde_json::from_value(json!({"id": "1", "name": "x", "provisioning_status": "ACTIVE",
-            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null})).unwrap();
+            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null}))
+        .unwrap();
         assert_eq!(lb.listeners, vec![IdRef { id: "l".into() }]);
         let r: L7Rule = serde_json::from_value(json!({"id": "r", "type": "PATH", "compare_type": "STARTS_WITH", "value": "/a", "key": null, "invert": false})).unwrap();
         assert_eq!(r.rule_type, "PATH");
