@@ -437,7 +437,15 @@ impl Reader {
         .unwrap_or_default()
     }
 
+    /// Records a missing required value, unless the value was given but invalid (already said).
     fn require(&mut self, section: &str, key: &str, why: &str) {
+        if self
+            .problems
+            .iter()
+            .any(|p| p.section == section && p.key == key)
+        {
+            return;
+        }
         self.problem(
             section,
             key,
