@@ -546,3 +546,41 @@ fn format_plugs_into_config_file_sources() {
     assert_eq!(name.clone().into_string().unwrap(), "router-2");
     assert_eq!(merged.get_string("default.debug").unwrap(), "yes");
 }
+
+#[test]
+fn environment_variable_naming_a_whole_section_is_ignored() {
+    let loaded = load(&["base.conf"], env(&[("KURYR_NEUTRON", "oops")])).unwrap();
+    assert_eq!(
+        loaded.warnings,
+        ["environment KURYR_NEUTRON: not of the form KURYR_<SECTION>__<KEY> (ignored)"]
+    );
+    assert_eq!(loaded.settings.neutron.username.as_deref(), Some("kuryr"));
+}
+
+#[test]
+fn cafile_must_exist() {
+    let errs = problems(config::load_texts(
+        &[(
+            "t.conf".into(),
+            format!("{NEUTRON}cafile = /nonexistent/ca.pem\n"),
+        )],
+        no_env(),
+    ));
+    assert_eq!(
+        errs,
+        [
+            "t.conf: [neutron] cafile = \"/nonexistent/ca.pem\": expected path to an existing file: no such file"
+        ]
+    );
+    let existing = fixture("base.conf");
+    let s = config::load_texts(
+        &[(
+            "t.conf".into(),
+            format!("{NEUTRON}cafile = {}\n", existing.display()),
+        )],
+        no_env(),
+    )
+    .unwrap()
+    .settings;
+    assert_eq!(s.neutron.cafile, Some(existing));
+}

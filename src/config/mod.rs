@@ -137,7 +137,25 @@ pub fn load_texts(
         ini::parse(origin, text)?;
         builder = builder.add_source(::config::File::from_str(text, ini::OsloIni::named(origin)));
     }
-    let env: ::config::Map<String, String> = env.into_iter().collect();
+    let mut warnings = Vec::new();
+    let env: ::config::Map<String, String> = env
+        .into_iter()
+        .filter(|(name, _)| {
+            // `KURYR_NEUTRON=x` would replace the whole [neutron] table in the merged tree.
+            let upper = name.to_uppercase();
+            let hides_section = upper.strip_prefix("KURYR_").is_some_and(|rest| {
+                options::SECTIONS
+                    .iter()
+                    .any(|s| s.eq_ignore_ascii_case(rest))
+            });
+            if hides_section {
+                warnings.push(format!(
+                    "environment {name}: not of the form {ENV_PREFIX}_<SECTION>__<KEY> (ignored)"
+                ));
+            }
+            !hides_section
+        })
+        .collect();
     builder = builder.add_source(
         ::config::Environment::with_prefix(ENV_PREFIX)
             .prefix_separator("_")
@@ -147,7 +165,6 @@ pub fn load_texts(
     let merged = builder.build()?;
 
     let mut values = BTreeMap::new();
-    let mut warnings = Vec::new();
     for section in options::SECTIONS {
         let table = ini::normalize_section(section);
         // A section nobody set is simply absent.
