@@ -696,9 +696,9 @@ fn secs(d: Duration) -> Option<String> {
 }
 
 impl Settings {
-    /// The effective value of an option, as kuryr.conf text (`None`: unset). Secrets are given in
-    /// clear here; [`Settings::render_masked`] masks them. `None` for an unknown option too.
-    fn effective(&self, section: &str, key: &str) -> Option<String> {
+    /// The effective value of an option, as kuryr.conf text (`Some(None)`: unset; `None`: not an
+    /// option). Secrets are given in clear here; [`Settings::render_masked`] masks them.
+    fn effective(&self, section: &str, key: &str) -> Option<Option<String>> {
         let (d, k, nd, od, n) = (
             &self.default,
             &self.kubernetes,
@@ -707,7 +707,7 @@ impl Settings {
             &self.neutron,
         );
         let s = |v: &str| Some(v.to_owned());
-        match (section, key) {
+        Some(match (section, key) {
             ("DEFAULT", "debug") => secs_bool(d.debug),
             ("DEFAULT", "log_format") => s(d.log_format.as_str()),
             ("kubernetes", "api_root") => show(&k.api_root),
@@ -782,8 +782,8 @@ impl Settings {
             ("neutron", "cafile") => path(&n.cafile),
             ("neutron", "insecure") => secs_bool(n.insecure),
             ("neutron", "timeout") => secs(n.timeout),
-            _ => None,
-        }
+            _ => return None,
+        })
     }
 
     /// The effective configuration as kuryr.conf text: every option of [`options()`] with its
@@ -793,7 +793,7 @@ impl Settings {
         for section in SECTIONS {
             out.push_str(&format!("[{section}]\n"));
             for spec in options().iter().filter(|o| o.section == *section) {
-                match self.effective(spec.section, spec.key) {
+                match self.effective(spec.section, spec.key).flatten() {
                     None => out.push_str(&format!("#{} = <None>\n", spec.key)),
                     Some(_) if spec.secret => {
                         out.push_str(&format!("{} = {MASKED_VALUE}\n", spec.key))
@@ -821,6 +821,22 @@ mod tests {
 
     fn spec(section: &str, key: &str) -> &'static OptionSpec {
         find(section, key).unwrap()
+    }
+
+    #[test]
+    fn every_option_is_rendered() {
+        let text =
+            "[neutron]\nauth_url = https://k/v3\nusername = u\npassword = p\nproject_id = x\n";
+        let loaded = crate::config::load_texts(&[("t".into(), text.into())], Vec::new()).unwrap();
+        for o in options() {
+            assert!(
+                loaded.settings.effective(o.section, o.key).is_some(),
+                "[{}] {} is missing from Settings::effective",
+                o.section,
+                o.key
+            );
+        }
+        assert_eq!(loaded.settings.effective("kubernetes", "nope"), None);
     }
 
     #[test]
