@@ -1,1 +1,248 @@
 //! kuryr.conf (oslo.config-style INI) loading and typed settings.
+//!
+//! Layering is done by the `config` crate: one [`::config::File`] source per file (parsed by our
+//! oslo-compatible [`ini::OsloIni`] format, later files override earlier ones), then an
+//! [`::config::Environment`] source for `KURYR_<SECTION>__<KEY>` variables, which win over files.
+//! Every value keeps its origin (file path or environment variable) so that validation problems
+//! name where the bad value came from; all problems are reported together.
+//!
+//! [`options()`] is the single source of truth for option names, types, defaults and help; the
+//! sample file and the docs are generated from it ([`reference`]) and tested against it.
+
+pub mod ini;
+pub mod options;
+pub mod reference;
+mod settings;
+
+pub use options::{
+    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind,
+    OptionSpec, ZoneWeightingMode, options,
+};
+pub use settings::{
+    DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings,
+    OctaviaDefaults, Settings, check_tag, is_uuid, parse_bool, split_list,
+};
+
+use settings::{RawEntry, Reader};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// Where kuryr.conf is read from when no `--config-file` is given.
+pub const DEFAULT_CONFIG_FILE: &str = "/etc/kuryr/kuryr.conf";
+
+/// Prefix of environment overrides: `KURYR_<SECTION>__<KEY>`.
+pub const ENV_PREFIX: &str = "KURYR";
+
+/// How secrets are shown.
+pub const MASKED_VALUE: &str = crate::secret::MASK;
+
+/// The `config` crate's origin label for values from [`::config::Environment`].
+const CONFIG_ENV_ORIGIN: &str = "the environment";
+
+/// A loaded configuration and the non-fatal findings (unknown options).
+#[derive(Clone, Debug)]
+pub struct Loaded {
+    pub settings: Settings,
+    /// Full sentences naming file (or variable), section and key; log them at warn level.
+    pub warnings: Vec<String>,
+}
+
+/// One invalid or missing value.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ConfigProblem {
+    /// The file the value came from, `environment KURYR_<SECTION>__<KEY>`, or (for a missing
+    /// value) the files that were read.
+    pub origin: String,
+    /// As written in kuryr.conf: `DEFAULT`, `kubernetes`, ...
+    pub section: String,
+    pub key: String,
+    /// The offending value; `********` for secrets; `None` when missing.
+    pub value: Option<String>,
+    /// What is expected.
+    pub message: String,
+}
+
+impl std::fmt::Display for ConfigProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: [{}] {}", self.origin, self.section, self.key)?;
+        if let Some(value) = &self.value {
+            write!(f, " = {value:?}")?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration file {} not found", .path.display())]
+    NotFound { path: PathBuf },
+    #[error("cannot read configuration file {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Syntax error, with file and line.
+    #[error("{0}")]
+    Parse(#[from] ini::IniError),
+    /// Layering by the `config` crate failed (not expected with our sources).
+    #[error("cannot merge configuration sources: {0}")]
+    Layering(#[from] ::config::ConfigError),
+    /// Every invalid or missing value.
+    #[error("invalid configuration:\n{}", list_problems(.0))]
+    Invalid(Vec<ConfigProblem>),
+}
+
+fn list_problems(problems: &[ConfigProblem]) -> String {
+    problems
+        .iter()
+        .map(|p| format!("  - {p}"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Loads kuryr.conf files (in order, later override earlier), then `KURYR_<SECTION>__<KEY>`
+/// overrides from `env` (pass `std::env::vars()`; tests pass a vec).
+pub fn load(
+    paths: &[PathBuf],
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ConfigError::NotFound { path: path.clone() },
+            _ => ConfigError::Read {
+                path: path.clone(),
+                source,
+            },
+        })?;
+        texts.push((path_label(path), text));
+    }
+    load_texts(&texts, env)
+}
+
+fn path_label(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// Like [`load`], from in-memory `(origin, text)` pairs; handy for tests of other modules.
+pub fn load_texts(
+    files: &[(String, String)],
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    let mut builder = ::config::Config::builder();
+    for (origin, text) in files {
+        // Parse once up front so that a syntax error is reported with file and line as our own
+        // error type rather than boxed inside the `config` crate's.
+        ini::parse(origin, text)?;
+        builder = builder.add_source(::config::File::from_str(text, ini::OsloIni::named(origin)));
+    }
+    let mut warnings = Vec::new();
+    let env: ::config::Map<String, String> = env
+        .into_iter()
+        .filter(|(name, _)| {
+            // `KURYR_NEUTRON=x` would replace the whole [neutron] table in the merged tree.
+            let upper = name.to_uppercase();
+            let hides_section = upper.strip_prefix("KURYR_").is_some_and(|rest| {
+                options::SECTIONS
+                    .iter()
+                    .any(|s| s.eq_ignore_ascii_case(rest))
+            });
+            if hides_section {
+                warnings.push(format!(
+                    "environment {name}: not of the form {ENV_PREFIX}_<SECTION>__<KEY> (ignored)"
+                ));
+            }
+            !hides_section
+        })
+        .collect();
+    builder = builder.add_source(
+        ::config::Environment::with_prefix(ENV_PREFIX)
+            .prefix_separator("_")
+            .separator("__")
+            .source(Some(env)),
+    );
+    let merged = builder.build()?;
+
+    let mut values = BTreeMap::new();
+    for section in options::SECTIONS {
+        let table = ini::normalize_section(section);
+        // A section nobody set is simply absent.
+        let Ok(entries) = merged.get_table(&table) else {
+            continue;
+        };
+        let mut entries: Vec<_> = entries.into_iter().collect();
+        entries.sort_by(|a, b| a.0.cmp(&b.0));
+        for (key, value) in entries {
+            let origin = match value.origin() {
+                Some(CONFIG_ENV_ORIGIN) | None => format!(
+                    "environment {ENV_PREFIX}_{}__{}",
+                    table.to_uppercase(),
+                    key.to_uppercase()
+                ),
+                Some(file) => file.to_owned(),
+            };
+            let known = options::find(section, &key).is_some();
+            match value.into_string() {
+                Ok(value) if known => {
+                    values.insert((section.to_string(), key), RawEntry { value, origin });
+                }
+                _ => warnings.push(unknown_option(&origin, section, &key)),
+            }
+        }
+    }
+    let files = match files {
+        [] => "configuration".to_owned(),
+        files => files
+            .iter()
+            .map(|(o, _)| o.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    let settings = Reader::new(values, files)
+        .settings()
+        .map_err(ConfigError::Invalid)?;
+    Ok(Loaded { settings, warnings })
+}
+
+fn unknown_option(origin: &str, section: &str, key: &str) -> String {
+    let mut msg = format!("{origin}: [{section}] {key}: unknown option (ignored)");
+    let closest = options()
+        .iter()
+        .filter(|o| o.section == section)
+        .map(|o| (edit_distance(o.key, key), o.key))
+        .min();
+    if let Some((distance, candidate)) = closest
+        && distance <= 2.max(key.len() / 4)
+    {
+        msg.push_str(&format!("; did you mean {candidate}?"));
+    }
+    msg
+}
+
+/// Levenshtein distance, for "did you mean".
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            let substitution = prev[j] + usize::from(ca != *cb);
+            cur[j + 1] = substitution.min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn distance() {
+        assert_eq!(edit_distance("enable_ingres", "enable_ingress"), 1);
+        assert_eq!(edit_distance("", "abc"), 3);
+        assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+}

@@ -1,0 +1,294 @@
+//! The option table: the single source of truth for names, types, defaults and help of every
+//! kuryr.conf option we read. Loading, `check-config` rendering, `etc/kuryr.conf.sample` and
+//! `docs/configuration.md` are all derived from (and tested against) [`options()`].
+
+/// Defines a closed set of string values (oslo `choices`), case-sensitive like oslo.
+macro_rules! choice_enum {
+    (
+        $(#[$m:meta])*
+        pub enum $name:ident { $($(#[$vm:meta])* $var:ident => $s:literal,)+ }
+        default $def:ident
+    ) => {
+        $(#[$m])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum $name { $($(#[$vm])* $var,)+ }
+
+        impl $name {
+            /// The accepted spellings, in documentation order.
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+
+            /// The spelling used in kuryr.conf (and by Octavia/Keystone where applicable).
+            pub fn as_str(self) -> &'static str {
+                match self { $(Self::$var => $s),+ }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> Self {
+                Self::$def
+            }
+        }
+
+        impl std::str::FromStr for $name {
+            type Err = ();
+            fn from_str(s: &str) -> Result<Self, ()> {
+                match s {
+                    $($s => Ok(Self::$var),)+
+                    _ => Err(()),
+                }
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+choice_enum! {
+    /// `[DEFAULT] log_format`.
+    pub enum LogFormat { Text => "text", Json => "json", }
+    default Text
+}
+
+choice_enum! {
+    /// Octavia pool `lb_algorithm`.
+    pub enum LbAlgorithm {
+        RoundRobin => "ROUND_ROBIN",
+        LeastConnections => "LEAST_CONNECTIONS",
+        SourceIp => "SOURCE_IP",
+    }
+    default RoundRobin
+}
+
+choice_enum! {
+    /// How members are addressed: L3 (routed, no subnet on the member) or L2 (member subnet set).
+    pub enum MemberMode { L3 => "L3", L2 => "L2", }
+    default L3
+}
+
+choice_enum! {
+    /// Zone-aware weighting: local members weighted up, or remote members marked `backup`.
+    pub enum ZoneWeightingMode { Weight => "weight", Backup => "backup", }
+    default Weight
+}
+
+choice_enum! {
+    /// Octavia health monitor `type`.
+    pub enum HealthMonitorType { Http => "HTTP", Tcp => "TCP", }
+    default Http
+}
+
+choice_enum! {
+    /// Keystone auth plugin (keystoneauth `auth_type` names).
+    pub enum AuthType {
+        Password => "password",
+        ApplicationCredential => "v3applicationcredential",
+    }
+    default Password
+}
+
+choice_enum! {
+    /// Keystone catalog endpoint interface.
+    pub enum Interface { Public => "public", Internal => "internal", Admin => "admin", }
+    default Public
+}
+
+/// The type of an option: how its text is parsed and validated.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum OptKind {
+    /// oslo booleans: true/false, yes/no, on/off, 1/0, case-insensitive.
+    Bool,
+    /// Integer within `min..=max`.
+    Int { min: i64, max: i64 },
+    /// Integer number of seconds, at least `min`.
+    Seconds { min: i64 },
+    /// Float, at least `min`.
+    Float { min: f64 },
+    /// Any single-line string.
+    Str,
+    /// A string never shown in logs, errors or `check-config` output.
+    Secret,
+    /// An `http://` or `https://` URL.
+    Url,
+    /// A filesystem path; `must_exist` is checked at load time.
+    Path { must_exist: bool },
+    /// An IPv4 or IPv6 address.
+    Ip,
+    /// A dashed UUID (8-4-4-4-12 hex digits), as Neutron and Octavia ids are.
+    Uuid,
+    /// One of a fixed set of strings (case-sensitive, as oslo `choices`).
+    Choice(&'static [&'static str]),
+    /// A string usable as an Octavia/Neutron tag (see [`super::settings::check_tag`]).
+    Tag,
+    /// A comma-separated list of tags; may continue over indented lines.
+    TagList,
+}
+
+impl OptKind {
+    /// Human description, used in errors, the sample file and the docs.
+    pub fn describe(&self) -> String {
+        match self {
+            OptKind::Bool => "boolean".into(),
+            OptKind::Int { min, max } => format!("integer, {min}..{max}"),
+            OptKind::Seconds { min } => format!("integer seconds, >= {min}"),
+            OptKind::Float { min } => format!("float, >= {min:?}"),
+            OptKind::Str => "string".into(),
+            OptKind::Secret => "secret string".into(),
+            OptKind::Url => "URL".into(),
+            OptKind::Path { must_exist: true } => "path to an existing file".into(),
+            OptKind::Path { must_exist: false } => "path".into(),
+            OptKind::Ip => "IP address".into(),
+            OptKind::Uuid => "UUID".into(),
+            OptKind::Choice(names) => format!("one of {}", names.join(", ")),
+            OptKind::Tag => "tag string".into(),
+            OptKind::TagList => "list of tag strings".into(),
+        }
+    }
+
+    /// Whether the value may span several lines (list options only).
+    pub fn is_list(&self) -> bool {
+        matches!(self, OptKind::TagList)
+    }
+}
+
+/// One option of kuryr.conf.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OptionSpec {
+    /// Section as written in kuryr.conf (`DEFAULT`, `kubernetes`, ...).
+    pub section: &'static str,
+    pub key: &'static str,
+    pub kind: OptKind,
+    /// The default, as it would be written in kuryr.conf; `None`: unset by default.
+    pub default: Option<&'static str>,
+    pub help: &'static str,
+    /// Masked as `********` wherever the value would be shown.
+    pub secret: bool,
+}
+
+impl OptionSpec {
+    /// Human description of the type.
+    pub fn type_description(&self) -> String {
+        self.kind.describe()
+    }
+}
+
+const fn opt(
+    section: &'static str,
+    key: &'static str,
+    kind: OptKind,
+    default: Option<&'static str>,
+    help: &'static str,
+) -> OptionSpec {
+    OptionSpec {
+        section,
+        key,
+        kind,
+        default,
+        help,
+        secret: matches!(kind, OptKind::Secret),
+    }
+}
+
+/// The sections we own, in rendering order. Other sections of kuryr.conf are ignored.
+pub const SECTIONS: &[&str] = &[
+    "DEFAULT",
+    "kubernetes",
+    "neutron_defaults",
+    "octavia_defaults",
+    "neutron",
+];
+
+const PORT: OptKind = OptKind::Int { min: 1, max: 65535 };
+const D: &str = "DEFAULT";
+const K: &str = "kubernetes";
+const ND: &str = "neutron_defaults";
+const OD: &str = "octavia_defaults";
+const N: &str = "neutron";
+const PATH: OptKind = OptKind::Path { must_exist: false };
+
+#[rustfmt::skip]
+static OPTIONS: &[OptionSpec] = &[
+    // [DEFAULT]
+    opt(D, "debug", OptKind::Bool, Some("false"), "Log at debug level instead of info."),
+    opt(D, "log_format", OptKind::Choice(LogFormat::NAMES), Some("text"), "Log line format: human-readable text or one JSON object per line."),
+    // [kubernetes]
+    opt(K, "api_root", OptKind::Url, None, "Kubernetes API server URL. Unset: the in-cluster service account, or `kubeconfig` when set."),
+    opt(K, "ssl_ca_crt_file", PATH, None, "CA bundle used to verify the API server when `api_root` is set."),
+    opt(K, "token_file", PATH, None, "Bearer token file used with `api_root`."),
+    opt(K, "kubeconfig", PATH, None, "kubeconfig file to use instead of the in-cluster configuration."),
+    opt(K, "enable_ingress", OptKind::Bool, Some("false"), "Handle Ingress objects (as kuryr-kubernetes' option of the same name). When true, `[neutron_defaults] lb_subnet` is required."),
+    opt(K, "ingress_class", OptKind::Str, Some("kuryr-l7-router"), "IngressClass name (spec.controller and ingressClassName) this controller serves. When unset and `node_pool` is set, the node pool name is used."),
+    opt(K, "use_endpoint_slices", OptKind::Bool, Some("true"), "Read Service endpoints from EndpointSlices (discovery.k8s.io/v1) rather than Endpoints."),
+    opt(K, "node_pool", OptKind::Str, None, "Serve only this node pool (edge deployments): one router per pool, members from nodes carrying `node_pool_label=<node_pool>`."),
+    opt(K, "node_pool_label", OptKind::Str, Some("apps.openyurt.io/nodepool"), "Node label that names a node's pool."),
+    opt(K, "cluster_name", OptKind::Tag, Some("kubernetes"), "Name of this cluster, put in the tags of every Octavia object we create so that several clusters can share a project."),
+    opt(K, "resync_period", OptKind::Seconds { min: 10 }, Some("600"), "Full reconciliation interval in seconds, on top of watch events."),
+    opt(K, "leader_election", OptKind::Bool, Some("true"), "Elect a leader through a coordination.k8s.io Lease so that only one replica writes to Octavia."),
+    opt(K, "lease_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the leader election Lease."),
+    opt(K, "lease_namespace", OptKind::Str, Some("kube-system"), "Namespace of the leader election Lease."),
+    opt(K, "health_port", PORT, Some("8080"), "TCP port of the /healthz, /readyz and /metrics HTTP endpoint."),
+    // [neutron_defaults]
+    opt(ND, "project", OptKind::Str, None, "Project (tenant) ID that owns the resources we create."),
+    opt(ND, "external_svc_subnet", OptKind::Uuid, None, "Subnet ID from which floating IPs for the router VIP are allocated."),
+    opt(ND, "l7_router_ip", OptKind::Ip, None, "Fixed VIP address of the L7 router load balancer."),
+    opt(ND, "lb_subnet", OptKind::Uuid, None, "Subnet ID of the L7 router VIP. Required when `[kubernetes] enable_ingress` is true."),
+    opt(ND, "pod_subnet", OptKind::Uuid, None, "Subnet ID of the pods; member subnet in L2 member mode."),
+    opt(ND, "resource_tags", OptKind::TagList, Some(""), "Extra tags put on every OpenStack resource we create (comma-separated)."),
+    // [octavia_defaults]
+    opt(OD, "l7_router_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the shared Octavia load balancer (the L7 router)."),
+    opt(OD, "l7_router_uuid", OptKind::Uuid, None, "ID of an existing load balancer to use as the L7 router instead of finding or creating it by name."),
+    opt(OD, "lb_algorithm", OptKind::Choice(LbAlgorithm::NAMES), Some("ROUND_ROBIN"), "Pool load balancing algorithm."),
+    opt(OD, "provider", OptKind::Str, Some(""), "Octavia provider driver; empty: Octavia's default provider."),
+    opt(OD, "availability_zone", OptKind::Str, None, "Octavia availability zone of the L7 router."),
+    opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "L3: members are routed addresses; L2: members are created on `[neutron_defaults] pod_subnet`."),
+    opt(OD, "listener_port", PORT, Some("80"), "Port of the HTTP listener of the L7 router."),
+    opt(OD, "lb_create_timeout", OptKind::Seconds { min: 1 }, Some("600"), "Seconds to wait for a new load balancer to become ACTIVE."),
+    opt(OD, "write_timeout", OptKind::Seconds { min: 1 }, Some("300"), "Seconds to wait for the load balancer to become ACTIVE again after a change."),
+    opt(OD, "request_timeout", OptKind::Seconds { min: 1 }, Some("30"), "Timeout of one Octavia API request, in seconds."),
+    opt(OD, "zone_aware_default", OptKind::Bool, Some("false"), "Use zone-aware member weighting for Services that do not say otherwise."),
+    opt(OD, "zone_weighting_mode", OptKind::Choice(ZoneWeightingMode::NAMES), Some("weight"), "weight: members in the router's zone get a higher weight; backup: members in other zones are backup members (needs `health_monitor`)."),
+    opt(OD, "zone_overload_factor", OptKind::Float { min: 1.0 }, Some("2.0"), "Local members are preferred only while local endpoints times this factor cover the remote ones."),
+    opt(OD, "zone_min_local_endpoints", OptKind::Int { min: 1, max: 65535 }, Some("2"), "Minimum number of ready local endpoints before zone-aware weighting applies."),
+    opt(OD, "health_monitor", OptKind::Bool, Some("false"), "Create a health monitor on every pool."),
+    opt(OD, "health_monitor_type", OptKind::Choice(HealthMonitorType::NAMES), Some("HTTP"), "Health monitor type."),
+    opt(OD, "health_monitor_url_path", OptKind::Str, Some("/"), "HTTP path probed by HTTP health monitors."),
+    opt(OD, "health_monitor_expected_codes", OptKind::Str, Some("200"), "HTTP status codes that mean healthy: a code, a list (200,202) or a range (200-204)."),
+    opt(OD, "health_monitor_delay", OptKind::Seconds { min: 1 }, Some("5"), "Seconds between health probes."),
+    opt(OD, "health_monitor_timeout", OptKind::Seconds { min: 1 }, Some("3"), "Seconds a probe may take; must not exceed `health_monitor_delay`."),
+    opt(OD, "health_monitor_max_retries", OptKind::Int { min: 1, max: 10 }, Some("3"), "Successful probes needed to mark a member ONLINE (Octavia: 1..10)."),
+    // [neutron]
+    opt(N, "auth_url", OptKind::Url, None, "Keystone identity URL (required)."),
+    opt(N, "auth_type", OptKind::Choice(AuthType::NAMES), Some("password"), "Keystone authentication method."),
+    opt(N, "username", OptKind::Str, None, "User name (password auth; or with application_credential_name)."),
+    opt(N, "user_id", OptKind::Str, None, "User ID, instead of `username`."),
+    opt(N, "password", OptKind::Secret, None, "Password (password auth)."),
+    opt(N, "user_domain_name", OptKind::Str, Some("Default"), "Domain name of the user."),
+    opt(N, "user_domain_id", OptKind::Str, None, "Domain ID of the user, instead of `user_domain_name`."),
+    opt(N, "project_name", OptKind::Str, None, "Project to scope the token to (password auth)."),
+    opt(N, "project_id", OptKind::Str, None, "Project ID to scope the token to, instead of `project_name`."),
+    opt(N, "project_domain_name", OptKind::Str, Some("Default"), "Domain name of the project."),
+    opt(N, "project_domain_id", OptKind::Str, None, "Domain ID of the project, instead of `project_domain_name`."),
+    opt(N, "application_credential_id", OptKind::Str, None, "Application credential ID (v3applicationcredential auth)."),
+    opt(N, "application_credential_name", OptKind::Str, None, "Application credential name; needs `username` or `user_id`."),
+    opt(N, "application_credential_secret", OptKind::Secret, None, "Application credential secret (v3applicationcredential auth)."),
+    opt(N, "region_name", OptKind::Str, None, "Region of the endpoints to use from the service catalog."),
+    opt(N, "interface", OptKind::Choice(Interface::NAMES), Some("public"), "Service catalog endpoint interface."),
+    opt(N, "cafile", OptKind::Path { must_exist: true }, None, "CA bundle to verify Keystone, Neutron and Octavia TLS certificates."),
+    opt(N, "insecure", OptKind::Bool, Some("false"), "Do not verify TLS certificates (testing only)."),
+    opt(N, "timeout", OptKind::Seconds { min: 1 }, Some("30"), "Timeout of one Keystone/Neutron request, in seconds."),
+];
+
+/// Every option, grouped by section in [`SECTIONS`] order.
+pub fn options() -> &'static [OptionSpec] {
+    OPTIONS
+}
+
+/// The spec of one option; `section` as written in kuryr.conf (`DEFAULT`, not `default`).
+pub fn find(section: &str, key: &str) -> Option<&'static OptionSpec> {
+    OPTIONS
+        .iter()
+        .find(|o| o.section == section && o.key == key)
+}

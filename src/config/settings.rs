@@ -1,0 +1,923 @@
+//! Typed, validated settings built from the layered raw values, and their masked rendering.
+//!
+//! Validation is by hand (no serde) so that every problem can name the file (or environment
+//! variable) the value came from, and so that all problems are reported at once.
+
+use super::options::{
+    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind,
+    OptionSpec, SECTIONS, ZoneWeightingMode, find, options,
+};
+use super::{ConfigProblem, MASKED_VALUE};
+use crate::secret::Secret;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Duration;
+use url::Url;
+
+/// `[DEFAULT]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DefaultSettings {
+    pub debug: bool,
+    pub log_format: LogFormat,
+}
+
+/// `[kubernetes]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KubernetesSettings {
+    /// `None`: in-cluster configuration, or `kubeconfig`.
+    pub api_root: Option<Url>,
+    pub ssl_ca_crt_file: Option<PathBuf>,
+    pub token_file: Option<PathBuf>,
+    pub kubeconfig: Option<PathBuf>,
+    pub enable_ingress: bool,
+    /// As configured; use [`KubernetesSettings::effective_ingress_class`].
+    pub ingress_class: Option<String>,
+    pub use_endpoint_slices: bool,
+    pub node_pool: Option<String>,
+    pub node_pool_label: String,
+    pub cluster_name: String,
+    pub resync_period: Duration,
+    pub leader_election: bool,
+    pub lease_name: String,
+    pub lease_namespace: String,
+    pub health_port: u16,
+}
+
+/// Default IngressClass name when neither `ingress_class` nor `node_pool` is set.
+pub const DEFAULT_INGRESS_CLASS: &str = "kuryr-l7-router";
+
+impl KubernetesSettings {
+    /// The IngressClass we serve: `ingress_class` if set, else the node pool name (one
+    /// controller per pool, each with its own class), else `kuryr-l7-router`.
+    pub fn effective_ingress_class(&self) -> String {
+        self.ingress_class
+            .clone()
+            .or_else(|| self.node_pool.clone())
+            .unwrap_or_else(|| DEFAULT_INGRESS_CLASS.to_owned())
+    }
+}
+
+/// `[neutron_defaults]`. Ids are validated dashed UUIDs, lower-cased.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NeutronDefaults {
+    pub project: Option<String>,
+    pub external_svc_subnet: Option<String>,
+    pub l7_router_ip: Option<IpAddr>,
+    /// Always `Some` when `[kubernetes] enable_ingress` is true.
+    pub lb_subnet: Option<String>,
+    pub pod_subnet: Option<String>,
+    pub resource_tags: Vec<String>,
+}
+
+/// `[octavia_defaults]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OctaviaDefaults {
+    pub l7_router_name: String,
+    pub l7_router_uuid: Option<String>,
+    pub lb_algorithm: LbAlgorithm,
+    /// Empty: Octavia's default provider.
+    pub provider: String,
+    pub availability_zone: Option<String>,
+    pub member_mode: MemberMode,
+    pub listener_port: u16,
+    pub lb_create_timeout: Duration,
+    pub write_timeout: Duration,
+    pub request_timeout: Duration,
+    pub zone_aware_default: bool,
+    /// `Backup` implies `health_monitor` (validated).
+    pub zone_weighting_mode: ZoneWeightingMode,
+    pub zone_overload_factor: f64,
+    pub zone_min_local_endpoints: u32,
+    pub health_monitor: bool,
+    pub health_monitor_type: HealthMonitorType,
+    pub health_monitor_url_path: String,
+    pub health_monitor_expected_codes: String,
+    pub health_monitor_delay: Duration,
+    /// Never more than `health_monitor_delay` (validated).
+    pub health_monitor_timeout: Duration,
+    pub health_monitor_max_retries: u32,
+}
+
+/// `[neutron]`: Keystone authentication for Neutron and Octavia. Validated per `auth_type`:
+/// password auth has (`username` or `user_id`), `password` and (`project_name` or `project_id`);
+/// application credential auth has the secret and (`application_credential_id`, or the name with
+/// `username` or `user_id`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct NeutronSettings {
+    pub auth_url: Url,
+    pub auth_type: AuthType,
+    pub username: Option<String>,
+    pub user_id: Option<String>,
+    pub password: Option<Secret>,
+    pub user_domain_name: String,
+    pub user_domain_id: Option<String>,
+    pub project_name: Option<String>,
+    pub project_id: Option<String>,
+    pub project_domain_name: String,
+    pub project_domain_id: Option<String>,
+    pub application_credential_id: Option<String>,
+    pub application_credential_name: Option<String>,
+    pub application_credential_secret: Option<Secret>,
+    pub region_name: Option<String>,
+    pub interface: Interface,
+    pub cafile: Option<PathBuf>,
+    pub insecure: bool,
+    pub timeout: Duration,
+}
+
+/// The effective configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    pub default: DefaultSettings,
+    pub kubernetes: KubernetesSettings,
+    pub neutron_defaults: NeutronDefaults,
+    pub octavia_defaults: OctaviaDefaults,
+    pub neutron: NeutronSettings,
+}
+
+/// One raw value after layering, with where it came from.
+#[derive(Clone, Debug)]
+pub(crate) struct RawEntry {
+    pub value: String,
+    /// A file path, or `environment KURYR_<SECTION>__<KEY>`.
+    pub origin: String,
+}
+
+/// Reads typed values out of the raw map, collecting problems instead of stopping at the first.
+pub(crate) struct Reader {
+    /// (section as in [`OptionSpec::section`], key) -> raw value.
+    values: BTreeMap<(String, String), RawEntry>,
+    /// Names the files when a required value is missing (nothing set it).
+    files: String,
+    problems: Vec<ConfigProblem>,
+}
+
+/// Text -> typed value for one option kind.
+trait FromOpt: Sized {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String>;
+}
+
+fn expected(spec: &OptionSpec) -> String {
+    format!("expected {}", spec.kind.describe())
+}
+
+/// oslo.config's `types.Boolean`.
+pub fn parse_bool(raw: &str) -> Option<bool> {
+    match raw.to_ascii_lowercase().as_str() {
+        "true" | "yes" | "on" | "1" => Some(true),
+        "false" | "no" | "off" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+fn parse_int(raw: &str, spec: &OptionSpec) -> Result<i64, String> {
+    let (min, max) = match spec.kind {
+        OptKind::Int { min, max } => (min, max),
+        OptKind::Seconds { min } => (min, i64::from(u32::MAX)),
+        _ => (i64::MIN, i64::MAX),
+    };
+    match raw.parse::<i64>() {
+        Ok(n) if (min..=max).contains(&n) => Ok(n),
+        _ => Err(expected(spec)),
+    }
+}
+
+impl FromOpt for bool {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        parse_bool(raw)
+            .ok_or_else(|| format!("{} (true/false, yes/no, on/off, 1/0)", expected(spec)))
+    }
+}
+
+impl FromOpt for u16 {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        u16::try_from(parse_int(raw, spec)?).map_err(|_| expected(spec))
+    }
+}
+
+impl FromOpt for u32 {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        u32::try_from(parse_int(raw, spec)?).map_err(|_| expected(spec))
+    }
+}
+
+impl FromOpt for Duration {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        let secs = u64::try_from(parse_int(raw, spec)?).map_err(|_| expected(spec))?;
+        Ok(Duration::from_secs(secs))
+    }
+}
+
+impl FromOpt for f64 {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        let min = match spec.kind {
+            OptKind::Float { min } => min,
+            _ => f64::MIN,
+        };
+        match raw.parse::<f64>() {
+            Ok(v) if v.is_finite() && v >= min => Ok(v),
+            _ => Err(expected(spec)),
+        }
+    }
+}
+
+impl FromOpt for String {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        match spec.kind {
+            OptKind::Uuid if is_uuid(raw) => Ok(raw.to_ascii_lowercase()),
+            OptKind::Uuid => Err(format!(
+                "{} (8-4-4-4-12 hexadecimal digits)",
+                expected(spec)
+            )),
+            OptKind::Tag => check_tag(raw).map(|()| raw.to_owned()),
+            _ => Ok(raw.to_owned()),
+        }
+    }
+}
+
+impl FromOpt for Secret {
+    fn from_opt(raw: &str, _spec: &OptionSpec) -> Result<Self, String> {
+        Ok(Secret::new(raw))
+    }
+}
+
+impl FromOpt for Url {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        match Url::parse(raw) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(u),
+            Ok(_) => Err(format!(
+                "{} with scheme http or https and a host",
+                expected(spec)
+            )),
+            Err(e) => Err(format!("{} ({e})", expected(spec))),
+        }
+    }
+}
+
+impl FromOpt for PathBuf {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        let path = PathBuf::from(raw);
+        if matches!(spec.kind, OptKind::Path { must_exist: true }) && !path.is_file() {
+            return Err(format!("{}: no such file", expected(spec)));
+        }
+        Ok(path)
+    }
+}
+
+impl FromOpt for IpAddr {
+    fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
+        raw.parse().map_err(|_| expected(spec))
+    }
+}
+
+impl FromOpt for Vec<String> {
+    /// Comma-separated (newlines from continuation lines count as separators too), items
+    /// trimmed, empty items dropped.
+    fn from_opt(raw: &str, _spec: &OptionSpec) -> Result<Self, String> {
+        let items: Vec<String> = split_list(raw);
+        for item in &items {
+            check_tag(item).map_err(|e| format!("item {item:?}: {e}"))?;
+        }
+        Ok(items)
+    }
+}
+
+/// Splits a list value: commas and line breaks separate, whitespace is trimmed, empty items are
+/// dropped.
+pub fn split_list(raw: &str) -> Vec<String> {
+    raw.split([',', '\n'])
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+/// A dashed UUID: 8-4-4-4-12 hexadecimal digits (Neutron/Octavia id format).
+pub fn is_uuid(raw: &str) -> bool {
+    let groups: Vec<&str> = raw.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+}
+
+/// Octavia and Neutron tags: 1..=255 characters; no commas (tag filters are comma-separated
+/// lists), no `/` (tags appear in URL paths), no whitespace or control characters.
+pub fn check_tag(raw: &str) -> Result<(), String> {
+    if raw.is_empty() || raw.chars().count() > 255 {
+        return Err("expected a tag of 1 to 255 characters".into());
+    }
+    if let Some(c) = raw
+        .chars()
+        .find(|c| *c == ',' || *c == '/' || c.is_whitespace() || c.is_control())
+    {
+        return Err(format!(
+            "expected a tag without {c:?} (no commas, slashes or whitespace)"
+        ));
+    }
+    Ok(())
+}
+
+/// A Kubernetes DNS-1123 subdomain (IngressClass names).
+fn is_dns_subdomain(raw: &str) -> bool {
+    !raw.is_empty()
+        && raw.len() <= 253
+        && raw.split('.').all(|label| {
+            !label.is_empty()
+                && label
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+        })
+}
+
+/// Octavia `expected_codes`: `200`, `200,202` or `200-204`, codes 100..=599.
+fn is_expected_codes(raw: &str) -> bool {
+    let code = |s: &str| s.len() == 3 && s.parse::<u16>().is_ok_and(|c| (100..=599).contains(&c));
+    if let Some((a, b)) = raw.split_once('-') {
+        return code(a) && code(b) && a <= b;
+    }
+    raw.split(',').all(code)
+}
+
+impl Reader {
+    pub(crate) fn new(values: BTreeMap<(String, String), RawEntry>, files: String) -> Self {
+        Self {
+            values,
+            files,
+            problems: Vec::new(),
+        }
+    }
+
+    fn spec(section: &str, key: &str) -> &'static OptionSpec {
+        match find(section, key) {
+            Some(spec) => spec,
+            // Only reachable through a typo in this file; the tests read every option.
+            None => panic!("option [{section}] {key} is not in options()"),
+        }
+    }
+
+    fn origin(&self, section: &str, key: &str) -> String {
+        self.values
+            .get(&(section.to_owned(), key.to_owned()))
+            .map_or_else(|| self.files.clone(), |e| e.origin.clone())
+    }
+
+    fn is_set(&self, section: &str, key: &str) -> bool {
+        self.values
+            .contains_key(&(section.to_owned(), key.to_owned()))
+    }
+
+    fn problem(&mut self, section: &str, key: &str, shown: bool, message: String) {
+        let spec = Self::spec(section, key);
+        let entry = self.values.get(&(section.to_owned(), key.to_owned()));
+        let value = match entry {
+            Some(_) if spec.secret => Some(MASKED_VALUE.to_owned()),
+            Some(e) if shown => Some(e.value.clone()),
+            _ => None,
+        };
+        self.problems.push(ConfigProblem {
+            origin: self.origin(section, key),
+            section: section.to_owned(),
+            key: key.to_owned(),
+            value,
+            message,
+        });
+    }
+
+    /// The value if set and valid, else the default (`None` when there is none). An invalid
+    /// value is recorded as a problem. An empty value of an option without default means unset.
+    fn get_with<T>(
+        &mut self,
+        section: &str,
+        key: &str,
+        parse: impl Fn(&str, &OptionSpec) -> Result<T, String>,
+    ) -> Option<T> {
+        let spec = Self::spec(section, key);
+        let default = || spec.default.and_then(|d| parse(d, spec).ok());
+        let Some(entry) = self.values.get(&(section.to_owned(), key.to_owned())) else {
+            return default();
+        };
+        if entry.value.is_empty() && spec.default.is_none() {
+            return None;
+        }
+        let result = if entry.value.contains('\n') && !spec.kind.is_list() {
+            Err(format!(
+                "{}, on a single line (continuation lines are only for list options)",
+                expected(spec)
+            ))
+        } else {
+            parse(&entry.value, spec)
+        };
+        match result {
+            Ok(v) => Some(v),
+            Err(message) => {
+                self.problem(section, key, true, message);
+                default()
+            }
+        }
+    }
+
+    fn get<T: FromOpt>(&mut self, section: &str, key: &str) -> Option<T> {
+        self.get_with(section, key, T::from_opt)
+    }
+
+    fn value<T: FromOpt + Default>(&mut self, section: &str, key: &str) -> T {
+        self.get(section, key).unwrap_or_default()
+    }
+
+    fn choice<T: FromStr + Default>(&mut self, section: &str, key: &str) -> T {
+        self.get_with(section, key, |raw, spec| {
+            T::from_str(raw).map_err(|_| expected(spec))
+        })
+        .unwrap_or_default()
+    }
+
+    /// Records a missing required value, unless the value was given but invalid (already said).
+    fn require(&mut self, section: &str, key: &str, why: &str) {
+        if self
+            .problems
+            .iter()
+            .any(|p| p.section == section && p.key == key)
+        {
+            return;
+        }
+        self.problem(
+            section,
+            key,
+            false,
+            format!("required option is not set{why}"),
+        );
+    }
+
+    /// Builds and validates; `Err` carries every problem found.
+    pub(crate) fn settings(mut self) -> Result<Settings, Vec<ConfigProblem>> {
+        let default = DefaultSettings {
+            debug: self.value("DEFAULT", "debug"),
+            log_format: self.choice("DEFAULT", "log_format"),
+        };
+        let k = "kubernetes";
+        let kubernetes = KubernetesSettings {
+            api_root: self.get(k, "api_root"),
+            ssl_ca_crt_file: self.get(k, "ssl_ca_crt_file"),
+            token_file: self.get(k, "token_file"),
+            kubeconfig: self.get(k, "kubeconfig"),
+            enable_ingress: self.value(k, "enable_ingress"),
+            ingress_class: if self.is_set(k, "ingress_class") {
+                self.get(k, "ingress_class")
+                    .filter(|s: &String| !s.is_empty())
+            } else {
+                None
+            },
+            use_endpoint_slices: self.value(k, "use_endpoint_slices"),
+            node_pool: self.get(k, "node_pool").filter(|s: &String| !s.is_empty()),
+            node_pool_label: self.value(k, "node_pool_label"),
+            cluster_name: self.value(k, "cluster_name"),
+            resync_period: self.value(k, "resync_period"),
+            leader_election: self.value(k, "leader_election"),
+            lease_name: self.value(k, "lease_name"),
+            lease_namespace: self.value(k, "lease_namespace"),
+            health_port: self.value(k, "health_port"),
+        };
+        let class = kubernetes.effective_ingress_class();
+        if !is_dns_subdomain(&class) {
+            let key = if kubernetes.ingress_class.is_some() {
+                "ingress_class"
+            } else {
+                "node_pool"
+            };
+            self.problem(
+                k,
+                key,
+                true,
+                format!("{class:?} is not a valid IngressClass name (lower-case DNS subdomain)"),
+            );
+        }
+        let nd = "neutron_defaults";
+        let neutron_defaults = NeutronDefaults {
+            project: self.get(nd, "project"),
+            external_svc_subnet: self.get(nd, "external_svc_subnet"),
+            l7_router_ip: self.get(nd, "l7_router_ip"),
+            lb_subnet: self.get(nd, "lb_subnet"),
+            pod_subnet: self.get(nd, "pod_subnet"),
+            resource_tags: self.value(nd, "resource_tags"),
+        };
+        if kubernetes.enable_ingress && neutron_defaults.lb_subnet.is_none() {
+            let origin = self.origin(k, "enable_ingress");
+            self.problems.push(ConfigProblem {
+                origin,
+                section: nd.into(),
+                key: "lb_subnet".into(),
+                value: None,
+                message: "required when [kubernetes] enable_ingress = true".into(),
+            });
+        }
+        let od = "octavia_defaults";
+        let octavia_defaults = OctaviaDefaults {
+            l7_router_name: self.value(od, "l7_router_name"),
+            l7_router_uuid: self.get(od, "l7_router_uuid"),
+            lb_algorithm: self.choice(od, "lb_algorithm"),
+            provider: self.value(od, "provider"),
+            availability_zone: self.get(od, "availability_zone"),
+            member_mode: self.choice(od, "member_mode"),
+            listener_port: self.value(od, "listener_port"),
+            lb_create_timeout: self.value(od, "lb_create_timeout"),
+            write_timeout: self.value(od, "write_timeout"),
+            request_timeout: self.value(od, "request_timeout"),
+            zone_aware_default: self.value(od, "zone_aware_default"),
+            zone_weighting_mode: self.choice(od, "zone_weighting_mode"),
+            zone_overload_factor: self.value(od, "zone_overload_factor"),
+            zone_min_local_endpoints: self.value(od, "zone_min_local_endpoints"),
+            health_monitor: self.value(od, "health_monitor"),
+            health_monitor_type: self.choice(od, "health_monitor_type"),
+            health_monitor_url_path: self.value(od, "health_monitor_url_path"),
+            health_monitor_expected_codes: self.value(od, "health_monitor_expected_codes"),
+            health_monitor_delay: self.value(od, "health_monitor_delay"),
+            health_monitor_timeout: self.value(od, "health_monitor_timeout"),
+            health_monitor_max_retries: self.value(od, "health_monitor_max_retries"),
+        };
+        self.check_octavia(&octavia_defaults);
+        let neutron = self.neutron();
+        if !self.problems.is_empty() {
+            return Err(self.problems);
+        }
+        match neutron {
+            Some(neutron) => Ok(Settings {
+                default,
+                kubernetes,
+                neutron_defaults,
+                octavia_defaults,
+                neutron,
+            }),
+            // `neutron()` records a problem whenever it returns `None`.
+            None => Err(self.problems),
+        }
+    }
+
+    fn check_octavia(&mut self, o: &OctaviaDefaults) {
+        let od = "octavia_defaults";
+        if o.zone_weighting_mode == ZoneWeightingMode::Backup && !o.health_monitor {
+            self.problem(
+                od,
+                "zone_weighting_mode",
+                true,
+                "requires [octavia_defaults] health_monitor = true (backup members only take \
+                 traffic once a health monitor has marked the local members down)"
+                    .into(),
+            );
+        }
+        if o.health_monitor_timeout > o.health_monitor_delay {
+            self.problem(
+                od,
+                "health_monitor_timeout",
+                true,
+                format!(
+                    "must not exceed [octavia_defaults] health_monitor_delay = {}",
+                    o.health_monitor_delay.as_secs()
+                ),
+            );
+        }
+        if !o.health_monitor_url_path.starts_with('/') {
+            self.problem(
+                od,
+                "health_monitor_url_path",
+                true,
+                "expected a path starting with /".into(),
+            );
+        }
+        if !is_expected_codes(&o.health_monitor_expected_codes) {
+            self.problem(
+                od,
+                "health_monitor_expected_codes",
+                true,
+                "expected an HTTP status code (100..599), a comma list of codes or a range like 200-204"
+                    .into(),
+            );
+        }
+    }
+
+    fn neutron(&mut self) -> Option<NeutronSettings> {
+        let n = "neutron";
+        let before = self.problems.len();
+        let auth_url: Option<Url> = self.get(n, "auth_url");
+        if auth_url.is_none() && self.problems.len() == before {
+            self.require(n, "auth_url", " (Keystone identity URL)");
+        }
+        let s = NeutronSettings {
+            auth_url: auth_url.clone().unwrap_or_else(placeholder_url),
+            auth_type: self.choice(n, "auth_type"),
+            username: self.get(n, "username"),
+            user_id: self.get(n, "user_id"),
+            password: self.get(n, "password"),
+            user_domain_name: self.value(n, "user_domain_name"),
+            user_domain_id: self.get(n, "user_domain_id"),
+            project_name: self.get(n, "project_name"),
+            project_id: self.get(n, "project_id"),
+            project_domain_name: self.value(n, "project_domain_name"),
+            project_domain_id: self.get(n, "project_domain_id"),
+            application_credential_id: self.get(n, "application_credential_id"),
+            application_credential_name: self.get(n, "application_credential_name"),
+            application_credential_secret: self.get(n, "application_credential_secret"),
+            region_name: self.get(n, "region_name"),
+            interface: self.choice(n, "interface"),
+            cafile: self.get(n, "cafile"),
+            insecure: self.value(n, "insecure"),
+            timeout: self.value(n, "timeout"),
+        };
+        let has_user = s.username.is_some() || s.user_id.is_some();
+        match s.auth_type {
+            AuthType::Password => {
+                let why = " (auth_type = password)";
+                if !has_user {
+                    self.require(n, "username", " (auth_type = password; or set user_id)");
+                }
+                if s.password.as_ref().is_none_or(Secret::is_empty) {
+                    self.require(n, "password", why);
+                }
+                if s.project_name.is_none() && s.project_id.is_none() {
+                    self.require(
+                        n,
+                        "project_name",
+                        " (auth_type = password; or set project_id)",
+                    );
+                }
+            }
+            AuthType::ApplicationCredential => {
+                if s.application_credential_secret
+                    .as_ref()
+                    .is_none_or(Secret::is_empty)
+                {
+                    self.require(
+                        n,
+                        "application_credential_secret",
+                        " (auth_type = v3applicationcredential)",
+                    );
+                }
+                if s.application_credential_id.is_none() {
+                    if s.application_credential_name.is_none() {
+                        self.require(
+                            n,
+                            "application_credential_id",
+                            " (auth_type = v3applicationcredential; or set application_credential_name with username or user_id)",
+                        );
+                    } else if !has_user {
+                        self.require(
+                            n,
+                            "username",
+                            " (application_credential_name needs username or user_id)",
+                        );
+                    }
+                }
+            }
+        }
+        auth_url.map(|_| s)
+    }
+}
+
+/// Only ever inside a `NeutronSettings` that is discarded because a problem was recorded.
+fn placeholder_url() -> Url {
+    Url::from_file_path("/").unwrap_or_else(|()| unreachable!("/ is an absolute path"))
+}
+
+fn show<T: ToString>(v: &Option<T>) -> Option<String> {
+    v.as_ref().map(ToString::to_string)
+}
+
+fn path(v: &Option<PathBuf>) -> Option<String> {
+    v.as_ref().map(|p| p.display().to_string())
+}
+
+fn secs(d: Duration) -> Option<String> {
+    Some(d.as_secs().to_string())
+}
+
+impl Settings {
+    /// The effective value of an option, as kuryr.conf text (`Some(None)`: unset; `None`: not an
+    /// option). Secrets are given in clear here; [`Settings::render_masked`] masks them.
+    fn effective(&self, section: &str, key: &str) -> Option<Option<String>> {
+        let (d, k, nd, od, n) = (
+            &self.default,
+            &self.kubernetes,
+            &self.neutron_defaults,
+            &self.octavia_defaults,
+            &self.neutron,
+        );
+        let s = |v: &str| Some(v.to_owned());
+        Some(match (section, key) {
+            ("DEFAULT", "debug") => secs_bool(d.debug),
+            ("DEFAULT", "log_format") => s(d.log_format.as_str()),
+            ("kubernetes", "api_root") => show(&k.api_root),
+            ("kubernetes", "ssl_ca_crt_file") => path(&k.ssl_ca_crt_file),
+            ("kubernetes", "token_file") => path(&k.token_file),
+            ("kubernetes", "kubeconfig") => path(&k.kubeconfig),
+            ("kubernetes", "enable_ingress") => secs_bool(k.enable_ingress),
+            ("kubernetes", "ingress_class") => Some(k.effective_ingress_class()),
+            ("kubernetes", "use_endpoint_slices") => secs_bool(k.use_endpoint_slices),
+            ("kubernetes", "node_pool") => show(&k.node_pool),
+            ("kubernetes", "node_pool_label") => s(&k.node_pool_label),
+            ("kubernetes", "cluster_name") => s(&k.cluster_name),
+            ("kubernetes", "resync_period") => secs(k.resync_period),
+            ("kubernetes", "leader_election") => secs_bool(k.leader_election),
+            ("kubernetes", "lease_name") => s(&k.lease_name),
+            ("kubernetes", "lease_namespace") => s(&k.lease_namespace),
+            ("kubernetes", "health_port") => Some(k.health_port.to_string()),
+            ("neutron_defaults", "project") => show(&nd.project),
+            ("neutron_defaults", "external_svc_subnet") => show(&nd.external_svc_subnet),
+            ("neutron_defaults", "l7_router_ip") => show(&nd.l7_router_ip),
+            ("neutron_defaults", "lb_subnet") => show(&nd.lb_subnet),
+            ("neutron_defaults", "pod_subnet") => show(&nd.pod_subnet),
+            ("neutron_defaults", "resource_tags") => Some(nd.resource_tags.join(", ")),
+            ("octavia_defaults", "l7_router_name") => s(&od.l7_router_name),
+            ("octavia_defaults", "l7_router_uuid") => show(&od.l7_router_uuid),
+            ("octavia_defaults", "lb_algorithm") => s(od.lb_algorithm.as_str()),
+            ("octavia_defaults", "provider") => s(&od.provider),
+            ("octavia_defaults", "availability_zone") => show(&od.availability_zone),
+            ("octavia_defaults", "member_mode") => s(od.member_mode.as_str()),
+            ("octavia_defaults", "listener_port") => Some(od.listener_port.to_string()),
+            ("octavia_defaults", "lb_create_timeout") => secs(od.lb_create_timeout),
+            ("octavia_defaults", "write_timeout") => secs(od.write_timeout),
+            ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
+            ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
+            ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),
+            ("octavia_defaults", "zone_overload_factor") => {
+                Some(format!("{:?}", od.zone_overload_factor))
+            }
+            ("octavia_defaults", "zone_min_local_endpoints") => {
+                Some(od.zone_min_local_endpoints.to_string())
+            }
+            ("octavia_defaults", "health_monitor") => secs_bool(od.health_monitor),
+            ("octavia_defaults", "health_monitor_type") => s(od.health_monitor_type.as_str()),
+            ("octavia_defaults", "health_monitor_url_path") => s(&od.health_monitor_url_path),
+            ("octavia_defaults", "health_monitor_expected_codes") => {
+                s(&od.health_monitor_expected_codes)
+            }
+            ("octavia_defaults", "health_monitor_delay") => secs(od.health_monitor_delay),
+            ("octavia_defaults", "health_monitor_timeout") => secs(od.health_monitor_timeout),
+            ("octavia_defaults", "health_monitor_max_retries") => {
+                Some(od.health_monitor_max_retries.to_string())
+            }
+            ("neutron", "auth_url") => Some(n.auth_url.to_string()),
+            ("neutron", "auth_type") => s(n.auth_type.as_str()),
+            ("neutron", "username") => show(&n.username),
+            ("neutron", "user_id") => show(&n.user_id),
+            ("neutron", "password") => n.password.as_ref().map(|p| p.expose().to_owned()),
+            ("neutron", "user_domain_name") => s(&n.user_domain_name),
+            ("neutron", "user_domain_id") => show(&n.user_domain_id),
+            ("neutron", "project_name") => show(&n.project_name),
+            ("neutron", "project_id") => show(&n.project_id),
+            ("neutron", "project_domain_name") => s(&n.project_domain_name),
+            ("neutron", "project_domain_id") => show(&n.project_domain_id),
+            ("neutron", "application_credential_id") => show(&n.application_credential_id),
+            ("neutron", "application_credential_name") => show(&n.application_credential_name),
+            ("neutron", "application_credential_secret") => n
+                .application_credential_secret
+                .as_ref()
+                .map(|p| p.expose().to_owned()),
+            ("neutron", "region_name") => show(&n.region_name),
+            ("neutron", "interface") => s(n.interface.as_str()),
+            ("neutron", "cafile") => path(&n.cafile),
+            ("neutron", "insecure") => secs_bool(n.insecure),
+            ("neutron", "timeout") => secs(n.timeout),
+            _ => return None,
+        })
+    }
+
+    /// The effective configuration as kuryr.conf text: every option of [`options()`] with its
+    /// value, secrets as `********`, unset options as `#key = <None>`. For `check-config`.
+    pub fn render_masked(&self) -> String {
+        let mut out = String::new();
+        for section in SECTIONS {
+            out.push_str(&format!("[{section}]\n"));
+            for spec in options().iter().filter(|o| o.section == *section) {
+                match self.effective(spec.section, spec.key).flatten() {
+                    None => out.push_str(&format!("#{} = <None>\n", spec.key)),
+                    Some(_) if spec.secret => {
+                        out.push_str(&format!("{} = {MASKED_VALUE}\n", spec.key))
+                    }
+                    Some(v) => {
+                        // A list value keeps its continuation-line layout readable and reloadable.
+                        let v = v.replace('\n', "\n    ");
+                        out.push_str(&format!("{} = {v}\n", spec.key));
+                    }
+                }
+            }
+            out.push('\n');
+        }
+        out
+    }
+}
+
+fn secs_bool(b: bool) -> Option<String> {
+    Some(if b { "true" } else { "false" }.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(section: &str, key: &str) -> &'static OptionSpec {
+        find(section, key).unwrap()
+    }
+
+    #[test]
+    fn every_option_is_rendered() {
+        let text =
+            "[neutron]\nauth_url = https://k/v3\nusername = u\npassword = p\nproject_id = x\n";
+        let loaded = crate::config::load_texts(&[("t".into(), text.into())], Vec::new()).unwrap();
+        for o in options() {
+            assert!(
+                loaded.settings.effective(o.section, o.key).is_some(),
+                "[{}] {} is missing from Settings::effective",
+                o.section,
+                o.key
+            );
+        }
+        assert_eq!(loaded.settings.effective("kubernetes", "nope"), None);
+    }
+
+    #[test]
+    fn every_default_parses() {
+        for o in options() {
+            let Some(d) = o.default else { continue };
+            let ok = match o.kind {
+                OptKind::Bool => bool::from_opt(d, o).is_ok(),
+                OptKind::Int { .. } | OptKind::Seconds { .. } => parse_int(d, o).is_ok(),
+                OptKind::Float { .. } => f64::from_opt(d, o).is_ok(),
+                OptKind::Choice(names) => names.contains(&d),
+                OptKind::TagList => Vec::<String>::from_opt(d, o).is_ok(),
+                _ => String::from_opt(d, o).is_ok(),
+            };
+            assert!(
+                ok,
+                "default of [{}] {} = {d:?} does not parse",
+                o.section, o.key
+            );
+        }
+    }
+
+    #[test]
+    fn choice_defaults_are_enum_defaults() {
+        assert_eq!(
+            spec("DEFAULT", "log_format").default,
+            Some(LogFormat::default().as_str())
+        );
+        assert_eq!(
+            spec("octavia_defaults", "lb_algorithm").default,
+            Some(LbAlgorithm::default().as_str())
+        );
+        assert_eq!(
+            spec("octavia_defaults", "member_mode").default,
+            Some(MemberMode::default().as_str())
+        );
+        assert_eq!(
+            spec("octavia_defaults", "zone_weighting_mode").default,
+            Some(ZoneWeightingMode::default().as_str())
+        );
+        assert_eq!(
+            spec("octavia_defaults", "health_monitor_type").default,
+            Some(HealthMonitorType::default().as_str())
+        );
+        assert_eq!(
+            spec("neutron", "auth_type").default,
+            Some(AuthType::default().as_str())
+        );
+        assert_eq!(
+            spec("neutron", "interface").default,
+            Some(Interface::default().as_str())
+        );
+    }
+
+    #[test]
+    fn value_types() {
+        for (raw, want) in [
+            ("TRUE", true),
+            ("yes", true),
+            ("On", true),
+            ("1", true),
+            ("no", false),
+            ("0", false),
+        ] {
+            assert_eq!(parse_bool(raw), Some(want));
+        }
+        assert_eq!(parse_bool("y"), None);
+        assert!(is_uuid("0f6e2a5c-1b2d-4c3e-8f9a-0b1c2d3e4f5a"));
+        assert!(!is_uuid("0f6e2a5c1b2d4c3e8f9a0b1c2d3e4f5a"));
+        assert!(!is_uuid("0f6e2a5c-1b2d-4c3e-8f9a-0b1c2d3e4f5g"));
+        assert_eq!(split_list(" a, b,,\nc ,"), ["a", "b", "c"]);
+        assert!(check_tag("kuryr:cluster=a").is_ok());
+        assert!(check_tag("a b").is_err() && check_tag("a,b").is_err() && check_tag("").is_err());
+        assert!(
+            is_expected_codes("200")
+                && is_expected_codes("200,202")
+                && is_expected_codes("200-204")
+        );
+        assert!(
+            !is_expected_codes("20") && !is_expected_codes("204-200") && !is_expected_codes("600")
+        );
+        assert!(is_dns_subdomain("kuryr-l7-router") && !is_dns_subdomain("Kuryr"));
+    }
+}
