@@ -7,3 +7,4 @@ pub mod model;
 pub mod openstack;
 pub mod secret;
 pub mod translate;
+pub mod wiring;

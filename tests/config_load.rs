@@ -9,9 +9,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/config")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/config").join(name)
 }
 
 fn label(name: &str) -> String {
@@ -23,10 +21,7 @@ fn no_env() -> Vec<(String, String)> {
 }
 
 fn env(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
-    pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
+    pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
 }
 
 fn load(names: &[&str], env: Vec<(String, String)>) -> Result<Loaded, ConfigError> {
@@ -43,14 +38,10 @@ fn problems(result: Result<Loaded, ConfigError>) -> Vec<String> {
     }
 }
 
-const NEUTRON: &str =
-    "[neutron]\nauth_url = https://keystone/v3\nusername = u\npassword = p\nproject_name = p\n";
+const NEUTRON: &str = "[neutron]\nauth_url = https://keystone/v3\nusername = u\npassword = p\nproject_name = p\n";
 
 fn text(body: &str) -> Result<Loaded, ConfigError> {
-    config::load_texts(
-        &[("test.conf".into(), format!("{body}\n{NEUTRON}"))],
-        no_env(),
-    )
+    config::load_texts(&[("test.conf".into(), format!("{body}\n{NEUTRON}"))], no_env())
 }
 
 #[test]
@@ -61,29 +52,20 @@ fn realistic_file_loads_with_defaults() {
     assert!(!s.default.debug);
     assert_eq!(s.default.log_format, LogFormat::Text);
     assert!(s.kubernetes.enable_ingress);
-    assert_eq!(
-        s.kubernetes.api_root.as_ref().map(|u| u.as_str()),
-        Some("https://10.0.0.1:6443/")
-    );
+    assert_eq!(s.kubernetes.api_root.as_ref().map(|u| u.as_str()), Some("https://10.0.0.1:6443/"));
     assert_eq!(s.kubernetes.resync_period, Duration::from_secs(600));
     assert_eq!(s.kubernetes.effective_ingress_class(), "kuryr-l7-router");
     assert!(s.kubernetes.leader_election && s.kubernetes.use_endpoint_slices);
     assert_eq!(s.kubernetes.lease_namespace, "kube-system");
     assert_eq!(s.kubernetes.health_port, 8080);
     // UUIDs are normalized to lower case.
-    assert_eq!(
-        s.neutron_defaults.lb_subnet.as_deref(),
-        Some("3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
-    );
+    assert_eq!(s.neutron_defaults.lb_subnet.as_deref(), Some("3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a"));
     assert_eq!(s.octavia_defaults.lb_algorithm, LbAlgorithm::RoundRobin);
     assert_eq!(s.octavia_defaults.listener_port, 80);
     assert_eq!(s.octavia_defaults.zone_overload_factor, 2.0);
     assert_eq!(s.neutron.auth_type, AuthType::Password);
     assert_eq!(s.neutron.user_domain_name, "Default");
-    assert_eq!(
-        s.neutron.password.as_ref().map(|p| p.expose()),
-        Some("s3cr3t-PaSS")
-    );
+    assert_eq!(s.neutron.password.as_ref().map(|p| p.expose()), Some("s3cr3t-PaSS"));
 }
 
 #[test]
@@ -93,19 +75,10 @@ fn oslo_ini_pitfalls_are_handled() {
     let s = loaded.settings;
     // 1 + 2: comma list with continuation lines, trimmed, empty items dropped; the key after
     // the continuation is read as itself.
-    assert_eq!(
-        s.neutron_defaults.resource_tags,
-        ["team=edge", "env:prod", "zone:a", "zone:b"]
-    );
-    assert_eq!(
-        s.neutron_defaults.external_svc_subnet.as_deref(),
-        Some("5c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
-    );
+    assert_eq!(s.neutron_defaults.resource_tags, ["team=edge", "env:prod", "zone:a", "zone:b"]);
+    assert_eq!(s.neutron_defaults.external_svc_subnet.as_deref(), Some("5c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a"));
     // 3: no escape processing.
-    assert_eq!(
-        s.neutron.password.as_ref().map(|p| p.expose()),
-        Some(r"p@ss\w0rd\n^a-\d+$")
-    );
+    assert_eq!(s.neutron.password.as_ref().map(|p| p.expose()), Some(r"p@ss\w0rd\n^a-\d+$"));
     // 4: repeated sections merged, later key wins.
     assert_eq!(s.octavia_defaults.lb_algorithm, LbAlgorithm::SourceIp);
     assert_eq!(s.octavia_defaults.l7_router_name, "router-2");
@@ -113,14 +86,8 @@ fn oslo_ini_pitfalls_are_handled() {
     assert!(s.default.debug);
     assert!(s.kubernetes.enable_ingress);
     assert_eq!(s.kubernetes.cluster_name, "edge-1");
-    assert_eq!(
-        s.neutron_defaults.lb_subnet.as_deref(),
-        Some("3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a")
-    );
-    assert_eq!(
-        s.neutron.project_id.as_deref(),
-        Some("5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e")
-    );
+    assert_eq!(s.neutron_defaults.lb_subnet.as_deref(), Some("3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a"));
+    assert_eq!(s.neutron.project_id.as_deref(), Some("5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e"));
 }
 
 #[test]
@@ -128,34 +95,22 @@ fn continuation_line_on_a_scalar_option_is_an_error() {
     let errs = problems(text("[octavia_defaults]\nlistener_port = 80\n  81\n"));
     assert_eq!(
         errs,
-        [
-            "test.conf: [octavia_defaults] listener_port = \"80\\n81\": expected integer, 1..65535, \
-             on a single line (continuation lines are only for list options)"
-        ]
+        ["test.conf: [octavia_defaults] listener_port = \"80\\n81\": expected integer, 1..65535, \
+             on a single line (continuation lines are only for list options)"]
     );
 }
 
 #[test]
 fn later_file_overrides_earlier() {
-    let s = load(&["base.conf", "override.conf"], no_env())
-        .unwrap()
-        .settings;
+    let s = load(&["base.conf", "override.conf"], no_env()).unwrap().settings;
     assert_eq!(s.kubernetes.cluster_name, "staging");
     assert_eq!(s.kubernetes.resync_period, Duration::from_secs(120));
-    assert_eq!(
-        s.octavia_defaults.lb_algorithm,
-        LbAlgorithm::LeastConnections
-    );
+    assert_eq!(s.octavia_defaults.lb_algorithm, LbAlgorithm::LeastConnections);
     // Untouched values still come from the first file.
     assert!(s.kubernetes.enable_ingress);
     // And the other order.
-    let s = load(&["override.conf", "base.conf"], no_env())
-        .unwrap()
-        .settings;
-    assert_eq!(
-        s.kubernetes.cluster_name, "staging",
-        "base.conf does not set it"
-    );
+    let s = load(&["override.conf", "base.conf"], no_env()).unwrap().settings;
+    assert_eq!(s.kubernetes.cluster_name, "staging", "base.conf does not set it");
 }
 
 #[test]
@@ -171,10 +126,7 @@ fn environment_wins_over_files() {
     let loaded = load(&["base.conf", "override.conf"], vars).unwrap();
     assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
     let s = loaded.settings;
-    assert_eq!(
-        s.neutron.password.as_ref().map(|p| p.expose()),
-        Some("from-env")
-    );
+    assert_eq!(s.neutron.password.as_ref().map(|p| p.expose()), Some("from-env"));
     assert_eq!(s.octavia_defaults.lb_algorithm, LbAlgorithm::SourceIp);
     assert_eq!(s.default.log_format, LogFormat::Json);
     assert_eq!(s.neutron_defaults.resource_tags, ["a", "b"]);
@@ -182,26 +134,19 @@ fn environment_wins_over_files() {
 
 #[test]
 fn environment_errors_name_the_variable() {
-    let vars = env(&[
-        ("KURYR_OCTAVIA_DEFAULTS__LISTENER_PORT", "http"),
-        ("KURYR_KUBERNETES__ENABLE_INGRES", "1"),
-    ]);
+    let vars = env(&[("KURYR_OCTAVIA_DEFAULTS__LISTENER_PORT", "http"), ("KURYR_KUBERNETES__ENABLE_INGRES", "1")]);
     let result = load(&["base.conf"], vars.clone());
     assert_eq!(
         problems(result),
-        [
-            "environment KURYR_OCTAVIA_DEFAULTS__LISTENER_PORT: [octavia_defaults] listener_port = \"http\": \
-             expected integer, 1..65535"
-        ]
+        ["environment KURYR_OCTAVIA_DEFAULTS__LISTENER_PORT: [octavia_defaults] listener_port = \"http\": \
+             expected integer, 1..65535"]
     );
     let vars = env(&[("KURYR_KUBERNETES__ENABLE_INGRES", "1")]);
     let loaded = load(&["base.conf"], vars).unwrap();
     assert_eq!(
         loaded.warnings,
-        [
-            "environment KURYR_KUBERNETES__ENABLE_INGRES: [kubernetes] enable_ingres: unknown option \
-             (ignored); did you mean enable_ingress?"
-        ]
+        ["environment KURYR_KUBERNETES__ENABLE_INGRES: [kubernetes] enable_ingres: unknown option \
+             (ignored); did you mean enable_ingress?"]
     );
 }
 
@@ -212,9 +157,7 @@ fn every_problem_is_reported_with_file_section_key() {
     let errs = problems(result);
     let expected = [
         format!("{path}: [DEFAULT] log_format = \"yaml\": expected one of text, json"),
-        format!(
-            "{path}: [kubernetes] enable_ingress = \"maybe\": expected boolean (true/false, yes/no, on/off, 1/0)"
-        ),
+        format!("{path}: [kubernetes] enable_ingress = \"maybe\": expected boolean (true/false, yes/no, on/off, 1/0)"),
         format!(
             "{path}: [kubernetes] cluster_name = \"my cluster\": expected a tag without ' ' (no commas, \
              slashes or whitespace)"
@@ -233,17 +176,13 @@ fn every_problem_is_reported_with_file_section_key() {
             "{path}: [octavia_defaults] listener_port = \"8080\\n9090\": expected integer, 1..65535, on a \
              single line (continuation lines are only for list options)"
         ),
-        format!(
-            "{path}: [octavia_defaults] zone_overload_factor = \"0.5\": expected float, >= 1.0"
-        ),
+        format!("{path}: [octavia_defaults] zone_overload_factor = \"0.5\": expected float, >= 1.0"),
         format!(
             "{path}: [octavia_defaults] zone_weighting_mode = \"backup\": requires [octavia_defaults] \
              health_monitor = true (backup members only take traffic once a health monitor has marked \
              the local members down)"
         ),
-        format!(
-            "{path}: [neutron] username: required option is not set (auth_type = password; or set user_id)"
-        ),
+        format!("{path}: [neutron] username: required option is not set (auth_type = password; or set user_id)"),
     ];
     assert_eq!(errs, expected);
     // The secret of the same file is never shown.
@@ -257,10 +196,8 @@ fn invalid_enum_message_shape() {
     let errs = problems(text("[octavia_defaults]\nlb_algorithm = ROUND_ROBINN"));
     assert_eq!(
         errs,
-        [
-            "test.conf: [octavia_defaults] lb_algorithm = \"ROUND_ROBINN\": expected one of ROUND_ROBIN, \
-          LEAST_CONNECTIONS, SOURCE_IP"
-        ]
+        ["test.conf: [octavia_defaults] lb_algorithm = \"ROUND_ROBINN\": expected one of ROUND_ROBIN, \
+          LEAST_CONNECTIONS, SOURCE_IP"]
     );
 }
 
@@ -268,19 +205,10 @@ fn invalid_enum_message_shape() {
 fn backup_weighting_needs_health_monitor() {
     let errs = problems(text("[octavia_defaults]\nzone_weighting_mode = backup"));
     assert_eq!(errs.len(), 1);
-    assert!(
-        errs[0].contains("zone_weighting_mode = \"backup\""),
-        "{}",
-        errs[0]
-    );
+    assert!(errs[0].contains("zone_weighting_mode = \"backup\""), "{}", errs[0]);
     assert!(errs[0].contains("health_monitor = true"), "{}", errs[0]);
-    let s = text("[octavia_defaults]\nzone_weighting_mode = backup\nhealth_monitor = true")
-        .unwrap()
-        .settings;
-    assert_eq!(
-        s.octavia_defaults.zone_weighting_mode,
-        ZoneWeightingMode::Backup
-    );
+    let s = text("[octavia_defaults]\nzone_weighting_mode = backup\nhealth_monitor = true").unwrap().settings;
+    assert_eq!(s.octavia_defaults.zone_weighting_mode, ZoneWeightingMode::Backup);
 }
 
 #[test]
@@ -288,10 +216,8 @@ fn health_monitor_timeout_not_above_delay() {
     let errs = problems(text("[octavia_defaults]\nhealth_monitor_delay = 2"));
     assert_eq!(
         errs,
-        [
-            "test.conf: [octavia_defaults] health_monitor_timeout: must not exceed [octavia_defaults] \
-          health_monitor_delay = 2"
-        ]
+        ["test.conf: [octavia_defaults] health_monitor_timeout: must not exceed [octavia_defaults] \
+          health_monitor_delay = 2"]
     );
 }
 
@@ -302,15 +228,9 @@ fn missing_neutron_section() {
     assert_eq!(
         errs,
         [
-            format!(
-                "{path}: [neutron] auth_url: required option is not set (Keystone identity URL)"
-            ),
-            format!(
-                "{path}: [neutron] username: required option is not set (auth_type = password; or set user_id)"
-            ),
-            format!(
-                "{path}: [neutron] password: required option is not set (auth_type = password)"
-            ),
+            format!("{path}: [neutron] auth_url: required option is not set (Keystone identity URL)"),
+            format!("{path}: [neutron] username: required option is not set (auth_type = password; or set user_id)"),
+            format!("{path}: [neutron] password: required option is not set (auth_type = password)"),
             format!(
                 "{path}: [neutron] project_name: required option is not set (auth_type = password; or set project_id)"
             ),
@@ -322,22 +242,13 @@ fn missing_neutron_section() {
 fn missing_value_names_all_files() {
     let errs = problems(load(&["no-neutron.conf", "override.conf"], no_env()));
     let both = format!("{}, {}", label("no-neutron.conf"), label("override.conf"));
-    assert!(
-        errs[0].starts_with(&format!("{both}: [neutron] auth_url:")),
-        "{}",
-        errs[0]
-    );
+    assert!(errs[0].starts_with(&format!("{both}: [neutron] auth_url:")), "{}", errs[0]);
 }
 
 #[test]
 fn lb_subnet_required_when_ingress_enabled() {
     let errs = problems(text("[kubernetes]\nenable_ingress = true"));
-    assert_eq!(
-        errs,
-        [
-            "test.conf: [neutron_defaults] lb_subnet: required when [kubernetes] enable_ingress = true"
-        ]
-    );
+    assert_eq!(errs, ["test.conf: [neutron_defaults] lb_subnet: required when [kubernetes] enable_ingress = true"]);
     // From the environment, the variable is named.
     let errs = problems(config::load_texts(
         &[("test.conf".into(), NEUTRON.into())],
@@ -345,48 +256,35 @@ fn lb_subnet_required_when_ingress_enabled() {
     ));
     assert_eq!(
         errs,
-        [
-            "environment KURYR_KUBERNETES__ENABLE_INGRESS: [neutron_defaults] lb_subnet: required when \
-          [kubernetes] enable_ingress = true"
-        ]
+        ["environment KURYR_KUBERNETES__ENABLE_INGRESS: [neutron_defaults] lb_subnet: required when \
+          [kubernetes] enable_ingress = true"]
     );
 }
 
 #[test]
 fn application_credentials() {
     let base = "[neutron]\nauth_url = https://keystone/v3\nauth_type = v3applicationcredential\n";
-    let ok =
-        |extra: &str| config::load_texts(&[("t.conf".into(), format!("{base}{extra}"))], no_env());
-    let s = ok("application_credential_id = abc\napplication_credential_secret = xyz\n")
-        .unwrap()
-        .settings;
+    let ok = |extra: &str| config::load_texts(&[("t.conf".into(), format!("{base}{extra}"))], no_env());
+    let s = ok("application_credential_id = abc\napplication_credential_secret = xyz\n").unwrap().settings;
     assert_eq!(s.neutron.auth_type, AuthType::ApplicationCredential);
-    assert!(
-        ok("application_credential_name = n\nusername = u\napplication_credential_secret = x\n")
-            .is_ok()
-    );
+    assert!(ok("application_credential_name = n\nusername = u\napplication_credential_secret = x\n").is_ok());
     assert_eq!(
-        problems(ok(
-            "application_credential_name = n\napplication_credential_secret = x\n"
-        )),
-        [
-            "t.conf: [neutron] username: required option is not set (application_credential_name needs \
-          username or user_id)"
-        ]
+        problems(ok("application_credential_name = n\napplication_credential_secret = x\n")),
+        ["t.conf: [neutron] username: required option is not set (application_credential_name needs \
+          username or user_id)"]
     );
     assert_eq!(
         problems(ok("application_credential_id = abc\n")),
-        [
-            "t.conf: [neutron] application_credential_secret: required option is not set (auth_type = \
-          v3applicationcredential)"
-        ]
+        ["t.conf: [neutron] application_credential_secret: required option is not set (auth_type = \
+          v3applicationcredential)"]
     );
     assert_eq!(problems(ok("")).len(), 2);
 }
 
 #[test]
 fn unknown_option_warning_and_unknown_section_silence() {
-    let loaded = text("[kubernetes]\nenable_ingres = true\nfrobnicate = 1\n[pod_vif_nested]\nworker_nodes_subnets = x").unwrap();
+    let loaded =
+        text("[kubernetes]\nenable_ingres = true\nfrobnicate = 1\n[pod_vif_nested]\nworker_nodes_subnets = x").unwrap();
     assert_eq!(
         loaded.warnings,
         [
@@ -400,69 +298,35 @@ fn unknown_option_warning_and_unknown_section_silence() {
 fn missing_file_is_named() {
     let path = fixture("does-not-exist.conf");
     let err = config::load(&[fixture("base.conf"), path.clone()], no_env()).unwrap_err();
-    assert!(
-        matches!(&err, ConfigError::NotFound { path: p } if *p == path),
-        "{err:?}"
-    );
-    assert_eq!(
-        err.to_string(),
-        format!("configuration file {} not found", path.display())
-    );
+    assert!(matches!(&err, ConfigError::NotFound { path: p } if *p == path), "{err:?}");
+    assert_eq!(err.to_string(), format!("configuration file {} not found", path.display()));
 }
 
 #[test]
 fn syntax_error_has_file_and_line() {
     let err = load(&["syntax-error.conf"], no_env()).unwrap_err();
-    assert!(
-        matches!(err, ConfigError::Parse(ref e) if e.line == 3),
-        "{err:?}"
-    );
+    assert!(matches!(err, ConfigError::Parse(ref e) if e.line == 3), "{err:?}");
     assert_eq!(
         err.to_string(),
-        format!(
-            "{}:3: no ':' or '=' found in assignment: \"this line has no separator\"",
-            label("syntax-error.conf")
-        )
+        format!("{}:3: no ':' or '=' found in assignment: \"this line has no separator\"", label("syntax-error.conf"))
     );
 }
 
 #[test]
 fn secrets_never_shown() {
-    let loaded = load(
-        &["base.conf"],
-        env(&[("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET", "appsecret")]),
-    )
-    .unwrap();
+    let loaded = load(&["base.conf"], env(&[("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET", "appsecret")])).unwrap();
     let debug = format!("{:?}", loaded.settings);
     let rendered = loaded.settings.render_masked();
     for shown in [&debug, &rendered] {
-        assert!(
-            !shown.contains("s3cr3t-PaSS") && !shown.contains("appsecret"),
-            "{shown}"
-        );
+        assert!(!shown.contains("s3cr3t-PaSS") && !shown.contains("appsecret"), "{shown}");
     }
-    assert!(
-        rendered.contains(&format!("\npassword = {MASK}\n")),
-        "{rendered}"
-    );
-    assert!(
-        rendered.contains(&format!("\napplication_credential_secret = {MASK}\n")),
-        "{rendered}"
-    );
+    assert!(rendered.contains(&format!("\npassword = {MASK}\n")), "{rendered}");
+    assert!(rendered.contains(&format!("\napplication_credential_secret = {MASK}\n")), "{rendered}");
     // An invalid secret is masked in the error too.
-    let errs = problems(config::load_texts(
-        &[(
-            "t.conf".into(),
-            format!("{NEUTRON}password = line1\n  line2\n"),
-        )],
-        no_env(),
-    ));
+    let errs =
+        problems(config::load_texts(&[("t.conf".into(), format!("{NEUTRON}password = line1\n  line2\n"))], no_env()));
     assert_eq!(errs.len(), 1);
-    assert!(
-        errs[0].contains(&format!("password = \"{MASK}\"")) && !errs[0].contains("line1"),
-        "{}",
-        errs[0]
-    );
+    assert!(errs[0].contains(&format!("password = \"{MASK}\"")) && !errs[0].contains("line1"), "{}", errs[0]);
 }
 
 #[test]
@@ -474,35 +338,15 @@ fn render_masked_lists_every_option_and_reloads() {
         let table = config::ini::normalize_section(o.section);
         let present = sections.get(&table).is_some_and(|t| t.contains_key(o.key));
         let commented = rendered.contains(&format!("\n#{} = <None>\n", o.key));
-        assert!(
-            present || commented,
-            "[{}] {} missing from:\n{rendered}",
-            o.section,
-            o.key
-        );
+        assert!(present || commented, "[{}] {} missing from:\n{rendered}", o.section, o.key);
     }
-    assert!(
-        rendered.contains("\nresource_tags = team=edge, env:prod, zone:a, zone:b\n"),
-        "{rendered}"
-    );
-    assert!(
-        rendered.contains("\ningress_class = kuryr-l7-router\n"),
-        "{rendered}"
-    );
+    assert!(rendered.contains("\nresource_tags = team=edge, env:prod, zone:a, zone:b\n"), "{rendered}");
+    assert!(rendered.contains("\ningress_class = kuryr-l7-router\n"), "{rendered}");
     // Reloading the rendering (with the masked secret put back) gives the same settings.
-    let unmasked = rendered.replacen(
-        &format!("password = {MASK}"),
-        r"password = p@ss\w0rd\n^a-\d+$",
-        1,
-    );
-    let mut again = config::load_texts(&[("rendered".into(), unmasked)], no_env())
-        .unwrap()
-        .settings;
+    let unmasked = rendered.replacen(&format!("password = {MASK}"), r"password = p@ss\w0rd\n^a-\d+$", 1);
+    let mut again = config::load_texts(&[("rendered".into(), unmasked)], no_env()).unwrap().settings;
     // The rendering shows the effective class, which then reads back as explicitly set.
-    assert_eq!(
-        again.kubernetes.effective_ingress_class(),
-        s.kubernetes.effective_ingress_class()
-    );
+    assert_eq!(again.kubernetes.effective_ingress_class(), s.kubernetes.effective_ingress_class());
     again.kubernetes.ingress_class = None;
     assert_eq!(again, s);
 }
@@ -511,17 +355,13 @@ fn render_masked_lists_every_option_and_reloads() {
 fn effective_ingress_class() {
     let s = text("[kubernetes]\nnode_pool = hangzhou").unwrap().settings;
     assert_eq!(s.kubernetes.effective_ingress_class(), "hangzhou");
-    let s = text("[kubernetes]\nnode_pool = hangzhou\ningress_class = edge")
-        .unwrap()
-        .settings;
+    let s = text("[kubernetes]\nnode_pool = hangzhou\ningress_class = edge").unwrap().settings;
     assert_eq!(s.kubernetes.effective_ingress_class(), "edge");
     let errs = problems(text("[kubernetes]\nnode_pool = Pool_A"));
     assert_eq!(
         errs,
-        [
-            "test.conf: [kubernetes] node_pool = \"Pool_A\": \"Pool_A\" is not a valid IngressClass name \
-          (lower-case DNS subdomain)"
-        ]
+        ["test.conf: [kubernetes] node_pool = \"Pool_A\": \"Pool_A\" is not a valid IngressClass name \
+          (lower-case DNS subdomain)"]
     );
 }
 
@@ -530,19 +370,13 @@ fn format_plugs_into_config_file_sources() {
     // The format also works as a file format of the `config` crate on its own.
     let path = fixture("oslo-pitfalls.conf");
     let merged = ::config::Config::builder()
-        .add_source(::config::File::new(
-            &path.display().to_string(),
-            OsloIni::default(),
-        ))
+        .add_source(::config::File::new(&path.display().to_string(), OsloIni::default()))
         .build()
         .unwrap();
     let table = merged.get_table("octavia_defaults").unwrap();
     let name = table.get("l7_router_name").unwrap();
     // The crate reports the path relative to the working directory.
-    assert!(
-        name.origin()
-            .is_some_and(|o| o.ends_with("tests/fixtures/config/oslo-pitfalls.conf"))
-    );
+    assert!(name.origin().is_some_and(|o| o.ends_with("tests/fixtures/config/oslo-pitfalls.conf")));
     assert_eq!(name.clone().into_string().unwrap(), "router-2");
     assert_eq!(merged.get_string("default.debug").unwrap(), "yes");
 }
@@ -550,37 +384,23 @@ fn format_plugs_into_config_file_sources() {
 #[test]
 fn environment_variable_naming_a_whole_section_is_ignored() {
     let loaded = load(&["base.conf"], env(&[("KURYR_NEUTRON", "oops")])).unwrap();
-    assert_eq!(
-        loaded.warnings,
-        ["environment KURYR_NEUTRON: not of the form KURYR_<SECTION>__<KEY> (ignored)"]
-    );
+    assert_eq!(loaded.warnings, ["environment KURYR_NEUTRON: not of the form KURYR_<SECTION>__<KEY> (ignored)"]);
     assert_eq!(loaded.settings.neutron.username.as_deref(), Some("kuryr"));
 }
 
 #[test]
 fn cafile_must_exist() {
     let errs = problems(config::load_texts(
-        &[(
-            "t.conf".into(),
-            format!("{NEUTRON}cafile = /nonexistent/ca.pem\n"),
-        )],
+        &[("t.conf".into(), format!("{NEUTRON}cafile = /nonexistent/ca.pem\n"))],
         no_env(),
     ));
     assert_eq!(
         errs,
-        [
-            "t.conf: [neutron] cafile = \"/nonexistent/ca.pem\": expected path to an existing file: no such file"
-        ]
+        ["t.conf: [neutron] cafile = \"/nonexistent/ca.pem\": expected path to an existing file: no such file"]
     );
     let existing = fixture("base.conf");
-    let s = config::load_texts(
-        &[(
-            "t.conf".into(),
-            format!("{NEUTRON}cafile = {}\n", existing.display()),
-        )],
-        no_env(),
-    )
-    .unwrap()
-    .settings;
+    let s = config::load_texts(&[("t.conf".into(), format!("{NEUTRON}cafile = {}\n", existing.display()))], no_env())
+        .unwrap()
+        .settings;
     assert_eq!(s.neutron.cafile, Some(existing));
 }

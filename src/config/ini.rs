@@ -53,11 +53,7 @@ pub type IniSections = BTreeMap<String, BTreeMap<String, IniValue>>;
 /// Normalizes a section name the way oslo does (`DEFAULT` kept, everything else lower-cased),
 /// then maps `DEFAULT` to [`DEFAULT_TABLE`].
 pub fn normalize_section(name: &str) -> String {
-    if name == "DEFAULT" {
-        DEFAULT_TABLE.to_owned()
-    } else {
-        name.to_lowercase()
-    }
+    if name == "DEFAULT" { DEFAULT_TABLE.to_owned() } else { name.to_lowercase() }
 }
 
 /// Normalizes an option name: lower-case, `-` read as `_`.
@@ -67,11 +63,7 @@ pub fn normalize_key(name: &str) -> String {
 
 /// Parses oslo-style INI text. `origin` only labels errors.
 pub fn parse(origin: &str, text: &str) -> Result<IniSections, IniError> {
-    let mut parser = Parser {
-        origin,
-        sections: IniSections::new(),
-        section: None,
-    };
+    let mut parser = Parser { origin, sections: IniSections::new(), section: None };
     parser.run(text)?;
     Ok(parser.sections)
 }
@@ -92,12 +84,7 @@ struct Pending {
 
 impl Parser<'_> {
     fn error(&self, line: usize, message: &str, text: &str) -> IniError {
-        IniError {
-            origin: self.origin.to_owned(),
-            line,
-            message: message.to_owned(),
-            text: text.to_owned(),
-        }
+        IniError { origin: self.origin.to_owned(), line, message: message.to_owned(), text: text.to_owned() }
     }
 
     fn run(&mut self, text: &str) -> Result<(), IniError> {
@@ -136,12 +123,8 @@ impl Parser<'_> {
                 if key.is_empty() {
                     return Err(self.error(lineno, "key cannot be empty", raw));
                 }
-                pending = Some(Pending {
-                    key: normalize_key(key),
-                    pieces: vec![value],
-                    line: lineno,
-                    text: raw.to_owned(),
-                });
+                pending =
+                    Some(Pending { key: normalize_key(key), pieces: vec![value], line: lineno, text: raw.to_owned() });
             }
         }
         self.flush(pending)
@@ -152,14 +135,8 @@ impl Parser<'_> {
         let Some(section) = self.section.as_ref() else {
             return Err(self.error(p.line, "section must be started before assignment", &p.text));
         };
-        let value = IniValue {
-            value: p.pieces.join("\n"),
-            line: p.line,
-        };
-        self.sections
-            .entry(section.clone())
-            .or_default()
-            .insert(p.key, value);
+        let value = IniValue { value: p.pieces.join("\n"), line: p.line };
+        self.sections.entry(section.clone()).or_default().insert(p.key, value);
         Ok(())
     }
 }
@@ -178,11 +155,7 @@ fn split_key_value(line: &str) -> Option<(&str, String)> {
     let value = match value.chars().next() {
         Some(q @ ('"' | '\'')) if value.ends_with(q) => {
             // `value[1:-1]` in Python; a lone quote becomes the empty string, as in oslo.
-            if value.len() >= 2 {
-                &value[1..value.len() - 1]
-            } else {
-                ""
-            }
+            if value.len() >= 2 { &value[1..value.len() - 1] } else { "" }
         }
         _ => value,
     };
@@ -199,9 +172,7 @@ pub struct OsloIni {
 
 impl OsloIni {
     pub fn named(origin: impl Into<String>) -> Self {
-        Self {
-            origin: Some(origin.into()),
-        }
+        Self { origin: Some(origin.into()) }
     }
 }
 
@@ -211,12 +182,7 @@ impl Format for OsloIni {
         uri: Option<&String>,
         text: &str,
     ) -> Result<Map<String, Value>, Box<dyn std::error::Error + Send + Sync>> {
-        let origin = self
-            .origin
-            .as_ref()
-            .or(uri)
-            .cloned()
-            .unwrap_or_else(|| "<string>".into());
+        let origin = self.origin.as_ref().or(uri).cloned().unwrap_or_else(|| "<string>".into());
         let sections = parse(&origin, text)?;
         Ok(to_config_map(&origin, sections))
     }
@@ -235,10 +201,8 @@ pub fn to_config_map(origin: &str, sections: IniSections) -> Map<String, Value> 
     sections
         .into_iter()
         .map(|(section, keys)| {
-            let table: Map<String, Value> = keys
-                .into_iter()
-                .map(|(k, v)| (k, Value::new(Some(&origin), ValueKind::String(v.value))))
-                .collect();
+            let table: Map<String, Value> =
+                keys.into_iter().map(|(k, v)| (k, Value::new(Some(&origin), ValueKind::String(v.value)))).collect();
             (section, Value::new(Some(&origin), ValueKind::Table(table)))
         })
         .collect()
@@ -249,19 +213,14 @@ mod tests {
     use super::*;
 
     fn get(s: &IniSections, section: &str, key: &str) -> String {
-        s.get(section)
-            .and_then(|k| k.get(key))
-            .map(|v| v.value.clone())
-            .unwrap_or_default()
+        s.get(section).and_then(|k| k.get(key)).map(|v| v.value.clone()).unwrap_or_default()
     }
 
     #[test]
     fn separators_comments_quotes() {
-        let s = parse(
-            "t",
-            "[DEFAULT]\n# c\n; c\na = 1\nb: 2\nc = x:y\nd: x=y\ne = \"q\"\nf = \"q' \ng='a b'\nh = \"\n",
-        )
-        .unwrap();
+        let s =
+            parse("t", "[DEFAULT]\n# c\n; c\na = 1\nb: 2\nc = x:y\nd: x=y\ne = \"q\"\nf = \"q' \ng='a b'\nh = \"\n")
+                .unwrap();
         assert_eq!(get(&s, "default", "a"), "1");
         assert_eq!(get(&s, "default", "b"), "2");
         assert_eq!(get(&s, "default", "c"), "x:y");
@@ -284,28 +243,13 @@ mod tests {
     fn errors_have_lines() {
         let e = parse("f.conf", "[x]\na = 1\nnovalue\n").unwrap_err();
         assert_eq!((e.line, e.origin.as_str()), (3, "f.conf"));
-        assert!(
-            e.to_string().starts_with("f.conf:3: no ':' or '=' found"),
-            "{e}"
-        );
+        assert!(e.to_string().starts_with("f.conf:3: no ':' or '=' found"), "{e}");
         assert_eq!(parse("f", "  x\n").unwrap_err().line, 1);
-        assert_eq!(
-            parse("f", "[x\n").unwrap_err().message,
-            "invalid section (must end with ])"
-        );
-        assert_eq!(
-            parse("f", "[]\n").unwrap_err().message,
-            "empty section name"
-        );
-        assert_eq!(
-            parse("f", "[x]\n= 1\n").unwrap_err().message,
-            "key cannot be empty"
-        );
+        assert_eq!(parse("f", "[x\n").unwrap_err().message, "invalid section (must end with ])");
+        assert_eq!(parse("f", "[]\n").unwrap_err().message, "empty section name");
+        assert_eq!(parse("f", "[x]\n= 1\n").unwrap_err().message, "key cannot be empty");
         let e = parse("f", "# c\na = 1\n").unwrap_err();
-        assert_eq!(
-            (e.line, e.message.as_str()),
-            (2, "section must be started before assignment")
-        );
+        assert_eq!((e.line, e.message.as_str()), (2, "section must be started before assignment"));
     }
 
     #[test]

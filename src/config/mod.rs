@@ -15,12 +15,12 @@ pub mod reference;
 mod settings;
 
 pub use options::{
-    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind,
-    OptionSpec, ZoneWeightingMode, options,
+    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, ZoneWeightingMode,
+    options,
 };
 pub use settings::{
-    DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings,
-    OctaviaDefaults, Settings, check_tag, is_uuid, parse_bool, split_list,
+    DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,
+    Settings, check_tag, is_uuid, parse_bool, split_list,
 };
 
 use settings::{RawEntry, Reader};
@@ -78,10 +78,7 @@ pub enum ConfigError {
     #[error("configuration file {} not found", .path.display())]
     NotFound { path: PathBuf },
     #[error("cannot read configuration file {}: {source}", .path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Read { path: PathBuf, source: std::io::Error },
     /// Syntax error, with file and line.
     #[error("{0}")]
     Parse(#[from] ini::IniError),
@@ -94,27 +91,17 @@ pub enum ConfigError {
 }
 
 fn list_problems(problems: &[ConfigProblem]) -> String {
-    problems
-        .iter()
-        .map(|p| format!("  - {p}"))
-        .collect::<Vec<_>>()
-        .join("\n")
+    problems.iter().map(|p| format!("  - {p}")).collect::<Vec<_>>().join("\n")
 }
 
 /// Loads kuryr.conf files (in order, later override earlier), then `KURYR_<SECTION>__<KEY>`
 /// overrides from `env` (pass `std::env::vars()`; tests pass a vec).
-pub fn load(
-    paths: &[PathBuf],
-    env: impl IntoIterator<Item = (String, String)>,
-) -> Result<Loaded, ConfigError> {
+pub fn load(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
             std::io::ErrorKind::NotFound => ConfigError::NotFound { path: path.clone() },
-            _ => ConfigError::Read {
-                path: path.clone(),
-                source,
-            },
+            _ => ConfigError::Read { path: path.clone(), source },
         })?;
         texts.push((path_label(path), text));
     }
@@ -143,24 +130,17 @@ pub fn load_texts(
         .filter(|(name, _)| {
             // `KURYR_NEUTRON=x` would replace the whole [neutron] table in the merged tree.
             let upper = name.to_uppercase();
-            let hides_section = upper.strip_prefix("KURYR_").is_some_and(|rest| {
-                options::SECTIONS
-                    .iter()
-                    .any(|s| s.eq_ignore_ascii_case(rest))
-            });
+            let hides_section = upper
+                .strip_prefix("KURYR_")
+                .is_some_and(|rest| options::SECTIONS.iter().any(|s| s.eq_ignore_ascii_case(rest)));
             if hides_section {
-                warnings.push(format!(
-                    "environment {name}: not of the form {ENV_PREFIX}_<SECTION>__<KEY> (ignored)"
-                ));
+                warnings.push(format!("environment {name}: not of the form {ENV_PREFIX}_<SECTION>__<KEY> (ignored)"));
             }
             !hides_section
         })
         .collect();
     builder = builder.add_source(
-        ::config::Environment::with_prefix(ENV_PREFIX)
-            .prefix_separator("_")
-            .separator("__")
-            .source(Some(env)),
+        ::config::Environment::with_prefix(ENV_PREFIX).prefix_separator("_").separator("__").source(Some(env)),
     );
     let merged = builder.build()?;
 
@@ -175,11 +155,9 @@ pub fn load_texts(
         entries.sort_by(|a, b| a.0.cmp(&b.0));
         for (key, value) in entries {
             let origin = match value.origin() {
-                Some(CONFIG_ENV_ORIGIN) | None => format!(
-                    "environment {ENV_PREFIX}_{}__{}",
-                    table.to_uppercase(),
-                    key.to_uppercase()
-                ),
+                Some(CONFIG_ENV_ORIGIN) | None => {
+                    format!("environment {ENV_PREFIX}_{}__{}", table.to_uppercase(), key.to_uppercase())
+                }
                 Some(file) => file.to_owned(),
             };
             let known = options::find(section, &key).is_some();
@@ -193,25 +171,15 @@ pub fn load_texts(
     }
     let files = match files {
         [] => "configuration".to_owned(),
-        files => files
-            .iter()
-            .map(|(o, _)| o.as_str())
-            .collect::<Vec<_>>()
-            .join(", "),
+        files => files.iter().map(|(o, _)| o.as_str()).collect::<Vec<_>>().join(", "),
     };
-    let settings = Reader::new(values, files)
-        .settings()
-        .map_err(ConfigError::Invalid)?;
+    let settings = Reader::new(values, files).settings().map_err(ConfigError::Invalid)?;
     Ok(Loaded { settings, warnings })
 }
 
 fn unknown_option(origin: &str, section: &str, key: &str) -> String {
     let mut msg = format!("{origin}: [{section}] {key}: unknown option (ignored)");
-    let closest = options()
-        .iter()
-        .filter(|o| o.section == section)
-        .map(|o| (edit_distance(o.key, key), o.key))
-        .min();
+    let closest = options().iter().filter(|o| o.section == section).map(|o| (edit_distance(o.key, key), o.key)).min();
     if let Some((distance, candidate)) = closest
         && distance <= 2.max(key.len() / 4)
     {

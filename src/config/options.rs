@@ -182,24 +182,11 @@ const fn opt(
     default: Option<&'static str>,
     help: &'static str,
 ) -> OptionSpec {
-    OptionSpec {
-        section,
-        key,
-        kind,
-        default,
-        help,
-        secret: matches!(kind, OptKind::Secret),
-    }
+    OptionSpec { section, key, kind, default, help, secret: matches!(kind, OptKind::Secret) }
 }
 
 /// The sections we own, in rendering order. Other sections of kuryr.conf are ignored.
-pub const SECTIONS: &[&str] = &[
-    "DEFAULT",
-    "kubernetes",
-    "neutron_defaults",
-    "octavia_defaults",
-    "neutron",
-];
+pub const SECTIONS: &[&str] = &["DEFAULT", "kubernetes", "neutron_defaults", "octavia_defaults", "neutron"];
 
 const PORT: OptKind = OptKind::Int { min: 1, max: 65535 };
 const D: &str = "DEFAULT";
@@ -288,7 +275,5 @@ pub fn options() -> &'static [OptionSpec] {
 
 /// The spec of one option; `section` as written in kuryr.conf (`DEFAULT`, not `default`).
 pub fn find(section: &str, key: &str) -> Option<&'static OptionSpec> {
-    OPTIONS
-        .iter()
-        .find(|o| o.section == section && o.key == key)
+    OPTIONS.iter().find(|o| o.section == section && o.key == key)
 }

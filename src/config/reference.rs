@@ -68,20 +68,14 @@ fn cell(text: &str) -> String {
 pub fn markdown() -> String {
     let mut out = format!("{DOCS_BEGIN}\n");
     for section in SECTIONS {
-        out.push_str(&format!(
-            "\n### `[{section}]`\n\n| Option | Type | Default | Description |\n|---|---|---|---|\n"
-        ));
+        out.push_str(&format!("\n### `[{section}]`\n\n| Option | Type | Default | Description |\n|---|---|---|---|\n"));
         for spec in options().iter().filter(|o| o.section == *section) {
             let default = match spec.default {
                 None => "*unset*".to_owned(),
                 Some("") => "*empty*".to_owned(),
                 Some(d) => format!("`{d}`"),
             };
-            let secret = if spec.secret {
-                " Secret: never logged or shown."
-            } else {
-                ""
-            };
+            let secret = if spec.secret { " Secret: never logged or shown." } else { "" };
             out.push_str(&format!(
                 "| `{}` | {} | {} | {}{} |\n",
                 spec.key,

@@ -4,8 +4,8 @@
 //! variable) the value came from, and so that all problems are reported at once.
 
 use super::options::{
-    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind,
-    OptionSpec, SECTIONS, ZoneWeightingMode, find, options,
+    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, SECTIONS,
+    ZoneWeightingMode, find, options,
 };
 use super::{ConfigProblem, MASKED_VALUE};
 use crate::secret::Secret;
@@ -186,8 +186,7 @@ fn parse_int(raw: &str, spec: &OptionSpec) -> Result<i64, String> {
 
 impl FromOpt for bool {
     fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
-        parse_bool(raw)
-            .ok_or_else(|| format!("{} (true/false, yes/no, on/off, 1/0)", expected(spec)))
+        parse_bool(raw).ok_or_else(|| format!("{} (true/false, yes/no, on/off, 1/0)", expected(spec)))
     }
 }
 
@@ -227,10 +226,7 @@ impl FromOpt for String {
     fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
         match spec.kind {
             OptKind::Uuid if is_uuid(raw) => Ok(raw.to_ascii_lowercase()),
-            OptKind::Uuid => Err(format!(
-                "{} (8-4-4-4-12 hexadecimal digits)",
-                expected(spec)
-            )),
+            OptKind::Uuid => Err(format!("{} (8-4-4-4-12 hexadecimal digits)", expected(spec))),
             OptKind::Tag => check_tag(raw).map(|()| raw.to_owned()),
             _ => Ok(raw.to_owned()),
         }
@@ -247,10 +243,7 @@ impl FromOpt for Url {
     fn from_opt(raw: &str, spec: &OptionSpec) -> Result<Self, String> {
         match Url::parse(raw) {
             Ok(u) if matches!(u.scheme(), "http" | "https") && u.has_host() => Ok(u),
-            Ok(_) => Err(format!(
-                "{} with scheme http or https and a host",
-                expected(spec)
-            )),
+            Ok(_) => Err(format!("{} with scheme http or https and a host", expected(spec))),
             Err(e) => Err(format!("{} ({e})", expected(spec))),
         }
     }
@@ -287,21 +280,14 @@ impl FromOpt for Vec<String> {
 /// Splits a list value: commas and line breaks separate, whitespace is trimmed, empty items are
 /// dropped.
 pub fn split_list(raw: &str) -> Vec<String> {
-    raw.split([',', '\n'])
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+    raw.split([',', '\n']).map(str::trim).filter(|s| !s.is_empty()).map(str::to_owned).collect()
 }
 
 /// A dashed UUID: 8-4-4-4-12 hexadecimal digits (Neutron/Octavia id format).
 pub fn is_uuid(raw: &str) -> bool {
     let groups: Vec<&str> = raw.split('-').collect();
     groups.len() == 5
-        && groups
-            .iter()
-            .zip([8, 4, 4, 4, 12])
-            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+        && groups.iter().zip([8, 4, 4, 4, 12]).all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 /// Octavia and Neutron tags: 1..=255 characters; no commas (tag filters are comma-separated
@@ -310,13 +296,8 @@ pub fn check_tag(raw: &str) -> Result<(), String> {
     if raw.is_empty() || raw.chars().count() > 255 {
         return Err("expected a tag of 1 to 255 characters".into());
     }
-    if let Some(c) = raw
-        .chars()
-        .find(|c| *c == ',' || *c == '/' || c.is_whitespace() || c.is_control())
-    {
-        return Err(format!(
-            "expected a tag without {c:?} (no commas, slashes or whitespace)"
-        ));
+    if let Some(c) = raw.chars().find(|c| *c == ',' || *c == '/' || c.is_whitespace() || c.is_control()) {
+        return Err(format!("expected a tag without {c:?} (no commas, slashes or whitespace)"));
     }
     Ok(())
 }
@@ -327,9 +308,7 @@ fn is_dns_subdomain(raw: &str) -> bool {
         && raw.len() <= 253
         && raw.split('.').all(|label| {
             !label.is_empty()
-                && label
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && label.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !label.starts_with('-')
                 && !label.ends_with('-')
         })
@@ -346,11 +325,7 @@ fn is_expected_codes(raw: &str) -> bool {
 
 impl Reader {
     pub(crate) fn new(values: BTreeMap<(String, String), RawEntry>, files: String) -> Self {
-        Self {
-            values,
-            files,
-            problems: Vec::new(),
-        }
+        Self { values, files, problems: Vec::new() }
     }
 
     fn spec(section: &str, key: &str) -> &'static OptionSpec {
@@ -362,14 +337,11 @@ impl Reader {
     }
 
     fn origin(&self, section: &str, key: &str) -> String {
-        self.values
-            .get(&(section.to_owned(), key.to_owned()))
-            .map_or_else(|| self.files.clone(), |e| e.origin.clone())
+        self.values.get(&(section.to_owned(), key.to_owned())).map_or_else(|| self.files.clone(), |e| e.origin.clone())
     }
 
     fn is_set(&self, section: &str, key: &str) -> bool {
-        self.values
-            .contains_key(&(section.to_owned(), key.to_owned()))
+        self.values.contains_key(&(section.to_owned(), key.to_owned()))
     }
 
     fn problem(&mut self, section: &str, key: &str, shown: bool, message: String) {
@@ -406,10 +378,7 @@ impl Reader {
             return None;
         }
         let result = if entry.value.contains('\n') && !spec.kind.is_list() {
-            Err(format!(
-                "{}, on a single line (continuation lines are only for list options)",
-                expected(spec)
-            ))
+            Err(format!("{}, on a single line (continuation lines are only for list options)", expected(spec)))
         } else {
             parse(&entry.value, spec)
         };
@@ -431,35 +400,21 @@ impl Reader {
     }
 
     fn choice<T: FromStr + Default>(&mut self, section: &str, key: &str) -> T {
-        self.get_with(section, key, |raw, spec| {
-            T::from_str(raw).map_err(|_| expected(spec))
-        })
-        .unwrap_or_default()
+        self.get_with(section, key, |raw, spec| T::from_str(raw).map_err(|_| expected(spec))).unwrap_or_default()
     }
 
     /// Records a missing required value, unless the value was given but invalid (already said).
     fn require(&mut self, section: &str, key: &str, why: &str) {
-        if self
-            .problems
-            .iter()
-            .any(|p| p.section == section && p.key == key)
-        {
+        if self.problems.iter().any(|p| p.section == section && p.key == key) {
             return;
         }
-        self.problem(
-            section,
-            key,
-            false,
-            format!("required option is not set{why}"),
-        );
+        self.problem(section, key, false, format!("required option is not set{why}"));
     }
 
     /// Builds and validates; `Err` carries every problem found.
     pub(crate) fn settings(mut self) -> Result<Settings, Vec<ConfigProblem>> {
-        let default = DefaultSettings {
-            debug: self.value("DEFAULT", "debug"),
-            log_format: self.choice("DEFAULT", "log_format"),
-        };
+        let default =
+            DefaultSettings { debug: self.value("DEFAULT", "debug"), log_format: self.choice("DEFAULT", "log_format") };
         let k = "kubernetes";
         let kubernetes = KubernetesSettings {
             api_root: self.get(k, "api_root"),
@@ -468,8 +423,7 @@ impl Reader {
             kubeconfig: self.get(k, "kubeconfig"),
             enable_ingress: self.value(k, "enable_ingress"),
             ingress_class: if self.is_set(k, "ingress_class") {
-                self.get(k, "ingress_class")
-                    .filter(|s: &String| !s.is_empty())
+                self.get(k, "ingress_class").filter(|s: &String| !s.is_empty())
             } else {
                 None
             },
@@ -485,11 +439,7 @@ impl Reader {
         };
         let class = kubernetes.effective_ingress_class();
         if !is_dns_subdomain(&class) {
-            let key = if kubernetes.ingress_class.is_some() {
-                "ingress_class"
-            } else {
-                "node_pool"
-            };
+            let key = if kubernetes.ingress_class.is_some() { "ingress_class" } else { "node_pool" };
             self.problem(
                 k,
                 key,
@@ -546,13 +496,7 @@ impl Reader {
             return Err(self.problems);
         }
         match neutron {
-            Some(neutron) => Ok(Settings {
-                default,
-                kubernetes,
-                neutron_defaults,
-                octavia_defaults,
-                neutron,
-            }),
+            Some(neutron) => Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron }),
             // `neutron()` records a problem whenever it returns `None`.
             None => Err(self.problems),
         }
@@ -582,20 +526,14 @@ impl Reader {
             );
         }
         if !o.health_monitor_url_path.starts_with('/') {
-            self.problem(
-                od,
-                "health_monitor_url_path",
-                true,
-                "expected a path starting with /".into(),
-            );
+            self.problem(od, "health_monitor_url_path", true, "expected a path starting with /".into());
         }
         if !is_expected_codes(&o.health_monitor_expected_codes) {
             self.problem(
                 od,
                 "health_monitor_expected_codes",
                 true,
-                "expected an HTTP status code (100..599), a comma list of codes or a range like 200-204"
-                    .into(),
+                "expected an HTTP status code (100..599), a comma list of codes or a range like 200-204".into(),
             );
         }
     }
@@ -639,23 +577,12 @@ impl Reader {
                     self.require(n, "password", why);
                 }
                 if s.project_name.is_none() && s.project_id.is_none() {
-                    self.require(
-                        n,
-                        "project_name",
-                        " (auth_type = password; or set project_id)",
-                    );
+                    self.require(n, "project_name", " (auth_type = password; or set project_id)");
                 }
             }
             AuthType::ApplicationCredential => {
-                if s.application_credential_secret
-                    .as_ref()
-                    .is_none_or(Secret::is_empty)
-                {
-                    self.require(
-                        n,
-                        "application_credential_secret",
-                        " (auth_type = v3applicationcredential)",
-                    );
+                if s.application_credential_secret.as_ref().is_none_or(Secret::is_empty) {
+                    self.require(n, "application_credential_secret", " (auth_type = v3applicationcredential)");
                 }
                 if s.application_credential_id.is_none() {
                     if s.application_credential_name.is_none() {
@@ -665,11 +592,7 @@ impl Reader {
                             " (auth_type = v3applicationcredential; or set application_credential_name with username or user_id)",
                         );
                     } else if !has_user {
-                        self.require(
-                            n,
-                            "username",
-                            " (application_credential_name needs username or user_id)",
-                        );
+                        self.require(n, "username", " (application_credential_name needs username or user_id)");
                     }
                 }
             }
@@ -699,13 +622,8 @@ impl Settings {
     /// The effective value of an option, as kuryr.conf text (`Some(None)`: unset; `None`: not an
     /// option). Secrets are given in clear here; [`Settings::render_masked`] masks them.
     fn effective(&self, section: &str, key: &str) -> Option<Option<String>> {
-        let (d, k, nd, od, n) = (
-            &self.default,
-            &self.kubernetes,
-            &self.neutron_defaults,
-            &self.octavia_defaults,
-            &self.neutron,
-        );
+        let (d, k, nd, od, n) =
+            (&self.default, &self.kubernetes, &self.neutron_defaults, &self.octavia_defaults, &self.neutron);
         let s = |v: &str| Some(v.to_owned());
         Some(match (section, key) {
             ("DEFAULT", "debug") => secs_bool(d.debug),
@@ -743,23 +661,15 @@ impl Settings {
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
             ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),
-            ("octavia_defaults", "zone_overload_factor") => {
-                Some(format!("{:?}", od.zone_overload_factor))
-            }
-            ("octavia_defaults", "zone_min_local_endpoints") => {
-                Some(od.zone_min_local_endpoints.to_string())
-            }
+            ("octavia_defaults", "zone_overload_factor") => Some(format!("{:?}", od.zone_overload_factor)),
+            ("octavia_defaults", "zone_min_local_endpoints") => Some(od.zone_min_local_endpoints.to_string()),
             ("octavia_defaults", "health_monitor") => secs_bool(od.health_monitor),
             ("octavia_defaults", "health_monitor_type") => s(od.health_monitor_type.as_str()),
             ("octavia_defaults", "health_monitor_url_path") => s(&od.health_monitor_url_path),
-            ("octavia_defaults", "health_monitor_expected_codes") => {
-                s(&od.health_monitor_expected_codes)
-            }
+            ("octavia_defaults", "health_monitor_expected_codes") => s(&od.health_monitor_expected_codes),
             ("octavia_defaults", "health_monitor_delay") => secs(od.health_monitor_delay),
             ("octavia_defaults", "health_monitor_timeout") => secs(od.health_monitor_timeout),
-            ("octavia_defaults", "health_monitor_max_retries") => {
-                Some(od.health_monitor_max_retries.to_string())
-            }
+            ("octavia_defaults", "health_monitor_max_retries") => Some(od.health_monitor_max_retries.to_string()),
             ("neutron", "auth_url") => Some(n.auth_url.to_string()),
             ("neutron", "auth_type") => s(n.auth_type.as_str()),
             ("neutron", "username") => show(&n.username),
@@ -773,10 +683,9 @@ impl Settings {
             ("neutron", "project_domain_id") => show(&n.project_domain_id),
             ("neutron", "application_credential_id") => show(&n.application_credential_id),
             ("neutron", "application_credential_name") => show(&n.application_credential_name),
-            ("neutron", "application_credential_secret") => n
-                .application_credential_secret
-                .as_ref()
-                .map(|p| p.expose().to_owned()),
+            ("neutron", "application_credential_secret") => {
+                n.application_credential_secret.as_ref().map(|p| p.expose().to_owned())
+            }
             ("neutron", "region_name") => show(&n.region_name),
             ("neutron", "interface") => s(n.interface.as_str()),
             ("neutron", "cafile") => path(&n.cafile),
@@ -795,9 +704,7 @@ impl Settings {
             for spec in options().iter().filter(|o| o.section == *section) {
                 match self.effective(spec.section, spec.key).flatten() {
                     None => out.push_str(&format!("#{} = <None>\n", spec.key)),
-                    Some(_) if spec.secret => {
-                        out.push_str(&format!("{} = {MASKED_VALUE}\n", spec.key))
-                    }
+                    Some(_) if spec.secret => out.push_str(&format!("{} = {MASKED_VALUE}\n", spec.key)),
                     Some(v) => {
                         // A list value keeps its continuation-line layout readable and reloadable.
                         let v = v.replace('\n', "\n    ");
@@ -825,8 +732,7 @@ mod tests {
 
     #[test]
     fn every_option_is_rendered() {
-        let text =
-            "[neutron]\nauth_url = https://k/v3\nusername = u\npassword = p\nproject_id = x\n";
+        let text = "[neutron]\nauth_url = https://k/v3\nusername = u\npassword = p\nproject_id = x\n";
         let loaded = crate::config::load_texts(&[("t".into(), text.into())], Vec::new()).unwrap();
         for o in options() {
             assert!(
@@ -851,28 +757,15 @@ mod tests {
                 OptKind::TagList => Vec::<String>::from_opt(d, o).is_ok(),
                 _ => String::from_opt(d, o).is_ok(),
             };
-            assert!(
-                ok,
-                "default of [{}] {} = {d:?} does not parse",
-                o.section, o.key
-            );
+            assert!(ok, "default of [{}] {} = {d:?} does not parse", o.section, o.key);
         }
     }
 
     #[test]
     fn choice_defaults_are_enum_defaults() {
-        assert_eq!(
-            spec("DEFAULT", "log_format").default,
-            Some(LogFormat::default().as_str())
-        );
-        assert_eq!(
-            spec("octavia_defaults", "lb_algorithm").default,
-            Some(LbAlgorithm::default().as_str())
-        );
-        assert_eq!(
-            spec("octavia_defaults", "member_mode").default,
-            Some(MemberMode::default().as_str())
-        );
+        assert_eq!(spec("DEFAULT", "log_format").default, Some(LogFormat::default().as_str()));
+        assert_eq!(spec("octavia_defaults", "lb_algorithm").default, Some(LbAlgorithm::default().as_str()));
+        assert_eq!(spec("octavia_defaults", "member_mode").default, Some(MemberMode::default().as_str()));
         assert_eq!(
             spec("octavia_defaults", "zone_weighting_mode").default,
             Some(ZoneWeightingMode::default().as_str())
@@ -881,26 +774,13 @@ mod tests {
             spec("octavia_defaults", "health_monitor_type").default,
             Some(HealthMonitorType::default().as_str())
         );
-        assert_eq!(
-            spec("neutron", "auth_type").default,
-            Some(AuthType::default().as_str())
-        );
-        assert_eq!(
-            spec("neutron", "interface").default,
-            Some(Interface::default().as_str())
-        );
+        assert_eq!(spec("neutron", "auth_type").default, Some(AuthType::default().as_str()));
+        assert_eq!(spec("neutron", "interface").default, Some(Interface::default().as_str()));
     }
 
     #[test]
     fn value_types() {
-        for (raw, want) in [
-            ("TRUE", true),
-            ("yes", true),
-            ("On", true),
-            ("1", true),
-            ("no", false),
-            ("0", false),
-        ] {
+        for (raw, want) in [("TRUE", true), ("yes", true), ("On", true), ("1", true), ("no", false), ("0", false)] {
             assert_eq!(parse_bool(raw), Some(want));
         }
         assert_eq!(parse_bool("y"), None);
@@ -910,14 +790,8 @@ mod tests {
         assert_eq!(split_list(" a, b,,\nc ,"), ["a", "b", "c"]);
         assert!(check_tag("kuryr:cluster=a").is_ok());
         assert!(check_tag("a b").is_err() && check_tag("a,b").is_err() && check_tag("").is_err());
-        assert!(
-            is_expected_codes("200")
-                && is_expected_codes("200,202")
-                && is_expected_codes("200-204")
-        );
-        assert!(
-            !is_expected_codes("20") && !is_expected_codes("204-200") && !is_expected_codes("600")
-        );
+        assert!(is_expected_codes("200") && is_expected_codes("200,202") && is_expected_codes("200-204"));
+        assert!(!is_expected_codes("20") && !is_expected_codes("204-200") && !is_expected_codes("600"));
         assert!(is_dns_subdomain("kuryr-l7-router") && !is_dns_subdomain("Kuryr"));
     }
 }

@@ -1,0 +1,113 @@
+//! Glue from the validated kuryr.conf [`Settings`] to the clients and the driver, so that the
+//! commands and the controller build them the same way.
+
+use crate::config::{AuthType, Settings};
+use crate::driver::diff::{HealthMonitorSpec, Ownership};
+use crate::driver::router::{Router, RouterSpec};
+use crate::openstack::{
+    AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Neutron, Octavia, OctaviaOptions, ProjectScope, Session,
+    UserRef,
+};
+
+/// `[neutron]` as Keystone auth options. The settings are validated, so the fields each auth
+/// type needs are present; a missing one falls back to an empty value that Keystone refuses
+/// with a clear 401 rather than a panic here.
+pub fn auth_options(s: &Settings) -> AuthOptions {
+    let n = &s.neutron;
+    let domain = |id: &Option<String>, name: &str| match id {
+        Some(id) => DomainRef::Id(id.clone()),
+        None => DomainRef::Name(name.to_string()),
+    };
+    let user = match (&n.user_id, &n.username) {
+        (Some(id), _) => UserRef::Id(id.clone()),
+        (None, name) => UserRef::Name {
+            name: name.clone().unwrap_or_default(),
+            domain: domain(&n.user_domain_id, &n.user_domain_name),
+        },
+    };
+    let method = match n.auth_type {
+        AuthType::Password => AuthMethod::Password {
+            user,
+            password: n.password.clone().unwrap_or_default(),
+            project: match (&n.project_id, &n.project_name) {
+                (Some(id), _) => ProjectScope::Id(id.clone()),
+                (None, name) => ProjectScope::Name {
+                    name: name.clone().unwrap_or_default(),
+                    domain: domain(&n.project_domain_id, &n.project_domain_name),
+                },
+            },
+        },
+        AuthType::ApplicationCredential => AuthMethod::ApplicationCredential {
+            credential: match (&n.application_credential_id, &n.application_credential_name) {
+                (Some(id), _) => AppCredentialRef::Id(id.clone()),
+                (None, name) => AppCredentialRef::Name { name: name.clone().unwrap_or_default(), user },
+            },
+            secret: n.application_credential_secret.clone().unwrap_or_default(),
+        },
+    };
+    AuthOptions {
+        auth_url: n.auth_url.to_string(),
+        method,
+        region_name: n.region_name.clone(),
+        interface: match n.interface {
+            crate::config::Interface::Public => crate::openstack::Interface::Public,
+            crate::config::Interface::Internal => crate::openstack::Interface::Internal,
+            crate::config::Interface::Admin => crate::openstack::Interface::Admin,
+        },
+        cafile: n.cafile.clone(),
+        insecure: n.insecure,
+        timeout: s.octavia_defaults.request_timeout.min(n.timeout).max(std::time::Duration::from_secs(1)),
+    }
+}
+
+pub fn ownership(s: &Settings) -> Ownership {
+    Ownership::new(&s.kubernetes.cluster_name)
+}
+
+pub fn health_monitor(s: &Settings) -> Option<HealthMonitorSpec> {
+    let o = &s.octavia_defaults;
+    o.health_monitor.then(|| {
+        let http = matches!(o.health_monitor_type, crate::config::HealthMonitorType::Http);
+        HealthMonitorSpec {
+            monitor_type: o.health_monitor_type.as_str().to_string(),
+            delay: o.health_monitor_delay.as_secs() as u32,
+            timeout: o.health_monitor_timeout.as_secs() as u32,
+            max_retries: o.health_monitor_max_retries,
+            url_path: http.then(|| o.health_monitor_url_path.clone()),
+            expected_codes: http.then(|| o.health_monitor_expected_codes.clone()),
+        }
+    })
+}
+
+pub fn router_spec(s: &Settings) -> RouterSpec {
+    let o = &s.octavia_defaults;
+    RouterSpec {
+        name: o.l7_router_name.clone(),
+        uuid: o.l7_router_uuid.clone(),
+        vip_subnet_id: s.neutron_defaults.lb_subnet.clone(),
+        availability_zone: o.availability_zone.clone(),
+        provider: Some(o.provider.clone()).filter(|p| !p.is_empty()),
+        listener_port: o.listener_port,
+        floating_ip: s.neutron_defaults.l7_router_ip,
+        external_svc_subnet: s.neutron_defaults.external_svc_subnet.clone(),
+        ownership: ownership(s),
+        health_monitor: health_monitor(s),
+        create_timeout: o.lb_create_timeout,
+        write_timeout: o.write_timeout,
+    }
+}
+
+/// One Keystone session shared by the Octavia and Neutron clients.
+pub fn clients(s: &Settings) -> Result<(Octavia, Neutron), crate::openstack::Error> {
+    let session = Session::new(auth_options(s))?;
+    let octavia = Octavia::new(
+        session.clone(),
+        OctaviaOptions { busy_retry: s.octavia_defaults.write_timeout, ..OctaviaOptions::default() },
+    );
+    Ok((octavia, Neutron::new(session)))
+}
+
+pub fn router(s: &Settings) -> Result<Router, crate::openstack::Error> {
+    let (octavia, neutron) = clients(s)?;
+    Ok(Router::new(octavia, neutron, router_spec(s)))
+}
