@@ -135,12 +135,8 @@ async fn token_catalog_and_application_credential() {
     let name = unique("appcred");
     let created: Value = demo
         .send_json(
-            &Request::new(
-                Service::Identity,
-                Method::POST,
-                format!("/users/{}/application_credentials", demo_info.user_id),
-            )
-            .json(json!({"application_credential": {"name": name}})),
+            &Request::new(Service::Identity, Method::POST, format!("/users/{}/application_credentials", demo_info.user_id))
+                .json(json!({"application_credential": {"name": name}})),
         )
         .await
         .unwrap();
@@ -263,18 +259,8 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             redirect_pool_id: Some(pool2.id.clone()),
             position: Some(1),
             rules: vec![
-                L7RuleCreate {
-                    rule_type: "HOST_NAME".into(),
-                    compare_type: "EQUAL_TO".into(),
-                    value: "www.example.com".into(),
-                    ..Default::default()
-                },
-                L7RuleCreate {
-                    rule_type: "PATH".into(),
-                    compare_type: "STARTS_WITH".into(),
-                    value: "/api".into(),
-                    ..Default::default()
-                },
+                L7RuleCreate { rule_type: "HOST_NAME".into(), compare_type: "EQUAL_TO".into(), value: "www.example.com".into(), ..Default::default() },
+                L7RuleCreate { rule_type: "PATH".into(), compare_type: "STARTS_WITH".into(), value: "/api".into(), ..Default::default() },
             ],
             tags: vec![tag.clone()],
             ..Default::default()
@@ -298,15 +284,9 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             .map(|m| (m.address, m.protocol_port, m.weight))
             .collect();
         got.sort();
-        assert_eq!(
-            got,
-            vec![("10.0.0.11".into(), 8080, 11), ("10.0.0.12".into(), 8080, 12), ("10.0.0.13".into(), 8080, 13)]
-        );
+        assert_eq!(got, vec![("10.0.0.11".into(), 8080, 11), ("10.0.0.12".into(), 8080, 12), ("10.0.0.13".into(), 8080, 13)]);
         let p = o.get_l7policy(&created.id).await.unwrap();
-        assert_eq!(
-            (p.action.as_str(), p.position, p.redirect_pool_id.as_deref()),
-            ("REDIRECT_TO_POOL", 1, Some(pool2.id.as_str()))
-        );
+        assert_eq!((p.action.as_str(), p.position, p.redirect_pool_id.as_deref()), ("REDIRECT_TO_POOL", 1, Some(pool2.id.as_str())));
         let mut rules: Vec<(String, String, String)> = o
             .list_l7rules(&p.id, &ListQuery::default())
             .await
@@ -315,34 +295,22 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             .map(|r| (r.rule_type, r.compare_type, r.value))
             .collect();
         rules.sort();
-        assert_eq!(
-            rules,
-            vec![
-                ("HOST_NAME".into(), "EQUAL_TO".into(), "www.example.com".into()),
-                ("PATH".into(), "STARTS_WITH".into(), "/api".into())
-            ]
-        );
+        assert_eq!(rules, vec![
+            ("HOST_NAME".into(), "EQUAL_TO".into(), "www.example.com".into()),
+            ("PATH".into(), "STARTS_WITH".into(), "/api".into())
+        ]);
 
         // Batch update: keep m12, add m14, drop m11 and m13.
-        let keep = vec![
-            members[1].clone(),
-            MemberCreate { address: "10.0.0.14".into(), protocol_port: 8080, ..Default::default() },
-        ];
+        let keep = vec![members[1].clone(), MemberCreate { address: "10.0.0.14".into(), protocol_port: 8080, ..Default::default() }];
         o.replace_members(&pool2.id, &keep).await.unwrap();
         o.wait_active(&lb.id, WAIT).await.unwrap();
-        let mut addrs: Vec<String> =
-            o.list_members(&pool2.id, &ListQuery::default()).await.unwrap().into_iter().map(|m| m.address).collect();
+        let mut addrs: Vec<String> = o.list_members(&pool2.id, &ListQuery::default()).await.unwrap().into_iter().map(|m| m.address).collect();
         addrs.sort();
         assert_eq!(addrs, vec!["10.0.0.12", "10.0.0.14"]);
 
         // Rule and policy updates, health monitor CRUD.
         let rule_id = &p.rules[0].id;
-        let upd = L7RuleCreate {
-            rule_type: "PATH".into(),
-            compare_type: "STARTS_WITH".into(),
-            value: "/v2".into(),
-            ..Default::default()
-        };
+        let upd = L7RuleCreate { rule_type: "PATH".into(), compare_type: "STARTS_WITH".into(), value: "/v2".into(), ..Default::default() };
         o.update_l7rule(&p.id, rule_id, &upd).await.unwrap();
         let hm = o
             .create_health_monitor(&HealthMonitorCreate {
@@ -368,29 +336,16 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         o.delete_health_monitor(&hm.id).await.unwrap(); // 404 on delete is success
 
         // 400 with Octavia's reason.
-        let bad = L7RuleCreate {
-            rule_type: "PATH".into(),
-            compare_type: "EQUAL_TO".into(),
-            value: "/a b".into(),
-            ..Default::default()
-        };
+        let bad = L7RuleCreate { rule_type: "PATH".into(), compare_type: "EQUAL_TO".into(), value: "/a b".into(), ..Default::default() };
         let err = o.create_l7rule(&p.id, &bad).await.unwrap_err();
         assert_eq!((err.status(), err.label()), (Some(400), "octavia_4xx"), "{err}");
         let msg = err.to_string();
-        assert!(
-            msg.contains("POST /v2/lbaas/l7policies/") && msg.contains("HTTP 400") && !msg.contains("empty body"),
-            "{msg}"
-        );
+        assert!(msg.contains("POST /v2/lbaas/l7policies/") && msg.contains("HTTP 400") && !msg.contains("empty body"), "{msg}");
         println!("400 surfaced as: {msg}");
 
         // Inline rules on a standalone policy create: what does this Octavia say?
         o.wait_active(&lb.id, WAIT).await.unwrap();
-        let inline = L7PolicyCreate {
-            name: Some(format!("{tag}-inline")),
-            redirect_pool_id: Some(pool.id.clone()),
-            position: Some(2),
-            ..policy.clone()
-        };
+        let inline = L7PolicyCreate { name: Some(format!("{tag}-inline")), redirect_pool_id: Some(pool.id.clone()), position: Some(2), ..policy.clone() };
         match o.create_l7policy(&inline).await {
             Ok(p) => println!("inline rules on policy create: accepted with {} rules", p.rules.len()),
             Err(e) => println!("inline rules on policy create: {e}"),
@@ -459,11 +414,7 @@ async fn filters_tags_and_pagination() {
         assert_eq!(names(both), vec![format!("{t}-p0"), format!("{t}-p2"), format!("{t}-p4")]);
         let any = ListQuery { tags_any: vec![b.clone(), "fct-clients-nothing".into()], ..Default::default() };
         assert_eq!(o.list_pools(&any).await.unwrap().len(), 3);
-        let not = ListQuery {
-            not_tags: vec![b.clone()],
-            loadbalancer_id: Some(lb.id.clone()),
-            ..ListQuery::tags([a.clone()])
-        };
+        let not = ListQuery { not_tags: vec![b.clone()], loadbalancer_id: Some(lb.id.clone()), ..ListQuery::tags([a.clone()]) };
         assert_eq!(o.list_pools(&not).await.unwrap().len(), 2);
 
         let before = gets.load(Ordering::Relaxed);
@@ -507,18 +458,8 @@ async fn fully_populated_create_and_cascade_delete() {
                 redirect_pool: Some(NameRef { name: format!("{name}-api") }),
                 position: Some(1),
                 rules: vec![
-                    L7RuleCreate {
-                        rule_type: "HOST_NAME".into(),
-                        compare_type: "EQUAL_TO".into(),
-                        value: "a.example.com".into(),
-                        ..Default::default()
-                    },
-                    L7RuleCreate {
-                        rule_type: "PATH".into(),
-                        compare_type: "STARTS_WITH".into(),
-                        value: "/api".into(),
-                        ..Default::default()
-                    },
+                    L7RuleCreate { rule_type: "HOST_NAME".into(), compare_type: "EQUAL_TO".into(), value: "a.example.com".into(), ..Default::default() },
+                    L7RuleCreate { rule_type: "PATH".into(), compare_type: "STARTS_WITH".into(), value: "/api".into(), ..Default::default() },
                 ],
                 ..Default::default()
             }],
@@ -537,14 +478,7 @@ async fn fully_populated_create_and_cascade_delete() {
                 protocol: "HTTP".into(),
                 lb_algorithm: "ROUND_ROBIN".into(),
                 members: vec![member(31), member(32)],
-                healthmonitor: Some(HealthMonitorCreate {
-                    monitor_type: "HTTP".into(),
-                    delay: 5,
-                    timeout: 3,
-                    max_retries: 2,
-                    url_path: Some("/healthz".into()),
-                    ..Default::default()
-                }),
+                healthmonitor: Some(HealthMonitorCreate { monitor_type: "HTTP".into(), delay: 5, timeout: 3, max_retries: 2, url_path: Some("/healthz".into()), ..Default::default() }),
                 ..Default::default()
             },
         ],
@@ -557,8 +491,7 @@ async fn fully_populated_create_and_cascade_delete() {
         println!("fully-populated LB ACTIVE after {:?}", t.elapsed());
         assert_eq!((lb.listeners.len(), lb.pools.len()), (1, 2));
         let l = o.get_listener(&lb.listeners[0].id).await.unwrap();
-        let pools =
-            o.list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..Default::default() }).await.unwrap();
+        let pools = o.list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..Default::default() }).await.unwrap();
         let by_name = |n: &str| pools.iter().find(|p| p.name == format!("{name}-{n}")).unwrap().clone();
         let (default, api) = (by_name("default"), by_name("api"));
         assert_eq!(l.default_pool_id.as_deref(), Some(default.id.as_str()));
@@ -610,16 +543,10 @@ async fn floating_ip_on_vip_port() {
         let found = n.list_floating_ips(&ListQuery::default().with("description", &lb.name)).await.unwrap();
         assert_eq!(found.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), vec![fip.id.as_str()]);
         let assoc = n.associate_floating_ip(&fip.id, &vip_port).await.unwrap();
-        assert_eq!(
-            (assoc.port_id.as_deref(), assoc.fixed_ip_address.clone()),
-            (Some(vip_port.as_str()), lb.vip_address.clone())
-        );
+        assert_eq!((assoc.port_id.as_deref(), assoc.fixed_ip_address.clone()), (Some(vip_port.as_str()), lb.vip_address.clone()));
         let by_port = n.list_floating_ips(&ListQuery::default().with("port_id", &vip_port)).await.unwrap();
         assert_eq!(by_port.len(), 1);
-        let by_addr = n
-            .list_floating_ips(&ListQuery::default().with("floating_ip_address", &fip.floating_ip_address))
-            .await
-            .unwrap();
+        let by_addr = n.list_floating_ips(&ListQuery::default().with("floating_ip_address", &fip.floating_ip_address)).await.unwrap();
         assert_eq!(by_addr[0].id, fip.id);
         let dis = n.disassociate_floating_ip(&fip.id).await.unwrap();
         assert_eq!(dis.port_id, None);

@@ -95,7 +95,9 @@ impl Error {
     pub fn is_busy_conflict(&self) -> bool {
         match self {
             Error::Api { status: 409, message, .. } => {
-                message.contains("immutable") || message.contains("Invalid state") || message.contains("PENDING_")
+                message.contains("immutable")
+                    || message.contains("Invalid state")
+                    || message.contains("PENDING_")
             }
             _ => false,
         }
@@ -178,10 +180,7 @@ mod tests {
         let busy = api(Service::LoadBalancer, 409, "Load Balancer 1 is immutable and cannot be updated.");
         assert!(busy.is_busy_conflict());
         assert_eq!(busy.label(), "conflict");
-        assert!(
-            api(Service::LoadBalancer, 409, "Invalid state PENDING_UPDATE of loadbalancer resource 1")
-                .is_busy_conflict()
-        );
+        assert!(api(Service::LoadBalancer, 409, "Invalid state PENDING_UPDATE of loadbalancer resource 1").is_busy_conflict());
         assert!(!api(Service::LoadBalancer, 409, "Duplicate member 10.0.0.1:80").is_busy_conflict());
         let e = api(Service::LoadBalancer, 400, "Invalid input");
         assert_eq!(e.to_string(), "octavia POST /v2/lbaas/pools: HTTP 400: Invalid input");

@@ -72,7 +72,11 @@ pub(crate) fn is_write(m: &reqwest::Method) -> bool {
 /// `/v2/lbaas/pools/<id>/members/<id>` is `members` and metrics stay low-cardinality.
 pub fn resource_kind(path: &str) -> String {
     let path = path.split('?').next().unwrap_or_default();
-    path.split('/').filter(|s| !s.is_empty() && !looks_like_id(s)).next_back().unwrap_or("root").to_string()
+    path.split('/')
+        .filter(|s| !s.is_empty() && !looks_like_id(s))
+        .next_back()
+        .unwrap_or("root")
+        .to_string()
 }
 
 fn looks_like_id(s: &str) -> bool {
@@ -84,8 +88,7 @@ fn looks_like_id(s: &str) -> bool {
 pub(crate) fn build_client(cafile: Option<&Path>, insecure: bool, timeout: Duration) -> Result<reqwest::Client> {
     let mut b = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(10)));
     if let Some(path) = cafile {
-        let pem =
-            std::fs::read(path).map_err(|e| Error::Config(format!("cannot read CA file {}: {e}", path.display())))?;
+        let pem = std::fs::read(path).map_err(|e| Error::Config(format!("cannot read CA file {}: {e}", path.display())))?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)
             .map_err(|e| Error::Config(format!("CA file {} is not PEM: {e}", path.display())))?;
         for c in certs {
@@ -182,8 +185,7 @@ pub fn next_link(body: &serde_json::Value, collection: &str) -> Option<String> {
 /// behind a proxy often render links with their internal host). A path prefix the endpoint has
 /// (e.g. `https://cloud/load-balancer`) is removed so it is not doubled.
 pub fn relative_next(href: &str, endpoint: &str) -> Result<String> {
-    let url = url::Url::parse(href)
-        .or_else(|_| url::Url::parse(endpoint)?.join(href))
+    let url = url::Url::parse(href).or_else(|_| url::Url::parse(endpoint)?.join(href))
         .map_err(|e| Error::Config(format!("bad pagination link {href:?}: {e}")))?;
     let prefix = url::Url::parse(endpoint).map(|u| u.path().trim_end_matches('/').to_string()).unwrap_or_default();
     let path = url.path();
@@ -202,10 +204,7 @@ mod tests {
     #[test]
     fn kinds() {
         assert_eq!(resource_kind("/v2/lbaas/pools/0b7a3c52-7c57-4a2e-9f0e-3d6f0e6c1b11/members"), "members");
-        assert_eq!(
-            resource_kind("/v2/lbaas/loadbalancers/0b7a3c527c574a2e9f0e3d6f0e6c1b11?cascade=true"),
-            "loadbalancers"
-        );
+        assert_eq!(resource_kind("/v2/lbaas/loadbalancers/0b7a3c527c574a2e9f0e3d6f0e6c1b11?cascade=true"), "loadbalancers");
         assert_eq!(resource_kind("/v3/auth/tokens"), "tokens");
         assert_eq!(resource_kind("/"), "root");
     }
@@ -245,8 +244,7 @@ mod tests {
         let href = next_link(&body, "pools").unwrap();
         assert_eq!(relative_next(&href, "http://127.0.0.1:9876").unwrap(), "/v2/lbaas/pools?limit=2&marker=b");
         assert_eq!(
-            relative_next("https://cloud/load-balancer/v2/lbaas/pools?marker=b", "https://cloud/load-balancer/")
-                .unwrap(),
+            relative_next("https://cloud/load-balancer/v2/lbaas/pools?marker=b", "https://cloud/load-balancer/").unwrap(),
             "/v2/lbaas/pools?marker=b"
         );
         assert_eq!(next_link(&json!({"pools": [], "pools_links": []}), "pools"), None);

@@ -75,16 +75,9 @@ pub enum AppCredentialRef {
 /// How to authenticate. Secrets are [`Secret`]s so `Debug` of the options is safe to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
-    Password {
-        user: UserRef,
-        password: Secret,
-        project: ProjectScope,
-    },
+    Password { user: UserRef, password: Secret, project: ProjectScope },
     /// Application credentials carry their own project scope.
-    ApplicationCredential {
-        credential: AppCredentialRef,
-        secret: Secret,
-    },
+    ApplicationCredential { credential: AppCredentialRef, secret: Secret },
 }
 
 /// Everything needed to talk to the cloud.
@@ -202,12 +195,7 @@ pub fn select_endpoint(
                 .iter()
                 .flat_map(|s| {
                     s.endpoints.iter().map(move |e| {
-                        format!(
-                            "{}/{}/{}",
-                            s.service_type,
-                            e.interface,
-                            e.region_id.as_deref().or(e.region.as_deref()).unwrap_or("-")
-                        )
+                        format!("{}/{}/{}", s.service_type, e.interface, e.region_id.as_deref().or(e.region.as_deref()).unwrap_or("-"))
                     })
                 })
                 .collect();
@@ -413,12 +401,7 @@ impl Session {
         let url = format!("{}{path}", o.auth_url.trim_end_matches('/'));
         let rb = self.inner.http.post(url).json(&auth_body(&o.method));
         let (status, headers, body) = self.exchange(Service::Identity, &Method::POST, path, rb).await?;
-        let err = |message: String| Error::Decode {
-            service: Service::Identity,
-            method: "POST".into(),
-            path: path.into(),
-            message,
-        };
+        let err = |message: String| Error::Decode { service: Service::Identity, method: "POST".into(), path: path.into(), message };
         let value = headers
             .get("x-subject-token")
             .and_then(|v| v.to_str().ok())
@@ -479,24 +462,13 @@ impl Session {
         }
         let (status, headers, body) = result.map_err(|source| {
             if source.is_timeout() {
-                Error::Timeout {
-                    service,
-                    method: method.to_string(),
-                    path: path.into(),
-                    timeout: self.inner.opts.timeout,
-                }
+                Error::Timeout { service, method: method.to_string(), path: path.into(), timeout: self.inner.opts.timeout }
             } else {
                 Error::Transport { service, method: method.to_string(), path: path.into(), source }
             }
         })?;
         if status >= 400 {
-            return Err(Error::Api {
-                service,
-                method: method.to_string(),
-                path: path.into(),
-                status,
-                message: fault_message(&body),
-            });
+            return Err(Error::Api { service, method: method.to_string(), path: path.into(), status, message: fault_message(&body) });
         }
         Ok((status, headers, body))
     }
@@ -559,18 +531,9 @@ mod tests {
     #[test]
     fn endpoint_selection() {
         let c = catalog();
-        assert_eq!(
-            select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Public).unwrap(),
-            "https://lb.one"
-        );
-        assert_eq!(
-            select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Internal).unwrap(),
-            "http://lb.one.internal"
-        );
-        assert_eq!(
-            select_endpoint(&c, "load-balancer", Some("RegionTwo"), Interface::Public).unwrap(),
-            "https://lb.two"
-        );
+        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Public).unwrap(), "https://lb.one");
+        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Internal).unwrap(), "http://lb.one.internal");
+        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionTwo"), Interface::Public).unwrap(), "https://lb.two");
         assert_eq!(select_endpoint(&c, "network", None, Interface::Public).unwrap(), "https://net.two");
         let e = select_endpoint(&c, "network", Some("RegionOne"), Interface::Public).unwrap_err();
         let msg = e.to_string();

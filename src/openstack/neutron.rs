@@ -6,8 +6,8 @@ use super::http::ListQuery;
 use super::keystone::{Request, Session};
 use super::octavia::list_all;
 use reqwest::Method;
-use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
+use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]

@@ -435,11 +435,7 @@ pub struct OctaviaOptions {
 
 impl Default for OctaviaOptions {
     fn default() -> Self {
-        Self {
-            busy_retry: Duration::from_secs(60),
-            min_delay: Duration::from_millis(100),
-            max_delay: Duration::from_secs(1),
-        }
+        Self { busy_retry: Duration::from_secs(60), min_delay: Duration::from_millis(100), max_delay: Duration::from_secs(1) }
     }
 }
 
@@ -667,11 +663,7 @@ impl Octavia {
             match lb.provisioning_status.as_str() {
                 "ACTIVE" => return Ok(lb),
                 "ERROR" => {
-                    return Err(Error::Provisioning {
-                        kind: "loadbalancer",
-                        id: lb.id,
-                        status: lb.provisioning_status,
-                    });
+                    return Err(Error::Provisioning { kind: "loadbalancer", id: lb.id, status: lb.provisioning_status });
                 }
                 _ => {}
             }
@@ -700,12 +692,7 @@ impl Octavia {
             };
             let delay = delays.next().unwrap_or(self.opts.max_delay);
             if started.elapsed() + delay > timeout {
-                return Err(Error::WaitTimeout {
-                    kind: "loadbalancer",
-                    id: lb_id.into(),
-                    waited: started.elapsed(),
-                    last_status: status,
-                });
+                return Err(Error::WaitTimeout { kind: "loadbalancer", id: lb_id.into(), waited: started.elapsed(), last_status: status });
             }
             tokio::time::sleep(delay).await;
         }
@@ -776,15 +763,7 @@ mod tests {
             name: Some("p".into()),
             action: "REDIRECT_TO_POOL".into(),
             redirect_pool: Some(NameRef { name: "pool-a".into() }),
-            rules: vec![
-                (&Rule {
-                    rule_type: RuleType::HostName,
-                    compare_type: CompareType::EqualTo,
-                    value: "a.b".into(),
-                    invert: false,
-                })
-                    .into(),
-            ],
+            rules: vec![(&Rule { rule_type: RuleType::HostName, compare_type: CompareType::EqualTo, value: "a.b".into(), invert: false }).into()],
             ..Default::default()
         };
         assert_eq!(
@@ -801,8 +780,7 @@ mod tests {
     #[test]
     fn reads_octavia_objects_leniently() {
         let lb: LoadBalancer = serde_json::from_value(json!({"id": "1", "name": "x", "provisioning_status": "ACTIVE",
-            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null}))
-        .unwrap();
+            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null})).unwrap();
         assert_eq!(lb.listeners, vec![IdRef { id: "l".into() }]);
         let r: L7Rule = serde_json::from_value(json!({"id": "r", "type": "PATH", "compare_type": "STARTS_WITH", "value": "/a", "key": null, "invert": false})).unwrap();
         assert_eq!(r.rule_type, "PATH");
