@@ -1,0 +1,472 @@
+//! Functional tests of the L7 router driver against the real local Keystone, Neutron and Octavia
+//! (`functional/openstack.sh start`, then `KURYR_FUNCTIONAL=1 cargo test --test functional_driver`).
+//!
+//! Each test owns a router of its own (unique name and cluster tag), asserts the exact Octavia
+//! state and the number of writes after every convergence, and removes the router, its VIP port
+//! and its floating IP at the end.
+
+use kuryr_l7_router::driver::diff::{HealthMonitorSpec, Ownership, PRODUCT_TAG};
+use kuryr_l7_router::driver::router::{ConvergeReport, Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate};
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+fn enabled() -> bool {
+    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        true
+    } else {
+        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
+        false
+    }
+}
+
+fn unique(tag: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("fct-drv-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
+}
+
+async fn router(tag: &str, health_monitor: Option<HealthMonitorSpec>) -> Router {
+    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
+    auth.region_name = Some("RegionOne".into());
+    let session = Session::new(auth).unwrap();
+    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
+    let neutron = Neutron::new(session);
+    let subnet = |name: &'static str| {
+        let n = neutron.clone();
+        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
+    };
+    let name = unique(tag);
+    let spec = RouterSpec {
+        name: name.clone(),
+        uuid: None,
+        vip_subnet_id: Some(subnet("private-subnet").await),
+        availability_zone: None,
+        provider: Some("amphora".into()),
+        listener_port: 80,
+        floating_ip: None,
+        external_svc_subnet: Some(subnet("public-subnet").await),
+        ownership: Ownership::new(&name),
+        health_monitor,
+        create_timeout: Duration::from_secs(120),
+        write_timeout: Duration::from_secs(120),
+    };
+    Router::new(octavia, neutron, spec)
+}
+
+/// Delete the router, its VIP port and the floating IP we allocated for it.
+async fn cleanup(r: &Router) {
+    let Ok(Some(lb)) = r.find().await else { return };
+    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
+    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(60)).await;
+    if let Some(port) = &lb.vip_port_id {
+        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+            let _ = r.neutron.delete_floating_ip(&f.id).await;
+        }
+        let _ = r.neutron.delete_port(port).await;
+    }
+    let q = ListQuery {
+        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+        ..ListQuery::default()
+    };
+    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+        let _ = r.neutron.delete_floating_ip(&f.id).await;
+    }
+}
+
+/// Run `body`, then clean up whatever happened.
+async fn with_router<F, Fut>(tag: &str, hm: Option<HealthMonitorSpec>, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()>,
+{
+    let r = router(tag, hm).await;
+    let result = tokio::spawn(body(r.clone())).await;
+    cleanup(&r).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+fn member(ip: &str, weight: u16) -> Member {
+    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
+}
+
+fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
+    let (ns, svc) = ns_svc.split_once('_').unwrap();
+    Pool {
+        name: ns_svc.into(),
+        service: ObjectRef::new("Service", ns, svc),
+        service_port: "http".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members,
+        weighting: "even".into(),
+    }
+}
+
+fn host_rule(host: &str) -> Rule {
+    Rule {
+        rule_type: RuleType::HostName,
+        compare_type: CompareType::Regex,
+        value: format!("^{}(:[0-9]+)?$", host.replace('.', "\\.")),
+        invert: false,
+    }
+}
+
+fn prefix_rule(path: &str) -> Rule {
+    Rule { rule_type: RuleType::Path, compare_type: CompareType::Regex, value: format!("^{path}(/.*)?$"), invert: false }
+}
+
+fn exact_rule(path: &str) -> Rule {
+    Rule { rule_type: RuleType::Path, compare_type: CompareType::EqualTo, value: path.into(), invert: false }
+}
+
+fn policy(name: &str, pool: &str, rules: Vec<Rule>) -> Policy {
+    Policy {
+        name: name.into(),
+        position: 0,
+        pool: pool.into(),
+        rules,
+        owner: ObjectRef::new("Ingress", "shop", "web"),
+        description: name.into(),
+    }
+}
+
+fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) -> DesiredRouter {
+    DesiredRouter {
+        policies: policies
+            .into_iter()
+            .enumerate()
+            .map(|(i, mut p)| {
+                p.position = i as u32 + 1;
+                p
+            })
+            .collect(),
+        default_pool: default_pool.map(String::from),
+        pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
+        warnings: vec![],
+    }
+}
+
+/// The shop: an exact login route, an API prefix, the storefront, and a default backend.
+fn shop() -> DesiredRouter {
+    desired(
+        vec![
+            policy("web:shop.example.com:Exact:/login", "shop_auth", vec![host_rule("shop.example.com"), exact_rule("/login")]),
+            policy("web:shop.example.com:Prefix:/api", "shop_api", vec![host_rule("shop.example.com"), prefix_rule("/api")]),
+            policy("web:shop.example.com:Prefix:/", "shop_front", vec![host_rule("shop.example.com")]),
+        ],
+        vec![
+            pool("shop_auth", vec![member("10.0.0.21", 1)]),
+            pool("shop_api", vec![member("10.0.0.31", 1), member("10.0.0.32", 1)]),
+            pool("shop_front", vec![member("10.0.0.41", 1), member("10.0.0.42", 1), member("10.0.0.43", 1)]),
+        ],
+        Some("shop_front"),
+    )
+}
+
+async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
+    let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
+    for w in &report.writes {
+        println!("  write {:>6.0} ms  {}", w.duration.as_secs_f64() * 1000.0, w.description);
+    }
+    report
+}
+
+fn kinds(r: &ConvergeReport) -> Vec<&'static str> {
+    r.writes.iter().map(|w| w.kind).collect()
+}
+
+/// The router as Octavia holds it, in a comparable form: policies in position order with their
+/// pool name and rules, pools with (address, port, weight) members, and the default pool.
+#[derive(Debug, PartialEq)]
+struct Observed {
+    policies: Vec<(String, String, Vec<String>)>,
+    pools: BTreeMap<String, Vec<(String, u16, u16)>>,
+    default_pool: Option<String>,
+}
+
+async fn observe(r: &Router) -> Observed {
+    let lb = r.find().await.unwrap().expect("router exists");
+    let listeners = r
+        .octavia
+        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+        .await
+        .unwrap();
+    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let pool_name = |id: &Option<String>| {
+        id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone())
+    };
+    Observed {
+        policies: actual
+            .policies
+            .iter()
+            .map(|p| {
+                let mut rules: Vec<String> =
+                    p.rules.iter().map(|r| format!("{} {} {}", r.rule_type, r.compare_type, r.value)).collect();
+                rules.sort();
+                (p.name.clone(), pool_name(&p.redirect_pool_id).unwrap_or_default(), rules)
+            })
+            .collect(),
+        pools: actual
+            .pools
+            .iter()
+            .map(|p| {
+                let mut ms: Vec<_> = p.members.iter().map(|m| (m.address.to_string(), m.protocol_port, m.weight)).collect();
+                ms.sort();
+                (p.name.clone(), ms)
+            })
+            .collect(),
+        default_pool: pool_name(&actual.listener.default_pool_id),
+    }
+}
+
+fn expected(d: &DesiredRouter) -> Observed {
+    Observed {
+        policies: d
+            .policies
+            .iter()
+            .map(|p| {
+                let mut rules: Vec<String> = p
+                    .rules
+                    .iter()
+                    .map(|r| {
+                        format!(
+                            "{} {} {}",
+                            kuryr_l7_router::driver::diff::rule_type_str(r.rule_type),
+                            kuryr_l7_router::driver::diff::compare_type_str(r.compare_type),
+                            r.value
+                        )
+                    })
+                    .collect();
+                rules.sort();
+                (p.name.clone(), p.pool.clone(), rules)
+            })
+            .collect(),
+        pools: d
+            .pools
+            .values()
+            .map(|p| {
+                let mut ms: Vec<_> = p.members.iter().map(|m| (m.address.to_string(), m.protocol_port, m.weight)).collect();
+                ms.sort();
+                (p.name.clone(), ms)
+            })
+            .collect(),
+        default_pool: d.default_pool.clone(),
+    }
+}
+
+#[tokio::test]
+async fn create_is_one_write_then_idempotent_with_one_floating_ip() {
+    if !enabled() {
+        return;
+    }
+    with_router("create", None, |r| async move {
+        let want = shop();
+        let report = converge(&r, &want).await;
+        assert!(report.created_router);
+        assert_eq!(kinds(&report), vec!["create_router"], "a new router is one fully-populated create");
+        assert_eq!(observe(&r).await, expected(&want));
+        let fip = report.floating_ip.expect("a floating IP is allocated on the external network");
+        assert_eq!(report.address, Some(fip));
+
+        // Every object carries our tags.
+        let lb = r.find().await.unwrap().unwrap();
+        assert!(r.spec.ownership.owns(&lb.tags) && lb.tags.contains(&PRODUCT_TAG.to_string()));
+        let pools =
+            r.octavia.list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() }).await.unwrap();
+        for p in &pools {
+            assert!(p.tags.contains(&format!("service:shop/{}", p.name.trim_start_matches("shop_"))), "{:?}", p.tags);
+        }
+
+        // Converging again, and from a fresh driver (a restart), makes no write and no new FIP.
+        let again = converge(&r, &want).await;
+        assert_eq!(again.writes.len(), 0);
+        assert_eq!(again.floating_ip, Some(fip));
+        let restarted = Router::new(r.octavia.clone(), r.neutron.clone(), r.spec.clone());
+        let after_restart = converge(&restarted, &want).await;
+        assert_eq!(after_restart.writes.len(), 0);
+        assert_eq!(after_restart.floating_ip, Some(fip));
+        let q = ListQuery {
+            extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+            ..ListQuery::default()
+        };
+        assert_eq!(r.neutron.list_floating_ips(&q).await.unwrap().len(), 1, "exactly one floating IP for the router");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn updates_make_only_the_necessary_writes() {
+    if !enabled() {
+        return;
+    }
+    with_router("update", None, |r| async move {
+        let mut want = shop();
+        converge(&r, &want).await;
+
+        // Path change: /api → /v2 is a new policy (created disabled, 2 rules, enabled) then the old
+        // one deleted; nothing else moves.
+        want.policies[1] = policy("web:shop.example.com:Prefix:/v2", "shop_api", vec![host_rule("shop.example.com"), prefix_rule("/v2")]);
+        want.policies[1].position = 2;
+        let rep = converge(&r, &want).await;
+        assert_eq!(kinds(&rep), vec!["create_policy", "create_rule", "create_rule", "update_policy", "delete_policy"]);
+        assert_eq!(observe(&r).await, expected(&want));
+
+        // Backend change: the login route moves to the API pool: one policy update, and the auth
+        // pool, now unused, is deleted.
+        want.policies[0].pool = "shop_api".into();
+        want.pools.remove("shop_auth");
+        let rep = converge(&r, &want).await;
+        assert_eq!(kinds(&rep), vec!["update_policy", "delete_pool"]);
+        assert_eq!(observe(&r).await, expected(&want));
+
+        // Endpoints scale 2 → 50 → 3: one batch member update each.
+        for n in [50u8, 3] {
+            want.pools.get_mut("shop_api").unwrap().members =
+                (1..=n).map(|i| member(&format!("10.0.1.{i}"), 1)).collect();
+            let rep = converge(&r, &want).await;
+            assert_eq!(kinds(&rep), vec!["batch_members"], "scale to {n}");
+            assert_eq!(observe(&r).await, expected(&want));
+        }
+
+        // Weight change (zone-aware weights moved): one batch member update.
+        want.pools.get_mut("shop_front").unwrap().members[0].weight = 200;
+        let rep = converge(&r, &want).await;
+        assert_eq!(kinds(&rep), vec!["batch_members"]);
+        assert_eq!(observe(&r).await, expected(&want));
+
+        // Idempotent.
+        assert_eq!(converge(&r, &want).await.writes.len(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn garbage_collection_leaves_foreign_objects_alone() {
+    if !enabled() {
+        return;
+    }
+    with_router("gc", None, |r| async move {
+        let want = shop();
+        converge(&r, &want).await;
+        let lb = r.find().await.unwrap().unwrap();
+        let listener = r
+            .octavia
+            .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+            .await
+            .unwrap()
+            .remove(0);
+        // An operator adds an untagged policy by hand, at the top.
+        let foreign = r
+            .octavia
+            .create_l7policy(&L7PolicyCreate {
+                name: Some("maintenance".into()),
+                listener_id: Some(listener.id.clone()),
+                action: "REJECT".into(),
+                position: Some(1),
+                ..L7PolicyCreate::default()
+            })
+            .await
+            .unwrap();
+        r.octavia.wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
+        r.octavia
+            .create_l7rule(
+                &foreign.id,
+                &L7RuleCreate {
+                    rule_type: "PATH".into(),
+                    compare_type: "STARTS_WITH".into(),
+                    value: "/maintenance".into(),
+                    ..L7RuleCreate::default()
+                },
+            )
+            .await
+            .unwrap();
+        r.octavia.wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
+
+        // The Ingress of the storefront disappears: its policy is collected; ours move back in
+        // front of the foreign one; the foreign policy and its rule are untouched.
+        let mut less = shop();
+        less.policies.truncate(2);
+        let rep = converge(&r, &less).await;
+        let ks = kinds(&rep);
+        assert!(ks.contains(&"delete_policy"), "{ks:?}");
+        assert!(rep.writes.iter().all(|w| !w.description.contains(&foreign.id)));
+        let after = r.octavia.get_l7policy(&foreign.id).await.expect("foreign policy kept");
+        assert_eq!((after.action.as_str(), after.rules.len()), ("REJECT", 1));
+        let mut obs = observe(&r).await;
+        assert_eq!(obs.policies.pop().map(|p| p.0), Some("maintenance".to_string()), "foreign policy last");
+        let mut exp = expected(&less);
+        exp.pools = obs.pools.clone();
+        assert_eq!(obs.policies, exp.policies);
+
+        // Everything of ours goes away; the foreign policy stays.
+        let rep = converge(&r, &DesiredRouter::default()).await;
+        assert!(rep.writes.iter().all(|w| w.kind.starts_with("delete") || w.kind == "set_default_pool"), "{:?}", kinds(&rep));
+        let obs = observe(&r).await;
+        assert_eq!(obs.policies.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), vec!["maintenance"]);
+        assert!(obs.pools.is_empty());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn interrupted_convergence_resumes_without_duplicates() {
+    if !enabled() {
+        return;
+    }
+    with_router("restart", None, |r| async move {
+        // Start from a small router, then interrupt a large change after a few writes (the
+        // future is dropped mid-flight, as a killed process would stop), and converge again.
+        converge(&r, &shop()).await;
+        let mut big = shop();
+        for i in 0..8 {
+            big.policies.push(policy(
+                &format!("web:shop.example.com:Prefix:/p{i}"),
+                &format!("shop_p{i}"),
+                vec![host_rule("shop.example.com"), prefix_rule(&format!("/p{i}"))],
+            ));
+            big.pools.insert(format!("shop_p{i}"), pool(&format!("shop_p{i}"), vec![member(&format!("10.0.2.{}", i + 1), 1)]));
+        }
+        for (i, p) in big.policies.iter_mut().enumerate() {
+            p.position = i as u32 + 1;
+        }
+        let interrupted = tokio::time::timeout(Duration::from_secs(4), r.converge(&big)).await;
+        assert!(interrupted.is_err(), "the convergence should still be running after 4 s");
+        let rep = converge(&r, &big).await;
+        assert!(!rep.writes.is_empty());
+        assert_eq!(observe(&r).await, expected(&big), "no duplicate policy, pool or member");
+        assert_eq!(converge(&r, &big).await.writes.len(), 0);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn health_monitors_follow_the_option() {
+    if !enabled() {
+        return;
+    }
+    let hm = HealthMonitorSpec {
+        monitor_type: "HTTP".into(),
+        delay: 5,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/healthz".into()),
+        expected_codes: Some("200".into()),
+    };
+    with_router("hm", Some(hm), |r| async move {
+        let want = shop();
+        let rep = converge(&r, &want).await;
+        assert_eq!(kinds(&rep), vec!["create_router"]);
+        let lb = r.find().await.unwrap().unwrap();
+        let pools =
+            r.octavia.list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() }).await.unwrap();
+        assert!(pools.iter().all(|p| p.healthmonitor_id.is_some()), "every pool has its monitor");
+        assert_eq!(converge(&r, &want).await.writes.len(), 0, "monitors are read back as ours");
+    })
+    .await;
+}
