@@ -2,7 +2,9 @@
 //! other client goes through ([`Session::send`]).
 
 use super::error::{Error, Result, Service, fault_message};
-use super::http::{Counters, Observer, RequestRecord, Stats, build_client, bump, is_write, resource_kind};
+use super::http::{
+    Counters, Observer, RequestRecord, Stats, build_client, bump, is_write, resource_kind,
+};
 use crate::secret::Secret;
 use k8s_openapi::jiff::Timestamp;
 use reqwest::Method;
@@ -39,7 +41,9 @@ impl std::str::FromStr for Interface {
             "public" => Ok(Interface::Public),
             "internal" => Ok(Interface::Internal),
             "admin" => Ok(Interface::Admin),
-            other => Err(Error::Config(format!("interface must be public, internal or admin, not {other:?}"))),
+            other => Err(Error::Config(format!(
+                "interface must be public, internal or admin, not {other:?}"
+            ))),
         }
     }
 }
@@ -75,9 +79,16 @@ pub enum AppCredentialRef {
 /// How to authenticate. Secrets are [`Secret`]s so `Debug` of the options is safe to log.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthMethod {
-    Password { user: UserRef, password: Secret, project: ProjectScope },
+    Password {
+        user: UserRef,
+        password: Secret,
+        project: ProjectScope,
+    },
     /// Application credentials carry their own project scope.
-    ApplicationCredential { credential: AppCredentialRef, secret: Secret },
+    ApplicationCredential {
+        credential: AppCredentialRef,
+        secret: Secret,
+    },
 }
 
 /// Everything needed to talk to the cloud.
@@ -99,13 +110,25 @@ pub struct AuthOptions {
 
 impl AuthOptions {
     /// Password auth with user and project in the same domain (by name).
-    pub fn password(auth_url: &str, username: &str, password: Secret, project: &str, domain: &str) -> Self {
+    pub fn password(
+        auth_url: &str,
+        username: &str,
+        password: Secret,
+        project: &str,
+        domain: &str,
+    ) -> Self {
         Self {
             auth_url: auth_url.into(),
             method: AuthMethod::Password {
-                user: UserRef::Name { name: username.into(), domain: DomainRef::Name(domain.into()) },
+                user: UserRef::Name {
+                    name: username.into(),
+                    domain: DomainRef::Name(domain.into()),
+                },
                 password,
-                project: ProjectScope::Name { name: project.into(), domain: DomainRef::Name(domain.into()) },
+                project: ProjectScope::Name {
+                    name: project.into(),
+                    domain: DomainRef::Name(domain.into()),
+                },
             },
             region_name: None,
             interface: Interface::Public,
@@ -133,12 +156,18 @@ fn user_json(u: &UserRef) -> Value {
 /// The body of `POST /v3/auth/tokens`. The only place a password or credential secret is exposed.
 fn auth_body(m: &AuthMethod) -> Value {
     match m {
-        AuthMethod::Password { user, password, project } => {
+        AuthMethod::Password {
+            user,
+            password,
+            project,
+        } => {
             let mut user = user_json(user);
             user["password"] = json!(password.expose());
             let project = match project {
                 ProjectScope::Id(id) => json!({ "id": id }),
-                ProjectScope::Name { name, domain } => json!({ "name": name, "domain": domain_json(domain) }),
+                ProjectScope::Name { name, domain } => {
+                    json!({ "name": name, "domain": domain_json(domain) })
+                }
             };
             json!({"auth": {
                 "identity": {"methods": ["password"], "password": {"user": user}},
@@ -147,7 +176,9 @@ fn auth_body(m: &AuthMethod) -> Value {
         AuthMethod::ApplicationCredential { credential, secret } => {
             let mut cred = match credential {
                 AppCredentialRef::Id(id) => json!({ "id": id }),
-                AppCredentialRef::Name { name, user } => json!({ "name": name, "user": user_json(user) }),
+                AppCredentialRef::Name { name, user } => {
+                    json!({ "name": name, "user": user_json(user) })
+                }
             };
             cred["secret"] = json!(secret.expose());
             json!({"auth": {"identity": {"methods": ["application_credential"], "application_credential": cred}}})
@@ -195,7 +226,15 @@ pub fn select_endpoint(
                 .iter()
                 .flat_map(|s| {
                     s.endpoints.iter().map(move |e| {
-                        format!("{}/{}/{}", s.service_type, e.interface, e.region_id.as_deref().or(e.region.as_deref()).unwrap_or("-"))
+                        format!(
+                            "{}/{}/{}",
+                            s.service_type,
+                            e.interface,
+                            e.region_id
+                                .as_deref()
+                                .or(e.region.as_deref())
+                                .unwrap_or("-")
+                        )
                     })
                 })
                 .collect();
@@ -204,7 +243,11 @@ pub fn select_endpoint(
                 service_type: service_type.into(),
                 interface: interface.as_str().into(),
                 region: region.unwrap_or("(any)").into(),
-                available: if available.is_empty() { "nothing".into() } else { available.join(", ") },
+                available: if available.is_empty() {
+                    "nothing".into()
+                } else {
+                    available.join(", ")
+                },
             }
         })
 }
@@ -255,7 +298,9 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session").field("opts", &self.inner.opts).finish_non_exhaustive()
+        f.debug_struct("Session")
+            .field("opts", &self.inner.opts)
+            .finish_non_exhaustive()
     }
 }
 
@@ -272,7 +317,13 @@ pub struct Request {
 
 impl Request {
     pub fn new(service: Service, method: Method, path: impl Into<String>) -> Self {
-        Self { service, method, path: path.into(), query: Vec::new(), body: None }
+        Self {
+            service,
+            method,
+            path: path.into(),
+            query: Vec::new(),
+            body: None,
+        }
     }
     pub fn query(mut self, pairs: Vec<(String, String)>) -> Self {
         self.query.extend(pairs);
@@ -303,10 +354,17 @@ impl Session {
     }
 
     fn build(opts: AuthOptions, observer: Option<Observer>) -> Result<Self> {
-        url::Url::parse(&opts.auth_url).map_err(|e| Error::Config(format!("auth_url {:?}: {e}", opts.auth_url)))?;
+        url::Url::parse(&opts.auth_url)
+            .map_err(|e| Error::Config(format!("auth_url {:?}: {e}", opts.auth_url)))?;
         let http = build_client(opts.cafile.as_deref(), opts.insecure, opts.timeout)?;
         Ok(Self {
-            inner: Arc::new(Inner { opts, http, token: Default::default(), observer, counters: Counters::default() }),
+            inner: Arc::new(Inner {
+                opts,
+                http,
+                token: Default::default(),
+                observer,
+                counters: Counters::default(),
+            }),
         })
     }
 
@@ -346,14 +404,22 @@ impl Session {
         let o = &self.inner.opts;
         match service {
             Service::Identity => Ok(o.auth_url.trim_end_matches('/').to_string()),
-            _ => select_endpoint(&token.catalog, service.catalog_type(), o.region_name.as_deref(), o.interface),
+            _ => select_endpoint(
+                &token.catalog,
+                service.catalog_type(),
+                o.region_name.as_deref(),
+                o.interface,
+            ),
         }
     }
 
     /// The cached token, or a new one if there is none, it is close to expiry, or `force`.
     async fn current(&self, force: bool) -> Result<Arc<Token>> {
         let mut slot = self.inner.token.lock().await;
-        if let Some(t) = slot.as_ref().filter(|t| !force && !needs_refresh(t.lifetime, t.received.elapsed())) {
+        if let Some(t) = slot
+            .as_ref()
+            .filter(|t| !force && !needs_refresh(t.lifetime, t.received.elapsed()))
+        {
             return Ok(t.clone());
         }
         let t = Arc::new(self.issue().await?);
@@ -400,14 +466,24 @@ impl Session {
         let path = "/auth/tokens";
         let url = format!("{}{path}", o.auth_url.trim_end_matches('/'));
         let rb = self.inner.http.post(url).json(&auth_body(&o.method));
-        let (status, headers, body) = self.exchange(Service::Identity, &Method::POST, path, rb).await?;
-        let err = |message: String| Error::Decode { service: Service::Identity, method: "POST".into(), path: path.into(), message };
+        let (status, headers, body) = self
+            .exchange(Service::Identity, &Method::POST, path, rb)
+            .await?;
+        let err = |message: String| Error::Decode {
+            service: Service::Identity,
+            method: "POST".into(),
+            path: path.into(),
+            message,
+        };
         let value = headers
             .get("x-subject-token")
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| err(format!("HTTP {status} without X-Subject-Token")))?;
         let b: Body = serde_json::from_slice(&body).map_err(|e| err(e.to_string()))?;
-        let parse = |s: &str| s.parse::<Timestamp>().map_err(|e| err(format!("bad timestamp {s:?}: {e}")));
+        let parse = |s: &str| {
+            s.parse::<Timestamp>()
+                .map_err(|e| err(format!("bad timestamp {s:?}: {e}")))
+        };
         let expires = parse(&b.token.expires_at)?;
         let issued = match &b.token.issued_at {
             Some(s) => parse(s)?,
@@ -439,7 +515,10 @@ impl Session {
     ) -> Result<(u16, reqwest::header::HeaderMap, Vec<u8>)> {
         let path = path.split('?').next().unwrap_or_default();
         let started = Instant::now();
-        let sent = rb.header(reqwest::header::ACCEPT, "application/json").send().await;
+        let sent = rb
+            .header(reqwest::header::ACCEPT, "application/json")
+            .send()
+            .await;
         let result = match sent {
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -458,17 +537,39 @@ impl Session {
             }
         }
         if let Some(obs) = &self.inner.observer {
-            obs(&RequestRecord { service, method: method.clone(), kind: resource_kind(path), status, duration });
+            obs(&RequestRecord {
+                service,
+                method: method.clone(),
+                kind: resource_kind(path),
+                status,
+                duration,
+            });
         }
         let (status, headers, body) = result.map_err(|source| {
             if source.is_timeout() {
-                Error::Timeout { service, method: method.to_string(), path: path.into(), timeout: self.inner.opts.timeout }
+                Error::Timeout {
+                    service,
+                    method: method.to_string(),
+                    path: path.into(),
+                    timeout: self.inner.opts.timeout,
+                }
             } else {
-                Error::Transport { service, method: method.to_string(), path: path.into(), source }
+                Error::Transport {
+                    service,
+                    method: method.to_string(),
+                    path: path.into(),
+                    source,
+                }
             }
         })?;
         if status >= 400 {
-            return Err(Error::Api { service, method: method.to_string(), path: path.into(), status, message: fault_message(&body) });
+            return Err(Error::Api {
+                service,
+                method: method.to_string(),
+                path: path.into(),
+                status,
+                message: fault_message(&body),
+            });
         }
         Ok((status, headers, body))
     }
@@ -480,7 +581,11 @@ impl Session {
         loop {
             let token = self.current(false).await?;
             let url = format!("{}{}", self.endpoint_in(&token, req.service)?, req.path);
-            let mut rb = self.inner.http.request(req.method.clone(), url).header("X-Auth-Token", token.value.expose());
+            let mut rb = self
+                .inner
+                .http
+                .request(req.method.clone(), url)
+                .header("X-Auth-Token", token.value.expose());
             if !req.query.is_empty() {
                 rb = rb.query(&req.query);
             }
@@ -493,6 +598,13 @@ impl Session {
                     bump(&self.inner.counters.reauthentications);
                     tracing::info!(service = %req.service, path = req.path.split('?').next().unwrap_or_default(), "token rejected (401), re-authenticating");
                     self.invalidate(&token).await;
+                }
+                // A pooled keep-alive connection the server closed while idle (gunicorn closes
+                // them after 2 s) fails the request before any answer: safe to resend once when
+                // the method is idempotent.
+                Err(Error::Transport { .. }) if !retried && is_idempotent(&req.method) => {
+                    retried = true;
+                    tracing::debug!(service = %req.service, method = %req.method, "transport error, resending once");
                 }
                 Err(e) => return Err(e),
                 Ok((status, _, body)) => return Ok(Response { status, body }),
@@ -510,6 +622,13 @@ impl Session {
             message: e.to_string(),
         })
     }
+}
+
+fn is_idempotent(m: &Method) -> bool {
+    matches!(
+        *m,
+        Method::GET | Method::HEAD | Method::PUT | Method::DELETE
+    )
 }
 
 #[cfg(test)]
@@ -531,49 +650,96 @@ mod tests {
     #[test]
     fn endpoint_selection() {
         let c = catalog();
-        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Public).unwrap(), "https://lb.one");
-        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Internal).unwrap(), "http://lb.one.internal");
-        assert_eq!(select_endpoint(&c, "load-balancer", Some("RegionTwo"), Interface::Public).unwrap(), "https://lb.two");
-        assert_eq!(select_endpoint(&c, "network", None, Interface::Public).unwrap(), "https://net.two");
+        assert_eq!(
+            select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Public).unwrap(),
+            "https://lb.one"
+        );
+        assert_eq!(
+            select_endpoint(&c, "load-balancer", Some("RegionOne"), Interface::Internal).unwrap(),
+            "http://lb.one.internal"
+        );
+        assert_eq!(
+            select_endpoint(&c, "load-balancer", Some("RegionTwo"), Interface::Public).unwrap(),
+            "https://lb.two"
+        );
+        assert_eq!(
+            select_endpoint(&c, "network", None, Interface::Public).unwrap(),
+            "https://net.two"
+        );
         let e = select_endpoint(&c, "network", Some("RegionOne"), Interface::Public).unwrap_err();
         let msg = e.to_string();
-        assert!(msg.contains("\"network\"") && msg.contains("RegionOne") && msg.contains("public"), "{msg}");
+        assert!(
+            msg.contains("\"network\"") && msg.contains("RegionOne") && msg.contains("public"),
+            "{msg}"
+        );
         assert!(msg.contains("network/public/RegionTwo"), "{msg}");
         assert_eq!(e.label(), "endpoint_not_found");
         assert!(select_endpoint(&c, "load-balancer", None, Interface::Admin).is_err());
-        assert!(select_endpoint(&[], "network", None, Interface::Public).unwrap_err().to_string().contains("nothing"));
+        assert!(
+            select_endpoint(&[], "network", None, Interface::Public)
+                .unwrap_err()
+                .to_string()
+                .contains("nothing")
+        );
     }
 
     #[test]
     fn refresh_decision() {
         let h = Duration::from_secs(3600);
         assert_eq!(refresh_margin(h), Duration::from_secs(300));
-        assert_eq!(refresh_margin(Duration::from_secs(600)), Duration::from_secs(60));
+        assert_eq!(
+            refresh_margin(Duration::from_secs(600)),
+            Duration::from_secs(60)
+        );
         assert!(!needs_refresh(h, Duration::from_secs(0)));
         assert!(!needs_refresh(h, Duration::from_secs(3299)));
         assert!(needs_refresh(h, Duration::from_secs(3300)));
-        assert!(needs_refresh(Duration::from_secs(600), Duration::from_secs(540)));
-        assert!(!needs_refresh(Duration::from_secs(600), Duration::from_secs(530)));
+        assert!(needs_refresh(
+            Duration::from_secs(600),
+            Duration::from_secs(540)
+        ));
+        assert!(!needs_refresh(
+            Duration::from_secs(600),
+            Duration::from_secs(530)
+        ));
         assert!(needs_refresh(Duration::ZERO, Duration::ZERO));
     }
 
     #[test]
     fn secrets_masked_in_debug_but_sent() {
-        let mut o = AuthOptions::password("http://k/v3", "admin", Secret::new("hunter2"), "admin", "Default");
+        let mut o = AuthOptions::password(
+            "http://k/v3",
+            "admin",
+            Secret::new("hunter2"),
+            "admin",
+            "Default",
+        );
         let dbg = format!("{o:?}");
         assert!(!dbg.contains("hunter2") && dbg.contains("admin"), "{dbg}");
-        assert_eq!(auth_body(&o.method)["auth"]["identity"]["password"]["user"]["password"], "hunter2");
+        assert_eq!(
+            auth_body(&o.method)["auth"]["identity"]["password"]["user"]["password"],
+            "hunter2"
+        );
         o.method = AuthMethod::ApplicationCredential {
             credential: AppCredentialRef::Name {
                 name: "ac".into(),
-                user: UserRef::Name { name: "demo".into(), domain: DomainRef::Id("default".into()) },
+                user: UserRef::Name {
+                    name: "demo".into(),
+                    domain: DomainRef::Id("default".into()),
+                },
             },
             secret: Secret::new("s3cr3t"),
         };
         assert!(!format!("{o:?}").contains("s3cr3t"));
         let b = auth_body(&o.method);
-        assert_eq!(b["auth"]["identity"]["application_credential"]["secret"], "s3cr3t");
-        assert_eq!(b["auth"]["identity"]["application_credential"]["user"]["domain"]["id"], "default");
+        assert_eq!(
+            b["auth"]["identity"]["application_credential"]["secret"],
+            "s3cr3t"
+        );
+        assert_eq!(
+            b["auth"]["identity"]["application_credential"]["user"]["domain"]["id"],
+            "default"
+        );
         assert!(b["auth"].get("scope").is_none());
         let _ = rustls::crypto::ring::default_provider().install_default();
         let s = Session::new(o).unwrap();
@@ -582,7 +748,10 @@ mod tests {
 
     #[test]
     fn interface_parse() {
-        assert_eq!("internalURL".parse::<Interface>().unwrap(), Interface::Internal);
+        assert_eq!(
+            "internalURL".parse::<Interface>().unwrap(),
+            Interface::Internal
+        );
         assert!("private".parse::<Interface>().is_err());
     }
 }
