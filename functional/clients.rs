@@ -46,23 +46,12 @@ fn opts(user: &str, password: &str, project: &str) -> AuthOptions {
 }
 
 fn admin_opts() -> AuthOptions {
-    opts(
-        &env("OS_USERNAME", "admin"),
-        &env("OS_PASSWORD", "admin"),
-        &env("OS_PROJECT_NAME", "admin"),
-    )
+    opts(&env("OS_USERNAME", "admin"), &env("OS_PASSWORD", "admin"), &env("OS_PROJECT_NAME", "admin"))
 }
 
 fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .subsec_nanos();
-    format!(
-        "fct-clients-{tag}-{:x}{:04x}",
-        n,
-        std::process::id() & 0xffff
-    )
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("fct-clients-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
 }
 
 struct Cloud {
@@ -74,23 +63,12 @@ struct Cloud {
 
 async fn cloud() -> Cloud {
     let session = Session::new(admin_opts()).unwrap();
-    session
-        .authenticate()
-        .await
-        .expect("Keystone unreachable or admin credentials wrong");
+    session.authenticate().await.expect("Keystone unreachable or admin credentials wrong");
     let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
     let neutron = Neutron::new(session.clone());
-    let subnets = neutron
-        .list_subnets(&ListQuery::name(env("KURYR_VIP_SUBNET", "private-subnet")))
-        .await
-        .unwrap();
+    let subnets = neutron.list_subnets(&ListQuery::name(env("KURYR_VIP_SUBNET", "private-subnet"))).await.unwrap();
     let subnet_id = subnets.first().expect("subnet private-subnet").id.clone();
-    Cloud {
-        session,
-        octavia,
-        neutron,
-        subnet_id,
-    }
+    Cloud { session, octavia, neutron, subnet_id }
 }
 
 async fn create_lb(c: &Cloud, name: &str, tags: &[&str]) -> LoadBalancer {
@@ -112,21 +90,9 @@ async fn create_lb(c: &Cloud, name: &str, tags: &[&str]) -> LoadBalancer {
 async fn cleanup_lb(c: &Cloud, lb_id: &str) {
     c.octavia.delete_load_balancer(lb_id, true).await.unwrap();
     c.octavia.wait_deleted(lb_id, WAIT).await.unwrap();
-    let ports = c
-        .neutron
-        .list_ports(&ListQuery::default().with("device_owner", "Octavia"))
-        .await
-        .unwrap();
-    for p in ports
-        .iter()
-        .filter(|p| p.name.contains(lb_id) || p.device_id.contains(lb_id))
-    {
-        for f in c
-            .neutron
-            .list_floating_ips(&ListQuery::default().with("port_id", &p.id))
-            .await
-            .unwrap()
-        {
+    let ports = c.neutron.list_ports(&ListQuery::default().with("device_owner", "Octavia")).await.unwrap();
+    for p in ports.iter().filter(|p| p.name.contains(lb_id) || p.device_id.contains(lb_id)) {
+        for f in c.neutron.list_floating_ips(&ListQuery::default().with("port_id", &p.id)).await.unwrap() {
             c.neutron.delete_floating_ip(&f.id).await.unwrap();
         }
         c.neutron.delete_port(&p.id).await.unwrap();
@@ -156,39 +122,15 @@ async fn token_catalog_and_application_credential() {
     let c = cloud().await;
     let info = c.session.token_info().await.unwrap();
     assert!(info.roles.iter().any(|r| r == "admin"), "{info:?}");
-    assert!(
-        c.session
-            .endpoint(Service::LoadBalancer)
-            .await
-            .unwrap()
-            .starts_with("http")
-    );
-    assert!(
-        c.session
-            .endpoint(Service::Network)
-            .await
-            .unwrap()
-            .starts_with("http")
-    );
+    assert!(c.session.endpoint(Service::LoadBalancer).await.unwrap().starts_with("http"));
+    assert!(c.session.endpoint(Service::Network).await.unwrap().starts_with("http"));
     let mut bad = admin_opts();
     bad.region_name = Some("NoSuchRegion".into());
-    let err = Session::new(bad)
-        .unwrap()
-        .endpoint(Service::LoadBalancer)
-        .await
-        .unwrap_err();
-    assert!(
-        err.to_string().contains("NoSuchRegion") && err.to_string().contains("load-balancer"),
-        "{err}"
-    );
+    let err = Session::new(bad).unwrap().endpoint(Service::LoadBalancer).await.unwrap_err();
+    assert!(err.to_string().contains("NoSuchRegion") && err.to_string().contains("load-balancer"), "{err}");
 
     // An application credential for demo, created with demo's own token.
-    let demo = Session::new(opts(
-        &env("OS_DEMO_USERNAME", "demo"),
-        &env("OS_DEMO_PASSWORD", "demo"),
-        "demo",
-    ))
-    .unwrap();
+    let demo = Session::new(opts(&env("OS_DEMO_USERNAME", "demo"), &env("OS_DEMO_PASSWORD", "demo"), "demo")).unwrap();
     let demo_info = demo.authenticate().await.unwrap();
     let name = unique("appcred");
     let created: Value = demo
@@ -202,51 +144,32 @@ async fn token_catalog_and_application_credential() {
         )
         .await
         .unwrap();
-    let ac_id = created["application_credential"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let secret = Secret::new(
-        created["application_credential"]["secret"]
-            .as_str()
-            .unwrap(),
-    );
+    let ac_id = created["application_credential"]["id"].as_str().unwrap().to_string();
+    let secret = Secret::new(created["application_credential"]["secret"].as_str().unwrap());
     let check = async {
         for credential in [
             AppCredentialRef::Id(ac_id.clone()),
             AppCredentialRef::Name {
                 name: name.clone(),
-                user: UserRef::Name {
-                    name: "demo".into(),
-                    domain: DomainRef::Name("Default".into()),
-                },
+                user: UserRef::Name { name: "demo".into(), domain: DomainRef::Name("Default".into()) },
             },
         ] {
             let mut o = admin_opts();
-            o.method = AuthMethod::ApplicationCredential {
-                credential,
-                secret: secret.clone(),
-            };
+            o.method = AuthMethod::ApplicationCredential { credential, secret: secret.clone() };
             assert!(!format!("{o:?}").contains(secret.expose()));
             let s = Session::new(o).unwrap();
             let i = s.authenticate().await.unwrap();
             assert_eq!(i.user_id, demo_info.user_id);
             assert_eq!(i.project_id, demo_info.project_id);
             // demo has load-balancer_member: listing works with the credential's token.
-            Octavia::new(s, OctaviaOptions::default())
-                .list_load_balancers(&ListQuery::name(&name))
-                .await
-                .unwrap();
+            Octavia::new(s, OctaviaOptions::default()).list_load_balancers(&ListQuery::name(&name)).await.unwrap();
         }
     };
     let outcome = AssertUnwindSafe(check).catch_unwind().await;
     demo.send(&Request::new(
         Service::Identity,
         Method::DELETE,
-        format!(
-            "/users/{}/application_credentials/{ac_id}",
-            demo_info.user_id
-        ),
+        format!("/users/{}/application_credentials/{ac_id}", demo_info.user_id),
     ))
     .await
     .unwrap();
@@ -262,10 +185,7 @@ async fn reauthenticates_after_revoked_token() {
     }
     let c = cloud().await;
     let token = c.session.token().await.unwrap();
-    let url = format!(
-        "{}/auth/tokens",
-        env("OS_AUTH_URL", "http://127.0.0.1:5000/v3").trim_end_matches('/')
-    );
+    let url = format!("{}/auth/tokens", env("OS_AUTH_URL", "http://127.0.0.1:5000/v3").trim_end_matches('/'));
     let resp = reqwest::Client::new()
         .delete(url)
         .header("X-Auth-Token", token.expose())
@@ -275,10 +195,7 @@ async fn reauthenticates_after_revoked_token() {
         .unwrap();
     assert_eq!(resp.status().as_u16(), 204);
     let before = c.session.stats();
-    c.octavia
-        .list_load_balancers(&ListQuery::name("fct-clients-none"))
-        .await
-        .unwrap();
+    c.octavia.list_load_balancers(&ListQuery::name("fct-clients-none")).await.unwrap();
     let after = c.session.stats();
     assert_eq!(after.reauthentications - before.reauthentications, 1);
     assert_ne!(c.session.token().await.unwrap(), token);
@@ -364,10 +281,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         };
         let created = o.create_l7policy_with_rules(&policy).await.unwrap();
         let stats = o.session().stats();
-        assert!(
-            stats.conflict_retries > before.conflict_retries,
-            "no 409 was survived: {stats:?}"
-        );
+        assert!(stats.conflict_retries > before.conflict_retries, "no 409 was survived: {stats:?}");
         assert!(stats.writes >= before.writes + 7, "{stats:?}");
         let active = o.wait_active(&lb.id, WAIT).await.unwrap();
         assert_eq!(active.provisioning_status, "ACTIVE");
@@ -375,14 +289,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         // Read everything back.
         let l = o.get_listener(&listener.id).await.unwrap();
         assert_eq!(l.default_pool_id.as_deref(), Some(pool.id.as_str()));
-        assert_eq!(
-            (
-                l.protocol.as_str(),
-                l.protocol_port,
-                l.provisioning_status.as_str()
-            ),
-            ("HTTP", 80, "ACTIVE")
-        );
+        assert_eq!((l.protocol.as_str(), l.protocol_port, l.provisioning_status.as_str()), ("HTTP", 80, "ACTIVE"));
         let mut got: Vec<(String, u16, u16)> = o
             .list_members(&pool2.id, &ListQuery::default())
             .await
@@ -393,11 +300,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         got.sort();
         assert_eq!(
             got,
-            vec![
-                ("10.0.0.11".into(), 8080, 11),
-                ("10.0.0.12".into(), 8080, 12),
-                ("10.0.0.13".into(), 8080, 13)
-            ]
+            vec![("10.0.0.11".into(), 8080, 11), ("10.0.0.12".into(), 8080, 12), ("10.0.0.13".into(), 8080, 13)]
         );
         let p = o.get_l7policy(&created.id).await.unwrap();
         assert_eq!(
@@ -415,11 +318,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         assert_eq!(
             rules,
             vec![
-                (
-                    "HOST_NAME".into(),
-                    "EQUAL_TO".into(),
-                    "www.example.com".into()
-                ),
+                ("HOST_NAME".into(), "EQUAL_TO".into(), "www.example.com".into()),
                 ("PATH".into(), "STARTS_WITH".into(), "/api".into())
             ]
         );
@@ -427,21 +326,12 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         // Batch update: keep m12, add m14, drop m11 and m13.
         let keep = vec![
             members[1].clone(),
-            MemberCreate {
-                address: "10.0.0.14".into(),
-                protocol_port: 8080,
-                ..Default::default()
-            },
+            MemberCreate { address: "10.0.0.14".into(), protocol_port: 8080, ..Default::default() },
         ];
         o.replace_members(&pool2.id, &keep).await.unwrap();
         o.wait_active(&lb.id, WAIT).await.unwrap();
-        let mut addrs: Vec<String> = o
-            .list_members(&pool2.id, &ListQuery::default())
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.address)
-            .collect();
+        let mut addrs: Vec<String> =
+            o.list_members(&pool2.id, &ListQuery::default()).await.unwrap().into_iter().map(|m| m.address).collect();
         addrs.sort();
         assert_eq!(addrs, vec!["10.0.0.12", "10.0.0.14"]);
 
@@ -466,35 +356,15 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             })
             .await
             .unwrap();
-        o.update_health_monitor(
-            &hm.id,
-            &HealthMonitorUpdate {
-                delay: Some(7),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
+        o.update_health_monitor(&hm.id, &HealthMonitorUpdate { delay: Some(7), ..Default::default() }).await.unwrap();
         o.wait_active(&lb.id, WAIT).await.unwrap();
         assert_eq!(o.get_l7rule(&p.id, rule_id).await.unwrap().value, "/v2");
         let hm = o.get_health_monitor(&hm.id).await.unwrap();
         assert_eq!((hm.delay, hm.url_path.as_deref()), (7, Some("/healthz")));
-        assert_eq!(
-            o.get_pool(&pool.id)
-                .await
-                .unwrap()
-                .healthmonitor_id
-                .as_deref(),
-            Some(hm.id.as_str())
-        );
+        assert_eq!(o.get_pool(&pool.id).await.unwrap().healthmonitor_id.as_deref(), Some(hm.id.as_str()));
         o.delete_health_monitor(&hm.id).await.unwrap();
         o.wait_active(&lb.id, WAIT).await.unwrap();
-        assert!(
-            o.get_health_monitor(&hm.id)
-                .await
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(o.get_health_monitor(&hm.id).await.unwrap_err().is_not_found());
         o.delete_health_monitor(&hm.id).await.unwrap(); // 404 on delete is success
 
         // 400 with Octavia's reason.
@@ -505,16 +375,10 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             ..Default::default()
         };
         let err = o.create_l7rule(&p.id, &bad).await.unwrap_err();
-        assert_eq!(
-            (err.status(), err.label()),
-            (Some(400), "octavia_4xx"),
-            "{err}"
-        );
+        assert_eq!((err.status(), err.label()), (Some(400), "octavia_4xx"), "{err}");
         let msg = err.to_string();
         assert!(
-            msg.contains("POST /v2/lbaas/l7policies/")
-                && msg.contains("HTTP 400")
-                && !msg.contains("empty body"),
+            msg.contains("POST /v2/lbaas/l7policies/") && msg.contains("HTTP 400") && !msg.contains("empty body"),
             "{msg}"
         );
         println!("400 surfaced as: {msg}");
@@ -528,10 +392,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             ..policy.clone()
         };
         match o.create_l7policy(&inline).await {
-            Ok(p) => println!(
-                "inline rules on policy create: accepted with {} rules",
-                p.rules.len()
-            ),
+            Ok(p) => println!("inline rules on policy create: accepted with {} rules", p.rules.len()),
             Err(e) => println!("inline rules on policy create: {e}"),
         }
         let inline_pool = PoolCreate {
@@ -539,18 +400,11 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
             loadbalancer_id: Some(lb.id.clone()),
             protocol: "HTTP".into(),
             lb_algorithm: "ROUND_ROBIN".into(),
-            members: vec![MemberCreate {
-                address: "10.0.0.50".into(),
-                protocol_port: 80,
-                ..Default::default()
-            }],
+            members: vec![MemberCreate { address: "10.0.0.50".into(), protocol_port: 80, ..Default::default() }],
             ..Default::default()
         };
         match o.create_pool(&inline_pool).await {
-            Ok(p) => println!(
-                "inline members on pool create: accepted with {} members",
-                p.members.len()
-            ),
+            Ok(p) => println!("inline members on pool create: accepted with {} members", p.members.len()),
             Err(e) => println!("inline members on pool create: {e}"),
         }
         o.wait_active(&lb.id, WAIT).await.unwrap();
@@ -600,26 +454,10 @@ async fn filters_tags_and_pagination() {
             n.sort();
             n
         };
-        assert_eq!(
-            names(
-                o.list_pools(&ListQuery::name(format!("{t}-p3")))
-                    .await
-                    .unwrap()
-            ),
-            vec![format!("{t}-p3")]
-        );
-        let both = o
-            .list_pools(&ListQuery::tags([a.clone(), b.clone()]))
-            .await
-            .unwrap();
-        assert_eq!(
-            names(both),
-            vec![format!("{t}-p0"), format!("{t}-p2"), format!("{t}-p4")]
-        );
-        let any = ListQuery {
-            tags_any: vec![b.clone(), "fct-clients-nothing".into()],
-            ..Default::default()
-        };
+        assert_eq!(names(o.list_pools(&ListQuery::name(format!("{t}-p3"))).await.unwrap()), vec![format!("{t}-p3")]);
+        let both = o.list_pools(&ListQuery::tags([a.clone(), b.clone()])).await.unwrap();
+        assert_eq!(names(both), vec![format!("{t}-p0"), format!("{t}-p2"), format!("{t}-p4")]);
+        let any = ListQuery { tags_any: vec![b.clone(), "fct-clients-nothing".into()], ..Default::default() };
         assert_eq!(o.list_pools(&any).await.unwrap().len(), 3);
         let not = ListQuery {
             not_tags: vec![b.clone()],
@@ -629,14 +467,10 @@ async fn filters_tags_and_pagination() {
         assert_eq!(o.list_pools(&not).await.unwrap().len(), 2);
 
         let before = gets.load(Ordering::Relaxed);
-        let q = ListQuery {
-            limit: Some(2),
-            fields: vec!["id".into(), "name".into()],
-            ..ListQuery::tags([a.clone()])
-        }
-        // An explicit unique sort key: with the default sort (created_at) pools created within
-        // the same second were once returned twice across pages (7 rows for 5 pools).
-        .with("sort", "name:asc");
+        let q = ListQuery { limit: Some(2), fields: vec!["id".into(), "name".into()], ..ListQuery::tags([a.clone()]) }
+            // An explicit unique sort key: with the default sort (created_at) pools created within
+            // the same second were once returned twice across pages (7 rows for 5 pools).
+            .with("sort", "name:asc");
         let paged = o.list_pools(&q).await.unwrap();
         let pages = gets.load(Ordering::Relaxed) - before;
         let mut unique: Vec<&str> = paged.iter().map(|p| p.id.as_str()).collect();
@@ -645,10 +479,7 @@ async fn filters_tags_and_pagination() {
         let names: Vec<&str> = paged.iter().map(|p| p.name.as_str()).collect();
         assert_eq!((paged.len(), unique.len()), (5, 5), "{names:?}");
         assert!(pages >= 3, "5 pools with limit 2 need 3 pages, got {pages}");
-        assert!(
-            paged.iter().all(|p| p.provisioning_status.is_empty()),
-            "fields= must survive next links"
-        );
+        assert!(paged.iter().all(|p| p.provisioning_status.is_empty()), "fields= must survive next links");
         println!("pagination: 5 pools in {pages} GETs");
     })
     .await;
@@ -676,15 +507,11 @@ async fn fully_populated_create_and_cascade_delete() {
             name: Some(format!("{name}-http")),
             protocol: "HTTP".into(),
             protocol_port: 80,
-            default_pool: Some(NameRef {
-                name: format!("{name}-default"),
-            }),
+            default_pool: Some(NameRef { name: format!("{name}-default") }),
             l7policies: vec![L7PolicyCreate {
                 name: Some(format!("{name}-api")),
                 action: "REDIRECT_TO_POOL".into(),
-                redirect_pool: Some(NameRef {
-                    name: format!("{name}-api"),
-                }),
+                redirect_pool: Some(NameRef { name: format!("{name}-api") }),
                 position: Some(1),
                 rules: vec![
                     L7RuleCreate {
@@ -737,42 +564,16 @@ async fn fully_populated_create_and_cascade_delete() {
         println!("fully-populated LB ACTIVE after {:?}", t.elapsed());
         assert_eq!((lb.listeners.len(), lb.pools.len()), (1, 2));
         let l = o.get_listener(&lb.listeners[0].id).await.unwrap();
-        let pools = o
-            .list_pools(&ListQuery {
-                loadbalancer_id: Some(lb.id.clone()),
-                ..Default::default()
-            })
-            .await
-            .unwrap();
-        let by_name = |n: &str| {
-            pools
-                .iter()
-                .find(|p| p.name == format!("{name}-{n}"))
-                .unwrap()
-                .clone()
-        };
+        let pools =
+            o.list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..Default::default() }).await.unwrap();
+        let by_name = |n: &str| pools.iter().find(|p| p.name == format!("{name}-{n}")).unwrap().clone();
         let (default, api) = (by_name("default"), by_name("api"));
         assert_eq!(l.default_pool_id.as_deref(), Some(default.id.as_str()));
         assert_eq!(l.l7policies.len(), 1);
         let p = o.get_l7policy(&l.l7policies[0].id).await.unwrap();
-        assert_eq!(
-            (p.redirect_pool_id.as_deref(), p.rules.len()),
-            (Some(api.id.as_str()), 2)
-        );
-        assert_eq!(
-            o.list_members(&api.id, &ListQuery::default())
-                .await
-                .unwrap()
-                .len(),
-            2
-        );
-        assert_eq!(
-            o.list_members(&default.id, &ListQuery::default())
-                .await
-                .unwrap()
-                .len(),
-            1
-        );
+        assert_eq!((p.redirect_pool_id.as_deref(), p.rules.len()), (Some(api.id.as_str()), 2));
+        assert_eq!(o.list_members(&api.id, &ListQuery::default()).await.unwrap().len(), 2);
+        assert_eq!(o.list_members(&default.id, &ListQuery::default()).await.unwrap().len(), 1);
         assert!(api.healthmonitor_id.is_some());
         // Cascade delete removes the children too.
         o.delete_load_balancer(&lb.id, true).await.unwrap();
@@ -801,14 +602,8 @@ async fn floating_ip_on_vip_port() {
         assert_eq!(port.fixed_ips[0].subnet_id, subnet_id);
         assert_eq!(Some(port.fixed_ips[0].ip_address.clone()), lb.vip_address);
         let subnet = n.get_subnet(&subnet_id).await.unwrap();
-        assert_eq!(
-            n.get_network(&subnet.network_id).await.unwrap().id,
-            port.network_id
-        );
-        let public = n
-            .list_networks(&ListQuery::name(env("KURYR_FIP_NETWORK", "public")))
-            .await
-            .unwrap();
+        assert_eq!(n.get_network(&subnet.network_id).await.unwrap().id, port.network_id);
+        let public = n.list_networks(&ListQuery::name(env("KURYR_FIP_NETWORK", "public"))).await.unwrap();
         let public = public.first().expect("network public");
         assert!(public.external);
         let fip = n
@@ -819,28 +614,17 @@ async fn floating_ip_on_vip_port() {
             })
             .await
             .unwrap();
-        let found = n
-            .list_floating_ips(&ListQuery::default().with("description", &lb.name))
-            .await
-            .unwrap();
-        assert_eq!(
-            found.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(),
-            vec![fip.id.as_str()]
-        );
+        let found = n.list_floating_ips(&ListQuery::default().with("description", &lb.name)).await.unwrap();
+        assert_eq!(found.iter().map(|f| f.id.as_str()).collect::<Vec<_>>(), vec![fip.id.as_str()]);
         let assoc = n.associate_floating_ip(&fip.id, &vip_port).await.unwrap();
         assert_eq!(
             (assoc.port_id.as_deref(), assoc.fixed_ip_address.clone()),
             (Some(vip_port.as_str()), lb.vip_address.clone())
         );
-        let by_port = n
-            .list_floating_ips(&ListQuery::default().with("port_id", &vip_port))
-            .await
-            .unwrap();
+        let by_port = n.list_floating_ips(&ListQuery::default().with("port_id", &vip_port)).await.unwrap();
         assert_eq!(by_port.len(), 1);
         let by_addr = n
-            .list_floating_ips(
-                &ListQuery::default().with("floating_ip_address", &fip.floating_ip_address),
-            )
+            .list_floating_ips(&ListQuery::default().with("floating_ip_address", &fip.floating_ip_address))
             .await
             .unwrap();
         assert_eq!(by_addr[0].id, fip.id);

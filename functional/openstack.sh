@@ -486,6 +486,8 @@ external_svc_subnet = {t["public_subnet"]}
 l7_router_name = kuryr-l7-router
 lb_algorithm = ROUND_ROBIN
 provider = amphora
+# Debian's Zed leaves the children of a fully-populated create PENDING_CREATE
+fully_populated_create = False
 availability_zone = az-1
 
 [neutron]

@@ -88,6 +88,7 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         availability_zone: o.availability_zone.clone(),
         provider: Some(o.provider.clone()).filter(|p| !p.is_empty()),
         listener_port: o.listener_port,
+        fully_populated_create: o.fully_populated_create,
         floating_ip: s.neutron_defaults.l7_router_ip,
         external_svc_subnet: s.neutron_defaults.external_svc_subnet.clone(),
         ownership: ownership(s),

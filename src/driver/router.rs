@@ -31,6 +31,8 @@ pub struct RouterSpec {
     pub availability_zone: Option<String>,
     pub provider: Option<String>,
     pub listener_port: u16,
+    /// Build a new router in one fully-populated create (else one write per object).
+    pub fully_populated_create: bool,
     /// `[neutron_defaults] l7_router_ip`: an existing floating IP to put on the VIP.
     pub floating_ip: Option<IpAddr>,
     /// `[neutron_defaults] external_svc_subnet`: where to allocate a floating IP otherwise.
@@ -174,11 +176,28 @@ impl Router {
 
         let lb = match self.find().await? {
             Some(lb) => self.ready(lb).await?,
-            None => {
+            None if self.spec.fully_populated_create => {
                 let lb = self.create_populated(desired, &mut report).await?;
-                report.created_router = true;
-                lb
+                if self.children_active(&lb).await? {
+                    report.created_router = true;
+                    lb
+                } else {
+                    // Seen on Debian's Zed packages: the load balancer goes ACTIVE but its
+                    // listener, pools and members stay PENDING_CREATE, so Octavia refuses every
+                    // later change to them. The router is brand-new and ours: discard it and
+                    // build it object by object.
+                    let msg = format!(
+                        "the fully-populated create of {} left its children in PENDING_CREATE; it was deleted and \
+                         rebuilt one object at a time: set [octavia_defaults] fully_populated_create = False on this cloud",
+                        lb.id
+                    );
+                    tracing::warn!("{msg}");
+                    report.conflicts.push(msg);
+                    self.discard_new_router(&lb).await?;
+                    self.create_bare(&mut report).await?
+                }
             }
+            None => self.create_bare(&mut report).await?,
         };
         report.lb_id = lb.id.clone();
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
@@ -233,6 +252,49 @@ impl Router {
         let lb = self.ready(created).await?;
         report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
         Ok(lb)
+    }
+
+    /// A bare router (VIP only); the listener and the children follow as ordinary writes.
+    async fn create_bare(&self, report: &mut ConvergeReport) -> Result<LoadBalancer> {
+        let subnet = self.spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(self.spec.name.clone()))?;
+        let body = LoadBalancerCreate {
+            listeners: vec![],
+            pools: vec![],
+            ..populated_create(&self.spec, &subnet, &DesiredRouter::default())
+        };
+        let description = format!("create L7 router {}", self.spec.name);
+        let t = Instant::now();
+        let created = self
+            .octavia
+            .create_load_balancer(&body)
+            .await
+            .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+        let lb = self.ready(created).await?;
+        report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
+        Ok(lb)
+    }
+
+    /// Whether the listener and pools of a router we just created are ACTIVE too.
+    async fn children_active(&self, lb: &LoadBalancer) -> Result<bool> {
+        let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+        let listeners = self.octavia.list_listeners(&q).await?;
+        let pools = self.octavia.list_pools(&q).await?;
+        Ok(listeners.iter().all(|l| l.provisioning_status == "ACTIVE")
+            && pools.iter().all(|p| p.provisioning_status == "ACTIVE"))
+    }
+
+    /// Delete a router this very convergence created (and so holds no traffic yet).
+    async fn discard_new_router(&self, lb: &LoadBalancer) -> Result<()> {
+        self.octavia.delete_load_balancer(&lb.id, true).await?;
+        self.octavia.wait_deleted(&lb.id, self.spec.create_timeout).await?;
+        // A real network driver frees the VIP port; a noop one leaves it behind.
+        if let Some(port) = &lb.vip_port_id
+            && let Ok(p) = self.neutron.get_port(port).await
+            && p.device_owner == "Octavia"
+        {
+            self.neutron.delete_port(port).await?;
+        }
+        Ok(())
     }
 
     /// The router's HTTP listener: ours, else an adopted one on the same port, else created.

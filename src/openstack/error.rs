@@ -43,13 +43,7 @@ impl std::fmt::Display for Service {
 pub enum Error {
     /// The service answered with a non-success status.
     #[error("{service} {method} {path}: HTTP {status}: {message}")]
-    Api {
-        service: Service,
-        method: String,
-        path: String,
-        status: u16,
-        message: String,
-    },
+    Api { service: Service, method: String, path: String, status: u16, message: String },
     /// Connection refused, reset, TLS failure, ...
     #[error("{service} {method} {path}: transport error: {source}")]
     Transport {
@@ -61,46 +55,22 @@ pub enum Error {
     },
     /// The HTTP client's per-request timeout fired.
     #[error("{service} {method} {path}: no answer within {timeout:?}")]
-    Timeout {
-        service: Service,
-        method: String,
-        path: String,
-        timeout: Duration,
-    },
+    Timeout { service: Service, method: String, path: String, timeout: Duration },
     /// A success answer we could not understand.
     #[error("{service} {method} {path}: cannot decode the answer: {message}")]
-    Decode {
-        service: Service,
-        method: String,
-        path: String,
-        message: String,
-    },
+    Decode { service: Service, method: String, path: String, message: String },
     /// The catalog has no matching endpoint.
     #[error(
         "no endpoint for service type {service_type:?} with interface {interface} in region \
          {region} in the Keystone catalog (catalog has: {available})"
     )]
-    EndpointNotFound {
-        service_type: String,
-        interface: String,
-        region: String,
-        available: String,
-    },
+    EndpointNotFound { service_type: String, interface: String, region: String, available: String },
     /// An Octavia object went to provisioning_status ERROR.
     #[error("{kind} {id} is in provisioning_status {status}")]
-    Provisioning {
-        kind: &'static str,
-        id: String,
-        status: String,
-    },
+    Provisioning { kind: &'static str, id: String, status: String },
     /// Waiting for ACTIVE (or for the end of a 409 storm) exceeded the deadline.
     #[error("{kind} {id} not ACTIVE after {waited:?}: last provisioning_status {last_status}")]
-    WaitTimeout {
-        kind: &'static str,
-        id: String,
-        waited: Duration,
-        last_status: String,
-    },
+    WaitTimeout { kind: &'static str, id: String, waited: Duration, last_status: String },
     /// Bad client options (CA file unreadable, bad URL, ...).
     #[error("OpenStack client configuration: {0}")]
     Config(String),
@@ -124,14 +94,8 @@ impl Error {
     /// (duplicate member address:port, port in use) are real conflicts and must not be retried.
     pub fn is_busy_conflict(&self) -> bool {
         match self {
-            Error::Api {
-                status: 409,
-                message,
-                ..
-            } => {
-                message.contains("immutable")
-                    || message.contains("Invalid state")
-                    || message.contains("PENDING_")
+            Error::Api { status: 409, message, .. } => {
+                message.contains("immutable") || message.contains("Invalid state") || message.contains("PENDING_")
             }
             _ => false,
         }
@@ -144,9 +108,7 @@ impl Error {
             Error::Api { status: 403, .. } => "forbidden",
             Error::Api { status: 404, .. } => "not_found",
             Error::Api { status: 409, .. } => "conflict",
-            Error::Api {
-                service, status, ..
-            } => match (service, *status >= 500) {
+            Error::Api { service, status, .. } => match (service, *status >= 500) {
                 (Service::Identity, false) => "keystone_4xx",
                 (Service::Identity, true) => "keystone_5xx",
                 (Service::LoadBalancer, false) => "octavia_4xx",
@@ -195,64 +157,33 @@ mod tests {
     #[test]
     fn parses_three_error_shapes() {
         let octavia = br#"{"faultcode":"Client","faultstring":"Load Balancer x is immutable and cannot be updated.","debuginfo":null}"#;
-        assert_eq!(
-            fault_message(octavia),
-            "Load Balancer x is immutable and cannot be updated."
-        );
+        assert_eq!(fault_message(octavia), "Load Balancer x is immutable and cannot be updated.");
         let neutron = br#"{"NeutronError":{"type":"PortNotFound","message":"Port p could not be found.","detail":""}}"#;
         assert_eq!(fault_message(neutron), "Port p could not be found.");
         let keystone = br#"{"error":{"code":401,"title":"Unauthorized","message":"The request you have made requires authentication."}}"#;
-        assert_eq!(
-            fault_message(keystone),
-            "The request you have made requires authentication."
-        );
-        assert_eq!(
-            fault_message(b"<html>Bad Gateway</html>"),
-            "<html>Bad Gateway</html>"
-        );
+        assert_eq!(fault_message(keystone), "The request you have made requires authentication.");
+        assert_eq!(fault_message(b"<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
         assert_eq!(fault_message(b""), "(empty body)");
     }
 
     fn api(service: Service, status: u16, message: &str) -> Error {
-        Error::Api {
-            service,
-            method: "POST".into(),
-            path: "/v2/lbaas/pools".into(),
-            status,
-            message: message.into(),
-        }
+        Error::Api { service, method: "POST".into(), path: "/v2/lbaas/pools".into(), status, message: message.into() }
     }
 
     #[test]
     fn labels_and_busy_conflicts() {
-        assert_eq!(
-            api(Service::LoadBalancer, 400, "bad").label(),
-            "octavia_4xx"
-        );
+        assert_eq!(api(Service::LoadBalancer, 400, "bad").label(), "octavia_4xx");
         assert_eq!(api(Service::Network, 500, "x").label(), "neutron_5xx");
         assert_eq!(api(Service::LoadBalancer, 401, "x").label(), "unauthorized");
-        let busy = api(
-            Service::LoadBalancer,
-            409,
-            "Load Balancer 1 is immutable and cannot be updated.",
-        );
+        let busy = api(Service::LoadBalancer, 409, "Load Balancer 1 is immutable and cannot be updated.");
         assert!(busy.is_busy_conflict());
         assert_eq!(busy.label(), "conflict");
         assert!(
-            api(
-                Service::LoadBalancer,
-                409,
-                "Invalid state PENDING_UPDATE of loadbalancer resource 1"
-            )
-            .is_busy_conflict()
+            api(Service::LoadBalancer, 409, "Invalid state PENDING_UPDATE of loadbalancer resource 1")
+                .is_busy_conflict()
         );
-        assert!(
-            !api(Service::LoadBalancer, 409, "Duplicate member 10.0.0.1:80").is_busy_conflict()
-        );
+        assert!(!api(Service::LoadBalancer, 409, "Duplicate member 10.0.0.1:80").is_busy_conflict());
         let e = api(Service::LoadBalancer, 400, "Invalid input");
-        assert_eq!(
-            e.to_string(),
-            "octavia POST /v2/lbaas/pools: HTTP 400: Invalid input"
-        );
+        assert_eq!(e.to_string(), "octavia POST /v2/lbaas/pools: HTTP 400: Invalid input");
     }
 }

@@ -65,23 +65,14 @@ pub(crate) fn bump(c: &AtomicU64) {
 }
 
 pub(crate) fn is_write(m: &reqwest::Method) -> bool {
-    matches!(
-        *m,
-        reqwest::Method::POST
-            | reqwest::Method::PUT
-            | reqwest::Method::PATCH
-            | reqwest::Method::DELETE
-    )
+    matches!(*m, reqwest::Method::POST | reqwest::Method::PUT | reqwest::Method::PATCH | reqwest::Method::DELETE)
 }
 
 /// The resource kind of a path: the last segment that is not an id, so that
 /// `/v2/lbaas/pools/<id>/members/<id>` is `members` and metrics stay low-cardinality.
 pub fn resource_kind(path: &str) -> String {
     let path = path.split('?').next().unwrap_or_default();
-    path.split('/')
-        .rfind(|s| !s.is_empty() && !looks_like_id(s))
-        .unwrap_or("root")
-        .to_string()
+    path.split('/').rfind(|s| !s.is_empty() && !looks_like_id(s)).unwrap_or("root").to_string()
 }
 
 fn looks_like_id(s: &str) -> bool {
@@ -90,17 +81,11 @@ fn looks_like_id(s: &str) -> bool {
 
 /// Builds the reqwest client: rustls with the process-wide provider, optional extra CA, optional
 /// (logged) certificate verification bypass, one timeout per request.
-pub(crate) fn build_client(
-    cafile: Option<&Path>,
-    insecure: bool,
-    timeout: Duration,
-) -> Result<reqwest::Client> {
-    let mut b = reqwest::Client::builder()
-        .timeout(timeout)
-        .connect_timeout(timeout.min(Duration::from_secs(10)));
+pub(crate) fn build_client(cafile: Option<&Path>, insecure: bool, timeout: Duration) -> Result<reqwest::Client> {
+    let mut b = reqwest::Client::builder().timeout(timeout).connect_timeout(timeout.min(Duration::from_secs(10)));
     if let Some(path) = cafile {
-        let pem = std::fs::read(path)
-            .map_err(|e| Error::Config(format!("cannot read CA file {}: {e}", path.display())))?;
+        let pem =
+            std::fs::read(path).map_err(|e| Error::Config(format!("cannot read CA file {}: {e}", path.display())))?;
         let certs = reqwest::Certificate::from_pem_bundle(&pem)
             .map_err(|e| Error::Config(format!("CA file {} is not PEM: {e}", path.display())))?;
         for c in certs {
@@ -108,13 +93,10 @@ pub(crate) fn build_client(
         }
     }
     if insecure {
-        tracing::warn!(
-            "TLS certificate verification of OpenStack endpoints is disabled (insecure)"
-        );
+        tracing::warn!("TLS certificate verification of OpenStack endpoints is disabled (insecure)");
         b = b.danger_accept_invalid_certs(true);
     }
-    b.build()
-        .map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
+    b.build().map_err(|e| Error::Config(format!("cannot build the HTTP client: {e}")))
 }
 
 /// Filters of a list call. Octavia ANDs `tags` and ORs `tags-any` (both comma-joined; it also
@@ -140,16 +122,10 @@ pub struct ListQuery {
 
 impl ListQuery {
     pub fn name(name: impl Into<String>) -> Self {
-        Self {
-            name: Some(name.into()),
-            ..Self::default()
-        }
+        Self { name: Some(name.into()), ..Self::default() }
     }
     pub fn tags<S: Into<String>>(tags: impl IntoIterator<Item = S>) -> Self {
-        Self {
-            tags: tags.into_iter().map(Into::into).collect(),
-            ..Self::default()
-        }
+        Self { tags: tags.into_iter().map(Into::into).collect(), ..Self::default() }
     }
     pub fn with(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.extra.push((key.into(), value.into()));
@@ -209,14 +185,9 @@ pub fn relative_next(href: &str, endpoint: &str) -> Result<String> {
     let url = url::Url::parse(href)
         .or_else(|_| url::Url::parse(endpoint)?.join(href))
         .map_err(|e| Error::Config(format!("bad pagination link {href:?}: {e}")))?;
-    let prefix = url::Url::parse(endpoint)
-        .map(|u| u.path().trim_end_matches('/').to_string())
-        .unwrap_or_default();
+    let prefix = url::Url::parse(endpoint).map(|u| u.path().trim_end_matches('/').to_string()).unwrap_or_default();
     let path = url.path();
-    let path = path
-        .strip_prefix(prefix.as_str())
-        .filter(|p| p.starts_with('/'))
-        .unwrap_or(path);
+    let path = path.strip_prefix(prefix.as_str()).filter(|p| p.starts_with('/')).unwrap_or(path);
     Ok(match url.query() {
         Some(q) => format!("{path}?{q}"),
         None => path.to_string(),
@@ -230,10 +201,7 @@ mod tests {
 
     #[test]
     fn kinds() {
-        assert_eq!(
-            resource_kind("/v2/lbaas/pools/0b7a3c52-7c57-4a2e-9f0e-3d6f0e6c1b11/members"),
-            "members"
-        );
+        assert_eq!(resource_kind("/v2/lbaas/pools/0b7a3c52-7c57-4a2e-9f0e-3d6f0e6c1b11/members"), "members");
         assert_eq!(
             resource_kind("/v2/lbaas/loadbalancers/0b7a3c527c574a2e9f0e3d6f0e6c1b11?cascade=true"),
             "loadbalancers"
@@ -275,22 +243,13 @@ mod tests {
             {"rel": "previous", "href": "http://127.0.0.1:9876/v2/lbaas/pools?limit=2&marker=a&page_reverse=True"},
             {"rel": "next", "href": "http://10.1.2.3:9876/v2/lbaas/pools?limit=2&marker=b"}]});
         let href = next_link(&body, "pools").unwrap();
+        assert_eq!(relative_next(&href, "http://127.0.0.1:9876").unwrap(), "/v2/lbaas/pools?limit=2&marker=b");
         assert_eq!(
-            relative_next(&href, "http://127.0.0.1:9876").unwrap(),
-            "/v2/lbaas/pools?limit=2&marker=b"
-        );
-        assert_eq!(
-            relative_next(
-                "https://cloud/load-balancer/v2/lbaas/pools?marker=b",
-                "https://cloud/load-balancer/"
-            )
-            .unwrap(),
+            relative_next("https://cloud/load-balancer/v2/lbaas/pools?marker=b", "https://cloud/load-balancer/")
+                .unwrap(),
             "/v2/lbaas/pools?marker=b"
         );
-        assert_eq!(
-            next_link(&json!({"pools": [], "pools_links": []}), "pools"),
-            None
-        );
+        assert_eq!(next_link(&json!({"pools": [], "pools_links": []}), "pools"), None);
         assert_eq!(next_link(&json!({"pools": []}), "pools"), None);
     }
 }

@@ -2,9 +2,7 @@
 //! other client goes through ([`Session::send`]).
 
 use super::error::{Error, Result, Service, fault_message};
-use super::http::{
-    Counters, Observer, RequestRecord, Stats, build_client, bump, is_write, resource_kind,
-};
+use super::http::{Counters, Observer, RequestRecord, Stats, build_client, bump, is_write, resource_kind};
 use crate::secret::Secret;
 use k8s_openapi::jiff::Timestamp;
 use reqwest::Method;
@@ -41,9 +39,7 @@ impl std::str::FromStr for Interface {
             "public" => Ok(Interface::Public),
             "internal" => Ok(Interface::Internal),
             "admin" => Ok(Interface::Admin),
-            other => Err(Error::Config(format!(
-                "interface must be public, internal or admin, not {other:?}"
-            ))),
+            other => Err(Error::Config(format!("interface must be public, internal or admin, not {other:?}"))),
         }
     }
 }
@@ -110,25 +106,13 @@ pub struct AuthOptions {
 
 impl AuthOptions {
     /// Password auth with user and project in the same domain (by name).
-    pub fn password(
-        auth_url: &str,
-        username: &str,
-        password: Secret,
-        project: &str,
-        domain: &str,
-    ) -> Self {
+    pub fn password(auth_url: &str, username: &str, password: Secret, project: &str, domain: &str) -> Self {
         Self {
             auth_url: auth_url.into(),
             method: AuthMethod::Password {
-                user: UserRef::Name {
-                    name: username.into(),
-                    domain: DomainRef::Name(domain.into()),
-                },
+                user: UserRef::Name { name: username.into(), domain: DomainRef::Name(domain.into()) },
                 password,
-                project: ProjectScope::Name {
-                    name: project.into(),
-                    domain: DomainRef::Name(domain.into()),
-                },
+                project: ProjectScope::Name { name: project.into(), domain: DomainRef::Name(domain.into()) },
             },
             region_name: None,
             interface: Interface::Public,
@@ -156,11 +140,7 @@ fn user_json(u: &UserRef) -> Value {
 /// The body of `POST /v3/auth/tokens`. The only place a password or credential secret is exposed.
 fn auth_body(m: &AuthMethod) -> Value {
     match m {
-        AuthMethod::Password {
-            user,
-            password,
-            project,
-        } => {
+        AuthMethod::Password { user, password, project } => {
             let mut user = user_json(user);
             user["password"] = json!(password.expose());
             let project = match project {
@@ -230,10 +210,7 @@ pub fn select_endpoint(
                             "{}/{}/{}",
                             s.service_type,
                             e.interface,
-                            e.region_id
-                                .as_deref()
-                                .or(e.region.as_deref())
-                                .unwrap_or("-")
+                            e.region_id.as_deref().or(e.region.as_deref()).unwrap_or("-")
                         )
                     })
                 })
@@ -243,11 +220,7 @@ pub fn select_endpoint(
                 service_type: service_type.into(),
                 interface: interface.as_str().into(),
                 region: region.unwrap_or("(any)").into(),
-                available: if available.is_empty() {
-                    "nothing".into()
-                } else {
-                    available.join(", ")
-                },
+                available: if available.is_empty() { "nothing".into() } else { available.join(", ") },
             }
         })
 }
@@ -298,9 +271,7 @@ pub struct Session {
 
 impl std::fmt::Debug for Session {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Session")
-            .field("opts", &self.inner.opts)
-            .finish_non_exhaustive()
+        f.debug_struct("Session").field("opts", &self.inner.opts).finish_non_exhaustive()
     }
 }
 
@@ -317,13 +288,7 @@ pub struct Request {
 
 impl Request {
     pub fn new(service: Service, method: Method, path: impl Into<String>) -> Self {
-        Self {
-            service,
-            method,
-            path: path.into(),
-            query: Vec::new(),
-            body: None,
-        }
+        Self { service, method, path: path.into(), query: Vec::new(), body: None }
     }
     pub fn query(mut self, pairs: Vec<(String, String)>) -> Self {
         self.query.extend(pairs);
@@ -354,17 +319,10 @@ impl Session {
     }
 
     fn build(opts: AuthOptions, observer: Option<Observer>) -> Result<Self> {
-        url::Url::parse(&opts.auth_url)
-            .map_err(|e| Error::Config(format!("auth_url {:?}: {e}", opts.auth_url)))?;
+        url::Url::parse(&opts.auth_url).map_err(|e| Error::Config(format!("auth_url {:?}: {e}", opts.auth_url)))?;
         let http = build_client(opts.cafile.as_deref(), opts.insecure, opts.timeout)?;
         Ok(Self {
-            inner: Arc::new(Inner {
-                opts,
-                http,
-                token: Default::default(),
-                observer,
-                counters: Counters::default(),
-            }),
+            inner: Arc::new(Inner { opts, http, token: Default::default(), observer, counters: Counters::default() }),
         })
     }
 
@@ -404,22 +362,14 @@ impl Session {
         let o = &self.inner.opts;
         match service {
             Service::Identity => Ok(o.auth_url.trim_end_matches('/').to_string()),
-            _ => select_endpoint(
-                &token.catalog,
-                service.catalog_type(),
-                o.region_name.as_deref(),
-                o.interface,
-            ),
+            _ => select_endpoint(&token.catalog, service.catalog_type(), o.region_name.as_deref(), o.interface),
         }
     }
 
     /// The cached token, or a new one if there is none, it is close to expiry, or `force`.
     async fn current(&self, force: bool) -> Result<Arc<Token>> {
         let mut slot = self.inner.token.lock().await;
-        if let Some(t) = slot
-            .as_ref()
-            .filter(|t| !force && !needs_refresh(t.lifetime, t.received.elapsed()))
-        {
+        if let Some(t) = slot.as_ref().filter(|t| !force && !needs_refresh(t.lifetime, t.received.elapsed())) {
             return Ok(t.clone());
         }
         let t = Arc::new(self.issue().await?);
@@ -466,9 +416,7 @@ impl Session {
         let path = "/auth/tokens";
         let url = format!("{}{path}", o.auth_url.trim_end_matches('/'));
         let rb = self.inner.http.post(url).json(&auth_body(&o.method));
-        let (status, headers, body) = self
-            .exchange(Service::Identity, &Method::POST, path, rb)
-            .await?;
+        let (status, headers, body) = self.exchange(Service::Identity, &Method::POST, path, rb).await?;
         let err = |message: String| Error::Decode {
             service: Service::Identity,
             method: "POST".into(),
@@ -480,10 +428,7 @@ impl Session {
             .and_then(|v| v.to_str().ok())
             .ok_or_else(|| err(format!("HTTP {status} without X-Subject-Token")))?;
         let b: Body = serde_json::from_slice(&body).map_err(|e| err(e.to_string()))?;
-        let parse = |s: &str| {
-            s.parse::<Timestamp>()
-                .map_err(|e| err(format!("bad timestamp {s:?}: {e}")))
-        };
+        let parse = |s: &str| s.parse::<Timestamp>().map_err(|e| err(format!("bad timestamp {s:?}: {e}")));
         let expires = parse(&b.token.expires_at)?;
         let issued = match &b.token.issued_at {
             Some(s) => parse(s)?,
@@ -515,10 +460,7 @@ impl Session {
     ) -> Result<(u16, reqwest::header::HeaderMap, Vec<u8>)> {
         let path = path.split('?').next().unwrap_or_default();
         let started = Instant::now();
-        let sent = rb
-            .header(reqwest::header::ACCEPT, "application/json")
-            .send()
-            .await;
+        let sent = rb.header(reqwest::header::ACCEPT, "application/json").send().await;
         let result = match sent {
             Ok(resp) => {
                 let status = resp.status().as_u16();
@@ -537,13 +479,7 @@ impl Session {
             }
         }
         if let Some(obs) = &self.inner.observer {
-            obs(&RequestRecord {
-                service,
-                method: method.clone(),
-                kind: resource_kind(path),
-                status,
-                duration,
-            });
+            obs(&RequestRecord { service, method: method.clone(), kind: resource_kind(path), status, duration });
         }
         let (status, headers, body) = result.map_err(|source| {
             if source.is_timeout() {
@@ -554,12 +490,7 @@ impl Session {
                     timeout: self.inner.opts.timeout,
                 }
             } else {
-                Error::Transport {
-                    service,
-                    method: method.to_string(),
-                    path: path.into(),
-                    source,
-                }
+                Error::Transport { service, method: method.to_string(), path: path.into(), source }
             }
         })?;
         if status >= 400 {
@@ -581,11 +512,7 @@ impl Session {
         loop {
             let token = self.current(false).await?;
             let url = format!("{}{}", self.endpoint_in(&token, req.service)?, req.path);
-            let mut rb = self
-                .inner
-                .http
-                .request(req.method.clone(), url)
-                .header("X-Auth-Token", token.value.expose());
+            let mut rb = self.inner.http.request(req.method.clone(), url).header("X-Auth-Token", token.value.expose());
             if !req.query.is_empty() {
                 rb = rb.query(&req.query);
             }
@@ -625,10 +552,7 @@ impl Session {
 }
 
 fn is_idempotent(m: &Method) -> bool {
-    matches!(
-        *m,
-        Method::GET | Method::HEAD | Method::PUT | Method::DELETE
-    )
+    matches!(*m, Method::GET | Method::HEAD | Method::PUT | Method::DELETE)
 }
 
 #[cfg(test)]
@@ -662,84 +586,46 @@ mod tests {
             select_endpoint(&c, "load-balancer", Some("RegionTwo"), Interface::Public).unwrap(),
             "https://lb.two"
         );
-        assert_eq!(
-            select_endpoint(&c, "network", None, Interface::Public).unwrap(),
-            "https://net.two"
-        );
+        assert_eq!(select_endpoint(&c, "network", None, Interface::Public).unwrap(), "https://net.two");
         let e = select_endpoint(&c, "network", Some("RegionOne"), Interface::Public).unwrap_err();
         let msg = e.to_string();
-        assert!(
-            msg.contains("\"network\"") && msg.contains("RegionOne") && msg.contains("public"),
-            "{msg}"
-        );
+        assert!(msg.contains("\"network\"") && msg.contains("RegionOne") && msg.contains("public"), "{msg}");
         assert!(msg.contains("network/public/RegionTwo"), "{msg}");
         assert_eq!(e.label(), "endpoint_not_found");
         assert!(select_endpoint(&c, "load-balancer", None, Interface::Admin).is_err());
-        assert!(
-            select_endpoint(&[], "network", None, Interface::Public)
-                .unwrap_err()
-                .to_string()
-                .contains("nothing")
-        );
+        assert!(select_endpoint(&[], "network", None, Interface::Public).unwrap_err().to_string().contains("nothing"));
     }
 
     #[test]
     fn refresh_decision() {
         let h = Duration::from_secs(3600);
         assert_eq!(refresh_margin(h), Duration::from_secs(300));
-        assert_eq!(
-            refresh_margin(Duration::from_secs(600)),
-            Duration::from_secs(60)
-        );
+        assert_eq!(refresh_margin(Duration::from_secs(600)), Duration::from_secs(60));
         assert!(!needs_refresh(h, Duration::from_secs(0)));
         assert!(!needs_refresh(h, Duration::from_secs(3299)));
         assert!(needs_refresh(h, Duration::from_secs(3300)));
-        assert!(needs_refresh(
-            Duration::from_secs(600),
-            Duration::from_secs(540)
-        ));
-        assert!(!needs_refresh(
-            Duration::from_secs(600),
-            Duration::from_secs(530)
-        ));
+        assert!(needs_refresh(Duration::from_secs(600), Duration::from_secs(540)));
+        assert!(!needs_refresh(Duration::from_secs(600), Duration::from_secs(530)));
         assert!(needs_refresh(Duration::ZERO, Duration::ZERO));
     }
 
     #[test]
     fn secrets_masked_in_debug_but_sent() {
-        let mut o = AuthOptions::password(
-            "http://k/v3",
-            "admin",
-            Secret::new("hunter2"),
-            "admin",
-            "Default",
-        );
+        let mut o = AuthOptions::password("http://k/v3", "admin", Secret::new("hunter2"), "admin", "Default");
         let dbg = format!("{o:?}");
         assert!(!dbg.contains("hunter2") && dbg.contains("admin"), "{dbg}");
-        assert_eq!(
-            auth_body(&o.method)["auth"]["identity"]["password"]["user"]["password"],
-            "hunter2"
-        );
+        assert_eq!(auth_body(&o.method)["auth"]["identity"]["password"]["user"]["password"], "hunter2");
         o.method = AuthMethod::ApplicationCredential {
             credential: AppCredentialRef::Name {
                 name: "ac".into(),
-                user: UserRef::Name {
-                    name: "demo".into(),
-                    domain: DomainRef::Id("default".into()),
-                },
+                user: UserRef::Name { name: "demo".into(), domain: DomainRef::Id("default".into()) },
             },
             secret: Secret::new("s3cr3t"),
         };
         assert!(!format!("{o:?}").contains("s3cr3t"));
         let b = auth_body(&o.method);
-        assert_eq!(
-            b["auth"]["identity"]["application_credential"]["secret"],
-            "s3cr3t"
-        );
-        assert_eq!(
-            b["auth"]["identity"]["application_credential"]["user"]["domain"]["id"],
-            "default"
-        );
+        assert_eq!(b["auth"]["identity"]["application_credential"]["secret"], "s3cr3t");
+        assert_eq!(b["auth"]["identity"]["application_credential"]["user"]["domain"]["id"], "default");
         assert!(b["auth"].get("scope").is_none());
         let _ = rustls::crypto::ring::default_provider().install_default();
         let s = Session::new(o).unwrap();
@@ -748,10 +634,7 @@ mod tests {
 
     #[test]
     fn interface_parse() {
-        assert_eq!(
-            "internalURL".parse::<Interface>().unwrap(),
-            Interface::Internal
-        );
+        assert_eq!("internalURL".parse::<Interface>().unwrap(), Interface::Internal);
         assert!("private".parse::<Interface>().is_err());
     }
 }

@@ -11,8 +11,6 @@ pub mod octavia;
 
 pub use error::{Error, Result, Service};
 pub use http::{ListQuery, Observer, RequestRecord, Stats};
-pub use keystone::{
-    AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Interface, ProjectScope, Session, UserRef,
-};
+pub use keystone::{AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Interface, ProjectScope, Session, UserRef};
 pub use neutron::Neutron;
 pub use octavia::{Octavia, OctaviaOptions};

@@ -101,10 +101,7 @@ impl Neutron {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: String, key: &str) -> Result<T> {
-        let mut v: Value = self
-            .session
-            .send_json(&Request::new(Service::Network, Method::GET, path.clone()))
-            .await?;
+        let mut v: Value = self.session.send_json(&Request::new(Service::Network, Method::GET, path.clone())).await?;
         serde_json::from_value(v[key].take()).map_err(|e| super::Error::Decode {
             service: Service::Network,
             method: "GET".into(),
@@ -113,13 +110,7 @@ impl Neutron {
         })
     }
 
-    async fn write<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: String,
-        key: &str,
-        body: Value,
-    ) -> Result<T> {
+    async fn write<T: DeserializeOwned>(&self, method: Method, path: String, key: &str, body: Value) -> Result<T> {
         let req = Request::new(Service::Network, method, path.clone()).json(json!({ key: body }));
         let mut v: Value = self.session.send_json(&req).await?;
         serde_json::from_value(v[key].take()).map_err(|e| super::Error::Decode {
@@ -131,11 +122,7 @@ impl Neutron {
     }
 
     async fn delete(&self, path: String) -> Result<()> {
-        match self
-            .session
-            .send(&Request::new(Service::Network, Method::DELETE, path))
-            .await
-        {
+        match self.session.send(&Request::new(Service::Network, Method::DELETE, path)).await {
             Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
@@ -145,87 +132,40 @@ impl Neutron {
         self.get(format!("{BASE}/networks/{id}"), "network").await
     }
     pub async fn list_networks(&self, q: &ListQuery) -> Result<Vec<Network>> {
-        list_all(
-            &self.session,
-            Service::Network,
-            format!("{BASE}/networks"),
-            "networks",
-            q,
-        )
-        .await
+        list_all(&self.session, Service::Network, format!("{BASE}/networks"), "networks", q).await
     }
     pub async fn get_subnet(&self, id: &str) -> Result<Subnet> {
         self.get(format!("{BASE}/subnets/{id}"), "subnet").await
     }
     pub async fn list_subnets(&self, q: &ListQuery) -> Result<Vec<Subnet>> {
-        list_all(
-            &self.session,
-            Service::Network,
-            format!("{BASE}/subnets"),
-            "subnets",
-            q,
-        )
-        .await
+        list_all(&self.session, Service::Network, format!("{BASE}/subnets"), "subnets", q).await
     }
     pub async fn get_port(&self, id: &str) -> Result<Port> {
         self.get(format!("{BASE}/ports/{id}"), "port").await
     }
     pub async fn list_ports(&self, q: &ListQuery) -> Result<Vec<Port>> {
-        list_all(
-            &self.session,
-            Service::Network,
-            format!("{BASE}/ports"),
-            "ports",
-            q,
-        )
-        .await
+        list_all(&self.session, Service::Network, format!("{BASE}/ports"), "ports", q).await
     }
     /// 404 counts as success.
     pub async fn delete_port(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/ports/{id}")).await
     }
     pub async fn get_floating_ip(&self, id: &str) -> Result<FloatingIp> {
-        self.get(format!("{BASE}/floatingips/{id}"), "floatingip")
-            .await
+        self.get(format!("{BASE}/floatingips/{id}"), "floatingip").await
     }
     pub async fn list_floating_ips(&self, q: &ListQuery) -> Result<Vec<FloatingIp>> {
-        list_all(
-            &self.session,
-            Service::Network,
-            format!("{BASE}/floatingips"),
-            "floatingips",
-            q,
-        )
-        .await
+        list_all(&self.session, Service::Network, format!("{BASE}/floatingips"), "floatingips", q).await
     }
     pub async fn create_floating_ip(&self, f: &FloatingIpCreate) -> Result<FloatingIp> {
         let body = serde_json::to_value(f).expect("serializable");
-        self.write(
-            Method::POST,
-            format!("{BASE}/floatingips"),
-            "floatingip",
-            body,
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/floatingips"), "floatingip", body).await
     }
     /// Points the floating IP at `port_id` (e.g. the load balancer's `vip_port_id`).
     pub async fn associate_floating_ip(&self, id: &str, port_id: &str) -> Result<FloatingIp> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/floatingips/{id}"),
-            "floatingip",
-            json!({ "port_id": port_id }),
-        )
-        .await
+        self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": port_id })).await
     }
     pub async fn disassociate_floating_ip(&self, id: &str) -> Result<FloatingIp> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/floatingips/{id}"),
-            "floatingip",
-            json!({ "port_id": null }),
-        )
-        .await
+        self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": null })).await
     }
     /// 404 counts as success.
     pub async fn delete_floating_ip(&self, id: &str) -> Result<()> {

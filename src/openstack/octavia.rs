@@ -377,10 +377,7 @@ impl From<&crate::model::Rule> for L7RuleCreate {
 
 /// The serde name (`HOST_NAME`, `STARTS_WITH`) of a model enum, which is Octavia's spelling.
 fn serde_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
+    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -492,30 +489,16 @@ impl Octavia {
     }
 
     async fn get<T: DeserializeOwned>(&self, path: String, key: &str) -> Result<T> {
-        let mut v: Value = self
-            .session
-            .send_json(&Request::new(Service::LoadBalancer, Method::GET, path))
-            .await?;
+        let mut v: Value = self.session.send_json(&Request::new(Service::LoadBalancer, Method::GET, path)).await?;
         decode(v[key].take(), key)
     }
 
     /// GET a collection following every `rel=next` link.
-    async fn list<T: DeserializeOwned>(
-        &self,
-        path: String,
-        key: &str,
-        q: &ListQuery,
-    ) -> Result<Vec<T>> {
+    async fn list<T: DeserializeOwned>(&self, path: String, key: &str, q: &ListQuery) -> Result<Vec<T>> {
         list_all(&self.session, Service::LoadBalancer, path, key, q).await
     }
 
-    async fn write<T: DeserializeOwned>(
-        &self,
-        method: Method,
-        path: String,
-        key: &str,
-        body: Value,
-    ) -> Result<T> {
+    async fn write<T: DeserializeOwned>(&self, method: Method, path: String, key: &str, body: Value) -> Result<T> {
         let req = Request::new(Service::LoadBalancer, method, path).json(json!({ key: body }));
         let mut v: Value = self.retry_busy(|| self.session.send_json(&req)).await?;
         decode(v[key].take(), key)
@@ -533,35 +516,17 @@ impl Octavia {
     // Load balancers.
 
     pub async fn get_load_balancer(&self, id: &str) -> Result<LoadBalancer> {
-        self.get(format!("{BASE}/loadbalancers/{id}"), "loadbalancer")
-            .await
+        self.get(format!("{BASE}/loadbalancers/{id}"), "loadbalancer").await
     }
     pub async fn list_load_balancers(&self, q: &ListQuery) -> Result<Vec<LoadBalancer>> {
-        self.list(format!("{BASE}/loadbalancers"), "loadbalancers", q)
-            .await
+        self.list(format!("{BASE}/loadbalancers"), "loadbalancers", q).await
     }
     /// Also the fully-populated create when `lb.listeners`/`lb.pools` are set.
     pub async fn create_load_balancer(&self, lb: &LoadBalancerCreate) -> Result<LoadBalancer> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/loadbalancers"),
-            "loadbalancer",
-            to_value(lb),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/loadbalancers"), "loadbalancer", to_value(lb)).await
     }
-    pub async fn update_load_balancer(
-        &self,
-        id: &str,
-        u: &LoadBalancerUpdate,
-    ) -> Result<LoadBalancer> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/loadbalancers/{id}"),
-            "loadbalancer",
-            to_value(u),
-        )
-        .await
+    pub async fn update_load_balancer(&self, id: &str, u: &LoadBalancerUpdate) -> Result<LoadBalancer> {
+        self.write(Method::PUT, format!("{BASE}/loadbalancers/{id}"), "loadbalancer", to_value(u)).await
     }
     /// `cascade` deletes all children (without it Octavia answers 400 when there are any).
     pub async fn delete_load_balancer(&self, id: &str, cascade: bool) -> Result<()> {
@@ -578,22 +543,10 @@ impl Octavia {
         self.list(format!("{BASE}/listeners"), "listeners", q).await
     }
     pub async fn create_listener(&self, l: &ListenerCreate) -> Result<Listener> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/listeners"),
-            "listener",
-            to_value(l),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/listeners"), "listener", to_value(l)).await
     }
     pub async fn update_listener(&self, id: &str, u: &ListenerUpdate) -> Result<Listener> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/listeners/{id}"),
-            "listener",
-            to_value(u),
-        )
-        .await
+        self.write(Method::PUT, format!("{BASE}/listeners/{id}"), "listener", to_value(u)).await
     }
     pub async fn delete_listener(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/listeners/{id}")).await
@@ -608,17 +561,10 @@ impl Octavia {
         self.list(format!("{BASE}/pools"), "pools", q).await
     }
     pub async fn create_pool(&self, p: &PoolCreate) -> Result<Pool> {
-        self.write(Method::POST, format!("{BASE}/pools"), "pool", to_value(p))
-            .await
+        self.write(Method::POST, format!("{BASE}/pools"), "pool", to_value(p)).await
     }
     pub async fn update_pool(&self, id: &str, u: &PoolUpdate) -> Result<Pool> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/pools/{id}"),
-            "pool",
-            to_value(u),
-        )
-        .await
+        self.write(Method::PUT, format!("{BASE}/pools/{id}"), "pool", to_value(u)).await
     }
     pub async fn delete_pool(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/pools/{id}")).await
@@ -627,67 +573,43 @@ impl Octavia {
     // Members.
 
     pub async fn get_member(&self, pool_id: &str, id: &str) -> Result<Member> {
-        self.get(format!("{BASE}/pools/{pool_id}/members/{id}"), "member")
-            .await
+        self.get(format!("{BASE}/pools/{pool_id}/members/{id}"), "member").await
     }
     pub async fn list_members(&self, pool_id: &str, q: &ListQuery) -> Result<Vec<Member>> {
-        self.list(format!("{BASE}/pools/{pool_id}/members"), "members", q)
-            .await
+        self.list(format!("{BASE}/pools/{pool_id}/members"), "members", q).await
     }
     pub async fn create_member(&self, pool_id: &str, m: &MemberCreate) -> Result<Member> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/pools/{pool_id}/members"),
-            "member",
-            to_value(m),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/pools/{pool_id}/members"), "member", to_value(m)).await
     }
     pub async fn delete_member(&self, pool_id: &str, id: &str) -> Result<()> {
-        self.delete(format!("{BASE}/pools/{pool_id}/members/{id}"))
-            .await
+        self.delete(format!("{BASE}/pools/{pool_id}/members/{id}")).await
     }
     /// Batch update: the pool ends up with exactly `members` (matched by address + protocol_port;
     /// omitted ones are deleted). One write and one provisioning round whatever the count; Octavia
     /// answers 202 and applies it asynchronously, so wait for ACTIVE before reading back.
     pub async fn replace_members(&self, pool_id: &str, members: &[MemberCreate]) -> Result<()> {
-        let req = Request::new(
-            Service::LoadBalancer,
-            Method::PUT,
-            format!("{BASE}/pools/{pool_id}/members"),
-        )
-        .json(json!({ "members": members }));
+        let req = Request::new(Service::LoadBalancer, Method::PUT, format!("{BASE}/pools/{pool_id}/members"))
+            .json(json!({ "members": members }));
         self.retry_busy(|| self.session.send(&req)).await.map(drop)
     }
 
     // L7 policies and rules.
 
     pub async fn get_l7policy(&self, id: &str) -> Result<L7Policy> {
-        self.get(format!("{BASE}/l7policies/{id}"), "l7policy")
-            .await
+        self.get(format!("{BASE}/l7policies/{id}"), "l7policy").await
     }
     pub async fn list_l7policies(&self, q: &ListQuery) -> Result<Vec<L7Policy>> {
-        self.list(format!("{BASE}/l7policies"), "l7policies", q)
-            .await
+        self.list(format!("{BASE}/l7policies"), "l7policies", q).await
     }
     /// Sends `p` as is (inline `rules` answer 500 on Octavia Zed; see
     /// [`Octavia::create_l7policy_with_rules`]).
     pub async fn create_l7policy(&self, p: &L7PolicyCreate) -> Result<L7Policy> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/l7policies"),
-            "l7policy",
-            to_value(p),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/l7policies"), "l7policy", to_value(p)).await
     }
     /// Creates the policy without rules, then each rule (each write waits out the previous one's
     /// PENDING_UPDATE through the busy retry). Returns the policy as read back at the end.
     pub async fn create_l7policy_with_rules(&self, p: &L7PolicyCreate) -> Result<L7Policy> {
-        let bare = L7PolicyCreate {
-            rules: Vec::new(),
-            ..p.clone()
-        };
+        let bare = L7PolicyCreate { rules: Vec::new(), ..p.clone() };
         let policy = self.create_l7policy(&bare).await?;
         for r in &p.rules {
             self.create_l7rule(&policy.id, r).await?;
@@ -695,84 +617,40 @@ impl Octavia {
         self.get_l7policy(&policy.id).await
     }
     pub async fn update_l7policy(&self, id: &str, u: &L7PolicyUpdate) -> Result<L7Policy> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/l7policies/{id}"),
-            "l7policy",
-            to_value(u),
-        )
-        .await
+        self.write(Method::PUT, format!("{BASE}/l7policies/{id}"), "l7policy", to_value(u)).await
     }
     pub async fn delete_l7policy(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/l7policies/{id}")).await
     }
     pub async fn get_l7rule(&self, policy_id: &str, id: &str) -> Result<L7Rule> {
-        self.get(format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule")
-            .await
+        self.get(format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule").await
     }
     pub async fn list_l7rules(&self, policy_id: &str, q: &ListQuery) -> Result<Vec<L7Rule>> {
-        self.list(format!("{BASE}/l7policies/{policy_id}/rules"), "rules", q)
-            .await
+        self.list(format!("{BASE}/l7policies/{policy_id}/rules"), "rules", q).await
     }
     pub async fn create_l7rule(&self, policy_id: &str, r: &L7RuleCreate) -> Result<L7Rule> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/l7policies/{policy_id}/rules"),
-            "rule",
-            to_value(r),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/l7policies/{policy_id}/rules"), "rule", to_value(r)).await
     }
-    pub async fn update_l7rule(
-        &self,
-        policy_id: &str,
-        id: &str,
-        r: &L7RuleCreate,
-    ) -> Result<L7Rule> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/l7policies/{policy_id}/rules/{id}"),
-            "rule",
-            to_value(r),
-        )
-        .await
+    pub async fn update_l7rule(&self, policy_id: &str, id: &str, r: &L7RuleCreate) -> Result<L7Rule> {
+        self.write(Method::PUT, format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule", to_value(r)).await
     }
     pub async fn delete_l7rule(&self, policy_id: &str, id: &str) -> Result<()> {
-        self.delete(format!("{BASE}/l7policies/{policy_id}/rules/{id}"))
-            .await
+        self.delete(format!("{BASE}/l7policies/{policy_id}/rules/{id}")).await
     }
 
     // Health monitors.
 
     pub async fn get_health_monitor(&self, id: &str) -> Result<HealthMonitor> {
-        self.get(format!("{BASE}/healthmonitors/{id}"), "healthmonitor")
-            .await
+        self.get(format!("{BASE}/healthmonitors/{id}"), "healthmonitor").await
     }
     pub async fn list_health_monitors(&self, q: &ListQuery) -> Result<Vec<HealthMonitor>> {
-        self.list(format!("{BASE}/healthmonitors"), "healthmonitors", q)
-            .await
+        self.list(format!("{BASE}/healthmonitors"), "healthmonitors", q).await
     }
     pub async fn create_health_monitor(&self, h: &HealthMonitorCreate) -> Result<HealthMonitor> {
-        self.write(
-            Method::POST,
-            format!("{BASE}/healthmonitors"),
-            "healthmonitor",
-            to_value(h),
-        )
-        .await
+        self.write(Method::POST, format!("{BASE}/healthmonitors"), "healthmonitor", to_value(h)).await
     }
-    pub async fn update_health_monitor(
-        &self,
-        id: &str,
-        u: &HealthMonitorUpdate,
-    ) -> Result<HealthMonitor> {
-        self.write(
-            Method::PUT,
-            format!("{BASE}/healthmonitors/{id}"),
-            "healthmonitor",
-            to_value(u),
-        )
-        .await
+    pub async fn update_health_monitor(&self, id: &str, u: &HealthMonitorUpdate) -> Result<HealthMonitor> {
+        self.write(Method::PUT, format!("{BASE}/healthmonitors/{id}"), "healthmonitor", to_value(u)).await
     }
     pub async fn delete_health_monitor(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/healthmonitors/{id}")).await
@@ -878,10 +756,7 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
                 let extra = if next.contains("fields=") {
                     Vec::new()
                 } else {
-                    q.fields
-                        .iter()
-                        .map(|f| ("fields".to_string(), f.clone()))
-                        .collect()
+                    q.fields.iter().map(|f| ("fields".to_string(), f.clone())).collect()
                 };
                 req = Request::new(service, Method::GET, next).query(extra);
             }
@@ -900,9 +775,7 @@ mod tests {
         let p = L7PolicyCreate {
             name: Some("p".into()),
             action: "REDIRECT_TO_POOL".into(),
-            redirect_pool: Some(NameRef {
-                name: "pool-a".into(),
-            }),
+            redirect_pool: Some(NameRef { name: "pool-a".into() }),
             rules: vec![
                 (&Rule {
                     rule_type: RuleType::HostName,
@@ -919,26 +792,17 @@ mod tests {
             json!({"name": "p", "action": "REDIRECT_TO_POOL", "redirect_pool": {"name": "pool-a"},
                    "rules": [{"type": "HOST_NAME", "compare_type": "EQUAL_TO", "value": "a.b"}]})
         );
-        let u = ListenerUpdate {
-            default_pool_id: Some(None),
-            ..Default::default()
-        };
+        let u = ListenerUpdate { default_pool_id: Some(None), ..Default::default() };
         assert_eq!(to_value(&u), json!({"default_pool_id": null}));
-        let m = MemberCreate {
-            address: "10.0.0.1".into(),
-            protocol_port: 80,
-            ..Default::default()
-        };
-        assert_eq!(
-            to_value(&m),
-            json!({"address": "10.0.0.1", "protocol_port": 80})
-        );
+        let m = MemberCreate { address: "10.0.0.1".into(), protocol_port: 80, ..Default::default() };
+        assert_eq!(to_value(&m), json!({"address": "10.0.0.1", "protocol_port": 80}));
     }
 
     #[test]
     fn reads_octavia_objects_leniently() {
         let lb: LoadBalancer = serde_json::from_value(json!({"id": "1", "name": "x", "provisioning_status": "ACTIVE",
-            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null})).unwrap();
+            "vip_address": "10.0.0.5", "listeners": [{"id": "l"}], "flavor_id": null, "availability_zone": null}))
+        .unwrap();
         assert_eq!(lb.listeners, vec![IdRef { id: "l".into() }]);
         let r: L7Rule = serde_json::from_value(json!({"id": "r", "type": "PATH", "compare_type": "STARTS_WITH", "value": "/a", "key": null, "invert": false})).unwrap();
         assert_eq!(r.rule_type, "PATH");
