@@ -9,13 +9,52 @@ use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
 use proptest::prelude::*;
 use serde_json::json;
 
-const HOSTS: &[&str] = &["foo.com", "bar.foo.com", "baz.bar.foo.com", "*.foo.com", "*.bar.foo.com", ""];
-const PATHS: &[&str] = &["/", "/foo", "/foo/", "/foobar", "/foo/bar", "/foo/bar/", "/a.b", "/a+b", "/Foo"];
+const HOSTS: &[&str] = &[
+    "foo.com",
+    "bar.foo.com",
+    "baz.bar.foo.com",
+    "*.foo.com",
+    "*.bar.foo.com",
+    "",
+];
+const PATHS: &[&str] = &[
+    "/",
+    "/foo",
+    "/foo/",
+    "/foobar",
+    "/foo/bar",
+    "/foo/bar/",
+    "/a.b",
+    "/a+b",
+    "/Foo",
+];
 const TYPES: &[&str] = &["Exact", "Prefix", "ImplementationSpecific"];
-const REQ_HOSTS: &[&str] =
-    &["foo.com", "FOO.com", "bar.foo.com:8080", "Bar.Foo.Com", "baz.bar.foo.com", "x.foo.com", "other.org", "x.y.foo.com", "foo.com:80"];
-const REQ_PATHS: &[&str] =
-    &["/", "/foo", "/foo/", "/foobar", "/foo/bar", "/foo/bar/baz", "/foo/barbaz", "/a.b", "/aXb", "/a+b", "/aab", "/FOO", "/Foo/x"];
+const REQ_HOSTS: &[&str] = &[
+    "foo.com",
+    "FOO.com",
+    "bar.foo.com:8080",
+    "Bar.Foo.Com",
+    "baz.bar.foo.com",
+    "x.foo.com",
+    "other.org",
+    "x.y.foo.com",
+    "foo.com:80",
+];
+const REQ_PATHS: &[&str] = &[
+    "/",
+    "/foo",
+    "/foo/",
+    "/foobar",
+    "/foo/bar",
+    "/foo/bar/baz",
+    "/foo/barbaz",
+    "/a.b",
+    "/aXb",
+    "/a+b",
+    "/aab",
+    "/FOO",
+    "/Foo/x",
+];
 
 #[derive(Clone, Debug)]
 struct GenPath {
@@ -35,9 +74,18 @@ struct GenIngress {
 }
 
 fn gen_ingress() -> impl Strategy<Value = GenIngress> {
-    let path = (0..PATHS.len(), 0..TYPES.len(), 0..3usize).prop_map(|(path, ty, svc)| GenPath { path, ty, svc });
-    let rule = (0..HOSTS.len(), prop::collection::vec(path, 1..4)).prop_map(|(host, paths)| GenRule { host, paths });
-    (prop::option::weighted(0.3, 0..3usize), prop::collection::vec(rule, 1..4)).prop_map(|(default, rules)| GenIngress { default, rules })
+    let path = (0..PATHS.len(), 0..TYPES.len(), 0..3usize).prop_map(|(path, ty, svc)| GenPath {
+        path,
+        ty,
+        svc,
+    });
+    let rule = (0..HOSTS.len(), prop::collection::vec(path, 1..4))
+        .prop_map(|(host, paths)| GenRule { host, paths });
+    (
+        prop::option::weighted(0.3, 0..3usize),
+        prop::collection::vec(rule, 1..4),
+    )
+        .prop_map(|(default, rules)| GenIngress { default, rules })
 }
 
 fn inputs(ings: &[GenIngress]) -> Inputs {
@@ -67,7 +115,8 @@ fn inputs(ings: &[GenIngress]) -> Inputs {
             .collect();
         let mut spec = json!({"ingressClassName": "kuryr", "rules": rules});
         if let Some(d) = g.default {
-            spec["defaultBackend"] = json!({"service": {"name": format!("svc{d}"), "port": {"number": 80}}});
+            spec["defaultBackend"] =
+                json!({"service": {"name": format!("svc{d}"), "port": {"number": 80}}});
         }
         // Names in reverse of age, so age (not name) must decide conflicts.
         let ing: Ingress = serde_json::from_value(json!({
@@ -97,16 +146,25 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
                         np.pop();
                     }
                 }
-                routes.entry((HOSTS[r.host].to_string(), exact, np)).or_insert(p.svc);
+                routes
+                    .entry((HOSTS[r.host].to_string(), exact, np))
+                    .or_insert(p.svc);
             }
         }
     }
     let wildcard_matches = |w: &str| {
-        w.strip_prefix('*').is_some_and(|suffix| host.ends_with(suffix) && host.len() > suffix.len() && !host[..host.len() - suffix.len()].contains('.'))
+        w.strip_prefix('*').is_some_and(|suffix| {
+            host.ends_with(suffix)
+                && host.len() > suffix.len()
+                && !host[..host.len() - suffix.len()].contains('.')
+        })
     };
     let group: String = if routes.keys().any(|(h, _, _)| *h == host) {
         host.clone()
-    } else if let Some((w, _, _)) = routes.keys().find(|(h, _, _)| h.starts_with("*.") && wildcard_matches(h)) {
+    } else if let Some((w, _, _)) = routes
+        .keys()
+        .find(|(h, _, _)| h.starts_with("*.") && wildcard_matches(h))
+    {
         w.clone()
     } else {
         String::new()
@@ -124,7 +182,10 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
         .max_by_key(|((_, exact, p), _)| (p.len(), *exact));
     match best {
         Some((_, svc)) => Some(format!("svc{svc}")),
-        None => ings.iter().find_map(|g| g.default).map(|d| format!("svc{d}")),
+        None => ings
+            .iter()
+            .find_map(|g| g.default)
+            .map(|d| format!("svc{d}")),
     }
 }
 
@@ -135,9 +196,21 @@ fn rule_matches(r: &Rule, re: Option<&regex::Regex>, host: &str, path: &str) -> 
     };
     let hit = match r.compare_type {
         CompareType::Regex => re.expect("compiled").is_match(subject),
-        CompareType::EqualTo => if ci { subject.eq_ignore_ascii_case(&r.value) } else { subject == r.value },
+        CompareType::EqualTo => {
+            if ci {
+                subject.eq_ignore_ascii_case(&r.value)
+            } else {
+                subject == r.value
+            }
+        }
         CompareType::StartsWith => {
-            if ci { subject.to_ascii_lowercase().starts_with(&r.value.to_ascii_lowercase()) } else { subject.starts_with(&r.value) }
+            if ci {
+                subject
+                    .to_ascii_lowercase()
+                    .starts_with(&r.value.to_ascii_lowercase())
+            } else {
+                subject.starts_with(&r.value)
+            }
         }
         CompareType::EndsWith => subject.ends_with(&r.value),
         CompareType::Contains => subject.contains(&r.value),
@@ -157,7 +230,10 @@ fn compile(router: &DesiredRouter) -> Vec<Vec<Option<regex::Regex>>> {
                 .map(|r| {
                     (r.compare_type == CompareType::Regex).then(|| {
                         // haproxy's `-i` (HOST_NAME) makes the regex case-insensitive.
-                        regex::RegexBuilder::new(&r.value).case_insensitive(r.rule_type == RuleType::HostName).build().unwrap()
+                        regex::RegexBuilder::new(&r.value)
+                            .case_insensitive(r.rule_type == RuleType::HostName)
+                            .build()
+                            .unwrap()
                     })
                 })
                 .collect()
@@ -165,12 +241,23 @@ fn compile(router: &DesiredRouter) -> Vec<Vec<Option<regex::Regex>>> {
         .collect()
 }
 
-fn octavia_eval(router: &DesiredRouter, compiled: &[Vec<Option<regex::Regex>>], host: &str, path: &str) -> Option<String> {
+fn octavia_eval(
+    router: &DesiredRouter,
+    compiled: &[Vec<Option<regex::Regex>>],
+    host: &str,
+    path: &str,
+) -> Option<String> {
     let mut ps: Vec<_> = router.policies.iter().zip(compiled).collect();
     ps.sort_by_key(|(p, _)| p.position);
     let pool = ps
         .iter()
-        .find(|(p, res)| !p.rules.is_empty() && p.rules.iter().zip(res.iter()).all(|(r, re)| rule_matches(r, re.as_ref(), host, path)))
+        .find(|(p, res)| {
+            !p.rules.is_empty()
+                && p.rules
+                    .iter()
+                    .zip(res.iter())
+                    .all(|(r, re)| rule_matches(r, re.as_ref(), host, path))
+        })
         .map(|(p, _)| p)
         .map(|p| p.pool.clone())
         .or_else(|| router.default_pool.clone())?;
