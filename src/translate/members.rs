@@ -1,0 +1,306 @@
+//! Pool members from EndpointSlices (or core Endpoints), with node-pool filtering and zone weights.
+//!
+//! [`SliceCache`] keeps one Service's slices pre-digested and keyed by slice name (Contour's
+//! EndpointSlice design): a change to one slice re-digests that slice only, and the members are a
+//! cheap merge of the digested slices.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use k8s_openapi::api::core::v1::{Endpoints, Node, Service, ServicePort};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort, EndpointSlice};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::zone::{Candidate, LEGACY_ZONE_LABEL, ZONE_LABEL, service_is_zone_aware, weigh};
+use super::{IpFamily, TranslateOptions};
+use crate::model::{Member, ObjectRef, Warning};
+
+/// Nodes by name, borrowed: the translation never copies Node objects.
+pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
+
+/// Index nodes by name.
+pub fn index_nodes(nodes: &[Node]) -> NodeIndex<'_> {
+    nodes
+        .iter()
+        .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
+        .collect()
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CachedEndpoint {
+    address: IpAddr,
+    ready: bool,
+    zone: Option<String>,
+    node: Option<String>,
+    for_zones: Option<Vec<String>>,
+    target: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct CachedSlice {
+    /// (port name, "" when unnamed; port number)
+    ports: Vec<(String, u16)>,
+    endpoints: Vec<CachedEndpoint>,
+}
+
+/// One Service's endpoints, digested per EndpointSlice and keyed by slice name.
+#[derive(Clone, Debug)]
+pub struct SliceCache {
+    family: IpFamily,
+    slices: BTreeMap<String, CachedSlice>,
+}
+
+impl SliceCache {
+    /// An empty cache for a router whose VIP has `family`.
+    pub fn new(family: IpFamily) -> Self {
+        Self {
+            family,
+            slices: BTreeMap::new(),
+        }
+    }
+
+    /// Insert or replace one slice. Slices of the other IP family and FQDN slices hold nothing
+    /// routable and are stored empty (so a later `remove` is still a no-op-safe call).
+    pub fn upsert(&mut self, slice: &EndpointSlice) {
+        let name = slice.metadata.name.clone().unwrap_or_default();
+        let want = match self.family {
+            IpFamily::V4 => "IPv4",
+            IpFamily::V6 => "IPv6",
+        };
+        let mut cached = CachedSlice {
+            ports: Vec::new(),
+            endpoints: Vec::new(),
+        };
+        if slice.address_type == want {
+            cached.ports = slice
+                .ports
+                .iter()
+                .flatten()
+                .filter(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
+                .filter_map(|p| {
+                    Some((
+                        p.name.clone().unwrap_or_default(),
+                        u16::try_from(p.port?).ok()?,
+                    ))
+                })
+                .collect();
+            cached.endpoints = slice
+                .endpoints
+                .iter()
+                .filter_map(|e| {
+                    let address: IpAddr = e.addresses.first()?.parse().ok()?;
+                    let family_ok = match self.family {
+                        IpFamily::V4 => address.is_ipv4(),
+                        IpFamily::V6 => address.is_ipv6(),
+                    };
+                    family_ok.then(|| CachedEndpoint {
+                        address,
+                        // Unset `ready` means ready (EndpointSlice API contract).
+                        ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
+                        zone: e.zone.clone().filter(|z| !z.is_empty()),
+                        node: e.node_name.clone(),
+                        for_zones: e
+                            .hints
+                            .as_ref()
+                            .and_then(|h| h.for_zones.as_ref())
+                            .map(|z| z.iter().map(|z| z.name.clone()).collect()),
+                        target: e.target_ref.as_ref().and_then(|t| t.name.clone()),
+                    })
+                })
+                .collect();
+        }
+        self.slices.insert(name, cached);
+    }
+
+    /// Forget one slice; true when it was known.
+    pub fn remove(&mut self, slice_name: &str) -> bool {
+        self.slices.remove(slice_name).is_some()
+    }
+
+    pub fn len(&self) -> usize {
+        self.slices.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slices.is_empty()
+    }
+
+    /// The members of the pool serving `service_port` of `service`: ready endpoints, de-duplicated
+    /// on (address, port) across slices, restricted to the node pool when one is configured, and
+    /// weighted by zone. Returns the members sorted by (address, port), the weighting reason, and
+    /// warnings (e.g. a slice without the Service port).
+    pub fn members(
+        &self,
+        service: &Service,
+        service_port: &ServicePort,
+        nodes: &NodeIndex<'_>,
+        opts: &TranslateOptions,
+    ) -> (Vec<Member>, String, Vec<Warning>) {
+        let ns = service.metadata.namespace.as_deref().unwrap_or("default");
+        let sref = ObjectRef::new(
+            "Service",
+            ns,
+            service.metadata.name.as_deref().unwrap_or(""),
+        );
+        let sp_name = service_port.name.clone().unwrap_or_default();
+        let mut warnings = Vec::new();
+        let mut seen: BTreeSet<(IpAddr, u16)> = BTreeSet::new();
+        let mut drafts: Vec<(IpAddr, u16, CachedEndpoint)> = Vec::new();
+        for (slice_name, cs) in &self.slices {
+            if cs.endpoints.is_empty() {
+                continue;
+            }
+            let port = cs
+                .ports
+                .iter()
+                .find(|(n, _)| *n == sp_name)
+                .map(|(_, p)| *p)
+                .or(match &service_port.target_port {
+                    // Hand-made slices may carry no port names; a numeric targetPort still says where.
+                    Some(IntOrString::Int(n)) if cs.ports.is_empty() => u16::try_from(*n).ok(),
+                    _ => None,
+                });
+            let Some(port) = port else {
+                warnings.push(Warning {
+                    object: sref.clone(),
+                    reason: "EndpointPortNotFound".into(),
+                    message: format!(
+                        "{sref}: EndpointSlice {slice_name} has no port named {sp_name:?} for Service port {}; its endpoints are skipped",
+                        service_port.port
+                    ),
+                });
+                continue;
+            };
+            for e in &cs.endpoints {
+                if !e.ready || !in_node_pool(e.node.as_deref(), nodes, opts) {
+                    continue;
+                }
+                if seen.insert((e.address, port)) {
+                    drafts.push((e.address, port, e.clone()));
+                }
+            }
+        }
+        drafts.sort_by_key(|d| (d.0, d.1));
+        let cands: Vec<Candidate> = drafts
+            .iter()
+            .map(|(a, p, e)| Candidate {
+                label: format!("{a}:{p}"),
+                zone: e
+                    .zone
+                    .clone()
+                    .or_else(|| node_zone(e.node.as_deref(), nodes)),
+                for_zones: e.for_zones.clone(),
+            })
+            .collect();
+        let w = weigh(&cands, service_is_zone_aware(service, opts), opts);
+        let members = drafts
+            .into_iter()
+            .zip(cands)
+            .zip(w.weights)
+            .map(
+                |(((address, protocol_port, e), c), (weight, backup))| Member {
+                    address,
+                    protocol_port,
+                    weight,
+                    backup,
+                    zone: c.zone,
+                    target: e.target,
+                },
+            )
+            .collect();
+        (members, w.reason, warnings)
+    }
+}
+
+fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptions) -> bool {
+    let Some(pool) = opts.node_pool.as_deref() else {
+        return true;
+    };
+    node.and_then(|n| nodes.get(n))
+        .and_then(|n| n.metadata.labels.as_ref())
+        .and_then(|l| l.get(&opts.node_pool_label))
+        .is_some_and(|v| v == pool)
+}
+
+fn node_zone(node: Option<&str>, nodes: &NodeIndex<'_>) -> Option<String> {
+    let labels = nodes.get(node?)?.metadata.labels.as_ref()?;
+    labels
+        .get(ZONE_LABEL)
+        .or_else(|| labels.get(LEGACY_ZONE_LABEL))
+        .filter(|z| !z.is_empty())
+        .cloned()
+}
+
+/// Members of one pool from one Service's slices (the incremental path of the Service/Endpoints
+/// handler). Same result as the full translation for that pool.
+pub fn pool_members(
+    service: &Service,
+    service_port: &ServicePort,
+    slices_by_name: &BTreeMap<String, EndpointSlice>,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+) -> (Vec<Member>, String, Vec<Warning>) {
+    let mut cache = SliceCache::new(opts.vip_family);
+    for s in slices_by_name.values() {
+        cache.upsert(s);
+    }
+    cache.members(service, service_port, nodes, opts)
+}
+
+/// Core Endpoints seen as EndpointSlices (one per subset and IP family), so both sources share
+/// one code path. Endpoints carry no zone: the node's zone label is used.
+pub fn endpoints_as_slices(e: &Endpoints) -> Vec<EndpointSlice> {
+    let base = e.metadata.name.clone().unwrap_or_default();
+    let mut out = Vec::new();
+    for (i, s) in e.subsets.iter().flatten().enumerate() {
+        for (fam, v6) in [("IPv4", false), ("IPv6", true)] {
+            let mut eps = Vec::new();
+            for (list, ready) in [(&s.addresses, true), (&s.not_ready_addresses, false)] {
+                for a in list.iter().flatten() {
+                    if a.ip
+                        .parse::<IpAddr>()
+                        .map(|ip| ip.is_ipv6() == v6)
+                        .unwrap_or(false)
+                    {
+                        eps.push(Endpoint {
+                            addresses: vec![a.ip.clone()],
+                            conditions: Some(EndpointConditions {
+                                ready: Some(ready),
+                                ..Default::default()
+                            }),
+                            node_name: a.node_name.clone(),
+                            target_ref: a.target_ref.clone(),
+                            ..Default::default()
+                        });
+                    }
+                }
+            }
+            if eps.is_empty() {
+                continue;
+            }
+            out.push(EndpointSlice {
+                address_type: fam.into(),
+                endpoints: eps,
+                metadata: ObjectMeta {
+                    name: Some(format!("{base}/{i}/{fam}")),
+                    namespace: e.metadata.namespace.clone(),
+                    ..Default::default()
+                },
+                ports: Some(
+                    s.ports
+                        .iter()
+                        .flatten()
+                        .map(|p| EndpointPort {
+                            name: p.name.clone(),
+                            port: Some(p.port),
+                            protocol: p.protocol.clone(),
+                            ..Default::default()
+                        })
+                        .collect(),
+                ),
+            });
+        }
+    }
+    out
+}

@@ -1,0 +1,85 @@
+//! Human (`-o table`) and machine (`-o json`) views of a [`DesiredRouter`] for `plan`.
+//! The JSON shape is the serde form of the model, documented in docs/plan-output.md.
+
+use std::fmt::Write;
+
+use crate::model::{CompareType, DesiredRouter, Rule, RuleType};
+
+fn rule_text(r: &Rule) -> String {
+    let t = match r.rule_type {
+        RuleType::HostName => "HOST_NAME",
+        RuleType::Path => "PATH",
+    };
+    let c = match r.compare_type {
+        CompareType::EqualTo => "EQUAL_TO",
+        CompareType::StartsWith => "STARTS_WITH",
+        CompareType::EndsWith => "ENDS_WITH",
+        CompareType::Contains => "CONTAINS",
+        CompareType::Regex => "REGEX",
+    };
+    format!("{}{t} {c} {}", if r.invert { "NOT " } else { "" }, r.value)
+}
+
+/// Text view: policies in position order, the default pool, pools with members, warnings.
+pub fn render_table(router: &DesiredRouter) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "POLICIES ({})", router.policies.len());
+    for p in &router.policies {
+        let _ = writeln!(
+            s,
+            "{:>4}  {}  -> pool {}  [{}]",
+            p.position, p.description, p.pool, p.owner
+        );
+        let _ = writeln!(s, "      name: {}", p.name);
+        for r in &p.rules {
+            let _ = writeln!(s, "      rule: {}", rule_text(r));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nDEFAULT POOL: {}",
+        router
+            .default_pool
+            .as_deref()
+            .unwrap_or("(none: unmatched requests get 503)")
+    );
+    let _ = writeln!(s, "\nPOOLS ({})", router.pools.len());
+    for p in router.pools.values() {
+        let _ = writeln!(
+            s,
+            "  {}  ({} port {}, {})",
+            p.name, p.service, p.service_port, p.lb_algorithm
+        );
+        let _ = writeln!(s, "      weighting: {}", p.weighting);
+        if p.members.is_empty() {
+            let _ = writeln!(s, "      (no members)");
+        } else {
+            let _ = writeln!(
+                s,
+                "      {:<40} {:>5} {:>6} {:>6}  ZONE",
+                "ADDRESS", "PORT", "WEIGHT", "BACKUP"
+            );
+        }
+        for m in &p.members {
+            let _ = writeln!(
+                s,
+                "      {:<40} {:>5} {:>6} {:>6}  {}",
+                m.address.to_string(),
+                m.protocol_port,
+                m.weight,
+                if m.backup { "yes" } else { "no" },
+                m.zone.as_deref().unwrap_or("-")
+            );
+        }
+    }
+    let _ = writeln!(s, "\nWARNINGS ({})", router.warnings.len());
+    for w in &router.warnings {
+        let _ = writeln!(s, "  {} [{}]: {}", w.reason, w.object, w.message);
+    }
+    s
+}
+
+/// Pretty JSON of the router (the stable `plan -o json` shape).
+pub fn render_json(router: &DesiredRouter) -> String {
+    serde_json::to_string_pretty(router).expect("the model always serializes")
+}

@@ -1,0 +1,618 @@
+//! Ingresses → ordered L7 policies, pools and the listener default pool.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, IngressClass};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+use super::members::{SliceCache, endpoints_as_slices};
+use super::names::{guard_name, policy_name, pool_name};
+use super::rules::{
+    HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule,
+    normalize_prefix, path_problem, path_rule, value_problem,
+};
+use super::{Inputs, TranslateOptions};
+use crate::model::{DesiredRouter, ObjectRef, Policy, Pool, Warning};
+
+const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
+const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
+/// Label tying an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+fn ns_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
+fn ingress_ref(ing: &Ingress) -> ObjectRef {
+    ObjectRef::new(
+        "Ingress",
+        ns_of(&ing.metadata),
+        ing.metadata.name.as_deref().unwrap_or(""),
+    )
+}
+
+fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: String) {
+    out.push(Warning {
+        object: object.clone(),
+        reason: reason.into(),
+        message,
+    });
+}
+
+/// Is this Ingress served by us? `spec.ingressClassName` naming our IngressClass (right name and
+/// controller), else the legacy annotation equal to our class, else no class at all while our
+/// IngressClass is marked default.
+pub fn is_ours(ing: &Ingress, classes: &[IngressClass], opts: &TranslateOptions) -> bool {
+    let ours = |c: &&IngressClass| {
+        c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
+            && c.spec.as_ref().and_then(|s| s.controller.as_deref())
+                == Some(opts.controller.as_str())
+    };
+    let spec_class = ing
+        .spec
+        .as_ref()
+        .and_then(|s| s.ingress_class_name.as_deref());
+    if let Some(name) = spec_class {
+        return name == opts.ingress_class && classes.iter().any(|c| ours(&c));
+    }
+    if let Some(a) = ing
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(LEGACY_CLASS_ANNOTATION))
+    {
+        return *a == opts.ingress_class;
+    }
+    classes.iter().filter(ours).any(|c| {
+        c.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
+            .map(String::as_str)
+            == Some("true")
+    })
+}
+
+/// A resolved backend: one Service port.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct PoolKey {
+    pub namespace: String,
+    pub service: String,
+    pub port: u16,
+}
+
+/// Resolve an Ingress backend to a Service port, or explain why not (reason, message).
+fn resolve_backend(
+    ing: &ObjectRef,
+    where_: &str,
+    b: &IngressBackend,
+    services: &BTreeMap<(&str, &str), &Service>,
+) -> Result<PoolKey, (&'static str, String)> {
+    let Some(sb) = b.service.as_ref() else {
+        let what = b
+            .resource
+            .as_ref()
+            .map(|r| format!("{} {}", r.kind, r.name))
+            .unwrap_or_else(|| "nothing".into());
+        return Err((
+            "UnsupportedBackend",
+            format!(
+                "{ing}: {where_}: backend is {what}, not a Service; only Service backends can be routed"
+            ),
+        ));
+    };
+    let Some(svc) = services.get(&(ing.namespace.as_str(), sb.name.as_str())) else {
+        return Err((
+            "ServiceNotFound",
+            format!(
+                "{ing}: {where_}: Service {}/{} not found",
+                ing.namespace, sb.name
+            ),
+        ));
+    };
+    let spec = svc.spec.as_ref();
+    if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
+        return Err((
+            "ExternalNameService",
+            format!(
+                "{ing}: {where_}: Service {}/{} is of type ExternalName, which has no endpoints to route to",
+                ing.namespace, sb.name
+            ),
+        ));
+    }
+    let ports: &[ServicePort] = spec.and_then(|s| s.ports.as_deref()).unwrap_or(&[]);
+    let want = sb.port.as_ref();
+    let found = match (
+        want.and_then(|p| p.name.as_deref()),
+        want.and_then(|p| p.number),
+    ) {
+        (Some(n), _) if !n.is_empty() => ports.iter().find(|p| p.name.as_deref() == Some(n)),
+        (_, Some(num)) => ports.iter().find(|p| p.port == num),
+        _ => None,
+    };
+    let Some(sp) = found else {
+        let asked = want
+            .map(|p| {
+                p.name
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| p.number.unwrap_or(0).to_string())
+            })
+            .unwrap_or_else(|| "(none)".into());
+        return Err((
+            "ServicePortNotFound",
+            format!(
+                "{ing}: {where_}: Service {}/{} has no port {asked}",
+                ing.namespace, sb.name
+            ),
+        ));
+    };
+    let port = u16::try_from(sp.port).map_err(|_| {
+        (
+            "ServicePortNotFound",
+            format!("{ing}: {where_}: invalid port {}", sp.port),
+        )
+    })?;
+    Ok(PoolKey {
+        namespace: ing.namespace.clone(),
+        service: sb.name.clone(),
+        port,
+    })
+}
+
+/// One (host, path) after validation and backend resolution.
+#[derive(Clone, Debug)]
+struct Route {
+    host: String,
+    kind: PathKind,
+    path_type: String,
+    /// As written (`/` for an empty ImplementationSpecific path).
+    path: String,
+    /// Exact: the path; Prefix: without trailing slashes. Its length is the precedence.
+    match_path: String,
+    pool: PoolKey,
+    owner: ObjectRef,
+}
+
+impl Route {
+    fn describe(&self) -> String {
+        let host = if self.host.is_empty() {
+            "(any host)"
+        } else {
+            &self.host
+        };
+        format!("{host} {} {}", self.path_type, self.path)
+    }
+}
+
+type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
+
+fn age(ing: &Ingress) -> Age<'_> {
+    (
+        ing.metadata.creation_timestamp.as_ref(),
+        ns_of(&ing.metadata),
+        ing.metadata.name.as_deref().unwrap_or(""),
+    )
+}
+
+/// See [`super::translate`].
+pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
+    let mut warnings = Vec::new();
+    let services: BTreeMap<(&str, &str), &Service> = inputs
+        .services
+        .iter()
+        .map(|s| {
+            (
+                (ns_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")),
+                s,
+            )
+        })
+        .collect();
+
+    // Oldest first: conflicts are won by the first claimant in this order.
+    let mut ours: Vec<&Ingress> = inputs
+        .ingresses
+        .iter()
+        .filter(|i| is_ours(i, &inputs.ingress_classes, opts))
+        .collect();
+    ours.sort_by(|a, b| age(a).cmp(&age(b)));
+
+    // Default backend: the oldest Ingress with a routable one wins.
+    let mut default: Option<(PoolKey, ObjectRef)> = None;
+    // Routes keyed by what they match; first claimant (oldest) wins.
+    let mut claimed: BTreeMap<(String, PathKind, String), Route> = BTreeMap::new();
+    for ing in &ours {
+        let owner = ingress_ref(ing);
+        let Some(spec) = ing.spec.as_ref() else {
+            continue;
+        };
+        if let Some(b) = spec.default_backend.as_ref() {
+            match resolve_backend(&owner, "defaultBackend", b, &services) {
+                Ok(key) => match &default {
+                    None => default = Some((key, owner.clone())),
+                    Some((_, winner)) => warn(
+                        &mut warnings,
+                        &owner,
+                        "ConflictingDefaultBackend",
+                        format!(
+                            "{owner}: spec.defaultBackend ignored: the router's default backend is already set by the older {winner}"
+                        ),
+                    ),
+                },
+                Err((reason, msg)) => warn(&mut warnings, &owner, reason, msg),
+            }
+        }
+        for (ri, rule) in spec.rules.iter().flatten().enumerate() {
+            let host = rule.host.clone().unwrap_or_default();
+            if !host.is_empty()
+                && let Some(p) = host_problem(&host)
+            {
+                warn(
+                    &mut warnings,
+                    &owner,
+                    "InvalidHost",
+                    format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"),
+                );
+                continue;
+            }
+            let Some(http) = rule.http.as_ref() else {
+                continue;
+            };
+            for (pi, p) in http.paths.iter().enumerate() {
+                let raw = p.path.clone().unwrap_or_default();
+                let where_ = format!("rules[{ri}].paths[{pi}] (host {:?}, path {raw:?})", host);
+                let kind = match p.path_type.as_str() {
+                    "Exact" => PathKind::Exact,
+                    "Prefix" | "ImplementationSpecific" => PathKind::Prefix,
+                    "" => {
+                        warn(
+                            &mut warnings,
+                            &owner,
+                            "MissingPathType",
+                            format!(
+                                "{owner}: {where_} dropped: pathType is required in networking.k8s.io/v1"
+                            ),
+                        );
+                        continue;
+                    }
+                    other => {
+                        warn(
+                            &mut warnings,
+                            &owner,
+                            "InvalidPathType",
+                            format!("{owner}: {where_} dropped: unknown pathType {other:?}"),
+                        );
+                        continue;
+                    }
+                };
+                if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidPath",
+                        format!("{owner}: {where_} dropped: {why}"),
+                    );
+                    continue;
+                }
+                let path = if raw.is_empty() { "/".to_string() } else { raw };
+                let match_path = match kind {
+                    PathKind::Exact => path.clone(),
+                    PathKind::Prefix => normalize_prefix(&path).to_string(),
+                };
+                // Octavia's value checks, on the exact rules we would write.
+                let mut values = Vec::new();
+                if !host.is_empty() {
+                    values.push(host_rule(&host).value);
+                }
+                if let Some(r) = path_rule(kind, &path, !host.is_empty()) {
+                    values.push(r.value);
+                }
+                if let Some(why) = values.iter().find_map(|v| value_problem(v)) {
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidRuleValue",
+                        format!("{owner}: {where_} dropped: {why}"),
+                    );
+                    continue;
+                }
+                let pool = match resolve_backend(&owner, &where_, &p.backend, &services) {
+                    Ok(k) => k,
+                    Err((reason, msg)) => {
+                        warn(
+                            &mut warnings,
+                            &owner,
+                            reason,
+                            format!("{msg}; route dropped"),
+                        );
+                        continue;
+                    }
+                };
+                let route = Route {
+                    host: host.clone(),
+                    kind,
+                    path_type: p.path_type.clone(),
+                    path,
+                    match_path,
+                    pool,
+                    owner: owner.clone(),
+                };
+                let key = (host.clone(), kind, route.match_path.clone());
+                match claimed.get(&key) {
+                    None => {
+                        claimed.insert(key, route);
+                    }
+                    Some(w) => warn(
+                        &mut warnings,
+                        &owner,
+                        "DuplicateRoute",
+                        format!(
+                            "{owner}: {where_} ignored: {} is already routed by {} (older, or listed first)",
+                            route.describe(),
+                            w.owner
+                        ),
+                    ),
+                }
+            }
+        }
+    }
+
+    let default_key = default.map(|(k, _)| k);
+    let routes: Vec<Route> = claimed.into_values().collect();
+    let mut pool_keys: BTreeSet<PoolKey> = routes.iter().map(|r| r.pool.clone()).collect();
+    pool_keys.extend(default_key.clone());
+    let names = pool_names(&pool_keys);
+    let default_pool = default_key.as_ref().map(|k| names[k].clone());
+    let policies = order_policies(routes, &names, default_pool.as_deref(), &mut warnings);
+    let pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
+
+    warnings.sort();
+    warnings.dedup();
+    DesiredRouter {
+        policies,
+        default_pool,
+        pools,
+        warnings,
+    }
+}
+
+/// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
+pub fn pool_names(keys: &BTreeSet<PoolKey>) -> BTreeMap<PoolKey, String> {
+    let mut per_service: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    for k in keys {
+        *per_service.entry((&k.namespace, &k.service)).or_default() += 1;
+    }
+    keys.iter()
+        .map(|k| {
+            let multi = per_service[&(k.namespace.as_str(), k.service.as_str())] > 1;
+            (
+                k.clone(),
+                pool_name(&k.namespace, &k.service, multi.then_some(k.port)),
+            )
+        })
+        .collect()
+}
+
+fn wildcard_covers(wild: &str, host: &str) -> bool {
+    let suffix = &wild[1..]; // ".example.com"
+    host.len() > suffix.len()
+        && host.ends_with(suffix)
+        && !host[..host.len() - suffix.len()].contains('.')
+}
+
+/// Order routes by Kubernetes precedence and turn them into policies.
+///
+/// Groups: exact hosts, then wildcard hosts, then no host (each sorted by host name for
+/// determinism); within a group, longest match path first, Exact before Prefix at equal length,
+/// then the path text. Kubernetes picks the host before the path, so a host whose own routes do
+/// not match must not fall through to a wildcard or host-less route: a guard policy sends it to
+/// the default pool, or (no default pool) later policies exclude it with inverted host rules.
+fn order_policies(
+    mut routes: Vec<Route>,
+    names: &BTreeMap<PoolKey, String>,
+    default_pool: Option<&str>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Policy> {
+    routes.sort_by(|a, b| {
+        (
+            HostKind::of(&a.host),
+            &a.host,
+            std::cmp::Reverse(a.match_path.len()),
+            a.kind,
+            &a.match_path,
+        )
+            .cmp(&(
+                HostKind::of(&b.host),
+                &b.host,
+                std::cmp::Reverse(b.match_path.len()),
+                b.kind,
+                &b.match_path,
+            ))
+    });
+    // Per host: does it have a catch-all (Prefix /)? Who owns it (oldest owner of its routes)?
+    let mut hosts: BTreeMap<&str, (bool, &ObjectRef)> = BTreeMap::new();
+    for r in &routes {
+        let e = hosts.entry(r.host.as_str()).or_insert((false, &r.owner));
+        e.0 |= r.kind == PathKind::Prefix && r.match_path == "/";
+        if r.owner < *e.1 {
+            e.1 = &r.owner;
+        }
+    }
+    let any_hostless = hosts.contains_key("");
+    let wildcards: Vec<&str> = hosts
+        .keys()
+        .copied()
+        .filter(|h| HostKind::of(h) == HostKind::Wildcard)
+        .collect();
+    // Hosts that could fall through, and which later hosts they could fall into.
+    let needs_stop = |h: &str| -> bool {
+        match HostKind::of(h) {
+            HostKind::Exact => any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h)),
+            HostKind::Wildcard => any_hostless,
+            HostKind::Any => false,
+        }
+    };
+    let leaky: Vec<&str> = hosts
+        .iter()
+        .filter(|(h, (catch_all, _))| !catch_all && needs_stop(h))
+        .map(|(h, _)| *h)
+        .collect();
+
+    let mut policies = Vec::with_capacity(routes.len() + leaky.len());
+    let mut i = 0;
+    while i < routes.len() {
+        let host = routes[i].host.clone();
+        let mut j = i;
+        while j < routes.len() && routes[j].host == host {
+            j += 1;
+        }
+        // Exclusions only when there is no default pool to guard with.
+        let excluded: Vec<String> = if default_pool.is_some() {
+            Vec::new()
+        } else {
+            match HostKind::of(&host) {
+                HostKind::Exact => Vec::new(),
+                HostKind::Wildcard => leaky
+                    .iter()
+                    .filter(|h| HostKind::of(h) == HostKind::Exact && wildcard_covers(&host, h))
+                    .map(|h| host_pattern(h))
+                    .collect(),
+                HostKind::Any => leaky.iter().map(|h| host_pattern(h)).collect(),
+            }
+        };
+        let excl_rules = exclusion_rules(&excluded);
+        for r in &routes[i..j] {
+            let mut rules = Vec::new();
+            if !r.host.is_empty() {
+                rules.push(host_rule(&r.host));
+            }
+            rules.extend(path_rule(r.kind, &r.path, !r.host.is_empty()));
+            let room = MAX_RULES.saturating_sub(rules.len());
+            if excl_rules.len() > room {
+                warn(
+                    warnings,
+                    &r.owner,
+                    "TooManyRules",
+                    format!(
+                        "{}: {}: {} host exclusions need {} rules, Octavia allows {MAX_RULES} per policy; some hosts' unmatched requests may reach this route (set a default backend to avoid this)",
+                        r.owner,
+                        r.describe(),
+                        excluded.len(),
+                        excl_rules.len() + rules.len()
+                    ),
+                );
+            }
+            rules.extend(excl_rules.iter().take(room).cloned());
+            policies.push(Policy {
+                name: policy_name(&r.owner, &r.host, &r.path_type, &r.path),
+                position: 0,
+                pool: names[&r.pool].clone(),
+                rules,
+                owner: r.owner.clone(),
+                description: r.describe(),
+            });
+        }
+        if let Some(dp) = default_pool
+            && leaky.contains(&host.as_str())
+        {
+            let owner = hosts[host.as_str()].1.clone();
+            policies.push(Policy {
+                name: guard_name(&host),
+                position: 0,
+                pool: dp.to_string(),
+                rules: vec![host_rule(&host)],
+                owner,
+                description: format!(
+                    "{host} guard: paths without a route go to the default backend"
+                ),
+            });
+        }
+        i = j;
+    }
+    for (n, p) in policies.iter_mut().enumerate() {
+        p.position = n as u32 + 1;
+    }
+    policies
+}
+
+fn build_pools(
+    inputs: &Inputs,
+    opts: &TranslateOptions,
+    keys: &BTreeSet<PoolKey>,
+    names: &BTreeMap<PoolKey, String>,
+    services: &BTreeMap<(&str, &str), &Service>,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, Pool> {
+    let nodes = super::members::index_nodes(&inputs.nodes);
+    // Index the endpoint sources of the referenced Services only.
+    let wanted: BTreeSet<(&str, &str)> = keys
+        .iter()
+        .map(|k| (k.namespace.as_str(), k.service.as_str()))
+        .collect();
+    let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
+    if opts.use_endpoint_slices {
+        for s in &inputs.endpoint_slices {
+            let Some(svc) = s
+                .metadata
+                .labels
+                .as_ref()
+                .and_then(|l| l.get(SERVICE_NAME_LABEL))
+            else {
+                continue;
+            };
+            let key = (ns_of(&s.metadata), svc.as_str());
+            if wanted.contains(&key) {
+                caches
+                    .entry(key)
+                    .or_insert_with(|| SliceCache::new(opts.vip_family))
+                    .upsert(s);
+            }
+        }
+    } else {
+        for e in &inputs.endpoints {
+            let key = (ns_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
+            if wanted.contains(&key) {
+                let cache = caches
+                    .entry(key)
+                    .or_insert_with(|| SliceCache::new(opts.vip_family));
+                for slice in endpoints_as_slices(e) {
+                    cache.upsert(&slice);
+                }
+            }
+        }
+    }
+    let empty = SliceCache::new(opts.vip_family);
+    let mut pools = BTreeMap::new();
+    for k in keys {
+        let svc = services[&(k.namespace.as_str(), k.service.as_str())];
+        let sp = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ps| ps.iter().find(|p| p.port == i32::from(k.port)))
+            .expect("resolved ports exist");
+        let cache = caches
+            .get(&(k.namespace.as_str(), k.service.as_str()))
+            .unwrap_or(&empty);
+        let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
+        warnings.extend(w);
+        let name = names[k].clone();
+        pools.insert(
+            name.clone(),
+            Pool {
+                name,
+                service: ObjectRef::new("Service", &k.namespace, &k.service),
+                service_port: sp
+                    .name
+                    .clone()
+                    .filter(|n| !n.is_empty())
+                    .unwrap_or_else(|| sp.port.to_string()),
+                lb_algorithm: opts.lb_algorithm.clone(),
+                members,
+                weighting,
+            },
+        );
+    }
+    pools
+}
