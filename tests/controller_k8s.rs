@@ -212,7 +212,10 @@ async fn remove_finalizer_of_a_gone_object_is_success() {
     ing.metadata.finalizers = Some(vec![FINALIZER.into()]);
     let v = verifier(
         handle,
-        vec![Expect::new(Method::PATCH, format!("{ING_PATH}?&{FM}")).respond(StatusCode::NOT_FOUND, status_error(404, "NotFound"))],
+        vec![
+            Expect::new(Method::PATCH, format!("{ING_PATH}?&{FM}"))
+                .respond(StatusCode::NOT_FOUND, status_error(404, "NotFound")),
+        ],
     );
     k8s::remove_finalizer(&api, &ing).await.unwrap();
     finish(v).await;

@@ -51,23 +51,34 @@ impl UserEvent {
     }
 }
 
+/// The fields of an `ObjectReference` that identify the object (not its resourceVersion, which
+/// changes with every write and would defeat deduplication).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct RegardingKey {
+    pub api_version: Option<String>,
+    pub kind: Option<String>,
+    pub namespace: Option<String>,
+    pub name: Option<String>,
+    pub uid: Option<String>,
+}
+
 /// Identity of an event for deduplication: the object and everything the user reads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct DedupKey {
-    pub object: (Option<String>, Option<String>, Option<String>, Option<String>, Option<String>),
+    pub object: RegardingKey,
     pub event: UserEvent,
 }
 
 impl DedupKey {
     pub fn new(ev: &UserEvent, regarding: &ObjectReference) -> Self {
         Self {
-            object: (
-                regarding.api_version.clone(),
-                regarding.kind.clone(),
-                regarding.namespace.clone(),
-                regarding.name.clone(),
-                regarding.uid.clone(),
-            ),
+            object: RegardingKey {
+                api_version: regarding.api_version.clone(),
+                kind: regarding.kind.clone(),
+                namespace: regarding.namespace.clone(),
+                name: regarding.name.clone(),
+                uid: regarding.uid.clone(),
+            },
             event: ev.clone(),
         }
     }
@@ -172,7 +183,11 @@ impl EventPublisher {
     /// `instance` is the pod name (Event `reportingInstance`), e.g. from `POD_NAME`.
     pub fn new(client: Client, instance: Option<String>, window: Duration) -> Self {
         let reporter = Reporter { controller: CONTROLLER_NAME.to_string(), instance };
-        Self { client, reporter, state: Mutex::new(State { dedup: EventDedup::new(window), recorders: HashMap::new() }) }
+        Self {
+            client,
+            reporter,
+            state: Mutex::new(State { dedup: EventDedup::new(window), recorders: HashMap::new() }),
+        }
     }
 
     /// Publishes `ev` about `regarding` unless an identical one was sent within the window.
@@ -281,7 +296,10 @@ mod tests {
         assert_eq!(d.check(&key("R", "m2", "a"), t0), Dedup::Send { suppressed: 0 });
         assert_eq!(d.check(&key("R2", "m", "a"), t0), Dedup::Send { suppressed: 0 });
         assert_eq!(d.check(&key("R", "m", "b"), t0), Dedup::Send { suppressed: 0 });
-        let normal = DedupKey { event: UserEvent { type_: EventType::Normal, ..key("R", "m", "a").event }, ..key("R", "m", "a") };
+        let normal = DedupKey {
+            event: UserEvent { type_: EventType::Normal, ..key("R", "m", "a").event },
+            ..key("R", "m", "a")
+        };
         assert_eq!(d.check(&normal, t0), Dedup::Send { suppressed: 0 });
         assert_eq!(d.len(), 5);
     }

@@ -67,10 +67,7 @@ async fn readyz(State(state): State<HealthState>) -> Response {
 }
 
 async fn metrics(State(state): State<HealthState>) -> Response {
-    (
-        [(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")],
-        encode(&state.registry),
-    )
+    ([(header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], encode(&state.registry))
         .into_response()
 }
 

@@ -143,7 +143,10 @@ pub async fn patch_service_notice(
 
 /// `status.loadBalancer.ingress` as we write it: one entry with the router's address, or empty.
 pub fn desired_lb_ingress(address: Option<IpAddr>) -> Vec<IngressLoadBalancerIngress> {
-    address.map(|ip| IngressLoadBalancerIngress { ip: Some(ip.to_string()), ..Default::default() }).into_iter().collect()
+    address
+        .map(|ip| IngressLoadBalancerIngress { ip: Some(ip.to_string()), ..Default::default() })
+        .into_iter()
+        .collect()
 }
 
 /// Whether the Ingress status must be written: the current `status.loadBalancer.ingress` differs
@@ -271,7 +274,9 @@ mod tests {
     fn status_decision_table() {
         let ip: IpAddr = "172.24.4.10".parse().unwrap();
         let other: IpAddr = "172.24.4.11".parse().unwrap();
-        let with = |v: Value| -> Ingress { serde_json::from_value(json!({"metadata": {"name": "web"}, "status": v})).unwrap() };
+        let with = |v: Value| -> Ingress {
+            serde_json::from_value(json!({"metadata": {"name": "web"}, "status": v})).unwrap()
+        };
         let cases = [
             (Ingress::default(), Some(ip), true),
             (Ingress::default(), None, false),

@@ -104,9 +104,10 @@ impl Leadership {
     /// Waits until this replica is the leader. Errors if the election task ended.
     pub async fn acquired(&self) -> Result<(), ControllerError> {
         let mut rx = self.is_leader.clone();
-        rx.wait_for(|l| *l).await.map(|_| ()).map_err(|_| {
-            ControllerError::ClientConfig("leader election stopped before the lease was acquired".into())
-        })
+        rx.wait_for(|l| *l)
+            .await
+            .map(|_| ())
+            .map_err(|_| ControllerError::ClientConfig("leader election stopped before the lease was acquired".into()))
     }
 
     /// Stops campaigning and releases the lease if held (graceful shutdown: call after the write
