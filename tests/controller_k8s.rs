@@ -441,3 +441,56 @@ async fn normal_event_and_a_failed_send_is_not_suppressed() {
     assert_eq!(sent.unwrap(), Published::Sent);
     assert_event(&created, "Normal", "Synced", "2 policies on router kuryr-l7-router");
 }
+
+// ---------------------------------------------------------------- kube's finalizer helper
+
+/// Our finalizer patches are byte-for-byte those of `kube::runtime::finalizer`, so the Ingress
+/// handler may use either (the helper for delete, ours for "class changed away").
+#[tokio::test]
+async fn kube_finalizer_helper_sends_the_same_add_patch() {
+    use kube::runtime::controller::Action;
+    use kube::runtime::finalizer::finalizer;
+    let (client, handle) = mock_client();
+    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let ing = ingress();
+    let v = verifier(
+        handle,
+        vec![
+            Expect::new(Method::PATCH, format!("{ING_PATH}?"))
+                .content_type("application/json-patch+json")
+                .body(k8s::add_finalizer_patch(&ing))
+                .respond(StatusCode::OK, fixture("ingress.json")),
+        ],
+    );
+    finalizer(&api, FINALIZER, std::sync::Arc::new(ing), |_| async { Ok::<_, std::io::Error>(Action::await_change()) })
+        .await
+        .unwrap();
+    finish(v).await;
+}
+
+#[tokio::test]
+async fn kube_finalizer_helper_sends_the_same_remove_patch() {
+    use kube::runtime::controller::Action;
+    use kube::runtime::finalizer::{Event, finalizer};
+    let (client, handle) = mock_client();
+    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let mut ing = ingress();
+    ing.metadata.finalizers = Some(vec!["example.com/other".into(), FINALIZER.into()]);
+    ing.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
+    let v = verifier(
+        handle,
+        vec![
+            Expect::new(Method::PATCH, format!("{ING_PATH}?"))
+                .content_type("application/json-patch+json")
+                .body(k8s::remove_finalizer_patch(&ing).unwrap())
+                .respond(StatusCode::OK, fixture("ingress.json")),
+        ],
+    );
+    finalizer(&api, FINALIZER, std::sync::Arc::new(ing), |ev| async move {
+        assert!(matches!(ev, Event::Cleanup(_)));
+        Ok::<_, std::io::Error>(Action::await_change())
+    })
+    .await
+    .unwrap();
+    finish(v).await;
+}

@@ -53,6 +53,10 @@ pub enum ControllerError {
     #[error("leader election: {0}")]
     Lease(#[from] kube_lease_manager::LeaseManagerError),
 
+    /// The leader election task ended (its error, if any, was returned by `release`) or panicked.
+    #[error("leader election stopped: {0}")]
+    LeaderStopped(String),
+
     /// The health/metrics HTTP server failed to bind or serve.
     #[error("health server: {0}")]
     Server(#[source] std::io::Error),
@@ -72,7 +76,7 @@ impl ControllerError {
             ControllerError::InvalidNotice { .. } => "invalid_notice",
             ControllerError::Serialization(_) => "serialization",
             ControllerError::MissingObjectKey(_) => "missing_object_key",
-            ControllerError::Lease(_) => "lease",
+            ControllerError::Lease(_) | ControllerError::LeaderStopped(_) => "lease",
             ControllerError::Server(_) => "server",
         }
     }

@@ -107,7 +107,7 @@ impl Leadership {
         rx.wait_for(|l| *l)
             .await
             .map(|_| ())
-            .map_err(|_| ControllerError::ClientConfig("leader election stopped before the lease was acquired".into()))
+            .map_err(|_| ControllerError::LeaderStopped("before the lease was acquired".into()))
     }
 
     /// Stops campaigning and releases the lease if held (graceful shutdown: call after the write
@@ -118,7 +118,7 @@ impl Leadership {
         }
         match (&mut self.task).await {
             Ok(r) => r,
-            Err(e) => Err(ControllerError::ClientConfig(format!("leader election task failed: {e}"))),
+            Err(e) => Err(ControllerError::LeaderStopped(e.to_string())),
         }
     }
 }

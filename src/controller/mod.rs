@@ -33,3 +33,9 @@ pub const NOTICE_ANNOTATION: &str = "openstack.org/kuryr-l7-router";
 
 /// Name of this controller: Event `reportingController` and server-side field manager.
 pub const CONTROLLER_NAME: &str = "kuryr-l7-router";
+
+/// The span of one reconcile, naming the handler and the object, so every log line of the
+/// reconcile (including the Octavia calls it makes) carries them.
+pub fn reconcile_span(handler: &'static str, namespace: &str, name: &str) -> tracing::Span {
+    tracing::info_span!("reconcile", handler, namespace, name)
+}
