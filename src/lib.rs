@@ -2,6 +2,7 @@
 
 pub mod cli;
 pub mod config;
+pub mod controller;
 pub mod driver;
 pub mod model;
 pub mod openstack;

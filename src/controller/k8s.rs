@@ -1,0 +1,299 @@
+//! Every Kubernetes write the controller makes (besides Events, see [`super::events`]) and the pure
+//! decisions that say when to make them.
+//!
+//! Writes are small async functions over `kube::Api` so each can be tested against a mock API
+//! server (`tests/controller_k8s.rs`); the decisions are plain functions tested with tables.
+//!
+//! All patches carry `fieldManager=kuryr-l7-router`, so `kubectl get -o yaml --show-managed-fields`
+//! tells users which fields this controller owns.
+
+use crate::controller::notice::ServiceNotice;
+use crate::controller::{CONTROLLER_NAME, ControllerError, FINALIZER, NOTICE_ANNOTATION};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};
+use kube::api::{Api, Patch, PatchParams};
+use kube::{Resource, ResourceExt};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use std::fmt::Debug;
+use std::net::IpAddr;
+
+/// Patch parameters for all our writes: our field manager, no dry-run, no force.
+pub fn patch_params() -> PatchParams {
+    PatchParams { field_manager: Some(CONTROLLER_NAME.to_string()), ..Default::default() }
+}
+
+/// What the Ingress handler must do with an Ingress, decided from its finalizers, its deletion
+/// timestamp and whether it is of our class (decided by the caller from IngressClass/config).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngressStep {
+    /// Ours and not yet protected: add the finalizer first (so a deletion while we are down is
+    /// still seen), then apply. The patch triggers a new reconcile, which applies.
+    AddFinalizer,
+    /// Ours and protected: update policies, pools, notices and status.
+    Apply,
+    /// Being deleted, or no longer ours (class changed), and still carrying our finalizer: remove
+    /// its policies, unused pools and notices, then [`remove_finalizer`].
+    Cleanup,
+    /// Nothing of ours on it: not our class and no finalizer, or deleted after cleanup.
+    Ignore,
+}
+
+/// Decides the [`IngressStep`]; `ours` is "the Ingress is of our IngressClass".
+pub fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
+    let deleting = ing.metadata.deletion_timestamp.is_some();
+    match (has_finalizer(ing), deleting, ours) {
+        (true, true, _) | (true, false, false) => IngressStep::Cleanup,
+        (true, false, true) => IngressStep::Apply,
+        (false, false, true) => IngressStep::AddFinalizer,
+        (false, true, _) | (false, false, false) => IngressStep::Ignore,
+    }
+}
+
+/// Whether `obj` carries our [`FINALIZER`].
+pub fn has_finalizer<K: Resource>(obj: &K) -> bool {
+    obj.finalizers().iter().any(|f| f == FINALIZER)
+}
+
+/// The JSON patch that adds our finalizer, as kube-runtime's `finalizer` helper builds it: a `test`
+/// op on the current list (or on its absence) guards against a concurrent writer, since Kubernetes
+/// does not deduplicate finalizers; on a failed test the API answers 422 and we retry on the next
+/// reconcile with a fresh object.
+pub fn add_finalizer_patch<K: Resource>(obj: &K) -> Value {
+    if obj.finalizers().is_empty() {
+        json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
+        ])
+    } else {
+        json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": obj.finalizers()},
+            {"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER},
+        ])
+    }
+}
+
+/// The JSON patch that removes our finalizer, or `None` when it is absent. It removes by index
+/// after a `test` that the index still holds our finalizer, so we never remove someone else's.
+pub fn remove_finalizer_patch<K: Resource>(obj: &K) -> Option<Value> {
+    let index = obj.finalizers().iter().position(|f| f == FINALIZER)?;
+    let path = format!("/metadata/finalizers/{index}");
+    Some(json!([
+        {"op": "test", "path": path, "value": FINALIZER},
+        {"op": "remove", "path": path},
+    ]))
+}
+
+/// Adds our finalizer to `obj` (no request if already present). Returns the patched object.
+pub async fn add_finalizer<K>(api: &Api<K>, obj: &K) -> Result<K, ControllerError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    if has_finalizer(obj) {
+        return Ok(obj.clone());
+    }
+    let name = obj.meta().name.as_deref().ok_or(ControllerError::MissingObjectKey("metadata.name"))?;
+    let patch: Patch<()> = Patch::Json(serde_json::from_value(add_finalizer_patch(obj))?);
+    Ok(api.patch(name, &patch_params(), &patch).await?)
+}
+
+/// Removes our finalizer from `obj` after cleanup (no request if absent). A 404 means the object
+/// is already gone (another finalizer-less deletion path), which is success.
+pub async fn remove_finalizer<K>(api: &Api<K>, obj: &K) -> Result<(), ControllerError>
+where
+    K: Resource + Clone + DeserializeOwned + Debug,
+{
+    let Some(patch) = remove_finalizer_patch(obj) else { return Ok(()) };
+    let name = obj.meta().name.as_deref().ok_or(ControllerError::MissingObjectKey("metadata.name"))?;
+    let patch: Patch<()> = Patch::Json(serde_json::from_value(patch)?);
+    match api.patch(name, &patch_params(), &patch).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The merge patch that sets (`Some`) or removes (`None`, JSON null) the Service notice annotation.
+/// A merge patch touches only this key, leaving the other annotations alone.
+pub fn annotation_patch(notice: Option<&ServiceNotice>) -> Value {
+    let value = match notice {
+        Some(n) => Value::String(n.to_annotation()),
+        None => Value::Null,
+    };
+    json!({"metadata": {"annotations": {NOTICE_ANNOTATION: value}}})
+}
+
+/// Whether `svc` must be patched to carry exactly `notice` (compares parsed values, so a notice
+/// written with other key order or spacing is not rewritten; a malformed one is rewritten).
+pub fn notice_needs_update(svc: &Service, notice: Option<&ServiceNotice>) -> bool {
+    match ServiceNotice::from_service(svc) {
+        Ok(current) => current.as_ref() != notice,
+        Err(_) => true,
+    }
+}
+
+/// Sets or removes the notice annotation on the Service `name` (in `api`'s namespace).
+pub async fn patch_service_notice(
+    api: &Api<Service>,
+    name: &str,
+    notice: Option<&ServiceNotice>,
+) -> Result<Service, ControllerError> {
+    Ok(api.patch(name, &patch_params(), &Patch::Merge(annotation_patch(notice))).await?)
+}
+
+/// `status.loadBalancer.ingress` as we write it: one entry with the router's address, or empty.
+pub fn desired_lb_ingress(address: Option<IpAddr>) -> Vec<IngressLoadBalancerIngress> {
+    address
+        .map(|ip| IngressLoadBalancerIngress { ip: Some(ip.to_string()), ..Default::default() })
+        .into_iter()
+        .collect()
+}
+
+/// Whether the Ingress status must be written: the current `status.loadBalancer.ingress` differs
+/// from [`desired_lb_ingress`]. Skipping equal writes avoids a reconcile loop (each status write
+/// is a watch event) and needless API traffic.
+pub fn status_needs_update(ing: &Ingress, address: Option<IpAddr>) -> bool {
+    let current = ing
+        .status
+        .as_ref()
+        .and_then(|s| s.load_balancer.as_ref())
+        .and_then(|lb| lb.ingress.clone())
+        .unwrap_or_default();
+    current != desired_lb_ingress(address)
+}
+
+/// The merge patch for the status subresource: `[{ip}]`, or null to clear it (an Ingress that
+/// left our class must not keep advertising our address).
+pub fn status_patch(address: Option<IpAddr>) -> Value {
+    match address {
+        Some(ip) => json!({"status": {"loadBalancer": {"ingress": [{"ip": ip.to_string()}]}}}),
+        None => json!({"status": {"loadBalancer": {"ingress": null}}}),
+    }
+}
+
+/// Writes `status.loadBalancer.ingress` of `ing` through the status subresource, unless already
+/// equal. Returns `None` when the write was skipped.
+pub async fn patch_ingress_status(
+    api: &Api<Ingress>,
+    ing: &Ingress,
+    address: Option<IpAddr>,
+) -> Result<Option<Ingress>, ControllerError> {
+    if !status_needs_update(ing, address) {
+        return Ok(None);
+    }
+    let name = ing.metadata.name.as_deref().ok_or(ControllerError::MissingObjectKey("metadata.name"))?;
+    Ok(Some(api.patch_status(name, &patch_params(), &Patch::Merge(status_patch(address))).await?))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    fn ingress(finalizers: &[&str], deleting: bool) -> Ingress {
+        let mut ing = Ingress::default();
+        ing.metadata.name = Some("web".into());
+        if !finalizers.is_empty() {
+            ing.metadata.finalizers = Some(finalizers.iter().map(|s| s.to_string()).collect());
+        }
+        if deleting {
+            ing.metadata.deletion_timestamp = Some(Time(Default::default()));
+        }
+        ing
+    }
+
+    #[test]
+    fn ingress_step_table() {
+        use IngressStep::*;
+        let other = "example.com/other";
+        let cases = [
+            // (finalizers, deleting, ours, expected)
+            (&[][..], false, true, AddFinalizer),
+            (&[other][..], false, true, AddFinalizer),
+            (&[FINALIZER][..], false, true, Apply),
+            (&[other, FINALIZER][..], false, true, Apply),
+            (&[FINALIZER][..], true, true, Cleanup),
+            (&[FINALIZER][..], false, false, Cleanup),
+            (&[FINALIZER][..], true, false, Cleanup),
+            (&[][..], true, true, Ignore),
+            (&[other][..], true, true, Ignore),
+            (&[][..], false, false, Ignore),
+        ];
+        for (fin, deleting, ours, want) in cases {
+            assert_eq!(ingress_step(&ingress(fin, deleting), ours), want, "{fin:?} deleting={deleting} ours={ours}");
+        }
+    }
+
+    #[test]
+    fn finalizer_patches() {
+        assert_eq!(
+            add_finalizer_patch(&ingress(&[], false)),
+            json!([{"op":"test","path":"/metadata/finalizers","value":null},
+                   {"op":"add","path":"/metadata/finalizers","value":[FINALIZER]}])
+        );
+        assert_eq!(
+            add_finalizer_patch(&ingress(&["a/b"], false)),
+            json!([{"op":"test","path":"/metadata/finalizers","value":["a/b"]},
+                   {"op":"add","path":"/metadata/finalizers/-","value":FINALIZER}])
+        );
+        assert_eq!(remove_finalizer_patch(&ingress(&["a/b"], true)), None);
+        assert_eq!(
+            remove_finalizer_patch(&ingress(&["a/b", FINALIZER], true)),
+            Some(json!([{"op":"test","path":"/metadata/finalizers/1","value":FINALIZER},
+                        {"op":"remove","path":"/metadata/finalizers/1"}]))
+        );
+        // Both are valid JSON patches for kube's Patch::Json.
+        let _: Patch<()> = Patch::Json(serde_json::from_value(add_finalizer_patch(&ingress(&[], false))).unwrap());
+    }
+
+    #[test]
+    fn annotation_patch_sets_and_removes() {
+        let n = ServiceNotice { router: "r".into(), pools: vec!["p".into()], ingresses: vec!["ns/i".into()] };
+        assert_eq!(
+            annotation_patch(Some(&n)),
+            json!({"metadata":{"annotations":{NOTICE_ANNOTATION: r#"{"router":"r","pools":["p"],"ingresses":["ns/i"]}"#}}})
+        );
+        assert_eq!(annotation_patch(None), json!({"metadata":{"annotations":{NOTICE_ANNOTATION: null}}}));
+    }
+
+    #[test]
+    fn notice_needs_update_compares_parsed_values() {
+        let n = ServiceNotice { router: "r".into(), pools: vec!["p".into()], ingresses: vec![] };
+        let mut svc = Service::default();
+        assert!(notice_needs_update(&svc, Some(&n)));
+        assert!(!notice_needs_update(&svc, None));
+        let spaced = r#"{ "ingresses": [], "pools": ["p"], "router": "r" }"#.to_string();
+        svc.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), spaced)].into());
+        assert!(!notice_needs_update(&svc, Some(&n)));
+        assert!(notice_needs_update(&svc, None));
+        svc.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), "garbage".to_string())].into());
+        assert!(notice_needs_update(&svc, Some(&n)));
+    }
+
+    #[test]
+    fn status_decision_table() {
+        let ip: IpAddr = "172.24.4.10".parse().unwrap();
+        let other: IpAddr = "172.24.4.11".parse().unwrap();
+        let with = |v: Value| -> Ingress {
+            serde_json::from_value(json!({"metadata": {"name": "web"}, "status": v})).unwrap()
+        };
+        let cases = [
+            (Ingress::default(), Some(ip), true),
+            (Ingress::default(), None, false),
+            (with(json!({"loadBalancer": {}})), None, false),
+            (with(json!({"loadBalancer": {"ingress": []}})), None, false),
+            (with(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.10"}]}})), Some(ip), false),
+            (with(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.10"}]}})), Some(other), true),
+            (with(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.10"}]}})), None, true),
+            (with(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.10"}, {"ip": "10.0.0.1"}]}})), Some(ip), true),
+            (with(json!({"loadBalancer": {"ingress": [{"hostname": "lb.example"}]}})), Some(ip), true),
+        ];
+        for (i, (ing, addr, want)) in cases.into_iter().enumerate() {
+            assert_eq!(status_needs_update(&ing, addr), want, "case {i}");
+        }
+        assert_eq!(status_patch(Some(ip)), json!({"status":{"loadBalancer":{"ingress":[{"ip":"172.24.4.10"}]}}}));
+        assert_eq!(status_patch(None), json!({"status":{"loadBalancer":{"ingress":null}}}));
+        let v6: IpAddr = "2001:db8::1".parse().unwrap();
+        assert_eq!(status_patch(Some(v6)), json!({"status":{"loadBalancer":{"ingress":[{"ip":"2001:db8::1"}]}}}));
+    }
+}

@@ -1,0 +1,217 @@
+//! Leader election on a Kubernetes Lease (kube-lease-manager): only the leader writes to Octavia
+//! or Kubernetes; standbys keep their caches warm and take over when the lease expires.
+//!
+//! Timing (see [`LeaderSettings`]): the holder renews `grace` seconds before the lease's
+//! `duration` runs out; a standby takes the lease once `duration` has passed without a renewal, so
+//! failover after a crash takes at most `duration` (+ the standby's poll). On SIGTERM,
+//! [`Leadership::release`] frees the lease at once, so a rolling update hands over immediately.
+//!
+//! Safety over availability: when the lease cannot be checked (API errors), `is_leader` drops to
+//! `false` and the manager is rebuilt after a backoff; as soon as the API answers and the lease is
+//! still ours (same identity), `is_leader` returns to `true`. Consumers must not *start* writes
+//! while `is_leader` is `false`.
+
+use crate::controller::ControllerError;
+use kube::Client;
+use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
+use std::time::Duration;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinHandle;
+
+/// Default lease duration: a standby takes over at most this long after the leader died.
+pub const DEFAULT_LEASE_DURATION_SECS: u64 = 15;
+/// Default renew margin: the leader renews this long before expiry (also the tolerated clock skew).
+pub const DEFAULT_LEASE_GRACE_SECS: u64 = 5;
+
+/// Where and how to hold the lease.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LeaderSettings {
+    /// Lease name, e.g. `kuryr-l7-router` (one lease per router).
+    pub lease_name: String,
+    /// Namespace of the Lease (the controller's own namespace).
+    pub namespace: String,
+    /// This replica's identity (`holderIdentity`): the pod name.
+    pub identity: String,
+    pub duration_secs: u64,
+    pub grace_secs: u64,
+}
+
+impl LeaderSettings {
+    pub fn new(lease_name: &str, namespace: &str, identity: &str) -> Self {
+        Self {
+            lease_name: lease_name.into(),
+            namespace: namespace.into(),
+            identity: identity.into(),
+            duration_secs: DEFAULT_LEASE_DURATION_SECS,
+            grace_secs: DEFAULT_LEASE_GRACE_SECS,
+        }
+    }
+
+    /// kube-lease-manager panics on bad timings; we reject them as configuration errors instead.
+    pub fn validate(&self) -> Result<(), ControllerError> {
+        let bad = |why: &str| Err(ControllerError::ClientConfig(format!("leader election: {why}")));
+        if self.lease_name.is_empty() || self.namespace.is_empty() || self.identity.is_empty() {
+            return bad("lease name, namespace and identity must be set");
+        }
+        if self.duration_secs == 0 || self.grace_secs == 0 {
+            return bad("lease duration and grace must be greater than zero");
+        }
+        if self.grace_secs >= self.duration_secs {
+            return bad("lease grace must be shorter than the lease duration");
+        }
+        Ok(())
+    }
+}
+
+/// This replica's identity: `POD_NAME` (downward API), else `HOSTNAME` (the pod name in
+/// Kubernetes), else `fallback`.
+pub fn default_identity(fallback: &str) -> String {
+    identity_from(std::env::var("POD_NAME").ok(), std::env::var("HOSTNAME").ok(), fallback)
+}
+
+fn identity_from(pod_name: Option<String>, hostname: Option<String>, fallback: &str) -> String {
+    pod_name.filter(|s| !s.is_empty()).or(hostname.filter(|s| !s.is_empty())).unwrap_or_else(|| fallback.to_string())
+}
+
+/// Backoff after a lease API error: 1 s, 2 s, 4 s ... capped at 30 s.
+pub fn error_backoff(consecutive_errors: u32) -> Duration {
+    Duration::from_secs(1u64 << consecutive_errors.min(5)).min(Duration::from_secs(30))
+}
+
+/// A running election: the background task keeps trying to acquire, then renews.
+pub struct Leadership {
+    is_leader: watch::Receiver<bool>,
+    stop: Option<oneshot::Sender<()>>,
+    task: JoinHandle<Result<(), ControllerError>>,
+}
+
+impl Leadership {
+    /// Starts campaigning. Returns at once; watch [`is_leader`](Self::is_leader) or await
+    /// [`acquired`](Self::acquired).
+    pub fn start(client: Client, settings: LeaderSettings) -> Result<Self, ControllerError> {
+        settings.validate()?;
+        let (tx, rx) = watch::channel(false);
+        let (stop, stop_rx) = oneshot::channel();
+        let task = tokio::spawn(campaign(client, settings, tx, stop_rx));
+        Ok(Self { is_leader: rx, stop: Some(stop), task })
+    }
+
+    /// `true` while this replica holds the lease.
+    pub fn is_leader(&self) -> watch::Receiver<bool> {
+        self.is_leader.clone()
+    }
+
+    /// Waits until this replica is the leader. Errors if the election task ended.
+    pub async fn acquired(&self) -> Result<(), ControllerError> {
+        let mut rx = self.is_leader.clone();
+        rx.wait_for(|l| *l)
+            .await
+            .map(|_| ())
+            .map_err(|_| ControllerError::LeaderStopped("before the lease was acquired".into()))
+    }
+
+    /// Stops campaigning and releases the lease if held (graceful shutdown: call after the write
+    /// in flight finished, so the next leader does not race it).
+    pub async fn release(mut self) -> Result<(), ControllerError> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        match (&mut self.task).await {
+            Ok(r) => r,
+            Err(e) => Err(ControllerError::LeaderStopped(e.to_string())),
+        }
+    }
+}
+
+async fn build(client: &Client, s: &LeaderSettings) -> Result<LeaseManager, ControllerError> {
+    Ok(LeaseManagerBuilder::new(client.clone(), &s.lease_name)
+        .with_namespace(&s.namespace)
+        .with_identity(&s.identity)
+        .with_duration(s.duration_secs)
+        .with_grace(s.grace_secs)
+        .build()
+        .await?)
+}
+
+async fn campaign(
+    client: Client,
+    settings: LeaderSettings,
+    tx: watch::Sender<bool>,
+    mut stop: oneshot::Receiver<()>,
+) -> Result<(), ControllerError> {
+    let mut errors = 0u32;
+    loop {
+        let manager = tokio::select! {
+            biased;
+            _ = &mut stop => return Ok(()),
+            m = build(&client, &settings) => m,
+        };
+        let manager = match manager {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::warn!(error = %e, lease = %settings.lease_name, "cannot set up the leader lease");
+                errors += 1;
+                tokio::select! {
+                    _ = &mut stop => return Ok(()),
+                    _ = tokio::time::sleep(error_backoff(errors)) => continue,
+                }
+            }
+        };
+        loop {
+            tokio::select! {
+                biased;
+                _ = &mut stop => {
+                    tx.send_replace(false);
+                    tracing::info!(lease = %settings.lease_name, "releasing the leader lease");
+                    return Ok(manager.release().await?);
+                }
+                changed = manager.changed() => match changed {
+                    Ok(leader) => {
+                        errors = 0;
+                        tracing::info!(lease = %settings.lease_name, identity = %settings.identity, leader, "leadership changed");
+                        tx.send_replace(leader);
+                    }
+                    Err(e) => {
+                        // Cannot confirm the lease: stop acting as leader, rebuild the manager.
+                        tracing::warn!(error = %e, lease = %settings.lease_name, "leader lease check failed");
+                        tx.send_replace(false);
+                        errors += 1;
+                        break;
+                    }
+                }
+            }
+        }
+        tokio::select! {
+            _ = &mut stop => return Ok(()),
+            _ = tokio::time::sleep(error_backoff(errors)) => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn settings_validation() {
+        let ok = LeaderSettings::new("kuryr-l7-router", "kube-system", "pod-a");
+        assert!(ok.validate().is_ok());
+        assert!(LeaderSettings { grace_secs: 15, ..ok.clone() }.validate().is_err());
+        assert!(LeaderSettings { duration_secs: 0, ..ok.clone() }.validate().is_err());
+        assert!(LeaderSettings { grace_secs: 0, ..ok.clone() }.validate().is_err());
+        assert!(LeaderSettings { identity: String::new(), ..ok }.validate().is_err());
+    }
+
+    #[test]
+    fn identity_precedence() {
+        assert_eq!(identity_from(Some("pod".into()), Some("host".into()), "fb"), "pod");
+        assert_eq!(identity_from(Some(String::new()), Some("host".into()), "fb"), "host");
+        assert_eq!(identity_from(None, None, "fb"), "fb");
+    }
+
+    #[test]
+    fn backoff_grows_and_caps() {
+        let secs: Vec<u64> = (0..8).map(|n| error_backoff(n).as_secs()).collect();
+        assert_eq!(secs, [1, 2, 4, 8, 16, 30, 30, 30]);
+    }
+}

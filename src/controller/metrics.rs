@@ -1,0 +1,256 @@
+//! Prometheus metrics of the controller (prometheus-client, OpenMetrics text on `/metrics`).
+//!
+//! All names carry the `kuryr_l7_router_` prefix (one registry for the process). Label values are
+//! bounded sets (handler names, HTTP methods, Octavia resource kinds, status codes, error labels
+//! from [`ControllerError::metric_label`]) so series do not grow with the number of objects.
+
+use crate::controller::ControllerError;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use std::time::{Duration, Instant};
+
+/// Prefix of every metric name.
+pub const PREFIX: &str = "kuryr_l7_router";
+
+/// Octavia load balancer `provisioning_status` values, so all are exported (0 or 1).
+pub const PROVISIONING_STATUSES: [&str; 6] =
+    ["ACTIVE", "PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "DELETED", "ERROR"];
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReconcileLabels {
+    /// `ingress` or `service`.
+    pub handler: String,
+    /// `ok` or an error's metric label.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct HandlerLabels {
+    pub handler: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OctaviaLabels {
+    /// HTTP method (`GET`, `POST`, `PUT`, `DELETE`).
+    pub method: String,
+    /// Octavia resource kind (`loadbalancer`, `listener`, `pool`, `member`, `l7policy`, `l7rule`).
+    pub resource: String,
+    /// HTTP status code, or `error` when no response came back.
+    pub status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct OctaviaDurationLabels {
+    pub method: String,
+    pub resource: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StatusLabels {
+    pub status: String,
+}
+
+type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
+
+/// All controller metrics; clone-cheap handles (metrics are `Arc`s inside), registered once.
+#[derive(Clone)]
+pub struct Metrics {
+    pub reconciles: Family<ReconcileLabels, Counter>,
+    pub reconcile_duration: HistogramFamily<HandlerLabels>,
+    pub octavia_requests: Family<OctaviaLabels, Counter>,
+    pub octavia_request_duration: HistogramFamily<OctaviaDurationLabels>,
+    pub octavia_write_queue_depth: Gauge,
+    pub octavia_conflict_retries: Counter,
+    pub change_to_active: Histogram,
+    pub router_provisioning_status: Family<StatusLabels, Gauge>,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self {
+            reconciles: Family::default(),
+            // 10 ms .. ~82 s: reconciles wait for Octavia (a write takes seconds).
+            reconcile_duration: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.01, 2.0, 14))),
+            octavia_requests: Family::default(),
+            // 5 ms .. ~20 s.
+            octavia_request_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.005, 2.0, 13))
+            }),
+            octavia_write_queue_depth: Gauge::default(),
+            octavia_conflict_retries: Counter::default(),
+            // 0.5 s .. ~17 min: amphora updates take seconds to minutes.
+            change_to_active: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
+            router_provisioning_status: Family::default(),
+        }
+    }
+}
+
+impl Metrics {
+    /// Creates the metrics and registers them in `registry` (use [`Metrics::registry`] for a fresh
+    /// prefixed one).
+    pub fn register(registry: &mut Registry) -> Self {
+        let m = Self::default();
+        registry.register("reconciles", "Reconciles by handler and result", m.reconciles.clone());
+        registry.register_with_unit(
+            "reconcile_duration",
+            "Reconcile duration by handler",
+            prometheus_client::registry::Unit::Seconds,
+            m.reconcile_duration.clone(),
+        );
+        registry.register(
+            "octavia_requests",
+            "Octavia API requests by method, resource and status",
+            m.octavia_requests.clone(),
+        );
+        registry.register_with_unit(
+            "octavia_request_duration",
+            "Octavia API request duration by method and resource",
+            prometheus_client::registry::Unit::Seconds,
+            m.octavia_request_duration.clone(),
+        );
+        registry.register(
+            "octavia_write_queue_depth",
+            "Octavia writes waiting for the router to be ACTIVE",
+            m.octavia_write_queue_depth.clone(),
+        );
+        registry.register(
+            "octavia_conflict_retries",
+            "Octavia writes retried after 409 (router immutable)",
+            m.octavia_conflict_retries.clone(),
+        );
+        registry.register_with_unit(
+            "change_to_active",
+            "Time from a Kubernetes change to the router being ACTIVE with it",
+            prometheus_client::registry::Unit::Seconds,
+            m.change_to_active.clone(),
+        );
+        registry.register(
+            "router_provisioning_status",
+            "Router provisioning_status (1 for the current one)",
+            m.router_provisioning_status.clone(),
+        );
+        m
+    }
+
+    /// A fresh `kuryr_l7_router`-prefixed registry with the metrics in it.
+    pub fn registry() -> (Registry, Self) {
+        let mut registry = Registry::with_prefix(PREFIX);
+        let metrics = Self::register(&mut registry);
+        (registry, metrics)
+    }
+
+    /// Starts timing a reconcile of `handler`; the duration is recorded when the guard drops
+    /// (also on early return or panic), like controller-rs's `ReconcileMeasurer`.
+    pub fn reconcile_timer(&self, handler: &str) -> ReconcileTimer {
+        ReconcileTimer {
+            start: Instant::now(),
+            histogram: self.reconcile_duration.get_or_create_owned(&HandlerLabels { handler: handler.into() }),
+        }
+    }
+
+    /// Counts a finished reconcile of `handler`.
+    pub fn reconciled<T>(&self, handler: &str, result: &Result<T, ControllerError>) {
+        let result = match result {
+            Ok(_) => "ok",
+            Err(e) => e.metric_label(),
+        };
+        self.reconcile_result(handler, result);
+    }
+
+    /// Counts a finished reconcile with an explicit result label (for errors of other modules).
+    pub fn reconcile_result(&self, handler: &str, result: &str) {
+        self.reconciles.get_or_create(&ReconcileLabels { handler: handler.into(), result: result.into() }).inc();
+    }
+
+    /// Records one Octavia request; `status` is `None` when no response came back.
+    pub fn octavia_request(&self, method: &str, resource: &str, status: Option<u16>, elapsed: Duration) {
+        let status = status.map_or_else(|| "error".to_string(), |s| s.to_string());
+        self.octavia_requests
+            .get_or_create(&OctaviaLabels { method: method.into(), resource: resource.into(), status })
+            .inc();
+        self.octavia_request_duration
+            .get_or_create(&OctaviaDurationLabels { method: method.into(), resource: resource.into() })
+            .observe(elapsed.as_secs_f64());
+    }
+
+    /// Sets the router's provisioning status: 1 for `current`, 0 for every other known status.
+    pub fn set_provisioning_status(&self, current: &str) {
+        for s in PROVISIONING_STATUSES.iter().copied().chain(std::iter::once(current)) {
+            self.router_provisioning_status
+                .get_or_create(&StatusLabels { status: s.into() })
+                .set(i64::from(s == current));
+        }
+    }
+}
+
+/// Drop guard recording a reconcile's duration.
+pub struct ReconcileTimer {
+    start: Instant,
+    histogram: Histogram,
+}
+
+impl Drop for ReconcileTimer {
+    fn drop(&mut self) {
+        self.histogram.observe(self.start.elapsed().as_secs_f64());
+    }
+}
+
+/// OpenMetrics text of `registry`.
+pub fn encode(registry: &Registry) -> String {
+    let mut out = String::new();
+    prometheus_client::encoding::text::encode(&mut out, registry).expect("writing to a String cannot fail");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn encode_contains_every_metric_after_use() {
+        let (registry, m) = Metrics::registry();
+        {
+            let _t = m.reconcile_timer("ingress");
+        }
+        m.reconciled::<()>("ingress", &Ok(()));
+        m.reconciled::<()>("service", &Err(ControllerError::MissingObjectKey("name")));
+        m.octavia_request("PUT", "member", Some(202), Duration::from_millis(30));
+        m.octavia_request("POST", "l7policy", None, Duration::from_millis(5));
+        m.octavia_write_queue_depth.set(3);
+        m.octavia_conflict_retries.inc();
+        m.change_to_active.observe(4.0);
+        m.set_provisioning_status("PENDING_UPDATE");
+        m.set_provisioning_status("ACTIVE");
+        let text = encode(&registry);
+        for needle in [
+            r#"kuryr_l7_router_reconciles_total{handler="ingress",result="ok"} 1"#,
+            r#"kuryr_l7_router_reconciles_total{handler="service",result="missing_object_key"} 1"#,
+            r#"kuryr_l7_router_reconcile_duration_seconds_count{handler="ingress"} 1"#,
+            r#"kuryr_l7_router_octavia_requests_total{method="PUT",resource="member",status="202"} 1"#,
+            r#"kuryr_l7_router_octavia_requests_total{method="POST",resource="l7policy",status="error"} 1"#,
+            r#"kuryr_l7_router_octavia_request_duration_seconds_count{method="PUT",resource="member"} 1"#,
+            "kuryr_l7_router_octavia_write_queue_depth 3",
+            "kuryr_l7_router_octavia_conflict_retries_total 1",
+            "kuryr_l7_router_change_to_active_seconds_count 1",
+            r#"kuryr_l7_router_router_provisioning_status{status="ACTIVE"} 1"#,
+            r#"kuryr_l7_router_router_provisioning_status{status="PENDING_UPDATE"} 0"#,
+            r#"kuryr_l7_router_router_provisioning_status{status="ERROR"} 0"#,
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        assert!(text.ends_with("# EOF\n"));
+    }
+
+    #[test]
+    fn unknown_provisioning_status_is_exported_too() {
+        let (registry, m) = Metrics::registry();
+        m.set_provisioning_status("SOMETHING_NEW");
+        let text = encode(&registry);
+        assert!(text.contains(r#"router_provisioning_status{status="SOMETHING_NEW"} 1"#), "{text}");
+        assert!(text.contains(r#"router_provisioning_status{status="ACTIVE"} 0"#), "{text}");
+    }
+}
