@@ -82,7 +82,12 @@ fn devstack_plugin_follows_the_conventions() {
         assert!(settings.contains(&format!("{var}=")), "devstack/settings has no default for {var}");
     }
     let sample = std::fs::read_to_string(root().join("devstack/local.conf.sample")).unwrap();
-    for line in ["enable_plugin octavia ", "enable_plugin kuryr-l7-router ", "enable_service kuryr-l7-router", "KURYR_ENABLE_INGRESS=True"] {
+    for line in [
+        "enable_plugin octavia ",
+        "enable_plugin kuryr-l7-router ",
+        "enable_service kuryr-l7-router",
+        "KURYR_ENABLE_INGRESS=True",
+    ] {
         assert!(sample.lines().any(|l| l.starts_with(line)), "devstack/local.conf.sample lacks `{line}`");
     }
 }

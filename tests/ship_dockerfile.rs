@@ -81,7 +81,9 @@ fn multi_stage_build_of_the_locked_release_binary() {
     assert!(!base.starts_with("rust:"), "the runtime stage must not ship the toolchain");
     let copies: Vec<&Instr> = runtime.iter().filter(|i| i.op == "COPY").collect();
     let copied = |dest: &str| {
-        copies.iter().any(|c| c.args.split_whitespace().last() == Some(dest) && c.args.contains(&format!("--from={builder_name}")))
+        copies.iter().any(|c| {
+            c.args.split_whitespace().last() == Some(dest) && c.args.contains(&format!("--from={builder_name}"))
+        })
     };
     assert!(copied("/usr/local/bin/kuryr-l7-router"), "the binary is copied from the builder: {copies:?}");
     assert!(copied("/etc/kuryr/kuryr.conf.sample"), "etc/kuryr.conf.sample is copied to /etc/kuryr/: {copies:?}");
@@ -97,7 +99,7 @@ fn runtime_runs_as_numeric_non_root_user_with_the_expected_command() {
     let ins = instructions(&read("Dockerfile"));
     let st = stages(&ins);
     let runtime = st.last().unwrap();
-    let user = runtime.iter().filter(|i| i.op == "USER").last().expect("USER in the runtime stage");
+    let user = runtime.iter().rfind(|i| i.op == "USER").expect("USER in the runtime stage");
     let (uid, gid) = user.args.split_once(':').unwrap_or((&user.args, "0"));
     let uid: u32 = uid.parse().unwrap_or_else(|_| panic!("USER {}: numeric uid needed for runAsNonRoot", user.args));
     let gid: u32 = gid.parse().unwrap_or_else(|_| panic!("USER {}: numeric gid", user.args));
@@ -137,13 +139,14 @@ fn no_secrets_in_the_image_or_its_build_context() {
     }
 
     let ignore = read(".dockerignore");
-    let patterns: Vec<&str> =
-        ignore.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
+    let patterns: Vec<&str> = ignore.lines().map(str::trim).filter(|l| !l.is_empty() && !l.starts_with('#')).collect();
     for want in ["target/", ".git/", "**/*.conf", "**/clouds.yaml", "**/*.pem", "**/*.key", "**/.env"] {
         assert!(patterns.contains(&want), ".dockerignore does not exclude {want}");
     }
     // The build needs these; an exclusion (or an allow-list missing them) would break it.
-    for needed in ["Cargo.toml", "Cargo.lock", "src", "src/", "etc", "etc/", "etc/kuryr.conf.sample", "tests", "functional"] {
+    for needed in
+        ["Cargo.toml", "Cargo.lock", "src", "src/", "etc", "etc/", "etc/kuryr.conf.sample", "tests", "functional"]
+    {
         assert!(!patterns.contains(&needed), ".dockerignore excludes {needed}, which the build needs");
     }
     assert!(!patterns.contains(&"*") && !patterns.contains(&"**"), "an allow-list .dockerignore: check it by hand");
