@@ -1,0 +1,499 @@
+//! The cluster manifests under etc/manifests/: every document parses into its k8s-openapi type
+//! without unknown fields, the RBAC rules grant exactly what the controller calls
+//! ([`CONTROLLER_API_CALLS`]), the pod runs hardened and non-root, the ConfigMap's kuryr.conf is
+//! complete and secret-free, and kustomization.yaml lists every file.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, Secret, ServiceAccount};
+use k8s_openapi::api::networking::v1::IngressClass;
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+
+/// Every Kubernetes API call of the controller, as (apiGroup, resource, verb); "" is the core
+/// group. The RBAC rules of etc/manifests/ must grant exactly these, nothing more or less.
+const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = &[
+    // Ingresses: watched; our finalizer added/removed; the router address published in status.
+    ("networking.k8s.io", "ingresses", "get"),
+    ("networking.k8s.io", "ingresses", "list"),
+    ("networking.k8s.io", "ingresses", "watch"),
+    ("networking.k8s.io", "ingresses", "patch"),
+    ("networking.k8s.io", "ingresses", "update"),
+    ("networking.k8s.io", "ingresses/status", "patch"),
+    ("networking.k8s.io", "ingresses/status", "update"),
+    // IngressClasses: which class is ours (spec.controller) and which is the default.
+    ("networking.k8s.io", "ingressclasses", "get"),
+    ("networking.k8s.io", "ingressclasses", "list"),
+    ("networking.k8s.io", "ingressclasses", "watch"),
+    // Services: backends; annotated with the pools they feed.
+    ("", "services", "get"),
+    ("", "services", "list"),
+    ("", "services", "watch"),
+    ("", "services", "patch"),
+    // Endpoints ([kubernetes] use_endpoint_slices = false) and EndpointSlices (the default).
+    ("", "endpoints", "get"),
+    ("", "endpoints", "list"),
+    ("", "endpoints", "watch"),
+    ("discovery.k8s.io", "endpointslices", "get"),
+    ("discovery.k8s.io", "endpointslices", "list"),
+    ("discovery.k8s.io", "endpointslices", "watch"),
+    // Nodes: zones (zone-aware weighting) and node pools.
+    ("", "nodes", "get"),
+    ("", "nodes", "list"),
+    ("", "nodes", "watch"),
+    // Warnings as Events (kube-runtime's Recorder: events.k8s.io/v1, create then patch on repeat).
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    // Leader election (kube-lease-manager: get, create, patch), in [kubernetes] lease_namespace.
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "patch"),
+];
+
+/// Resources of [`CONTROLLER_API_CALLS`] used only in the controller's own namespace, so granted
+/// by a namespaced Role rather than the ClusterRole.
+const NAMESPACED_ONLY: &[(&str, &str)] = &[("coordination.k8s.io", "leases")];
+
+const NAMESPACE: &str = "kuryr-l7-router";
+const INGRESS_CONTROLLER: &str = "openstack.org/kuryr-l7-router";
+
+fn manifests_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/manifests")
+}
+
+/// One parsed document.
+#[allow(clippy::large_enum_variant)]
+enum Object {
+    Namespace(Namespace),
+    ServiceAccount(ServiceAccount),
+    ClusterRole(ClusterRole),
+    ClusterRoleBinding(ClusterRoleBinding),
+    Role(Role),
+    RoleBinding(RoleBinding),
+    Deployment(Deployment),
+    ConfigMap(ConfigMap),
+    Secret(Secret),
+    IngressClass(IngressClass),
+    PodDisruptionBudget(PodDisruptionBudget),
+}
+
+struct Doc {
+    file: String,
+    kind: String,
+    name: String,
+    /// `None` for cluster-scoped kinds; `Some("")` for a namespaced object without a namespace.
+    namespace: Option<String>,
+    object: Object,
+}
+
+/// Parses `value` as `T` and checks that serializing it back gives the same JSON: k8s-openapi
+/// ignores unknown fields, so this is what catches a misspelled or misplaced field.
+fn typed<T: DeserializeOwned + Serialize>(file: &str, value: &Value) -> T {
+    let parsed: T = serde_json::from_value(value.clone()).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let back = serde_json::to_value(&parsed).unwrap();
+    if back != *value {
+        let mut diffs = Vec::new();
+        diff_json("", value, &back, &mut diffs);
+        panic!("{file}: fields lost or changed by parsing (misspelled or misplaced?):\n  {}", diffs.join("\n  "));
+    }
+    parsed
+}
+
+fn diff_json(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
+    match (want, got) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let p = format!("{path}.{k}");
+                match b.get(k) {
+                    Some(w) => diff_json(&p, v, w, out),
+                    None => out.push(format!("{p}: unknown field")),
+                }
+            }
+            for k in b.keys().filter(|k| !a.contains_key(*k)) {
+                out.push(format!("{path}.{k}: added by parsing"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (i, (v, w)) in a.iter().zip(b).enumerate() {
+                diff_json(&format!("{path}[{i}]"), v, w, out);
+            }
+        }
+        _ if want == got => {}
+        _ => out.push(format!("{path}: {want} became {got}")),
+    }
+}
+
+fn parse_doc(file: &str, value: Value) -> Doc {
+    let kind = value.get("kind").and_then(Value::as_str).unwrap_or_else(|| panic!("{file}: no kind")).to_string();
+    let object = match kind.as_str() {
+        "Namespace" => Object::Namespace(typed(file, &value)),
+        "ServiceAccount" => Object::ServiceAccount(typed(file, &value)),
+        "ClusterRole" => Object::ClusterRole(typed(file, &value)),
+        "ClusterRoleBinding" => Object::ClusterRoleBinding(typed(file, &value)),
+        "Role" => Object::Role(typed(file, &value)),
+        "RoleBinding" => Object::RoleBinding(typed(file, &value)),
+        "Deployment" => Object::Deployment(typed(file, &value)),
+        "ConfigMap" => Object::ConfigMap(typed(file, &value)),
+        "Secret" => Object::Secret(typed(file, &value)),
+        "IngressClass" => Object::IngressClass(typed(file, &value)),
+        "PodDisruptionBudget" => Object::PodDisruptionBudget(typed(file, &value)),
+        other => panic!("{file}: kind {other} is not one this test knows; add it to parse_doc"),
+    };
+    let cluster_scoped = matches!(kind.as_str(), "Namespace" | "ClusterRole" | "ClusterRoleBinding" | "IngressClass");
+    let meta = &value["metadata"];
+    let name = meta["name"].as_str().unwrap_or_else(|| panic!("{file}: {kind} without metadata.name")).to_string();
+    let namespace = meta.get("namespace").and_then(Value::as_str).unwrap_or("").to_string();
+    if cluster_scoped {
+        assert!(namespace.is_empty(), "{file}: cluster-scoped {kind} {name} has a namespace");
+    }
+    Doc { file: file.to_string(), kind, name, namespace: (!cluster_scoped).then_some(namespace), object }
+}
+
+/// Files of etc/manifests/ (sorted, relative names), kustomization.yaml excluded.
+fn manifest_files() -> Vec<String> {
+    let mut files: Vec<String> = std::fs::read_dir(manifests_dir())
+        .expect("etc/manifests/ exists")
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f != "kustomization.yaml")
+        .collect();
+    files.sort();
+    files
+}
+
+fn load_all() -> Vec<Doc> {
+    let mut docs = Vec::new();
+    for file in manifest_files() {
+        assert!(file.ends_with(".yaml"), "etc/manifests/{file}: only .yaml files belong here");
+        let text = std::fs::read_to_string(manifests_dir().join(&file)).unwrap();
+        let values: Vec<Value> =
+            serde_saphyr::from_multiple(&text).unwrap_or_else(|e| panic!("{file}: not valid YAML: {e}"));
+        assert!(!values.is_empty(), "{file}: no document");
+        for v in values {
+            docs.push(parse_doc(&file, v));
+        }
+    }
+    docs
+}
+
+fn one<'a, T>(docs: &'a [Doc], pick: impl Fn(&'a Object) -> Option<&'a T>, what: &str) -> &'a T {
+    let found: Vec<&T> = docs.iter().filter_map(|d| pick(&d.object)).collect();
+    assert_eq!(found.len(), 1, "expected exactly one {what}");
+    found[0]
+}
+
+fn pod_spec(docs: &[Doc]) -> &PodSpec {
+    let d = one(docs, |o| if let Object::Deployment(d) = o { Some(d) } else { None }, "Deployment");
+    d.spec.as_ref().unwrap().template.spec.as_ref().expect("Deployment has a pod spec")
+}
+
+/// Expands rules into (apiGroup, resource, verb), rejecting wildcards and unsupported fields.
+fn expand(what: &str, rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+    let mut out = BTreeSet::new();
+    for r in rules {
+        assert!(r.non_resource_urls.is_none(), "{what}: nonResourceURLs granted");
+        assert!(r.resource_names.is_none(), "{what}: resourceNames are not modelled by CONTROLLER_API_CALLS");
+        for g in r.api_groups.as_deref().unwrap_or_default() {
+            for res in r.resources.as_deref().unwrap_or_default() {
+                for v in &r.verbs {
+                    for s in [g, res, v] {
+                        assert!(!s.contains('*'), "{what}: wildcard in {g:?} {res:?} {v:?}");
+                    }
+                    let new = out.insert((g.clone(), res.clone(), v.clone()));
+                    assert!(new, "{what}: ({g:?}, {res}, {v}) granted twice");
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn every_manifest_parses_and_is_in_the_controller_namespace() {
+    let docs = load_all();
+    let mut kinds = BTreeMap::<&str, usize>::new();
+    for d in &docs {
+        *kinds.entry(d.kind.as_str()).or_default() += 1;
+        if let Some(ns) = &d.namespace {
+            assert_eq!(ns, NAMESPACE, "{}: {} {} must be in namespace {NAMESPACE}", d.file, d.kind, d.name);
+        }
+    }
+    for kind in [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "Role",
+        "RoleBinding",
+        "Deployment",
+        "ConfigMap",
+        "Secret",
+        "IngressClass",
+        "PodDisruptionBudget",
+    ] {
+        assert!(kinds.contains_key(kind), "no {kind} in etc/manifests/");
+    }
+    let ns = one(&docs, |o| if let Object::Namespace(n) = o { Some(n) } else { None }, "Namespace");
+    assert_eq!(ns.metadata.name.as_deref(), Some(NAMESPACE));
+}
+
+#[test]
+fn rbac_grants_exactly_the_controller_api_calls() {
+    let docs = load_all();
+    let want: BTreeSet<(String, String, String)> =
+        CONTROLLER_API_CALLS.iter().map(|(g, r, v)| (g.to_string(), r.to_string(), v.to_string())).collect();
+    assert_eq!(want.len(), CONTROLLER_API_CALLS.len(), "CONTROLLER_API_CALLS has duplicates");
+
+    let sa = one(&docs, |o| if let Object::ServiceAccount(s) = o { Some(s) } else { None }, "ServiceAccount");
+    let sa_name = sa.metadata.name.clone().unwrap();
+    assert_eq!(pod_spec(&docs).service_account_name.as_deref(), Some(sa_name.as_str()), "pod runs as another SA");
+    let our_sa = |subjects: &Option<Vec<Subject>>| {
+        let s = subjects.as_deref().unwrap_or_default();
+        s.len() == 1
+            && s[0].kind == "ServiceAccount"
+            && s[0].name == sa_name
+            && s[0].namespace.as_deref() == Some(NAMESPACE)
+    };
+
+    // Bindings: each binds one role to our ServiceAccount only; remember which roles are bound.
+    let mut bound = BTreeSet::new();
+    for d in &docs {
+        let (subjects, role_ref): (&Option<Vec<Subject>>, &RoleRef) = match &d.object {
+            Object::ClusterRoleBinding(b) => (&b.subjects, &b.role_ref),
+            Object::RoleBinding(b) => (&b.subjects, &b.role_ref),
+            _ => continue,
+        };
+        assert!(our_sa(subjects), "{}: {} {} must bind exactly our ServiceAccount", d.file, d.kind, d.name);
+        assert_eq!(role_ref.api_group, "rbac.authorization.k8s.io", "{}", d.file);
+        if d.kind == "ClusterRoleBinding" {
+            assert_eq!(role_ref.kind, "ClusterRole", "{}: a ClusterRoleBinding of a Role", d.file);
+        }
+        bound.insert((role_ref.kind.clone(), role_ref.name.clone()));
+    }
+
+    let mut granted_cluster = BTreeSet::new();
+    let mut granted_ns = BTreeSet::new();
+    for d in &docs {
+        let (rules, set) = match &d.object {
+            Object::ClusterRole(r) => (&r.rules, &mut granted_cluster),
+            Object::Role(r) => (&r.rules, &mut granted_ns),
+            _ => continue,
+        };
+        assert!(bound.contains(&(d.kind.clone(), d.name.clone())), "{}: {} {} is not bound", d.file, d.kind, d.name);
+        for t in expand(&format!("{} {}", d.kind, d.name), rules.as_deref().unwrap_or_default()) {
+            assert!(set.insert(t.clone()), "{t:?} granted by two {}s", d.kind);
+        }
+    }
+    for (kind, name) in &bound {
+        let exists = docs.iter().any(|d| &d.kind == kind && &d.name == name);
+        assert!(exists, "a binding refers to {kind} {name}, which is not in etc/manifests/");
+    }
+
+    let namespaced_only = |t: &(String, String, String)| NAMESPACED_ONLY.iter().any(|(g, r)| t.0 == *g && t.1 == *r);
+    for t in &granted_cluster {
+        assert!(!namespaced_only(t), "{t:?} is granted cluster-wide; it belongs in the namespaced Role");
+    }
+    for t in &granted_ns {
+        assert!(namespaced_only(t), "{t:?} is granted by a Role but used cluster-wide");
+    }
+
+    let granted: BTreeSet<_> = granted_cluster.union(&granted_ns).cloned().collect();
+    let extra: Vec<_> = granted.difference(&want).collect();
+    let missing: Vec<_> = want.difference(&granted).collect();
+    assert!(
+        extra.is_empty() && missing.is_empty(),
+        "RBAC differs from CONTROLLER_API_CALLS\n  granted but not called: {extra:?}\n  called but not granted: {missing:?}"
+    );
+}
+
+#[test]
+fn deployment_is_hardened_highly_available_and_wired() {
+    let docs = load_all();
+    let dep = one(&docs, |o| if let Object::Deployment(d) = o { Some(d) } else { None }, "Deployment");
+    let spec = dep.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let pod = pod_spec(&docs);
+
+    let psc = pod.security_context.as_ref().expect("pod securityContext");
+    assert_eq!(psc.run_as_non_root, Some(true));
+    let uid = psc.run_as_user.expect("numeric runAsUser (runAsNonRoot cannot verify a user name)");
+    assert!(uid > 0, "runAsUser {uid} is root");
+    assert_eq!(uid, 65532, "the image's USER is 65532");
+    assert_eq!(psc.seccomp_profile.as_ref().map(|s| s.type_.as_str()), Some("RuntimeDefault"));
+    assert_eq!(pod.enable_service_links, Some(false), "service links would inject KURYR_*-looking variables");
+
+    assert_eq!(pod.containers.len(), 1);
+    let c = &pod.containers[0];
+    let sc = c.security_context.as_ref().expect("container securityContext");
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_ne!(sc.privileged, Some(true));
+    assert_eq!(sc.run_as_non_root, Some(true));
+    assert!(sc.run_as_user.is_none_or(|u| u == uid));
+    let drop = sc.capabilities.as_ref().and_then(|c| c.drop.clone()).unwrap_or_default();
+    assert_eq!(drop, ["ALL"], "capabilities must drop ALL");
+    assert!(sc.capabilities.as_ref().unwrap().add.is_none(), "no capability may be added");
+
+    assert_eq!(
+        c.args.as_deref().unwrap_or_default(),
+        ["run", "--config-file", "/etc/kuryr/kuryr.conf"],
+        "args must match the image's CMD"
+    );
+    let health_port = c.ports.as_deref().unwrap_or_default().iter().find(|p| p.container_port == 8080);
+    let port_name = health_port.and_then(|p| p.name.clone()).expect("a named container port 8080");
+    for (probe, path) in [(&c.liveness_probe, "/healthz"), (&c.readiness_probe, "/readyz")] {
+        let get = probe.as_ref().and_then(|p| p.http_get.as_ref()).unwrap_or_else(|| panic!("{path} probe"));
+        assert_eq!(get.path.as_deref(), Some(path));
+        assert!(matches!(&get.port, IntOrString::String(n) if *n == port_name) || get.port == IntOrString::Int(8080));
+    }
+    let res = c.resources.as_ref().expect("resources");
+    for key in ["cpu", "memory"] {
+        assert!(res.requests.as_ref().is_some_and(|r| r.contains_key(key)), "no {key} request");
+        assert!(res.limits.as_ref().is_some_and(|r| r.contains_key(key)), "no {key} limit");
+    }
+
+    // The ConfigMap is mounted as /etc/kuryr/kuryr.conf.
+    let cm = one(&docs, |o| if let Object::ConfigMap(c) = o { Some(c) } else { None }, "ConfigMap");
+    let cm_name = cm.metadata.name.clone().unwrap();
+    let mount = c.volume_mounts.as_deref().unwrap_or_default().iter().find(|m| m.mount_path == "/etc/kuryr/kuryr.conf");
+    let mount = mount.expect("kuryr.conf mounted at /etc/kuryr/kuryr.conf");
+    assert_eq!(mount.sub_path.as_deref(), Some("kuryr.conf"));
+    let vol = pod.volumes.as_deref().unwrap_or_default().iter().find(|v| v.name == mount.name).expect("its volume");
+    assert_eq!(vol.config_map.as_ref().map(|c| c.name.as_str()), Some(cm_name.as_str()));
+
+    // Env: downward API and the credentials from the Secret.
+    let env = c.env.as_deref().unwrap_or_default();
+    let var = |n: &str| env.iter().find(|e| e.name == n).unwrap_or_else(|| panic!("no env {n}"));
+    for (n, field) in [("POD_NAME", "metadata.name"), ("POD_NAMESPACE", "metadata.namespace")] {
+        let f = var(n).value_from.as_ref().and_then(|v| v.field_ref.as_ref()).map(|f| f.field_path.as_str());
+        assert_eq!(f, Some(field), "{n} from the downward API");
+    }
+    let secret = one(&docs, |o| if let Object::Secret(s) = o { Some(s) } else { None }, "Secret");
+    let secret_keys: BTreeSet<&String> =
+        secret.string_data.iter().flat_map(|m| m.keys()).chain(secret.data.iter().flat_map(|m| m.keys())).collect();
+    let secret_ref = |n: &str| var(n).value_from.as_ref().and_then(|v| v.secret_key_ref.clone());
+    let app = secret_ref("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET").expect("credential from a Secret");
+    assert_eq!(Some(app.name.as_str()), secret.metadata.name.as_deref());
+    assert!(secret_keys.contains(&app.key), "the Secret has no key {}", app.key);
+    assert_eq!(app.key, "application_credential_secret");
+    let pw = secret_ref("KURYR_NEUTRON__PASSWORD").expect("password override from the Secret");
+    assert_eq!(pw.optional, Some(true), "the password key is optional (application credentials are the default)");
+    for e in env {
+        assert!(e.value.is_none() || !e.name.contains("SECRET") && !e.name.contains("PASSWORD"), "{} inline", e.name);
+    }
+
+    // The PodDisruptionBudget selects these pods and keeps one.
+    let pdb = one(&docs, |o| if let Object::PodDisruptionBudget(p) = o { Some(p) } else { None }, "PDB");
+    let pdb_spec = pdb.spec.as_ref().unwrap();
+    assert_eq!(pdb_spec.min_available, Some(IntOrString::Int(1)));
+    let labels = dep.spec.as_ref().unwrap().template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap();
+    let sel = pdb_spec.selector.as_ref().and_then(|s| s.match_labels.clone()).expect("PDB matchLabels");
+    assert!(sel.iter().all(|(k, v)| labels.get(k) == Some(v)), "PDB selector does not match the pods");
+    assert_eq!(spec.selector.match_labels.as_ref(), Some(&sel), "Deployment and PDB select the same pods");
+}
+
+/// Minimal oslo.config-style INI: `[section]`, `key = value`, `#`/`;` comments.
+fn parse_ini(text: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut out = BTreeMap::<String, BTreeMap<String, String>>::new();
+    let mut section: Option<String> = None;
+    for (n, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
+            continue;
+        }
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            assert!(!out.contains_key(s), "kuryr.conf line {}: section [{s}] twice", n + 1);
+            out.insert(s.to_string(), BTreeMap::new());
+            section = Some(s.to_string());
+            continue;
+        }
+        let (k, v) = line.split_once('=').unwrap_or_else(|| panic!("kuryr.conf line {}: not key = value", n + 1));
+        let sec = section.as_ref().unwrap_or_else(|| panic!("kuryr.conf line {}: option before any section", n + 1));
+        let prev = out.get_mut(sec).unwrap().insert(k.trim().to_string(), v.trim().to_string());
+        assert!(prev.is_none(), "kuryr.conf line {}: {} set twice", n + 1, k.trim());
+    }
+    out
+}
+
+fn is_uuid(s: &str) -> bool {
+    let parts: Vec<&str> = s.split('-').collect();
+    parts.iter().map(|p| p.len()).eq([8, 4, 4, 4, 12]) && s.chars().all(|c| c.is_ascii_hexdigit() || c == '-')
+}
+
+#[test]
+fn configmap_kuryr_conf_is_complete_and_secret_free() {
+    let docs = load_all();
+    let cm = one(&docs, |o| if let Object::ConfigMap(c) = o { Some(c) } else { None }, "ConfigMap");
+    let data = cm.data.as_ref().expect("ConfigMap data");
+    assert_eq!(data.keys().collect::<Vec<_>>(), ["kuryr.conf"]);
+    let ini = parse_ini(&data["kuryr.conf"]);
+    let get = |s: &str, k: &str| {
+        ini.get(s).and_then(|sec| sec.get(k)).map(String::as_str).unwrap_or_else(|| panic!("kuryr.conf: no [{s}] {k}"))
+    };
+
+    assert!(get("kubernetes", "enable_ingress").eq_ignore_ascii_case("true"));
+    let class = get("kubernetes", "ingress_class");
+    assert!(!get("kubernetes", "cluster_name").is_empty());
+    assert!(get("kubernetes", "leader_election").eq_ignore_ascii_case("true"), "2 replicas need leader election");
+    assert_eq!(get("kubernetes", "lease_namespace"), NAMESPACE, "the Lease Role is in {NAMESPACE}");
+    if let Some(port) = ini["kubernetes"].get("health_port") {
+        assert_eq!(port, "8080", "probes and EXPOSE use 8080");
+    }
+    for k in ["lb_subnet", "external_svc_subnet"] {
+        assert!(is_uuid(get("neutron_defaults", k)), "[neutron_defaults] {k} is a subnet UUID");
+    }
+    if let Some(ip) = ini["neutron_defaults"].get("l7_router_ip") {
+        ip.parse::<std::net::IpAddr>().expect("[neutron_defaults] l7_router_ip is an IP address");
+    }
+    for k in ["l7_router_name", "lb_algorithm", "availability_zone"] {
+        assert!(!get("octavia_defaults", k).is_empty());
+    }
+    assert!(["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP"].contains(&get("octavia_defaults", "lb_algorithm")));
+    assert!(get("neutron", "auth_url").starts_with("http"));
+    assert_eq!(get("neutron", "auth_type"), "v3applicationcredential");
+    for k in ["application_credential_id", "region_name", "interface"] {
+        assert!(!get("neutron", k).is_empty());
+    }
+    for (s, keys) in &ini {
+        for k in keys.keys() {
+            assert!(
+                !["password", "application_credential_secret", "token"].contains(&k.as_str()),
+                "[{s}] {k} in the ConfigMap: secrets belong in the Secret (KURYR_<SECTION>__<KEY>)"
+            );
+        }
+    }
+
+    // The IngressClass this config serves.
+    let ic = one(&docs, |o| if let Object::IngressClass(i) = o { Some(i) } else { None }, "IngressClass");
+    assert_eq!(ic.metadata.name.as_deref(), Some(class), "IngressClass name = [kubernetes] ingress_class");
+    assert_eq!(ic.spec.as_ref().and_then(|s| s.controller.as_deref()), Some(INGRESS_CONTROLLER));
+}
+
+#[test]
+fn kustomization_lists_every_manifest() {
+    let text = std::fs::read_to_string(manifests_dir().join("kustomization.yaml")).expect("kustomization.yaml");
+    let k: Value = serde_saphyr::from_str(&text).expect("kustomization.yaml is YAML");
+    assert_eq!(k["kind"], "Kustomization");
+    let listed: Vec<String> = k["resources"]
+        .as_array()
+        .expect("resources: list")
+        .iter()
+        .map(|v| v.as_str().expect("resource is a path").to_string())
+        .collect();
+    let unique: BTreeSet<&String> = listed.iter().collect();
+    assert_eq!(unique.len(), listed.len(), "a resource is listed twice");
+    let files = manifest_files();
+    let missing: Vec<_> = files.iter().filter(|f| !listed.contains(f)).collect();
+    let dangling: Vec<_> = listed.iter().filter(|f| !files.contains(f)).collect();
+    assert!(missing.is_empty(), "not in kustomization.yaml resources: {missing:?}");
+    assert!(dangling.is_empty(), "kustomization.yaml lists missing files: {dangling:?}");
+    // The Deployment's image name is the one kustomize rewrites.
+    let images = k["images"].as_array().expect("images:");
+    let docs = load_all();
+    let image = pod_spec(&docs).containers[0].image.clone().unwrap();
+    assert!(images.iter().any(|i| i["name"] == image.as_str()), "images: does not rewrite {image}");
+}
