@@ -8,8 +8,8 @@ use std::time::Instant;
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointPort, EndpointSlice};
 use k8s_openapi::api::networking::v1::{
-    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec,
-    IngressRule, IngressServiceBackend, IngressSpec, ServiceBackendPort,
+    HTTPIngressPath, HTTPIngressRuleValue, Ingress, IngressBackend, IngressClass, IngressClassSpec, IngressRule,
+    IngressServiceBackend, IngressSpec, ServiceBackendPort,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kuryr_l7_router::translate::members::index_nodes;
@@ -20,34 +20,20 @@ const SERVICES: usize = 1_000;
 const EPS_PER_SERVICE: usize = 100;
 
 fn meta(ns: &str, name: &str) -> ObjectMeta {
-    ObjectMeta {
-        namespace: Some(ns.into()),
-        name: Some(name.into()),
-        ..Default::default()
-    }
+    ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() }
 }
 
 fn inputs() -> Inputs {
     let mut inp = Inputs::default();
     inp.ingress_classes.push(IngressClass {
-        metadata: ObjectMeta {
-            name: Some("kuryr".into()),
-            ..Default::default()
-        },
-        spec: Some(IngressClassSpec {
-            controller: Some(CONTROLLER.into()),
-            ..Default::default()
-        }),
+        metadata: ObjectMeta { name: Some("kuryr".into()), ..Default::default() },
+        spec: Some(IngressClassSpec { controller: Some(CONTROLLER.into()), ..Default::default() }),
     });
     for s in 0..SERVICES {
         let mut svc = Service {
             metadata: meta("bench", &format!("svc{s}")),
             spec: Some(ServiceSpec {
-                ports: Some(vec![ServicePort {
-                    name: Some("http".into()),
-                    port: 80,
-                    ..Default::default()
-                }]),
+                ports: Some(vec![ServicePort { name: Some("http".into()), port: 80, ..Default::default() }]),
                 ..Default::default()
             }),
             ..Default::default()
@@ -62,21 +48,12 @@ fn inputs() -> Inputs {
             inp.endpoint_slices.push(EndpointSlice {
                 address_type: "IPv4".into(),
                 metadata: m,
-                ports: Some(vec![EndpointPort {
-                    name: Some("http".into()),
-                    port: Some(8080),
-                    ..Default::default()
-                }]),
+                ports: Some(vec![EndpointPort { name: Some("http".into()), port: Some(8080), ..Default::default() }]),
                 endpoints: (0..50)
                     .map(|e| {
                         let i = s * EPS_PER_SERVICE + chunk * 50 + e;
                         Endpoint {
-                            addresses: vec![format!(
-                                "10.{}.{}.{}",
-                                i >> 16,
-                                (i >> 8) & 255,
-                                i & 255
-                            )],
+                            addresses: vec![format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)],
                             zone: Some(format!("zone-{}", i % 3)),
                             node_name: Some(format!("node{}", i % 300)),
                             ..Default::default()
@@ -87,18 +64,12 @@ fn inputs() -> Inputs {
         }
     }
     for n in 0..300 {
-        inp.nodes.push(Node {
-            metadata: meta("", &format!("node{n}")),
-            ..Default::default()
-        });
+        inp.nodes.push(Node { metadata: meta("", &format!("node{n}")), ..Default::default() });
     }
     let backend = |s: usize| IngressBackend {
         service: Some(IngressServiceBackend {
             name: format!("svc{s}"),
-            port: Some(ServiceBackendPort {
-                number: Some(80),
-                ..Default::default()
-            }),
+            port: Some(ServiceBackendPort { number: Some(80), ..Default::default() }),
         }),
         ..Default::default()
     };
@@ -113,17 +84,9 @@ fn inputs() -> Inputs {
             spec: Some(IngressSpec {
                 ingress_class_name: Some("kuryr".into()),
                 rules: Some(vec![IngressRule {
-                    host: Some(if i % 10 == 0 {
-                        format!("*.w{i}.example.com")
-                    } else {
-                        format!("h{i}.example.com")
-                    }),
+                    host: Some(if i % 10 == 0 { format!("*.w{i}.example.com") } else { format!("h{i}.example.com") }),
                     http: Some(HTTPIngressRuleValue {
-                        paths: vec![
-                            path("/", "Prefix"),
-                            path("/api/v1", "Prefix"),
-                            path("/healthz", "Exact"),
-                        ],
+                        paths: vec![path("/", "Prefix"), path("/api/v1", "Prefix"), path("/healthz", "Exact")],
                     }),
                 }]),
                 ..Default::default()
@@ -137,16 +100,8 @@ fn inputs() -> Inputs {
 fn main() {
     let t = Instant::now();
     let inp = inputs();
-    println!(
-        "generated {} ingresses, {} slices in {:?}",
-        inp.ingresses.len(),
-        inp.endpoint_slices.len(),
-        t.elapsed()
-    );
-    let opts = TranslateOptions {
-        router_zone: Some("zone-0".into()),
-        ..Default::default()
-    };
+    println!("generated {} ingresses, {} slices in {:?}", inp.ingresses.len(), inp.endpoint_slices.len(), t.elapsed());
+    let opts = TranslateOptions { router_zone: Some("zone-0".into()), ..Default::default() };
     let mut best = f64::MAX;
     let mut router = None;
     for _ in 0..5 {
@@ -169,10 +124,8 @@ fn main() {
     let svc = &inp.services[0];
     let sp = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
     let nodes = index_nodes(&inp.nodes);
-    let slices: BTreeMap<String, EndpointSlice> = inp.endpoint_slices[..2]
-        .iter()
-        .map(|s| (s.metadata.name.clone().unwrap(), s.clone()))
-        .collect();
+    let slices: BTreeMap<String, EndpointSlice> =
+        inp.endpoint_slices[..2].iter().map(|s| (s.metadata.name.clone().unwrap(), s.clone())).collect();
     let mut cache = SliceCache::new(IpFamily::V4);
     for s in slices.values() {
         cache.upsert(s);
@@ -191,8 +144,5 @@ fn main() {
     for _ in 0..iters {
         std::hint::black_box(pool_members(svc, sp, &slices, &nodes, &opts));
     }
-    println!(
-        "pool_members (from scratch, 100 endpoints): {:.1} µs",
-        t.elapsed().as_secs_f64() * 1e6 / iters as f64
-    );
+    println!("pool_members (from scratch, 100 endpoints): {:.1} µs", t.elapsed().as_secs_f64() * 1e6 / iters as f64);
 }

@@ -176,11 +176,64 @@ async fn smoke(settings: Settings) -> Result<(), String> {
     Ok(())
 }
 
-fn plan(_settings: &Settings, _files: &[PathBuf], _output: OutputFormat) -> ExitCode {
-    eprintln!("error: plan is not available in this build");
-    ExitCode::FAILURE
+/// Read the manifests and translate them; warnings and notes go to stderr.
+fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
+    let inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
+    for note in &inputs.notes {
+        tracing::info!("{note}");
+    }
+    Ok(crate::translate::translate(&inputs, &crate::wiring::translate_options(settings)))
 }
 
-async fn apply(_settings: Settings, _files: Vec<PathBuf>) -> Result<(), String> {
-    Err("apply is not available in this build".into())
+fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
+    match desired_from(settings, files) {
+        Ok(desired) => {
+            match output {
+                OutputFormat::Table => print!("{}", crate::translate::render_table(&desired)),
+                OutputFormat::Json => println!("{}", crate::translate::render_json(&desired)),
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// Converge the router once and print every write and a summary; non-zero exit on failure.
+async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
+    let desired = desired_from(&settings, &files)?;
+    for w in &desired.warnings {
+        println!("warning: {}: {} ({})", w.object, w.message, w.reason);
+    }
+    let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
+    let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
+    println!(
+        "L7 router {} ({}) listener {}{}",
+        settings.octavia_defaults.l7_router_name,
+        report.lb_id,
+        report.listener_id,
+        if report.created_router { ", created fully populated" } else { "" }
+    );
+    for w in &report.writes {
+        println!("  write {:>7.0} ms  {}", w.duration.as_secs_f64() * 1000.0, w.description);
+    }
+    for c in &report.conflicts {
+        println!("  note: {c}");
+    }
+    let by_kind: Vec<String> = report.writes_by_kind().iter().map(|(k, n)| format!("{k}={n}")).collect();
+    println!(
+        "{} write(s) [{}], {} request(s) in {:.1}s; address {}{}",
+        report.writes.len(),
+        by_kind.join(" "),
+        report.requests,
+        report.elapsed.as_secs_f64(),
+        report.address.map(|a| a.to_string()).unwrap_or_else(|| "-".into()),
+        match (report.floating_ip, report.vip_address) {
+            (Some(_), Some(vip)) => format!(" (floating IP on VIP {vip})"),
+            _ => String::new(),
+        }
+    );
+    Ok(())
 }

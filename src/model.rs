@@ -21,11 +21,7 @@ pub struct ObjectRef {
 
 impl ObjectRef {
     pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
-        Self {
-            kind: kind.into(),
-            namespace: namespace.into(),
-            name: name.into(),
-        }
+        Self { kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
 }
 

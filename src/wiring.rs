@@ -112,3 +112,32 @@ pub fn router(s: &Settings) -> Result<Router, crate::openstack::Error> {
     let (octavia, neutron) = clients(s)?;
     Ok(Router::new(octavia, neutron, router_spec(s)))
 }
+
+/// `[kubernetes]` and `[octavia_defaults]` as translation options. The router's VIP family is
+/// IPv4 unless `l7_router_ip` says otherwise (the VIP subnet is not read here: `plan` runs
+/// without OpenStack).
+pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
+    use crate::translate::{IpFamily, TranslateOptions, ZoneMode};
+    let k = &s.kubernetes;
+    let o = &s.octavia_defaults;
+    TranslateOptions {
+        ingress_class: k.effective_ingress_class(),
+        use_endpoint_slices: k.use_endpoint_slices,
+        node_pool: k.node_pool.clone(),
+        node_pool_label: k.node_pool_label.clone(),
+        router_zone: o.availability_zone.clone(),
+        zone_aware_default: o.zone_aware_default,
+        zone_overload_factor: o.zone_overload_factor,
+        zone_min_local_endpoints: o.zone_min_local_endpoints,
+        zone_mode: match o.zone_weighting_mode {
+            crate::config::ZoneWeightingMode::Weight => ZoneMode::Weight,
+            crate::config::ZoneWeightingMode::Backup => ZoneMode::Backup,
+        },
+        lb_algorithm: o.lb_algorithm.as_str().to_string(),
+        vip_family: match s.neutron_defaults.l7_router_ip {
+            Some(std::net::IpAddr::V6(_)) => IpFamily::V6,
+            _ => IpFamily::V4,
+        },
+        ..TranslateOptions::default()
+    }
+}

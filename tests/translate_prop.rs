@@ -9,25 +9,8 @@ use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
 use proptest::prelude::*;
 use serde_json::json;
 
-const HOSTS: &[&str] = &[
-    "foo.com",
-    "bar.foo.com",
-    "baz.bar.foo.com",
-    "*.foo.com",
-    "*.bar.foo.com",
-    "",
-];
-const PATHS: &[&str] = &[
-    "/",
-    "/foo",
-    "/foo/",
-    "/foobar",
-    "/foo/bar",
-    "/foo/bar/",
-    "/a.b",
-    "/a+b",
-    "/Foo",
-];
+const HOSTS: &[&str] = &["foo.com", "bar.foo.com", "baz.bar.foo.com", "*.foo.com", "*.bar.foo.com", ""];
+const PATHS: &[&str] = &["/", "/foo", "/foo/", "/foobar", "/foo/bar", "/foo/bar/", "/a.b", "/a+b", "/Foo"];
 const TYPES: &[&str] = &["Exact", "Prefix", "ImplementationSpecific"];
 const REQ_HOSTS: &[&str] = &[
     "foo.com",
@@ -74,27 +57,27 @@ struct GenIngress {
 }
 
 fn gen_ingress() -> impl Strategy<Value = GenIngress> {
-    let path = (0..PATHS.len(), 0..TYPES.len(), 0..3usize).prop_map(|(path, ty, svc)| GenPath {
-        path,
-        ty,
-        svc,
-    });
-    let rule = (0..HOSTS.len(), prop::collection::vec(path, 1..4))
-        .prop_map(|(host, paths)| GenRule { host, paths });
-    (
-        prop::option::weighted(0.3, 0..3usize),
-        prop::collection::vec(rule, 1..4),
-    )
+    let path = (0..PATHS.len(), 0..TYPES.len(), 0..3usize).prop_map(|(path, ty, svc)| GenPath { path, ty, svc });
+    let rule = (0..HOSTS.len(), prop::collection::vec(path, 1..4)).prop_map(|(host, paths)| GenRule { host, paths });
+    (prop::option::weighted(0.3, 0..3usize), prop::collection::vec(rule, 1..4))
         .prop_map(|(default, rules)| GenIngress { default, rules })
 }
 
 fn inputs(ings: &[GenIngress]) -> Inputs {
     let mut inp = Inputs::default();
     inp.ingress_classes.push(
-        serde_json::from_value(json!({"metadata": {"name": "kuryr"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})).unwrap(),
+        serde_json::from_value(
+            json!({"metadata": {"name": "kuryr"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}}),
+        )
+        .unwrap(),
     );
     for s in 0..3 {
-        inp.services.push(serde_json::from_value(json!({"metadata": {"name": format!("svc{s}"), "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}})).unwrap());
+        inp.services.push(
+            serde_json::from_value(
+                json!({"metadata": {"name": format!("svc{s}"), "namespace": "ns"}, "spec": {"ports": [{"port": 80}]}}),
+            )
+            .unwrap(),
+        );
     }
     for (i, g) in ings.iter().enumerate() {
         let rules: Vec<_> = g
@@ -115,8 +98,7 @@ fn inputs(ings: &[GenIngress]) -> Inputs {
             .collect();
         let mut spec = json!({"ingressClassName": "kuryr", "rules": rules});
         if let Some(d) = g.default {
-            spec["defaultBackend"] =
-                json!({"service": {"name": format!("svc{d}"), "port": {"number": 80}}});
+            spec["defaultBackend"] = json!({"service": {"name": format!("svc{d}"), "port": {"number": 80}}});
         }
         // Names in reverse of age, so age (not name) must decide conflicts.
         let ing: Ingress = serde_json::from_value(json!({
@@ -146,25 +128,18 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
                         np.pop();
                     }
                 }
-                routes
-                    .entry((HOSTS[r.host].to_string(), exact, np))
-                    .or_insert(p.svc);
+                routes.entry((HOSTS[r.host].to_string(), exact, np)).or_insert(p.svc);
             }
         }
     }
     let wildcard_matches = |w: &str| {
         w.strip_prefix('*').is_some_and(|suffix| {
-            host.ends_with(suffix)
-                && host.len() > suffix.len()
-                && !host[..host.len() - suffix.len()].contains('.')
+            host.ends_with(suffix) && host.len() > suffix.len() && !host[..host.len() - suffix.len()].contains('.')
         })
     };
     let group: String = if routes.keys().any(|(h, _, _)| *h == host) {
         host.clone()
-    } else if let Some((w, _, _)) = routes
-        .keys()
-        .find(|(h, _, _)| h.starts_with("*.") && wildcard_matches(h))
-    {
+    } else if let Some((w, _, _)) = routes.keys().find(|(h, _, _)| h.starts_with("*.") && wildcard_matches(h)) {
         w.clone()
     } else {
         String::new()
@@ -172,20 +147,15 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
     let best = routes
         .iter()
         .filter(|((h, _, _), _)| *h == group)
-        .filter(|((_, exact, p), _)| {
-            if *exact {
-                path == p
-            } else {
-                p == "/" || path == p || path.starts_with(&format!("{p}/"))
-            }
-        })
+        .filter(
+            |((_, exact, p), _)| {
+                if *exact { path == p } else { p == "/" || path == p || path.starts_with(&format!("{p}/")) }
+            },
+        )
         .max_by_key(|((_, exact, p), _)| (p.len(), *exact));
     match best {
         Some((_, svc)) => Some(format!("svc{svc}")),
-        None => ings
-            .iter()
-            .find_map(|g| g.default)
-            .map(|d| format!("svc{d}")),
+        None => ings.iter().find_map(|g| g.default).map(|d| format!("svc{d}")),
     }
 }
 
@@ -205,9 +175,7 @@ fn rule_matches(r: &Rule, re: Option<&regex::Regex>, host: &str, path: &str) -> 
         }
         CompareType::StartsWith => {
             if ci {
-                subject
-                    .to_ascii_lowercase()
-                    .starts_with(&r.value.to_ascii_lowercase())
+                subject.to_ascii_lowercase().starts_with(&r.value.to_ascii_lowercase())
             } else {
                 subject.starts_with(&r.value)
             }
@@ -253,10 +221,7 @@ fn octavia_eval(
         .iter()
         .find(|(p, res)| {
             !p.rules.is_empty()
-                && p.rules
-                    .iter()
-                    .zip(res.iter())
-                    .all(|(r, re)| rule_matches(r, re.as_ref(), host, path))
+                && p.rules.iter().zip(res.iter()).all(|(r, re)| rule_matches(r, re.as_ref(), host, path))
         })
         .map(|(p, _)| p)
         .map(|p| p.pool.clone())

@@ -21,11 +21,8 @@ fn router(opts: &TranslateOptions) -> DesiredRouter {
 #[test]
 fn policies_follow_kubernetes_precedence() {
     let r = router(&TranslateOptions::default());
-    let got: Vec<(u32, &str, &str)> = r
-        .policies
-        .iter()
-        .map(|p| (p.position, p.description.as_str(), p.pool.as_str()))
-        .collect();
+    let got: Vec<(u32, &str, &str)> =
+        r.policies.iter().map(|p| (p.position, p.description.as_str(), p.pool.as_str())).collect();
     assert_eq!(
         got,
         vec![
@@ -34,17 +31,9 @@ fn policies_follow_kubernetes_precedence() {
             (3, "foo.bar.com Prefix /api/", "shop_api_80"),
             (4, "foo.bar.com Prefix /", "shop_web"),
             (5, "ok.example.com Prefix /good", "shop_web"),
-            (
-                6,
-                "ok.example.com guard: paths without a route go to the default backend",
-                "shop_fallback"
-            ),
+            (6, "ok.example.com guard: paths without a route go to the default backend", "shop_fallback"),
             (7, "*.bar.com ImplementationSpecific /static", "shop_web"),
-            (
-                8,
-                "*.bar.com guard: paths without a route go to the default backend",
-                "shop_fallback"
-            ),
+            (8, "*.bar.com guard: paths without a route go to the default backend", "shop_fallback"),
             (9, "(any host) Exact /healthz", "shop_web"),
         ]
     );
@@ -55,40 +44,20 @@ fn policies_follow_kubernetes_precedence() {
 fn rule_encodings() {
     let r = router(&TranslateOptions::default());
     let by = |d: &str| r.policies.iter().find(|p| p.description == d).unwrap();
-    let v: Vec<(RuleType, CompareType, &str)> = by("foo.bar.com Prefix /api/")
-        .rules
-        .iter()
-        .map(|r| (r.rule_type, r.compare_type, r.value.as_str()))
-        .collect();
+    let v: Vec<(RuleType, CompareType, &str)> =
+        by("foo.bar.com Prefix /api/").rules.iter().map(|r| (r.rule_type, r.compare_type, r.value.as_str())).collect();
     assert_eq!(
         v,
         vec![
-            (
-                RuleType::HostName,
-                CompareType::Regex,
-                r"^foo\.bar\.com(:[0-9]+)?$"
-            ),
+            (RuleType::HostName, CompareType::Regex, r"^foo\.bar\.com(:[0-9]+)?$"),
             (RuleType::Path, CompareType::Regex, r"^/api(/.*)?$")
         ]
     );
-    assert_eq!(
-        by("foo.bar.com Exact /api").rules[1].compare_type,
-        CompareType::EqualTo
-    );
-    assert_eq!(
-        by("foo.bar.com Prefix /").rules.len(),
-        1,
-        "host + Prefix / needs no path rule"
-    );
-    assert_eq!(
-        by("*.bar.com ImplementationSpecific /static").rules[0].value,
-        r"^[^.]+\.bar\.com(:[0-9]+)?$"
-    );
+    assert_eq!(by("foo.bar.com Exact /api").rules[1].compare_type, CompareType::EqualTo);
+    assert_eq!(by("foo.bar.com Prefix /").rules.len(), 1, "host + Prefix / needs no path rule");
+    assert_eq!(by("*.bar.com ImplementationSpecific /static").rules[0].value, r"^[^.]+\.bar\.com(:[0-9]+)?$");
     assert_eq!(by("(any host) Exact /healthz").rules.len(), 1);
-    assert_eq!(
-        by("foo.bar.com Exact /api").name,
-        "ingress:shop/shop:foo.bar.com:Exact:/api"
-    );
+    assert_eq!(by("foo.bar.com Exact /api").name, "ingress:shop/shop:foo.bar.com:Exact:/api");
 }
 
 #[test]
@@ -107,10 +76,7 @@ fn host_regexes_match_like_kubernetes() {
         ("*.foo.com", ".foo.com", false),
     ];
     for (host, header, want) in cases {
-        let re = regex::RegexBuilder::new(&host_rule(host).value)
-            .case_insensitive(true)
-            .build()
-            .unwrap();
+        let re = regex::RegexBuilder::new(&host_rule(host).value).case_insensitive(true).build().unwrap();
         assert_eq!(re.is_match(header), *want, "{host} vs {header}");
     }
 }
@@ -142,12 +108,7 @@ fn path_rules_match_by_element() {
         assert_eq!(hit, *want, "{kind:?} {path} vs {req}");
     }
     assert!(path_rule(PathKind::Prefix, "/", true).is_none());
-    assert_eq!(
-        path_rule(PathKind::Prefix, "/", false)
-            .unwrap()
-            .compare_type,
-        CompareType::StartsWith
-    );
+    assert_eq!(path_rule(PathKind::Prefix, "/", false).unwrap().compare_type, CompareType::StartsWith);
 }
 
 #[test]
@@ -155,25 +116,11 @@ fn generated_regexes_compile_in_python_re() {
     // Octavia validates REGEX values with Python's `re`; check ours with the real thing when present.
     let values = [
         host_rule("*.a-b.example.com").value,
-        path_rule(PathKind::Prefix, "/a.b+c(d)[e]{f}|g^h$i*", true)
-            .unwrap()
-            .value,
+        path_rule(PathKind::Prefix, "/a.b+c(d)[e]{f}|g^h$i*", true).unwrap().value,
     ];
-    let script = format!(
-        "import re\nfor v in {:?}: re.compile(v)\nprint('ok')",
-        values
-    );
-    match std::process::Command::new("python3")
-        .arg("-c")
-        .arg(&script)
-        .output()
-    {
-        Ok(o) => assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            "ok",
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
+    let script = format!("import re\nfor v in {:?}: re.compile(v)\nprint('ok')", values);
+    match std::process::Command::new("python3").arg("-c").arg(&script).output() {
+        Ok(o) => assert_eq!(String::from_utf8_lossy(&o.stdout).trim(), "ok", "{}", String::from_utf8_lossy(&o.stderr)),
         Err(_) => eprintln!("python3 not found; skipped"),
     }
     assert_eq!(escape_regex("a.b+c"), r"a\.b\+c");
@@ -183,27 +130,12 @@ fn generated_regexes_compile_in_python_re() {
 fn validation_mirrors_kubernetes() {
     assert!(host_problem("foo.bar.com").is_none());
     assert!(host_problem("*.bar.com").is_none());
-    for bad in [
-        "Foo.com",
-        "foo.*.com",
-        "*foo.com",
-        "bücher.de",
-        "10.0.0.1",
-        "-a.com",
-        "a..com",
-        "a b.com",
-    ] {
+    for bad in ["Foo.com", "foo.*.com", "*foo.com", "bücher.de", "10.0.0.1", "-a.com", "a..com", "a b.com"] {
         assert!(host_problem(bad).is_some(), "{bad}");
     }
     assert!(path_problem("/ok/path-1.2", true).is_none());
-    assert!(
-        path_problem("", false).is_none(),
-        "ImplementationSpecific may omit the path"
-    );
-    for bad in [
-        "", "rel", "/a b", "/a//b", "/a/../b", "/a/.", "/a%2fb", "/a#b", "/a?b", "/a\"b", "/a\\b",
-        "/é",
-    ] {
+    assert!(path_problem("", false).is_none(), "ImplementationSpecific may omit the path");
+    for bad in ["", "rel", "/a b", "/a//b", "/a/../b", "/a/.", "/a%2fb", "/a#b", "/a?b", "/a\"b", "/a\\b", "/é"] {
         assert!(path_problem(bad, true).is_some(), "{bad:?}");
     }
 }
@@ -211,11 +143,7 @@ fn validation_mirrors_kubernetes() {
 #[test]
 fn warnings_name_the_ingress_and_the_reason() {
     let r = router(&TranslateOptions::default());
-    let reasons: Vec<(&str, &str)> = r
-        .warnings
-        .iter()
-        .map(|w| (w.object.name.as_str(), w.reason.as_str()))
-        .collect();
+    let reasons: Vec<(&str, &str)> = r.warnings.iter().map(|w| (w.object.name.as_str(), w.reason.as_str())).collect();
     for want in [
         ("broken", "InvalidHost"),
         ("broken", "UnsupportedBackend"),
@@ -229,20 +157,9 @@ fn warnings_name_the_ingress_and_the_reason() {
     ] {
         assert!(reasons.contains(&want), "{want:?} missing from {reasons:?}");
     }
-    let dup = r
-        .warnings
-        .iter()
-        .find(|w| w.reason == "DuplicateRoute")
-        .unwrap();
-    assert!(
-        dup.message.contains("Ingress shop/shop"),
-        "names the winner: {}",
-        dup.message
-    );
-    assert!(
-        r.warnings.iter().all(|w| w.object.name != "other"),
-        "other classes are not ours"
-    );
+    let dup = r.warnings.iter().find(|w| w.reason == "DuplicateRoute").unwrap();
+    assert!(dup.message.contains("Ingress shop/shop"), "names the winner: {}", dup.message);
+    assert!(r.warnings.iter().all(|w| w.object.name != "other"), "other classes are not ours");
 }
 
 #[test]
@@ -252,35 +169,20 @@ fn class_selection() {
     inp.ingress_classes[0].metadata.annotations = None;
     let r = translate(&inp, &TranslateOptions::default());
     assert!(r.policies.iter().all(|p| p.owner.name != "broken"));
-    assert!(
-        r.policies.iter().any(|p| p.owner.name == "copycat"),
-        "legacy annotation still selects"
-    );
+    assert!(r.policies.iter().any(|p| p.owner.name == "copycat"), "legacy annotation still selects");
     // A different configured class: nothing is ours.
-    let r = translate(
-        &basic(),
-        &TranslateOptions {
-            ingress_class: "other".into(),
-            ..Default::default()
-        },
-    );
+    let r = translate(&basic(), &TranslateOptions { ingress_class: "other".into(), ..Default::default() });
     assert!(r.policies.is_empty() && r.default_pool.is_none());
 }
 
 #[test]
 fn pools_and_members_from_endpoint_slices() {
     let r = router(&TranslateOptions::default());
-    assert_eq!(
-        r.pools.keys().collect::<Vec<_>>(),
-        ["shop_api_80", "shop_api_9090", "shop_fallback", "shop_web"]
-    );
+    assert_eq!(r.pools.keys().collect::<Vec<_>>(), ["shop_api_80", "shop_api_9090", "shop_fallback", "shop_web"]);
     let web = &r.pools["shop_web"];
     assert_eq!(web.service_port, "http");
-    let m: Vec<(String, u16, Option<&str>)> = web
-        .members
-        .iter()
-        .map(|m| (m.address.to_string(), m.protocol_port, m.zone.as_deref()))
-        .collect();
+    let m: Vec<(String, u16, Option<&str>)> =
+        web.members.iter().map(|m| (m.address.to_string(), m.protocol_port, m.zone.as_deref())).collect();
     // not-ready skipped, duplicate across slices once, IPv6 and FQDN slices skipped, zone from node label.
     assert_eq!(
         m,
@@ -292,38 +194,18 @@ fn pools_and_members_from_endpoint_slices() {
     );
     assert_eq!(web.members[0].target.as_deref(), Some("web-1"));
     assert_eq!(r.pools["shop_api_9090"].members[0].protocol_port, 9090);
-    let v6 = router(&TranslateOptions {
-        vip_family: IpFamily::V6,
-        ..Default::default()
-    });
-    assert_eq!(
-        v6.pools["shop_web"]
-            .members
-            .iter()
-            .map(|m| m.address.to_string())
-            .collect::<Vec<_>>(),
-        ["fd00::10"]
-    );
+    let v6 = router(&TranslateOptions { vip_family: IpFamily::V6, ..Default::default() });
+    assert_eq!(v6.pools["shop_web"].members.iter().map(|m| m.address.to_string()).collect::<Vec<_>>(), ["fd00::10"]);
 }
 
 #[test]
 fn node_pool_restricts_members() {
-    let opts = TranslateOptions {
-        ingress_class: "kuryr".into(),
-        node_pool: Some("edge-a".into()),
-        ..Default::default()
-    };
+    let opts =
+        TranslateOptions { ingress_class: "kuryr".into(), node_pool: Some("edge-a".into()), ..Default::default() };
     let r = router(&opts);
-    let addrs: Vec<String> = r.pools["shop_web"]
-        .members
-        .iter()
-        .map(|m| m.address.to_string())
-        .collect();
+    let addrs: Vec<String> = r.pools["shop_web"].members.iter().map(|m| m.address.to_string()).collect();
     assert_eq!(addrs, ["10.0.1.10", "10.0.3.10"]);
-    assert_eq!(
-        TranslateOptions::for_node_pool("edge-a").ingress_class,
-        "edge-a"
-    );
+    assert_eq!(TranslateOptions::for_node_pool("edge-a").ingress_class, "edge-a");
 }
 
 #[test]
@@ -346,21 +228,11 @@ subsets:
         &mut inp,
     )
     .unwrap();
-    let r = translate(
-        &inp,
-        &TranslateOptions {
-            use_endpoint_slices: false,
-            ..Default::default()
-        },
-    );
+    let r = translate(&inp, &TranslateOptions { use_endpoint_slices: false, ..Default::default() });
     let m = &r.pools["shop_web"].members;
     assert_eq!(m.len(), 1);
     assert_eq!(
-        (
-            m[0].address.to_string(),
-            m[0].protocol_port,
-            m[0].zone.as_deref()
-        ),
+        (m[0].address.to_string(), m[0].protocol_port, m[0].zone.as_deref()),
         ("10.9.0.1".into(), 8080, Some("zone-b"))
     );
 }
@@ -370,11 +242,7 @@ fn slice_cache_is_incremental_and_equals_full_translation() {
     let inp = basic();
     let opts = TranslateOptions::default();
     let full = translate(&inp, &opts);
-    let svc = inp
-        .services
-        .iter()
-        .find(|s| s.metadata.name.as_deref() == Some("web"))
-        .unwrap();
+    let svc = inp.services.iter().find(|s| s.metadata.name.as_deref() == Some("web")).unwrap();
     let sp = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
     let nodes = members::index_nodes(&inp.nodes);
     let slices: std::collections::BTreeMap<String, _> = inp
@@ -391,36 +259,19 @@ fn slice_cache_is_incremental_and_equals_full_translation() {
     }
     assert!(cache.remove("web-def34"));
     let (m, _, _) = cache.members(svc, sp, &nodes, &opts);
-    assert_eq!(
-        m.len(),
-        2,
-        "10.0.1.10 still comes from web-abc12; 10.0.3.10 is gone"
-    );
+    assert_eq!(m.len(), 2, "10.0.1.10 still comes from web-abc12; 10.0.3.10 is gone");
 }
 
 #[test]
 fn no_default_pool_uses_host_exclusions() {
     let mut inp = basic();
-    inp.ingresses
-        .iter_mut()
-        .for_each(|i| i.spec.as_mut().unwrap().default_backend = None);
+    inp.ingresses.iter_mut().for_each(|i| i.spec.as_mut().unwrap().default_backend = None);
     let r = translate(&inp, &TranslateOptions::default());
     assert!(r.policies.iter().all(|p| !p.name.starts_with("guard:")));
-    let hostless = r
-        .policies
-        .iter()
-        .find(|p| p.description == "(any host) Exact /healthz")
-        .unwrap();
-    let excl: Vec<&str> = hostless
-        .rules
-        .iter()
-        .filter(|r| r.invert)
-        .map(|r| r.value.as_str())
-        .collect();
+    let hostless = r.policies.iter().find(|p| p.description == "(any host) Exact /healthz").unwrap();
+    let excl: Vec<&str> = hostless.rules.iter().filter(|r| r.invert).map(|r| r.value.as_str()).collect();
     assert_eq!(excl, [r"^([^.]+\.bar\.com|ok\.example\.com)(:[0-9]+)?$"]);
-    let many: Vec<String> = (0..200)
-        .map(|i| format!("host{i}\\.example\\.com"))
-        .collect();
+    let many: Vec<String> = (0..200).map(|i| format!("host{i}\\.example\\.com")).collect();
     let rules = exclusion_rules(&many);
     assert!(rules.len() > 1 && rules.iter().all(|r| r.value.len() <= 255 && r.invert));
 }
@@ -442,11 +293,7 @@ fn names_are_bounded_and_stable() {
 fn plan_outputs() {
     let r = router(&TranslateOptions::default());
     let t = render_table(&r);
-    assert!(
-        t.contains("POLICIES (9)")
-            && t.contains("DEFAULT POOL: shop_fallback")
-            && t.contains("WARNINGS (11)")
-    );
+    assert!(t.contains("POLICIES (9)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (11)"));
     let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
     assert_eq!(j["policies"][0]["rules"][0]["type"], "HOST_NAME");
     assert_eq!(j["policies"][0]["rules"][0]["compare_type"], "REGEX");
@@ -458,12 +305,9 @@ fn plan_outputs() {
 #[test]
 fn manifest_errors_name_file_and_document() {
     let mut inp = Inputs::default();
-    let e = load_str(
-        "kind: Service\nmetadata: {name: a}\n---\nkind: Ingress\nspec: 5\n",
-        Path::new("x.yaml"),
-        &mut inp,
-    )
-    .unwrap_err();
+    let e =
+        load_str("kind: Service\nmetadata: {name: a}\n---\nkind: Ingress\nspec: 5\n", Path::new("x.yaml"), &mut inp)
+            .unwrap_err();
     let msg = e.to_string();
     assert!(msg.starts_with("x.yaml: document 1: Ingress"), "{msg}");
     assert!(load_manifests(&[PathBuf::from("/nonexistent/dir")]).is_err());

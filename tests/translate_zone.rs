@@ -7,10 +7,7 @@ use kuryr_l7_router::translate::*;
 use proptest::prelude::*;
 
 fn zones_router(opts: &TranslateOptions) -> kuryr_l7_router::model::DesiredRouter {
-    translate(
-        &load_manifests(&[PathBuf::from("tests/fixtures/ingress/zones")]).unwrap(),
-        opts,
-    )
+    translate(&load_manifests(&[PathBuf::from("tests/fixtures/ingress/zones")]).unwrap(), opts)
 }
 
 fn weights(r: &kuryr_l7_router::model::DesiredRouter, pool: &str) -> Vec<u16> {
@@ -18,10 +15,7 @@ fn weights(r: &kuryr_l7_router::model::DesiredRouter, pool: &str) -> Vec<u16> {
 }
 
 fn za() -> TranslateOptions {
-    TranslateOptions {
-        router_zone: Some("zone-a".into()),
-        ..Default::default()
-    }
+    TranslateOptions { router_zone: Some("zone-a".into()), ..Default::default() }
 }
 
 #[test]
@@ -30,24 +24,15 @@ fn opted_in_services_are_weighted_by_zone() {
     // catalog: 2 of 6 local, f = 2 → locals may carry 2/6 each = 2/3 together: ratio 4:1.
     assert_eq!(weights(&r, "shop_catalog"), [4, 4, 1, 1, 1, 1]);
     assert!(
-        r.pools["shop_catalog"]
-            .weighting
-            .starts_with("zone-aware: 2 of 6"),
+        r.pools["shop_catalog"].weighting.starts_with("zone-aware: 2 of 6"),
         "{}",
         r.pools["shop_catalog"].weighting
     );
     // plain: not opted in → even.
     assert_eq!(weights(&r, "shop_plain"), [1, 1]);
-    assert!(
-        r.pools["shop_plain"]
-            .weighting
-            .starts_with("even: Service is not zone-aware")
-    );
+    assert!(r.pools["shop_plain"].weighting.starts_with("even: Service is not zone-aware"));
     // zone_aware_default covers it.
-    let r = zones_router(&TranslateOptions {
-        zone_aware_default: true,
-        ..za()
-    });
+    let r = zones_router(&TranslateOptions { zone_aware_default: true, ..za() });
     assert_eq!(weights(&r, "shop_plain"), [256, 1]);
 }
 
@@ -65,35 +50,13 @@ fn safeguards_fall_back_to_even_weights() {
     let r = zones_router(&TranslateOptions::default());
     assert!(r.pools["shop_catalog"].weighting.contains("no router zone"));
     assert_eq!(weights(&r, "shop_catalog"), [1; 6]);
-    let r = zones_router(&TranslateOptions {
-        router_zone: Some("zone-x".into()),
-        ..Default::default()
-    });
-    assert!(
-        r.pools["shop_catalog"]
-            .weighting
-            .contains("no ready endpoint in router zone zone-x")
-    );
-    let r = zones_router(&TranslateOptions {
-        zone_min_local_endpoints: 3,
-        ..za()
-    });
-    assert!(
-        r.pools["shop_catalog"]
-            .weighting
-            .contains("fewer than zone_min_local_endpoints 3")
-    );
+    let r = zones_router(&TranslateOptions { router_zone: Some("zone-x".into()), ..Default::default() });
+    assert!(r.pools["shop_catalog"].weighting.contains("no ready endpoint in router zone zone-x"));
+    let r = zones_router(&TranslateOptions { zone_min_local_endpoints: 3, ..za() });
+    assert!(r.pools["shop_catalog"].weighting.contains("fewer than zone_min_local_endpoints 3"));
     let cands = vec![
-        Candidate {
-            label: "a".into(),
-            zone: Some("zone-a".into()),
-            for_zones: None,
-        },
-        Candidate {
-            label: "b".into(),
-            zone: None,
-            for_zones: None,
-        },
+        Candidate { label: "a".into(), zone: Some("zone-a".into()), for_zones: None },
+        Candidate { label: "b".into(), zone: None, for_zones: None },
     ];
     let w = weigh(&cands, true, &za());
     assert_eq!(w.weights, [(1, false), (1, false)]);
@@ -102,21 +65,10 @@ fn safeguards_fall_back_to_even_weights() {
 
 #[test]
 fn backup_mode_marks_remote_members() {
-    let r = zones_router(&TranslateOptions {
-        zone_mode: ZoneMode::Backup,
-        ..za()
-    });
-    let b: Vec<bool> = r.pools["shop_catalog"]
-        .members
-        .iter()
-        .map(|m| m.backup)
-        .collect();
+    let r = zones_router(&TranslateOptions { zone_mode: ZoneMode::Backup, ..za() });
+    let b: Vec<bool> = r.pools["shop_catalog"].members.iter().map(|m| m.backup).collect();
     assert_eq!(b, [false, false, true, true, true, true]);
-    assert!(
-        r.pools["shop_catalog"]
-            .weighting
-            .contains("requires a pool health monitor")
-    );
+    assert!(r.pools["shop_catalog"].weighting.contains("requires a pool health monitor"));
 }
 
 /// Expected shares of traffic for `local` locals of `n` with weights (wl, wr).

@@ -12,38 +12,22 @@ use super::Inputs;
 #[derive(Debug, thiserror::Error)]
 pub enum ManifestError {
     #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Io { path: PathBuf, source: std::io::Error },
     #[error("{path}: not valid YAML: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: document {index}: {kind}: {message}")]
-    Object {
-        path: PathBuf,
-        index: usize,
-        kind: String,
-        message: String,
-    },
+    Object { path: PathBuf, index: usize, kind: String, message: String },
 }
 
 fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
-    let io = |source| ManifestError::Io {
-        path: path.to_path_buf(),
-        source,
-    };
+    let io = |source| ManifestError::Io { path: path.to_path_buf(), source };
     if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)
-            .map_err(io)?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<Result<_, _>>()
-            .map_err(io)?;
+        let mut entries: Vec<PathBuf> =
+            std::fs::read_dir(path).map_err(io)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>().map_err(io)?;
         entries.sort();
         for e in entries {
             if e.is_dir()
-                || e.extension()
-                    .and_then(|x| x.to_str())
-                    .is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
+                || e.extension().and_then(|x| x.to_str()).is_some_and(|x| matches!(x, "yaml" | "yml" | "json"))
             {
                 collect(&e, out)?;
             }
@@ -63,10 +47,7 @@ pub fn load_manifests(paths: &[PathBuf]) -> Result<Inputs, ManifestError> {
     }
     let mut inputs = Inputs::default();
     for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|source| ManifestError::Io {
-            path: f.clone(),
-            source,
-        })?;
+        let text = std::fs::read_to_string(f).map_err(|source| ManifestError::Io { path: f.clone(), source })?;
         load_str(&text, f, &mut inputs)?;
     }
     Ok(inputs)
@@ -74,22 +55,15 @@ pub fn load_manifests(paths: &[PathBuf]) -> Result<Inputs, ManifestError> {
 
 /// Parse one file's text (YAML or JSON) into `inputs`; `path` is only used in errors and notes.
 pub fn load_str(text: &str, path: &Path, inputs: &mut Inputs) -> Result<(), ManifestError> {
-    let docs: Vec<Value> = serde_saphyr::from_multiple(text).map_err(|e| ManifestError::Parse {
-        path: path.to_path_buf(),
-        message: e.to_string(),
-    })?;
+    let docs: Vec<Value> = serde_saphyr::from_multiple(text)
+        .map_err(|e| ManifestError::Parse { path: path.to_path_buf(), message: e.to_string() })?;
     for (index, doc) in docs.into_iter().enumerate() {
         add(doc, path, index, inputs)?;
     }
     Ok(())
 }
 
-fn parse<T: DeserializeOwned>(
-    v: Value,
-    path: &Path,
-    index: usize,
-    kind: &str,
-) -> Result<T, ManifestError> {
+fn parse<T: DeserializeOwned>(v: Value, path: &Path, index: usize, kind: &str) -> Result<T, ManifestError> {
     serde_json::from_value(v).map_err(|e| ManifestError::Object {
         path: path.to_path_buf(),
         index,
@@ -98,20 +72,11 @@ fn parse<T: DeserializeOwned>(
     })
 }
 
-fn add(
-    mut doc: Value,
-    path: &Path,
-    index: usize,
-    inputs: &mut Inputs,
-) -> Result<(), ManifestError> {
+fn add(mut doc: Value, path: &Path, index: usize, inputs: &mut Inputs) -> Result<(), ManifestError> {
     if doc.is_null() {
         return Ok(());
     }
-    let kind = doc
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let kind = doc.get("kind").and_then(Value::as_str).unwrap_or("").to_string();
     match kind.as_str() {
         "List" => {
             let items = doc.get_mut("items").map(Value::take).unwrap_or(Value::Null);
@@ -124,8 +89,7 @@ fn add(
             // path with an empty pathType so the translation can warn instead of failing here.
             if let Some(rules) = doc.pointer_mut("/spec/rules").and_then(Value::as_array_mut) {
                 for r in rules {
-                    if let Some(paths) = r.pointer_mut("/http/paths").and_then(Value::as_array_mut)
-                    {
+                    if let Some(paths) = r.pointer_mut("/http/paths").and_then(Value::as_array_mut) {
                         for p in paths {
                             if let Some(o) = p.as_object_mut() {
                                 o.entry("pathType").or_insert(Value::String(String::new()));
@@ -150,10 +114,7 @@ fn add(
             });
         }
         other => {
-            let name = doc
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .unwrap_or("");
+            let name = doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
             inputs.notes.push(format!(
                 "{}: document {index}: {other} {name} ignored (not read by the translation)",
                 path.display()

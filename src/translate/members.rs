@@ -21,10 +21,7 @@ pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
 
 /// Index nodes by name.
 pub fn index_nodes(nodes: &[Node]) -> NodeIndex<'_> {
-    nodes
-        .iter()
-        .map(|n| (n.metadata.name.clone().unwrap_or_default(), n))
-        .collect()
+    nodes.iter().map(|n| (n.metadata.name.clone().unwrap_or_default(), n)).collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,10 +51,7 @@ pub struct SliceCache {
 impl SliceCache {
     /// An empty cache for a router whose VIP has `family`.
     pub fn new(family: IpFamily) -> Self {
-        Self {
-            family,
-            slices: BTreeMap::new(),
-        }
+        Self { family, slices: BTreeMap::new() }
     }
 
     /// Insert or replace one slice. Slices of the other IP family and FQDN slices hold nothing
@@ -68,22 +62,14 @@ impl SliceCache {
             IpFamily::V4 => "IPv4",
             IpFamily::V6 => "IPv6",
         };
-        let mut cached = CachedSlice {
-            ports: Vec::new(),
-            endpoints: Vec::new(),
-        };
+        let mut cached = CachedSlice { ports: Vec::new(), endpoints: Vec::new() };
         if slice.address_type == want {
             cached.ports = slice
                 .ports
                 .iter()
                 .flatten()
                 .filter(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
-                .filter_map(|p| {
-                    Some((
-                        p.name.clone().unwrap_or_default(),
-                        u16::try_from(p.port?).ok()?,
-                    ))
-                })
+                .filter_map(|p| Some((p.name.clone().unwrap_or_default(), u16::try_from(p.port?).ok()?)))
                 .collect();
             cached.endpoints = slice
                 .endpoints
@@ -138,11 +124,7 @@ impl SliceCache {
         opts: &TranslateOptions,
     ) -> (Vec<Member>, String, Vec<Warning>) {
         let ns = service.metadata.namespace.as_deref().unwrap_or("default");
-        let sref = ObjectRef::new(
-            "Service",
-            ns,
-            service.metadata.name.as_deref().unwrap_or(""),
-        );
+        let sref = ObjectRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
         let sp_name = service_port.name.clone().unwrap_or_default();
         let mut warnings = Vec::new();
         let mut seen: BTreeSet<(IpAddr, u16)> = BTreeSet::new();
@@ -151,12 +133,8 @@ impl SliceCache {
             if cs.endpoints.is_empty() {
                 continue;
             }
-            let port = cs
-                .ports
-                .iter()
-                .find(|(n, _)| *n == sp_name)
-                .map(|(_, p)| *p)
-                .or(match &service_port.target_port {
+            let port =
+                cs.ports.iter().find(|(n, _)| *n == sp_name).map(|(_, p)| *p).or(match &service_port.target_port {
                     // Hand-made slices may carry no port names; a numeric targetPort still says where.
                     Some(IntOrString::Int(n)) if cs.ports.is_empty() => u16::try_from(*n).ok(),
                     _ => None,
@@ -186,10 +164,7 @@ impl SliceCache {
             .iter()
             .map(|(a, p, e)| Candidate {
                 label: format!("{a}:{p}"),
-                zone: e
-                    .zone
-                    .clone()
-                    .or_else(|| node_zone(e.node.as_deref(), nodes)),
+                zone: e.zone.clone().or_else(|| node_zone(e.node.as_deref(), nodes)),
                 for_zones: e.for_zones.clone(),
             })
             .collect();
@@ -198,16 +173,14 @@ impl SliceCache {
             .into_iter()
             .zip(cands)
             .zip(w.weights)
-            .map(
-                |(((address, protocol_port, e), c), (weight, backup))| Member {
-                    address,
-                    protocol_port,
-                    weight,
-                    backup,
-                    zone: c.zone,
-                    target: e.target,
-                },
-            )
+            .map(|(((address, protocol_port, e), c), (weight, backup))| Member {
+                address,
+                protocol_port,
+                weight,
+                backup,
+                zone: c.zone,
+                target: e.target,
+            })
             .collect();
         (members, w.reason, warnings)
     }
@@ -225,11 +198,7 @@ fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptio
 
 fn node_zone(node: Option<&str>, nodes: &NodeIndex<'_>) -> Option<String> {
     let labels = nodes.get(node?)?.metadata.labels.as_ref()?;
-    labels
-        .get(ZONE_LABEL)
-        .or_else(|| labels.get(LEGACY_ZONE_LABEL))
-        .filter(|z| !z.is_empty())
-        .cloned()
+    labels.get(ZONE_LABEL).or_else(|| labels.get(LEGACY_ZONE_LABEL)).filter(|z| !z.is_empty()).cloned()
 }
 
 /// Members of one pool from one Service's slices (the incremental path of the Service/Endpoints
@@ -258,17 +227,10 @@ pub fn endpoints_as_slices(e: &Endpoints) -> Vec<EndpointSlice> {
             let mut eps = Vec::new();
             for (list, ready) in [(&s.addresses, true), (&s.not_ready_addresses, false)] {
                 for a in list.iter().flatten() {
-                    if a.ip
-                        .parse::<IpAddr>()
-                        .map(|ip| ip.is_ipv6() == v6)
-                        .unwrap_or(false)
-                    {
+                    if a.ip.parse::<IpAddr>().map(|ip| ip.is_ipv6() == v6).unwrap_or(false) {
                         eps.push(Endpoint {
                             addresses: vec![a.ip.clone()],
-                            conditions: Some(EndpointConditions {
-                                ready: Some(ready),
-                                ..Default::default()
-                            }),
+                            conditions: Some(EndpointConditions { ready: Some(ready), ..Default::default() }),
                             node_name: a.node_name.clone(),
                             target_ref: a.target_ref.clone(),
                             ..Default::default()

@@ -102,11 +102,7 @@ impl TranslateOptions {
     /// Options for a router serving one node pool: the pool name is also the default ingress
     /// class, as in OpenYurt's NodePool ingress design.
     pub fn for_node_pool(pool: &str) -> Self {
-        Self {
-            ingress_class: pool.into(),
-            node_pool: Some(pool.into()),
-            ..Self::default()
-        }
+        Self { ingress_class: pool.into(), node_pool: Some(pool.into()), ..Self::default() }
     }
 }
 

@@ -34,10 +34,7 @@ pub fn bounded(full: String) -> String {
 /// because two Ingresses may list the same route (only one wins, but the winner can change).
 pub fn policy_name(owner: &ObjectRef, host: &str, path_type: &str, path: &str) -> String {
     let host = if host.is_empty() { "_" } else { host };
-    bounded(format!(
-        "ingress:{}/{}:{}:{}:{}",
-        owner.namespace, owner.name, host, path_type, path
-    ))
+    bounded(format!("ingress:{}/{}:{}:{}:{}", owner.namespace, owner.name, host, path_type, path))
 }
 
 /// `guard:<host>`: the policy that stops a host's unmatched requests from reaching wildcard or

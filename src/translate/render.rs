@@ -25,11 +25,7 @@ pub fn render_table(router: &DesiredRouter) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "POLICIES ({})", router.policies.len());
     for p in &router.policies {
-        let _ = writeln!(
-            s,
-            "{:>4}  {}  -> pool {}  [{}]",
-            p.position, p.description, p.pool, p.owner
-        );
+        let _ = writeln!(s, "{:>4}  {}  -> pool {}  [{}]", p.position, p.description, p.pool, p.owner);
         let _ = writeln!(s, "      name: {}", p.name);
         for r in &p.rules {
             let _ = writeln!(s, "      rule: {}", rule_text(r));
@@ -38,27 +34,16 @@ pub fn render_table(router: &DesiredRouter) -> String {
     let _ = writeln!(
         s,
         "\nDEFAULT POOL: {}",
-        router
-            .default_pool
-            .as_deref()
-            .unwrap_or("(none: unmatched requests get 503)")
+        router.default_pool.as_deref().unwrap_or("(none: unmatched requests get 503)")
     );
     let _ = writeln!(s, "\nPOOLS ({})", router.pools.len());
     for p in router.pools.values() {
-        let _ = writeln!(
-            s,
-            "  {}  ({} port {}, {})",
-            p.name, p.service, p.service_port, p.lb_algorithm
-        );
+        let _ = writeln!(s, "  {}  ({} port {}, {})", p.name, p.service, p.service_port, p.lb_algorithm);
         let _ = writeln!(s, "      weighting: {}", p.weighting);
         if p.members.is_empty() {
             let _ = writeln!(s, "      (no members)");
         } else {
-            let _ = writeln!(
-                s,
-                "      {:<40} {:>5} {:>6} {:>6}  ZONE",
-                "ADDRESS", "PORT", "WEIGHT", "BACKUP"
-            );
+            let _ = writeln!(s, "      {:<40} {:>5} {:>6} {:>6}  ZONE", "ADDRESS", "PORT", "WEIGHT", "BACKUP");
         }
         for m in &p.members {
             let _ = writeln!(

@@ -9,8 +9,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::members::{SliceCache, endpoints_as_slices};
 use super::names::{guard_name, policy_name, pool_name};
 use super::rules::{
-    HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule,
-    normalize_prefix, path_problem, path_rule, value_problem,
+    HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule, normalize_prefix,
+    path_problem, path_rule, value_problem,
 };
 use super::{Inputs, TranslateOptions};
 use crate::model::{DesiredRouter, ObjectRef, Policy, Pool, Warning};
@@ -25,19 +25,11 @@ fn ns_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &
 }
 
 fn ingress_ref(ing: &Ingress) -> ObjectRef {
-    ObjectRef::new(
-        "Ingress",
-        ns_of(&ing.metadata),
-        ing.metadata.name.as_deref().unwrap_or(""),
-    )
+    ObjectRef::new("Ingress", ns_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
 fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: String) {
-    out.push(Warning {
-        object: object.clone(),
-        reason: reason.into(),
-        message,
-    });
+    out.push(Warning { object: object.clone(), reason: reason.into(), message });
 }
 
 /// Is this Ingress served by us? `spec.ingressClassName` naming our IngressClass (right name and
@@ -46,30 +38,17 @@ fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: Strin
 pub fn is_ours(ing: &Ingress, classes: &[IngressClass], opts: &TranslateOptions) -> bool {
     let ours = |c: &&IngressClass| {
         c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
-            && c.spec.as_ref().and_then(|s| s.controller.as_deref())
-                == Some(opts.controller.as_str())
+            && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
     };
-    let spec_class = ing
-        .spec
-        .as_ref()
-        .and_then(|s| s.ingress_class_name.as_deref());
+    let spec_class = ing.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
     if let Some(name) = spec_class {
         return name == opts.ingress_class && classes.iter().any(|c| ours(&c));
     }
-    if let Some(a) = ing
-        .metadata
-        .annotations
-        .as_ref()
-        .and_then(|a| a.get(LEGACY_CLASS_ANNOTATION))
-    {
+    if let Some(a) = ing.metadata.annotations.as_ref().and_then(|a| a.get(LEGACY_CLASS_ANNOTATION)) {
         return *a == opts.ingress_class;
     }
     classes.iter().filter(ours).any(|c| {
-        c.metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION))
-            .map(String::as_str)
+        c.metadata.annotations.as_ref().and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION)).map(String::as_str)
             == Some("true")
     })
 }
@@ -90,26 +69,14 @@ fn resolve_backend(
     services: &BTreeMap<(&str, &str), &Service>,
 ) -> Result<PoolKey, (&'static str, String)> {
     let Some(sb) = b.service.as_ref() else {
-        let what = b
-            .resource
-            .as_ref()
-            .map(|r| format!("{} {}", r.kind, r.name))
-            .unwrap_or_else(|| "nothing".into());
+        let what = b.resource.as_ref().map(|r| format!("{} {}", r.kind, r.name)).unwrap_or_else(|| "nothing".into());
         return Err((
             "UnsupportedBackend",
-            format!(
-                "{ing}: {where_}: backend is {what}, not a Service; only Service backends can be routed"
-            ),
+            format!("{ing}: {where_}: backend is {what}, not a Service; only Service backends can be routed"),
         ));
     };
     let Some(svc) = services.get(&(ing.namespace.as_str(), sb.name.as_str())) else {
-        return Err((
-            "ServiceNotFound",
-            format!(
-                "{ing}: {where_}: Service {}/{} not found",
-                ing.namespace, sb.name
-            ),
-        ));
+        return Err(("ServiceNotFound", format!("{ing}: {where_}: Service {}/{} not found", ing.namespace, sb.name)));
     };
     let spec = svc.spec.as_ref();
     if spec.and_then(|s| s.type_.as_deref()) == Some("ExternalName") {
@@ -123,42 +90,23 @@ fn resolve_backend(
     }
     let ports: &[ServicePort] = spec.and_then(|s| s.ports.as_deref()).unwrap_or(&[]);
     let want = sb.port.as_ref();
-    let found = match (
-        want.and_then(|p| p.name.as_deref()),
-        want.and_then(|p| p.number),
-    ) {
+    let found = match (want.and_then(|p| p.name.as_deref()), want.and_then(|p| p.number)) {
         (Some(n), _) if !n.is_empty() => ports.iter().find(|p| p.name.as_deref() == Some(n)),
         (_, Some(num)) => ports.iter().find(|p| p.port == num),
         _ => None,
     };
     let Some(sp) = found else {
         let asked = want
-            .map(|p| {
-                p.name
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| p.number.unwrap_or(0).to_string())
-            })
+            .map(|p| p.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| p.number.unwrap_or(0).to_string()))
             .unwrap_or_else(|| "(none)".into());
         return Err((
             "ServicePortNotFound",
-            format!(
-                "{ing}: {where_}: Service {}/{} has no port {asked}",
-                ing.namespace, sb.name
-            ),
+            format!("{ing}: {where_}: Service {}/{} has no port {asked}", ing.namespace, sb.name),
         ));
     };
-    let port = u16::try_from(sp.port).map_err(|_| {
-        (
-            "ServicePortNotFound",
-            format!("{ing}: {where_}: invalid port {}", sp.port),
-        )
-    })?;
-    Ok(PoolKey {
-        namespace: ing.namespace.clone(),
-        service: sb.name.clone(),
-        port,
-    })
+    let port = u16::try_from(sp.port)
+        .map_err(|_| ("ServicePortNotFound", format!("{ing}: {where_}: invalid port {}", sp.port)))?;
+    Ok(PoolKey { namespace: ing.namespace.clone(), service: sb.name.clone(), port })
 }
 
 /// One (host, path) after validation and backend resolution.
@@ -177,11 +125,7 @@ struct Route {
 
 impl Route {
     fn describe(&self) -> String {
-        let host = if self.host.is_empty() {
-            "(any host)"
-        } else {
-            &self.host
-        };
+        let host = if self.host.is_empty() { "(any host)" } else { &self.host };
         format!("{host} {} {}", self.path_type, self.path)
     }
 }
@@ -189,33 +133,18 @@ impl Route {
 type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
 
 fn age(ing: &Ingress) -> Age<'_> {
-    (
-        ing.metadata.creation_timestamp.as_ref(),
-        ns_of(&ing.metadata),
-        ing.metadata.name.as_deref().unwrap_or(""),
-    )
+    (ing.metadata.creation_timestamp.as_ref(), ns_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// See [`super::translate`].
 pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let mut warnings = Vec::new();
-    let services: BTreeMap<(&str, &str), &Service> = inputs
-        .services
-        .iter()
-        .map(|s| {
-            (
-                (ns_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")),
-                s,
-            )
-        })
-        .collect();
+    let services: BTreeMap<(&str, &str), &Service> =
+        inputs.services.iter().map(|s| ((ns_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s)).collect();
 
     // Oldest first: conflicts are won by the first claimant in this order.
-    let mut ours: Vec<&Ingress> = inputs
-        .ingresses
-        .iter()
-        .filter(|i| is_ours(i, &inputs.ingress_classes, opts))
-        .collect();
+    let mut ours: Vec<&Ingress> =
+        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
     ours.sort_by(|a, b| age(a).cmp(&age(b)));
 
     // Default backend: the oldest Ingress with a routable one wins.
@@ -248,12 +177,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
             if !host.is_empty()
                 && let Some(p) = host_problem(&host)
             {
-                warn(
-                    &mut warnings,
-                    &owner,
-                    "InvalidHost",
-                    format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"),
-                );
+                warn(&mut warnings, &owner, "InvalidHost", format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"));
                 continue;
             }
             let Some(http) = rule.http.as_ref() else {
@@ -270,9 +194,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                             &mut warnings,
                             &owner,
                             "MissingPathType",
-                            format!(
-                                "{owner}: {where_} dropped: pathType is required in networking.k8s.io/v1"
-                            ),
+                            format!("{owner}: {where_} dropped: pathType is required in networking.k8s.io/v1"),
                         );
                         continue;
                     }
@@ -287,12 +209,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                     }
                 };
                 if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
-                    warn(
-                        &mut warnings,
-                        &owner,
-                        "InvalidPath",
-                        format!("{owner}: {where_} dropped: {why}"),
-                    );
+                    warn(&mut warnings, &owner, "InvalidPath", format!("{owner}: {where_} dropped: {why}"));
                     continue;
                 }
                 let path = if raw.is_empty() { "/".to_string() } else { raw };
@@ -309,23 +226,13 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                     values.push(r.value);
                 }
                 if let Some(why) = values.iter().find_map(|v| value_problem(v)) {
-                    warn(
-                        &mut warnings,
-                        &owner,
-                        "InvalidRuleValue",
-                        format!("{owner}: {where_} dropped: {why}"),
-                    );
+                    warn(&mut warnings, &owner, "InvalidRuleValue", format!("{owner}: {where_} dropped: {why}"));
                     continue;
                 }
                 let pool = match resolve_backend(&owner, &where_, &p.backend, &services) {
                     Ok(k) => k,
                     Err((reason, msg)) => {
-                        warn(
-                            &mut warnings,
-                            &owner,
-                            reason,
-                            format!("{msg}; route dropped"),
-                        );
+                        warn(&mut warnings, &owner, reason, format!("{msg}; route dropped"));
                         continue;
                     }
                 };
@@ -369,12 +276,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
 
     warnings.sort();
     warnings.dedup();
-    DesiredRouter {
-        policies,
-        default_pool,
-        pools,
-        warnings,
-    }
+    DesiredRouter { policies, default_pool, pools, warnings }
 }
 
 /// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
@@ -386,19 +288,14 @@ pub fn pool_names(keys: &BTreeSet<PoolKey>) -> BTreeMap<PoolKey, String> {
     keys.iter()
         .map(|k| {
             let multi = per_service[&(k.namespace.as_str(), k.service.as_str())] > 1;
-            (
-                k.clone(),
-                pool_name(&k.namespace, &k.service, multi.then_some(k.port)),
-            )
+            (k.clone(), pool_name(&k.namespace, &k.service, multi.then_some(k.port)))
         })
         .collect()
 }
 
 fn wildcard_covers(wild: &str, host: &str) -> bool {
     let suffix = &wild[1..]; // ".example.com"
-    host.len() > suffix.len()
-        && host.ends_with(suffix)
-        && !host[..host.len() - suffix.len()].contains('.')
+    host.len() > suffix.len() && host.ends_with(suffix) && !host[..host.len() - suffix.len()].contains('.')
 }
 
 /// Order routes by Kubernetes precedence and turn them into policies.
@@ -415,20 +312,13 @@ fn order_policies(
     warnings: &mut Vec<Warning>,
 ) -> Vec<Policy> {
     routes.sort_by(|a, b| {
-        (
-            HostKind::of(&a.host),
-            &a.host,
-            std::cmp::Reverse(a.match_path.len()),
-            a.kind,
-            &a.match_path,
-        )
-            .cmp(&(
-                HostKind::of(&b.host),
-                &b.host,
-                std::cmp::Reverse(b.match_path.len()),
-                b.kind,
-                &b.match_path,
-            ))
+        (HostKind::of(&a.host), &a.host, std::cmp::Reverse(a.match_path.len()), a.kind, &a.match_path).cmp(&(
+            HostKind::of(&b.host),
+            &b.host,
+            std::cmp::Reverse(b.match_path.len()),
+            b.kind,
+            &b.match_path,
+        ))
     });
     // Per host: does it have a catch-all (Prefix /)? Who owns it (oldest owner of its routes)?
     let mut hosts: BTreeMap<&str, (bool, &ObjectRef)> = BTreeMap::new();
@@ -440,11 +330,7 @@ fn order_policies(
         }
     }
     let any_hostless = hosts.contains_key("");
-    let wildcards: Vec<&str> = hosts
-        .keys()
-        .copied()
-        .filter(|h| HostKind::of(h) == HostKind::Wildcard)
-        .collect();
+    let wildcards: Vec<&str> = hosts.keys().copied().filter(|h| HostKind::of(h) == HostKind::Wildcard).collect();
     // Hosts that could fall through, and which later hosts they could fall into.
     let needs_stop = |h: &str| -> bool {
         match HostKind::of(h) {
@@ -453,11 +339,8 @@ fn order_policies(
             HostKind::Any => false,
         }
     };
-    let leaky: Vec<&str> = hosts
-        .iter()
-        .filter(|(h, (catch_all, _))| !catch_all && needs_stop(h))
-        .map(|(h, _)| *h)
-        .collect();
+    let leaky: Vec<&str> =
+        hosts.iter().filter(|(h, (catch_all, _))| !catch_all && needs_stop(h)).map(|(h, _)| *h).collect();
 
     let mut policies = Vec::with_capacity(routes.len() + leaky.len());
     let mut i = 0;
@@ -523,9 +406,7 @@ fn order_policies(
                 pool: dp.to_string(),
                 rules: vec![host_rule(&host)],
                 owner,
-                description: format!(
-                    "{host} guard: paths without a route go to the default backend"
-                ),
+                description: format!("{host} guard: paths without a route go to the default backend"),
             });
         }
         i = j;
@@ -546,36 +427,23 @@ fn build_pools(
 ) -> BTreeMap<String, Pool> {
     let nodes = super::members::index_nodes(&inputs.nodes);
     // Index the endpoint sources of the referenced Services only.
-    let wanted: BTreeSet<(&str, &str)> = keys
-        .iter()
-        .map(|k| (k.namespace.as_str(), k.service.as_str()))
-        .collect();
+    let wanted: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
     let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
     if opts.use_endpoint_slices {
         for s in &inputs.endpoint_slices {
-            let Some(svc) = s
-                .metadata
-                .labels
-                .as_ref()
-                .and_then(|l| l.get(SERVICE_NAME_LABEL))
-            else {
+            let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
                 continue;
             };
             let key = (ns_of(&s.metadata), svc.as_str());
             if wanted.contains(&key) {
-                caches
-                    .entry(key)
-                    .or_insert_with(|| SliceCache::new(opts.vip_family))
-                    .upsert(s);
+                caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family)).upsert(s);
             }
         }
     } else {
         for e in &inputs.endpoints {
             let key = (ns_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
             if wanted.contains(&key) {
-                let cache = caches
-                    .entry(key)
-                    .or_insert_with(|| SliceCache::new(opts.vip_family));
+                let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));
                 for slice in endpoints_as_slices(e) {
                     cache.upsert(&slice);
                 }
@@ -592,9 +460,7 @@ fn build_pools(
             .and_then(|s| s.ports.as_ref())
             .and_then(|ps| ps.iter().find(|p| p.port == i32::from(k.port)))
             .expect("resolved ports exist");
-        let cache = caches
-            .get(&(k.namespace.as_str(), k.service.as_str()))
-            .unwrap_or(&empty);
+        let cache = caches.get(&(k.namespace.as_str(), k.service.as_str())).unwrap_or(&empty);
         let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
         warnings.extend(w);
         let name = names[k].clone();
@@ -603,11 +469,7 @@ fn build_pools(
             Pool {
                 name,
                 service: ObjectRef::new("Service", &k.namespace, &k.service),
-                service_port: sp
-                    .name
-                    .clone()
-                    .filter(|n| !n.is_empty())
-                    .unwrap_or_else(|| sp.port.to_string()),
+                service_port: sp.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| sp.port.to_string()),
                 lb_algorithm: opts.lb_algorithm.clone(),
                 members,
                 weighting,

@@ -24,10 +24,7 @@ pub const PORT_SUFFIX: &str = "(:[0-9]+)?";
 pub fn escape_regex(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if matches!(
-            c,
-            '.' | '+' | '*' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '^' | '$' | '\\'
-        ) {
+        if matches!(c, '.' | '+' | '*' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '^' | '$' | '\\') {
             out.push('\\');
         }
         out.push(c);
@@ -66,8 +63,7 @@ fn dns_label_ok(l: &str) -> bool {
     let b = l.as_bytes();
     !b.is_empty()
         && b.len() <= 63
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+        && b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
         && b[0] != b'-'
         && b[b.len() - 1] != b'-'
 }
@@ -98,11 +94,7 @@ pub fn host_problem(host: &str) -> Option<String> {
 /// `path` is as written (empty only for ImplementationSpecific). `None` when valid.
 pub fn path_problem(path: &str, kind_strict: bool) -> Option<String> {
     if path.is_empty() {
-        return if kind_strict {
-            Some("path is required for Exact and Prefix".into())
-        } else {
-            None
-        };
+        return if kind_strict { Some("path is required for Exact and Prefix".into()) } else { None };
     }
     if !path.starts_with('/') {
         return Some("path must be absolute (start with '/')".into());
@@ -110,23 +102,14 @@ pub fn path_problem(path: &str, kind_strict: bool) -> Option<String> {
     if !path.is_ascii() {
         return Some("path must be ASCII (percent-encode other characters)".into());
     }
-    if let Some(c) = path
-        .chars()
-        .find(|c| c.is_ascii_whitespace() || c.is_ascii_control())
-    {
-        return Some(format!(
-            "path contains the whitespace or control character {c:?}"
-        ));
+    if let Some(c) = path.chars().find(|c| c.is_ascii_whitespace() || c.is_ascii_control()) {
+        return Some(format!("path contains the whitespace or control character {c:?}"));
     }
     if let Some(c) = path.chars().find(|c| matches!(c, '#' | '?')) {
-        return Some(format!(
-            "path contains {c:?}, which never reaches the path of a request"
-        ));
+        return Some(format!("path contains {c:?}, which never reaches the path of a request"));
     }
     if let Some(c) = path.chars().find(|c| matches!(c, '"' | '\'' | '\\')) {
-        return Some(format!(
-            "path contains {c:?}, which haproxy's configuration cannot carry unquoted"
-        ));
+        return Some(format!("path contains {c:?}, which haproxy's configuration cannot carry unquoted"));
     }
     if kind_strict {
         for seq in ["//", "/./", "/../", "%2f", "%2F"] {
@@ -151,10 +134,7 @@ pub fn value_problem(value: &str) -> Option<String> {
         return Some("rule value is empty".into());
     }
     if value.len() > MAX_VALUE {
-        return Some(format!(
-            "rule value is {} characters, Octavia allows {MAX_VALUE}",
-            value.len()
-        ));
+        return Some(format!("rule value is {} characters, Octavia allows {MAX_VALUE}", value.len()));
     }
     if value.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Some("rule value contains whitespace or control characters".into());
@@ -207,12 +187,7 @@ pub fn path_rule(kind: PathKind, path: &str, has_host_rule: bool) -> Option<Rule
             }
         }
     };
-    Some(Rule {
-        rule_type: RuleType::Path,
-        compare_type,
-        value,
-        invert: false,
-    })
+    Some(Rule { rule_type: RuleType::Path, compare_type, value, invert: false })
 }
 
 /// Inverted HOST_NAME rules that exclude `patterns` (regex bodies from [`host_pattern`]), packed

@@ -22,14 +22,8 @@ pub fn service_is_zone_aware(svc: &Service, opts: &TranslateOptions) -> bool {
         return true;
     }
     let ann = svc.metadata.annotations.as_ref();
-    let auto = |k: &str| {
-        ann.and_then(|a| a.get(k))
-            .is_some_and(|v| v.eq_ignore_ascii_case("auto"))
-    };
-    let td = svc
-        .spec
-        .as_ref()
-        .and_then(|s| s.traffic_distribution.as_deref());
+    let auto = |k: &str| ann.and_then(|a| a.get(k)).is_some_and(|v| v.eq_ignore_ascii_case("auto"));
+    let td = svc.spec.as_ref().and_then(|s| s.traffic_distribution.as_deref());
     auto(TOPOLOGY_MODE_ANNOTATION)
         || auto(TOPOLOGY_HINTS_ANNOTATION)
         || matches!(td, Some("PreferClose" | "PreferSameZone"))
@@ -53,10 +47,7 @@ pub struct Weighting {
 }
 
 fn even(n: usize, reason: String) -> Weighting {
-    Weighting {
-        weights: vec![(1, false); n],
-        reason,
-    }
+    Weighting { weights: vec![(1, false); n], reason }
 }
 
 fn gcd(a: u32, b: u32) -> u32 {
@@ -71,11 +62,7 @@ fn gcd(a: u32, b: u32) -> u32 {
 /// remote = ⌈256 / r⌉ (rounding the remote weight *up* keeps locals under the cap), then both are
 /// divided by their gcd for readability.
 pub fn zone_weights(local: usize, n: usize, factor: f64) -> (u16, u16) {
-    let f = if factor.is_finite() && factor >= 1.0 {
-        factor
-    } else {
-        1.0
-    };
+    let f = if factor.is_finite() && factor >= 1.0 { factor } else { 1.0 };
     let (l, nn) = (local as f64, n as f64);
     let remote = nn - l;
     if remote <= 0.0 {
@@ -85,9 +72,7 @@ pub fn zone_weights(local: usize, n: usize, factor: f64) -> (u16, u16) {
         (u32::from(MAX_WEIGHT), 1)
     } else {
         let ratio = f * remote / (nn - l * f);
-        let wr = (f64::from(MAX_WEIGHT) / ratio - 1e-9)
-            .ceil()
-            .clamp(1.0, f64::from(MAX_WEIGHT)) as u32;
+        let wr = (f64::from(MAX_WEIGHT) / ratio - 1e-9).ceil().clamp(1.0, f64::from(MAX_WEIGHT)) as u32;
         (u32::from(MAX_WEIGHT), wr)
     };
     let g = gcd(wl, wr);
@@ -106,28 +91,18 @@ pub fn weigh(cands: &[Candidate], zone_aware: bool, opts: &TranslateOptions) -> 
         return even(n, "even: no ready endpoints".into());
     }
     let Some(rz) = opts.router_zone.as_deref().filter(|z| !z.is_empty()) else {
-        return even(
-            n,
-            "even: no router zone ([octavia_defaults] availability_zone unset)".into(),
-        );
+        return even(n, "even: no router zone ([octavia_defaults] availability_zone unset)".into());
     };
-    if let Some(c) = cands
-        .iter()
-        .find(|c| c.zone.as_deref().is_none_or(str::is_empty))
-    {
+    if let Some(c) = cands.iter().find(|c| c.zone.as_deref().is_none_or(str::is_empty)) {
         return even(n, format!("even: endpoint {} has no zone", c.label));
     }
     // Hints are used only when every member has them (as kube-proxy does).
-    let use_hints = cands
-        .iter()
-        .all(|c| c.for_zones.as_ref().is_some_and(|z| !z.is_empty()));
+    let use_hints = cands.iter().all(|c| c.for_zones.as_ref().is_some_and(|z| !z.is_empty()));
     let is_local: Vec<bool> = cands
         .iter()
         .map(|c| {
             if use_hints {
-                c.for_zones
-                    .as_ref()
-                    .is_some_and(|z| z.iter().any(|z| z == rz))
+                c.for_zones.as_ref().is_some_and(|z| z.iter().any(|z| z == rz))
             } else {
                 c.zone.as_deref() == Some(rz)
             }
@@ -136,10 +111,7 @@ pub fn weigh(cands: &[Candidate], zone_aware: bool, opts: &TranslateOptions) -> 
     let local = is_local.iter().filter(|l| **l).count();
     let basis = if use_hints { "hinted for" } else { "in" };
     if local == 0 {
-        return even(
-            n,
-            format!("even: no ready endpoint {basis} router zone {rz}"),
-        );
+        return even(n, format!("even: no ready endpoint {basis} router zone {rz}"));
     }
     if (local as u64) < u64::from(opts.zone_min_local_endpoints) {
         return even(
@@ -159,13 +131,10 @@ pub fn weigh(cands: &[Candidate], zone_aware: bool, opts: &TranslateOptions) -> 
         },
         ZoneMode::Weight => {
             let (wl, wr) = zone_weights(local, n, opts.zone_overload_factor);
-            let share = (local as f64 * f64::from(wl))
-                / (local as f64 * f64::from(wl) + (n - local) as f64 * f64::from(wr));
+            let share =
+                (local as f64 * f64::from(wl)) / (local as f64 * f64::from(wl) + (n - local) as f64 * f64::from(wr));
             Weighting {
-                weights: is_local
-                    .iter()
-                    .map(|l| (if *l { wl } else { wr }, false))
-                    .collect(),
+                weights: is_local.iter().map(|l| (if *l { wl } else { wr }, false)).collect(),
                 reason: format!(
                     "zone-aware: {local} of {n} endpoints {basis} zone {rz}, weights local {wl} remote {wr}, expected local share {:.0}%",
                     share * 100.0
