@@ -1,4 +1,5 @@
 #!/bin/bash
+# shellcheck disable=SC2034  # loop counters of wait loops are intentionally unused
 # Local OpenStack (Zed, Debian 12 packages) for kuryr-l7-router's demo and functional tests:
 #   MariaDB + RabbitMQ + Keystone + Neutron (ML2, L3 router, no agents)
 #   + Octavia API/worker (amphora provider, noop amphora/compute drivers)

@@ -220,7 +220,7 @@ static OPTIONS: &[OptionSpec] = &[
     // [neutron_defaults]
     opt(ND, "project", OptKind::Str, None, "Project (tenant) ID that owns the resources we create."),
     opt(ND, "external_svc_subnet", OptKind::Uuid, None, "Subnet ID from which floating IPs for the router VIP are allocated."),
-    opt(ND, "l7_router_ip", OptKind::Ip, None, "Fixed VIP address of the L7 router load balancer."),
+    opt(ND, "l7_router_ip", OptKind::Ip, None, "An existing floating IP to associate with the L7 router's VIP port (it must be free or already on that port). Unset: one is allocated on the external network of external_svc_subnet and found again after a restart."),
     opt(ND, "lb_subnet", OptKind::Uuid, None, "Subnet ID of the L7 router VIP. Required when `[kubernetes] enable_ingress` is true."),
     opt(ND, "pod_subnet", OptKind::Uuid, None, "Subnet ID of the pods; member subnet in L2 member mode."),
     opt(ND, "resource_tags", OptKind::TagList, Some(""), "Extra tags put on every OpenStack resource we create (comma-separated)."),
