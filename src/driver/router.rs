@@ -233,8 +233,7 @@ impl Router {
 
     /// The fully-populated create of a brand-new router: one write.
     async fn create_populated(&self, desired: &DesiredRouter, report: &mut ConvergeReport) -> Result<LoadBalancer> {
-        let subnet = self.spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(self.spec.name.clone()))?;
-        let body = populated_create(&self.spec, &subnet, desired);
+        let body = populated_create(&self.spec, &self.vip_subnet()?, desired);
         let description = format!(
             "create L7 router {} fully populated: {} pool(s), {} member(s), {} policy(ies), {} rule(s)",
             self.spec.name,
@@ -243,30 +242,34 @@ impl Router {
             body.listeners.iter().map(|l| l.l7policies.len()).sum::<usize>(),
             body.listeners.iter().flat_map(|l| &l.l7policies).map(|p| p.rules.len()).sum::<usize>(),
         );
-        let t = Instant::now();
-        let created = self
-            .octavia
-            .create_load_balancer(&body)
-            .await
-            .map_err(|source| DriverError::Write { write: description.clone(), source })?;
-        let lb = self.ready(created).await?;
-        report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
-        Ok(lb)
+        self.create_router(&body, description, report).await
     }
 
     /// A bare router (VIP only); the listener and the children follow as ordinary writes.
     async fn create_bare(&self, report: &mut ConvergeReport) -> Result<LoadBalancer> {
-        let subnet = self.spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(self.spec.name.clone()))?;
         let body = LoadBalancerCreate {
             listeners: vec![],
             pools: vec![],
-            ..populated_create(&self.spec, &subnet, &DesiredRouter::default())
+            ..populated_create(&self.spec, &self.vip_subnet()?, &DesiredRouter::default())
         };
-        let description = format!("create L7 router {}", self.spec.name);
+        self.create_router(&body, format!("create L7 router {}", self.spec.name), report).await
+    }
+
+    fn vip_subnet(&self) -> Result<String> {
+        self.spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(self.spec.name.clone()))
+    }
+
+    /// One load balancer create, waited for until ACTIVE, recorded as a write.
+    async fn create_router(
+        &self,
+        body: &LoadBalancerCreate,
+        description: String,
+        report: &mut ConvergeReport,
+    ) -> Result<LoadBalancer> {
         let t = Instant::now();
         let created = self
             .octavia
-            .create_load_balancer(&body)
+            .create_load_balancer(body)
             .await
             .map_err(|source| DriverError::Write { write: description.clone(), source })?;
         let lb = self.ready(created).await?;
