@@ -1,0 +1,125 @@
+//! The fully-populated create body (pure): the JSON shape verified on the real Octavia
+//! (docs/octavia-fully-populated.md): pools at load-balancer level with their members, referenced
+//! by name from the listener's default pool and from the policies; tags on every object.
+
+use kuryr_l7_router::driver::diff::{HealthMonitorSpec, Ownership};
+use kuryr_l7_router::driver::router::{RouterSpec, populated_create};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use serde_json::json;
+use std::time::Duration;
+
+fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
+    RouterSpec {
+        name: "router".into(),
+        uuid: None,
+        vip_subnet_id: Some("subnet-1".into()),
+        availability_zone: Some("az-1".into()),
+        provider: Some("amphora".into()),
+        listener_port: 80,
+        fully_populated_create: true,
+        floating_ip: None,
+        external_svc_subnet: None,
+        ownership: Ownership::new("c1"),
+        health_monitor: hm,
+        create_timeout: Duration::from_secs(1),
+        write_timeout: Duration::from_secs(1),
+    }
+}
+
+fn desired() -> DesiredRouter {
+    let pool = |name: &str, ip: &str| Pool {
+        name: name.into(),
+        service: ObjectRef::new("Service", "shop", name.trim_start_matches("shop_")),
+        service_port: "http".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members: vec![Member {
+            address: ip.parse().unwrap(),
+            protocol_port: 8080,
+            weight: 3,
+            backup: false,
+            zone: Some("az-1".into()),
+            target: Some("web-0".into()),
+        }],
+        weighting: "even".into(),
+    };
+    DesiredRouter {
+        policies: vec![Policy {
+            name: "ingress:shop/web:a.com:Exact:/x".into(),
+            position: 1,
+            pool: "shop_api".into(),
+            rules: vec![Rule {
+                rule_type: RuleType::Path,
+                compare_type: CompareType::EqualTo,
+                value: "/x".into(),
+                invert: false,
+            }],
+            owner: ObjectRef::new("Ingress", "shop", "web"),
+            description: "a.com Exact /x".into(),
+        }],
+        default_pool: Some("shop_web".into()),
+        pools: [
+            ("shop_api".to_string(), pool("shop_api", "10.0.0.5")),
+            ("shop_web".to_string(), pool("shop_web", "10.0.0.6")),
+        ]
+        .into_iter()
+        .collect(),
+        warnings: vec![],
+    }
+}
+
+#[test]
+fn populated_create_has_the_verified_shape() {
+    let body = serde_json::to_value(populated_create(&spec(None), "subnet-1", &desired())).unwrap();
+    let router_tags = json!(["kuryr-l7-router", "cluster:c1"]);
+    assert_eq!(body["name"], "router");
+    assert_eq!(body["vip_subnet_id"], "subnet-1");
+    assert_eq!(body["availability_zone"], "az-1");
+    assert_eq!(body["provider"], "amphora");
+    assert_eq!(body["tags"], router_tags);
+    let listener = &body["listeners"][0];
+    assert_eq!((listener["protocol"].as_str(), listener["protocol_port"].as_u64()), (Some("HTTP"), Some(80)));
+    assert_eq!(listener["default_pool"], json!({"name": "shop_web"}));
+    assert!(listener.get("loadbalancer_id").is_none(), "no ids inside the graph");
+    let policy = &listener["l7policies"][0];
+    assert_eq!(policy["redirect_pool"], json!({"name": "shop_api"}));
+    assert!(policy.get("redirect_pool_id").is_none());
+    assert_eq!(policy["position"], 1);
+    assert_eq!(policy["tags"], json!(["kuryr-l7-router", "cluster:c1", "ingress:shop/web"]));
+    assert_eq!(
+        policy["rules"],
+        json!([{"type": "PATH", "compare_type": "EQUAL_TO", "value": "/x",
+                "tags": ["kuryr-l7-router", "cluster:c1", "ingress:shop/web"]}])
+    );
+    let pools = body["pools"].as_array().unwrap();
+    assert_eq!(pools.len(), 2);
+    let api = pools.iter().find(|p| p["name"] == "shop_api").unwrap();
+    assert_eq!(api["tags"], json!(["kuryr-l7-router", "cluster:c1", "service:shop/api"]));
+    assert_eq!(api["members"][0]["address"], "10.0.0.5");
+    assert_eq!(api["members"][0]["weight"], 3);
+    assert_eq!(api["members"][0]["name"], "web-0");
+    assert!(api.get("healthmonitor").is_none());
+    assert!(api.get("loadbalancer_id").is_none());
+}
+
+#[test]
+fn populated_create_carries_the_health_monitor_and_skips_policies_without_pool() {
+    let hm = HealthMonitorSpec {
+        monitor_type: "HTTP".into(),
+        delay: 5,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/healthz".into()),
+        expected_codes: Some("200".into()),
+    };
+    let mut want = desired();
+    want.policies[0].pool = "missing".into();
+    want.default_pool = Some("missing".into());
+    let body = serde_json::to_value(populated_create(&spec(Some(hm)), "subnet-1", &want)).unwrap();
+    assert!(body["listeners"][0].get("l7policies").is_none(), "a policy whose pool is absent would be a 400");
+    assert!(body["listeners"][0].get("default_pool").is_none());
+    let hm = &body["pools"][0]["healthmonitor"];
+    assert_eq!(
+        (hm["type"].as_str(), hm["url_path"].as_str(), hm["http_method"].as_str()),
+        (Some("HTTP"), Some("/healthz"), Some("GET"))
+    );
+}
