@@ -55,11 +55,7 @@ pub fn render(v: &RouterView) -> String {
     let lb = &v.lb;
     let _ = writeln!(s, "L7 ROUTER {}", lb.name);
     let _ = writeln!(s, "  load balancer   {}", lb.id);
-    let _ = writeln!(
-        s,
-        "  status          provisioning {}, operating {}",
-        lb.provisioning_status, lb.operating_status
-    );
+    let _ = writeln!(s, "  status          provisioning {}, operating {}", lb.provisioning_status, lb.operating_status);
     let _ = writeln!(
         s,
         "  VIP             {} (port {})",
@@ -88,11 +84,8 @@ pub fn render(v: &RouterView) -> String {
     let _ = writeln!(s, "\nL7 POLICIES ({}), first match wins", a.policies.len());
     let _ = writeln!(s, "  {:>3}  {:<20}  NAME / RULES (all must match)", "POS", "-> POOL");
     for p in &a.policies {
-        let target = if p.action == "REDIRECT_TO_POOL" {
-            pool_name(p.redirect_pool_id.as_deref())
-        } else {
-            p.action.clone()
-        };
+        let target =
+            if p.action == "REDIRECT_TO_POOL" { pool_name(p.redirect_pool_id.as_deref()) } else { p.action.clone() };
         let disabled = if p.admin_state_up { "" } else { "  [disabled]" };
         let _ = writeln!(s, "  {:>3}  {:<20}  {}{disabled}", p.position, target, p.name);
         if p.rules.is_empty() {
