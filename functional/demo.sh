@@ -188,7 +188,7 @@ for x in r["results"]:
     got = x["backend"] if x["backend"] is not None else "HTTP %s" % x["status"]
     rows.append(("ok " if x.get("match") else "BAD", "GET", q["host"], q["path"], got, x.get("expect", "-"),
                  q.get("why", ""), x.get("member_name") or ""))
-print("%-3s  %-28s %-20s    %-9s %-10s %s" % ("", "Host", "path", "-> answered", "(expected)", "why"))
+print("%-3s  %-28s %-20s    %-9s %-10s %s" % ("", "Host", "path", "answered", "(expected)", "why"))
 for ok, m, h, p, got, exp, why, member in rows:
     print("%s  %-28s %-20s -> %-9s (%s)%s %s" % (ok, h, p, got, exp, " " * (10 - len(exp) - 2), why))
 bad = sum(1 for row in rows if row[0] == "BAD")
