@@ -1,4 +1,4 @@
-//! Command line: `check-config`, `smoke`, `plan`, `apply`.
+//! Command line: `check-config`, `smoke`, `plan`, `apply`, `show`.
 use crate::config::{self as conf, Settings};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -52,6 +52,11 @@ pub enum Command {
         #[arg(short = 'f', long = "filename", required = true)]
         files: Vec<PathBuf>,
     },
+    /// Read the L7 router back from Octavia: addresses, policies with rules, default pool, pools, members.
+    Show {
+        #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
+        output: OutputFormat,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -90,6 +95,7 @@ pub fn main() -> ExitCode {
         Command::Smoke => run_async(smoke(settings)),
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
+        Command::Show { output } => run_async(show(settings, output)),
     }
 }
 
@@ -235,5 +241,21 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
             _ => String::new(),
         }
     );
+    Ok(())
+}
+
+/// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.
+async fn show(settings: Settings, output: OutputFormat) -> Result<(), String> {
+    let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
+    let view = crate::show::read(&router).await?.ok_or_else(|| {
+        format!(
+            "the L7 router {} does not exist (cluster {}); `apply` creates it",
+            settings.octavia_defaults.l7_router_name, settings.kubernetes.cluster_name
+        )
+    })?;
+    match output {
+        OutputFormat::Table => print!("{}", crate::show::render(&view)),
+        OutputFormat::Json => println!("{}", crate::show::render_json(&view)),
+    }
     Ok(())
 }

@@ -7,5 +7,6 @@ pub mod driver;
 pub mod model;
 pub mod openstack;
 pub mod secret;
+pub mod show;
 pub mod translate;
 pub mod wiring;

@@ -1,0 +1,364 @@
+//! Data-plane functional tests: Kubernetes manifests → translation → the L7 router converged on
+//! the real local Octavia → Octavia's own haproxy rendering of it → real HTTP requests
+//! (`functional/dataplane/run.py`, see functional/dataplane/README.md).
+//!
+//! The expected Service of every request comes from a table written here from the Kubernetes
+//! Ingress rules (host first: exact, then wildcard of exactly one label, then host-less rules;
+//! then the longest matching path, Exact before Prefix, Prefix on whole path elements; else the
+//! default backend, else 503), not from the translation.
+//!
+//! `functional/openstack.sh start`, then `KURYR_FUNCTIONAL=1 cargo test --test functional_dataplane`
+//! (as root: run.py reads Octavia's config and database).
+
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
+use kuryr_l7_router::driver::diff::Ownership;
+use kuryr_l7_router::driver::router::{ConvergeReport, Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::model::DesiredRouter;
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+fn enabled() -> bool {
+    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        true
+    } else {
+        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
+        false
+    }
+}
+
+fn repo() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn unique(tag: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("fct-dp-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
+}
+
+async fn router(tag: &str) -> Router {
+    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
+    auth.region_name = Some("RegionOne".into());
+    let session = Session::new(auth).unwrap();
+    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
+    let neutron = Neutron::new(session);
+    let subnet = |name: &'static str| {
+        let n = neutron.clone();
+        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
+    };
+    let name = unique(tag);
+    let spec = RouterSpec {
+        name: name.clone(),
+        uuid: None,
+        vip_subnet_id: Some(subnet("private-subnet").await),
+        availability_zone: None,
+        provider: Some("amphora".into()),
+        listener_port: 80,
+        // Debian's Zed leaves the children of a fully-populated create in PENDING_CREATE.
+        fully_populated_create: std::env::var("KURYR_FULLY_POPULATED").as_deref() == Ok("1"),
+        floating_ip: None,
+        external_svc_subnet: Some(subnet("public-subnet").await),
+        ownership: Ownership::new(&name),
+        health_monitor: None,
+        create_timeout: Duration::from_secs(180),
+        write_timeout: Duration::from_secs(180),
+    };
+    Router::new(octavia, neutron, spec)
+}
+
+/// Delete the router, its VIP port and the floating IP we allocated for it.
+async fn cleanup(r: &Router) {
+    let Ok(Some(lb)) = r.find().await else { return };
+    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
+    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
+    if let Some(port) = &lb.vip_port_id {
+        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+            let _ = r.neutron.delete_floating_ip(&f.id).await;
+        }
+        let _ = r.neutron.delete_port(port).await;
+    }
+    let q = ListQuery {
+        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+        ..ListQuery::default()
+    };
+    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+        let _ = r.neutron.delete_floating_ip(&f.id).await;
+    }
+}
+
+/// Run `body`, then clean up whatever happened.
+async fn with_router<F, Fut>(tag: &str, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let r = router(tag).await;
+    let result = tokio::spawn(body(r.clone())).await;
+    cleanup(&r).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+fn load(dir: &str) -> Inputs {
+    load_manifests(&[repo().join(dir)]).unwrap_or_else(|e| panic!("{dir}: {e}"))
+}
+
+fn options(class: &str) -> TranslateOptions {
+    TranslateOptions { ingress_class: class.into(), router_zone: Some("az-1".into()), ..TranslateOptions::default() }
+}
+
+async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
+    let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
+    println!("{} write(s) in {:.1}s", report.writes.len(), report.elapsed.as_secs_f64());
+    report
+}
+
+/// Member `address:port` → the name its echo server answers with: the Service name, plus
+/// `:<service port>` for a Service routed on several ports (one pool per port).
+fn echo_names(d: &DesiredRouter) -> BTreeMap<String, String> {
+    let mut per_service: BTreeMap<&str, usize> = BTreeMap::new();
+    for p in d.pools.values() {
+        *per_service.entry(p.service.name.as_str()).or_default() += 1;
+    }
+    let mut m = BTreeMap::new();
+    for p in d.pools.values() {
+        let name = if per_service[p.service.name.as_str()] > 1 {
+            format!("{}:{}", p.service.name, p.service_port)
+        } else {
+            p.service.name.clone()
+        };
+        for mem in &p.members {
+            let prev = m.insert(format!("{}:{}", mem.address, mem.protocol_port), name.clone());
+            assert!(prev.is_none_or(|n| n == name), "{}:{} in two pools", mem.address, mem.protocol_port);
+        }
+    }
+    m
+}
+
+/// Send `(host, path, expected)` through the router's data plane; panic with a table of every
+/// request that reached something else.
+fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &str)]) {
+    let requests: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|(host, path, expect)| serde_json::json!({"host": host, "path": path, "expect": expect}))
+        .collect();
+    let echo = serde_json::to_string(&echo_names(desired)).unwrap();
+    let mut child = Command::new("/usr/bin/python3")
+        .arg(repo().join("functional/dataplane/run.py"))
+        .args([lb_id, "--echo", &echo, "--requests", "-"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run /usr/bin/python3 functional/dataplane/run.py");
+    child.stdin.take().unwrap().write_all(serde_json::to_string(&requests).unwrap().as_bytes()).unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
+        panic!("run.py exit {:?}: {e}\nstdout: {stdout}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr))
+    });
+    assert!(result.get("error").is_none(), "data plane failed: {result:#}");
+    let results = result["results"].as_array().expect("results");
+    assert_eq!(results.len(), cases.len());
+    let mut bad = vec![];
+    for (r, (host, path, expect)) in results.iter().zip(cases) {
+        let got = match r["backend"].as_str() {
+            Some(b) => b.to_string(),
+            None => r["status"].to_string(),
+        };
+        let ok = r["match"].as_bool() == Some(true);
+        println!("{} GET {host:<30} {path:<22} -> {got:<12} (expected {expect})", if ok { "ok " } else { "BAD" });
+        if !ok {
+            bad.push(format!("GET {host} {path} -> {got}, expected {expect}"));
+        }
+    }
+    assert!(bad.is_empty(), "{} request(s) misrouted:\n{}", bad.len(), bad.join("\n"));
+    assert_eq!(result["ok"], true);
+    assert!(out.status.success(), "run.py exit {:?}", out.status);
+}
+
+// ------------------------------------------------------------------------------ examples/ (shop)
+
+/// examples/ by the Ingress rules: storefront (shop.example.com: Prefix /, /api, /api/v2, /static,
+/// Exact /login; default backend fallback), accounts (auth.shop.example.com: Prefix /login, Exact
+/// /logout), tenants (*.shop.example.com: Prefix /), assets (static.example.com: Prefix /; any
+/// host: Exact /healthz → web).
+const SHOP: &[(&str, &str, &str)] = &[
+    ("shop.example.com", "/", "web"),
+    ("shop.example.com", "/products/42", "web"),
+    ("shop.example.com", "/api", "api"),
+    ("shop.example.com", "/api/", "api"),
+    ("shop.example.com", "/api/orders?page=2", "api"),
+    ("shop.example.com", "/apix", "web"),
+    ("shop.example.com", "/api/v2", "api-v2"),
+    ("shop.example.com", "/api/v2/items/7", "api-v2"),
+    ("shop.example.com", "/api/v2x", "api"),
+    ("shop.example.com", "/API/v2", "web"),
+    ("shop.example.com", "/login", "auth"),
+    ("shop.example.com", "/login/", "web"),
+    ("shop.example.com", "/login?next=/cart", "auth"),
+    ("shop.example.com", "/static/app.js", "static"),
+    ("shop.example.com", "/healthz", "web"),
+    ("SHOP.Example.COM", "/api/v2/items", "api-v2"),
+    ("shop.example.com:8080", "/api", "api"),
+    ("shop.example.com:80", "/login", "auth"),
+    ("auth.shop.example.com", "/login", "auth"),
+    ("auth.shop.example.com", "/login/reset", "auth"),
+    ("auth.shop.example.com", "/logout", "auth"),
+    ("auth.shop.example.com", "/logout/", "fallback"),
+    ("auth.shop.example.com", "/cart", "fallback"),
+    ("auth.shop.example.com", "/healthz", "fallback"),
+    ("acme.shop.example.com", "/", "tenant"),
+    ("Globex.Shop.Example.com:443", "/cart", "tenant"),
+    ("acme.shop.example.com", "/healthz", "tenant"),
+    ("a.b.shop.example.com", "/", "fallback"),
+    ("shop.example.com.evil.net", "/", "fallback"),
+    ("xshop.example.com", "/", "fallback"),
+    ("static.example.com", "/img/logo.png", "static"),
+    ("static.example.com", "/healthz", "static"),
+    ("unknown.example.org", "/healthz", "web"),
+    ("unknown.example.org", "/healthz/", "fallback"),
+    ("unknown.example.org", "/", "fallback"),
+];
+
+/// After the update: storefront's Prefix /static became Prefix /assets.
+const SHOP_UPDATED: &[(&str, &str, &str)] = &[
+    ("shop.example.com", "/static/app.js", "web"),
+    ("shop.example.com", "/static", "web"),
+    ("shop.example.com", "/assets/app.js", "static"),
+    ("shop.example.com", "/assets", "static"),
+    ("shop.example.com", "/api/v2/x", "api-v2"),
+    ("unknown.example.org", "/", "fallback"),
+];
+
+/// After storefront's default backend is removed: unmatched requests reach nothing (503), and a
+/// known host still never falls through to the wildcard or the host-less rules.
+const SHOP_NO_DEFAULT: &[(&str, &str, &str)] = &[
+    ("unknown.example.org", "/", "503"),
+    ("shop.example.com.evil.net", "/", "503"),
+    ("a.b.shop.example.com", "/", "503"),
+    ("auth.shop.example.com", "/cart", "503"),
+    ("auth.shop.example.com", "/healthz", "503"),
+    ("auth.shop.example.com", "/login", "auth"),
+    ("acme.shop.example.com", "/cart", "tenant"),
+    ("acme.shop.example.com", "/healthz", "tenant"),
+    ("unknown.example.org", "/healthz", "web"),
+    ("shop.example.com", "/nothing/here", "web"),
+    ("shop.example.com", "/assets/a.css", "static"),
+];
+
+fn ingress_mut<'a>(inputs: &'a mut Inputs, name: &str) -> &'a mut Ingress {
+    inputs.ingresses.iter_mut().find(|i| i.metadata.name.as_deref() == Some(name)).expect("ingress")
+}
+
+fn path_mut<'a>(ing: &'a mut Ingress, path: &str) -> &'a mut HTTPIngressPath {
+    ing.spec
+        .as_mut()
+        .unwrap()
+        .rules
+        .iter_mut()
+        .flatten()
+        .flat_map(|r| r.http.iter_mut().flat_map(|h| h.paths.iter_mut()))
+        .find(|p| p.path.as_deref() == Some(path))
+        .expect("path")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn examples_route_as_kubernetes_says_and_follow_updates() {
+    if !enabled() {
+        return;
+    }
+    with_router("shop", |r| async move {
+        let opts = options("kuryr-l7-router");
+        let mut inputs = load("examples");
+        let desired = translate(&inputs, &opts);
+        assert!(desired.warnings.is_empty(), "examples/ has warnings: {:?}", desired.warnings);
+        let report = converge(&r, &desired).await;
+        assert_routes(&report.lb_id, &desired, SHOP);
+        assert_eq!(converge(&r, &desired).await.writes.len(), 0, "a second convergence writes nothing");
+
+        // Update: storefront's /static becomes /assets.
+        path_mut(ingress_mut(&mut inputs, "storefront"), "/static").path = Some("/assets".into());
+        let updated = translate(&inputs, &opts);
+        assert!(updated.warnings.is_empty(), "{:?}", updated.warnings);
+        let report = converge(&r, &updated).await;
+        assert!(!report.writes.is_empty());
+        assert_routes(&report.lb_id, &updated, SHOP_UPDATED);
+
+        // Update: no default backend any more.
+        ingress_mut(&mut inputs, "storefront").spec.as_mut().unwrap().default_backend = None;
+        let no_default = translate(&inputs, &opts);
+        assert!(no_default.warnings.is_empty(), "{:?}", no_default.warnings);
+        assert_eq!(no_default.default_pool, None);
+        let report = converge(&r, &no_default).await;
+        assert_routes(&report.lb_id, &no_default, SHOP_NO_DEFAULT);
+    })
+    .await;
+}
+
+// ------------------------------------------------------------------------ tests/fixtures/ingress/basic
+
+/// tests/fixtures/ingress/basic by the Ingress rules. shop (oldest): foo.bar.com Prefix / → web,
+/// Prefix /api/ → api:80, Exact /api/v1 → api:admin (9090), Exact /api → web; *.bar.com
+/// ImplementationSpecific /static → web; default backend fallback (no endpoints: 503).
+/// copycat (newer): its foo.bar.com / loses to shop's; any host Exact /healthz → web.
+/// broken: ok.example.com Prefix /good → web, everything else in it is invalid. other: not ours.
+const BASIC: &[(&str, &str, &str)] = &[
+    ("foo.bar.com", "/", "web"),
+    ("foo.bar.com", "/anything", "web"),
+    ("foo.bar.com", "/api", "web"),
+    ("foo.bar.com", "/api/", "api:http"),
+    ("foo.bar.com", "/api/users", "api:http"),
+    ("foo.bar.com", "/api/v1", "api:admin"),
+    ("foo.bar.com", "/api/v1/", "api:http"),
+    ("foo.bar.com", "/apix", "web"),
+    ("FOO.BAR.COM:8080", "/api/v1", "api:admin"),
+    ("foo.bar.com", "/healthz", "web"),
+    ("x.bar.com", "/static/a.css", "web"),
+    ("x.bar.com", "/static", "web"),
+    ("x.bar.com", "/staticx", "503"),
+    ("x.bar.com", "/", "503"),
+    ("x.y.bar.com", "/static", "503"),
+    ("bar.com", "/static", "503"),
+    ("anything.example.net", "/healthz", "web"),
+    ("anything.example.net", "/", "503"),
+    ("ok.example.com", "/good/x", "web"),
+    ("ok.example.com", "/missing", "503"),
+    ("Bad_Host.example.com", "/", "503"),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn basic_fixture_routes_as_kubernetes_says() {
+    if !enabled() {
+        return;
+    }
+    with_router("basic", |r| async move {
+        let desired = translate(&load("tests/fixtures/ingress/basic"), &options("kuryr"));
+        // the default backend (fallback) has no endpoints: a pool without members
+        assert!(desired.default_pool.as_ref().is_some_and(|d| desired.pools[d].members.is_empty()));
+        let report = converge(&r, &desired).await;
+        assert_routes(&report.lb_id, &desired, BASIC);
+    })
+    .await;
+}
+
+#[test]
+fn expectation_tables_cover_the_examples() {
+    // Offline sanity check that the examples still say what the tables assume.
+    let inputs = load_manifests(&[PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples")]).unwrap();
+    let d = translate(&inputs, &options("kuryr-l7-router"));
+    assert!(d.warnings.is_empty(), "{:?}", d.warnings);
+    assert_eq!(d.default_pool.as_deref(), Some("shop_fallback"));
+    let names: std::collections::BTreeSet<String> = echo_names(&d).into_values().collect();
+    for (_, _, expect) in SHOP {
+        assert!(names.contains(*expect), "{expect} is not a Service with members");
+    }
+}

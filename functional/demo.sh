@@ -1,0 +1,201 @@
+#!/bin/bash
+# The kuryr-l7-router demo, end to end on one machine (run as root):
+#
+#   1. a real local OpenStack (Keystone, Neutron, Octavia): functional/openstack.sh start
+#   2. cargo build, check-config
+#   3. plan    examples/ -> the L7 policies, pools and zone-weighted members the shop's Ingresses need
+#   4. apply   examples/ -> the router is created on Octavia and every write is printed
+#   5. apply   again     -> 0 writes (the router already is what the Ingresses say)
+#   6. show              -> the router read back from Octavia
+#   7. the DATA PLANE: Octavia's own haproxy templater renders the router, haproxy runs it on
+#      loopback with one echo server per member, and real HTTP requests show which Service
+#      answers each Host/path, next to what Kubernetes Ingress semantics say it must be.
+#   8. cleanup: the demo router (cascade), its VIP port and floating IP; the stack is stopped.
+#
+# usage: functional/demo.sh
+#   KEEP=1                keep the demo router (inspect it with `kuryr-l7-router show`)
+#   KEEP_STACK=1          leave the OpenStack services running
+#   USE_RUNNING_STACK=1   do not start (nor stop) the stack: use the one already running
+#   KURYR_CONF=PATH       kuryr.conf to use (default: $ROOT/etc/kuryr/kuryr.conf from openstack.sh)
+#   DEMO_ROUTER_NAME=...  the router's name (default kuryr-l7-router-demo)
+# Exit status: 0 all good; non-zero if any step fails or a request reaches the wrong Service.
+set -euo pipefail
+cd "$(dirname "$(readlink -f "$0")")/.."
+REPO=$PWD
+export ROOT=${ROOT:-/tmp/ostack}
+T0=$(date +%s)
+step() { echo; echo "=============================================================================="; \
+         echo "=== [$(( $(date +%s) - T0 ))s] $*"; \
+         echo "=============================================================================="; }
+run() { echo "\$ $*"; "$@"; }
+
+[ "$(id -u)" = 0 ] || [ "${USE_RUNNING_STACK:-0}" = 1 ] || { echo "run as root (apt, daemons)" >&2; exit 2; }
+
+# ---------------------------------------------------------------------------------- 1. stack
+STARTED_STACK=0
+if [ "${USE_RUNNING_STACK:-0}" = 1 ]; then
+  step "1. local OpenStack: using the one already running (USE_RUNNING_STACK=1)"
+else
+  step "1. local OpenStack: functional/openstack.sh start (apt install the first time, ~3 min)"
+  functional/openstack.sh start
+  STARTED_STACK=1
+fi
+CONF=${KURYR_CONF:-$ROOT/etc/kuryr/kuryr.conf}
+[ -r "$CONF" ] || { echo "no kuryr.conf at $CONF (set KURYR_CONF)" >&2; exit 2; }
+WORK=$(mktemp -d /tmp/kuryr-demo.XXXXXX)
+# The demo's own router name on top of the stack's kuryr.conf (later --config-file wins), so the
+# demo never touches another router sharing this OpenStack.
+ROUTER_NAME=${DEMO_ROUTER_NAME:-kuryr-l7-router-demo}
+printf '[octavia_defaults]\nl7_router_name = %s\n' "$ROUTER_NAME" > "$WORK/demo.conf"
+CONF_ARGS=(--config-file "$CONF" --config-file "$WORK/demo.conf")
+BIN=$REPO/target/debug/kuryr-l7-router
+OCTAVIA_CONF=${OCTAVIA_CONF:-$ROOT/etc/octavia/octavia.conf}
+LB_ID=""
+
+cleanup() {
+  local rc=$?
+  if [ "${KEEP:-0}" = 1 ]; then
+    step "cleanup skipped (KEEP=1): router $ROUTER_NAME ${LB_ID:+($LB_ID)} kept; $BIN show ${CONF_ARGS[*]}"
+  elif [ -x "$BIN" ]; then
+    step "8. cleanup: delete the demo router (cascade), its VIP port and its floating IP"
+    # find it again by name: apply may have created it and failed before LB_ID was known
+    "$BIN" "${CONF_ARGS[@]}" show -o json > "$WORK/final.json" 2>/dev/null || true
+    /usr/bin/python3 - "$WORK/final.json" <<'EOF' || rc=1
+import json, os, sys
+sys.path.insert(0, "functional/dataplane")
+import ostack
+try:
+    lb = json.load(open(sys.argv[1]))
+except (OSError, ValueError):
+    print("no demo router to delete"); sys.exit(0)
+tok = ostack.token()
+o, n = ostack.Client(tok, ostack.OCT), ostack.Client(tok, ostack.NEU)
+port = lb.get("vip_port_id")
+fips = []
+if port:
+    fips += n.get("/v2.0/floatingips?port_id=" + port)[1]["floatingips"]
+# an address allocated for this router but not associated (a run stopped half-way)
+fips += [f for f in n.get("/v2.0/floatingips")[1]["floatingips"]
+         if f.get("description", "").endswith(" router " + lb["id"])]
+for f in {f["id"]: f for f in fips}.values():
+    n.delete("/v2.0/floatingips/" + f["id"])
+    print("deleted floating IP", f["floating_ip_address"])
+ostack.delete_lb(o, n, lb["id"])
+print("deleted load balancer", lb["name"], lb["id"], "(cascade) and its VIP port", port)
+EOF
+  fi
+  if [ "$STARTED_STACK" = 1 ] && [ "${KEEP_STACK:-0}" != 1 ]; then
+    step "stopping the local OpenStack (KEEP_STACK=1 keeps it)"
+    functional/openstack.sh stop || true
+  fi
+  rm -rf "$WORK"
+  echo
+  if [ "$rc" = 0 ]; then echo "DEMO OK in $(( $(date +%s) - T0 ))s"; else echo "DEMO FAILED (exit $rc)"; fi
+  exit "$rc"
+}
+trap cleanup EXIT
+
+# ---------------------------------------------------------------------------------- 2. build
+step "2. build, then validate the configuration (secrets masked)"
+run cargo build --quiet --bin kuryr-l7-router
+run "$BIN" "${CONF_ARGS[@]}" check-config
+
+# ---------------------------------------------------------------------------------- 3. plan
+step "3. plan: what the shop's Ingresses (examples/) become on the L7 router (no OpenStack needed)"
+echo "examples/: $(ls examples | tr '\n' ' ')"
+run "$BIN" "${CONF_ARGS[@]}" plan -f examples/ 2>/dev/null
+
+# ---------------------------------------------------------------------------------- 4-5. apply
+step "4. apply: create the router on Octavia and converge it (every write printed)"
+run "$BIN" "${CONF_ARGS[@]}" apply -f examples/ 2>/dev/null | tee "$WORK/apply1.txt"
+
+step "5. apply again: nothing changed in the Ingresses, so nothing is written"
+run "$BIN" "${CONF_ARGS[@]}" apply -f examples/ 2>/dev/null | tee "$WORK/apply2.txt"
+if ! grep -q '^0 write(s)' "$WORK/apply2.txt"; then
+  echo "FAIL: the second apply wrote to Octavia (expected 0 writes)" >&2; exit 1
+fi
+
+# ---------------------------------------------------------------------------------- 6. show
+step "6. show: the router as Octavia has it now"
+run "$BIN" "${CONF_ARGS[@]}" show
+"$BIN" "${CONF_ARGS[@]}" show -o json > "$WORK/router.json"
+LB_ID=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["id"])' "$WORK/router.json")
+
+# ---------------------------------------------------------------------------------- 7. data plane
+step "7. data plane: real HTTP through haproxy as Octavia renders this router (load balancer $LB_ID)"
+cat <<'EOF'
+Octavia's own templater renders the router's haproxy.cfg; haproxy runs it on 127.0.0.1, every
+member (pod address:8080) is replaced by a local echo server named after its Service, and each
+request below is sent with that Host header. "expected" is what Kubernetes Ingress semantics say
+(host first: exact, then wildcard, then host-less rules; then the longest path; Exact before
+Prefix; Prefix matches whole path elements; otherwise the default backend).
+EOF
+# host <TAB> path <TAB> expected Service (or an HTTP status) <TAB> why
+cat > "$WORK/requests.tsv" <<'EOF'
+shop.example.com	/	web	Prefix / of shop.example.com
+shop.example.com	/products/42	web	Prefix / catches every other path
+shop.example.com	/api	api	Prefix /api matches /api itself
+shop.example.com	/api/orders?page=2	api	... and /api/<anything> (query ignored)
+shop.example.com	/apix	web	Prefix /api does NOT match /apix (whole path elements)
+shop.example.com	/api/v2	api-v2	longest prefix wins: /api/v2 over /api
+shop.example.com	/api/v2/items/7	api-v2	nested prefix
+shop.example.com	/api/v2x	api	/api/v2x is under /api, not /api/v2
+shop.example.com	/login	auth	Exact /login
+shop.example.com	/login/	web	Exact is exact: /login/ is not /login
+shop.example.com	/static/app.js	static	Prefix /static
+SHOP.Example.COM	/api/v2/items	api-v2	host names are case-insensitive
+shop.example.com:8080	/api	api	Host with :port still matches the host
+auth.shop.example.com	/login/reset	auth	an exact host beats the wildcard
+auth.shop.example.com	/logout	auth	Exact /logout
+auth.shop.example.com	/cart	fallback	no path of auth.shop.example.com matches: default backend, NOT the wildcard
+acme.shop.example.com	/	tenant	wildcard *.shop.example.com
+Globex.Shop.Example.com:443	/cart	tenant	wildcard, mixed case, with :port
+a.b.shop.example.com	/	fallback	a wildcard covers exactly one label
+shop.example.com.evil.net	/	fallback	no suffix tricks: unknown host, default backend
+static.example.com	/img/logo.png	static	second host
+unknown.example.org	/healthz	web	host-less rule: any Host
+unknown.example.org	/	fallback	nothing matches: the default backend (shop/storefront)
+EOF
+/usr/bin/python3 - "$WORK/router.json" "$WORK/requests.tsv" > "$WORK/echo.json" 3> "$WORK/requests.json" <<'EOF'
+import json, os, sys
+lb = json.load(open(sys.argv[1]))
+echo = {}
+for p in lb["pools"]:
+    # pool name <namespace>_<service>[_<port>]: the echo server answers with the Service name
+    svc = p["name"].split("_", 1)[1] if "_" in p["name"] else p["name"]
+    for m in p["members"]:
+        echo["%s:%d" % (m["address"], m["protocol_port"])] = svc
+reqs = []
+for line in open(sys.argv[2]):
+    host, path, expect, why = line.rstrip("\n").split("\t")
+    reqs.append({"host": host, "path": path, "expect": expect, "why": why})
+json.dump(echo, sys.stdout)
+with os.fdopen(3, "w") as f:
+    json.dump(reqs, f)
+EOF
+rc=0
+/usr/bin/python3 functional/dataplane/run.py "$LB_ID" --config-file "$OCTAVIA_CONF" \
+  --echo "$(cat "$WORK/echo.json")" --requests "$WORK/requests.json" > "$WORK/result.json" || rc=$?
+/usr/bin/python3 - "$WORK/result.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("error"):
+    print("data plane error:", r["error"], r.get("haproxy_check", ""), r.get("haproxy_log", ""))
+    sys.exit(0)
+rows = []
+for x in r["results"]:
+    q = x["request"]
+    got = x["backend"] if x["backend"] is not None else "HTTP %s" % x["status"]
+    rows.append(("ok " if x.get("match") else "BAD", "GET", q["host"], q["path"], got, x.get("expect", "-"),
+                 q.get("why", ""), x.get("member_name") or ""))
+print("%-3s  %-28s %-20s    %-9s %-10s %s" % ("", "Host", "path", "answered", "(expected)", "why"))
+for ok, m, h, p, got, exp, why, member in rows:
+    print("%s  %-28s %-20s -> %-9s (%s)%s %s" % (ok, h, p, got, exp, " " * (10 - len(exp) - 2), why))
+bad = sum(1 for row in rows if row[0] == "BAD")
+print("\n%d request(s), %d as expected, %d wrong" % (len(rows), len(rows) - bad, bad))
+EOF
+if [ "$rc" != 0 ]; then
+  echo "FAIL: data plane run.py exit $rc (1 = a request reached the wrong Service, 3 = haproxy failed)" >&2
+  exit 1
+fi
+echo "every request reached the Service Kubernetes Ingress semantics say it must."

@@ -1,0 +1,185 @@
+//! `show`: the L7 router as Octavia has it, read back (not the plan): the load balancer, its
+//! addresses, the L7 policies in position order with their rules and target pool, the listener
+//! default pool, and the pools with their members.
+
+use crate::driver::diff::{ActualRouter, ActualRule};
+use crate::driver::router::Router;
+use crate::openstack::ListQuery;
+use crate::openstack::octavia::LoadBalancer;
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+/// Everything `show` prints, read from Octavia and Neutron.
+#[derive(Clone, Debug)]
+pub struct RouterView {
+    pub lb: LoadBalancer,
+    pub floating_ip: Option<String>,
+    /// The HTTP listener on the configured port (`None`: the router has none yet).
+    pub listener: Option<(String, u16)>,
+    pub actual: Option<ActualRouter>,
+}
+
+/// Read the router: find it (name + tags, or the adopted uuid), its listener, its children and
+/// its floating IP. `Ok(None)` when the router does not exist.
+pub async fn read(router: &Router) -> Result<Option<RouterView>, String> {
+    let Some(lb) = router.find().await.map_err(|e| e.to_string())? else { return Ok(None) };
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = router.octavia.list_listeners(&q).await.map_err(|e| e.to_string())?;
+    let listener = listeners
+        .into_iter()
+        .filter(|l| l.protocol == "HTTP" && l.protocol_port == router.spec.listener_port)
+        .max_by_key(|l| router.spec.ownership.owns(&l.tags));
+    let actual = match &listener {
+        Some(l) => Some(router.read_actual(l).await.map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let floating_ip = match &lb.vip_port_id {
+        Some(port) => {
+            let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+            let fips = router.neutron.list_floating_ips(&q).await.map_err(|e| e.to_string())?;
+            fips.into_iter().next().map(|f| f.floating_ip_address)
+        }
+        None => None,
+    };
+    Ok(Some(RouterView { lb, floating_ip, listener: listener.map(|l| (l.id, l.protocol_port)), actual }))
+}
+
+fn rule_text(r: &ActualRule) -> String {
+    let key = r.key.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default();
+    format!("{}{} {} {key}{}", if r.invert { "NOT " } else { "" }, r.rule_type, r.compare_type, r.value)
+}
+
+/// The readable table.
+pub fn render(v: &RouterView) -> String {
+    let mut s = String::new();
+    let lb = &v.lb;
+    let _ = writeln!(s, "L7 ROUTER {}", lb.name);
+    let _ = writeln!(s, "  load balancer   {}", lb.id);
+    let _ = writeln!(s, "  status          provisioning {}, operating {}", lb.provisioning_status, lb.operating_status);
+    let _ = writeln!(
+        s,
+        "  VIP             {} (port {})",
+        lb.vip_address.as_deref().unwrap_or("-"),
+        lb.vip_port_id.as_deref().unwrap_or("-")
+    );
+    let _ = writeln!(s, "  floating IP     {}", v.floating_ip.as_deref().unwrap_or("-"));
+    let _ = writeln!(
+        s,
+        "  provider / AZ   {} / {}",
+        lb.provider.as_deref().unwrap_or("-"),
+        lb.availability_zone.as_deref().unwrap_or("-")
+    );
+    let (Some((listener_id, port)), Some(a)) = (&v.listener, &v.actual) else {
+        let _ = writeln!(s, "  listener        (none: the router has no HTTP listener yet)");
+        return s;
+    };
+    let _ = writeln!(s, "  listener        {listener_id} (HTTP port {port})");
+
+    let pool_names: BTreeMap<&str, &str> = a.pools.iter().map(|p| (p.id.as_str(), p.name.as_str())).collect();
+    let pool_name = |id: Option<&str>| match id {
+        Some(id) => pool_names.get(id).map(|n| n.to_string()).unwrap_or_else(|| format!("(pool {id})")),
+        None => "-".to_string(),
+    };
+
+    let _ = writeln!(s, "\nL7 POLICIES ({}), first match wins", a.policies.len());
+    let _ = writeln!(s, "  {:>3}  {:<20}  NAME / RULES (all must match)", "POS", "-> POOL");
+    for p in &a.policies {
+        let target =
+            if p.action == "REDIRECT_TO_POOL" { pool_name(p.redirect_pool_id.as_deref()) } else { p.action.clone() };
+        let disabled = if p.admin_state_up { "" } else { "  [disabled]" };
+        let _ = writeln!(s, "  {:>3}  {:<20}  {}{disabled}", p.position, target, p.name);
+        if p.rules.is_empty() {
+            let _ = writeln!(s, "  {:>3}  {:<20}    (no rules: haproxy skips this policy)", "", "");
+        }
+        for r in &p.rules {
+            let _ = writeln!(s, "  {:>3}  {:<20}    {}", "", "", rule_text(r));
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nLISTENER DEFAULT POOL: {}",
+        match &a.listener.default_pool_id {
+            Some(id) => pool_name(Some(id)),
+            None => "(none: requests no policy matches get 503)".into(),
+        }
+    );
+
+    let _ = writeln!(s, "\nPOOLS ({})", a.pools.len());
+    let mut pools: Vec<_> = a.pools.iter().collect();
+    pools.sort_by(|x, y| x.name.cmp(&y.name));
+    for p in pools {
+        let hm = match &p.healthmonitor {
+            Some(h) if !h.spec.monitor_type.is_empty() => {
+                format!(", health monitor {} every {}s", h.spec.monitor_type, h.spec.delay)
+            }
+            Some(_) => ", health monitor (not ours)".into(),
+            None => String::new(),
+        };
+        let _ = writeln!(s, "  {}  ({}, {} member(s){hm})", p.name, p.lb_algorithm, p.members.len());
+        if p.members.is_empty() {
+            let _ = writeln!(s, "      (no members: requests routed here get 503)");
+            continue;
+        }
+        let _ = writeln!(s, "      {:<40} {:>5} {:>6} {:>6}  NAME", "ADDRESS", "PORT", "WEIGHT", "BACKUP");
+        let mut members: Vec<_> = p.members.iter().collect();
+        members.sort_by_key(|m| (m.address, m.protocol_port));
+        for m in members {
+            let _ = writeln!(
+                s,
+                "      {:<40} {:>5} {:>6} {:>6}  {}{}",
+                m.address.to_string(),
+                m.protocol_port,
+                m.weight,
+                if m.backup { "yes" } else { "no" },
+                m.name,
+                if m.admin_state_up { "" } else { " [disabled]" }
+            );
+        }
+    }
+    s
+}
+
+/// JSON of the same view, for scripts (`show -o json`): ids, addresses, policies, pools, members.
+pub fn render_json(v: &RouterView) -> String {
+    use serde_json::json;
+    let lb = &v.lb;
+    let (policies, pools, default_pool_id) = match &v.actual {
+        Some(a) => (
+            a.policies
+                .iter()
+                .map(|p| {
+                    json!({
+                        "id": p.id, "name": p.name, "position": p.position, "action": p.action,
+                        "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
+                        "rules": p.rules.iter().map(|r| json!({
+                            "type": r.rule_type, "compare_type": r.compare_type, "key": r.key,
+                            "value": r.value, "invert": r.invert,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect::<Vec<_>>(),
+            a.pools
+                .iter()
+                .map(|p| {
+                    json!({
+                        "id": p.id, "name": p.name, "lb_algorithm": p.lb_algorithm,
+                        "members": p.members.iter().map(|m| json!({
+                            "id": m.id, "name": m.name, "address": m.address.to_string(),
+                            "protocol_port": m.protocol_port, "weight": m.weight, "backup": m.backup,
+                            "admin_state_up": m.admin_state_up,
+                        })).collect::<Vec<_>>(),
+                    })
+                })
+                .collect::<Vec<_>>(),
+            a.listener.default_pool_id.clone(),
+        ),
+        None => (vec![], vec![], None),
+    };
+    let out = json!({
+        "id": lb.id, "name": lb.name, "provisioning_status": lb.provisioning_status,
+        "operating_status": lb.operating_status, "vip_address": lb.vip_address, "vip_port_id": lb.vip_port_id,
+        "floating_ip": v.floating_ip, "listener_id": v.listener.as_ref().map(|l| l.0.clone()),
+        "default_pool_id": default_pool_id, "policies": policies, "pools": pools,
+    });
+    serde_json::to_string_pretty(&out).expect("JSON values always serialize")
+}
