@@ -50,7 +50,7 @@ fn debug_of_settings_auth_options_and_session_is_masked() {
 fn secret_in_a_panic_message_is_masked() {
     let secret = Secret::new(PASSWORD);
     let payload = std::panic::catch_unwind(|| {
-        let r: Result<(), Secret> = Err(secret);
+        let r: Result<(), Secret> = std::hint::black_box(Err(secret));
         r.unwrap();
     })
     .unwrap_err();
