@@ -293,7 +293,7 @@ fn names_are_bounded_and_stable() {
 fn plan_outputs() {
     let r = router(&TranslateOptions::default());
     let t = render_table(&r);
-    assert!(t.contains("POLICIES (9)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (11)"));
+    assert!(t.contains("POLICIES (9)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (12)"));
     let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
     assert_eq!(j["policies"][0]["rules"][0]["type"], "HOST_NAME");
     assert_eq!(j["policies"][0]["rules"][0]["compare_type"], "REGEX");

@@ -153,7 +153,16 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let mut claimed: BTreeMap<(String, PathKind, String), Route> = BTreeMap::new();
     for ing in &ours {
         let owner = ingress_ref(ing);
-        let Some(spec) = ing.spec.as_ref() else {
+        let spec = ing.spec.as_ref();
+        if spec.is_none_or(|s| s.default_backend.is_none() && s.rules.as_ref().is_none_or(Vec::is_empty)) {
+            warn(
+                &mut warnings,
+                &owner,
+                "EmptyIngress",
+                format!("{owner}: has no rules and no defaultBackend: nothing to route"),
+            );
+        }
+        let Some(spec) = spec else {
             continue;
         };
         if let Some(b) = spec.default_backend.as_ref() {
@@ -464,6 +473,22 @@ fn build_pools(
         let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
         warnings.extend(w);
         let name = names[k].clone();
+        if members.is_empty() {
+            let sref = ObjectRef::new("Service", &k.namespace, &k.service);
+            let family = match opts.vip_family {
+                super::IpFamily::V4 => "IPv4",
+                super::IpFamily::V6 => "IPv6",
+            };
+            let node_pool = opts.node_pool.as_deref().map(|p| format!(" on node pool {p}")).unwrap_or_default();
+            warnings.push(Warning {
+                object: sref.clone(),
+                reason: "NoEndpoints".into(),
+                message: format!(
+                    "{sref}: port {}: no ready {family} endpoint{node_pool}; pool {name} has no members and requests routed to it get HTTP 503",
+                    k.port
+                ),
+            });
+        }
         pools.insert(
             name.clone(),
             Pool {
