@@ -160,7 +160,8 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
 fn members_write_table() {
     let opts = DiffOptions { ownership: own(), health_monitor: None };
     // (name, desired members, actual (ip, weight, ours), want write with these addresses)
-    let cases: Vec<(&str, Vec<Member>, Vec<(&str, u16, bool)>, Option<Vec<&str>>)> = vec![
+    type Case = (&'static str, Vec<Member>, Vec<(&'static str, u16, bool)>, Option<Vec<&'static str>>);
+    let cases: Vec<Case> = vec![
         (
             "equal: no write (algorithm differences are Sync's business)",
             vec![member("10.0.0.1", 1)],

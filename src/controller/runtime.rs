@@ -440,11 +440,7 @@ async fn run_leader(
     settings: &Settings,
     client: kube::Client,
     metrics: Metrics,
-    job_duration: prometheus_client::metrics::family::Family<
-        crate::controller::writer::JobLabels,
-        prometheus_client::metrics::histogram::Histogram,
-        fn() -> prometheus_client::metrics::histogram::Histogram,
-    >,
+    job_duration: crate::controller::writer::JobDurations,
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {

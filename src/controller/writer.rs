@@ -217,18 +217,19 @@ pub fn members_write(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Op
         .find(|w| matches!(w, Write::SetMembers { .. }))
 }
 
+/// Histogram family of writer job durations by job and result.
+pub type JobDurations = prometheus_client::metrics::family::Family<
+    JobLabels,
+    prometheus_client::metrics::histogram::Histogram,
+    fn() -> prometheus_client::metrics::histogram::Histogram,
+>;
+
 /// Observations of the writer for metrics; all optional.
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
     pub metrics: Option<crate::controller::metrics::Metrics>,
     /// Duration of each job (`sync` / `members`), seconds.
-    pub job_duration: Option<
-        prometheus_client::metrics::family::Family<
-            JobLabels,
-            prometheus_client::metrics::histogram::Histogram,
-            fn() -> prometheus_client::metrics::histogram::Histogram,
-        >,
-    >,
+    pub job_duration: Option<JobDurations>,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
@@ -238,11 +239,7 @@ pub struct JobLabels {
 }
 
 /// A new `job_duration` family (0.05 s .. ~7 min), to register under `octavia_write_job_duration`.
-pub fn job_duration_family() -> prometheus_client::metrics::family::Family<
-    JobLabels,
-    prometheus_client::metrics::histogram::Histogram,
-    fn() -> prometheus_client::metrics::histogram::Histogram,
-> {
+pub fn job_duration_family() -> JobDurations {
     prometheus_client::metrics::family::Family::new_with_constructor(|| {
         prometheus_client::metrics::histogram::Histogram::new(
             prometheus_client::metrics::histogram::exponential_buckets(0.05, 2.0, 14),
