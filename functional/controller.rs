@@ -322,7 +322,9 @@ async fn story(r: Router) {
 
     // 4. The second Ingress's class changes away: its policy goes, status cleared, finalizer removed.
     println!("4. Ingress b's class changed away");
-    let b_other = ingress("bb", "b.example.com", "web", "other-class", false);
+    let mut b_other = ingress("bb", "b.example.com", "web", "other-class", false);
+    // It still advertises the router's address from step 3.
+    b_other.status = serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}})).unwrap();
     w.ingresses.apply_watcher_event(&watcher::Event::Apply(b_other.clone()));
     ingress::reconcile(Arc::new(b_other), ctx.clone()).await.unwrap();
     let reqs = rec.take();
