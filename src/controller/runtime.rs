@@ -575,6 +575,8 @@ async fn run_leader(
         },
     ));
 
+    let (ing_run_abort, svc_run_abort) = (ing_run.abort_handle(), svc_run.abort_handle());
+
     // Caches: ready when every store used has listed its objects.
     {
         let (i, c, s, sl, ep, n) = (ing_store, classes, svc_store, slices, endpoints, nodes);
@@ -628,14 +630,29 @@ async fn run_leader(
     };
 
     on_true(stop_rx).await;
-    tracing::info!("stopping the handlers");
-    let _ = ing_run.await;
-    let _ = svc_run.await;
-    let _ = resync.await;
+    // The controllers stopped taking new work (graceful_shutdown_on). The writer finishes the
+    // write in flight and answers queued jobs with `shutdown`, which ends the reconciles waiting
+    // on it; then the reconciles' own Kubernetes writes get a bounded time to finish. (A
+    // controller whose cache never synced never ends by itself: kube holds it until its store is
+    // ready, hence the timeout and abort.)
+    tracing::info!("stopping: draining the router writer (the write in flight finishes)");
+    writer.shutdown().await;
+    let handlers = async {
+        let _ = ing_run.await;
+        let _ = svc_run.await;
+        let _ = resync.await;
+    };
+    let (ing_abort, svc_abort) = (ing_run_abort, svc_run_abort);
+    // Before the caches synced no reconcile got past `wait_caches`: nothing to wait for.
+    let grace = if *ctx.caches_ready.borrow() { Duration::from_secs(20) } else { Duration::ZERO };
+    if tokio::time::timeout(grace, handlers).await.is_err() {
+        tracing::info!(grace_s = grace.as_secs(), "handlers did not stop within the grace period; aborting them");
+        ing_abort.abort();
+        svc_abort.abort();
+    }
     for b in background {
         b.abort();
     }
-    tracing::info!("draining the router writer (the write in flight finishes)");
-    writer.shutdown().await;
+    tracing::info!("handlers stopped");
     Ok(())
 }
