@@ -488,3 +488,44 @@ async fn octavia_failure_is_an_error_with_a_warning_event_and_growing_requeue() 
     assert_eq!(a2, Action::requeue(Duration::from_secs(10)));
     assert!(started.elapsed() < Duration::from_secs(5));
 }
+
+// ------------------------------------------------------------------ triggers and caches
+
+#[test]
+fn triggers_map_to_the_right_objects() {
+    use kuryr_l7_router::controller::service::{service_of_endpoints, service_of_slice};
+    let s = service_of_slice(slice()).unwrap();
+    assert_eq!((s.name.as_str(), s.namespace.as_deref()), ("web", Some("shop")));
+    let mut unlabeled = slice();
+    unlabeled.metadata.labels = None;
+    assert!(service_of_slice(unlabeled).is_none(), "a slice without service-name label triggers nothing");
+    let ep: k8s_openapi::api::core::v1::Endpoints =
+        serde_json::from_value(json!({"metadata": {"name": "web", "namespace": "shop"}})).unwrap();
+    assert_eq!(service_of_endpoints(ep).unwrap().name, "web");
+
+    let (stores, mut w) = StoreWriters::new();
+    let mut other: Ingress = ingress_with(&[], false);
+    other.metadata.name = Some("other".into());
+    other.spec.as_mut().unwrap().rules.as_mut().unwrap()[0].http.as_mut().unwrap().paths[0]
+        .backend
+        .service
+        .as_mut()
+        .unwrap()
+        .name = "api".into();
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(ingress_with(&[], false)));
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(other));
+    let svc: Service = serde_json::from_value(fixture("service.json")).unwrap();
+    let refs = ingress::ingresses_naming(&stores.ingresses, &svc);
+    assert_eq!(refs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["web"]);
+}
+
+#[test]
+fn inputs_leave_out_ingresses_being_deleted() {
+    let (stores, mut w) = StoreWriters::new();
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(ingress_with(&[FINALIZER], true)));
+    let mut live = ingress_with(&[FINALIZER], false);
+    live.metadata.name = Some("live".into());
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(live));
+    let names: Vec<_> = stores.inputs().ingresses.iter().map(|i| i.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names, ["live"]);
+}
