@@ -366,5 +366,21 @@ async fn story(r: Router) {
     let api_pool = pools.keys().next().unwrap().clone();
     assert_eq!(pools[&api_pool], ["10.0.1.5:8080"]);
     assert_eq!(notice_patches(&reqs), BTreeMap::from([("api".to_string(), Some(notice(&[&api_pool], &["shop/c"])))]));
+
+    // 7. Resync repairs drift: a policy deleted by hand comes back.
+    println!("7. resync restores a hand-deleted policy");
+    let lb = r.find().await.unwrap().unwrap();
+    let listeners = r
+        .octavia
+        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+        .await
+        .unwrap();
+    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    r.octavia.delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    assert!(observe(&r).await.0.is_empty());
+    let (_, report) = ctx.sync(true).await.unwrap();
+    assert!(!report.writes.is_empty());
+    assert_eq!(observe(&r).await.0, policies);
     writer.shutdown().await;
 }
