@@ -1,4 +1,4 @@
-//! Command line: `check-config`, `smoke`, `plan`, `apply`, `show`.
+//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`.
 use crate::config::{self as conf, Settings};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -17,8 +17,9 @@ pub struct Cli {
     /// Log format (default: `[DEFAULT] log_format`).
     #[arg(long, global = true, value_enum)]
     pub log_format: Option<LogFormatArg>,
+    /// Default: `run`.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -35,6 +36,8 @@ pub enum OutputFormat {
 
 #[derive(Subcommand, Debug)]
 pub enum Command {
+    /// Run the controller (the default): watch Kubernetes and keep the L7 router converged.
+    Run,
     /// Validate the configuration and print it, secrets masked.
     CheckConfig,
     /// Authenticate, then create and delete a throwaway load balancer (a client smoke run).
@@ -87,7 +90,10 @@ pub fn main() -> ExitCode {
         tracing::warn!("{w}");
     }
     let settings = loaded.settings;
-    match cli.command {
+    match cli.command.unwrap_or(Command::Run) {
+        Command::Run => {
+            run_async(async move { crate::controller::runtime::run(settings).await.map_err(|e| e.to_string()) })
+        }
         Command::CheckConfig => {
             print!("{}", settings.render_masked());
             ExitCode::SUCCESS

@@ -10,16 +10,22 @@
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
 //! - [`client`]: the kube `Client` from kubeconfig, in-cluster, or kuryr's explicit options;
 //! - [`leader`]: leader election on a Lease;
-//! - [`error`]: [`ControllerError`], with a label per variant for metrics.
+//! - [`error`]: [`ControllerError`], with a label per variant for metrics;
+//! - [`writer`]: the serial router writer (one task per router, coalescing queue);
+//! - [`ingress`], [`service`]: the two handlers; [`runtime`]: `run`, wiring everything.
 
 pub mod client;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod ingress;
 pub mod k8s;
 pub mod leader;
 pub mod metrics;
 pub mod notice;
+pub mod runtime;
+pub mod service;
+pub mod writer;
 
 pub use error::ControllerError;
 

@@ -1,0 +1,386 @@
+//! Functional test of the `run` handler pipeline: the real Octavia (through the serial writer and
+//! the driver) with the Kubernetes side mocked (caches filled by hand, API writes recorded).
+//! `KURYR_FUNCTIONAL=1 cargo test --test functional_controller -- --nocapture`.
+//!
+//! One router for the whole story (an amphora takes minutes to build), in order: Ingress before
+//! its Service, endpoints scaled (one batch member write), a second Ingress on the same Service,
+//! the second Ingress's class changed away, the first Ingress deleted, and a Service that exists
+//! before its Ingress. Octavia is read back with `Router::read_actual` after every step.
+
+use ::http::{Request, Response, StatusCode};
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::client::Body;
+use kube::runtime::watcher;
+use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+use kuryr_l7_router::controller::metrics::Metrics;
+use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
+use kuryr_l7_router::controller::writer::{OctaviaBackend, Writer, WriterMetrics};
+use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress, service};
+use kuryr_l7_router::driver::diff::Ownership;
+use kuryr_l7_router::driver::router::{Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use kuryr_l7_router::translate::TranslateOptions;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+
+fn enabled() -> bool {
+    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        true
+    } else {
+        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
+        false
+    }
+}
+
+fn unique(tag: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("fct-ctl-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
+}
+
+async fn router(tag: &str) -> Router {
+    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
+    auth.region_name = Some("RegionOne".into());
+    let session = Session::new(auth).unwrap();
+    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
+    let neutron = Neutron::new(session);
+    let subnet = |name: &'static str| {
+        let n = neutron.clone();
+        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
+    };
+    let name = unique(tag);
+    let spec = RouterSpec {
+        name: name.clone(),
+        uuid: None,
+        vip_subnet_id: Some(subnet("private-subnet").await),
+        availability_zone: None,
+        provider: Some("amphora".into()),
+        listener_port: 80,
+        fully_populated_create: false,
+        floating_ip: None,
+        external_svc_subnet: Some(subnet("public-subnet").await),
+        ownership: Ownership::new(&name),
+        health_monitor: None,
+        create_timeout: Duration::from_secs(300),
+        write_timeout: Duration::from_secs(120),
+    };
+    Router::new(octavia, neutron, spec)
+}
+
+async fn cleanup(r: &Router) {
+    let Ok(Some(lb)) = r.find().await else { return };
+    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
+    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
+    if let Some(port) = &lb.vip_port_id {
+        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+            let _ = r.neutron.delete_floating_ip(&f.id).await;
+        }
+        let _ = r.neutron.delete_port(port).await;
+    }
+    let q = ListQuery {
+        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+        ..ListQuery::default()
+    };
+    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+        let _ = r.neutron.delete_floating_ip(&f.id).await;
+    }
+}
+
+/// (policies: name → pool, pools: name → sorted "ip:port")
+type Observed = (BTreeMap<String, String>, BTreeMap<String, Vec<String>>);
+
+async fn observe(r: &Router) -> Observed {
+    let lb = r.find().await.unwrap().expect("router exists");
+    let listeners = r
+        .octavia
+        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+        .await
+        .unwrap();
+    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let pool_name = |id: &Option<String>| {
+        id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone()).unwrap_or_default()
+    };
+    (
+        actual.policies.iter().map(|p| (p.name.clone(), pool_name(&p.redirect_pool_id))).collect(),
+        actual
+            .pools
+            .iter()
+            .map(|p| {
+                let mut m: Vec<String> =
+                    p.members.iter().map(|m| format!("{}:{}", m.address, m.protocol_port)).collect();
+                m.sort();
+                (p.name.clone(), m)
+            })
+            .collect(),
+    )
+}
+
+/// Every Kubernetes request, answered with a plausible object.
+#[derive(Clone, Default)]
+struct Recorder(Arc<Mutex<Vec<(String, String, Value)>>>);
+
+impl Recorder {
+    fn take(&self) -> Vec<(String, String, Value)> {
+        std::mem::take(&mut *self.0.lock().unwrap())
+    }
+}
+
+fn mock_client(rec: Recorder) -> kube::Client {
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    tokio::spawn(async move {
+        while let Some((req, send)) = handle.next_request().await {
+            let method = req.method().to_string();
+            let path = req.uri().path().to_string();
+            let bytes = req.into_body().collect_bytes().await.unwrap();
+            let body: Value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
+            let response = if path.contains("/services/") {
+                json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "x", "namespace": "shop"}})
+            } else if path.contains("/ingresses/") {
+                json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress", "metadata": {"name": "x", "namespace": "shop"}})
+            } else {
+                body.clone()
+            };
+            rec.0.lock().unwrap().push((method, path, body));
+            send.send_response(
+                Response::builder()
+                    .status(StatusCode::OK)
+                    .body(Body::from(serde_json::to_vec(&response).unwrap()))
+                    .unwrap(),
+            );
+        }
+    });
+    kube::Client::new(svc, "default")
+}
+
+fn class() -> IngressClass {
+    serde_json::from_value(json!({
+        "metadata": {"name": "kuryr-l7-router"},
+        "spec": {"controller": "openstack.org/kuryr-l7-router"}
+    }))
+    .unwrap()
+}
+
+fn ingress(name: &str, host: &str, svc: &str, class: &str, deleting: bool) -> Ingress {
+    let mut v = json!({
+        "apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+        "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-{name}"), "finalizers": [FINALIZER],
+                     "creationTimestamp": format!("2026-01-01T00:00:0{}Z", name.len() % 10)},
+        "spec": {"ingressClassName": class, "rules": [{"host": host, "http": {"paths": [
+            {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": svc, "port": {"number": 80}}}}]}}]}
+    });
+    if deleting {
+        v["metadata"]["deletionTimestamp"] = json!("2026-01-02T00:00:00Z");
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn service(name: &str, notice: Option<&ServiceNotice>) -> Service {
+    let mut v = json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": "shop", "uid": format!("uid-svc-{name}")},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+    });
+    if let Some(n) = notice {
+        v["metadata"]["annotations"] = json!({NOTICE_ANNOTATION: n.to_annotation()});
+    }
+    serde_json::from_value(v).unwrap()
+}
+
+fn slice(svc: &str, ips: &[&str]) -> EndpointSlice {
+    let eps: Vec<Value> = ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{svc}-abc"), "namespace": "shop", "labels": {"kubernetes.io/service-name": svc}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": eps
+    }))
+    .unwrap()
+}
+
+/// The notice patches among `reqs`: service name → notice (None: removed).
+fn notice_patches(reqs: &[(String, String, Value)]) -> BTreeMap<String, Option<ServiceNotice>> {
+    reqs.iter()
+        .filter(|(m, p, _)| m == "PATCH" && p.contains("/services/"))
+        .map(|(_, p, b)| {
+            let name = p.rsplit('/').next().unwrap().to_string();
+            let n = b["metadata"]["annotations"][NOTICE_ANNOTATION].as_str().map(|s| ServiceNotice::parse(s).unwrap());
+            (name, n)
+        })
+        .collect()
+}
+
+fn paths(reqs: &[(String, String, Value)]) -> Vec<String> {
+    reqs.iter().map(|(m, p, _)| format!("{m} {p}")).collect()
+}
+
+fn events(reqs: &[(String, String, Value)]) -> Vec<String> {
+    reqs.iter()
+        .filter(|(m, p, _)| m == "POST" && p.ends_with("/events"))
+        .map(|(_, _, b)| {
+            format!("{} {}", b["type"].as_str().unwrap_or_default(), b["reason"].as_str().unwrap_or_default())
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn handler_pipeline_on_real_octavia() {
+    if !enabled() {
+        return;
+    }
+    let r = router("pipe").await;
+    let result = tokio::spawn(story(r.clone())).await;
+    cleanup(&r).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+async fn story(r: Router) {
+    let rec = Recorder::default();
+    let client = mock_client(rec.clone());
+    let (stores, mut w) = StoreWriters::new();
+    w.classes.apply_watcher_event(&watcher::Event::Apply(class()));
+    let writer = Writer::spawn(OctaviaBackend::new(r.clone()), WriterMetrics::default());
+    let (_ready, ready_rx) = watch::channel(true);
+    let router_name = r.spec.name.clone();
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        stores,
+        writer.handle(),
+        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
+        Metrics::default(),
+        TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() },
+        router_name.clone(),
+        ready_rx,
+        None,
+    ));
+    let notice = |pools: &[&str], ings: &[&str]| ServiceNotice {
+        router: router_name.clone(),
+        pools: pools.iter().map(|s| s.to_string()).collect(),
+        ingresses: ings.iter().map(|s| s.to_string()).collect(),
+    };
+
+    // 1. Ingress before its Service: the router is created, the route waits (ServiceNotFound).
+    println!("1. Ingress a before Service web");
+    let a = ingress("a", "a.example.com", "web", "kuryr-l7-router", false);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(a.clone()));
+    ingress::reconcile(Arc::new(a.clone()), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    assert!(events(&reqs).contains(&"Warning ServiceNotFound".to_string()), "{:?}", paths(&reqs));
+    assert!(events(&reqs).contains(&"Normal Synced".to_string()));
+    assert!(paths(&reqs).contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/a/status".into()));
+    let (policies, pools) = observe(&r).await;
+    assert!(policies.is_empty() && pools.is_empty(), "{policies:?} {pools:?}");
+
+    // The Service and its endpoints appear: the Service handler syncs and writes the notice.
+    println!("   Service web appears");
+    let svc = service("web", None);
+    w.services.apply_watcher_event(&watcher::Event::Apply(svc.clone()));
+    w.slices.apply_watcher_event(&watcher::Event::Apply(slice("web", &["10.0.0.5"])));
+    service::reconcile(Arc::new(svc), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (policies, pools) = observe(&r).await;
+    assert_eq!(policies.len(), 1, "{policies:?}");
+    let pool_name = pools.keys().next().expect("a pool").clone();
+    assert_eq!(pools[&pool_name], ["10.0.0.5:8080"]);
+    let web_notice = notice(&[&pool_name], &["shop/a"]);
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
+    w.services.apply_watcher_event(&watcher::Event::Apply(service("web", Some(&web_notice))));
+
+    // 2. Endpoints scaled: one batch member write, no Kubernetes write.
+    println!("2. endpoints scaled to 3");
+    w.slices.apply_watcher_event(&watcher::Event::Apply(slice("web", &["10.0.0.5", "10.0.0.6", "10.0.0.7"])));
+    let writes_before = r.octavia.session().stats().writes;
+    service::reconcile(Arc::new(service("web", Some(&web_notice))), ctx.clone()).await.unwrap();
+    let writes = r.octavia.session().stats().writes - writes_before;
+    assert_eq!(writes, 1, "one batch member update");
+    assert!(rec.take().is_empty());
+    let (_, pools) = observe(&r).await;
+    assert_eq!(pools[&pool_name], ["10.0.0.5:8080", "10.0.0.6:8080", "10.0.0.7:8080"]);
+
+    // 3. A second Ingress on the same Service: a second policy, same pool, notice names both.
+    println!("3. Ingress b on the same Service");
+    let b = ingress("bb", "b.example.com", "web", "kuryr-l7-router", false);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(b.clone()));
+    ingress::reconcile(Arc::new(b.clone()), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (policies, pools) = observe(&r).await;
+    assert_eq!(policies.len(), 2);
+    assert!(policies.values().all(|p| *p == pool_name));
+    assert_eq!(pools.len(), 1);
+    let both = notice(&[&pool_name], &["shop/a", "shop/bb"]);
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(both.clone()))]));
+    w.services.apply_watcher_event(&watcher::Event::Apply(service("web", Some(&both))));
+
+    // 4. The second Ingress's class changes away: its policy goes, status cleared, finalizer removed.
+    println!("4. Ingress b's class changed away");
+    let mut b_other = ingress("bb", "b.example.com", "web", "other-class", false);
+    // It still advertises the router's address from step 3.
+    b_other.status = serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}})).unwrap();
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(b_other.clone()));
+    ingress::reconcile(Arc::new(b_other), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (policies, pools) = observe(&r).await;
+    assert_eq!(policies.len(), 1);
+    assert_eq!(pools.len(), 1);
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
+    let p = paths(&reqs);
+    assert!(p.contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/bb/status".into()), "{p:?}");
+    assert!(p.contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/bb".into()), "{p:?}");
+    w.services.apply_watcher_event(&watcher::Event::Apply(service("web", Some(&web_notice))));
+
+    // 5. The first Ingress is deleted: policy and pool go, notice removed, finalizer removed.
+    println!("5. Ingress a deleted");
+    let a_del = ingress("a", "a.example.com", "web", "kuryr-l7-router", true);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(a_del.clone()));
+    ingress::reconcile(Arc::new(a_del), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (policies, pools) = observe(&r).await;
+    assert!(policies.is_empty() && pools.is_empty(), "{policies:?} {pools:?}");
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), None)]));
+    assert!(paths(&reqs).contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/a".into()));
+    w.ingresses.apply_watcher_event(&watcher::Event::Delete(a));
+    w.services.apply_watcher_event(&watcher::Event::Apply(service("web", None)));
+
+    // 6. Service before its Ingress: the Ingress's Sync creates pool and members at once.
+    println!("6. Service api before Ingress c");
+    let api = service("api", None);
+    w.services.apply_watcher_event(&watcher::Event::Apply(api.clone()));
+    w.slices.apply_watcher_event(&watcher::Event::Apply(slice("api", &["10.0.1.5"])));
+    service::reconcile(Arc::new(api), ctx.clone()).await.unwrap();
+    assert!(rec.take().is_empty(), "a Service no Ingress names is left alone");
+    let c = ingress("c", "c.example.com", "api", "kuryr-l7-router", false);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(c.clone()));
+    ingress::reconcile(Arc::new(c), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (policies, pools) = observe(&r).await;
+    assert_eq!(policies.len(), 1);
+    let api_pool = pools.keys().next().unwrap().clone();
+    assert_eq!(pools[&api_pool], ["10.0.1.5:8080"]);
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("api".to_string(), Some(notice(&[&api_pool], &["shop/c"])))]));
+
+    // 7. Resync repairs drift: a policy deleted by hand comes back.
+    println!("7. resync restores a hand-deleted policy");
+    let lb = r.find().await.unwrap().unwrap();
+    let listeners = r
+        .octavia
+        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+        .await
+        .unwrap();
+    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    r.octavia.delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    assert!(observe(&r).await.0.is_empty());
+    let (_, report) = ctx.sync(true).await.unwrap();
+    assert!(!report.writes.is_empty());
+    assert_eq!(observe(&r).await.0, policies);
+    writer.shutdown().await;
+}

@@ -1,0 +1,132 @@
+//! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
+
+use crate::controller::events::UserEvent;
+use crate::controller::k8s::{self, IngressStep, ingress_step};
+use crate::controller::reconcile_span;
+use crate::controller::runtime::{Context, HandlerError, object_key};
+use crate::model::ObjectRef as ModelRef;
+use crate::translate::routes::is_ours;
+use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{ObjectRef, Store};
+use kube::{Resource, ResourceExt};
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// Names of the Services an Ingress routes to (default backend and every path).
+pub fn service_names(ing: &Ingress) -> Vec<String> {
+    let Some(spec) = ing.spec.as_ref() else { return vec![] };
+    let mut out: Vec<String> =
+        spec.default_backend.iter().filter_map(|b| b.service.as_ref()).map(|s| s.name.clone()).collect();
+    for rule in spec.rules.iter().flatten() {
+        for path in rule.http.iter().flat_map(|h| &h.paths) {
+            if let Some(s) = &path.backend.service {
+                out.push(s.name.clone());
+            }
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// The Ingresses (from the cache) that name `svc`: a Service appearing, disappearing or changing
+/// its ports changes their routes.
+pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<Ingress>> {
+    let ns = svc.namespace().unwrap_or_default();
+    let name = svc.name_any();
+    store
+        .state()
+        .iter()
+        .filter(|i| i.namespace().unwrap_or_default() == ns && service_names(i).contains(&name))
+        .map(|i| ObjectRef::from_obj(i.as_ref()))
+        .collect()
+}
+
+/// The reconcile of one Ingress (one span, metrics, failure table).
+pub async fn reconcile(ing: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
+    let span = reconcile_span("ingress", &ing.namespace().unwrap_or_default(), &ing.name_any());
+    async move {
+        let _timer = ctx.metrics.reconcile_timer("ingress");
+        let result = reconcile_inner(&ing, &ctx).await;
+        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
+        ctx.metrics.reconcile_result("ingress", label);
+        if result.is_ok() {
+            ctx.succeeded(&object_key(ing.as_ref()));
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, HandlerError> {
+    ctx.wait_caches().await;
+    let ns = ing.namespace().unwrap_or_else(|| "default".into());
+    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &ns);
+    let classes: Vec<_> = ctx.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+    let ours = is_ours(ing, &classes, &ctx.opts);
+    let regarding = ing.object_ref(&());
+    let step = ingress_step(ing, ours);
+    tracing::debug!(?step, "ingress step");
+    match step {
+        IngressStep::Ignore => Ok(Action::await_change()),
+        IngressStep::AddFinalizer => {
+            k8s::add_finalizer(&api, ing).await?;
+            Ok(Action::await_change())
+        }
+        IngressStep::Apply => {
+            let (desired, report) = match ctx.sync(false).await {
+                Ok(r) => r,
+                Err(e) => {
+                    octavia_event(ctx, &e, &regarding).await;
+                    return Err(e);
+                }
+            };
+            k8s::patch_ingress_status(&api, ing, report.address).await?;
+            let me = ModelRef::new("Ingress", &ns, &ing.name_any());
+            for w in desired.warnings.iter().filter(|w| w.object == me) {
+                ctx.publish(&UserEvent::warning(&w.reason, "Sync", &w.message), &regarding).await;
+            }
+            let policies = desired.policies.iter().filter(|p| p.owner == me).count();
+            ctx.publish(
+                &UserEvent::normal(
+                    "Synced",
+                    "Sync",
+                    format!(
+                        "L7 router {} synced: {} policy(ies) for this Ingress, {} Octavia write(s)",
+                        ctx.router_name,
+                        policies,
+                        report.writes.len()
+                    ),
+                ),
+                &regarding,
+            )
+            .await;
+            Ok(Action::await_change())
+        }
+        IngressStep::Cleanup => {
+            // The caches' Ingress is being deleted (left out of the inputs) or no longer ours
+            // (left out by the translation): a Sync removes its policies and unused pools.
+            if let Err(e) = ctx.sync(false).await {
+                octavia_event(ctx, &e, &regarding).await;
+                return Err(e);
+            }
+            if ing.metadata.deletion_timestamp.is_none() {
+                // Class changed away: stop advertising our address.
+                k8s::patch_ingress_status(&api, ing, None).await?;
+            }
+            k8s::remove_finalizer(&api, ing).await?;
+            tracing::info!("ingress removed from the L7 router");
+            Ok(Action::await_change())
+        }
+    }
+}
+
+async fn octavia_event(ctx: &Context, e: &HandlerError, regarding: &k8s_openapi::api::core::v1::ObjectReference) {
+    if let HandlerError::Octavia(w) = e {
+        ctx.publish(&UserEvent::warning("OctaviaError", "Sync", &w.message), regarding).await;
+    }
+}

@@ -1,0 +1,119 @@
+//! The Service/Endpoints handler: keeps the members of the pools a Service feeds (named by its
+//! notice annotation) equal to its ready endpoints, one batch write per pool.
+//!
+//! When the Service's notice is not the one the desired router implies (a Service created after
+//! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
+//! writes the notice) rather than member updates.
+
+use crate::controller::events::UserEvent;
+use crate::controller::notice::{ServiceNotice, desired_notices};
+use crate::controller::reconcile_span;
+use crate::controller::runtime::{Context, HandlerError, object_key};
+use crate::controller::writer::MembersOutcome;
+use crate::model::ObjectRef as ModelRef;
+use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use std::sync::Arc;
+use tracing::Instrument;
+
+/// Label of an EndpointSlice naming its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// The Service an EndpointSlice belongs to.
+pub fn service_of_slice(slice: EndpointSlice) -> Option<ObjectRef<Service>> {
+    let name = slice.labels().get(SERVICE_NAME_LABEL)?.clone();
+    Some(ObjectRef::new(&name).within(&slice.namespace()?))
+}
+
+/// The Service of core Endpoints (same name).
+pub fn service_of_endpoints(ep: Endpoints) -> Option<ObjectRef<Service>> {
+    Some(ObjectRef::new(&ep.name_any()).within(&ep.namespace()?))
+}
+
+/// What the Service handler must do, decided from the notice it carries and the one the desired
+/// router implies (pure, tested).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ServiceStep {
+    /// Not ours (no notice, none wanted) or another router's: nothing.
+    Ignore,
+    /// The notice must change: Sync the router (which writes the notices).
+    Sync,
+    /// Update the members of these pools.
+    Members(Vec<String>),
+}
+
+pub fn service_step(router: &str, current: Option<&ServiceNotice>, want: Option<&ServiceNotice>) -> ServiceStep {
+    match (current, want) {
+        (Some(c), _) if c.router != router => ServiceStep::Ignore,
+        (None, None) => ServiceStep::Ignore,
+        (c, w) if c != w => ServiceStep::Sync,
+        (Some(c), _) => ServiceStep::Members(c.pools.clone()),
+        (None, Some(_)) => ServiceStep::Sync,
+    }
+}
+
+pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
+    let span = reconcile_span("service", &svc.namespace().unwrap_or_default(), &svc.name_any());
+    async move {
+        let _timer = ctx.metrics.reconcile_timer("service");
+        let result = reconcile_inner(&svc, &ctx).await;
+        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
+        ctx.metrics.reconcile_result("service", label);
+        if result.is_ok() {
+            ctx.succeeded(&object_key(svc.as_ref()));
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}
+
+async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
+    ctx.wait_caches().await;
+    let regarding = svc.object_ref(&());
+    let current = match ServiceNotice::from_service(svc) {
+        Ok(n) => n,
+        Err(e) => {
+            // Rewritten by the next Sync (a malformed notice is never "equal").
+            ctx.publish(&UserEvent::warning("InvalidNotice", "UpdateMembers", e.to_string()), &regarding).await;
+            None
+        }
+    };
+    let (inputs, desired) = ctx.desired();
+    let me = ModelRef::new("Service", &svc.namespace().unwrap_or_else(|| "default".into()), &svc.name_any());
+    let want = desired_notices(&ctx.router_name, &desired, &ctx.our_ingresses(&inputs)).remove(&me);
+    match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
+        ServiceStep::Ignore => Ok(Action::await_change()),
+        ServiceStep::Sync => {
+            tracing::info!("service routing changed: syncing the router");
+            ctx.sync(false).await?;
+            Ok(Action::await_change())
+        }
+        ServiceStep::Members(pools) => {
+            let mut updated = 0;
+            for name in pools {
+                let Some(pool) = desired.pools.get(&name) else { continue };
+                match ctx.writer.members(pool.clone()).await {
+                    Ok(MembersOutcome::Updated) => updated += 1,
+                    Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
+                    Ok(MembersOutcome::PoolMissing) => {
+                        tracing::info!(pool = %name, "pool missing on the router: syncing");
+                        ctx.sync(true).await?;
+                        break;
+                    }
+                    Err(e) => {
+                        ctx.publish(&UserEvent::warning("OctaviaError", "UpdateMembers", &e.message), &regarding).await;
+                        return Err(HandlerError::Octavia(e));
+                    }
+                }
+            }
+            if updated > 0 {
+                tracing::info!(pools = updated, "members updated");
+            }
+            Ok(Action::await_change())
+        }
+    }
+}

@@ -1,0 +1,631 @@
+//! The serial router writer: ONE task per router owns the driver and makes every Octavia write,
+//! one job at a time (Octavia refuses concurrent writes on a load balancer with 409 anyway).
+//!
+//! Handlers submit jobs through a [`WriterHandle`] and may await the result:
+//!
+//! - [`Job::Sync`]: converge the whole router to a [`DesiredRouter`] (Ingress handler, resync);
+//! - [`Job::Members`]: replace one pool's members (Service/Endpoints handler), one batch write.
+//!
+//! Coalescing ([`WriteQueue`], pure and table-tested): a Sync carries the full desired state
+//! computed from the caches *after* everything already queued, so a new Sync replaces a queued
+//! Sync (every waiter gets the result of the one that runs) and makes every queued Members job
+//! redundant (their waiters get [`MembersOutcome::Superseded`] once the Sync succeeded). A newer
+//! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
+//! therefore holds at most one Sync, always first, then at most one Members job per pool.
+
+use crate::driver::diff::{ActualListener, ActualMember, ActualPool, ActualRouter, DiffOptions, Write, WritePlan};
+use crate::driver::router::{ConvergeReport, Router};
+use crate::driver::sim::Simulator;
+use crate::model::{DesiredRouter, Pool};
+use crate::openstack::ListQuery;
+use std::collections::{BTreeMap, VecDeque};
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{Notify, oneshot};
+use tokio::task::JoinHandle;
+
+/// A failed write, cloneable so every coalesced waiter gets it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct WriteError {
+    /// Low-cardinality label (the driver error's label, or `shutdown`).
+    pub label: &'static str,
+    pub message: String,
+}
+
+impl WriteError {
+    pub fn new(label: &'static str, message: impl Into<String>) -> Self {
+        Self { label, message: message.into() }
+    }
+
+    fn shutdown() -> Self {
+        Self::new("shutdown", "the router writer is shutting down")
+    }
+}
+
+/// What a Members job did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MembersOutcome {
+    /// The pool already had exactly these members: no write.
+    Unchanged,
+    /// One batch member update was made (and the router is ACTIVE again).
+    Updated,
+    /// The pool does not exist on the router (yet): the caller must submit a Sync.
+    PoolMissing,
+    /// A Sync queued after this job made it redundant and succeeded.
+    Superseded,
+}
+
+pub type SyncResult = Result<ConvergeReport, WriteError>;
+pub type MembersResult = Result<MembersOutcome, WriteError>;
+
+/// What the writer needs from the driver; implemented by the real [`Router`] ([`OctaviaBackend`])
+/// and by an in-memory [`SimBackend`] for tests.
+pub trait RouterBackend: Send + Sync + 'static {
+    /// Converge the whole router to `desired`.
+    fn sync(&self, desired: &DesiredRouter) -> impl Future<Output = SyncResult> + Send;
+    /// Make `pool`'s members exactly `pool.members` (one batch write if they differ).
+    fn set_members(&self, pool: &Pool) -> impl Future<Output = MembersResult> + Send;
+    /// Writes retried after a 409 so far (monotonic), for metrics.
+    fn conflict_retries(&self) -> u64 {
+        0
+    }
+}
+
+/// One queued job with its waiters.
+#[derive(Debug)]
+pub enum Job {
+    Sync {
+        desired: DesiredRouter,
+        /// When the oldest coalesced request was made (change→ACTIVE latency).
+        since: Instant,
+        replies: Vec<oneshot::Sender<SyncResult>>,
+        /// Waiters of Members jobs this Sync superseded.
+        superseded: Vec<oneshot::Sender<MembersResult>>,
+    },
+    Members {
+        pool: Pool,
+        since: Instant,
+        replies: Vec<oneshot::Sender<MembersResult>>,
+    },
+}
+
+impl Job {
+    /// `sync` or `members`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Job::Sync { .. } => "sync",
+            Job::Members { .. } => "members",
+        }
+    }
+}
+
+/// The pure coalescing queue (see the module docs).
+#[derive(Debug, Default)]
+pub struct WriteQueue {
+    /// Set at shutdown: no job is accepted any more.
+    pub closed: bool,
+    sync: Option<Job>,
+    members: VecDeque<Job>,
+}
+
+impl WriteQueue {
+    pub fn push_sync(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncResult>>) {
+        self.push_sync_at(desired, reply, Instant::now())
+    }
+
+    pub fn push_sync_at(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncResult>>, now: Instant) {
+        let (mut since, mut replies, mut superseded) = match self.sync.take() {
+            Some(Job::Sync { since, replies, superseded, .. }) => (since, replies, superseded),
+            _ => (now, Vec::new(), Vec::new()),
+        };
+        for job in self.members.drain(..) {
+            if let Job::Members { replies, since: s, .. } = job {
+                superseded.extend(replies);
+                since = since.min(s);
+            }
+        }
+        replies.extend(reply);
+        self.sync = Some(Job::Sync { desired, since, replies, superseded });
+    }
+
+    pub fn push_members(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
+        self.push_members_at(pool, reply, Instant::now())
+    }
+
+    pub fn push_members_at(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>, now: Instant) {
+        for job in self.members.iter_mut() {
+            if let Job::Members { pool: queued, replies, .. } = job
+                && queued.name == pool.name
+            {
+                *queued = pool;
+                replies.extend(reply);
+                return;
+            }
+        }
+        self.members.push_back(Job::Members { pool, since: now, replies: reply.into_iter().collect() });
+    }
+
+    /// The next job to run: the Sync if one is queued, else the oldest Members job.
+    pub fn pop(&mut self) -> Option<Job> {
+        self.sync.take().or_else(|| self.members.pop_front())
+    }
+
+    pub fn len(&self) -> usize {
+        usize::from(self.sync.is_some()) + self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// What is queued, in run order: `sync` or `members:<pool>` (tests, debug logs).
+    pub fn describe(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.sync.iter().map(|_| "sync".to_string()).collect();
+        out.extend(self.members.iter().map(|j| match j {
+            Job::Members { pool, .. } => format!("members:{}", pool.name),
+            Job::Sync { .. } => "sync".into(),
+        }));
+        out
+    }
+
+    /// Answers every queued waiter with `err` and empties the queue (shutdown).
+    pub fn fail_all(&mut self, err: &WriteError) {
+        while let Some(job) = self.pop() {
+            answer(job, Err(err.clone()), err);
+        }
+    }
+}
+
+fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
+    match job {
+        Job::Sync { replies, superseded, .. } => {
+            let ok = sync_result.is_ok();
+            for r in superseded {
+                let _ = r.send(if ok { Ok(MembersOutcome::Superseded) } else { Err(err_for_members.clone()) });
+            }
+            for r in replies {
+                let _ = r.send(sync_result.clone());
+            }
+        }
+        Job::Members { replies, .. } => {
+            for r in replies {
+                let _ = r.send(Err(err_for_members.clone()));
+            }
+        }
+    }
+}
+
+/// The batch member write that makes `actual`'s members equal to `pool.members`, or `None` when
+/// they already are. Reuses the driver's diff (ours compared on weight and backup, foreign members
+/// carried over), so the Members path and a full Sync always agree.
+pub fn members_write(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
+    let desired =
+        DesiredRouter { pools: BTreeMap::from([(pool.name.clone(), pool.clone())]), ..DesiredRouter::default() };
+    // Only the members are compared: the algorithm is taken from the desired pool so no pool
+    // update is planned, and the health monitor is Sync's business.
+    let actual = ActualRouter {
+        listener: ActualListener { id: String::new(), default_pool_id: None, tags: vec![] },
+        policies: vec![],
+        pools: vec![ActualPool { lb_algorithm: pool.lb_algorithm.clone(), healthmonitor: None, ..actual.clone() }],
+    };
+    let opts = DiffOptions { health_monitor: None, ..opts.clone() };
+    crate::driver::diff::plan_writes(&desired, &actual, &opts)
+        .writes
+        .into_iter()
+        .find(|w| matches!(w, Write::SetMembers { .. }))
+}
+
+/// Histogram family of writer job durations by job and result.
+pub type JobDurations = prometheus_client::metrics::family::Family<
+    JobLabels,
+    prometheus_client::metrics::histogram::Histogram,
+    fn() -> prometheus_client::metrics::histogram::Histogram,
+>;
+
+/// Observations of the writer for metrics; all optional.
+#[derive(Clone, Default)]
+pub struct WriterMetrics {
+    pub metrics: Option<crate::controller::metrics::Metrics>,
+    /// Duration of each job (`sync` / `members`), seconds.
+    pub job_duration: Option<JobDurations>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
+pub struct JobLabels {
+    pub job: String,
+    pub result: String,
+}
+
+/// A new `job_duration` family (0.05 s .. ~7 min), to register under `octavia_write_job_duration`.
+pub fn job_duration_family() -> JobDurations {
+    prometheus_client::metrics::family::Family::new_with_constructor(|| {
+        prometheus_client::metrics::histogram::Histogram::new(
+            prometheus_client::metrics::histogram::exponential_buckets(0.05, 2.0, 14),
+        )
+    })
+}
+
+struct Shared {
+    queue: Mutex<WriteQueue>,
+    notify: Notify,
+    metrics: WriterMetrics,
+}
+
+impl Shared {
+    fn depth_changed(&self, depth: usize) {
+        if let Some(m) = &self.metrics.metrics {
+            m.octavia_write_queue_depth.set(depth as i64);
+        }
+    }
+}
+
+/// Submits jobs to the writer task. Cheap to clone.
+#[derive(Clone)]
+pub struct WriterHandle {
+    shared: Arc<Shared>,
+}
+
+impl WriterHandle {
+    /// Queues a Sync; the receiver gets the result of the Sync that actually runs.
+    pub fn submit_sync(&self, desired: DesiredRouter) -> oneshot::Receiver<SyncResult> {
+        let (tx, rx) = oneshot::channel();
+        let depth = {
+            let mut q = self.shared.queue.lock().expect("writer lock");
+            if q.closed {
+                let _ = tx.send(Err(WriteError::shutdown()));
+                return rx;
+            }
+            q.push_sync(desired, Some(tx));
+            q.len()
+        };
+        self.shared.depth_changed(depth);
+        self.shared.notify.notify_one();
+        rx
+    }
+
+    /// Queues a Sync and waits for its result.
+    pub async fn sync(&self, desired: DesiredRouter) -> SyncResult {
+        self.submit_sync(desired).await.unwrap_or_else(|_| Err(WriteError::shutdown()))
+    }
+
+    pub fn submit_members(&self, pool: Pool) -> oneshot::Receiver<MembersResult> {
+        let (tx, rx) = oneshot::channel();
+        let depth = {
+            let mut q = self.shared.queue.lock().expect("writer lock");
+            if q.closed {
+                let _ = tx.send(Err(WriteError::shutdown()));
+                return rx;
+            }
+            q.push_members(pool, Some(tx));
+            q.len()
+        };
+        self.shared.depth_changed(depth);
+        self.shared.notify.notify_one();
+        rx
+    }
+
+    /// Queues a Members job and waits for its result.
+    pub async fn members(&self, pool: Pool) -> MembersResult {
+        self.submit_members(pool).await.unwrap_or_else(|_| Err(WriteError::shutdown()))
+    }
+
+    /// Jobs waiting (not counting the one running).
+    pub fn depth(&self) -> usize {
+        self.shared.queue.lock().expect("writer lock").len()
+    }
+}
+
+/// The running writer: [`Writer::shutdown`] stops accepting jobs, lets the job in flight finish,
+/// and answers the queued ones with a `shutdown` error.
+pub struct Writer {
+    handle: WriterHandle,
+    task: JoinHandle<()>,
+}
+
+impl Writer {
+    pub fn spawn<B: RouterBackend>(backend: B, metrics: WriterMetrics) -> Self {
+        let shared = Arc::new(Shared { queue: Mutex::new(WriteQueue::default()), notify: Notify::new(), metrics });
+        let task = tokio::spawn(run_writer(backend, shared.clone()));
+        Self { handle: WriterHandle { shared }, task }
+    }
+
+    pub fn handle(&self) -> WriterHandle {
+        self.handle.clone()
+    }
+
+    pub async fn shutdown(self) {
+        self.handle.shared.queue.lock().expect("writer lock").closed = true;
+        self.handle.shared.notify.notify_one();
+        if let Err(e) = self.task.await {
+            tracing::error!(error = %e, "router writer task failed");
+        }
+    }
+}
+
+async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
+    let mut retries_seen = backend.conflict_retries();
+    loop {
+        let job = {
+            let mut q = shared.queue.lock().expect("writer lock");
+            if q.closed {
+                q.fail_all(&WriteError::shutdown());
+                drop(q);
+                shared.depth_changed(0);
+                return;
+            }
+            let job = q.pop();
+            let depth = q.len();
+            drop(q);
+            shared.depth_changed(depth);
+            job
+        };
+        let Some(job) = job else {
+            shared.notify.notified().await;
+            continue;
+        };
+        let started = Instant::now();
+        let kind = job.kind();
+        let result_label = match job {
+            Job::Sync { desired, since, replies, superseded } => {
+                let result = backend.sync(&desired).await;
+                match &result {
+                    Ok(r) => {
+                        tracing::info!(
+                            writes = r.writes.len(),
+                            elapsed_ms = r.elapsed.as_millis() as u64,
+                            "router synced"
+                        );
+                        if let Some(m) = &shared.metrics.metrics {
+                            m.change_to_active.observe(since.elapsed().as_secs_f64());
+                            m.set_provisioning_status("ACTIVE");
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "router sync failed");
+                        if let Some(m) = &shared.metrics.metrics
+                            && e.label == "router_error"
+                        {
+                            m.set_provisioning_status("ERROR");
+                        }
+                    }
+                }
+                let label = result.as_ref().map_or_else(|e| e.label, |_| "ok");
+                let err = result.as_ref().err().cloned().unwrap_or_else(WriteError::shutdown);
+                answer(Job::Sync { desired: DesiredRouter::default(), since, replies, superseded }, result, &err);
+                label
+            }
+            Job::Members { pool, since, replies } => {
+                let result = backend.set_members(&pool).await;
+                if let (Ok(MembersOutcome::Updated), Some(m)) = (&result, &shared.metrics.metrics) {
+                    m.change_to_active.observe(since.elapsed().as_secs_f64());
+                }
+                if let Err(e) = &result {
+                    tracing::warn!(pool = %pool.name, error = %e, "member update failed");
+                }
+                let label = result.as_ref().map_or_else(|e| e.label, |_| "ok");
+                for r in replies {
+                    let _ = r.send(result.clone());
+                }
+                label
+            }
+        };
+        if let Some(h) = &shared.metrics.job_duration {
+            h.get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
+                .observe(started.elapsed().as_secs_f64());
+        }
+        let retries = backend.conflict_retries();
+        if let Some(m) = &shared.metrics.metrics {
+            m.octavia_conflict_retries.inc_by(retries.saturating_sub(retries_seen));
+        }
+        retries_seen = retries;
+    }
+}
+
+// ------------------------------------------------------------------ the real driver
+
+/// [`RouterBackend`] on the real Octavia through the driver's [`Router`].
+pub struct OctaviaBackend {
+    router: Router,
+    /// Router id and our pools by name, from the last lookup (refreshed on a miss).
+    cache: tokio::sync::Mutex<Option<(String, BTreeMap<String, String>)>>,
+}
+
+impl OctaviaBackend {
+    pub fn new(router: Router) -> Self {
+        Self { router, cache: tokio::sync::Mutex::new(None) }
+    }
+
+    pub fn router(&self) -> &Router {
+        &self.router
+    }
+
+    fn diff_options(&self) -> DiffOptions {
+        DiffOptions {
+            ownership: self.router.spec.ownership.clone(),
+            health_monitor: self.router.spec.health_monitor.clone(),
+        }
+    }
+
+    /// (router id, pool id) of our pool `name`, looking it up again when not cached.
+    async fn resolve_pool(&self, name: &str) -> Result<Option<(String, String)>, WriteError> {
+        let mut cache = self.cache.lock().await;
+        if let Some((lb, pools)) = cache.as_ref()
+            && let Some(id) = pools.get(name)
+        {
+            return Ok(Some((lb.clone(), id.clone())));
+        }
+        let lb = match cache.as_ref() {
+            Some((lb, _)) => lb.clone(),
+            None => match self.router.find().await.map_err(driver_error)? {
+                Some(lb) => lb.id,
+                None => return Ok(None),
+            },
+        };
+        let own = &self.router.spec.ownership;
+        let pools = self
+            .router
+            .octavia
+            .list_pools(&ListQuery { loadbalancer_id: Some(lb.clone()), ..ListQuery::default() })
+            .await
+            .map_err(|e| driver_error(e.into()))?
+            .into_iter()
+            .filter(|p| own.owns(&p.tags))
+            .map(|p| (p.name, p.id))
+            .collect::<BTreeMap<_, _>>();
+        let found = pools.get(name).map(|id| (lb.clone(), id.clone()));
+        *cache = Some((lb, pools));
+        Ok(found)
+    }
+
+    async fn forget(&self) {
+        *self.cache.lock().await = None;
+    }
+}
+
+fn driver_error(e: crate::driver::router::DriverError) -> WriteError {
+    WriteError::new(e.label(), e.to_string())
+}
+
+impl RouterBackend for OctaviaBackend {
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        let result = self.router.converge(desired).await.map_err(driver_error);
+        // Pools may have been created or deleted: resolve again on the next Members job.
+        self.forget().await;
+        result
+    }
+
+    async fn set_members(&self, pool: &Pool) -> MembersResult {
+        let Some((lb, pool_id)) = self.resolve_pool(&pool.name).await? else {
+            return Ok(MembersOutcome::PoolMissing);
+        };
+        let members = match self.router.octavia.list_members(&pool_id, &ListQuery::default()).await {
+            Ok(m) => m,
+            Err(e) if e.is_not_found() => {
+                self.forget().await;
+                return Ok(MembersOutcome::PoolMissing);
+            }
+            Err(e) => return Err(driver_error(e.into())),
+        };
+        let actual = ActualPool {
+            id: pool_id,
+            name: pool.name.clone(),
+            lb_algorithm: pool.lb_algorithm.clone(),
+            members: members
+                .into_iter()
+                .filter_map(|m| {
+                    Some(ActualMember {
+                        address: m.address.parse().ok()?,
+                        id: m.id,
+                        name: m.name,
+                        protocol_port: m.protocol_port,
+                        weight: m.weight,
+                        backup: m.backup,
+                        admin_state_up: m.admin_state_up,
+                        tags: m.tags,
+                    })
+                })
+                .collect(),
+            healthmonitor: None,
+            tags: self.router.spec.ownership.tags_for(&pool.service),
+        };
+        let Some(write) = members_write(pool, &actual, &self.diff_options()) else {
+            return Ok(MembersOutcome::Unchanged);
+        };
+        let plan = WritePlan { writes: vec![write], conflicts: vec![] };
+        let mut report = ConvergeReport::default();
+        self.router.execute(&lb, "", &plan, &mut report).await.map_err(driver_error)?;
+        Ok(MembersOutcome::Updated)
+    }
+
+    fn conflict_retries(&self) -> u64 {
+        self.router.octavia.session().stats().conflict_retries
+    }
+}
+
+// ------------------------------------------------------------------ in memory
+
+/// [`RouterBackend`] on the driver's [`Simulator`]: plans with the real diff and applies the
+/// writes as Octavia would, without a cloud (tests, demos). `fail` makes the next calls fail.
+pub struct SimBackend {
+    pub state: Arc<Mutex<Simulator>>,
+    pub opts: DiffOptions,
+    pub address: Option<std::net::IpAddr>,
+    pub fail: Arc<Mutex<Option<WriteError>>>,
+    /// Artificial duration of each job, to observe coalescing.
+    pub delay: Duration,
+}
+
+impl SimBackend {
+    pub fn new(opts: DiffOptions, address: Option<std::net::IpAddr>) -> Self {
+        let mut sim = Simulator::default();
+        sim.router.listener =
+            ActualListener { id: "listener".into(), default_pool_id: None, tags: opts.ownership.router_tags() };
+        Self {
+            state: Arc::new(Mutex::new(sim)),
+            opts,
+            address,
+            fail: Arc::new(Mutex::new(None)),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A copy of the simulated router.
+    pub fn actual(&self) -> ActualRouter {
+        self.state.lock().expect("sim lock").router.clone()
+    }
+}
+
+impl RouterBackend for SimBackend {
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        if let Some(e) = self.fail.lock().expect("sim lock").clone() {
+            return Err(e);
+        }
+        let mut sim = self.state.lock().expect("sim lock");
+        let plan = crate::driver::diff::plan_writes(desired, &sim.router, &self.opts);
+        sim.apply_all(&plan.writes).map_err(|e| WriteError::new("sim", e))?;
+        Ok(ConvergeReport {
+            lb_id: "sim-router".into(),
+            listener_id: "listener".into(),
+            writes: plan
+                .writes
+                .iter()
+                .map(|w| crate::driver::router::WriteRecord {
+                    kind: w.kind(),
+                    description: w.to_string(),
+                    duration: Duration::ZERO,
+                })
+                .collect(),
+            conflicts: plan.conflicts.into_iter().map(|c| c.message).collect(),
+            address: self.address,
+            vip_address: self.address,
+            ..ConvergeReport::default()
+        })
+    }
+
+    async fn set_members(&self, pool: &Pool) -> MembersResult {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        if let Some(e) = self.fail.lock().expect("sim lock").clone() {
+            return Err(e);
+        }
+        let mut sim = self.state.lock().expect("sim lock");
+        let Some(actual) =
+            sim.router.pools.iter().find(|p| p.name == pool.name && self.opts.ownership.owns(&p.tags)).cloned()
+        else {
+            return Ok(MembersOutcome::PoolMissing);
+        };
+        match members_write(pool, &actual, &self.opts) {
+            None => Ok(MembersOutcome::Unchanged),
+            Some(w) => {
+                sim.apply(&w).map_err(|e| WriteError::new("sim", e))?;
+                Ok(MembersOutcome::Updated)
+            }
+        }
+    }
+}
