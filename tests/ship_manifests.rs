@@ -15,45 +15,8 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// Every Kubernetes API call of the controller, as (apiGroup, resource, verb); "" is the core
-/// group. The RBAC rules of etc/manifests/ must grant exactly these, nothing more or less.
-const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = &[
-    // Ingresses: watched; our finalizer added/removed; the router address published in status.
-    ("networking.k8s.io", "ingresses", "get"),
-    ("networking.k8s.io", "ingresses", "list"),
-    ("networking.k8s.io", "ingresses", "watch"),
-    ("networking.k8s.io", "ingresses", "patch"),
-    ("networking.k8s.io", "ingresses", "update"),
-    ("networking.k8s.io", "ingresses/status", "patch"),
-    ("networking.k8s.io", "ingresses/status", "update"),
-    // IngressClasses: which class is ours (spec.controller) and which is the default.
-    ("networking.k8s.io", "ingressclasses", "get"),
-    ("networking.k8s.io", "ingressclasses", "list"),
-    ("networking.k8s.io", "ingressclasses", "watch"),
-    // Services: backends; annotated with the pools they feed.
-    ("", "services", "get"),
-    ("", "services", "list"),
-    ("", "services", "watch"),
-    ("", "services", "patch"),
-    // Endpoints ([kubernetes] use_endpoint_slices = false) and EndpointSlices (the default).
-    ("", "endpoints", "get"),
-    ("", "endpoints", "list"),
-    ("", "endpoints", "watch"),
-    ("discovery.k8s.io", "endpointslices", "get"),
-    ("discovery.k8s.io", "endpointslices", "list"),
-    ("discovery.k8s.io", "endpointslices", "watch"),
-    // Nodes: zones (zone-aware weighting) and node pools.
-    ("", "nodes", "get"),
-    ("", "nodes", "list"),
-    ("", "nodes", "watch"),
-    // Warnings as Events (kube-runtime's Recorder: events.k8s.io/v1, create then patch on repeat).
-    ("events.k8s.io", "events", "create"),
-    ("events.k8s.io", "events", "patch"),
-    // Leader election (kube-lease-manager: get, create, patch), in [kubernetes] lease_namespace.
-    ("coordination.k8s.io", "leases", "get"),
-    ("coordination.k8s.io", "leases", "create"),
-    ("coordination.k8s.io", "leases", "patch"),
-];
+/// Every Kubernetes API call of the controller, from the controller code itself.
+const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = kuryr_l7_router::controller::API_CALLS;
 
 /// Resources of [`CONTROLLER_API_CALLS`] used only in the controller's own namespace, so granted
 /// by a namespaced Role rather than the ClusterRole.

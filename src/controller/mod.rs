@@ -45,3 +45,33 @@ pub const CONTROLLER_NAME: &str = "kuryr-l7-router";
 pub fn reconcile_span(handler: &'static str, namespace: &str, name: &str) -> tracing::Span {
     tracing::info_span!("reconcile", handler, namespace, name)
 }
+
+/// Every Kubernetes API call the controller makes, as (apiGroup, resource, verb); "" is the core
+/// group. The RBAC of etc/manifests/ must grant exactly these (tests/ship_manifests.rs); keep this
+/// table next to the code that makes the calls when adding one.
+pub const API_CALLS: &[(&str, &str, &str)] = &[
+    // runtime.rs: reflectors and Controllers (kube-runtime watcher: list + watch, never get).
+    ("networking.k8s.io", "ingresses", "list"),
+    ("networking.k8s.io", "ingresses", "watch"),
+    ("networking.k8s.io", "ingressclasses", "list"),
+    ("networking.k8s.io", "ingressclasses", "watch"),
+    ("", "services", "list"),
+    ("", "services", "watch"),
+    ("", "endpoints", "list"),
+    ("", "endpoints", "watch"),
+    ("discovery.k8s.io", "endpointslices", "list"),
+    ("discovery.k8s.io", "endpointslices", "watch"),
+    ("", "nodes", "list"),
+    ("", "nodes", "watch"),
+    // k8s.rs: finalizer add/remove (JSON patch), Service notice (merge patch), Ingress status.
+    ("networking.k8s.io", "ingresses", "patch"),
+    ("networking.k8s.io", "ingresses/status", "patch"),
+    ("", "services", "patch"),
+    // events.rs: kube-runtime's Recorder (events.k8s.io/v1): create, then patch on repeat.
+    ("events.k8s.io", "events", "create"),
+    ("events.k8s.io", "events", "patch"),
+    // leader.rs: kube-lease-manager, in [kubernetes] lease_namespace.
+    ("coordination.k8s.io", "leases", "get"),
+    ("coordination.k8s.io", "leases", "create"),
+    ("coordination.k8s.io", "leases", "patch"),
+];
