@@ -2,6 +2,10 @@
 //! Run: `functional/openstack.sh start` then `KURYR_FUNCTIONAL=1 cargo test --test functional_clients`.
 //! Everything created is named `fct-clients-<random>` and removed at the end of each test.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
 use futures::FutureExt;
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
@@ -17,16 +21,6 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-fn enabled() -> bool {
-    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        true
-    } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
-        false
-    }
-}
 
 fn env(k: &str, default: &str) -> String {
     std::env::var(k).unwrap_or_else(|_| default.to_string())
@@ -47,11 +41,6 @@ fn opts(user: &str, password: &str, project: &str) -> AuthOptions {
 
 fn admin_opts() -> AuthOptions {
     opts(&env("OS_USERNAME", "admin"), &env("OS_PASSWORD", "admin"), &env("OS_PROJECT_NAME", "admin"))
-}
-
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("fct-clients-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
 }
 
 struct Cloud {
@@ -112,6 +101,10 @@ where
     if let Err(p) = outcome {
         std::panic::resume_unwind(p);
     }
+}
+
+fn unique(tag: &str) -> String {
+    common::unique("fct-clients", tag)
 }
 
 #[tokio::test]

@@ -7,6 +7,10 @@
 //! the second Ingress's class changed away, the first Ingress deleted, and a Service that exists
 //! before its Ingress. Octavia is read back with `Router::read_actual` after every step.
 
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
 use ::http::{Request, Response, StatusCode};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -19,80 +23,14 @@ use kuryr_l7_router::controller::notice::ServiceNotice;
 use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
 use kuryr_l7_router::controller::writer::{OctaviaBackend, Writer, WriterMetrics};
 use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress, service};
-use kuryr_l7_router::driver::diff::Ownership;
-use kuryr_l7_router::driver::router::{Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use kuryr_l7_router::translate::TranslateOptions;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
-
-fn enabled() -> bool {
-    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        true
-    } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
-        false
-    }
-}
-
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("fct-ctl-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
-}
-
-async fn router(tag: &str) -> Router {
-    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
-    auth.region_name = Some("RegionOne".into());
-    let session = Session::new(auth).unwrap();
-    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
-    let neutron = Neutron::new(session);
-    let subnet = |name: &'static str| {
-        let n = neutron.clone();
-        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
-    };
-    let name = unique(tag);
-    let spec = RouterSpec {
-        name: name.clone(),
-        uuid: None,
-        vip_subnet_id: Some(subnet("private-subnet").await),
-        availability_zone: None,
-        provider: Some("amphora".into()),
-        listener_port: 80,
-        fully_populated_create: false,
-        floating_ip: None,
-        external_svc_subnet: Some(subnet("public-subnet").await),
-        ownership: Ownership::new(&name),
-        health_monitor: None,
-        create_timeout: Duration::from_secs(300),
-        write_timeout: Duration::from_secs(120),
-    };
-    Router::new(octavia, neutron, spec)
-}
-
-async fn cleanup(r: &Router) {
-    let Ok(Some(lb)) = r.find().await else { return };
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
-    if let Some(port) = &lb.vip_port_id {
-        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-            let _ = r.neutron.delete_floating_ip(&f.id).await;
-        }
-        let _ = r.neutron.delete_port(port).await;
-    }
-    let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
-        ..ListQuery::default()
-    };
-    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-        let _ = r.neutron.delete_floating_ip(&f.id).await;
-    }
-}
 
 /// (policies: name → pool, pools: name → sorted "ip:port")
 type Observed = (BTreeMap<String, String>, BTreeMap<String, Vec<String>>);
@@ -228,6 +166,12 @@ fn events(reqs: &[(String, String, Value)]) -> Vec<String> {
             format!("{} {}", b["type"].as_str().unwrap_or_default(), b["reason"].as_str().unwrap_or_default())
         })
         .collect()
+}
+
+async fn router(tag: &str) -> Router {
+    let mut r = local_router("fct-ctl", tag).await;
+    r.spec.fully_populated_create = false;
+    r
 }
 
 #[tokio::test]

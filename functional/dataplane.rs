@@ -10,101 +10,21 @@
 //! `functional/openstack.sh start`, then `KURYR_FUNCTIONAL=1 cargo test --test functional_dataplane`
 //! (as root: run.py reads Octavia's config and database).
 
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
-use kuryr_l7_router::driver::diff::Ownership;
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::driver::router::{ConvergeReport, Router};
 use kuryr_l7_router::model::DesiredRouter;
-use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::Duration;
-
-fn enabled() -> bool {
-    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        true
-    } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
-        false
-    }
-}
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
-}
-
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("fct-dp-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
-}
-
-async fn router(tag: &str) -> Router {
-    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
-    auth.region_name = Some("RegionOne".into());
-    let session = Session::new(auth).unwrap();
-    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
-    let neutron = Neutron::new(session);
-    let subnet = |name: &'static str| {
-        let n = neutron.clone();
-        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
-    };
-    let name = unique(tag);
-    let spec = RouterSpec {
-        name: name.clone(),
-        uuid: None,
-        vip_subnet_id: Some(subnet("private-subnet").await),
-        availability_zone: None,
-        provider: Some("amphora".into()),
-        listener_port: 80,
-        // Debian's Zed leaves the children of a fully-populated create in PENDING_CREATE.
-        fully_populated_create: std::env::var("KURYR_FULLY_POPULATED").as_deref() == Ok("1"),
-        floating_ip: None,
-        external_svc_subnet: Some(subnet("public-subnet").await),
-        ownership: Ownership::new(&name),
-        health_monitor: None,
-        create_timeout: Duration::from_secs(180),
-        write_timeout: Duration::from_secs(180),
-    };
-    Router::new(octavia, neutron, spec)
-}
-
-/// Delete the router, its VIP port and the floating IP we allocated for it.
-async fn cleanup(r: &Router) {
-    let Ok(Some(lb)) = r.find().await else { return };
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
-    if let Some(port) = &lb.vip_port_id {
-        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-            let _ = r.neutron.delete_floating_ip(&f.id).await;
-        }
-        let _ = r.neutron.delete_port(port).await;
-    }
-    let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
-        ..ListQuery::default()
-    };
-    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-        let _ = r.neutron.delete_floating_ip(&f.id).await;
-    }
-}
-
-/// Run `body`, then clean up whatever happened.
-async fn with_router<F, Fut>(tag: &str, body: F)
-where
-    F: FnOnce(Router) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let r = router(tag).await;
-    let result = tokio::spawn(body(r.clone())).await;
-    cleanup(&r).await;
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 fn load(dir: &str) -> Inputs {
@@ -361,4 +281,12 @@ fn expectation_tables_cover_the_examples() {
     for (_, _, expect) in SHOP {
         assert!(names.contains(*expect), "{expect} is not a Service with members");
     }
+}
+/// Run `body` on a router of its own, then clean up whatever happened.
+async fn with_router<F, Fut>(tag: &str, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    common::with_router(local_router("fct-dp", tag).await, body).await
 }

@@ -5,95 +5,17 @@
 //! state and the number of writes after every convergence, and removes the router, its VIP port
 //! and its floating IP at the end.
 
-use kuryr_l7_router::driver::diff::{HealthMonitorSpec, Ownership, PRODUCT_TAG};
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, RouterSpec, floating_ip_description};
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
+use kuryr_l7_router::driver::diff::{HealthMonitorSpec, PRODUCT_TAG};
+use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description};
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate};
 use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-fn enabled() -> bool {
-    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        true
-    } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
-        false
-    }
-}
-
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("fct-drv-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
-}
-
-async fn router(tag: &str, health_monitor: Option<HealthMonitorSpec>) -> Router {
-    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
-    auth.region_name = Some("RegionOne".into());
-    let session = Session::new(auth).unwrap();
-    let octavia = Octavia::new(session.clone(), OctaviaOptions::default());
-    let neutron = Neutron::new(session);
-    let subnet = |name: &'static str| {
-        let n = neutron.clone();
-        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
-    };
-    let name = unique(tag);
-    let spec = RouterSpec {
-        name: name.clone(),
-        uuid: None,
-        vip_subnet_id: Some(subnet("private-subnet").await),
-        availability_zone: None,
-        provider: Some("amphora".into()),
-        listener_port: 80,
-        // Debian's Zed leaves the children of a fully-populated create in PENDING_CREATE; the
-        // fallback is tested in create_falls_back_when_children_stay_pending.
-        fully_populated_create: std::env::var("KURYR_FULLY_POPULATED").as_deref() == Ok("1"),
-        floating_ip: None,
-        external_svc_subnet: Some(subnet("public-subnet").await),
-        ownership: Ownership::new(&name),
-        health_monitor,
-        create_timeout: Duration::from_secs(120),
-        write_timeout: Duration::from_secs(120),
-    };
-    Router::new(octavia, neutron, spec)
-}
-
-/// Delete the router, its VIP port and the floating IP we allocated for it.
-async fn cleanup(r: &Router) {
-    let Ok(Some(lb)) = r.find().await else { return };
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(60)).await;
-    if let Some(port) = &lb.vip_port_id {
-        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-            let _ = r.neutron.delete_floating_ip(&f.id).await;
-        }
-        let _ = r.neutron.delete_port(port).await;
-    }
-    let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
-        ..ListQuery::default()
-    };
-    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-        let _ = r.neutron.delete_floating_ip(&f.id).await;
-    }
-}
-
-/// Run `body`, then clean up whatever happened.
-async fn with_router<F, Fut>(tag: &str, hm: Option<HealthMonitorSpec>, body: F)
-where
-    F: FnOnce(Router) -> Fut,
-    Fut: std::future::Future<Output = ()> + Send + 'static,
-{
-    let r = router(tag, hm).await;
-    let result = tokio::spawn(body(r.clone())).await;
-    cleanup(&r).await;
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
-}
 
 fn member(ip: &str, weight: u16) -> Member {
     Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
@@ -299,6 +221,21 @@ fn expected_cold_writes(r: &Router, want: &DesiredRouter) -> Vec<&'static str> {
     let mut k = vec!["create_router", "create_listener"];
     k.extend(kuryr_l7_router::driver::diff::plan_writes(want, &empty, &opts).writes.iter().map(|w| w.kind()));
     k
+}
+
+async fn router(tag: &str, health_monitor: Option<HealthMonitorSpec>) -> Router {
+    let mut r = local_router("fct-drv", tag).await;
+    r.spec.health_monitor = health_monitor;
+    r
+}
+
+/// Run `body` on a router of its own, then clean up whatever happened.
+async fn with_router<F, Fut>(tag: &str, hm: Option<HealthMonitorSpec>, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    common::with_router(router(tag, hm).await, body).await
 }
 
 #[tokio::test]

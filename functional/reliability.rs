@@ -4,81 +4,20 @@
 //! injects and asserts the final state; each cleans up the load balancer, its VIP port and every
 //! port, floating IP or user it created.
 
-use kuryr_l7_router::driver::diff::Ownership;
-use kuryr_l7_router::driver::router::{DriverError, Router, RouterSpec};
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
+use kuryr_l7_router::driver::router::{DriverError, Router};
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia::{MemberCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
-
-const AUTH_URL: &str = "http://127.0.0.1:5000/v3";
-
-fn enabled() -> bool {
-    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        true
-    } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
-        false
-    }
-}
-
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("fct-rel-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
-}
-
-fn session(user: &str, password: &str) -> Session {
-    let mut auth = AuthOptions::password(AUTH_URL, user, Secret::new(password), "admin", "Default");
-    auth.region_name = Some("RegionOne".into());
-    Session::new(auth).unwrap()
-}
-
-async fn subnet_id(n: &Neutron, name: &str) -> String {
-    n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone()
-}
-
-async fn router(tag: &str) -> Router {
-    let s = session("admin", "admin");
-    let octavia = Octavia::new(s.clone(), OctaviaOptions::default());
-    let neutron = Neutron::new(s);
-    let name = unique(tag);
-    let spec = RouterSpec {
-        name: name.clone(),
-        uuid: None,
-        vip_subnet_id: Some(subnet_id(&neutron, "private-subnet").await),
-        availability_zone: None,
-        provider: Some("amphora".into()),
-        listener_port: 80,
-        fully_populated_create: false,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: Ownership::new(&name),
-        health_monitor: None,
-        create_timeout: Duration::from_secs(120),
-        write_timeout: Duration::from_secs(120),
-    };
-    Router::new(octavia, neutron, spec)
-}
-
-/// Delete the router (cascade) and its VIP port.
-async fn cleanup(r: &Router) {
-    let Ok(Some(lb)) = r.find().await else { return };
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(60)).await;
-    if let Some(port) = &lb.vip_port_id
-        && let Ok(p) = r.neutron.get_port(port).await
-        && p.device_owner == "Octavia"
-    {
-        let _ = r.neutron.delete_port(port).await;
-    }
-}
 
 fn member(ip: &str) -> Member {
     Member { address: ip.parse().unwrap(), protocol_port: 8080, weight: 1, backup: false, zone: None, target: None }
@@ -151,6 +90,14 @@ async fn observe(r: &Router) -> (Vec<(String, Vec<String>)>, BTreeMap<String, Ve
 
 /// Injects: a wrong password. Asserts: a clear 401 naming Keystone, the password not in the
 /// message, and exactly one authentication per call (no retry storm).
+/// A router without floating IP (these tests are about Octavia faults).
+async fn router(tag: &str) -> Router {
+    let mut r = local_router("fct-rel", tag).await;
+    r.spec.fully_populated_create = false;
+    r.spec.external_svc_subnet = None;
+    r
+}
+
 #[tokio::test]
 async fn wrong_password_is_a_clear_401_without_retry_storm() {
     if !enabled() {
@@ -208,7 +155,7 @@ async fn hand_edits_and_bad_writes_are_repaired_or_reported() {
     let r = router("repair").await;
     let mut created_port: Option<String> = None;
     let mut created_fip: Option<String> = None;
-    let result = tokio::spawn(faults(r.clone(), unique("port"))).await;
+    let result = tokio::spawn(faults(r.clone(), unique("fct-rel", "port"))).await;
     if let Ok((port, fip)) = &result {
         created_port = port.clone();
         created_fip = fip.clone();
@@ -343,7 +290,7 @@ async fn debug_logs_of_a_smoke_run_hold_no_secret() {
         return;
     }
     let admin = session("admin", "admin");
-    let name = unique("user");
+    let name = unique("fct-rel", "user");
     let password = format!("Smoke-Pw-{}", &name[name.len() - 8..]);
     let id = |v: &Value, k: &str| v[k][0]["id"].as_str().unwrap().to_string();
     let get = |path: String| {

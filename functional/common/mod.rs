@@ -1,0 +1,104 @@
+//! What every functional test needs: the gate, unique names, a router on the local stack
+//! (functional/openstack.sh) and its clean-up. Included with `#[path = "common/mod.rs"] mod common;`.
+#![allow(dead_code)] // each test crate uses a different part
+
+use kuryr_l7_router::driver::diff::Ownership;
+use kuryr_l7_router::driver::router::{Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use std::time::Duration;
+
+pub const AUTH_URL: &str = "http://127.0.0.1:5000/v3";
+
+/// Functional tests run only with `KURYR_FUNCTIONAL=1` (functional/test.sh sets it after starting
+/// the stack); otherwise they say so and pass.
+pub fn enabled() -> bool {
+    if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        true
+    } else {
+        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
+        false
+    }
+}
+
+/// `<prefix>-<tag>-<nanos><pid>`: names and cluster tags that no other test run shares.
+pub fn unique(prefix: &str, tag: &str) -> String {
+    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
+    format!("{prefix}-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
+}
+
+pub fn session(user: &str, password: &str) -> Session {
+    let mut auth = AuthOptions::password(AUTH_URL, user, Secret::new(password), "admin", "Default");
+    auth.region_name = Some("RegionOne".into());
+    Session::new(auth).unwrap()
+}
+
+pub async fn subnet_id(n: &Neutron, name: &str) -> String {
+    n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone()
+}
+
+/// A router of its own (unique name and cluster tag) on `private-subnet`, with floating IPs from
+/// `public-subnet`. Debian's Zed leaves the children of a fully-populated create PENDING_CREATE,
+/// so it is off unless `KURYR_FULLY_POPULATED=1`.
+pub async fn local_router(prefix: &str, tag: &str) -> Router {
+    let s = session("admin", "admin");
+    let octavia = Octavia::new(s.clone(), OctaviaOptions::default());
+    let neutron = Neutron::new(s);
+    let name = unique(prefix, tag);
+    let spec = RouterSpec {
+        name: name.clone(),
+        uuid: None,
+        vip_subnet_id: Some(subnet_id(&neutron, "private-subnet").await),
+        availability_zone: None,
+        provider: Some("amphora".into()),
+        listener_port: 80,
+        fully_populated_create: std::env::var("KURYR_FULLY_POPULATED").as_deref() == Ok("1"),
+        floating_ip: None,
+        external_svc_subnet: Some(subnet_id(&neutron, "public-subnet").await),
+        ownership: Ownership::new(&name),
+        health_monitor: None,
+        create_timeout: Duration::from_secs(300),
+        write_timeout: Duration::from_secs(180),
+    };
+    Router::new(octavia, neutron, spec)
+}
+
+/// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
+pub async fn cleanup(r: &Router) {
+    let Ok(Some(lb)) = r.find().await else { return };
+    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
+    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
+    if let Some(port) = &lb.vip_port_id {
+        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+            let _ = r.neutron.delete_floating_ip(&f.id).await;
+        }
+        // A real network driver frees the VIP port; the noop one of the local stack does not.
+        if let Ok(p) = r.neutron.get_port(port).await
+            && p.device_owner == "Octavia"
+        {
+            let _ = r.neutron.delete_port(port).await;
+        }
+    }
+    let q = ListQuery {
+        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+        ..ListQuery::default()
+    };
+    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
+        let _ = r.neutron.delete_floating_ip(&f.id).await;
+    }
+}
+
+/// Run `body` on `r`, then clean up whatever happened, re-raising the body's panic.
+pub async fn with_router<F, Fut>(r: Router, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let result = tokio::spawn(body(r.clone())).await;
+    cleanup(&r).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
