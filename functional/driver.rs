@@ -498,3 +498,111 @@ async fn health_monitors_follow_the_option() {
     })
     .await;
 }
+
+/// The `apply` command killed with SIGKILL at several points of a cold convergence of the examples,
+/// then run again: the router ends exactly as a clean run leaves it (same policies, pools and
+/// members, each once), one floating IP, and a further `apply` makes 0 writes.
+#[tokio::test]
+async fn apply_killed_at_random_points_converges_without_duplicates() {
+    if !enabled() {
+        return;
+    }
+    let r = router("kill9", None).await;
+    let dir = std::env::temp_dir().join(unique("fct-drv", "kill9-conf"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("kuryr.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "[kubernetes]\ningress_class = kuryr-l7-router\ncluster_name = {cluster}\n\
+             [neutron_defaults]\nlb_subnet = {lb}\nexternal_svc_subnet = {ext}\n\
+             [octavia_defaults]\nl7_router_name = {name}\nprovider = amphora\nfully_populated_create = False\n\
+             [neutron]\nauth_url = {AUTH_URL}\nusername = admin\npassword = admin\nproject_name = admin\nregion_name = RegionOne\n",
+            cluster = r.spec.ownership.cluster,
+            lb = r.spec.vip_subnet_id.as_deref().unwrap(),
+            ext = r.spec.external_svc_subnet.as_deref().unwrap(),
+            name = r.spec.name,
+        ),
+    )
+    .unwrap();
+    let examples = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
+    let (conf_c, examples_c) = (conf.clone(), examples.clone());
+    let apply = move || {
+        let (conf, examples) = (&conf_c, &examples_c);
+        let mut c = std::process::Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"));
+        c.args(["apply", "--config-file"]).arg(conf).arg("-f").arg(examples);
+        c.stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+        c
+    };
+    let r2 = r.clone();
+    let conf2 = conf.clone();
+    let result = tokio::spawn(async move {
+        let (r, conf) = (r2, conf2);
+        // Kill points spread over the cold convergence (router create, listener, pools,
+        // policies and rules), varied by the clock so that runs hit different writes.
+        let jitter =
+            (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 1500) as u64;
+        for (i, ms) in [1500u64, 4000, 9000, 15000].iter().enumerate() {
+            let mut child = apply().spawn().expect("run kuryr-l7-router apply");
+            tokio::time::sleep(Duration::from_millis(ms + jitter)).await;
+            let still_running = child.try_wait().unwrap().is_none();
+            child.kill().ok(); // SIGKILL
+            let _ = child.wait();
+            println!("kill #{i} after {} ms (still running: {still_running})", ms + jitter);
+        }
+        let done = apply().output().unwrap();
+        let out = String::from_utf8_lossy(&done.stdout);
+        assert!(done.status.success(), "apply after kills failed: {out}\n{}", String::from_utf8_lossy(&done.stderr));
+        let again = apply().output().unwrap();
+        let out = String::from_utf8_lossy(&again.stdout).to_string();
+        assert!(again.status.success());
+        assert!(
+            out.contains("\n0 write(s)") || out.starts_with("0 write(s)"),
+            "second apply must make no write:\n{out}"
+        );
+
+        // Each object exactly once, and exactly what a clean translation asks for.
+        let lb = r.find().await.unwrap().expect("router exists");
+        let listener = r
+            .octavia
+            .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+            .await
+            .unwrap();
+        assert_eq!(listener.len(), 1, "one listener");
+        let actual = r.read_actual(&listener[0]).await.unwrap();
+        let settings = kuryr_l7_router::config::load(std::slice::from_ref(&conf), Vec::new()).unwrap().settings;
+        let inputs = kuryr_l7_router::translate::load_manifests(std::slice::from_ref(&examples)).unwrap();
+        let want =
+            kuryr_l7_router::translate::translate(&inputs, &kuryr_l7_router::wiring::translate_options(&settings));
+        let names: Vec<&str> = actual.policies.iter().map(|p| p.name.as_str()).collect();
+        let want_names: Vec<&str> = want.policies.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, want_names, "policies: each once, in order");
+        let mut pools: Vec<&str> = actual.pools.iter().map(|p| p.name.as_str()).collect();
+        pools.sort();
+        assert_eq!(pools, want.pools.keys().map(String::as_str).collect::<Vec<_>>(), "pools: each once");
+        for p in &actual.pools {
+            let mut m: Vec<_> = p.members.iter().map(|m| (m.address, m.protocol_port)).collect();
+            m.sort();
+            m.dedup();
+            assert_eq!(m.len(), p.members.len(), "duplicate member in {}", p.name);
+            assert_eq!(m.len(), want.pools[&p.name].members.len(), "members of {}", p.name);
+        }
+        let q = ListQuery {
+            extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+            ..ListQuery::default()
+        };
+        assert_eq!(r.neutron.list_floating_ips(&q).await.unwrap().len(), 1, "one floating IP, none leaked");
+        let routers = r
+            .octavia
+            .list_load_balancers(&ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) })
+            .await
+            .unwrap();
+        assert_eq!(routers.len(), 1, "one router");
+    })
+    .await;
+    cleanup(&r).await;
+    let _ = std::fs::remove_dir_all(&dir);
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
