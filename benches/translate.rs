@@ -1,6 +1,8 @@
 //! Translation benchmark: 10,000 Ingresses over 1,000 Services with 100,000 endpoints
 //! (100 per Service, in slices of 50, spread over 3 zones). std::time only, no harness.
-//! Run: `cargo bench --bench translate`. Results go to docs/benchmarks.md ("Translation").
+//! Run: `cargo bench --bench translate`. Without `--bench` in argv (as in `cargo test
+//! --all-targets`) it runs a smoke-size workload (20 Ingresses) so the test suite stays fast.
+//! Results go to docs/benchmarks.md ("Translation").
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -15,21 +17,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
 
-const INGRESSES: usize = 10_000;
-const SERVICES: usize = 1_000;
 const EPS_PER_SERVICE: usize = 100;
 
 fn meta(ns: &str, name: &str) -> ObjectMeta {
     ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() }
 }
 
-fn inputs() -> Inputs {
+fn inputs(ingresses: usize, services: usize) -> Inputs {
     let mut inp = Inputs::default();
     inp.ingress_classes.push(IngressClass {
         metadata: ObjectMeta { name: Some("kuryr".into()), ..Default::default() },
         spec: Some(IngressClassSpec { controller: Some(CONTROLLER.into()), ..Default::default() }),
     });
-    for s in 0..SERVICES {
+    for s in 0..services {
         let mut svc = Service {
             metadata: meta("bench", &format!("svc{s}")),
             spec: Some(ServiceSpec {
@@ -73,11 +73,11 @@ fn inputs() -> Inputs {
         }),
         ..Default::default()
     };
-    for i in 0..INGRESSES {
+    for i in 0..ingresses {
         let path = |p: &str, t: &str| HTTPIngressPath {
             path: Some(p.into()),
             path_type: t.into(),
-            backend: backend(i % SERVICES),
+            backend: backend(i % services),
         };
         inp.ingresses.push(Ingress {
             metadata: meta("bench", &format!("ing{i}")),
@@ -98,8 +98,11 @@ fn inputs() -> Inputs {
 }
 
 fn main() {
+    // `cargo test --all-targets` runs this binary too, without `--bench`: keep that run tiny.
+    let full = std::env::args().any(|a| a == "--bench");
+    let (ingresses, services, iters) = if full { (10_000, 1_000, 10_000) } else { (20, 2, 10) };
     let t = Instant::now();
-    let inp = inputs();
+    let inp = inputs(ingresses, services);
     println!("generated {} ingresses, {} slices in {:?}", inp.ingresses.len(), inp.endpoint_slices.len(), t.elapsed());
     let opts = TranslateOptions { router_zone: Some("zone-0".into()), ..Default::default() };
     let mut best = f64::MAX;
@@ -130,7 +133,6 @@ fn main() {
     for s in slices.values() {
         cache.upsert(s);
     }
-    let iters = 10_000;
     let t = Instant::now();
     for _ in 0..iters {
         cache.upsert(&slices["svc0-1"]);
