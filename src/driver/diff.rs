@@ -602,28 +602,37 @@ fn plan_policies(
 ) {
     let ours: BTreeMap<&str, &ActualPolicy> =
         actual.policies.iter().filter(|p| own.owns(&p.tags)).map(|p| (p.name.as_str(), p)).collect();
-    // Simulated order of the listener's policies (by name for ours, id for foreign ones).
-    let mut order: Vec<String> = actual
+    // The listener's policies in position order, by name for ours and id for foreign ones. The
+    // walk below keeps a cursor on the first of them not yet placed: everything before it is
+    // placed (our desired policies, in order) or stale (ours, deleted at the end). One pass, with
+    // a map from key to index, so planning stays linear in the number of policies.
+    let keys: Vec<String> = actual
         .policies
         .iter()
         .map(|p| if own.owns(&p.tags) { format!("ours:{}", p.name) } else { format!("foreign:{}", p.id) })
         .collect();
-    let wanted: BTreeSet<String> = desired.policies.iter().map(|p| format!("ours:{}", p.name)).collect();
+    let index_of: std::collections::HashMap<&str, usize> =
+        keys.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
+    let wanted: std::collections::HashSet<String> =
+        desired.policies.iter().map(|p| format!("ours:{}", p.name)).collect();
     let stale = |k: &String| k.starts_with("ours:") && !wanted.contains(k);
-    // Index in `order` of the slot-th element that stays (or the end of the list).
-    let real_index = |order: &[String], slot: usize| {
-        order.iter().enumerate().filter(|(_, k)| !stale(k)).nth(slot).map(|(i, _)| i).unwrap_or(order.len())
-    };
+    let mut moved = vec![false; keys.len()];
+    let mut cursor = 0usize;
+    let mut stale_before = 0usize;
+    let mut placed = 0usize;
 
-    let mut slot = 0usize; // 0-based slot the next desired policy must occupy
     for want in &desired.policies {
         let Some(pool) = pool_refs.get(want.pool.as_str()) else {
             // Pool is foreign (conflict reported above) or missing from the desired pools.
             continue;
         };
-        let key = format!("ours:{}", want.name);
-        let at = real_index(&order, slot);
-        let position = at as u32 + 1;
+        while cursor < keys.len() && (moved[cursor] || stale(&keys[cursor])) {
+            if !moved[cursor] {
+                stale_before += 1;
+            }
+            cursor += 1;
+        }
+        let position = (placed + stale_before + 1) as u32;
         let tags = own.tags_for(&want.owner);
         match ours.get(want.name.as_str()) {
             None => {
@@ -653,12 +662,18 @@ fn plan_policies(
                         admin_state_up: Some(true),
                     });
                 }
-                order.insert(at, key);
             }
             Some(have) => {
                 plan_rules(want, have, &tags, &mut plan.writes);
-                let current = order.iter().position(|k| *k == key).expect("our policy is in the simulated order");
-                let move_to = (current != at).then_some(position);
+                // Not placed yet, so at or after the cursor.
+                let current = index_of[format!("ours:{}", want.name).as_str()];
+                let in_place = current == cursor;
+                if in_place {
+                    cursor += 1;
+                } else {
+                    moved[current] = true;
+                }
+                let move_to = (!in_place).then_some(position);
                 let pool_change = match pool {
                     PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
                     PoolRef::New(_) => true,
@@ -674,14 +689,9 @@ fn plan_policies(
                         admin_state_up: enable,
                     });
                 }
-                if current != at {
-                    // Everything before `at` is already placed, so `current` is after it.
-                    let k = order.remove(current);
-                    order.insert(at, k);
-                }
             }
         }
-        slot += 1;
+        placed += 1;
     }
 }
 
