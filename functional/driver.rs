@@ -606,3 +606,98 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+/// `[octavia_defaults] l7_router_uuid`: a load balancer created by someone else (untagged, with
+/// its own listener) is adopted: our policies and pools go on its listener, its own tags and
+/// name are left as they were, and converging again makes no write.
+#[tokio::test]
+async fn adopts_a_router_given_by_uuid() {
+    if !enabled() {
+        return;
+    }
+    let mut r = router("adopt", None).await;
+    let lb = r
+        .octavia
+        .create_load_balancer(&kuryr_l7_router::openstack::octavia::LoadBalancerCreate {
+            name: Some(unique("fct-drv", "precreated")),
+            vip_subnet_id: r.spec.vip_subnet_id.clone(),
+            tags: vec!["made-by-devstack".into()],
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    r.octavia
+        .create_listener(&kuryr_l7_router::openstack::octavia::ListenerCreate {
+            loadbalancer_id: Some(lb.id.clone()),
+            protocol: "HTTP".into(),
+            protocol_port: 80,
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    r.spec.uuid = Some(lb.id.clone());
+    let body_router = r.clone();
+    let result = tokio::spawn(async move {
+        let r = body_router;
+        let want = shop();
+        let rep = converge(&r, &want).await;
+        assert!(!rep.created_router);
+        assert_eq!(rep.lb_id, r.spec.uuid.clone().unwrap());
+        assert!(!kinds(&rep).contains(&"create_listener"), "the existing listener is used: {:?}", kinds(&rep));
+        let mut exp = expected(&want);
+        // The adopted listener is not ours: its default pool is not changed (reported instead).
+        exp.default_pool = None;
+        assert!(rep.conflicts.iter().any(|c| c.contains("not created by kuryr-l7-router")), "{:?}", rep.conflicts);
+        assert_eq!(observe(&r).await, exp);
+        let lb = r.octavia.get_load_balancer(r.spec.uuid.as_deref().unwrap()).await.unwrap();
+        assert_eq!(lb.tags, vec!["made-by-devstack".to_string()], "the adopted LB itself is not modified");
+        assert_eq!(converge(&r, &want).await.writes.len(), 0);
+    })
+    .await;
+    // The pre-created LB is ours to clean here (find() returns it through the uuid).
+    cleanup(&r).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// A router in provisioning_status ERROR (injected in Octavia's database, as a failed amphora
+/// would leave it) is reported with its id, and nothing is written to it or deleted.
+#[tokio::test]
+async fn a_router_in_error_is_reported_and_left_alone() {
+    if !enabled() {
+        return;
+    }
+    with_router("error", None, |r| async move {
+        let want = shop();
+        converge(&r, &want).await;
+        let lb = r.find().await.unwrap().unwrap();
+        let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
+        let sql = format!("UPDATE load_balancer SET provisioning_status='ERROR' WHERE id='{}'", lb.id);
+        let st = std::process::Command::new("mariadb")
+            .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
+            .status()
+            .expect("mariadb client");
+        assert!(st.success(), "could not inject the ERROR status");
+        let writes_before = r.octavia.session().stats().writes;
+        let mut changed = want.clone();
+        changed.pools.get_mut("shop_api").unwrap().members[0].weight = 9;
+        let err = r.converge(&changed).await.expect_err("a router in ERROR must not be converged");
+        let msg = err.to_string();
+        assert!(msg.contains(&lb.id) && msg.contains("ERROR"), "{msg}");
+        assert_eq!(err.label(), "router_error");
+        assert_eq!(r.octavia.session().stats().writes, writes_before, "no write to a router in ERROR");
+        assert!(r.octavia.get_load_balancer(&lb.id).await.is_ok(), "never deleted");
+        // Explicit recovery (docs/operations.md): the operator fixes the router; here, back to
+        // ACTIVE in the database, after which the pending change converges.
+        let sql = format!("UPDATE load_balancer SET provisioning_status='ACTIVE' WHERE id='{}'", lb.id);
+        std::process::Command::new("mariadb")
+            .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
+            .status()
+            .unwrap();
+        assert_eq!(kinds(&converge(&r, &changed).await), vec!["batch_members"]);
+    })
+    .await;
+}
