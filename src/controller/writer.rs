@@ -13,7 +13,7 @@
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
-use crate::driver::diff::{ActualListener, ActualMember, ActualPool, ActualRouter, DiffOptions, Write, WritePlan};
+use crate::driver::diff::{ActualListener, ActualPool, ActualRouter, DiffOptions, Write, WritePlan};
 use crate::driver::router::{ConvergeReport, Router};
 use crate::driver::sim::Simulator;
 use crate::model::{DesiredRouter, Pool};
@@ -270,6 +270,14 @@ pub struct WriterHandle {
 impl WriterHandle {
     /// Queues a Sync; the receiver gets the result of the Sync that actually runs.
     pub fn submit_sync(&self, desired: DesiredRouter) -> oneshot::Receiver<SyncResult> {
+        self.submit(|q, tx| q.push_sync(desired, Some(tx)))
+    }
+
+    /// Queue a job (unless the writer is shut down) and wake the writer.
+    fn submit<R>(
+        &self,
+        push: impl FnOnce(&mut WriteQueue, oneshot::Sender<Result<R, WriteError>>),
+    ) -> oneshot::Receiver<Result<R, WriteError>> {
         let (tx, rx) = oneshot::channel();
         let depth = {
             let mut q = self.shared.queue.lock().expect("writer lock");
@@ -277,7 +285,7 @@ impl WriterHandle {
                 let _ = tx.send(Err(WriteError::shutdown()));
                 return rx;
             }
-            q.push_sync(desired, Some(tx));
+            push(&mut q, tx);
             q.len()
         };
         self.shared.depth_changed(depth);
@@ -291,19 +299,7 @@ impl WriterHandle {
     }
 
     pub fn submit_members(&self, pool: Pool) -> oneshot::Receiver<MembersResult> {
-        let (tx, rx) = oneshot::channel();
-        let depth = {
-            let mut q = self.shared.queue.lock().expect("writer lock");
-            if q.closed {
-                let _ = tx.send(Err(WriteError::shutdown()));
-                return rx;
-            }
-            q.push_members(pool, Some(tx));
-            q.len()
-        };
-        self.shared.depth_changed(depth);
-        self.shared.notify.notify_one();
-        rx
+        self.submit(|q, tx| q.push_members(pool, Some(tx)))
     }
 
     /// Queues a Members job and waits for its result.
@@ -512,21 +508,7 @@ impl RouterBackend for OctaviaBackend {
             id: pool_id,
             name: pool.name.clone(),
             lb_algorithm: pool.lb_algorithm.clone(),
-            members: members
-                .into_iter()
-                .filter_map(|m| {
-                    Some(ActualMember {
-                        address: m.address.parse().ok()?,
-                        id: m.id,
-                        name: m.name,
-                        protocol_port: m.protocol_port,
-                        weight: m.weight,
-                        backup: m.backup,
-                        admin_state_up: m.admin_state_up,
-                        tags: m.tags,
-                    })
-                })
-                .collect(),
+            members: members.into_iter().filter_map(crate::driver::router::actual_member).collect(),
             healthmonitor: None,
             tags: self.router.spec.ownership.tags_for(&pool.service),
         };

@@ -411,21 +411,7 @@ impl Router {
                 },
             });
             actual_pools.push(ActualPool {
-                members: members
-                    .into_iter()
-                    .filter_map(|m| {
-                        Some(ActualMember {
-                            address: m.address.parse().ok()?,
-                            id: m.id,
-                            name: m.name,
-                            protocol_port: m.protocol_port,
-                            weight: m.weight,
-                            backup: m.backup,
-                            admin_state_up: m.admin_state_up,
-                            tags: m.tags,
-                        })
-                    })
-                    .collect(),
+                members: members.into_iter().filter_map(actual_member).collect(),
                 id: p.id,
                 name: p.name,
                 lb_algorithm: p.lb_algorithm,
@@ -632,6 +618,21 @@ impl Router {
             .await?;
         Ok(fip.floating_ip_address.parse().ok())
     }
+}
+
+/// An Octavia member as the diff sees it (`None` for an address that does not parse, which
+/// Octavia never returns).
+pub fn actual_member(m: crate::openstack::octavia::Member) -> Option<ActualMember> {
+    Some(ActualMember {
+        address: m.address.parse().ok()?,
+        id: m.id,
+        name: m.name,
+        protocol_port: m.protocol_port,
+        weight: m.weight,
+        backup: m.backup,
+        admin_state_up: m.admin_state_up,
+        tags: m.tags,
+    })
 }
 
 /// How a floating IP we allocated is recognised after a restart.
