@@ -4,15 +4,16 @@
 //!
 //! One router for the whole story (an amphora takes minutes to build), in order: Ingress before
 //! its Service, endpoints scaled (one batch member write), a second Ingress on the same Service,
-//! the second Ingress's class changed away, the first Ingress deleted, and a Service that exists
-//! before its Ingress. Octavia is read back with `Router::read_actual` after every step.
+//! the second Ingress's class changed away, the first Ingress deleted, a Service that exists
+//! before its Ingress, resync repairing drift, and a Node changing zone (member weights only).
+//! Octavia is read back with `Router::read_actual` after every step.
 
 #[path = "common/mod.rs"]
 mod common;
 use common::*;
 
 use ::http::{Request, Response, StatusCode};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
@@ -143,6 +144,49 @@ fn slice(svc: &str, ips: &[&str]) -> EndpointSlice {
     .unwrap()
 }
 
+/// A zone-aware Service (`service.kubernetes.io/topology-mode: Auto`).
+fn zoned_service(name: &str, notice: Option<&ServiceNotice>) -> Service {
+    let mut s = service(name, notice);
+    s.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert("service.kubernetes.io/topology-mode".into(), "Auto".into());
+    s
+}
+
+/// A slice whose endpoints carry `nodeName` but no `zone` (the zone comes from the Node).
+fn slice_on_nodes(svc: &str, eps: &[(&str, &str)]) -> EndpointSlice {
+    let eps: Vec<Value> = eps
+        .iter()
+        .map(|(ip, node)| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": node}))
+        .collect();
+    serde_json::from_value(json!({
+        "metadata": {"name": format!("{svc}-abc"), "namespace": "shop", "labels": {"kubernetes.io/service-name": svc}},
+        "addressType": "IPv4",
+        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+        "endpoints": eps
+    }))
+    .unwrap()
+}
+
+fn node(name: &str, zone: &str) -> Node {
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}))
+        .unwrap()
+}
+
+/// Members of `pool` on Octavia as "ip:port" → weight.
+async fn weights(r: &Router, pool: &str) -> BTreeMap<String, u16> {
+    let lb = r.find().await.unwrap().expect("router exists");
+    let listeners = r
+        .octavia
+        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
+        .await
+        .unwrap();
+    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let p = actual.pools.iter().find(|p| p.name == pool).expect("pool exists");
+    p.members.iter().map(|m| (format!("{}:{}", m.address, m.protocol_port), m.weight)).collect()
+}
+
 /// The notice patches among `reqs`: service name → notice (None: removed).
 fn notice_patches(reqs: &[(String, String, Value)]) -> BTreeMap<String, Option<ServiceNotice>> {
     reqs.iter()
@@ -201,7 +245,12 @@ async fn story(r: Router) {
         writer.handle(),
         Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
         Metrics::default(),
-        TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() },
+        TranslateOptions {
+            ingress_class: "kuryr-l7-router".into(),
+            // `[octavia_defaults] availability_zone`; only zone-aware Services (step 8) use it.
+            router_zone: Some("az-1".into()),
+            ..TranslateOptions::default()
+        },
         router_name.clone(),
         ready_rx,
         None,
@@ -326,5 +375,52 @@ async fn story(r: Router) {
     let (_, report) = ctx.sync(true).await.unwrap();
     assert!(!report.writes.is_empty());
     assert_eq!(observe(&r).await.0, policies);
+    let api_notice = notice(&[&api_pool], &["shop/c"]);
+    w.services.apply_watcher_event(&watcher::Event::Apply(service("api", Some(&api_notice))));
+    rec.take();
+
+    // 8. Node zone changed: a zone-aware Service whose endpoints carry nodeName but no zone; the
+    // zone comes from the Nodes' labels. Router zone az-1.
+    println!("8. node zone changed");
+    for n in [node("n1", "az-1"), node("n2", "az-2"), node("n3", "az-2")] {
+        w.nodes.apply_watcher_event(&watcher::Event::Apply(n));
+    }
+    let zoned = zoned_service("zoned", None);
+    w.services.apply_watcher_event(&watcher::Event::Apply(zoned.clone()));
+    w.slices.apply_watcher_event(&watcher::Event::Apply(slice_on_nodes(
+        "zoned",
+        &[("10.0.2.5", "n1"), ("10.0.2.6", "n2"), ("10.0.2.7", "n3")],
+    )));
+    let z = ingress("z", "z.example.com", "zoned", "kuryr-l7-router", false);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(z.clone()));
+    ingress::reconcile(Arc::new(z), ctx.clone()).await.unwrap();
+    let reqs = rec.take();
+    let (_, pools) = observe(&r).await;
+    let zoned_pool = pools.keys().find(|p| p.contains("zoned")).expect("the zoned pool").clone();
+    let zoned_notice = notice(&[&zoned_pool], &["shop/z"]);
+    assert_eq!(notice_patches(&reqs), BTreeMap::from([("zoned".to_string(), Some(zoned_notice.clone()))]));
+    w.services.apply_watcher_event(&watcher::Event::Apply(zoned_service("zoned", Some(&zoned_notice))));
+    // 1 local of 3, overload factor 2: locals may carry 2/3 together → 4:1.
+    let expect = |w: [u16; 3]| -> BTreeMap<String, u16> {
+        ["10.0.2.5:8080", "10.0.2.6:8080", "10.0.2.7:8080"].iter().map(|a| a.to_string()).zip(w).collect()
+    };
+    assert_eq!(weights(&r, &zoned_pool).await, expect([4, 1, 1]));
+
+    // n2 moves to az-1. The runtime re-reconciles every Service on a Node label change
+    // (`reconcile_all_on(node_changes)`): do the same. Only the zoned pool changes: exactly one
+    // Octavia write (the batch member update), no Kubernetes write.
+    w.nodes.apply_watcher_event(&watcher::Event::Apply(node("n2", "az-1")));
+    let writes_before = r.octavia.session().stats().writes;
+    let services: Vec<Arc<Service>> = ctx.stores.services.state();
+    assert_eq!(services.len(), 3, "web, api, zoned");
+    for s in services {
+        service::reconcile(s, ctx.clone()).await.unwrap();
+    }
+    let writes = r.octavia.session().stats().writes - writes_before;
+    assert_eq!(writes, 1, "one batch member update");
+    let reqs = rec.take();
+    assert!(reqs.is_empty(), "no Kubernetes write: {:?}", paths(&reqs));
+    // 2 local of 3: 2·2 ≥ 3, every local may take 1/2 → 256:1.
+    assert_eq!(weights(&r, &zoned_pool).await, expect([256, 256, 1]));
     writer.shutdown().await;
 }
