@@ -16,7 +16,7 @@ fn token_file(content: &str) -> tempfile::NamedTempFile {
 
 #[test]
 fn explicit_config_sets_url_token_file_and_ca() {
-    let token = token_file("eyJhbGciOi.token\n");
+    let token = token_file("eyJhbGciOi.token");
     let ca = fixture("ca.pem");
     let config = explicit_config("https://10.0.0.1:6443", Some(token.path()), Some(&ca)).unwrap();
     assert_eq!(config.cluster_url.to_string(), "https://10.0.0.1:6443/");
@@ -28,6 +28,17 @@ fn explicit_config_sets_url_token_file_and_ca() {
     assert_eq!(certs[0][0], 0x30, "DER, not PEM");
     assert_eq!(config.root_cert_file.as_deref(), Some(ca.as_path()));
     assert!(!config.accept_invalid_certs);
+}
+
+/// kube sends a token file as it is; a trailing newline would be an invalid header value on every
+/// request (found by tests/controller_runtime.rs), so such a file is read once, trimmed.
+#[test]
+fn explicit_config_trims_a_token_file_ending_in_a_newline() {
+    let token = token_file("eyJhbGciOi.token\n");
+    let config = explicit_config("https://10.0.0.1:6443", Some(token.path()), None).unwrap();
+    assert!(config.auth_info.token_file.is_none());
+    // (The trimmed value reaching the API server is checked by tests/controller_runtime.rs.)
+    assert!(config.auth_info.token.is_some());
 }
 
 #[test]

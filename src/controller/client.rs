@@ -26,7 +26,9 @@ pub async fn make_client(
 /// Config from kuryr's options, without touching the network.
 ///
 /// - the token is not copied into the config: kube re-reads `token_file` (like in-cluster), so a
-///   rotated projected service-account token keeps working; it is read once here to fail early;
+///   rotated projected service-account token keeps working; it is read once here to fail early.
+///   Exception: a file with surrounding whitespace (a hand-written token ending in a newline) is
+///   read once and trimmed, since kube would send the newline and every request would fail;
 /// - the CA bundle is parsed here (PEM → DER, error if it holds no certificate) and also set as
 ///   `root_cert_file`, which kube's rustls stack re-reads periodically to follow CA rotation.
 pub fn explicit_config(
@@ -42,10 +44,20 @@ pub fn explicit_config(
     }
     if let Some(path) = token_file {
         let token = read(path)?;
-        if String::from_utf8_lossy(&token).trim().is_empty() {
+        let text = String::from_utf8_lossy(&token);
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
             return Err(ControllerError::ClientConfig(format!("token file {} is empty", path.display())));
         }
-        config.auth_info.token_file = Some(path.to_string_lossy().into_owned());
+        if trimmed.len() == text.len() {
+            config.auth_info.token_file = Some(path.to_string_lossy().into_owned());
+        } else {
+            // kube sends a token file's bytes as they are: a trailing newline (`echo $TOKEN > file`,
+            // which kuryr strips) is an invalid header value and fails every request. Such a file
+            // is read once here, trimmed; service-account tokens (no newline) keep being re-read.
+            tracing::warn!(path = %path.display(), "token file has surrounding whitespace: read once, trimmed (no rotation)");
+            config.auth_info.token = Some(trimmed.to_string().into());
+        }
     }
     if let Some(path) = ca_file {
         let pem = read(path)?;
