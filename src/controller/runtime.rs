@@ -18,7 +18,9 @@ use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
-use crate::controller::writer::{OctaviaBackend, WriteError, Writer, WriterHandle, WriterMetrics, job_duration_family};
+use crate::controller::writer::{
+    OctaviaBackend, RouterBackend, WriteError, Writer, WriterHandle, WriterMetrics, job_duration_family,
+};
 use crate::controller::{ControllerError, k8s};
 use crate::driver::router::ConvergeReport;
 use crate::model::{DesiredRouter, ObjectRef};
@@ -323,6 +325,22 @@ async fn signal() {
 /// Runs the controller until SIGTERM/SIGINT (or, as leader, until leadership is lost, which
 /// returns an error so the pod restarts as a standby).
 pub async fn run(settings: Settings) -> Result<(), ControllerError> {
+    run_with(settings, octavia_backend, signal()).await
+}
+
+/// [`run`] with its two outside ends given: `backend` builds the router writer's backend once
+/// this replica leads (`run` passes [`octavia_backend`]; `tests/controller_runtime.rs` passes an
+/// in-memory [`crate::controller::writer::SimBackend`]), and `shutdown` resolving stops the
+/// controller as SIGTERM does (`run` passes the signal handler).
+pub async fn run_with<B, F>(
+    settings: Settings,
+    backend: F,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ControllerError>
+where
+    B: RouterBackend,
+    F: FnOnce(&Settings, &Metrics) -> Result<B, ControllerError>,
+{
     let (mut registry, metrics) = Metrics::registry();
     let job_duration = job_duration_family();
     registry.register_with_unit(
@@ -336,7 +354,7 @@ pub async fn run(settings: Settings) -> Result<(), ControllerError> {
     {
         let stop_tx = stop_tx.clone();
         tokio::spawn(async move {
-            signal().await;
+            shutdown.await;
             let _ = stop_tx.send(true);
         });
     }
@@ -392,7 +410,10 @@ pub async fn run(settings: Settings) -> Result<(), ControllerError> {
         None
     };
 
-    let result = run_leader(&settings, client, metrics, job_duration, ready_tx, &stop_rx).await;
+    let result = match backend(&settings, &metrics) {
+        Ok(b) => run_leader(&settings, client, b, metrics, job_duration, ready_tx, &stop_rx).await,
+        Err(e) => Err(e),
+    };
     let lost = leadership.as_ref().is_some_and(|l| !*l.is_leader().borrow());
     if let Some(l) = leadership
         && let Err(e) = l.release().await
@@ -413,6 +434,23 @@ async fn finish_server(server: tokio::task::JoinHandle<Result<(), ControllerErro
         Ok(r) => r,
         Err(e) => Err(ControllerError::Server(std::io::Error::other(e.to_string()))),
     }
+}
+
+/// Waits until `store` has listed its objects (or its writer is gone).
+///
+/// kube's store readiness cell (`DelayedInit`, a futures oneshot) keeps ONE waker: of two tasks
+/// waiting on the same store at once, only the one that polled last is woken. Each Controller
+/// waits on its own store (Ingress, Service) while the caches task below waits on it too, so the
+/// caches could stay "not synced" forever, every reconcile blocked in `wait_caches` and /readyz
+/// at 503 (found by tests/controller_runtime.rs). Polling afresh every 100 ms does not depend on
+/// that wake-up; a Controller that lost it is re-polled by its scheduler's timers as soon as it
+/// has anything to reconcile.
+async fn wait_ready<K>(store: &Store<K>)
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    while tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await.is_err() {}
 }
 
 /// A watch stream feeding `writer`'s store; errors are logged and retried with backoff.
@@ -436,17 +474,8 @@ where
     )
 }
 
-async fn run_leader(
-    settings: &Settings,
-    client: kube::Client,
-    metrics: Metrics,
-    job_duration: crate::controller::writer::JobDurations,
-    ready_tx: watch::Sender<Readiness>,
-    stop_rx: &watch::Receiver<bool>,
-) -> Result<(), ControllerError> {
-    use kube::runtime::controller::{Config as CtlConfig, Controller};
-
-    // The driver, with every Octavia request counted in the metrics.
+/// The real router backend: the driver on Octavia and Neutron, every request counted in `metrics`.
+pub fn octavia_backend(settings: &Settings, metrics: &Metrics) -> Result<OctaviaBackend, ControllerError> {
     let observer_metrics = metrics.clone();
     let observer: crate::openstack::http::Observer = Arc::new(move |r: &crate::openstack::http::RequestRecord| {
         observer_metrics.octavia_request(r.method.as_str(), &r.kind, r.status, r.duration);
@@ -465,10 +494,22 @@ async fn run_leader(
         crate::openstack::Neutron::new(session),
         crate::wiring::router_spec(settings),
     );
-    let writer = Writer::spawn(
-        OctaviaBackend::new(router),
-        WriterMetrics { metrics: Some(metrics.clone()), job_duration: Some(job_duration) },
-    );
+    Ok(OctaviaBackend::new(router))
+}
+
+async fn run_leader<B: RouterBackend>(
+    settings: &Settings,
+    client: kube::Client,
+    backend: B,
+    metrics: Metrics,
+    job_duration: crate::controller::writer::JobDurations,
+    ready_tx: watch::Sender<Readiness>,
+    stop_rx: &watch::Receiver<bool>,
+) -> Result<(), ControllerError> {
+    use kube::runtime::controller::{Config as CtlConfig, Controller};
+
+    let writer =
+        Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()), job_duration: Some(job_duration) });
 
     let k = &settings.kubernetes;
     let ctl_config = CtlConfig::default().debounce(Duration::from_millis(500));
@@ -583,14 +624,14 @@ async fn run_leader(
         let use_slices = k.use_endpoint_slices;
         let ready_tx = ready_tx.clone();
         background.push(tokio::spawn(async move {
-            let _ = i.wait_until_ready().await;
-            let _ = c.wait_until_ready().await;
-            let _ = s.wait_until_ready().await;
-            let _ = n.wait_until_ready().await;
+            wait_ready(&i).await;
+            wait_ready(&c).await;
+            wait_ready(&s).await;
+            wait_ready(&n).await;
             if use_slices {
-                let _ = sl.wait_until_ready().await;
+                wait_ready(&sl).await;
             } else {
-                let _ = ep.wait_until_ready().await;
+                wait_ready(&ep).await;
             }
             tracing::info!("caches synced");
             let _ = caches_tx.send(true);
