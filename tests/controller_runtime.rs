@@ -1,0 +1,615 @@
+//! The runtime wiring ([`run_with`]: reflectors, both Controllers, writer, health server, shutdown)
+//! and leader election against a FAKE Kubernetes API server: a small axum server on 127.0.0.1 that
+//! serves list + watch (kube-runtime 5's default `ListWatch`: a paginated list, then
+//! `watch=true&resourceVersion=..` streams of JSON lines), GET, POST and PATCH (JSON patch, merge,
+//! strategic merge and apply, the last three applied as a JSON merge patch) on an in-memory
+//! object store, and records every write. The router writer is backed by `SimBackend` (in-memory
+//! Octavia).
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::response::Response;
+use kuryr_l7_router::controller::FINALIZER;
+use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::runtime::run_with;
+use kuryr_l7_router::controller::writer::SimBackend;
+use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::sim::Simulator;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::sync::watch;
+
+// ------------------------------------------------------------------ the fake API server
+
+/// One write received: method, path, content type, body.
+#[derive(Clone, Debug)]
+struct Write {
+    method: String,
+    path: String,
+    content_type: String,
+    body: Value,
+}
+
+impl Write {
+    fn line(&self) -> String {
+        format!("{} {}", self.method, self.path)
+    }
+}
+
+#[derive(Default)]
+struct Store {
+    rv: u64,
+    /// (collection, namespace, name) → object. Collection: `<apiVersion>/<resource>`.
+    objects: BTreeMap<(String, String, String), Value>,
+    /// (resourceVersion, collection, namespace, event type, object): what watches stream.
+    log: Vec<(u64, String, String, &'static str, Value)>,
+    writes: Vec<Write>,
+    /// `GET <path>?<query>` of every read (list, watch, get).
+    reads: Vec<String>,
+}
+
+struct Fake {
+    store: Mutex<Store>,
+    /// The last resourceVersion: watches wait on it.
+    rv: watch::Sender<u64>,
+}
+
+/// One listening address of the fake; `down` makes it answer 503 (a partitioned replica).
+#[derive(Clone)]
+struct Front {
+    fake: Arc<Fake>,
+    down: Arc<AtomicBool>,
+}
+
+/// What a request path names.
+struct Target {
+    api_version: String,
+    resource: String,
+    kind: String,
+    namespace: Option<String>,
+    name: Option<String>,
+    subresource: Option<String>,
+}
+
+impl Target {
+    fn collection(&self) -> String {
+        format!("{}/{}", self.api_version, self.resource)
+    }
+}
+
+fn parse_path(path: &str) -> Option<Target> {
+    let segs: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let (api_version, rest) = match segs.as_slice() {
+        ["api", v, rest @ ..] => (v.to_string(), rest),
+        ["apis", g, v, rest @ ..] => (format!("{g}/{v}"), rest),
+        _ => return None,
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some(ns.to_string()), rest),
+        _ => (None, rest),
+    };
+    let (resource, name, subresource) = match rest {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(n.to_string()), None),
+        [r, n, s] => (*r, Some(n.to_string()), Some(s.to_string())),
+        _ => return None,
+    };
+    let kind = match resource {
+        "ingresses" => "Ingress",
+        "ingressclasses" => "IngressClass",
+        "services" => "Service",
+        "endpointslices" => "EndpointSlice",
+        "endpoints" => "Endpoints",
+        "nodes" => "Node",
+        "events" => "Event",
+        "leases" => "Lease",
+        _ => return None,
+    };
+    Some(Target { api_version, resource: resource.into(), kind: kind.into(), namespace, name, subresource })
+}
+
+fn status(code: StatusCode, reason: &str, message: &str) -> Response {
+    json_response(
+        code,
+        &json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+                "reason": reason, "code": code.as_u16(), "message": message}),
+    )
+}
+
+fn json_response(code: StatusCode, v: &Value) -> Response {
+    Response::builder()
+        .status(code)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from(serde_json::to_vec(v).unwrap()))
+        .unwrap()
+}
+
+/// RFC 7386 JSON merge patch.
+fn merge_patch(target: &mut Value, patch: &Value) {
+    if let Value::Object(p) = patch {
+        if !target.is_object() {
+            *target = json!({});
+        }
+        let t = target.as_object_mut().unwrap();
+        for (k, v) in p {
+            if v.is_null() {
+                t.remove(k);
+            } else {
+                merge_patch(t.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+    } else {
+        *target = patch.clone();
+    }
+}
+
+/// RFC 6902 JSON patch: test, add, replace, remove (no `~` escapes; enough for finalizers).
+fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), String> {
+    for op in ops.as_array().ok_or("a JSON patch is an array")? {
+        let path = op["path"].as_str().ok_or("op without path")?;
+        let (parent, last) = path.rsplit_once('/').ok_or("bad path")?;
+        let value = op["value"].clone();
+        match op["op"].as_str() {
+            Some("test") => {
+                let current = doc.pointer(path).cloned().unwrap_or(Value::Null);
+                if current != value {
+                    return Err(format!("test failed at {path}: {current} != {value}"));
+                }
+            }
+            Some(kind @ ("add" | "replace")) => match doc.pointer_mut(parent).ok_or("no parent")? {
+                Value::Object(m) => {
+                    m.insert(last.to_string(), value);
+                }
+                Value::Array(a) if last == "-" => a.push(value),
+                Value::Array(a) => {
+                    let i: usize = last.parse().map_err(|_| "bad index")?;
+                    if kind == "add" {
+                        a.insert(i, value);
+                    } else {
+                        *a.get_mut(i).ok_or("index out of range")? = value;
+                    }
+                }
+                _ => return Err("parent is not a container".into()),
+            },
+            Some("remove") => match doc.pointer_mut(parent).ok_or("no parent")? {
+                Value::Object(m) => {
+                    m.remove(last).ok_or("nothing to remove")?;
+                }
+                Value::Array(a) => {
+                    let i: usize = last.parse().map_err(|_| "bad index")?;
+                    if i >= a.len() {
+                        return Err("index out of range".into());
+                    }
+                    a.remove(i);
+                }
+                _ => return Err("parent is not a container".into()),
+            },
+            other => return Err(format!("unsupported op {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+impl Fake {
+    fn new() -> Arc<Self> {
+        Arc::new(Self { store: Mutex::new(Store::default()), rv: watch::channel(0).0 })
+    }
+
+    /// Serves on a new 127.0.0.1 port; returns its URL and its `down` switch.
+    async fn serve(self: &Arc<Self>) -> (String, Arc<AtomicBool>) {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let down = Arc::new(AtomicBool::new(false));
+        let app = axum::Router::new().fallback(handle).with_state(Front { fake: self.clone(), down: down.clone() });
+        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+        (format!("http://{addr}"), down)
+    }
+
+    /// Stores `obj` (apiVersion/kind/metadata set) as a test fixture or a change: ADDED or MODIFIED.
+    fn put(&self, resource: &str, mut obj: Value) {
+        let api_version = obj["apiVersion"].as_str().expect("apiVersion").to_string();
+        let ns = obj["metadata"]["namespace"].as_str().unwrap_or_default().to_string();
+        let name = obj["metadata"]["name"].as_str().expect("name").to_string();
+        let mut st = self.store.lock().unwrap();
+        st.rv += 1;
+        let rv = st.rv;
+        obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+        if obj["metadata"]["uid"].is_null() {
+            obj["metadata"]["uid"] = json!(format!("uid-{name}"));
+        }
+        let collection = format!("{api_version}/{resource}");
+        let key = (collection.clone(), ns.clone(), name);
+        let kind = if st.objects.contains_key(&key) { "MODIFIED" } else { "ADDED" };
+        st.objects.insert(key, obj.clone());
+        st.log.push((rv, collection, ns, kind, obj));
+        drop(st);
+        self.rv.send_replace(rv);
+    }
+
+    fn get(&self, resource_path: &str, ns: &str, name: &str) -> Option<Value> {
+        self.store.lock().unwrap().objects.get(&(resource_path.to_string(), ns.to_string(), name.to_string())).cloned()
+    }
+
+    fn writes(&self) -> Vec<Write> {
+        self.store.lock().unwrap().writes.clone()
+    }
+
+    fn reads(&self) -> Vec<String> {
+        self.store.lock().unwrap().reads.clone()
+    }
+}
+
+async fn handle(State(front): State<Front>, req: Request) -> Response {
+    if front.down.load(Ordering::SeqCst) {
+        return status(StatusCode::SERVICE_UNAVAILABLE, "ServiceUnavailable", "partitioned");
+    }
+    let fake = front.fake;
+    let method = req.method().clone();
+    let path = req.uri().path().to_string();
+    let query: BTreeMap<String, String> =
+        url::form_urlencoded::parse(req.uri().query().unwrap_or_default().as_bytes()).into_owned().collect();
+    let content_type =
+        req.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default().to_string();
+    let bytes = axum::body::to_bytes(req.into_body(), usize::MAX).await.unwrap();
+    let body: Value = if bytes.is_empty() { Value::Null } else { serde_json::from_slice(&bytes).unwrap() };
+    let Some(t) = parse_path(&path) else {
+        return status(StatusCode::NOT_FOUND, "NotFound", &format!("no such path {path}"));
+    };
+    let ns = t.namespace.clone().unwrap_or_default();
+    if method == Method::GET {
+        let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        fake.store.lock().unwrap().reads.push(format!("GET {path}?{}", q.join("&")));
+    }
+    match (method.clone(), &t.name) {
+        (Method::GET, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
+            let since = query.get("resourceVersion").and_then(|v| v.parse().ok()).unwrap_or(0);
+            watch_response(fake, t, since)
+        }
+        (Method::GET, None) => {
+            let st = fake.store.lock().unwrap();
+            let items: Vec<Value> = st
+                .objects
+                .iter()
+                .filter(|((c, n, _), _)| *c == t.collection() && (t.namespace.is_none() || *n == ns))
+                .map(|(_, o)| o.clone())
+                .collect();
+            json_response(
+                StatusCode::OK,
+                &json!({"apiVersion": t.api_version, "kind": format!("{}List", t.kind),
+                        "metadata": {"resourceVersion": st.rv.to_string()}, "items": items}),
+            )
+        }
+        (Method::GET, Some(name)) => match fake.get(&t.collection(), &ns, name) {
+            Some(o) => json_response(StatusCode::OK, &o),
+            None => status(StatusCode::NOT_FOUND, "NotFound", &format!("{} {name} not found", t.kind)),
+        },
+        (Method::POST, None) => {
+            let mut obj = body.clone();
+            obj["apiVersion"] = json!(t.api_version);
+            obj["kind"] = json!(t.kind);
+            if t.namespace.is_some() {
+                obj["metadata"]["namespace"] = json!(ns);
+            }
+            if obj["metadata"]["name"].is_null() {
+                let prefix = obj["metadata"]["generateName"].as_str().unwrap_or("obj-").to_string();
+                let n = fake.store.lock().unwrap().rv;
+                obj["metadata"]["name"] = json!(format!("{prefix}{n:05}"));
+            }
+            let name = obj["metadata"]["name"].as_str().unwrap().to_string();
+            if fake.get(&t.collection(), &ns, &name).is_some() {
+                return status(StatusCode::CONFLICT, "AlreadyExists", &format!("{} {name} already exists", t.kind));
+            }
+            fake.store.lock().unwrap().writes.push(Write { method: "POST".into(), path, content_type, body });
+            fake.put(&t.resource, obj);
+            json_response(StatusCode::CREATED, &fake.get(&t.collection(), &ns, &name).unwrap())
+        }
+        (Method::PATCH, Some(name)) => {
+            let Some(mut obj) = fake.get(&t.collection(), &ns, name) else {
+                return status(StatusCode::NOT_FOUND, "NotFound", &format!("{} {name} not found", t.kind));
+            };
+            fake.store.lock().unwrap().writes.push(Write {
+                method: "PATCH".into(),
+                path: path.clone(),
+                content_type: content_type.clone(),
+                body: body.clone(),
+            });
+            if content_type.starts_with("application/json-patch+json") {
+                if let Err(e) = json_patch(&mut obj, &body) {
+                    return status(StatusCode::UNPROCESSABLE_ENTITY, "Invalid", &e);
+                }
+            } else if t.subresource.as_deref() == Some("status") {
+                merge_patch(&mut obj["status"], &body["status"]);
+            } else {
+                merge_patch(&mut obj, &body);
+            }
+            fake.put(&t.resource, obj);
+            json_response(StatusCode::OK, &fake.get(&t.collection(), &ns, name).unwrap())
+        }
+        (m, _) => status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", &format!("{m} {path}")),
+    }
+}
+
+/// A watch: every logged event of the collection after `since`, then the new ones as they come,
+/// one JSON line each; held open until the client goes away.
+fn watch_response(fake: Arc<Fake>, t: Target, since: u64) -> Response {
+    let rx = fake.rv.subscribe();
+    let stream = futures::stream::unfold((fake, t, since, rx), |(fake, t, mut since, mut rx)| async move {
+        loop {
+            rx.borrow_and_update();
+            let mut out = Vec::new();
+            {
+                let st = fake.store.lock().unwrap();
+                for (rv, c, ns, kind, obj) in &st.log {
+                    if *rv > since && *c == t.collection() && t.namespace.as_ref().is_none_or(|n| n == ns) {
+                        out.extend(serde_json::to_vec(&json!({"type": kind, "object": obj})).unwrap());
+                        out.push(b'\n');
+                    }
+                }
+                since = st.rv;
+            }
+            if !out.is_empty() {
+                return Some((Ok::<_, Infallible>(Bytes::from(out)), (fake, t, since, rx)));
+            }
+            if rx.changed().await.is_err() {
+                return None;
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "application/json")
+        .body(Body::from_stream(stream))
+        .unwrap()
+}
+
+// ------------------------------------------------------------------ fixtures
+
+fn class() -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+           "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
+}
+
+fn node(name: &str, zone: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Node",
+           "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}})
+}
+
+fn ingress(name: &str, class: &str) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"ingressClassName": class, "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
+               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+}
+
+/// A zone-aware Service.
+fn service() -> Value {
+    json!({"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": "web", "namespace": "shop",
+                        "annotations": {"service.kubernetes.io/topology-mode": "Auto"}},
+           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+}
+
+/// Endpoints with `nodeName` and no `zone`: the zone comes from the Node.
+fn slice() -> Value {
+    let eps: Vec<Value> = [("10.0.0.5", "n1"), ("10.0.0.6", "n2"), ("10.0.0.7", "n3")]
+        .iter()
+        .map(|(ip, n)| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": n}))
+        .collect();
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+           "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
+           "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}], "endpoints": eps})
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// `GET path` on the health server: (status code, body); `None` if not answering.
+async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+    let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
+    s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).await.ok()?;
+    let mut buf = String::new();
+    s.read_to_string(&mut buf).await.ok()?;
+    let code = buf.split_whitespace().nth(1)?.parse().ok()?;
+    Some((code, buf.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default()))
+}
+
+/// Waits until `f` returns `Some`, polling every 50 ms, failing after `secs`.
+async fn eventually<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Sum of `octavia_write_job_duration_seconds_count` samples for `job` (any result).
+fn job_count(metrics: &str, job: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.contains("octavia_write_job_duration_seconds_count{") && l.contains(&format!("job=\"{job}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// address → weight of the one pool of the simulated router.
+fn sim_weights(sim: &Mutex<Simulator>) -> BTreeMap<String, u16> {
+    let sim = sim.lock().unwrap();
+    sim.router.pools.iter().flat_map(|p| p.members.iter().map(|m| (m.address.to_string(), m.weight))).collect()
+}
+
+fn settings(api_root: &str, token_file: &std::path::Path, health_port: u16) -> kuryr_l7_router::config::Settings {
+    let text = format!(
+        "[kubernetes]
+api_root = {api_root}
+token_file = {}
+enable_ingress = True
+leader_election = False
+health_port = {health_port}
+
+[neutron_defaults]
+project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
+lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
+
+[octavia_defaults]
+availability_zone = az-1
+zone_min_local_endpoints = 1
+
+[neutron]
+auth_url = https://keystone.example.com:5000/v3
+username = kuryr
+password = s3cr3t-PaSS
+project_name = service
+",
+        token_file.display()
+    );
+    kuryr_l7_router::config::load_texts(&[("runtime-test.conf".into(), text)], Vec::new()).unwrap().settings
+}
+
+// ------------------------------------------------------------------ tests
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_against_a_fake_api_server() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // `RUST_LOG=info cargo test --test controller_runtime -- --nocapture` shows the controller's logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let started = Instant::now();
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    for (n, z) in [("n1", "az-1"), ("n2", "az-2"), ("n3", "az-2")] {
+        fake.put("nodes", node(n, z));
+    }
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    fake.put("ingresses", ingress("other", "nginx"));
+    let (api_root, _) = fake.serve().await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let health = free_port();
+    let settings = settings(&api_root, &token, health);
+    let router_name = settings.octavia_defaults.l7_router_name.clone();
+
+    let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();
+    let sim =
+        SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
+    let sim_state = sim.state.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+
+    // Caches sync and the first Sync succeeds: /readyz turns 200.
+    eventually("/readyz 200", 15, async || match http_get(health, "/readyz").await {
+        Some((200, _)) => Some(()),
+        _ => None,
+    })
+    .await;
+    // Every informer listed, then watched from the list's resourceVersion.
+    let reads = fake.reads();
+    for coll in [
+        "/apis/networking.k8s.io/v1/ingresses",
+        "/apis/networking.k8s.io/v1/ingressclasses",
+        "/api/v1/services",
+        "/apis/discovery.k8s.io/v1/endpointslices",
+        "/api/v1/nodes",
+    ] {
+        assert!(reads.iter().any(|r| r.starts_with(&format!("GET {coll}?")) && !r.contains("watch=")), "list {coll}");
+        assert!(
+            reads.iter().any(|r| r.starts_with(&format!("GET {coll}?")) && r.contains("watch=true")),
+            "watch {coll}"
+        );
+    }
+    assert!(!reads.iter().any(|r| r.contains("/endpoints?")), "core Endpoints are not watched with slices");
+
+    // Ingress a: the finalizer and the notice on its Service, then the status with the address.
+    // (The start-up resync converges every Ingress of our class, finalizer or not, so the notice
+    // may come before the finalizer patch; a route of an Ingress deleted meanwhile goes with the
+    // next Sync, since the translation reads the caches.)
+    const ING: &str = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/a";
+    const SVC: &str = "/api/v1/namespaces/shop/services/web";
+    let writes = eventually("finalizer, notice and status written", 15, async || {
+        let w = fake.writes();
+        w.iter().any(|w| w.path == format!("{ING}/status")).then_some(w)
+    })
+    .await;
+    let lines: Vec<String> = writes.iter().map(Write::line).collect();
+    let pos = |line: &str| lines.iter().position(|l| l == line).unwrap_or_else(|| panic!("no {line} in {lines:#?}"));
+    let (fin, notice, st) =
+        (pos(&format!("PATCH {ING}")), pos(&format!("PATCH {SVC}")), pos(&format!("PATCH {ING}/status")));
+    assert!(fin < st && notice < st, "finalizer and notice, then status: {lines:#?}");
+    assert!(writes[fin].content_type.starts_with("application/json-patch+json"));
+    assert_eq!(writes[st].body, json!({"status": {"loadBalancer": {"ingress": [{"ip": "172.24.4.10"}]}}}));
+    let stored = fake.get("networking.k8s.io/v1/ingresses", "shop", "a").unwrap();
+    assert_eq!(stored["metadata"]["finalizers"], json!([FINALIZER]));
+    let svc = fake.get("v1/services", "shop", "web").unwrap();
+    let n = ServiceNotice::parse(svc["metadata"]["annotations"]["openstack.org/kuryr-l7-router"].as_str().unwrap())
+        .unwrap();
+    assert_eq!((n.router.as_str(), n.ingresses.as_slice()), (router_name.as_str(), &["shop/a".to_string()][..]));
+    assert!(!lines.iter().any(|l| l.contains("/ingresses/other")), "another class's Ingress is left alone");
+    // An Event reports the Sync on the Ingress.
+    eventually("Synced event", 10, async || {
+        fake.writes()
+            .iter()
+            .any(|w| w.method == "POST" && w.path.ends_with("/events") && w.body["reason"] == "Synced")
+            .then_some(())
+    })
+    .await;
+    // 1 of 3 endpoints in the router's zone az-1 → 4:1.
+    assert_eq!(
+        sim_weights(&sim_state),
+        BTreeMap::from([("10.0.0.5".into(), 4), ("10.0.0.6".into(), 1), ("10.0.0.7".into(), 1)])
+    );
+
+    // Quiet: the writes of the reconciles triggered by our own patches are done.
+    let mut settled = fake.writes().len();
+    eventually("no more Kubernetes writes for 1 s", 10, async || {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = fake.writes().len();
+        std::mem::replace(&mut settled, now).eq(&now).then_some(())
+    })
+    .await;
+    let metrics = http_get(health, "/metrics").await.expect("metrics").1;
+    let (syncs, members) = (job_count(&metrics, "sync"), job_count(&metrics, "members"));
+    assert!(syncs >= 1, "{metrics}");
+    let writes_before = fake.writes().len();
+
+    // Node n2 moves to az-1: the Service handler runs (reconcile_all_on Node changes) and makes
+    // one members job; no Sync, no Kubernetes write.
+    fake.put("nodes", node("n2", "az-1"));
+    eventually("members job after the Node change", 10, async || {
+        let m = http_get(health, "/metrics").await?.1;
+        (job_count(&m, "members") > members).then_some(())
+    })
+    .await;
+    assert_eq!(
+        sim_weights(&sim_state),
+        BTreeMap::from([("10.0.0.5".into(), 256), ("10.0.0.6".into(), 256), ("10.0.0.7".into(), 1)])
+    );
+    tokio::time::sleep(Duration::from_millis(700)).await; // past the controller debounce
+    let metrics = http_get(health, "/metrics").await.unwrap().1;
+    assert_eq!(job_count(&metrics, "sync"), syncs, "a Node change is no Sync");
+    let after: Vec<String> = fake.writes()[writes_before..].iter().map(Write::line).collect();
+    assert!(after.is_empty(), "no Kubernetes write for a Node change: {after:?}");
+
+    // Shutdown (as SIGTERM): run ends cleanly, promptly, and the health server is gone.
+    stop.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(10), run).await.expect("run ends within 10 s").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+    assert!(http_get(health, "/healthz").await.is_none(), "health server stopped");
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+}
