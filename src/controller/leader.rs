@@ -6,15 +6,22 @@
 //! failover after a crash takes at most `duration` (+ the standby's poll). On SIGTERM,
 //! [`Leadership::release`] frees the lease at once, so a rolling update hands over immediately.
 //!
+//! Renew deadline (as client-go's `renewDeadline`): while leader, the lease is read back every
+//! `grace / 2` with a timeout; when it has not been confirmed ours for `duration - grace`,
+//! `is_leader` drops to `false`. Without it a leader cut off from the API server keeps believing
+//! it leads while its renewal hangs in the client's retries, and a standby that took the expired
+//! lease writes to Octavia at the same time (split brain).
+//!
 //! Safety over availability: when the lease cannot be checked (API errors), `is_leader` drops to
 //! `false` and the manager is rebuilt after a backoff; as soon as the API answers and the lease is
 //! still ours (same identity), `is_leader` returns to `true`. Consumers must not *start* writes
 //! while `is_leader` is `false`.
 
 use crate::controller::ControllerError;
-use kube::Client;
+use k8s_openapi::api::coordination::v1::Lease;
+use kube::{Api, Client};
 use kube_lease_manager::{LeaseManager, LeaseManagerBuilder};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
@@ -157,6 +164,10 @@ async fn campaign(
                 }
             }
         };
+        // Renew deadline bookkeeping (see the module docs).
+        let deadline = Duration::from_secs(settings.duration_secs.saturating_sub(settings.grace_secs).max(1));
+        let mut check = tokio::time::interval(Duration::from_millis((settings.grace_secs * 500).max(250)));
+        let mut confirmed = Instant::now();
         loop {
             tokio::select! {
                 biased;
@@ -168,12 +179,27 @@ async fn campaign(
                 changed = manager.changed() => match changed {
                     Ok(leader) => {
                         errors = 0;
+                        confirmed = Instant::now();
                         tracing::info!(lease = %settings.lease_name, identity = %settings.identity, leader, "leadership changed");
                         tx.send_replace(leader);
                     }
                     Err(e) => {
                         // Cannot confirm the lease: stop acting as leader, rebuild the manager.
                         tracing::warn!(error = %e, lease = %settings.lease_name, "leader lease check failed");
+                        tx.send_replace(false);
+                        errors += 1;
+                        break;
+                    }
+                },
+                _ = check.tick(), if *tx.borrow() => {
+                    if lease_is_ours(&client, &settings).await {
+                        confirmed = Instant::now();
+                    } else if confirmed.elapsed() >= deadline {
+                        tracing::warn!(
+                            lease = %settings.lease_name,
+                            unconfirmed_for = ?confirmed.elapsed(),
+                            "leader lease not confirmed within the renew deadline: stepping down"
+                        );
                         tx.send_replace(false);
                         errors += 1;
                         break;
@@ -185,6 +211,16 @@ async fn campaign(
             _ = &mut stop => return Ok(()),
             _ = tokio::time::sleep(error_backoff(errors)) => {}
         }
+    }
+}
+
+/// Whether the Lease still names us as holder, read within `grace` (a partitioned client's
+/// retries must not stretch the check past the renew deadline).
+async fn lease_is_ours(client: &Client, s: &LeaderSettings) -> bool {
+    let api: Api<Lease> = Api::namespaced(client.clone(), &s.namespace);
+    match tokio::time::timeout(Duration::from_secs(s.grace_secs.max(1)), api.get(&s.lease_name)).await {
+        Ok(Ok(lease)) => lease.spec.and_then(|sp| sp.holder_identity).as_deref() == Some(s.identity.as_str()),
+        _ => false,
     }
 }
 
