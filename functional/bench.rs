@@ -11,14 +11,14 @@
 
 #[path = "../benches/common/mod.rs"]
 mod common;
+#[path = "common/mod.rs"]
+mod functional;
 
 use common::*;
-use kuryr_l7_router::driver::diff::Ownership;
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, RouterSpec, floating_ip_description, populated_create};
+use kuryr_l7_router::driver::router::{ConvergeReport, Router, populated_create};
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::openstack::octavia::LoadBalancerUpdate;
 use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use kuryr_l7_router::translate::{TranslateOptions, translate};
 use std::time::{Duration, Instant};
 
@@ -26,15 +26,10 @@ fn env_usize(k: &str, d: usize) -> usize {
     std::env::var(k).ok().and_then(|v| v.parse().ok()).unwrap_or(d)
 }
 
-fn unique(tag: &str) -> String {
-    let n = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos();
-    format!("bench-{tag}-{:x}{:04x}", n, std::process::id() & 0xffff)
-}
-
+/// A router of its own on the local stack (functional/common), with the poll backoff of
+/// `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` when given.
 async fn router(tag: &str, fully_populated: bool) -> Router {
-    let mut auth = AuthOptions::password("http://127.0.0.1:5000/v3", "admin", Secret::new("admin"), "admin", "Default");
-    auth.region_name = Some("RegionOne".into());
-    let session = Session::new(auth).unwrap();
+    let mut r = functional::local_router("bench", tag).await;
     let defaults = OctaviaOptions::default();
     let opts = OctaviaOptions {
         min_delay: Duration::from_millis(
@@ -45,60 +40,10 @@ async fn router(tag: &str, fully_populated: bool) -> Router {
         ),
         ..defaults
     };
-    let octavia = Octavia::new(session.clone(), opts);
-    let neutron = Neutron::new(session);
-    let subnet = |name: &'static str| {
-        let n = neutron.clone();
-        async move { n.list_subnets(&ListQuery::name(name)).await.unwrap().first().expect("subnet").id.clone() }
-    };
-    let name = unique(tag);
-    let spec = RouterSpec {
-        name: name.clone(),
-        uuid: None,
-        vip_subnet_id: Some(subnet("private-subnet").await),
-        availability_zone: None,
-        provider: Some("amphora".into()),
-        listener_port: 80,
-        fully_populated_create: fully_populated,
-        floating_ip: None,
-        external_svc_subnet: Some(subnet("public-subnet").await),
-        ownership: Ownership::new(&name),
-        health_monitor: None,
-        create_timeout: Duration::from_secs(300),
-        write_timeout: Duration::from_secs(120),
-    };
-    Router::new(octavia, neutron, spec)
-}
-
-/// Delete a load balancer (cascade), its VIP port and its floating IPs.
-async fn remove_lb(r: &Router, lb: &kuryr_l7_router::openstack::octavia::LoadBalancer) {
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
-    if let Some(port) = &lb.vip_port_id {
-        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-            let _ = r.neutron.delete_floating_ip(&f.id).await;
-        }
-        if let Ok(p) = r.neutron.get_port(port).await
-            && p.device_owner == "Octavia"
-        {
-            let _ = r.neutron.delete_port(port).await;
-        }
-    }
-    let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
-        ..ListQuery::default()
-    };
-    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-        let _ = r.neutron.delete_floating_ip(&f.id).await;
-    }
-}
-
-async fn cleanup(r: &Router) {
-    let q = ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) };
-    for lb in r.octavia.list_load_balancers(&q).await.unwrap_or_default() {
-        remove_lb(r, &lb).await;
-    }
+    r.octavia = Octavia::new(r.octavia.session().clone(), opts);
+    r.spec.fully_populated_create = fully_populated;
+    r.spec.write_timeout = Duration::from_secs(120);
+    r
 }
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -142,8 +87,8 @@ fn main() {
         let fp = router("fp", true).await;
         let (r2, fp2) = (r.clone(), fp.clone());
         let result = tokio::spawn(async move { run(r2, fp2).await }).await;
-        cleanup(&r).await;
-        cleanup(&fp).await;
+        functional::cleanup(&r).await;
+        functional::cleanup(&fp).await;
         if let Err(e) = result {
             std::panic::resume_unwind(e.into_panic());
         }
@@ -308,5 +253,5 @@ async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
         secs(active),
         pools.len()
     );
-    remove_lb(fp, &lb).await;
+    functional::remove_lb(fp, &lb).await;
 }

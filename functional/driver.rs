@@ -245,9 +245,7 @@ async fn fully_populated_create_is_verified_and_falls_back() {
     }
     let mut r = router("graph", None).await;
     r.spec.fully_populated_create = true;
-    let r2 = r.clone();
-    let result = tokio::spawn(async move {
-        let r = r2;
+    common::with_router(r, |r| async move {
         let mut want = shop();
         let report = converge(&r, &want).await;
         if report.conflicts.is_empty() {
@@ -266,10 +264,6 @@ async fn fully_populated_create_is_verified_and_falls_back() {
         assert_eq!(observe(&r).await, expected(&want));
     })
     .await;
-    cleanup(&r).await;
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 #[tokio::test]
@@ -638,9 +632,8 @@ async fn adopts_a_router_given_by_uuid() {
         .unwrap();
     r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
     r.spec.uuid = Some(lb.id.clone());
-    let body_router = r.clone();
-    let result = tokio::spawn(async move {
-        let r = body_router;
+    // The pre-created LB is cleaned with the router (find() returns it through the uuid).
+    common::with_router(r, |r| async move {
         let want = shop();
         let rep = converge(&r, &want).await;
         assert!(!rep.created_router);
@@ -656,11 +649,6 @@ async fn adopts_a_router_given_by_uuid() {
         assert_eq!(converge(&r, &want).await.writes.len(), 0);
     })
     .await;
-    // The pre-created LB is ours to clean here (find() returns it through the uuid).
-    cleanup(&r).await;
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
 }
 
 /// A router in provisioning_status ERROR (injected in Octavia's database, as a failed amphora

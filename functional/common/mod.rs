@@ -66,7 +66,13 @@ pub async fn local_router(prefix: &str, tag: &str) -> Router {
 
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
 pub async fn cleanup(r: &Router) {
-    let Ok(Some(lb)) = r.find().await else { return };
+    if let Ok(Some(lb)) = r.find().await {
+        remove_lb(r, &lb).await;
+    }
+}
+
+/// Delete a load balancer (cascade), its VIP port and its floating IPs.
+pub async fn remove_lb(r: &Router, lb: &kuryr_l7_router::openstack::octavia::LoadBalancer) {
     let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
     let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
     if let Some(port) = &lb.vip_port_id {
