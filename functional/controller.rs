@@ -25,7 +25,6 @@ use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
 use kuryr_l7_router::controller::writer::{OctaviaBackend, Writer, WriterMetrics};
 use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress, service};
 use kuryr_l7_router::driver::router::Router;
-use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::translate::TranslateOptions;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -37,13 +36,7 @@ use tokio::sync::watch;
 type Observed = (BTreeMap<String, String>, BTreeMap<String, Vec<String>>);
 
 async fn observe(r: &Router) -> Observed {
-    let lb = r.find().await.unwrap().expect("router exists");
-    let listeners = r
-        .octavia
-        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
-        .await
-        .unwrap();
-    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let actual = read_router(r).await;
     let pool_name = |id: &Option<String>| {
         id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone()).unwrap_or_default()
     };
@@ -176,13 +169,7 @@ fn node(name: &str, zone: &str) -> Node {
 
 /// Members of `pool` on Octavia as "ip:port" → weight.
 async fn weights(r: &Router, pool: &str) -> BTreeMap<String, u16> {
-    let lb = r.find().await.unwrap().expect("router exists");
-    let listeners = r
-        .octavia
-        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
-        .await
-        .unwrap();
-    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let actual = read_router(r).await;
     let p = actual.pools.iter().find(|p| p.name == pool).expect("pool exists");
     p.members.iter().map(|m| (format!("{}:{}", m.address, m.protocol_port), m.weight)).collect()
 }
@@ -363,12 +350,7 @@ async fn story(r: Router) {
     // 7. Resync repairs drift: a policy deleted by hand comes back.
     println!("7. resync restores a hand-deleted policy");
     let lb = r.find().await.unwrap().unwrap();
-    let listeners = r
-        .octavia
-        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
-        .await
-        .unwrap();
-    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let actual = read_router(&r).await;
     r.octavia.delete_l7policy(&actual.policies[0].id).await.unwrap();
     r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
     assert!(observe(&r).await.0.is_empty());

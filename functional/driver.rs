@@ -129,13 +129,7 @@ struct Observed {
 }
 
 async fn observe(r: &Router) -> Observed {
-    let lb = r.find().await.unwrap().expect("router exists");
-    let listeners = r
-        .octavia
-        .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
-        .await
-        .unwrap();
-    let actual = r.read_actual(&listeners[0]).await.unwrap();
+    let actual = read_router(r).await;
     let pool_name = |id: &Option<String>| {
         id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone())
     };

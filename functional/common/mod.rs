@@ -64,6 +64,14 @@ pub async fn local_router(prefix: &str, tag: &str) -> Router {
     Router::new(octavia, neutron, spec)
 }
 
+/// The router's children as Octavia holds them (the router must exist; its first listener).
+pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRouter {
+    let lb = r.find().await.unwrap().expect("router exists");
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = r.octavia.list_listeners(&q).await.unwrap();
+    r.read_actual(listeners.first().expect("router has a listener")).await.unwrap()
+}
+
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
 pub async fn cleanup(r: &Router) {
     if let Ok(Some(lb)) = r.find().await {
