@@ -4,7 +4,7 @@
 //! Run (local stack up, see functional/openstack.sh):
 //!   `KURYR_FUNCTIONAL=1 cargo bench --bench octavia`
 //! Sizes: `KURYR_BENCH_INGRESSES` (20), `KURYR_BENCH_SERVICES` (10); the wait_active poll backoff:
-//! `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` (the driver defaults, 100 / 1000).
+//! `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` (the driver defaults, 50 / 500).
 //! Without `--bench` in argv (as in `cargo test --all-targets`) or without KURYR_FUNCTIONAL=1 it
 //! does nothing. It creates two load balancers with unique names and cluster tags and removes
 //! them (cascade), their VIP ports and floating IPs at the end, also after a failure.
@@ -99,7 +99,7 @@ async fn run(r: Router, fp: Router) {
     let n_ing = env_usize("KURYR_BENCH_INGRESSES", 20);
     let n_svc = env_usize("KURYR_BENCH_SERVICES", 10);
     let eps = 5;
-    let (pmin, pmax) = (env_usize("KURYR_BENCH_POLL_MIN_MS", 100), env_usize("KURYR_BENCH_POLL_MAX_MS", 1000));
+    let (pmin, pmax) = (r.octavia.options().min_delay.as_millis(), r.octavia.options().max_delay.as_millis());
     println!("# Octavia benchmark: {n_ing} Ingresses over {n_svc} Services x {eps} endpoints; poll {pmin}→{pmax} ms");
     let topts = TranslateOptions::default();
     let mut inp = apps(n_ing, n_svc, eps);

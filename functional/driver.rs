@@ -10,9 +10,9 @@ mod common;
 use common::*;
 
 use kuryr_l7_router::driver::diff::{HealthMonitorSpec, PRODUCT_TAG};
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description};
+use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description, populated_create};
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
-use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate};
+use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -640,6 +640,86 @@ async fn adopts_a_router_given_by_uuid() {
         assert_eq!(observe(&r).await, exp);
         let lb = r.octavia.get_load_balancer(r.spec.uuid.as_deref().unwrap()).await.unwrap();
         assert_eq!(lb.tags, vec!["made-by-devstack".to_string()], "the adopted LB itself is not modified");
+        assert_eq!(converge(&r, &want).await.writes.len(), 0);
+    })
+    .await;
+}
+
+/// What a run killed right after sending a create leaves when the next run read the router before
+/// that create landed: a second pool with the same name, a rule twice in a policy, a second bare
+/// router with our name and tags. The next convergence deletes exactly those copies (the router
+/// without a floating IP, the pool nothing uses) and the router is then as a clean run leaves it.
+#[tokio::test]
+async fn copies_left_by_interrupted_creates_are_deleted() {
+    if !enabled() {
+        return;
+    }
+    with_router("dups", None, |r| async move {
+        let want = shop();
+        converge(&r, &want).await;
+        let lb = r.find().await.unwrap().expect("router");
+        let actual = read_router(&r).await;
+        let wait = |id: String| {
+            let o = r.octavia.clone();
+            async move { o.wait_active(&id, Duration::from_secs(120)).await.unwrap() }
+        };
+
+        let original = &actual.pools[0];
+        let copy = r
+            .octavia
+            .create_pool(&PoolCreate {
+                name: Some(original.name.clone()),
+                loadbalancer_id: Some(lb.id.clone()),
+                protocol: "HTTP".into(),
+                lb_algorithm: original.lb_algorithm.clone(),
+                tags: original.tags.clone(),
+                ..PoolCreate::default()
+            })
+            .await
+            .unwrap();
+        wait(lb.id.clone()).await;
+        let policy = &actual.policies[0];
+        let rule = &policy.rules[0];
+        let rule_copy = r
+            .octavia
+            .create_l7rule(
+                &policy.id,
+                &L7RuleCreate {
+                    rule_type: rule.rule_type.clone(),
+                    compare_type: rule.compare_type.clone(),
+                    key: None,
+                    value: rule.value.clone(),
+                    invert: rule.invert,
+                    tags: r.spec.ownership.router_tags(),
+                },
+            )
+            .await
+            .unwrap();
+        wait(lb.id.clone()).await;
+        let bare = LoadBalancerCreate {
+            listeners: vec![],
+            pools: vec![],
+            ..populated_create(&r.spec, r.spec.vip_subnet_id.as_deref().unwrap(), &DesiredRouter::default())
+        };
+        let second = r.octavia.create_load_balancer(&bare).await.unwrap();
+        wait(second.id.clone()).await;
+        let err = r.find().await.expect_err("two routers: find refuses to choose");
+        assert!(err.to_string().contains(&second.id), "{err}");
+
+        let report = converge(&r, &want).await;
+        let mut k = kinds(&report);
+        k.sort();
+        assert_eq!(k, vec!["delete_pool", "delete_router", "delete_rule"]);
+        let described = |kind: &str| report.writes.iter().find(|w| w.kind == kind).unwrap().description.clone();
+        assert!(described("delete_router").contains(&second.id));
+        assert!(described("delete_pool").contains(&original.name));
+        assert_eq!(report.lb_id, lb.id, "the router with the floating IP is kept");
+        assert!(report.conflicts.iter().any(|c| c.contains(&second.id)), "reported: {:?}", report.conflicts);
+        let after = read_router(&r).await;
+        assert!(after.pools.iter().all(|p| p.id != copy.id), "the unused copy of the pool is gone");
+        assert!(after.policies[0].rules.iter().all(|r| r.id != rule_copy.id), "the copy of the rule is gone");
+        assert_eq!(r.find().await.unwrap().map(|l| l.id), Some(lb.id.clone()), "one router");
+        assert_eq!(observe(&r).await, expected(&want));
         assert_eq!(converge(&r, &want).await.writes.len(), 0);
     })
     .await;

@@ -149,10 +149,12 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
                 backup: false,
                 admin_state_up: true,
                 tags: if ours { tags.clone() } else { vec![] },
+                in_error: false,
             })
             .collect(),
         healthmonitor: None,
         tags,
+        in_error: false,
     }
 }
 

@@ -149,6 +149,148 @@ fn cold_start_creates_everything_once_and_in_order() {
     assert!(sim.router.policies.iter().all(|p| p.admin_state_up));
 }
 
+/// (name, position, rules, pool) of each policy.
+type PolicyShape = (String, u32, Vec<String>, String);
+
+/// Names and shapes of the router, ids left out: what two routers that route alike share.
+fn shape(r: &ActualRouter) -> (Vec<PolicyShape>, Vec<(String, usize)>, String) {
+    let pool_name = |id: &Option<String>| {
+        r.pools.iter().find(|p| Some(&p.id) == id.as_ref()).map(|p| p.name.clone()).unwrap_or_default()
+    };
+    let mut pools: Vec<_> = r.pools.iter().map(|p| (p.name.clone(), p.members.len())).collect();
+    pools.sort();
+    (
+        r.policies
+            .iter()
+            .map(|p| {
+                let mut rules: Vec<String> = p.rules.iter().map(|r| format!("{} {}", r.rule_type, r.value)).collect();
+                rules.sort();
+                (p.name.clone(), p.position, rules, pool_name(&p.redirect_pool_id))
+            })
+            .collect(),
+        pools,
+        pool_name(&r.listener.default_pool_id),
+    )
+}
+
+/// A run killed after sending a create, and the next run that read the router before that create
+/// landed, leave the same pool, policy or rule twice. The next plan deletes the copies (policies
+/// before pools, so Octavia accepts every delete) and nothing else, and the router is then exactly
+/// the clean one.
+#[test]
+fn duplicates_left_by_an_interrupted_run_are_deleted() {
+    let mut clean = Simulator::new(empty_router());
+    converge(&mut clean, &base(), &opts());
+    let mut sim = Simulator::new(clean.router.clone());
+
+    // Copies of the auth pool (empty: its members went to the first one), of the last policy
+    // (appended, as Octavia does without a position) and of one rule of the first policy.
+    let mut pool = sim.router.pools.iter().find(|p| p.name == "default_auth").unwrap().clone();
+    pool.id = "dup-pool".into();
+    pool.members.clear();
+    sim.router.pools.push(pool);
+    let mut pol = sim.router.policies.last().unwrap().clone();
+    pol.id = "dup-policy".into();
+    pol.position = sim.router.policies.len() as u32 + 1;
+    sim.router.policies.push(pol);
+    let mut rule = sim.router.policies[0].rules[0].clone();
+    rule.id = "dup-rule".into();
+    sim.router.policies[0].rules.push(rule);
+
+    let writes = converge(&mut sim, &base(), &opts());
+    let mut k = kinds(&writes);
+    k.sort();
+    assert_eq!(k, vec!["delete_policy", "delete_pool", "delete_rule"], "{writes:#?}");
+    assert!(writes.iter().any(|w| matches!(w, Write::DeletePool { id, .. } if id == "dup-pool")));
+    assert!(writes.iter().any(|w| matches!(w, Write::DeletePolicy { id, .. } if id == "dup-policy")));
+    assert!(writes.iter().any(|w| matches!(w, Write::DeleteRule { rule_id, .. } if rule_id == "dup-rule")));
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+}
+
+/// Among two copies of a pool, the one the policies already use is kept even when it was created
+/// second: no policy has to move and the copy nothing uses goes.
+#[test]
+fn the_duplicate_pool_in_use_is_the_one_kept() {
+    let mut clean = Simulator::new(empty_router());
+    converge(&mut clean, &base(), &opts());
+    let mut sim = Simulator::new(clean.router.clone());
+    let first = sim.router.pools.iter().position(|p| p.name == "default_auth").unwrap();
+    let mut orphan = sim.router.pools[first].clone();
+    orphan.members.clear();
+    orphan.id = "orphan".into();
+    // The orphan comes first in the listing, as the older of the two would.
+    sim.router.pools.insert(first, orphan);
+
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(kinds(&writes), vec!["delete_pool"]);
+    assert!(matches!(&writes[0], Write::DeletePool { id, .. } if id == "orphan"));
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+}
+
+/// A duplicate policy placed before the original (a create with an explicit position) is the
+/// one kept, because it is the one haproxy evaluates; the later one is deleted, no move is needed.
+#[test]
+fn the_first_of_duplicate_policies_is_kept() {
+    let mut clean = Simulator::new(empty_router());
+    converge(&mut clean, &base(), &opts());
+    let mut sim = Simulator::new(clean.router.clone());
+    let mut copy = sim.router.policies[0].clone();
+    copy.id = "copy".into();
+    sim.router.policies.insert(0, copy);
+    for (i, p) in sim.router.policies.iter_mut().enumerate() {
+        p.position = i as u32 + 1;
+    }
+    let original = sim.router.policies[1].id.clone();
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(kinds(&writes), vec!["delete_policy"]);
+    assert!(matches!(&writes[0], Write::DeletePolicy { id, .. } if *id == original));
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+}
+
+/// Objects of ours in provisioning_status ERROR (Octavia does not retry them): a pool or a policy
+/// is replaced by a new one with the same name and then deleted, a member is rewritten by the
+/// pool's batch update; each is reported, and the router ends as a clean run leaves it.
+#[test]
+fn objects_in_error_are_reported_and_replaced() {
+    let mut clean = Simulator::new(empty_router());
+    converge(&mut clean, &base(), &opts());
+
+    // A pool in ERROR that a policy and the listener's default use.
+    let mut sim = Simulator::new(clean.router.clone());
+    let app = sim.router.pools.iter_mut().find(|p| p.name == "default_app").unwrap();
+    app.in_error = true;
+    let broken = app.id.clone();
+    let plan = plan_writes(&base(), &sim.router, &opts());
+    assert!(plan.conflicts.iter().any(|c| c.message.contains(&broken) && c.message.contains("ERROR")), "{plan:?}");
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(
+        kinds(&writes),
+        vec!["create_pool", "batch_members", "update_policy", "set_default_pool", "delete_pool"],
+        "{writes:#?}"
+    );
+    assert!(matches!(writes.last(), Some(Write::DeletePool { id, .. }) if *id == broken));
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+
+    // A policy in ERROR: recreated in its place (with its rules), the broken one deleted.
+    let mut sim = Simulator::new(clean.router.clone());
+    sim.router.policies[0].in_error = true;
+    let broken = sim.router.policies[0].id.clone();
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(kinds(&writes), vec!["create_policy", "create_rule", "create_rule", "update_policy", "delete_policy"]);
+    assert!(matches!(writes.last(), Some(Write::DeletePolicy { id, .. }) if *id == broken));
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+
+    // A member in ERROR: one batch update of its pool.
+    let mut sim = Simulator::new(clean.router.clone());
+    let auth = sim.router.pools.iter_mut().find(|p| p.name == "default_auth").unwrap();
+    auth.members[1].in_error = true;
+    let plan = plan_writes(&base(), &sim.router, &opts());
+    assert!(plan.conflicts.iter().any(|c| c.message.contains("10.0.0.2:8080")), "{plan:?}");
+    let writes = converge(&mut sim, &base(), &opts());
+    assert_eq!(kinds(&writes), vec!["batch_members"]);
+    assert_eq!(shape(&sim.router), shape(&clean.router));
+}
+
 #[test]
 fn member_weight_change_is_one_batch_update() {
     let mut sim = Simulator::new(empty_router());
@@ -257,6 +399,7 @@ fn foreign_objects_are_never_written() {
         members: vec![],
         healthmonitor: None,
         tags: foreign_tags.clone(),
+        in_error: false,
     });
     router.policies.push(ActualPolicy {
         id: "foreign-policy".into(),
@@ -274,6 +417,7 @@ fn foreign_objects_are_never_written() {
             invert: false,
         }],
         tags: foreign_tags.clone(),
+        in_error: false,
     });
     let mut sim = Simulator::new(router);
     converge(&mut sim, &base(), &opts());
@@ -288,6 +432,7 @@ fn foreign_objects_are_never_written() {
         backup: false,
         admin_state_up: true,
         tags: vec![],
+        in_error: false,
     });
     let mut want = base();
     want.pools.get_mut("default_auth").unwrap().members[0].weight = 2;
@@ -390,7 +535,7 @@ proptest! {
         let mut router = empty_router();
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
-            redirect_pool_id: None, admin_state_up: true, rules: vec![], tags: vec![],
+            redirect_pool_id: None, admin_state_up: true, rules: vec![], tags: vec![], in_error: false,
         });
         let mut sim = Simulator::new(router);
         converge(&mut sim, &first, &opts());

@@ -74,7 +74,15 @@ pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRou
 
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
 pub async fn cleanup(r: &Router) {
-    if let Ok(Some(lb)) = r.find().await {
+    if r.spec.uuid.is_some() {
+        if let Ok(Some(lb)) = r.find().await {
+            remove_lb(r, &lb).await;
+        }
+        return;
+    }
+    // Every load balancer with the router's name and tags: a failed test may have left two.
+    let q = ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) };
+    for lb in r.octavia.list_load_balancers(&q).await.unwrap_or_default() {
         remove_lb(r, &lb).await;
     }
 }

@@ -511,6 +511,7 @@ impl RouterBackend for OctaviaBackend {
             members: members.into_iter().filter_map(crate::driver::router::actual_member).collect(),
             healthmonitor: None,
             tags: self.router.spec.ownership.tags_for(&pool.service),
+            in_error: false,
         };
         let Some(write) = members_write(pool, &actual, &self.diff_options()) else {
             return Ok(MembersOutcome::Unchanged);

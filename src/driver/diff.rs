@@ -113,6 +113,8 @@ pub struct ActualPolicy {
     pub admin_state_up: bool,
     pub rules: Vec<ActualRule>,
     pub tags: Vec<String>,
+    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
+    pub in_error: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -133,6 +135,8 @@ pub struct ActualPool {
     pub members: Vec<ActualMember>,
     pub healthmonitor: Option<ActualHealthMonitor>,
     pub tags: Vec<String>,
+    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
+    pub in_error: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -145,6 +149,8 @@ pub struct ActualMember {
     pub backup: bool,
     pub admin_state_up: bool,
     pub tags: Vec<String>,
+    /// provisioning_status ERROR: rewritten by the next batch update.
+    pub in_error: bool,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -392,11 +398,33 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     let mut plan = WritePlan::default();
 
     // Pools: match ours by name. A foreign pool with a name we want is a conflict: we never adopt
-    // or modify it, and policies that need it are skipped.
-    let ours_pools: BTreeMap<&str, &ActualPool> =
-        actual.pools.iter().filter(|p| own.owns(&p.tags)).map(|p| (p.name.as_str(), p)).collect();
+    // or modify it, and policies that need it are skipped. Two of ours with one name are the trace
+    // of a create whose sender died before it saw the answer (or whose snapshot was taken before
+    // the dying sender's create landed): one is kept, the others are deleted at the end.
+    let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
+
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
+            plan.conflicts.push(Conflict {
+                message: format!(
+                    "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
+                    m.address, m.protocol_port, m.id, p.name
+                ),
+            });
+        }
+    }
 
     let mut pool_refs: BTreeMap<&str, PoolRef> = BTreeMap::new();
     for (name, pool) in &desired.pools {
@@ -449,13 +477,15 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
 
     // Deletes last: stale policies, then pools nothing references any more.
     let desired_policy_names: BTreeSet<&str> = desired.policies.iter().map(|p| p.name.as_str()).collect();
+    let kept_policy_ids: BTreeSet<&str> = kept_policies(actual, own).values().map(|p| p.id.as_str()).collect();
     for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
-        if !desired_policy_names.contains(p.name.as_str()) {
+        if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(p.id.as_str()) {
             plan.writes.push(Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() });
         }
     }
+    let kept_pool_ids: BTreeSet<&str> = ours_pools.values().map(|p| p.id.as_str()).collect();
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags)) {
-        if !desired.pools.contains_key(&p.name) {
+        if !desired.pools.contains_key(&p.name) || !kept_pool_ids.contains(p.id.as_str()) {
             // A foreign policy or default pool still pointing at it makes Octavia refuse the
             // delete; report it instead of failing the whole plan.
             let used_by_foreign = actual
@@ -475,6 +505,37 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
         }
     }
     plan
+}
+
+/// Our pools by name, one per name, none in ERROR (Octavia does not retry a failed object: ours
+/// in ERROR are replaced by a new one, then deleted). Among duplicates the one that our policies and listener
+/// already point at is kept (so no policy has to move), then the one with more members, then the
+/// first listed.
+fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str, &'a ActualPool> {
+    let uses = |p: &ActualPool| {
+        actual.policies.iter().filter(|pol| pol.redirect_pool_id.as_deref() == Some(p.id.as_str())).count()
+            + usize::from(actual.listener.default_pool_id.as_deref() == Some(p.id.as_str()))
+    };
+    let mut kept: BTreeMap<&str, &ActualPool> = BTreeMap::new();
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+        match kept.get(p.name.as_str()) {
+            Some(k) if (uses(k), k.members.len()) >= (uses(p), p.members.len()) => {}
+            _ => {
+                kept.insert(p.name.as_str(), p);
+            }
+        }
+    }
+    kept
+}
+
+/// Our policies by name, one per name, none in ERROR: among duplicates the first in position order, the one
+/// haproxy evaluates (the others never match anything it would not).
+fn kept_policies<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str, &'a ActualPolicy> {
+    let mut kept: BTreeMap<&str, &ActualPolicy> = BTreeMap::new();
+    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+        kept.entry(p.name.as_str()).or_insert(p);
+    }
+    kept
 }
 
 fn member_spec(m: &Member, tags: &[String]) -> MemberSpec {
@@ -542,7 +603,7 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
     let same = want.len() == have.len()
         && want.iter().all(|m| {
             have.get(&(m.address, m.protocol_port))
-                .is_some_and(|a| a.weight == m.weight && a.backup == m.backup && a.admin_state_up)
+                .is_some_and(|a| a.weight == m.weight && a.backup == m.backup && a.admin_state_up && !a.in_error)
         });
     if !same {
         let mut members: Vec<MemberSpec> = want.iter().map(|m| member_spec(m, &tags)).collect();
@@ -600,22 +661,26 @@ fn plan_policies(
     pool_refs: &BTreeMap<&str, PoolRef>,
     plan: &mut WritePlan,
 ) {
-    let ours: BTreeMap<&str, &ActualPolicy> =
-        actual.policies.iter().filter(|p| own.owns(&p.tags)).map(|p| (p.name.as_str(), p)).collect();
-    // The listener's policies in position order, by name for ours and id for foreign ones. The
-    // walk below keeps a cursor on the first of them not yet placed: everything before it is
-    // placed (our desired policies, in order) or stale (ours, deleted at the end). One pass, with
-    // a map from key to index, so planning stays linear in the number of policies.
+    let ours = kept_policies(actual, own);
+    // The listener's policies in position order, by name for ours and id for foreign ones (and
+    // for our duplicates, which are deleted at the end like stale ones). The walk below keeps a
+    // cursor on the first of them not yet placed: everything before it is placed (our desired
+    // policies, in order) or stale (ours, deleted at the end). One pass, with a map from key to
+    // index, so planning stays linear in the number of policies.
     let keys: Vec<String> = actual
         .policies
         .iter()
-        .map(|p| if own.owns(&p.tags) { format!("ours:{}", p.name) } else { format!("foreign:{}", p.id) })
+        .map(|p| match ours.get(p.name.as_str()) {
+            Some(kept) if own.owns(&p.tags) && kept.id == p.id => format!("ours:{}", p.name),
+            _ if own.owns(&p.tags) => format!("duplicate:{}", p.id),
+            _ => format!("foreign:{}", p.id),
+        })
         .collect();
     let index_of: std::collections::HashMap<&str, usize> =
         keys.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
     let wanted: std::collections::HashSet<String> =
         desired.policies.iter().map(|p| format!("ours:{}", p.name)).collect();
-    let stale = |k: &String| k.starts_with("ours:") && !wanted.contains(k);
+    let stale = |k: &String| (k.starts_with("ours:") && !wanted.contains(k)) || k.starts_with("duplicate:");
     let mut moved = vec![false; keys.len()];
     let mut cursor = 0usize;
     let mut stale_before = 0usize;
@@ -698,9 +763,18 @@ fn plan_policies(
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
 fn plan_rules(want: &crate::model::Policy, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
-    let mut unmatched_have: Vec<&ActualRule> =
-        have.rules.iter().filter(|h| !want.rules.iter().any(|w| rule_matches(w, h))).collect();
-    let missing: Vec<&Rule> = want.rules.iter().filter(|w| !have.rules.iter().any(|h| rule_matches(w, h))).collect();
+    // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
+    // a restarted run) leaves its copy unmatched and deleted.
+    let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();
+    let mut missing: Vec<&Rule> = Vec::new();
+    for w in &want.rules {
+        match unmatched_have.iter().position(|h| rule_matches(w, h)) {
+            Some(i) => {
+                unmatched_have.remove(i);
+            }
+            None => missing.push(w),
+        }
+    }
     for rule in missing {
         // Prefer updating a leftover rule of the same type in place.
         if let Some(i) = unmatched_have.iter().position(|h| h.rule_type == rule_type_str(rule.rule_type)) {

@@ -115,6 +115,9 @@ pub struct ConvergeReport {
     pub floating_ip: Option<IpAddr>,
     /// HTTP requests to Octavia and Neutron during the convergence (reads and writes).
     pub requests: u64,
+    /// Read → plan → write rounds (1, or more when the writes were read back; see
+    /// [`Router::converge`]).
+    pub rounds: usize,
     pub elapsed: Duration,
 }
 
@@ -135,11 +138,17 @@ pub struct Router {
     pub octavia: Octavia,
     pub neutron: Neutron,
     pub spec: RouterSpec,
+    /// Whether a convergence of this process has already read its writes back (see
+    /// [`Router::converge`]).
+    verified: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
+
+/// Read → plan → write rounds of one convergence at most (see [`Router::converge`]).
+const MAX_ROUNDS: usize = 3;
 
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
-        Self { octavia, neutron, spec }
+        Self { octavia, neutron, spec, verified: Default::default() }
     }
 
     fn diff_options(&self) -> DiffOptions {
@@ -155,16 +164,104 @@ impl Router {
                 Err(e) => Err(e.into()),
             };
         }
-        let q = ListQuery { tags: self.spec.ownership.router_tags(), ..ListQuery::name(&self.spec.name) };
-        let mut found = self.octavia.list_load_balancers(&q).await?;
+        let mut found = self.list_ours().await?;
         match found.len() {
             0 => Ok(None),
             1 => Ok(found.pop()),
-            _ => Err(DriverError::DuplicateRouters {
-                name: self.spec.name.clone(),
-                ids: found.iter().map(|l| l.id.as_str()).collect::<Vec<_>>().join(", "),
-            }),
+            _ => Err(self.duplicate_routers(&found)),
         }
+    }
+
+    async fn list_ours(&self) -> Result<Vec<LoadBalancer>> {
+        let q = ListQuery { tags: self.spec.ownership.router_tags(), ..ListQuery::name(&self.spec.name) };
+        Ok(self.octavia.list_load_balancers(&q).await?)
+    }
+
+    fn duplicate_routers(&self, found: &[LoadBalancer]) -> DriverError {
+        DriverError::DuplicateRouters {
+            name: self.spec.name.clone(),
+            ids: found.iter().map(|l| l.id.as_str()).collect::<Vec<_>>().join(", "),
+        }
+    }
+
+    /// [`Router::find`] for a convergence, which also clears duplicate routers.
+    ///
+    /// Two load balancers with our name and tags are the trace of a router create sent by a run
+    /// that died before it saw the answer, while the next run (which had found none) created its
+    /// own. The one with a floating IP is the router; without one anywhere, the one with more
+    /// listeners and pools, then the older. The others hold no floating IP and were made by us:
+    /// they are deleted (cascade). Two with a floating IP are left to the operator.
+    async fn find_clearing_duplicates(&self, report: &mut ConvergeReport) -> Result<Option<LoadBalancer>> {
+        if self.spec.uuid.is_some() {
+            return self.find().await;
+        }
+        let found = self.list_ours().await?;
+        if found.len() < 2 {
+            return Ok(found.into_iter().next());
+        }
+        let mut with_fip = Vec::new();
+        for lb in &found {
+            with_fip.push(self.has_floating_ip(lb).await?);
+        }
+        let keep = match with_fip.iter().filter(|f| **f).count() {
+            0 => found
+                .iter()
+                .max_by(|a, b| {
+                    (a.listeners.len() + a.pools.len())
+                        .cmp(&(b.listeners.len() + b.pools.len()))
+                        // Older first: created_at is ISO 8601, so the smaller string is older.
+                        .then_with(|| b.created_at.cmp(&a.created_at))
+                })
+                .cloned(),
+            1 => found.iter().zip(&with_fip).find(|(_, f)| **f).map(|(lb, _)| lb.clone()),
+            _ => return Err(self.duplicate_routers(&found)),
+        };
+        let keep = keep.expect("at least two routers");
+        self.delete_duplicate_routers(&keep, &found, report).await?;
+        Ok(Some(keep))
+    }
+
+    /// After this convergence created the router: a dying run's create may have landed beside it.
+    async fn clear_duplicates_of_new_router(&self, keep: &LoadBalancer, report: &mut ConvergeReport) -> Result<()> {
+        let found = self.list_ours().await?;
+        if found.len() > 1 {
+            for lb in found.iter().filter(|lb| lb.id != keep.id) {
+                if self.has_floating_ip(lb).await? {
+                    return Err(self.duplicate_routers(&found));
+                }
+            }
+            self.delete_duplicate_routers(keep, &found, report).await?;
+        }
+        Ok(())
+    }
+
+    async fn has_floating_ip(&self, lb: &LoadBalancer) -> Result<bool> {
+        let Some(port) = &lb.vip_port_id else { return Ok(false) };
+        let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
+        Ok(!self.neutron.list_floating_ips(&q).await?.is_empty())
+    }
+
+    async fn delete_duplicate_routers(
+        &self,
+        keep: &LoadBalancer,
+        found: &[LoadBalancer],
+        report: &mut ConvergeReport,
+    ) -> Result<()> {
+        for lb in found.iter().filter(|lb| lb.id != keep.id) {
+            let description = format!(
+                "delete duplicate L7 router {} (an interrupted create; no floating IP); {} is the router",
+                lb.id, keep.id
+            );
+            tracing::warn!("{description}");
+            let t = Instant::now();
+            self.discard_new_router(lb).await.map_err(|e| match e {
+                DriverError::OpenStack(source) => DriverError::Write { write: description.clone(), source },
+                e => e,
+            })?;
+            report.conflicts.push(description.clone());
+            report.writes.push(WriteRecord { kind: "delete_router", description, duration: t.elapsed() });
+        }
+        Ok(())
     }
 
     /// Converge the router to `desired`: create it fully populated if it does not exist, else
@@ -174,7 +271,7 @@ impl Router {
         let requests_before = self.octavia.session().stats().requests;
         let mut report = ConvergeReport::default();
 
-        let lb = match self.find().await? {
+        let lb = match self.find_clearing_duplicates(&mut report).await? {
             Some(lb) => self.ready(lb).await?,
             None if self.spec.fully_populated_create => {
                 let lb = self.create_populated(desired, &mut report).await?;
@@ -205,13 +302,38 @@ impl Router {
         let listener = self.ensure_listener(&lb, &mut report).await?;
         report.listener_id = listener.id.clone();
         if !report.created_router {
-            let actual = self.read_actual(&listener).await?;
-            let plan = plan_writes(desired, &actual, &self.diff_options());
-            self.execute(&lb.id, &listener.id, &plan, &mut report).await?;
+            // The snapshot a plan is made from can be stale in one way that matters: a create
+            // sent by a process that died (or a leader that lost its lease) just before this one
+            // read the router lands after the read, and the plan creates the object a second
+            // time. That is visible afterwards only: the write of this round waited for the
+            // router (409 busy retries), or this is the first convergence of the process. Then
+            // the router is read again and the copies are deleted (plan_writes keeps one of each
+            // name), within MAX_ROUNDS.
+            let stats = || self.octavia.session().stats().conflict_retries;
+            for round in 1..=MAX_ROUNDS {
+                let busy_before = stats();
+                let actual = self.read_actual(&listener).await?;
+                let plan = plan_writes(desired, &actual, &self.diff_options());
+                report.rounds = round;
+                if plan.writes.is_empty() && round > 1 {
+                    break;
+                }
+                self.execute(&lb.id, &listener.id, &plan, &mut report).await?;
+                let first = !self.verified.swap(true, std::sync::atomic::Ordering::SeqCst);
+                let raced = stats() > busy_before;
+                if plan.writes.is_empty() || !(first || raced) {
+                    break;
+                }
+            }
+            let mut seen = std::collections::BTreeSet::new();
+            report.conflicts.retain(|c| seen.insert(c.clone()));
         }
 
         report.floating_ip = self.ensure_floating_ip(&lb).await?;
         report.address = report.floating_ip.or(report.vip_address);
+        if report.writes.first().is_some_and(|w| w.kind == "create_router") && self.spec.uuid.is_none() {
+            self.clear_duplicates_of_new_router(&lb, &mut report).await?;
+        }
         report.requests = self.octavia.session().stats().requests - requests_before;
         report.elapsed = started.elapsed();
         Ok(report)
@@ -362,6 +484,7 @@ impl Router {
                 action: p.action,
                 redirect_pool_id: p.redirect_pool_id,
                 admin_state_up: p.admin_state_up,
+                in_error: p.provisioning_status == "ERROR",
                 tags: p.tags,
             });
         }
@@ -416,6 +539,7 @@ impl Router {
                 name: p.name,
                 lb_algorithm: p.lb_algorithm,
                 healthmonitor,
+                in_error: p.provisioning_status == "ERROR",
                 tags: p.tags,
             });
         }
@@ -632,6 +756,7 @@ pub fn actual_member(m: crate::openstack::octavia::Member) -> Option<ActualMembe
         backup: m.backup,
         admin_state_up: m.admin_state_up,
         tags: m.tags,
+        in_error: m.provisioning_status == "ERROR",
     })
 }
 

@@ -20,7 +20,14 @@ pub struct Simulator {
 
 impl Simulator {
     pub fn new(router: ActualRouter) -> Self {
-        Self { router, next_id: 0 }
+        // Continue after the ids of a snapshot taken from another simulator, so none is reused.
+        let ids = router
+            .policies
+            .iter()
+            .flat_map(|p| std::iter::once(&p.id).chain(p.rules.iter().map(|r| &r.id)))
+            .chain(router.pools.iter().flat_map(|p| std::iter::once(&p.id).chain(p.members.iter().map(|m| &m.id))));
+        let next_id = ids.filter_map(|id| id.strip_prefix("sim-")?.parse().ok()).max().unwrap_or(0);
+        Self { router, next_id }
     }
 
     fn id(&mut self) -> String {
@@ -74,6 +81,7 @@ impl Simulator {
                     members: vec![],
                     healthmonitor: None,
                     tags: tags.clone(),
+                    in_error: false,
                 });
             }
             Write::UpdatePool { id, lb_algorithm, .. } => {
@@ -112,6 +120,8 @@ impl Simulator {
                             backup: m.backup,
                             admin_state_up: m.admin_state_up,
                             tags: m.tags.clone(),
+                            // The batch update rewrites every member it names.
+                            in_error: false,
                         }
                     })
                     .collect();
@@ -166,6 +176,7 @@ impl Simulator {
                         admin_state_up: *admin_state_up,
                         rules: vec![],
                         tags: tags.clone(),
+                        in_error: false,
                     },
                 );
                 self.renumber();

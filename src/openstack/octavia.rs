@@ -45,6 +45,8 @@ pub struct LoadBalancer {
     pub tags: Vec<String>,
     pub listeners: Vec<IdRef>,
     pub pools: Vec<IdRef>,
+    /// ISO 8601, as Octavia gives it.
+    pub created_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -437,8 +439,11 @@ impl Default for OctaviaOptions {
     fn default() -> Self {
         Self {
             busy_retry: Duration::from_secs(60),
-            min_delay: Duration::from_millis(100),
-            max_delay: Duration::from_secs(1),
+            // A write on the router takes 0.3–3 s; GETs take 30–55 ms. Polling 50 ms → 500 ms
+            // overshoots ACTIVE by at most half a second at the cost of a few cheap GETs
+            // (docs/benchmarks.md, latency probe).
+            min_delay: Duration::from_millis(50),
+            max_delay: Duration::from_millis(500),
         }
     }
 }
@@ -459,6 +464,10 @@ impl Octavia {
 
     pub fn session(&self) -> &Session {
         &self.session
+    }
+
+    pub fn options(&self) -> &OctaviaOptions {
+        &self.opts
     }
 
     fn backoff(&self) -> ExponentialBuilder {
