@@ -487,9 +487,14 @@ async fn health_monitors_follow_the_option() {
     .await;
 }
 
-/// The `apply` command killed with SIGKILL at several points of a cold convergence of the examples,
-/// then run again: the router ends exactly as a clean run leaves it (same policies, pools and
-/// members, each once), one floating IP, and a further `apply` makes 0 writes.
+/// The `apply` command killed with SIGKILL at 20 random points of a cold convergence of the
+/// examples (~50 writes), each run started right after the previous one was killed, then run to
+/// the end: the router ends exactly as a clean run leaves it (same policies, pools and members,
+/// each once), one router, one floating IP, and a further `apply` makes 0 writes.
+///
+/// A kill right after a create was sent, with the next run reading the router before Octavia
+/// committed it, leaves a copy (a second pool or router of the same name): the driver reads its
+/// writes back on a process's first convergence and deletes copies, which this test exercises.
 #[tokio::test]
 async fn apply_killed_at_random_points_converges_without_duplicates() {
     if !enabled() {
@@ -526,18 +531,37 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
     let conf2 = conf.clone();
     let result = tokio::spawn(async move {
         let (r, conf) = (r2, conf2);
-        // Kill points spread over the cold convergence (router create, listener, pools,
-        // policies and rules), varied by the clock so that runs hit different writes.
-        let jitter =
-            (std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_millis() % 1500) as u64;
-        for (i, ms) in [1500u64, 4000, 9000, 15000].iter().enumerate() {
+        // 20 kill points, each 0.4–4 s into a run (a run spends ~0.5 s authenticating and
+        // reading, then writes ~1 per 1–3 s), so kills land in the router create, between
+        // writes and inside them. The seed is printed so that a failing sequence can be replayed
+        // with KURYR_KILL_SEED.
+        let seed = std::env::var("KURYR_KILL_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or_else(|| {
+            std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64 | 1
+        });
+        println!("kill seed {seed} (KURYR_KILL_SEED)");
+        let mut x = seed;
+        let mut next = move || {
+            // xorshift64: no dependency needed for 20 numbers.
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        let mut finished_early = 0;
+        for i in 0..20 {
+            let ms = 400 + next() % 3600;
             let mut child = apply().spawn().expect("run kuryr-l7-router apply");
-            tokio::time::sleep(Duration::from_millis(ms + jitter)).await;
+            tokio::time::sleep(Duration::from_millis(ms)).await;
             let still_running = child.try_wait().unwrap().is_none();
+            finished_early += usize::from(!still_running);
             child.kill().ok(); // SIGKILL
             let _ = child.wait();
-            println!("kill #{i} after {} ms (still running: {still_running})", ms + jitter);
+            println!("kill #{i} after {ms} ms (still running: {still_running})");
         }
+        assert!(
+            finished_early <= 15,
+            "{finished_early} of 20 runs had finished before their kill: too few interruptions"
+        );
         let done = apply().output().unwrap();
         let out = String::from_utf8_lossy(&done.stdout);
         assert!(done.status.success(), "apply after kills failed: {out}\n{}", String::from_utf8_lossy(&done.stderr));

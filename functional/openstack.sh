@@ -9,6 +9,14 @@
 #   start  (default) stop anything this recipe started, wipe $ROOT/{etc,data,log,run},
 #          install missing apt packages, init DBs, start all daemons, wait for readiness.
 #   stop   stop exactly the pids recorded in $ROOT/run/*.pid (and their descendants).
+#   status one line per recorded daemon: running or DEAD.
+#   Fault injection on a running stack (functional/faults.rs), NAME one of keystone,
+#   neutron-server, octavia-api, octavia-worker:
+#   stop-service NAME / start-service NAME   stop it (connections refused) / start it and wait
+#                                            until it answers (the worker: until it consumes)
+#   pause-service NAME / resume-service NAME SIGSTOP / SIGCONT it and its children (it keeps its
+#                                            sockets and its in-flight work: a hung service)
+#   token-expiration SECONDS                 set Keystone's [token] expiration, restart Keystone
 #   (start also writes $ROOT/etc/kuryr/kuryr.conf and $ROOT/etc/topology.json for this stack)
 #
 # env knobs:
@@ -85,12 +93,84 @@ wait_http() { # URL NAME TIMEOUT_S
   echo "TIMEOUT waiting for $2 at $1; see $LOG" >&2; return 1
 }
 
+NCONF=(--config-file "$ETC/neutron/neutron.conf" --config-file "$ETC/neutron/plugins/ml2/ml2_conf.ini")
+
+start_keystone() {
+  daemon keystone env OS_KEYSTONE_CONFIG_FILES="$ETC/keystone/keystone.conf" $PY -m gunicorn \
+      --chdir "$ETC/wsgi" --bind 127.0.0.1:5000 --workers 1 --threads 8 --worker-class gthread --timeout 120 \
+      --access-logfile "$LOG/keystone-access.log" --error-logfile "$LOG/keystone-gunicorn.log" \
+      --name keystone keystone_wsgi:application
+}
+start_neutron_server() {
+  daemon neutron-server $PY -c 'import sys; from neutron.cmd.eventlet.server import main; sys.argv[0]="neutron-server"; sys.exit(main())' \
+      "${NCONF[@]}" --log-file "$LOG/neutron-server.log"
+}
+start_octavia_worker() {
+  daemon octavia-worker octavia-worker --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
+}
+start_octavia_api() {
+  daemon octavia-api $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9876 --workers 1 --threads 8 \
+      --worker-class gthread --timeout 120 --access-logfile "$LOG/octavia-access.log" \
+      --error-logfile "$LOG/octavia-gunicorn.log" --name octavia-api octavia_wsgi:application
+}
+
+# the API casts to the 'octavia_prov' topic; a cast sent before the worker's queue exists is
+# silently dropped (LB stuck in PENDING_CREATE), so wait until the queue has a consumer
+wait_worker() {
+  $PY - <<'PYEOF'
+import time, kombu
+deadline = time.time() + 120
+while True:
+    try:
+        with kombu.Connection("amqp://guest:guest@127.0.0.1:5672//", connect_timeout=2) as c:
+            _, _, consumers = c.default_channel.queue_declare(queue="octavia_prov", passive=True)
+            if consumers > 0:
+                break
+    except Exception:
+        pass
+    if time.time() > deadline:
+        raise SystemExit("octavia-worker never consumed from octavia_prov")
+    time.sleep(0.25)
+PYEOF
+  ts "octavia-worker consuming from octavia_prov"
+}
+
+start_service() {
+  case "$1" in
+    keystone) start_keystone; wait_http http://127.0.0.1:5000/v3 keystone 60 ;;
+    neutron-server) start_neutron_server; wait_http http://127.0.0.1:9696/ neutron 120 ;;
+    octavia-api) start_octavia_api; wait_http http://127.0.0.1:9876/ octavia-api 120 ;;
+    octavia-worker) start_octavia_worker; wait_worker ;;
+    *) echo "unknown service $1 (keystone, neutron-server, octavia-api, octavia-worker)" >&2; exit 2 ;;
+  esac
+}
+
+# signal_service NAME SIG: the recorded pid and its descendants
+signal_service() {
+  local pid st k
+  [ -f "$RUN/$1.pid" ] || { echo "$1 is not running (no $RUN/$1.pid)" >&2; exit 1; }
+  read -r pid st < "$RUN/$1.pid"
+  alive "$pid" "$st" || { echo "$1 is not running (pid $pid gone)" >&2; exit 1; }
+  for k in $pid $(descendants "$pid"); do kill -s "$2" "$k" 2>/dev/null || true; done
+  ts "$1: SIG$2 sent to pid $pid and its children"
+}
+
 case "${1:-start}" in
   stop) stop_all; exit 0 ;;
+  stop-service) [ -n "${2:-}" ] || { echo "usage: $0 stop-service NAME" >&2; exit 2; }
+                stop_group "$2"; exit 0 ;;
+  start-service) [ -n "${2:-}" ] || { echo "usage: $0 start-service NAME" >&2; exit 2; }
+                 start_service "$2"; exit 0 ;;
+  pause-service) signal_service "${2:?usage: $0 pause-service NAME}" STOP; exit 0 ;;
+  resume-service) signal_service "${2:?usage: $0 resume-service NAME}" CONT; exit 0 ;;
+  token-expiration)
+    secs=${2:?usage: $0 token-expiration SECONDS}
+    sed -i "s/^expiration = .*/expiration = $secs/" "$ETC/keystone/keystone.conf"
+    stop_group keystone; start_service keystone; ts "keystone: [token] expiration = $secs"; exit 0 ;;
   status) for f in "$RUN"/*.pid; do [ -f "$f" ] || continue; read -r p s < "$f"
             if alive "$p" "$s"; then echo "$(basename "$f" .pid) running pid $p"; else echo "$(basename "$f" .pid) DEAD"; fi; done; exit 0 ;;
   start) ;;
-  *) echo "usage: $0 [start|stop|status]" >&2; exit 2 ;;
+  *) echo "usage: $0 [start|stop|status|stop-service|start-service|pause-service|resume-service|token-expiration]" >&2; exit 2 ;;
 esac
 
 # ---------------------------------------------------------------- 0. clean + packages
@@ -330,7 +410,6 @@ clouds:
 EOF
 
 # ---------------------------------------------------------------- 4. schemas (in parallel)
-NCONF=(--config-file "$ETC/neutron/neutron.conf" --config-file "$ETC/neutron/plugins/ml2/ml2_conf.ini")
 KM=(keystone-manage --config-file "$ETC/keystone/keystone.conf")
 ( "${KM[@]}" db_sync && "${KM[@]}" fernet_setup --keystone-user root --keystone-group root \
   && "${KM[@]}" credential_setup --keystone-user root --keystone-group root \
@@ -344,21 +423,15 @@ $PY -c 'import sys; from neutron.db.migration.cli import main; sys.argv[0]="neut
     "${NCONF[@]}" upgrade heads > "$LOG/neutron-db-manage.log" 2>&1 & NPID=$!
 wait $KPID || { echo "keystone-manage failed, see $LOG/keystone-manage.log" >&2; exit 1; }
 ts "keystone db_sync + fernet + bootstrap done"
-daemon keystone env OS_KEYSTONE_CONFIG_FILES="$ETC/keystone/keystone.conf" $PY -m gunicorn \
-    --chdir "$ETC/wsgi" --bind 127.0.0.1:5000 --workers 1 --threads 8 --worker-class gthread --timeout 120 \
-    --access-logfile "$LOG/keystone-access.log" --error-logfile "$LOG/keystone-gunicorn.log" \
-    --name keystone keystone_wsgi:application
+start_keystone
 wait $OPID || { echo "octavia-db-manage failed, see $LOG/octavia-db-manage.log" >&2; exit 1; }
 wait $NPID || { echo "neutron-db-manage failed, see $LOG/neutron-db-manage.log" >&2; exit 1; }
 ts "octavia + neutron schemas migrated"
 
 # ---------------------------------------------------------------- 5. daemons
-daemon neutron-server $PY -c 'import sys; from neutron.cmd.eventlet.server import main; sys.argv[0]="neutron-server"; sys.exit(main())' \
-    "${NCONF[@]}" --log-file "$LOG/neutron-server.log"
-daemon octavia-worker octavia-worker --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
-daemon octavia-api $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9876 --workers 1 --threads 8 \
-    --worker-class gthread --timeout 120 --access-logfile "$LOG/octavia-access.log" \
-    --error-logfile "$LOG/octavia-gunicorn.log" --name octavia-api octavia_wsgi:application
+start_neutron_server
+start_octavia_worker
+start_octavia_api
 
 wait_http http://127.0.0.1:5000/v3 keystone 60
 
@@ -410,24 +483,7 @@ ts "keystone users/roles/services/endpoints created"
 wait_http http://127.0.0.1:9696/ neutron 120
 wait_http http://127.0.0.1:9876/ octavia-api 120
 
-# the API casts to the 'octavia_prov' topic; a cast sent before the worker's queue exists is
-# silently dropped (LB stuck in PENDING_CREATE), so wait until the queue has a consumer
-$PY - <<'EOF'
-import time, kombu
-deadline = time.time() + 120
-while True:
-    try:
-        with kombu.Connection("amqp://guest:guest@127.0.0.1:5672//", connect_timeout=2) as c:
-            _, _, consumers = c.default_channel.queue_declare(queue="octavia_prov", passive=True)
-            if consumers > 0:
-                break
-    except Exception:
-        pass
-    if time.time() > deadline:
-        raise SystemExit("octavia-worker never consumed from octavia_prov")
-    time.sleep(0.25)
-EOF
-ts "octavia-worker consuming from octavia_prov"
+wait_worker
 
 # baseline neutron topology: external 'public' (flat, 172.24.4.0/24), 'private' (vxlan, 10.0.0.0/24), router1
 TOPOLOGY_FILE="$ETC/topology.json" $PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || { cat "$LOG/neutron-bootstrap.log" >&2; exit 1; }
