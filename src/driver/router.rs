@@ -310,8 +310,13 @@ impl Router {
             // the router is read again and the copies are deleted (plan_writes keeps one of each
             // name), within MAX_ROUNDS.
             let stats = || self.octavia.session().stats().conflict_retries;
+            let mut listener = listener;
             for round in 1..=MAX_ROUNDS {
                 let busy_before = stats();
+                if round > 1 {
+                    // Its default pool may have been one of the writes.
+                    listener = self.octavia.get_listener(&listener.id).await?;
+                }
                 let actual = self.read_actual(&listener).await?;
                 let plan = plan_writes(desired, &actual, &self.diff_options());
                 report.rounds = round;
