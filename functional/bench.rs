@@ -131,6 +131,15 @@ async fn run(r: Router, fp: Router) {
         secs(write_time),
         secs(cold.elapsed.saturating_sub(write_time))
     );
+    // Octavia's worker loads the router's whole object graph for every write, so a write's
+    // latency grows with the router: show it by tenths of the cold start.
+    let tenth = cold.writes.len().div_ceil(10).max(1);
+    let by_tenth: Vec<String> = cold
+        .writes
+        .chunks(tenth)
+        .map(|c| format!("{:.0}", ms(median(c.iter().map(|w| w.duration).collect()))))
+        .collect();
+    println!("  median write latency (ms) by tenth of the cold start: {}", by_tenth.join(" "));
     let lb_id = cold.lb_id.clone();
 
     // ---- latency probe: how much of a write's time is the poll backoff?
