@@ -487,6 +487,13 @@ fn driver_error(e: crate::driver::router::DriverError) -> WriteError {
 impl RouterBackend for OctaviaBackend {
     async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
         let result = self.router.converge(desired).await.map_err(driver_error);
+        if let Ok(report) = &result {
+            // Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator
+            // learns it here (`apply` prints the same lines).
+            for c in &report.conflicts {
+                tracing::warn!(router = %report.lb_id, "{c}");
+            }
+        }
         // Pools may have been created or deleted: resolve again on the next Members job.
         self.forget().await;
         result

@@ -107,7 +107,8 @@ pub struct ConvergeReport {
     pub listener_id: String,
     pub created_router: bool,
     pub writes: Vec<WriteRecord>,
-    /// Things left alone because they are not ours (see [`super::diff::Conflict`]).
+    /// What the operator should know: things left alone because they are not ours (see
+    /// [`super::diff::Conflict`]), copies deleted, objects in ERROR replaced.
     pub conflicts: Vec<String>,
     /// The router's public address: the floating IP, else the VIP.
     pub address: Option<IpAddr>,
