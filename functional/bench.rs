@@ -41,7 +41,11 @@ async fn router(tag: &str, fully_populated: bool) -> Router {
         ),
         ..defaults
     };
-    r.octavia = Octavia::new(r.octavia.session().clone(), opts);
+    // A fully-populated create of a large router is one long request (its graph is written in
+    // the API call): give requests 5 minutes so that the bench measures it instead of timing out.
+    let mut auth = r.octavia.session().options().clone();
+    auth.timeout = Duration::from_secs(300);
+    r.octavia = Octavia::new(Session::new(auth).unwrap(), opts);
     r.spec.fully_populated_create = fully_populated;
     r.spec.write_timeout = Duration::from_secs(120);
     r
