@@ -127,7 +127,11 @@ fn service(name: &str, notice: Option<&ServiceNotice>) -> Service {
 }
 
 fn slice(svc: &str, ips: &[&str]) -> EndpointSlice {
-    let eps: Vec<Value> = ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect();
+    slice_of(svc, ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect())
+}
+
+/// The one IPv4 EndpointSlice of `svc` (port `http` 8080) with these endpoints.
+fn slice_of(svc: &str, eps: Vec<Value>) -> EndpointSlice {
     serde_json::from_value(json!({
         "metadata": {"name": format!("{svc}-abc"), "namespace": "shop", "labels": {"kubernetes.io/service-name": svc}},
         "addressType": "IPv4",
@@ -153,13 +157,7 @@ fn slice_on_nodes(svc: &str, eps: &[(&str, &str)]) -> EndpointSlice {
         .iter()
         .map(|(ip, node)| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": node}))
         .collect();
-    serde_json::from_value(json!({
-        "metadata": {"name": format!("{svc}-abc"), "namespace": "shop", "labels": {"kubernetes.io/service-name": svc}},
-        "addressType": "IPv4",
-        "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-        "endpoints": eps
-    }))
-    .unwrap()
+    slice_of(svc, eps)
 }
 
 fn node(name: &str, zone: &str) -> Node {

@@ -760,13 +760,7 @@ async fn a_router_in_error_is_reported_and_left_alone() {
         let want = shop();
         converge(&r, &want).await;
         let lb = r.find().await.unwrap().unwrap();
-        let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
-        let sql = format!("UPDATE load_balancer SET provisioning_status='ERROR' WHERE id='{}'", lb.id);
-        let st = std::process::Command::new("mariadb")
-            .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
-            .status()
-            .expect("mariadb client");
-        assert!(st.success(), "could not inject the ERROR status");
+        set_provisioning_status("load_balancer", &lb.id, "ERROR");
         let writes_before = r.octavia.session().stats().writes;
         let mut changed = want.clone();
         changed.pools.get_mut("shop_api").unwrap().members[0].weight = 9;
@@ -778,11 +772,7 @@ async fn a_router_in_error_is_reported_and_left_alone() {
         assert!(r.octavia.get_load_balancer(&lb.id).await.is_ok(), "never deleted");
         // Explicit recovery (docs/operations.md): the operator fixes the router; here, back to
         // ACTIVE in the database, after which the pending change converges.
-        let sql = format!("UPDATE load_balancer SET provisioning_status='ACTIVE' WHERE id='{}'", lb.id);
-        std::process::Command::new("mariadb")
-            .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
-            .status()
-            .unwrap();
+        set_provisioning_status("load_balancer", &lb.id, "ACTIVE");
         assert_eq!(kinds(&converge(&r, &changed).await), vec!["batch_members"]);
     })
     .await;

@@ -346,15 +346,8 @@ async fn pool_and_member_in_error_are_reported_and_repaired() {
         let broken_pool = actual.pools.iter().find(|p| !p.members.is_empty()).unwrap().clone();
         let other = actual.pools.iter().find(|p| p.id != broken_pool.id && !p.members.is_empty()).unwrap().clone();
         let broken_member = other.members[0].clone();
-        let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
-        for (table, id) in [("pool", &broken_pool.id), ("member", &broken_member.id)] {
-            let sql = format!("UPDATE {table} SET provisioning_status='ERROR' WHERE id='{id}'");
-            let st = std::process::Command::new("mariadb")
-                .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
-                .status()
-                .expect("mariadb client");
-            assert!(st.success(), "could not inject ERROR on {table} {id}");
-        }
+        set_provisioning_status("pool", &broken_pool.id, "ERROR");
+        set_provisioning_status("member", &broken_member.id, "ERROR");
         let report = r.converge(&want).await.unwrap();
         println!("{:#?}", report.conflicts);
         assert!(report.conflicts.iter().any(|c| c.contains(&broken_pool.id) && c.contains("ERROR")));

@@ -173,14 +173,21 @@ fn shape(r: &ActualRouter) -> (Vec<PolicyShape>, Vec<(String, usize)>, String) {
     )
 }
 
+/// The router as a clean convergence of [`base`] leaves it (the reference the repair tests compare
+/// with).
+fn clean_base() -> Simulator {
+    let mut clean = Simulator::new(empty_router());
+    converge(&mut clean, &base(), &opts());
+    clean
+}
+
 /// A run killed after sending a create, and the next run that read the router before that create
 /// landed, leave the same pool, policy or rule twice. The next plan deletes the copies (policies
 /// before pools, so Octavia accepts every delete) and nothing else, and the router is then exactly
 /// the clean one.
 #[test]
 fn duplicates_left_by_an_interrupted_run_are_deleted() {
-    let mut clean = Simulator::new(empty_router());
-    converge(&mut clean, &base(), &opts());
+    let clean = clean_base();
     let mut sim = Simulator::new(clean.router.clone());
 
     // Copies of the auth pool (empty: its members went to the first one), of the last policy
@@ -211,8 +218,7 @@ fn duplicates_left_by_an_interrupted_run_are_deleted() {
 /// second: no policy has to move and the copy nothing uses goes.
 #[test]
 fn the_duplicate_pool_in_use_is_the_one_kept() {
-    let mut clean = Simulator::new(empty_router());
-    converge(&mut clean, &base(), &opts());
+    let clean = clean_base();
     let mut sim = Simulator::new(clean.router.clone());
     let first = sim.router.pools.iter().position(|p| p.name == "default_auth").unwrap();
     let mut orphan = sim.router.pools[first].clone();
@@ -231,8 +237,7 @@ fn the_duplicate_pool_in_use_is_the_one_kept() {
 /// one kept, because it is the one haproxy evaluates; the later one is deleted, no move is needed.
 #[test]
 fn the_first_of_duplicate_policies_is_kept() {
-    let mut clean = Simulator::new(empty_router());
-    converge(&mut clean, &base(), &opts());
+    let clean = clean_base();
     let mut sim = Simulator::new(clean.router.clone());
     let mut copy = sim.router.policies[0].clone();
     copy.id = "copy".into();
@@ -252,8 +257,7 @@ fn the_first_of_duplicate_policies_is_kept() {
 /// pool's batch update; each is reported, and the router ends as a clean run leaves it.
 #[test]
 fn objects_in_error_are_reported_and_replaced() {
-    let mut clean = Simulator::new(empty_router());
-    converge(&mut clean, &base(), &opts());
+    let clean = clean_base();
 
     // A pool in ERROR that a policy and the listener's default use.
     let mut sim = Simulator::new(clean.router.clone());

@@ -72,6 +72,19 @@ pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRou
     r.read_actual(listeners.first().expect("router has a listener")).await.unwrap()
 }
 
+/// Set an object's provisioning_status in Octavia's database (`table`: load_balancer, pool,
+/// member, ...), as a failed provider would leave it; the local stack's MariaDB socket, or
+/// `KURYR_MYSQL_SOCKET`.
+pub fn set_provisioning_status(table: &str, id: &str, status: &str) {
+    let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
+    let sql = format!("UPDATE {table} SET provisioning_status='{status}' WHERE id='{id}'");
+    let st = std::process::Command::new("mariadb")
+        .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
+        .status()
+        .expect("mariadb client");
+    assert!(st.success(), "could not set {table} {id} to {status}");
+}
+
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
 pub async fn cleanup(r: &Router) {
     if r.spec.uuid.is_some() {

@@ -402,6 +402,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     // of a create whose sender died before it saw the answer (or whose snapshot was taken before
     // the dying sender's create landed): one is kept, the others are deleted at the end.
     let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
+    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(actual, own);
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
@@ -445,7 +446,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
         }
     }
 
-    plan_policies(desired, actual, own, &pool_refs, &mut plan);
+    plan_policies(desired, actual, own, &ours_policies, &pool_refs, &mut plan);
 
     // Listener default pool: only on a listener we created.
     let want_default = desired.default_pool.as_deref().and_then(|n| pool_refs.get(n).cloned());
@@ -477,7 +478,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
 
     // Deletes last: stale policies, then pools nothing references any more.
     let desired_policy_names: BTreeSet<&str> = desired.policies.iter().map(|p| p.name.as_str()).collect();
-    let kept_policy_ids: BTreeSet<&str> = kept_policies(actual, own).values().map(|p| p.id.as_str()).collect();
+    let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
     for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
         if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(p.id.as_str()) {
             plan.writes.push(Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() });
@@ -658,10 +659,10 @@ fn plan_policies(
     desired: &DesiredRouter,
     actual: &ActualRouter,
     own: &Ownership,
+    ours: &BTreeMap<&str, &ActualPolicy>,
     pool_refs: &BTreeMap<&str, PoolRef>,
     plan: &mut WritePlan,
 ) {
-    let ours = kept_policies(actual, own);
     // The listener's policies in position order, by name for ours and id for foreign ones (and
     // for our duplicates, which are deleted at the end like stale ones). The walk below keeps a
     // cursor on the first of them not yet placed: everything before it is placed (our desired
