@@ -17,18 +17,24 @@
 #   pause-service NAME / resume-service NAME SIGSTOP / SIGCONT it and its children (it keeps its
 #                                            sockets and its in-flight work: a hung service)
 #   token-expiration SECONDS                 set Keystone's [token] expiration, restart Keystone
+#   octavia-fixes on|off                     restart the worker with / without the three fixes of
+#                                            Octavia 11.0.1 that make a fully-populated create work
+#                                            (Debian ships 11.0.0; functional/octavia/worker_zed_11_0_1.py).
+#                                            Default: off (Debian's worker as packaged).
 #   (start also writes $ROOT/etc/kuryr/kuryr.conf and $ROOT/etc/topology.json for this stack)
 #
 # env knobs:
 #   OCTAVIA_API_NETWORK_DRIVER=allowed_address_pairs_driver (default) -> the Octavia API allocates
 #       real neutron VIP ports (so a floating IP can be put on vip_port_id); the worker always uses
 #       network_noop_driver (allowed_address_pairs in the worker breaks with compute_noop_driver).
+#   OCTAVIA_FIXES=1 -> start the worker with those fixes (as `octavia-fixes on`).
 #   OCTAVIA_API_NETWORK_DRIVER=network_noop_driver -> pure noop; VIPs are fake (198.51.100.1)
 #       unless the client passes vip_port_id + vip_subnet_id + vip_address of a real port.
 set -euo pipefail
 
 ROOT=${ROOT:-/tmp/ostack}
 ETC=$ROOT/etc; DATA=$ROOT/data; LOG=$ROOT/log; RUN=$ROOT/run; BIN=$ROOT/bin
+HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 PY=/usr/bin/python3                # Debian's python (the OpenStack libs live there), not pyenv's
 OCTAVIA_API_NETWORK_DRIVER=${OCTAVIA_API_NETWORK_DRIVER:-allowed_address_pairs_driver}
 PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-openstackclient python3-octaviaclient python3-neutronclient haproxy"
@@ -106,7 +112,10 @@ start_neutron_server() {
       "${NCONF[@]}" --log-file "$LOG/neutron-server.log"
 }
 start_octavia_worker() {
-  daemon octavia-worker octavia-worker --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
+  local cmd=(octavia-worker)
+  # opt-in: Debian's worker plus Octavia 11.0.1's fully-populated-create fixes (see that file)
+  [ -f "$RUN/octavia-fixes" ] && cmd=($PY "$HERE/octavia/worker_zed_11_0_1.py")
+  daemon octavia-worker "${cmd[@]}" --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
 }
 start_octavia_api() {
   daemon octavia-api $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9876 --workers 1 --threads 8 \
@@ -167,10 +176,17 @@ case "${1:-start}" in
     secs=${2:?usage: $0 token-expiration SECONDS}
     sed -i "s/^expiration = .*/expiration = $secs/" "$ETC/keystone/keystone.conf"
     stop_group keystone; start_service keystone; ts "keystone: [token] expiration = $secs"; exit 0 ;;
+  octavia-fixes)
+    case "${2:-}" in
+      on) touch "$RUN/octavia-fixes" ;;
+      off) rm -f "$RUN/octavia-fixes" ;;
+      *) echo "usage: $0 octavia-fixes on|off" >&2; exit 2 ;;
+    esac
+    stop_group octavia-worker; start_service octavia-worker; ts "octavia-worker: fully-populated-create fixes of 11.0.1 $2"; exit 0 ;;
   status) for f in "$RUN"/*.pid; do [ -f "$f" ] || continue; read -r p s < "$f"
             if alive "$p" "$s"; then echo "$(basename "$f" .pid) running pid $p"; else echo "$(basename "$f" .pid) DEAD"; fi; done; exit 0 ;;
   start) ;;
-  *) echo "usage: $0 [start|stop|status|stop-service|start-service|pause-service|resume-service|token-expiration]" >&2; exit 2 ;;
+  *) echo "usage: $0 [start|stop|status|stop-service|start-service|pause-service|resume-service|token-expiration|octavia-fixes]" >&2; exit 2 ;;
 esac
 
 # ---------------------------------------------------------------- 0. clean + packages
@@ -183,6 +199,7 @@ if [ -n "$busy" ]; then
 fi
 rm -rf "$ETC" "$DATA" "$LOG" "$RUN"
 mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
+[ "${OCTAVIA_FIXES:-0}" = 1 ] && touch "$RUN/octavia-fixes"
 
 missing=""
 for p in $PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done

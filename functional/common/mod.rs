@@ -39,8 +39,8 @@ pub async fn subnet_id(n: &Neutron, name: &str) -> String {
 }
 
 /// A router of its own (unique name and cluster tag) on `private-subnet`, with floating IPs from
-/// `public-subnet`. Debian's Zed leaves the children of a fully-populated create PENDING_CREATE,
-/// so it is off unless `KURYR_FULLY_POPULATED=1`.
+/// `public-subnet`. Debian's Octavia 11.0.0 leaves the children of a fully-populated create
+/// PENDING_CREATE, so it is off unless `KURYR_FULLY_POPULATED=1`.
 pub async fn local_router(prefix: &str, tag: &str) -> Router {
     let s = session("admin", "admin");
     let octavia = Octavia::new(s.clone(), OctaviaOptions::default());
@@ -70,6 +70,13 @@ pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRou
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = r.octavia.list_listeners(&q).await.unwrap();
     r.read_actual(listeners.first().expect("router has a listener")).await.unwrap()
+}
+
+/// Whether the local stack's Octavia worker runs with Octavia 11.0.1's fully-populated-create
+/// fixes (`functional/openstack.sh octavia-fixes on`); Debian's 11.0.0 worker otherwise.
+pub fn octavia_fixes_on() -> bool {
+    let root = std::env::var("ROOT").unwrap_or_else(|_| "/tmp/ostack".into());
+    std::path::Path::new(&root).join("run/octavia-fixes").exists()
 }
 
 /// Set an object's provisioning_status in Octavia's database (`table`: load_balancer, pool,

@@ -232,7 +232,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "availability_zone", OptKind::Str, None, "Octavia availability zone of the L7 router."),
     opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "L3: members are routed addresses; L2: members are created on `[neutron_defaults] pod_subnet`."),
     opt(OD, "listener_port", PORT, Some("80"), "Port of the HTTP listener of the L7 router."),
-    opt(OD, "fully_populated_create", OptKind::Bool, Some("true"), "Create a new L7 router with all its pools, members, policies and rules in one call (Octavia's fully-populated create). Set to False on clouds where that call leaves the children in PENDING_CREATE (seen on Debian's Zed packages): the router is then built with one write per object."),
+    opt(OD, "fully_populated_create", OptKind::Bool, Some("true"), "Create a new L7 router with all its pools, members, policies and rules in one call (Octavia's fully-populated create). Octavia releases before 11.0.1 (Zed; 10.1.0 on Yoga), such as Debian 12's 11.0.0, leave the children of that call in PENDING_CREATE: the driver detects it, deletes the new router and builds it with one write per object; set False on such clouds to skip the wasted create."),
     opt(OD, "lb_create_timeout", OptKind::Seconds { min: 1 }, Some("600"), "Seconds to wait for a new load balancer to become ACTIVE."),
     opt(OD, "write_timeout", OptKind::Seconds { min: 1 }, Some("300"), "Seconds to wait for the load balancer to become ACTIVE again after a change."),
     opt(OD, "request_timeout", OptKind::Seconds { min: 1 }, Some("30"), "Timeout of one Octavia API request, in seconds."),

@@ -291,7 +291,13 @@ impl Router {
                     );
                     tracing::warn!("{msg}");
                     report.conflicts.push(msg);
+                    let t = Instant::now();
                     self.discard_new_router(&lb).await?;
+                    report.writes.push(WriteRecord {
+                        kind: "delete_router",
+                        description: format!("delete L7 router {} (its children stuck in PENDING_CREATE)", lb.id),
+                        duration: t.elapsed(),
+                    });
                     self.create_bare(&mut report).await?
                 }
             }
@@ -395,9 +401,12 @@ impl Router {
         report: &mut ConvergeReport,
     ) -> Result<LoadBalancer> {
         let t = Instant::now();
+        // The API answers a create only once it has written the whole graph: give that request
+        // the router's create timeout, not the session's per-request one. A create abandoned by
+        // the client still completes on the server (and would then be adopted by name).
         let created = self
             .octavia
-            .create_load_balancer(body)
+            .create_load_balancer_within(body, self.spec.create_timeout)
             .await
             .map_err(|source| DriverError::Write { write: description.clone(), source })?;
         let lb = self.ready(created).await?;

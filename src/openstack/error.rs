@@ -101,6 +101,19 @@ impl Error {
         }
     }
 
+    /// A 503 "Project busy. Unable to lock the project.": Octavia's API locks the project's quota
+    /// row for every create and gives up after the database's lock wait (another request of the
+    /// project holds it, e.g. a large fully-populated create, which holds it for minutes). The
+    /// transaction was rolled back, nothing was created: the same write is safe to send again.
+    pub fn is_project_busy(&self) -> bool {
+        matches!(self, Error::Api { status: 503, message, .. } if message.contains("Project busy"))
+    }
+
+    /// Busy either way: the write was refused as a whole and succeeds later as it is.
+    pub fn is_busy(&self) -> bool {
+        self.is_busy_conflict() || self.is_project_busy()
+    }
+
     /// Low-cardinality label for metrics.
     pub fn label(&self) -> &'static str {
         match self {
@@ -183,6 +196,12 @@ mod tests {
                 .is_busy_conflict()
         );
         assert!(!api(Service::LoadBalancer, 409, "Duplicate member 10.0.0.1:80").is_busy_conflict());
+        // Octavia's ProjectBusyException (quota lock wait timed out; the write was rolled back).
+        let locked = api(Service::LoadBalancer, 503, "Project busy.  Unable to lock the project.  Please try again.");
+        assert!(locked.is_project_busy() && locked.is_busy() && !locked.is_busy_conflict());
+        assert!(busy.is_busy() && !busy.is_project_busy());
+        // Any other 503 (API down behind a proxy) is not "busy": it is reported, not retried here.
+        assert!(!api(Service::LoadBalancer, 503, "Service Unavailable").is_busy());
         let e = api(Service::LoadBalancer, 400, "Invalid input");
         assert_eq!(e.to_string(), "octavia POST /v2/lbaas/pools: HTTP 400: Invalid input");
     }

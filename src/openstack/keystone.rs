@@ -284,11 +284,18 @@ pub struct Request {
     pub path: String,
     pub query: Vec<(String, String)>,
     pub body: Option<Value>,
+    /// Overrides the session's per-request timeout (e.g. a large fully-populated create, which
+    /// Octavia's API writes to its database inside the one request).
+    pub timeout: Option<Duration>,
 }
 
 impl Request {
     pub fn new(service: Service, method: Method, path: impl Into<String>) -> Self {
-        Self { service, method, path: path.into(), query: Vec::new(), body: None }
+        Self { service, method, path: path.into(), query: Vec::new(), body: None, timeout: None }
+    }
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
     }
     pub fn query(mut self, pairs: Vec<(String, String)>) -> Self {
         self.query.extend(pairs);
@@ -416,7 +423,7 @@ impl Session {
         let path = "/auth/tokens";
         let url = format!("{}{path}", o.auth_url.trim_end_matches('/'));
         let rb = self.inner.http.post(url).json(&auth_body(&o.method));
-        let (status, headers, body) = self.exchange(Service::Identity, &Method::POST, path, rb).await?;
+        let (status, headers, body) = self.exchange(Service::Identity, &Method::POST, path, rb, None).await?;
         let err = |message: String| Error::Decode {
             service: Service::Identity,
             method: "POST".into(),
@@ -457,6 +464,7 @@ impl Session {
         method: &Method,
         path: &str,
         rb: reqwest::RequestBuilder,
+        timeout: Option<Duration>,
     ) -> Result<(u16, reqwest::header::HeaderMap, Vec<u8>)> {
         let path = path.split('?').next().unwrap_or_default();
         let started = Instant::now();
@@ -487,7 +495,7 @@ impl Session {
                     service,
                     method: method.to_string(),
                     path: path.into(),
-                    timeout: self.inner.opts.timeout,
+                    timeout: timeout.unwrap_or(self.inner.opts.timeout),
                 }
             } else {
                 Error::Transport { service, method: method.to_string(), path: path.into(), source }
@@ -519,7 +527,10 @@ impl Session {
             if let Some(b) = &req.body {
                 rb = rb.json(b);
             }
-            match self.exchange(req.service, &req.method, &req.path, rb).await {
+            if let Some(t) = req.timeout {
+                rb = rb.timeout(t);
+            }
+            match self.exchange(req.service, &req.method, &req.path, rb, req.timeout).await {
                 Err(Error::Api { status: 401, .. }) if !retried => {
                     retried = true;
                     bump(&self.inner.counters.reauthentications);

@@ -478,9 +478,9 @@ impl Octavia {
             .without_max_times()
     }
 
-    /// Runs a write, retrying while Octavia answers "load balancer busy" (409), with exponential
-    /// backoff until [`OctaviaOptions::busy_retry`]; every retry is counted in
-    /// [`super::Stats::conflict_retries`].
+    /// Runs a write, retrying while Octavia answers "load balancer busy" (409) or "project busy"
+    /// (503, see [`Error::is_project_busy`]), with exponential backoff until
+    /// [`OctaviaOptions::busy_retry`]; every retry is counted in [`super::Stats::conflict_retries`].
     pub async fn retry_busy<T, F, Fut>(&self, op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
@@ -489,7 +489,7 @@ impl Octavia {
         let counters = self.session.counters();
         op.retry(self.backoff().with_total_delay(Some(self.opts.busy_retry)))
             .sleep(tokio::time::sleep)
-            .when(Error::is_busy_conflict)
+            .when(Error::is_busy)
             .notify(|e, delay| {
                 bump(&counters.conflict_retries);
                 tracing::debug!(error = %e, ?delay, "load balancer busy, retrying");
@@ -508,7 +508,19 @@ impl Octavia {
     }
 
     async fn write<T: DeserializeOwned>(&self, method: Method, path: String, key: &str, body: Value) -> Result<T> {
-        let req = Request::new(Service::LoadBalancer, method, path).json(json!({ key: body }));
+        self.write_within(method, path, key, body, None).await
+    }
+
+    async fn write_within<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: String,
+        key: &str,
+        body: Value,
+        timeout: Option<Duration>,
+    ) -> Result<T> {
+        let mut req = Request::new(Service::LoadBalancer, method, path).json(json!({ key: body }));
+        req.timeout = timeout;
         let mut v: Value = self.retry_busy(|| self.session.send_json(&req)).await?;
         decode(v[key].take(), key)
     }
@@ -533,6 +545,17 @@ impl Octavia {
     /// Also the fully-populated create when `lb.listeners`/`lb.pools` are set.
     pub async fn create_load_balancer(&self, lb: &LoadBalancerCreate) -> Result<LoadBalancer> {
         self.write(Method::POST, format!("{BASE}/loadbalancers"), "loadbalancer", to_value(lb)).await
+    }
+    /// [`Self::create_load_balancer`] with its own request timeout: Octavia's API writes the whole
+    /// graph of a fully-populated create to its database inside the request (minutes for a
+    /// router of a thousand objects on a slow cloud), longer than any ordinary request.
+    pub async fn create_load_balancer_within(
+        &self,
+        lb: &LoadBalancerCreate,
+        timeout: Duration,
+    ) -> Result<LoadBalancer> {
+        self.write_within(Method::POST, format!("{BASE}/loadbalancers"), "loadbalancer", to_value(lb), Some(timeout))
+            .await
     }
     pub async fn update_load_balancer(&self, id: &str, u: &LoadBalancerUpdate) -> Result<LoadBalancer> {
         self.write(Method::PUT, format!("{BASE}/loadbalancers/{id}"), "loadbalancer", to_value(u)).await

@@ -1,0 +1,199 @@
+//! The OpenStack clients over real HTTP against a scripted server on loopback (no OpenStack):
+//! what the client does with answers the real services give only under load, which the
+//! functional tests cannot provoke on demand.
+//!
+//! - Octavia's 503 "Project busy. Unable to lock the project." (quota row lock wait timed out,
+//!   the transaction rolled back) is retried like a busy 409; any other 503 is not.
+//! - A fully-populated create is one long request (the API writes the whole graph before it
+//!   answers): `create_load_balancer_within` gives it its own timeout, while every other request
+//!   keeps the session's.
+
+use kuryr_l7_router::openstack::octavia::LoadBalancerCreate;
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use serde_json::json;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+/// One scripted answer to an Octavia request: after `delay`, `status` with `body`.
+#[derive(Clone)]
+struct Answer {
+    delay: Duration,
+    status: u16,
+    body: serde_json::Value,
+}
+
+fn answer(status: u16, body: serde_json::Value) -> Answer {
+    Answer { delay: Duration::ZERO, status, body }
+}
+
+fn project_busy() -> Answer {
+    let msg = "Project busy.  Unable to lock the project.  Please try again.";
+    answer(503, json!({"faultcode": "Server", "faultstring": msg, "debuginfo": null}))
+}
+
+fn created(name: &str) -> Answer {
+    answer(201, json!({"loadbalancer": {"id": "lb-1", "name": name, "provisioning_status": "PENDING_CREATE"}}))
+}
+
+/// Keystone (`POST /v3/auth/tokens`) and Octavia on one port: Octavia requests get the scripted
+/// answers in order (the last one repeats); every Octavia request line is recorded.
+struct Cloud {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+impl Cloud {
+    async fn start(script: Vec<Answer>) -> Cloud {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let script = Arc::new(Mutex::new(script));
+        let recorded = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((conn, _)) = listener.accept().await else { return };
+                let (script, recorded) = (script.clone(), recorded.clone());
+                tokio::spawn(serve(conn, port, script, recorded));
+            }
+        });
+        Cloud { port, seen }
+    }
+
+    fn session(&self, timeout: Duration) -> Session {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let url = format!("http://127.0.0.1:{}/v3", self.port);
+        let mut auth = AuthOptions::password(&url, "u", Secret::new("p"), "p", "Default");
+        auth.timeout = timeout;
+        Session::new(auth).unwrap()
+    }
+
+    fn octavia(&self, timeout: Duration) -> Octavia {
+        let opts = OctaviaOptions {
+            busy_retry: Duration::from_secs(5),
+            min_delay: Duration::from_millis(10),
+            max_delay: Duration::from_millis(50),
+        };
+        Octavia::new(self.session(timeout), opts)
+    }
+
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+/// One HTTP/1.1 exchange per connection (`Connection: close`).
+async fn serve(mut conn: TcpStream, port: u16, script: Arc<Mutex<Vec<Answer>>>, seen: Arc<Mutex<Vec<String>>>) {
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 4096];
+    let header_end = loop {
+        let n = conn.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
+            break i + 4;
+        }
+    };
+    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
+    let length = head
+        .lines()
+        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
+        .unwrap_or(0usize);
+    while buf.len() < header_end + length {
+        let n = conn.read(&mut chunk).await.unwrap_or(0);
+        if n == 0 {
+            return;
+        }
+        buf.extend_from_slice(&chunk[..n]);
+    }
+    let line = head.lines().next().unwrap_or_default().to_string();
+    let (a, extra) = if line.starts_with("POST /v3/auth/tokens") {
+        let token = json!({"token": {
+            "expires_at": "2099-01-01T00:00:00.000000Z",
+            "issued_at": "2026-01-01T00:00:00.000000Z",
+            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
+            "catalog": [{"type": "load-balancer", "endpoints": [
+                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]}]
+        }});
+        (answer(201, token), "X-Subject-Token: t\r\n")
+    } else {
+        seen.lock().unwrap().push(line);
+        let mut s = script.lock().unwrap();
+        let a = if s.len() > 1 { s.remove(0) } else { s[0].clone() };
+        (a, "")
+    };
+    tokio::time::sleep(a.delay).await;
+    let body = a.body.to_string();
+    let resp = format!(
+        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        a.status,
+        body.len()
+    );
+    let _ = conn.write_all(resp.as_bytes()).await;
+    let _ = conn.shutdown().await;
+}
+
+fn router_body() -> LoadBalancerCreate {
+    LoadBalancerCreate { name: Some("router".into()), vip_subnet_id: Some("s".into()), ..Default::default() }
+}
+
+#[tokio::test]
+async fn project_busy_503_is_retried_until_the_write_goes_through() {
+    let cloud = Cloud::start(vec![project_busy(), project_busy(), created("router")]).await;
+    let o = cloud.octavia(Duration::from_secs(5));
+    let lb = o.create_load_balancer(&router_body()).await.expect("created after two 503s");
+    assert_eq!(lb.id, "lb-1");
+    assert_eq!(cloud.seen(), vec!["POST /v2/lbaas/loadbalancers HTTP/1.1"; 3]);
+    let stats = o.session().stats();
+    assert_eq!(stats.conflict_retries, 2, "both refusals counted as busy retries");
+    assert_eq!(stats.writes, 3);
+}
+
+#[tokio::test]
+async fn other_503s_are_reported_not_retried() {
+    let down = answer(503, json!({"faultcode": "Server", "faultstring": "Service Unavailable"}));
+    let cloud = Cloud::start(vec![down, created("router")]).await;
+    let o = cloud.octavia(Duration::from_secs(5));
+    let err = o.create_load_balancer(&router_body()).await.unwrap_err();
+    assert_eq!(err.status(), Some(503));
+    assert!(err.to_string().contains("Service Unavailable"), "{err}");
+    assert_eq!(cloud.seen().len(), 1, "sent once");
+}
+
+#[tokio::test]
+async fn project_busy_for_longer_than_busy_retry_is_an_error_naming_it() {
+    let cloud = Cloud::start(vec![project_busy()]).await;
+    let mut o = cloud.octavia(Duration::from_secs(5));
+    o = Octavia::new(
+        o.session().clone(),
+        OctaviaOptions { busy_retry: Duration::from_millis(200), ..o.options().clone() },
+    );
+    let err = o.create_load_balancer(&router_body()).await.unwrap_err();
+    assert!(err.is_project_busy(), "{err}");
+    assert!(err.to_string().contains("Project busy"), "{err}");
+    assert!(cloud.seen().len() >= 2, "retried while within busy_retry");
+}
+
+#[tokio::test]
+async fn a_long_create_gets_its_own_timeout_and_other_requests_keep_the_session_one() {
+    let slow = Answer { delay: Duration::from_millis(1500), ..created("router") };
+    let cloud = Cloud::start(vec![slow.clone(), slow]).await;
+    let o = cloud.octavia(Duration::from_millis(500));
+    // The session's 500 ms: the same slow answer is a timeout that names the request and its limit.
+    let err = o.create_load_balancer(&router_body()).await.unwrap_err();
+    match &err {
+        Error::Timeout { path, timeout, .. } => {
+            assert_eq!(path, "/v2/lbaas/loadbalancers");
+            assert_eq!(*timeout, Duration::from_millis(500));
+        }
+        e => panic!("expected a timeout, got {e}"),
+    }
+    // The create with its own 5 s limit waits for the answer.
+    let lb = o.create_load_balancer_within(&router_body(), Duration::from_secs(5)).await.expect("answer after 1.5 s");
+    assert_eq!(lb.name, "router");
+    assert_eq!(cloud.seen().len(), 2, "neither attempt was resent");
+}
