@@ -4,6 +4,8 @@
 //!
 //! - Octavia's 503 "Project busy. Unable to lock the project." (quota row lock wait timed out,
 //!   the transaction rolled back) is retried like a busy 409; any other 503 is not.
+//! - Octavia's API loads the whole router to answer a GET of it: the status poll never comes
+//!   sooner than the last GET took, so it keeps the API at most half busy.
 //! - A fully-populated create is one long request (the API writes the whole graph before it
 //!   answers): `create_load_balancer_within` gives it its own timeout, while every other request
 //!   keeps the session's.
@@ -13,7 +15,7 @@ use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
@@ -39,10 +41,11 @@ fn created(name: &str) -> Answer {
 }
 
 /// Keystone (`POST /v3/auth/tokens`) and Octavia on one port: Octavia requests get the scripted
-/// answers in order (the last one repeats); every Octavia request line is recorded.
+/// answers in order (the last one repeats); every Octavia request line is recorded, with when
+/// it arrived.
 struct Cloud {
     port: u16,
-    seen: Arc<Mutex<Vec<String>>>,
+    seen: Arc<Mutex<Vec<(Instant, String)>>>,
 }
 
 impl Cloud {
@@ -80,12 +83,21 @@ impl Cloud {
     }
 
     fn seen(&self) -> Vec<String> {
-        self.seen.lock().unwrap().clone()
+        self.seen.lock().unwrap().iter().map(|(_, l)| l.clone()).collect()
+    }
+
+    fn arrivals(&self) -> Vec<Instant> {
+        self.seen.lock().unwrap().iter().map(|(t, _)| *t).collect()
     }
 }
 
 /// One HTTP/1.1 exchange per connection (`Connection: close`).
-async fn serve(mut conn: TcpStream, port: u16, script: Arc<Mutex<Vec<Answer>>>, seen: Arc<Mutex<Vec<String>>>) {
+async fn serve(
+    mut conn: TcpStream,
+    port: u16,
+    script: Arc<Mutex<Vec<Answer>>>,
+    seen: Arc<Mutex<Vec<(Instant, String)>>>,
+) {
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     let header_end = loop {
@@ -121,7 +133,7 @@ async fn serve(mut conn: TcpStream, port: u16, script: Arc<Mutex<Vec<Answer>>>, 
         }});
         (answer(201, token), "X-Subject-Token: t\r\n")
     } else {
-        seen.lock().unwrap().push(line);
+        seen.lock().unwrap().push((Instant::now(), line));
         let mut s = script.lock().unwrap();
         let a = if s.len() > 1 { s.remove(0) } else { s[0].clone() };
         (a, "")
@@ -196,4 +208,24 @@ async fn a_long_create_gets_its_own_timeout_and_other_requests_keep_the_session_
     let lb = o.create_load_balancer_within(&router_body(), Duration::from_secs(5)).await.expect("answer after 1.5 s");
     assert_eq!(lb.name, "router");
     assert_eq!(cloud.seen().len(), 2, "neither attempt was resent");
+}
+
+#[tokio::test]
+async fn status_polls_are_spaced_by_at_least_the_time_a_get_takes() {
+    let lb = |status: &str| Answer {
+        delay: Duration::from_millis(300),
+        ..answer(200, json!({"loadbalancer": {"id": "lb-1", "provisioning_status": status}}))
+    };
+    let cloud =
+        Cloud::start(vec![lb("PENDING_UPDATE"), lb("PENDING_UPDATE"), lb("PENDING_UPDATE"), lb("ACTIVE")]).await;
+    // Backoff 10 → 50 ms: without the rule the next GET would follow 10–50 ms after an answer.
+    let o = cloud.octavia(Duration::from_secs(5));
+    let got = o.wait_active("lb-1", Duration::from_secs(30)).await.expect("ACTIVE on the 4th GET");
+    assert_eq!(got.provisioning_status, "ACTIVE");
+    let t = cloud.arrivals();
+    assert_eq!(t.len(), 4);
+    for w in t.windows(2) {
+        // 300 ms answering + at least 300 ms pause before the next poll.
+        assert!(w[1] - w[0] >= Duration::from_millis(590), "polled again after {:?}", w[1] - w[0]);
+    }
 }
