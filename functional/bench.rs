@@ -4,7 +4,10 @@
 //! Run (local stack up, see functional/openstack.sh):
 //!   `KURYR_FUNCTIONAL=1 cargo bench --bench octavia`
 //! Sizes: `KURYR_BENCH_INGRESSES` (20), `KURYR_BENCH_SERVICES` (10); `KURYR_BENCH_ONLY=fully-populated`
-//! runs only the one-write create; the wait_active poll backoff:
+//! runs only the one-write create (and, with `functional/openstack.sh octavia-fixes on`, what
+//! follows it on the router of that size); `KURYR_BENCH_ONLY=after-cold-start
+//! KURYR_BENCH_ROUTER=<name>` only what follows, on a router a stopped run left; the wait_active
+//! poll backoff:
 //! `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` (the driver defaults, 50 / 500).
 //! Without `--bench` in argv (as in `cargo test --all-targets`) or without KURYR_FUNCTIONAL=1 it
 //! does nothing. It creates two load balancers with unique names and cluster tags and removes
@@ -122,6 +125,18 @@ async fn run(r: Router, fp: Router) {
     // sizes where the object-by-object cold start takes hours on a slow cloud.
     if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("fully-populated") {
         fully_populated(&fp, &desired).await;
+        return;
+    }
+    // `KURYR_BENCH_ONLY=after-cold-start KURYR_BENCH_ROUTER=<name>`: the measurements that follow
+    // a cold start, on a router of that size built earlier (by a run stopped after its create).
+    if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("after-cold-start") {
+        let name = std::env::var("KURYR_BENCH_ROUTER").expect("KURYR_BENCH_ROUTER: the router's name");
+        let mut adopted = fp.clone();
+        adopted.spec.name = name.clone();
+        adopted.spec.ownership = kuryr_l7_router::driver::diff::Ownership::new(&name);
+        let adopted = Router::new(adopted.octavia.clone(), adopted.neutron.clone(), adopted.spec.clone());
+        after_cold_start(&adopted, &desired).await;
+        functional::cleanup(&adopted).await;
         return;
     }
 
@@ -302,18 +317,34 @@ async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
         secs(create),
         secs(cold.elapsed) / secs(create)
     );
+    after_cold_start(fp, desired).await;
+}
+
+/// On a router of full size: the first read of a process (every policy's rules and pool's
+/// members: Octavia's API loads the whole graph for each of those GETs), a resync with nothing
+/// changed (children read again only where their parent changed: none), one endpoint change
+/// (one batch member PUT) and one more write (an LB description update) to measure a write's
+/// latency at that size.
+async fn after_cold_start(fp: &Router, desired: &DesiredRouter) {
+    let stats = || fp.octavia.session().stats();
+    let (t, before) = (Instant::now(), stats());
     let actual = functional::read_router(fp).await;
-    let pending = actual.pools.iter().filter(|p| p.in_error).count();
+    let in_error =
+        actual.pools.iter().filter(|p| p.in_error).count() + actual.policies.iter().filter(|p| p.in_error).count();
     println!(
-        "  router read back: {} policies, {} pools, {} members ({pending} pools in ERROR)",
+        "first read of the router by a new process: {} policies, {} rules, {} pools, {} members ({in_error} in ERROR): \
+         {} GETs in {:.1} s",
         actual.policies.len(),
+        actual.policies.iter().map(|p| p.rules.len()).sum::<usize>(),
         actual.pools.len(),
-        actual.pools.iter().map(|p| p.members.len()).sum::<usize>()
+        actual.pools.iter().map(|p| p.members.len()).sum::<usize>(),
+        stats().requests - before.requests,
+        secs(t.elapsed())
     );
 
-    let before = fp.octavia.session().stats();
+    let before = stats();
     let steady = fp.converge(desired).await.expect("steady");
-    let after = fp.octavia.session().stats();
+    let after = stats();
     summary("steady resync of the full router", &steady);
     println!("  session stats: {} requests, {} writes", after.requests - before.requests, after.writes - before.writes);
     assert!(steady.writes.is_empty(), "the fully-populated router is exactly the desired one");
@@ -323,12 +354,20 @@ async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
     let pool = changed.pools.values_mut().next().expect("a pool");
     let m = pool.members.first_mut().expect("a member");
     m.address = "10.0.99.99".parse().unwrap();
+    let before = stats();
     let one = fp.converge(&changed).await.expect("one endpoint change");
     summary("one endpoint change on the full router", &one);
+    println!(
+        "  session stats: {} requests, {} writes",
+        stats().requests - before.requests,
+        stats().writes - before.writes
+    );
     assert_eq!(one.writes.len(), 1);
 
-    let lb = fp.find().await.unwrap().expect("router");
-    probe_n(fp, &lb.id, 3).await;
+    if std::env::var("KURYR_BENCH_PROBE").as_deref() != Ok("0") {
+        let lb = fp.find().await.unwrap().expect("router");
+        probe_n(fp, &lb.id, 1).await;
+    }
 }
 
 /// `n` LB description updates waited with the driver's backoff: a write's latency on this router.

@@ -351,6 +351,8 @@ async fn pool_and_member_in_error_are_reported_and_repaired() {
         let broken_member = other.members[0].clone();
         set_provisioning_status("pool", &broken_pool.id, "ERROR");
         set_provisioning_status("member", &broken_member.id, "ERROR");
+        // As the failed flow's revert would: it marks the member's pool ACTIVE again.
+        touch("pool", &other.id);
         let report = r.converge(&want).await.unwrap();
         println!("{:#?}", report.conflicts);
         assert!(report.conflicts.iter().any(|c| c.contains(&broken_pool.id) && c.contains("ERROR")));

@@ -83,13 +83,25 @@ pub fn octavia_fixes_on() -> bool {
 /// member, ...), as a failed provider would leave it; the local stack's MariaDB socket, or
 /// `KURYR_MYSQL_SOCKET`.
 pub fn set_provisioning_status(table: &str, id: &str, status: &str) {
+    mariadb(&format!("UPDATE {table} SET provisioning_status='{status}' WHERE id='{id}'"));
+}
+
+/// Advance an object's `updated_at` by a second in Octavia's database, as Octavia's own writes
+/// do when they touch it: a worker's revert that leaves a member in ERROR also marks its pool
+/// ACTIVE again (`mark_pool_prov_status_active`), which is what tells a reader the pool changed.
+pub fn touch(table: &str, id: &str) {
+    mariadb(&format!(
+        "UPDATE {table} SET updated_at = COALESCE(updated_at, UTC_TIMESTAMP()) + INTERVAL 1 SECOND WHERE id='{id}'"
+    ));
+}
+
+fn mariadb(sql: &str) {
     let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
-    let sql = format!("UPDATE {table} SET provisioning_status='{status}' WHERE id='{id}'");
     let st = std::process::Command::new("mariadb")
-        .args(["--socket", &sock, "-uroot", "octavia", "-e", &sql])
+        .args(["--socket", &sock, "-uroot", "octavia", "-e", sql])
         .status()
         .expect("mariadb client");
-    assert!(st.success(), "could not set {table} {id} to {status}");
+    assert!(st.success(), "mariadb: {sql} failed");
 }
 
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.

@@ -2,5 +2,6 @@
 //! state with the fewest writes.
 
 pub mod diff;
+pub mod read_cache;
 pub mod router;
 pub mod sim;

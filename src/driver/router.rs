@@ -10,6 +10,7 @@ use super::diff::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, DiffOptions,
     HealthMonitorSpec, MemberSpec, Ownership, PolicyRef, PoolRef, Write, WritePlan, plan_writes,
 };
+use super::read_cache::{Parent, ReadCache};
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::{
     HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, L7RuleCreate, ListenerCreate,
@@ -142,6 +143,8 @@ pub struct Router {
     /// Whether a convergence of this process has already read its writes back (see
     /// [`Router::converge`]).
     verified: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// Rules and members as last read, by parent stamp (see [`super::read_cache`]).
+    reads: std::sync::Arc<std::sync::Mutex<ReadCache>>,
 }
 
 /// Read → plan → write rounds of one convergence at most (see [`Router::converge`]).
@@ -149,7 +152,13 @@ const MAX_ROUNDS: usize = 3;
 
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
-        Self { octavia, neutron, spec, verified: Default::default() }
+        Self { octavia, neutron, spec, verified: Default::default(), reads: Default::default() }
+    }
+
+    fn reads(&self) -> std::sync::MutexGuard<'_, ReadCache> {
+        // A panic while holding it cannot leave it half-written (each call is one insert or
+        // lookup), so a poisoned lock is still usable.
+        self.reads.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn diff_options(&self) -> DiffOptions {
@@ -479,20 +488,42 @@ impl Router {
         let policies =
             o.list_l7policies(&ListQuery { listener_id: Some(listener.id.clone()), ..ListQuery::default() }).await?;
         let mut actual_policies = Vec::with_capacity(policies.len());
+        // Children are read again only where their parent changed (read_cache); a parent that
+        // lists no children needs no GET at all.
+        let now = Instant::now();
         for p in policies {
-            let rules = o.list_l7rules(&p.id, &ListQuery::default()).await?;
+            let parent = Parent {
+                id: &p.id,
+                provisioning_status: &p.provisioning_status,
+                updated_at: p.updated_at.as_deref(),
+                child_ids: p.rules.iter().map(|r| r.id.as_str()).collect(),
+            };
+            let cached = self.reads().rules.get(&parent, now);
+            let rules = match cached {
+                Some(rules) => rules,
+                None => {
+                    let rules: Vec<ActualRule> = if p.rules.is_empty() {
+                        vec![]
+                    } else {
+                        o.list_l7rules(&p.id, &ListQuery::default())
+                            .await?
+                            .into_iter()
+                            .map(|r| ActualRule {
+                                id: r.id,
+                                rule_type: r.rule_type,
+                                compare_type: r.compare_type,
+                                value: r.value,
+                                key: r.key.filter(|k| !k.is_empty()),
+                                invert: r.invert,
+                            })
+                            .collect()
+                    };
+                    self.reads().rules.put(&parent, now, &rules);
+                    rules
+                }
+            };
             actual_policies.push(ActualPolicy {
-                rules: rules
-                    .into_iter()
-                    .map(|r| ActualRule {
-                        id: r.id,
-                        rule_type: r.rule_type,
-                        compare_type: r.compare_type,
-                        value: r.value,
-                        key: r.key.filter(|k| !k.is_empty()),
-                        invert: r.invert,
-                    })
-                    .collect(),
+                rules,
                 id: p.id,
                 name: p.name,
                 position: p.position,
@@ -519,8 +550,29 @@ impl Router {
             };
         let mut actual_pools = Vec::with_capacity(pools.len());
         for p in pools {
-            let members =
-                if p.members.is_empty() { vec![] } else { o.list_members(&p.id, &ListQuery::default()).await? };
+            let parent = Parent {
+                id: &p.id,
+                provisioning_status: &p.provisioning_status,
+                updated_at: p.updated_at.as_deref(),
+                child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
+            };
+            let cached = self.reads().members.get(&parent, now);
+            let members = match cached {
+                Some(members) => members,
+                None => {
+                    let members: Vec<ActualMember> = if p.members.is_empty() {
+                        vec![]
+                    } else {
+                        o.list_members(&p.id, &ListQuery::default())
+                            .await?
+                            .into_iter()
+                            .filter_map(actual_member)
+                            .collect()
+                    };
+                    self.reads().members.put(&parent, now, &members);
+                    members
+                }
+            };
             let healthmonitor = p.healthmonitor_id.as_ref().map(|id| match monitors.get(id) {
                 Some(h) => ActualHealthMonitor {
                     id: h.id.clone(),
@@ -549,7 +601,7 @@ impl Router {
                 },
             });
             actual_pools.push(ActualPool {
-                members: members.into_iter().filter_map(actual_member).collect(),
+                members,
                 id: p.id,
                 name: p.name,
                 lb_algorithm: p.lb_algorithm,
@@ -557,6 +609,13 @@ impl Router {
                 in_error: p.provisioning_status == "ERROR",
                 tags: p.tags,
             });
+        }
+        {
+            let live_policies = actual_policies.iter().map(|p| p.id.as_str()).collect();
+            let live_pools = actual_pools.iter().map(|p| p.id.as_str()).collect();
+            let mut reads = self.reads();
+            reads.rules.retain(&live_policies);
+            reads.members.retain(&live_pools);
         }
         Ok(ActualRouter {
             listener: ActualListener {

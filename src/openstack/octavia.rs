@@ -84,6 +84,9 @@ pub struct Pool {
     pub provisioning_status: String,
     pub operating_status: String,
     pub tags: Vec<String>,
+    /// ISO 8601 (seconds). Octavia sets it on every change of the pool, including the
+    /// PENDING_UPDATE → ACTIVE of any change to its members.
+    pub updated_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
@@ -120,6 +123,9 @@ pub struct L7Policy {
     pub provisioning_status: String,
     pub operating_status: String,
     pub tags: Vec<String>,
+    /// ISO 8601 (seconds). Octavia sets it on every change of the policy, including the
+    /// PENDING_UPDATE → ACTIVE of any change to its rules.
+    pub updated_at: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
