@@ -10,7 +10,7 @@ use super::diff::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, DiffOptions,
     HealthMonitorSpec, MemberSpec, Ownership, PolicyRef, PoolRef, Write, WritePlan, plan_writes,
 };
-use super::read_cache::{Parent, ReadCache};
+use super::read_cache::{Cached, Child, Parent, ReadCache};
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::{
     HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, L7RuleCreate, ListenerCreate,
@@ -159,6 +159,27 @@ impl Router {
         // A panic while holding it cannot leave it half-written (each call is one insert or
         // lookup), so a poisoned lock is still usable.
         self.reads.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The children of `parent`: the cached read while it is good (see [`super::read_cache`]),
+    /// else `fetch`ed (no GET when the parent lists none) and remembered.
+    async fn children<T, Fut>(
+        &self,
+        kind: fn(&mut ReadCache) -> &mut Cached<T>,
+        parent: &Parent<'_>,
+        read_at: Instant,
+        fetch: impl FnOnce() -> Fut,
+    ) -> std::result::Result<Vec<T>, OsError>
+    where
+        T: Child + Clone,
+        Fut: std::future::Future<Output = std::result::Result<Vec<T>, OsError>>,
+    {
+        if let Some(cached) = kind(&mut self.reads()).get(parent, read_at) {
+            return Ok(cached);
+        }
+        let fresh = if parent.child_ids.is_empty() { vec![] } else { fetch().await? };
+        kind(&mut self.reads()).put(parent, read_at, &fresh);
+        Ok(fresh)
     }
 
     fn diff_options(&self) -> DiffOptions {
@@ -498,14 +519,13 @@ impl Router {
                 updated_at: p.updated_at.as_deref(),
                 child_ids: p.rules.iter().map(|r| r.id.as_str()).collect(),
             };
-            let cached = self.reads().rules.get(&parent, now);
-            let rules = match cached {
-                Some(rules) => rules,
-                None => {
-                    let rules: Vec<ActualRule> = if p.rules.is_empty() {
-                        vec![]
-                    } else {
-                        o.list_l7rules(&p.id, &ListQuery::default())
+            let rules = self
+                .children(
+                    |c| &mut c.rules,
+                    &parent,
+                    now,
+                    || async {
+                        Ok(o.list_l7rules(&p.id, &ListQuery::default())
                             .await?
                             .into_iter()
                             .map(|r| ActualRule {
@@ -516,12 +536,10 @@ impl Router {
                                 key: r.key.filter(|k| !k.is_empty()),
                                 invert: r.invert,
                             })
-                            .collect()
-                    };
-                    self.reads().rules.put(&parent, now, &rules);
-                    rules
-                }
-            };
+                            .collect())
+                    },
+                )
+                .await?;
             actual_policies.push(ActualPolicy {
                 rules,
                 id: p.id,
@@ -556,23 +574,20 @@ impl Router {
                 updated_at: p.updated_at.as_deref(),
                 child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
             };
-            let cached = self.reads().members.get(&parent, now);
-            let members = match cached {
-                Some(members) => members,
-                None => {
-                    let members: Vec<ActualMember> = if p.members.is_empty() {
-                        vec![]
-                    } else {
-                        o.list_members(&p.id, &ListQuery::default())
+            let members = self
+                .children(
+                    |c| &mut c.members,
+                    &parent,
+                    now,
+                    || async {
+                        Ok(o.list_members(&p.id, &ListQuery::default())
                             .await?
                             .into_iter()
                             .filter_map(actual_member)
-                            .collect()
-                    };
-                    self.reads().members.put(&parent, now, &members);
-                    members
-                }
-            };
+                            .collect())
+                    },
+                )
+                .await?;
             let healthmonitor = p.healthmonitor_id.as_ref().map(|id| match monitors.get(id) {
                 Some(h) => ActualHealthMonitor {
                     id: h.id.clone(),
