@@ -12,16 +12,23 @@
 //!   the parent to PENDING_UPDATE and back to ACTIVE for every create, update or delete of one of
 //!   its children, through its API or a worker's revert, and each of those sets `updated_at`;
 //! - the ids the parent lists now are exactly the cached children's ids;
-//! - they were read less than [`MAX_AGE`] ago: a change that begins and ends within the same
-//!   second as the read (`updated_at` has whole seconds), or an edit of Octavia's database behind
-//!   its API, is seen at the latest then. A new process starts empty (a full read).
+//! - they were read less than [`MAX_AGE`] ago, so that a change that begins and ends within the
+//!   same second as the read (`updated_at` has whole seconds), or an edit of Octavia's database
+//!   behind its API, is seen in the end. Older entries are read again at most
+//!   [`REFRESH_PER_READ`] per read (the others are still used): a full read of a large router
+//!   takes longer than `MAX_AGE` (28.6 min at 1,300 objects on the local stack), so expiring
+//!   everything at once would make every resync a full read. A new process starts empty (a full
+//!   read).
 
 use super::diff::{ActualMember, ActualRule};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 
-/// The longest a cached read is trusted.
+/// The age after which a cached read is refreshed (at most [`REFRESH_PER_READ`] per read).
 pub const MAX_AGE: Duration = Duration::from_secs(600);
+
+/// How many expired entries one read refreshes; the rest wait for the next reads.
+pub const REFRESH_PER_READ: usize = 20;
 
 /// A parent (policy or pool) as its list shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +45,12 @@ struct Entry<T> {
     updated_at: String,
     read_at: Instant,
     children: Vec<T>,
+}
+
+impl<'a> Parent<'a> {
+    pub fn with_id(self, id: &'a str) -> Self {
+        Parent { id, ..self }
+    }
 }
 
 /// Children that carry an Octavia id.
@@ -69,13 +82,21 @@ impl<T> Default for Cached<T> {
 
 impl<T: Child + Clone> Cached<T> {
     /// The children of `parent` if the cached read is still good at `now` (see the module doc).
-    pub fn get(&self, parent: &Parent<'_>, now: Instant) -> Option<Vec<T>> {
+    /// An entry older than [`MAX_AGE`] is refused while `refresh` (the read's budget of
+    /// refreshes) lasts, and used once it is spent.
+    pub fn get(&self, parent: &Parent<'_>, now: Instant, refresh: &mut usize) -> Option<Vec<T>> {
         let e = self.entries.get(parent.id)?;
-        let fresh = now.saturating_duration_since(e.read_at) < MAX_AGE;
         let unchanged = parent.provisioning_status == "ACTIVE" && parent.updated_at == Some(e.updated_at.as_str());
         let ids: BTreeSet<&str> = e.children.iter().map(Child::id).collect();
         let same_ids = ids == parent.child_ids.iter().copied().collect() && ids.len() == e.children.len();
-        (fresh && unchanged && same_ids).then(|| e.children.clone())
+        if !(unchanged && same_ids) {
+            return None;
+        }
+        if now.saturating_duration_since(e.read_at) >= MAX_AGE && *refresh > 0 {
+            *refresh -= 1;
+            return None;
+        }
+        Some(e.children.clone())
     }
 
     /// Remember children just read; only from a settled parent (ACTIVE, with an `updated_at`).
@@ -141,7 +162,8 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Cached::<ActualRule>::default();
         let read = parent("ACTIVE", Some(T1), &["r1", "r2"]);
-        assert_eq!(c.get(&read, t0), None, "nothing read yet");
+        let mut budget = REFRESH_PER_READ;
+        assert_eq!(c.get(&read, t0, &mut budget), None, "nothing read yet");
         c.put(&read, t0, &[rule("r1"), rule("r2")]);
         let soon = t0 + Duration::from_secs(5);
         let cases: Vec<(&str, Parent<'_>, Instant, bool)> = vec![
@@ -161,9 +183,32 @@ mod tests {
             ("MAX_AGE reached", parent("ACTIVE", Some(T1), &["r1", "r2"]), t0 + MAX_AGE, false),
         ];
         for (what, p, at, hit) in cases {
-            assert_eq!(c.get(&p, at).is_some(), hit, "{what}");
+            let mut budget = REFRESH_PER_READ;
+            assert_eq!(c.get(&p, at, &mut budget).is_some(), hit, "{what}");
         }
-        assert_eq!(c.get(&read, soon).unwrap().iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r1", "r2"]);
+        let mut budget = REFRESH_PER_READ;
+        let got = c.get(&read, soon, &mut budget).unwrap();
+        assert_eq!(got.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r1", "r2"]);
+        assert_eq!(budget, REFRESH_PER_READ, "a fresh entry costs no refresh");
+    }
+
+    #[test]
+    fn expired_entries_are_refreshed_a_few_per_read() {
+        let t0 = Instant::now();
+        let mut c = Cached::<ActualRule>::default();
+        let ids: Vec<String> = (0..5).map(|i| format!("pol-{i}")).collect();
+        let p = |id: &'static str| parent("ACTIVE", Some(T1), &["r1"]).with_id(id);
+        let ids: Vec<&'static str> = ids.into_iter().map(|s| &*s.leak()).collect();
+        for id in &ids {
+            c.put(&p(id), t0, &[rule("r1")]);
+        }
+        let later = t0 + MAX_AGE + Duration::from_secs(1);
+        let mut budget = 2;
+        let refused = ids.iter().filter(|id| c.get(&p(id), later, &mut budget).is_none()).count();
+        assert_eq!((refused, budget), (2, 0), "two expired entries read again, three still used");
+        // A change is never served from the cache, whatever the budget.
+        let changed = Parent { updated_at: Some(T2), ..p(ids[4]) };
+        assert!(c.get(&changed, later, &mut 0).is_none());
     }
 
     #[test]
@@ -178,7 +223,7 @@ mod tests {
         assert_eq!(c.len(), 1);
         // Read again while it was being changed: the earlier read is dropped, not kept.
         c.put(&parent("PENDING_UPDATE", Some(T2), &["r1"]), t0, &[rule("r1")]);
-        assert!(c.get(&parent("ACTIVE", Some(T1), &["r1"]), t0).is_none());
+        assert!(c.get(&parent("ACTIVE", Some(T1), &["r1"]), t0, &mut 1).is_none());
         assert!(c.is_empty());
     }
 
@@ -189,7 +234,7 @@ mod tests {
         let mut c = Cached::<ActualRule>::default();
         let p = parent("ACTIVE", Some(T1), &["r1"]);
         c.put(&p, t0, &[rule("r1"), rule("r1")]);
-        assert!(c.get(&p, t0).is_none());
+        assert!(c.get(&p, t0, &mut 1).is_none());
     }
 
     #[test]
@@ -200,7 +245,7 @@ mod tests {
         c.put(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0, &[rule("r2")]);
         c.retain(&["b"].into_iter().collect());
         assert_eq!(c.len(), 1);
-        assert!(c.get(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0).is_some());
-        assert!(c.get(&Parent { id: "a", ..parent("ACTIVE", Some(T1), &["r1"]) }, t0).is_none());
+        assert!(c.get(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0, &mut 1).is_some());
+        assert!(c.get(&Parent { id: "a", ..parent("ACTIVE", Some(T1), &["r1"]) }, t0, &mut 1).is_none());
     }
 }

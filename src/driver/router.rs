@@ -167,18 +167,19 @@ impl Router {
         &self,
         kind: fn(&mut ReadCache) -> &mut Cached<T>,
         parent: &Parent<'_>,
-        read_at: Instant,
+        now: Instant,
+        refresh: &mut usize,
         fetch: impl FnOnce() -> Fut,
     ) -> std::result::Result<Vec<T>, OsError>
     where
         T: Child + Clone,
         Fut: std::future::Future<Output = std::result::Result<Vec<T>, OsError>>,
     {
-        if let Some(cached) = kind(&mut self.reads()).get(parent, read_at) {
+        if let Some(cached) = kind(&mut self.reads()).get(parent, now, refresh) {
             return Ok(cached);
         }
         let fresh = if parent.child_ids.is_empty() { vec![] } else { fetch().await? };
-        kind(&mut self.reads()).put(parent, read_at, &fresh);
+        kind(&mut self.reads()).put(parent, Instant::now(), &fresh);
         Ok(fresh)
     }
 
@@ -512,6 +513,7 @@ impl Router {
         // Children are read again only where their parent changed (read_cache); a parent that
         // lists no children needs no GET at all.
         let now = Instant::now();
+        let mut refresh = super::read_cache::REFRESH_PER_READ;
         for p in policies {
             let parent = Parent {
                 id: &p.id,
@@ -524,6 +526,7 @@ impl Router {
                     |c| &mut c.rules,
                     &parent,
                     now,
+                    &mut refresh,
                     || async {
                         Ok(o.list_l7rules(&p.id, &ListQuery::default())
                             .await?
@@ -579,6 +582,7 @@ impl Router {
                     |c| &mut c.members,
                     &parent,
                     now,
+                    &mut refresh,
                     || async {
                         Ok(o.list_members(&p.id, &ListQuery::default())
                             .await?
