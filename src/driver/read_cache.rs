@@ -47,12 +47,6 @@ struct Entry<T> {
     children: Vec<T>,
 }
 
-impl<'a> Parent<'a> {
-    pub fn with_id(self, id: &'a str) -> Self {
-        Parent { id, ..self }
-    }
-}
-
 /// Children that carry an Octavia id.
 pub trait Child {
     fn id(&self) -> &str;
@@ -196,10 +190,9 @@ mod tests {
     fn expired_entries_are_refreshed_a_few_per_read() {
         let t0 = Instant::now();
         let mut c = Cached::<ActualRule>::default();
-        let ids: Vec<String> = (0..5).map(|i| format!("pol-{i}")).collect();
-        let p = |id: &'static str| parent("ACTIVE", Some(T1), &["r1"]).with_id(id);
-        let ids: Vec<&'static str> = ids.into_iter().map(|s| &*s.leak()).collect();
-        for id in &ids {
+        let ids = ["pol-0", "pol-1", "pol-2", "pol-3", "pol-4"];
+        let p = |id| Parent { id, ..parent("ACTIVE", Some(T1), &["r1"]) };
+        for id in ids {
             c.put(&p(id), t0, &[rule("r1")]);
         }
         let later = t0 + MAX_AGE + Duration::from_secs(1);

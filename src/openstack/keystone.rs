@@ -293,10 +293,6 @@ impl Request {
     pub fn new(service: Service, method: Method, path: impl Into<String>) -> Self {
         Self { service, method, path: path.into(), query: Vec::new(), body: None, timeout: None }
     }
-    pub fn timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = Some(timeout);
-        self
-    }
     pub fn query(mut self, pairs: Vec<(String, String)>) -> Self {
         self.query.extend(pairs);
         self
