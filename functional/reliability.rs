@@ -62,6 +62,7 @@ fn shop(path_value: &str) -> DesiredRouter {
             .map(|p| (p.name.clone(), p))
             .collect::<BTreeMap<_, _>>(),
         warnings: vec![],
+        ..Default::default()
     }
 }
 

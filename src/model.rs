@@ -135,4 +135,119 @@ pub struct DesiredRouter {
     /// Keyed by pool name.
     pub pools: BTreeMap<String, Pool>,
     pub warnings: Vec<Warning>,
+    /// The TERMINATED_HTTPS listener, once any Ingress of ours has `spec.tls`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub https: Option<HttpsListener>,
+    /// HTTP→HTTPS redirects on the HTTP listener, by host.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redirects: Vec<Redirect>,
+}
+
+/// What a Kubernetes TLS Secret holds now, checked. The key material stays inside
+/// [`CertificateContent::parsed`]: it is never serialised (plan output, logs) and `Debug` shows
+/// only the public facts. Two contents are equal when their content ids are.
+#[derive(Clone, Serialize, Deserialize)]
+pub struct CertificateContent {
+    /// Subject of the leaf certificate.
+    pub subject: String,
+    /// SHA-256 of the leaf certificate (DER), hex.
+    pub fingerprint: String,
+    /// End of validity of the leaf, RFC 3339.
+    pub not_after: String,
+    /// Certificates in `tls.crt` (leaf + chain).
+    pub chain_len: usize,
+    /// Identifies the whole content (chain and key): names its Barbican secret, so a renewed
+    /// certificate gets a new secret.
+    pub content_id: String,
+    #[serde(skip)]
+    parsed: Option<std::sync::Arc<crate::certificate::ParsedCertificate>>,
+}
+
+impl CertificateContent {
+    pub fn new(parsed: std::sync::Arc<crate::certificate::ParsedCertificate>) -> Self {
+        Self {
+            subject: parsed.subject().to_string(),
+            fingerprint: parsed.fingerprint().to_string(),
+            not_after: parsed.not_after_rfc3339(),
+            chain_len: parsed.chain_len(),
+            content_id: parsed.content_id().to_string(),
+            parsed: Some(parsed),
+        }
+    }
+
+    /// The parsed certificate and key. Panics on a content read back from JSON (which never
+    /// carries key material): only translated contents are written to Barbican.
+    pub fn parsed(&self) -> &crate::certificate::ParsedCertificate {
+        self.parsed.as_deref().expect("certificate content was translated, not deserialised")
+    }
+
+    /// The subject, for messages.
+    pub fn subject(&self) -> &str {
+        &self.subject
+    }
+}
+
+impl PartialEq for CertificateContent {
+    fn eq(&self, other: &Self) -> bool {
+        self.content_id == other.content_id
+    }
+}
+impl Eq for CertificateContent {}
+
+impl std::fmt::Debug for CertificateContent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertificateContent")
+            .field("subject", &self.subject)
+            .field("fingerprint", &self.fingerprint)
+            .field("not_after", &self.not_after)
+            .field("content_id", &self.content_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// One certificate of the HTTPS listener: one Kubernetes TLS Secret.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Certificate {
+    /// `<namespace>_<secret>`: unique key on the router.
+    pub name: String,
+    /// The Kubernetes Secret (`kubernetes.io/tls`).
+    pub secret: ObjectRef,
+    /// TLS hosts served with it (from `spec.tls[].hosts`), sorted.
+    pub hosts: Vec<String>,
+    /// The Ingresses naming it.
+    pub owners: Vec<ObjectRef>,
+    /// None when the Secret is missing or broken: the driver keeps the last good content it
+    /// stored for this certificate, if any (a Warning says why).
+    pub content: Option<CertificateContent>,
+}
+
+/// The TERMINATED_HTTPS listener, present once any Ingress of ours has `spec.tls`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HttpsListener {
+    pub port: u16,
+    /// Keyed by certificate name; each one is an SNI certificate of the listener.
+    pub certificates: BTreeMap<String, Certificate>,
+    /// The certificate served when SNI matches none (`default_tls_container_ref`).
+    pub default_certificate: String,
+    /// The TLS hosts' routes (and host-less ones), in position order, sharing the HTTP pools.
+    pub policies: Vec<Policy>,
+    /// Same as the HTTP listener's.
+    pub default_pool: Option<String>,
+}
+
+/// An HTTP→HTTPS redirect (Octavia REDIRECT_PREFIX policy on the HTTP listener).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redirect {
+    /// `redirect:<host>`: unique among the HTTP listener's policies.
+    pub name: String,
+    pub host: String,
+    /// The host's rule and an inverted ACME-challenge path rule.
+    pub rules: Vec<Rule>,
+    /// `https://<host>[:port]`: haproxy appends the path and query.
+    pub prefix: String,
+    /// `redirect_http_code`.
+    pub code: u16,
+    /// The certificate serving the host: no redirect while it has nothing to serve.
+    pub certificate: String,
+    pub owner: ObjectRef,
 }

@@ -138,6 +138,12 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             Some(std::net::IpAddr::V6(_)) => IpFamily::V6,
             _ => IpFamily::V4,
         },
+        tls: crate::translate::tls::TlsOptions {
+            https_port: o.https_listener_port,
+            default_certificate: o.default_tls_secret.clone(),
+            ssl_redirect: o.ssl_redirect,
+            redirect_code: o.ssl_redirect_code.code(),
+        },
         ..TranslateOptions::default()
     }
 }

@@ -85,6 +85,7 @@ fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) 
         default_pool: default_pool.map(String::from),
         pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
         warnings: vec![],
+        ..Default::default()
     }
 }
 

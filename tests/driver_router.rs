@@ -64,6 +64,7 @@ fn desired() -> DesiredRouter {
         .into_iter()
         .collect(),
         warnings: vec![],
+        ..Default::default()
     }
 }
 

@@ -12,10 +12,12 @@
 pub mod ini;
 pub mod options;
 pub mod reference;
+mod effective;
 mod settings;
 
 pub use options::{
-    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, ZoneWeightingMode,
+    AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, RedirectCode,
+    ZoneWeightingMode,
     options,
 };
 pub use settings::{

@@ -48,6 +48,18 @@ macro_rules! choice_enum {
 }
 
 choice_enum! {
+    /// `[octavia_defaults] ssl_redirect_code`: the redirect statuses Octavia accepts.
+    pub enum RedirectCode { PermanentKeepMethod => "308", Permanent => "301", Found => "302", SeeOther => "303", TemporaryKeepMethod => "307", }
+    default PermanentKeepMethod
+}
+
+impl RedirectCode {
+    pub fn code(self) -> u16 {
+        self.as_str().parse().expect("the names are numbers")
+    }
+}
+
+choice_enum! {
     /// `[DEFAULT] log_format`.
     pub enum LogFormat { Text => "text", Json => "json", }
     default Text
@@ -246,6 +258,11 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "health_monitor_expected_codes", OptKind::Str, Some("200"), "HTTP status codes that mean healthy: a code, a list (200,202) or a range (200-204)."),
     opt(OD, "health_monitor_delay", OptKind::Seconds { min: 1 }, Some("5"), "Seconds between health probes."),
     opt(OD, "health_monitor_timeout", OptKind::Seconds { min: 1 }, Some("3"), "Seconds a probe may take; must not exceed `health_monitor_delay`."),
+    opt(OD, "https_listener_port", PORT, Some("443"), "Port of the TERMINATED_HTTPS listener of the L7 router, created once an Ingress of the class has `spec.tls` (and deleted with the last one)."),
+    opt(OD, "default_tls_secret", OptKind::Str, None, "`namespace/name` of the kubernetes.io/tls Secret served to HTTPS clients whose SNI matches no certificate. Unset: the first certificate of the oldest Ingress with TLS."),
+    opt(OD, "ssl_redirect", OptKind::Bool, Some("true"), "Redirect plain-HTTP requests for TLS hosts to HTTPS (never `/.well-known/acme-challenge/`). An Ingress overrides it with the annotation `kuryr-l7-router.openstack.org/ssl-redirect: \"true\"|\"false\"`."),
+    opt(OD, "ssl_redirect_code", OptKind::Choice(RedirectCode::NAMES), Some("308"), "HTTP status of the HTTP to HTTPS redirect (Octavia `redirect_http_code`, API 2.9)."),
+    opt(OD, "insert_forwarded_headers", OptKind::Bool, Some("true"), "Insert X-Forwarded-For, X-Forwarded-Port and X-Forwarded-Proto into requests on both listeners."),
     opt(OD, "health_monitor_max_retries", OptKind::Int { min: 1, max: 10 }, Some("3"), "Successful probes needed to mark a member ONLINE (Octavia: 1..10)."),
     // [neutron]
     opt(N, "auth_url", OptKind::Url, None, "Keystone identity URL (required)."),

@@ -194,6 +194,7 @@ mod tests {
             default_pool: default_pool.map(String::from),
             pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect(),
             warnings: vec![],
+            ..Default::default()
         }
     }
 

@@ -105,6 +105,15 @@ fn add(mut doc: Value, path: &Path, index: usize, inputs: &mut Inputs) -> Result
         "EndpointSlice" => inputs.endpoint_slices.push(parse(doc, path, index, &kind)?),
         "Endpoints" => inputs.endpoints.push(parse(doc, path, index, &kind)?),
         "Node" => inputs.nodes.push(parse(doc, path, index, &kind)?),
+        "Secret" => {
+            // `stringData` is what the API server would merge into `data`; do the same here so
+            // that hand-written TLS Secrets (PEM text) work with `plan`.
+            let mut secret: k8s_openapi::api::core::v1::Secret = parse(doc, path, index, &kind)?;
+            for (k, v) in secret.string_data.take().unwrap_or_default() {
+                secret.data.get_or_insert_default().insert(k, k8s_openapi::ByteString(v.into_bytes()));
+            }
+            inputs.secrets.push(secret);
+        }
         "" => {
             return Err(ManifestError::Object {
                 path: path.to_path_buf(),

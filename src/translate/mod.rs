@@ -13,9 +13,10 @@ pub mod names;
 pub mod render;
 pub mod routes;
 pub mod rules;
+pub mod tls;
 pub mod zone;
 
-use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
@@ -77,6 +78,9 @@ pub struct TranslateOptions {
     /// Octavia pool `lb_algorithm`.
     pub lb_algorithm: String,
     pub vip_family: IpFamily,
+    /// HTTPS listener and redirects (`[tls]`).
+    #[serde(default)]
+    pub tls: tls::TlsOptions,
 }
 
 impl Default for TranslateOptions {
@@ -94,6 +98,7 @@ impl Default for TranslateOptions {
             zone_mode: ZoneMode::Weight,
             lb_algorithm: "ROUND_ROBIN".into(),
             vip_family: IpFamily::V4,
+            tls: tls::TlsOptions::default(),
         }
     }
 }
@@ -115,6 +120,10 @@ pub struct Inputs {
     pub endpoint_slices: Vec<EndpointSlice>,
     pub endpoints: Vec<Endpoints>,
     pub nodes: Vec<Node>,
+    /// The `kubernetes.io/tls` Secrets our Ingresses name (only those are watched).
+    pub secrets: Vec<Secret>,
+    /// The clock, for certificate validity; None skips that check (fixtures, `plan --at`).
+    pub now: Option<std::time::SystemTime>,
     /// Informational notes from loading (e.g. ignored kinds); not part of the router.
     pub notes: Vec<String>,
 }

@@ -52,3 +52,14 @@ pub fn pool_name(namespace: &str, service: &str, port: Option<u16>) -> String {
         Some(p) => format!("{namespace}_{service}_{p}"),
     }
 }
+
+/// `<namespace>_<secret>`: one certificate per Kubernetes TLS Secret (Secret names are DNS
+/// subdomains, without `_`, so the names cannot collide).
+pub fn certificate_name(namespace: &str, secret: &str) -> String {
+    format!("{namespace}_{secret}")
+}
+
+/// `redirect:<host>`: the HTTP→HTTPS redirect policy of a TLS host.
+pub fn redirect_name(host: &str) -> String {
+    bounded(format!("redirect:{host}"))
+}

@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use crate::model::{CompareType, DesiredRouter, Rule, RuleType};
+use crate::model::{CompareType, DesiredRouter, Policy, Rule, RuleType};
 
 fn rule_text(r: &Rule) -> String {
     let t = match r.rule_type {
@@ -20,22 +20,65 @@ fn rule_text(r: &Rule) -> String {
     format!("{}{t} {c} {}", if r.invert { "NOT " } else { "" }, r.value)
 }
 
-/// Text view: policies in position order, the default pool, pools with members, warnings.
-pub fn render_table(router: &DesiredRouter) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "POLICIES ({})", router.policies.len());
-    for p in &router.policies {
+fn write_policies(s: &mut String, policies: &[Policy]) {
+    for p in policies {
         let _ = writeln!(s, "{:>4}  {}  -> pool {}  [{}]", p.position, p.description, p.pool, p.owner);
         let _ = writeln!(s, "      name: {}", p.name);
         for r in &p.rules {
             let _ = writeln!(s, "      rule: {}", rule_text(r));
         }
     }
+}
+
+/// The HTTPS listener: certificates (names, subjects, fingerprints; never keys), its policies,
+/// and the HTTP listener's redirects.
+fn write_https(s: &mut String, router: &DesiredRouter) {
+    if !router.redirects.is_empty() {
+        let _ = writeln!(s, "\nREDIRECTS ({}, HTTP listener)", router.redirects.len());
+    }
+    for r in &router.redirects {
+        let _ = writeln!(s, "  redirect {} -> {} (HTTP {})  [{}]", r.host, r.prefix, r.code, r.owner);
+        for rule in &r.rules {
+            let _ = writeln!(s, "      rule: {}", rule_text(rule));
+        }
+    }
+    let Some(https) = &router.https else {
+        let _ = writeln!(s, "\nHTTPS LISTENER: none (no Ingress has spec.tls)");
+        return;
+    };
+    let _ = writeln!(s, "\nHTTPS LISTENER (port {}, TERMINATED_HTTPS)", https.port);
+    let _ = writeln!(s, "  CERTIFICATES ({}, default {})", https.certificates.len(), https.default_certificate);
+    for c in https.certificates.values() {
+        let _ = writeln!(s, "  {}  ({})  hosts: {}", c.name, c.secret, c.hosts.join(", "));
+        match &c.content {
+            Some(k) => {
+                let _ = writeln!(
+                    s,
+                    "      subject: {}  sha256: {}  not after: {}  chain: {}  content: {}",
+                    k.subject, k.fingerprint, k.not_after, k.chain_len, k.content_id
+                );
+            }
+            None => {
+                let _ = writeln!(s, "      (no usable content: the last good one stored on the router is kept, if any)");
+            }
+        }
+    }
+    let _ = writeln!(s, "  POLICIES ({})", https.policies.len());
+    write_policies(s, &https.policies);
+}
+
+/// Text view: policies in position order, the default pool, the HTTPS listener, pools with
+/// members, warnings.
+pub fn render_table(router: &DesiredRouter) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "POLICIES ({})", router.policies.len());
+    write_policies(&mut s, &router.policies);
     let _ = writeln!(
         s,
         "\nDEFAULT POOL: {}",
         router.default_pool.as_deref().unwrap_or("(none: unmatched requests get 503)")
     );
+    write_https(&mut s, router);
     let _ = writeln!(s, "\nPOOLS ({})", router.pools.len());
     for p in router.pools.values() {
         let _ = writeln!(s, "  {}  ({} port {}, {})", p.name, p.service, p.service_port, p.lb_algorithm);

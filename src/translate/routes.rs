@@ -276,16 +276,24 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
 
     let default_key = default.map(|(k, _)| k);
     let routes: Vec<Route> = claimed.into_values().collect();
+    let tls = super::tls::translate_tls(&ours, inputs, opts, &mut warnings);
     let mut pool_keys: BTreeSet<PoolKey> = routes.iter().map(|r| r.pool.clone()).collect();
     pool_keys.extend(default_key.clone());
     let names = pool_names(&pool_keys);
     let default_pool = default_key.as_ref().map(|k| names[k].clone());
+    let https = tls.https.map(|mut https| {
+        let on_https = routes.iter().filter(|r| super::tls::on_https(&r.host, &tls.tls_hosts)).cloned().collect();
+        // Warnings of the HTTPS ordering repeat the HTTP ones (same routes): not collected twice.
+        https.policies = order_policies(on_https, &names, default_pool.as_deref(), &mut Vec::new());
+        https.default_pool = default_pool.clone();
+        https
+    });
     let policies = order_policies(routes, &names, default_pool.as_deref(), &mut warnings);
     let pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
 
     warnings.sort();
     warnings.dedup();
-    DesiredRouter { policies, default_pool, pools, warnings }
+    DesiredRouter { policies, default_pool, pools, warnings, https, redirects: tls.redirects }
 }
 
 /// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
@@ -302,7 +310,7 @@ pub fn pool_names(keys: &BTreeSet<PoolKey>) -> BTreeMap<PoolKey, String> {
         .collect()
 }
 
-fn wildcard_covers(wild: &str, host: &str) -> bool {
+pub(super) fn wildcard_covers(wild: &str, host: &str) -> bool {
     let suffix = &wild[1..]; // ".example.com"
     host.len() > suffix.len() && host.ends_with(suffix) && !host[..host.len() - suffix.len()].contains('.')
 }

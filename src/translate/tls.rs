@@ -1,0 +1,343 @@
+//! Ingress `spec.tls` → the router's HTTPS listener: certificates (one per Kubernetes TLS
+//! Secret), the TLS hosts' routes on that listener, and HTTP→HTTPS redirects on the HTTP one.
+//!
+//! Pure like the rest of the translation: the clock is an input (`Inputs::now`), and the key
+//! material only travels inside [`CertificateContent`], which never serialises it.
+//!
+//! Decisions (see docs/tls.md):
+//! - A host is a TLS host when an Ingress of ours lists it in `spec.tls[].hosts` with a Secret
+//!   whose certificate covers it. The oldest Ingress wins a host claimed with two Secrets.
+//! - The HTTPS listener carries the routes of the TLS hosts and the host-less routes, ordered by
+//!   the same precedence as on HTTP; pools are shared with the HTTP listener.
+//! - A Secret that is missing or broken gives a Warning and a certificate without content: the
+//!   driver keeps serving the last good content it stored for that certificate, if any.
+//! - Redirects are REDIRECT_PREFIX policies, one per exact TLS host. haproxy evaluates redirects
+//!   before `use_backend` whatever the order, so each one matches its own host only, and never
+//!   `/.well-known/acme-challenge/` (cert-manager's HTTP-01 answers there on plain HTTP). A
+//!   wildcard host cannot be redirected: Octavia's prefix is a fixed URL, which cannot carry the
+//!   requested host name.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::api::networking::v1::Ingress;
+
+use super::names::{certificate_name, redirect_name};
+use super::rules::{HostKind, host_problem, host_rule};
+use super::{Inputs, TranslateOptions};
+use crate::certificate::ParsedCertificate;
+use crate::model::{
+    Certificate, CertificateContent, CompareType, HttpsListener, ObjectRef, Redirect, Rule, RuleType, Warning,
+};
+
+/// The `type` of a Kubernetes TLS Secret.
+pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+/// Per-Ingress override of [`TlsOptions::ssl_redirect`]: `"true"` or `"false"`.
+pub const SSL_REDIRECT_ANNOTATION: &str = "kuryr-l7-router.openstack.org/ssl-redirect";
+/// Never redirected: cert-manager's HTTP-01 solver must answer here on plain HTTP.
+pub const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
+
+/// The TLS part of the translation options (kuryr.conf `[tls]`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct TlsOptions {
+    /// Port of the TERMINATED_HTTPS listener.
+    pub https_port: u16,
+    /// `namespace/name` of the Secret served to clients whose SNI matches no certificate; else
+    /// the oldest Ingress's first certificate.
+    pub default_certificate: Option<(String, String)>,
+    /// Redirect HTTP to HTTPS for TLS hosts unless an Ingress says otherwise.
+    pub ssl_redirect: bool,
+    /// 301, 302, 303, 307 or 308.
+    pub redirect_code: u16,
+}
+
+impl Default for TlsOptions {
+    fn default() -> Self {
+        Self { https_port: 443, default_certificate: None, ssl_redirect: true, redirect_code: 308 }
+    }
+}
+
+/// One `spec.tls[]` host claim, in age order of the Ingresses.
+struct Claim {
+    host: String,
+    certificate: String,
+    owner: ObjectRef,
+    redirect: bool,
+}
+
+/// The HTTPS listener (None when no Ingress of ours has TLS) and the redirects for the HTTP one.
+pub struct TlsRouting {
+    pub https: Option<HttpsListener>,
+    pub redirects: Vec<Redirect>,
+    /// Hosts served on HTTPS (exact and wildcard), for the route filter.
+    pub tls_hosts: Vec<String>,
+}
+
+fn ns_name(ing: &Ingress) -> (&str, &str) {
+    (ing.metadata.namespace.as_deref().unwrap_or("default"), ing.metadata.name.as_deref().unwrap_or(""))
+}
+
+fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: String) {
+    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+}
+
+/// The Ingress's redirect choice: the annotation if it is a boolean, else the class default.
+fn wants_redirect(ing: &Ingress, owner: &ObjectRef, opts: &TlsOptions, warnings: &mut Vec<Warning>) -> bool {
+    match ing.metadata.annotations.as_ref().and_then(|a| a.get(SSL_REDIRECT_ANNOTATION)).map(String::as_str) {
+        None => opts.ssl_redirect,
+        Some("true") => true,
+        Some("false") => false,
+        Some(other) => {
+            warn(
+                warnings,
+                owner,
+                "InvalidAnnotation",
+                format!(
+                    "{owner}: annotation {SSL_REDIRECT_ANNOTATION}={other:?} is not \"true\" or \"false\"; using the default ({})",
+                    opts.ssl_redirect
+                ),
+            );
+            opts.ssl_redirect
+        }
+    }
+}
+
+/// Every `spec.tls[]` entry of our Ingresses (oldest first) as host claims; the certificates they
+/// name are created empty in `certs` (owners and hosts filled, content resolved later).
+fn collect_claims(
+    ours: &[&Ingress],
+    opts: &TlsOptions,
+    certs: &mut BTreeMap<String, Certificate>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    for ing in ours {
+        let (ns, name) = ns_name(ing);
+        let owner = ObjectRef::new("Ingress", ns, name);
+        let entries = ing.spec.as_ref().and_then(|s| s.tls.as_deref()).unwrap_or(&[]);
+        if entries.is_empty() {
+            continue;
+        }
+        let redirect = wants_redirect(ing, &owner, opts, warnings);
+        for (i, tls) in entries.iter().enumerate() {
+            let Some(secret) = tls.secret_name.as_deref().filter(|s| !s.is_empty()) else {
+                warn(
+                    warnings,
+                    &owner,
+                    "MissingTlsSecret",
+                    format!("{owner}: spec.tls[{i}] has no secretName; its hosts are served on HTTP only"),
+                );
+                continue;
+            };
+            let cert = certs.entry(certificate_name(ns, secret)).or_insert_with(|| empty_certificate(ns, secret));
+            if !cert.owners.contains(&owner) {
+                cert.owners.push(owner.clone());
+            }
+            for host in tls.hosts.iter().flatten() {
+                if let Some(p) = host_problem(host) {
+                    warn(warnings, &owner, "InvalidHost", format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}"));
+                    continue;
+                }
+                claims.push(Claim { host: host.clone(), certificate: cert.name.clone(), owner: owner.clone(), redirect });
+            }
+        }
+    }
+    claims
+}
+
+fn empty_certificate(ns: &str, secret: &str) -> Certificate {
+    Certificate {
+        name: certificate_name(ns, secret),
+        secret: ObjectRef::new("Secret", ns, secret),
+        hosts: Vec::new(),
+        owners: Vec::new(),
+        content: None,
+    }
+}
+
+/// Parse and check one Secret. Err: (Event reason, message naming the Secret; never its data).
+fn load_secret(
+    sref: &ObjectRef,
+    secrets: &BTreeMap<(&str, &str), &Secret>,
+    now: Option<std::time::SystemTime>,
+) -> Result<CertificateContent, (&'static str, String)> {
+    let Some(secret) = secrets.get(&(sref.namespace.as_str(), sref.name.as_str())) else {
+        return Err(("SecretNotFound", format!("{sref} not found")));
+    };
+    let kind = secret.type_.as_deref().unwrap_or("Opaque");
+    if kind != TLS_SECRET_TYPE {
+        return Err(("SecretWrongType", format!("{sref} is of type {kind}, not {TLS_SECRET_TYPE}")));
+    }
+    let data = secret.data.as_ref();
+    let field = |k: &str| data.and_then(|d| d.get(k)).map(|b| b.0.as_slice()).unwrap_or(&[]);
+    let parsed = ParsedCertificate::parse(field("tls.crt"), field("tls.key"))
+        .map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
+    if let Some(now) = now {
+        parsed.check_validity(now).map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
+    }
+    Ok(CertificateContent::new(Arc::new(parsed)))
+}
+
+/// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
+pub fn translate_tls(
+    ours: &[&Ingress],
+    inputs: &Inputs,
+    opts: &TranslateOptions,
+    warnings: &mut Vec<Warning>,
+) -> TlsRouting {
+    let topts = &opts.tls;
+    let mut certs: BTreeMap<String, Certificate> = BTreeMap::new();
+    let claims = collect_claims(ours, topts, &mut certs, warnings);
+    if let Some((ns, name)) = &topts.default_certificate {
+        certs.entry(certificate_name(ns, name)).or_insert_with(|| empty_certificate(ns, name));
+    }
+    if certs.is_empty() {
+        return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
+    }
+    let secrets: BTreeMap<(&str, &str), &Secret> = inputs
+        .secrets
+        .iter()
+        .map(|s| (s.metadata.namespace.as_deref().unwrap_or("default"), s.metadata.name.as_deref().unwrap_or("")))
+        .zip(inputs.secrets.iter())
+        .collect();
+    for cert in certs.values_mut() {
+        match load_secret(&cert.secret, &secrets, inputs.now) {
+            Ok(content) => cert.content = Some(content),
+            Err((reason, msg)) => {
+                for owner in &cert.owners {
+                    warn(
+                        warnings,
+                        owner,
+                        reason,
+                        format!("{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"),
+                    );
+                }
+            }
+        }
+    }
+    // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
+    let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    for c in &claims {
+        if let Some((winner, _)) = host_cert.get(&c.host) {
+            if *winner != c.certificate {
+                warn(
+                    warnings,
+                    &c.owner,
+                    "ConflictingCertificate",
+                    format!(
+                        "{}: TLS host {} ignored for {}: it is already served with {} by an older Ingress",
+                        c.owner, c.host, certs[&c.certificate].secret, certs[winner].secret
+                    ),
+                );
+            }
+            continue;
+        }
+        let cert = certs.get_mut(&c.certificate).expect("claims name collected certificates");
+        if let Some(content) = &cert.content
+            && !content.parsed().covers(&c.host)
+        {
+            warn(
+                warnings,
+                &c.owner,
+                "HostNotCovered",
+                format!(
+                    "{}: TLS host {} is not covered by the certificate of {} (subject {}); the host is served on HTTP only",
+                    c.owner,
+                    c.host,
+                    cert.secret,
+                    content.subject()
+                ),
+            );
+            continue;
+        }
+        cert.hosts.push(c.host.clone());
+        host_cert.insert(c.host.clone(), (c.certificate.clone(), c.redirect));
+    }
+    for cert in certs.values_mut() {
+        cert.hosts.sort();
+    }
+    let default_certificate = pick_default(&certs, &claims, topts);
+    let redirects = build_redirects(&host_cert, &claims, topts, warnings);
+    let tls_hosts = host_cert.into_keys().collect();
+    let https = HttpsListener {
+        port: topts.https_port,
+        certificates: certs,
+        default_certificate,
+        policies: Vec::new(),
+        default_pool: None,
+    };
+    TlsRouting { https: Some(https), redirects, tls_hosts }
+}
+
+/// The configured default certificate, else the oldest Ingress's first one that has content,
+/// else the first one at all.
+fn pick_default(certs: &BTreeMap<String, Certificate>, claims: &[Claim], opts: &TlsOptions) -> String {
+    if let Some((ns, name)) = &opts.default_certificate {
+        return certificate_name(ns, name);
+    }
+    let in_age_order = claims.iter().map(|c| c.certificate.as_str()).chain(certs.keys().map(String::as_str));
+    let first_good = in_age_order.clone().find(|n| certs[*n].content.is_some());
+    first_good.or_else(|| in_age_order.clone().next()).expect("certs is not empty").to_string()
+}
+
+fn build_redirects(
+    host_cert: &BTreeMap<String, (String, bool)>,
+    claims: &[Claim],
+    opts: &TlsOptions,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Redirect> {
+    let port = if opts.https_port == 443 { String::new() } else { format!(":{}", opts.https_port) };
+    let mut out = Vec::new();
+    for (host, (certificate, redirect)) in host_cert {
+        if !redirect {
+            continue;
+        }
+        let owner = claims.iter().find(|c| &c.host == host).map(|c| c.owner.clone()).expect("claimed host");
+        if HostKind::of(host) == HostKind::Wildcard {
+            warn(
+                warnings,
+                &owner,
+                "RedirectNotPossible",
+                format!(
+                    "{owner}: HTTP requests to {host} are not redirected to HTTPS: Octavia redirects to a fixed URL prefix, which cannot carry the requested host name of a wildcard"
+                ),
+            );
+            continue;
+        }
+        out.push(Redirect {
+            name: redirect_name(host),
+            host: host.clone(),
+            rules: vec![
+                host_rule(host),
+                Rule {
+                    rule_type: RuleType::Path,
+                    compare_type: CompareType::StartsWith,
+                    value: ACME_CHALLENGE_PREFIX.into(),
+                    invert: true,
+                },
+            ],
+            prefix: format!("https://{host}{port}"),
+            code: opts.redirect_code,
+            certificate: certificate.clone(),
+            owner,
+        });
+    }
+    out
+}
+
+/// Does a route's host belong on the HTTPS listener? Host-less routes do (a TLS host falls
+/// through to them on HTTP too); a host does when it is a TLS host, a wildcard TLS host covers
+/// it, or it is a wildcard that covers a TLS host.
+pub fn on_https(route_host: &str, tls_hosts: &[String]) -> bool {
+    route_host.is_empty()
+        || tls_hosts.iter().any(|t| {
+            let covers = |wild: &str, exact: &str| {
+                HostKind::of(wild) == HostKind::Wildcard
+                    && HostKind::of(exact) == HostKind::Exact
+                    && super::routes::wildcard_covers(wild, exact)
+            };
+            // A wildcard route that a TLS host falls into on HTTP must be there on HTTPS too.
+            t == route_host || covers(t, route_host) || covers(route_host, t)
+        })
+}
