@@ -1,5 +1,6 @@
 //! kuryr-l7-router: Kubernetes Ingresses as L7 routing on one shared Octavia load balancer.
 
+pub mod certificate;
 pub mod cli;
 pub mod config;
 pub mod controller;

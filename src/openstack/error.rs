@@ -12,6 +12,8 @@ pub enum Service {
     Identity,
     LoadBalancer,
     Network,
+    /// Barbican (catalog type `key-manager`), where TLS certificates are stored for Octavia.
+    Barbican,
 }
 
 impl Service {
@@ -21,6 +23,7 @@ impl Service {
             Service::Identity => "identity",
             Service::LoadBalancer => "load-balancer",
             Service::Network => "network",
+            Service::Barbican => "key-manager",
         }
     }
     /// Short name used in logs and metric labels.
@@ -29,6 +32,7 @@ impl Service {
             Service::Identity => "keystone",
             Service::LoadBalancer => "octavia",
             Service::Network => "neutron",
+            Service::Barbican => "barbican",
         }
     }
 }
@@ -128,6 +132,8 @@ impl Error {
                 (Service::LoadBalancer, true) => "octavia_5xx",
                 (Service::Network, false) => "neutron_4xx",
                 (Service::Network, true) => "neutron_5xx",
+                (Service::Barbican, false) => "barbican_4xx",
+                (Service::Barbican, true) => "barbican_5xx",
             },
             Error::Transport { .. } => "transport",
             Error::Timeout { .. } => "timeout",
@@ -142,7 +148,8 @@ impl Error {
 
 /// The human explanation inside an error body. Understands Octavia/WSME
 /// (`{"faultcode","faultstring"}`), Neutron (`{"NeutronError":{"type","message"}}`) and
-/// Keystone/keystonemiddleware (`{"error":{"code","title","message"}}`); anything else is returned
+/// Keystone/keystonemiddleware (`{"error":{"code","title","message"}}`), Barbican
+/// (`{"code","title","description"}`); anything else is returned
 /// as (truncated) text so nothing is lost.
 pub fn fault_message(body: &[u8]) -> String {
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
@@ -151,6 +158,7 @@ pub fn fault_message(body: &[u8]) -> String {
             .or_else(|| s("/NeutronError/message"))
             .or_else(|| s("/error/message"))
             .or_else(|| s("/message"))
+            .or_else(|| s("/description"))
         {
             return m;
         }
@@ -175,6 +183,11 @@ mod tests {
         assert_eq!(fault_message(neutron), "Port p could not be found.");
         let keystone = br#"{"error":{"code":401,"title":"Unauthorized","message":"The request you have made requires authentication."}}"#;
         assert_eq!(fault_message(keystone), "The request you have made requires authentication.");
+        let barbican = br#"{"code": 403, "title": "Forbidden", "description": "Secret creation attempt not allowed - please review your user/project privileges"}"#;
+        assert_eq!(
+            fault_message(barbican),
+            "Secret creation attempt not allowed - please review your user/project privileges"
+        );
         assert_eq!(fault_message(b"<html>Bad Gateway</html>"), "<html>Bad Gateway</html>");
         assert_eq!(fault_message(b""), "(empty body)");
     }

@@ -277,7 +277,8 @@ impl std::fmt::Debug for Session {
 
 /// One authenticated request. `path` is relative to the service endpoint (for
 /// [`Service::Identity`]: relative to `auth_url`, e.g. `/users/<id>`) and may carry a query.
-#[derive(Clone, Debug)]
+/// `Debug` leaves the body out: it may be a Barbican secret payload.
+#[derive(Clone)]
 pub struct Request {
     pub service: Service,
     pub method: Method,
@@ -287,6 +288,19 @@ pub struct Request {
     /// Overrides the session's per-request timeout (e.g. a large fully-populated create, which
     /// Octavia's API writes to its database inside the one request).
     pub timeout: Option<Duration>,
+}
+
+impl std::fmt::Debug for Request {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Request")
+            .field("service", &self.service)
+            .field("method", &self.method)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("body", &self.body.as_ref().map(|_| "<omitted>"))
+            .field("timeout", &self.timeout)
+            .finish()
+    }
 }
 
 impl Request {
@@ -476,7 +490,9 @@ impl Session {
         let duration = started.elapsed();
         let status = result.as_ref().ok().map(|r| r.0);
         tracing::debug!(%service, %method, path, status, duration_ms = duration.as_millis() as u64, "openstack request");
-        if service != Service::Identity {
+        // The counters measure load-balancer work (Octavia and Neutron); Barbican calls are observed
+        // but not counted.
+        if matches!(service, Service::LoadBalancer | Service::Network) {
             bump(&self.inner.counters.requests);
             if is_write(method) {
                 bump(&self.inner.counters.writes);
@@ -637,6 +653,13 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let s = Session::new(o).unwrap();
         assert!(!format!("{s:?}").contains("s3cr3t"));
+    }
+
+    #[test]
+    fn request_debug_omits_the_body() {
+        let r = Request::new(Service::Barbican, Method::POST, "/v1/secrets").json(json!({"payload": "c2VjcmV0"}));
+        let dbg = format!("{r:?}");
+        assert!(dbg.contains("/v1/secrets") && dbg.contains("<omitted>") && !dbg.contains("c2VjcmV0"), "{dbg}");
     }
 
     #[test]
