@@ -167,9 +167,9 @@ impl CertificateContent {
     pub fn new(parsed: std::sync::Arc<crate::certificate::ParsedCertificate>) -> Self {
         Self {
             subject: parsed.subject().to_string(),
-            fingerprint: parsed.fingerprint().to_string(),
+            fingerprint: parsed.sha256_fingerprint().to_string(),
             not_after: parsed.not_after_rfc3339(),
-            chain_len: parsed.chain_len(),
+            chain_len: parsed.certificates().len(),
             content_id: parsed.content_id().to_string(),
             parsed: Some(parsed),
         }

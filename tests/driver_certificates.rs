@@ -91,10 +91,8 @@ fn rotation_creates_the_new_content_and_the_old_one_becomes_garbage_after_the_sw
 #[test]
 fn a_broken_secret_keeps_the_last_good_content() {
     let want = listener(&[cert("shop_a", None), cert("shop_b", None)], "shop_a");
-    let have = [
-        stored("a1", "shop_a", "c1", "2026-01-01T00:00:00"),
-        stored("a2", "shop_a", "c2", "2026-03-01T00:00:00"),
-    ];
+    let have =
+        [stored("a1", "shop_a", "c1", "2026-01-01T00:00:00"), stored("a2", "shop_a", "c2", "2026-03-01T00:00:00")];
     // The listener uses a1: keep it, even though a2 is newer.
     let plan = plan_certificates(&want, CLUSTER, &have, &[r("a1")]);
     assert_eq!(plan.refs["shop_a"], r("a1"));
@@ -108,10 +106,8 @@ fn a_broken_secret_keeps_the_last_good_content() {
 #[test]
 fn copies_of_one_content_keep_the_one_in_use_else_the_oldest_and_the_rest_is_garbage() {
     let want = listener(&[cert("shop_a", Some("c1"))], "shop_a");
-    let have = [
-        stored("late", "shop_a", "c1", "2026-01-02T00:00:00"),
-        stored("early", "shop_a", "c1", "2026-01-01T00:00:00"),
-    ];
+    let have =
+        [stored("late", "shop_a", "c1", "2026-01-02T00:00:00"), stored("early", "shop_a", "c1", "2026-01-01T00:00:00")];
     assert_eq!(plan_certificates(&want, CLUSTER, &have, &[]).refs["shop_a"], r("early"));
     assert_eq!(plan_certificates(&want, CLUSTER, &have, &[r("late")]).refs["shop_a"], r("late"));
     let gone: Vec<_> = garbage(CLUSTER, &have, &[r("early")]).iter().map(|s| s.secret_ref.clone()).collect();
@@ -122,11 +118,7 @@ fn copies_of_one_content_keep_the_one_in_use_else_the_oldest_and_the_rest_is_gar
 fn garbage_never_includes_foreign_or_other_cluster_secrets() {
     let mut have = vec![stored("mine", "shop_a", "c1", "t")];
     have.push(StoredSecret { secret_ref: r("foreign"), name: "db-password".into(), created: "t".into() });
-    have.push(StoredSecret {
-        secret_ref: r("other"),
-        name: secret_name("c2", "shop_a", "c1"),
-        created: "t".into(),
-    });
+    have.push(StoredSecret { secret_ref: r("other"), name: secret_name("c2", "shop_a", "c1"), created: "t".into() });
     let gone: Vec<_> = garbage(CLUSTER, &have, &[]).iter().map(|s| s.secret_ref.clone()).collect();
     assert_eq!(gone, vec![r("mine")]);
 }

@@ -104,6 +104,11 @@ impl ParsedCertificate {
     }
 
     /// End of the leaf's validity.
+    /// `not_after` as RFC 3339, for plan output and messages.
+    pub fn not_after_rfc3339(&self) -> String {
+        rfc3339(self.not_after)
+    }
+
     pub fn not_after(&self) -> SystemTime {
         system_time(self.not_after)
     }

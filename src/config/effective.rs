@@ -71,7 +71,9 @@ impl Settings {
             ("octavia_defaults", "health_monitor_delay") => secs(od.health_monitor_delay),
             ("octavia_defaults", "health_monitor_timeout") => secs(od.health_monitor_timeout),
             ("octavia_defaults", "https_listener_port") => Some(od.https_listener_port.to_string()),
-            ("octavia_defaults", "default_tls_secret") => od.default_tls_secret.as_ref().map(|(n, s)| format!("{n}/{s}")),
+            ("octavia_defaults", "default_tls_secret") => {
+                od.default_tls_secret.as_ref().map(|(n, s)| format!("{n}/{s}"))
+            }
             ("octavia_defaults", "ssl_redirect") => secs_bool(od.ssl_redirect),
             ("octavia_defaults", "ssl_redirect_code") => s(od.ssl_redirect_code.as_str()),
             ("octavia_defaults", "insert_forwarded_headers") => secs_bool(od.insert_forwarded_headers),
@@ -127,4 +129,3 @@ impl Settings {
 fn secs_bool(b: bool) -> Option<String> {
     Some(if b { "true" } else { "false" }.to_owned())
 }
-

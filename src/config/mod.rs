@@ -9,16 +9,15 @@
 //! [`options()`] is the single source of truth for option names, types, defaults and help; the
 //! sample file and the docs are generated from it ([`reference`]) and tested against it.
 
+mod effective;
 pub mod ini;
 pub mod options;
 pub mod reference;
-mod effective;
 mod settings;
 
 pub use options::{
     AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, RedirectCode,
-    ZoneWeightingMode,
-    options,
+    ZoneWeightingMode, options,
 };
 pub use settings::{
     DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,

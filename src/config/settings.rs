@@ -5,8 +5,7 @@
 
 use super::options::{
     AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, RedirectCode,
-    SECTIONS,
-    ZoneWeightingMode, find, options,
+    ZoneWeightingMode, find,
 };
 use super::{ConfigProblem, MASKED_VALUE};
 use crate::secret::Secret;
@@ -636,6 +635,7 @@ fn placeholder_url() -> Url {
 
 #[cfg(test)]
 mod tests {
+    use super::super::options::options;
     use super::*;
 
     fn spec(section: &str, key: &str) -> &'static OptionSpec {

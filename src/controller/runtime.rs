@@ -87,6 +87,8 @@ impl Stores {
             endpoint_slices: owned(&self.slices),
             endpoints: owned(&self.endpoints),
             nodes: owned(&self.nodes),
+            secrets: vec![],
+            now: Some(std::time::SystemTime::now()),
             notes: vec![],
         }
     }

@@ -95,7 +95,8 @@ pub fn plan_certificates(
                     plan.unavailable.push(name.clone());
                     continue;
                 };
-                let in_use_copy = contents.values().find(|c| c.iter().any(|s| in_use.contains(secret_uuid(&s.secret_ref))));
+                let in_use_copy =
+                    contents.values().find(|c| c.iter().any(|s| in_use.contains(secret_uuid(&s.secret_ref))));
                 let newest = contents.values().max_by(|a, b| newest_created(a).cmp(newest_created(b)));
                 let copies = in_use_copy.or(newest).expect("contents is never empty");
                 plan.refs.insert(name.clone(), pick(copies));

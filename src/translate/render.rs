@@ -59,7 +59,8 @@ fn write_https(s: &mut String, router: &DesiredRouter) {
                 );
             }
             None => {
-                let _ = writeln!(s, "      (no usable content: the last good one stored on the router is kept, if any)");
+                let _ =
+                    writeln!(s, "      (no usable content: the last good one stored on the router is kept, if any)");
             }
         }
     }

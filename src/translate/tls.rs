@@ -139,7 +139,12 @@ fn collect_claims(
                     warn(warnings, &owner, "InvalidHost", format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}"));
                     continue;
                 }
-                claims.push(Claim { host: host.clone(), certificate: cert.name.clone(), owner: owner.clone(), redirect });
+                claims.push(Claim {
+                    host: host.clone(),
+                    certificate: cert.name.clone(),
+                    owner: owner.clone(),
+                    redirect,
+                });
             }
         }
     }
@@ -171,7 +176,7 @@ fn load_secret(
     }
     let data = secret.data.as_ref();
     let field = |k: &str| data.and_then(|d| d.get(k)).map(|b| b.0.as_slice()).unwrap_or(&[]);
-    let parsed = ParsedCertificate::parse(field("tls.crt"), field("tls.key"))
+    let parsed = ParsedCertificate::from_pem(field("tls.crt"), field("tls.key"))
         .map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
     if let Some(now) = now {
         parsed.check_validity(now).map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
@@ -210,7 +215,9 @@ pub fn translate_tls(
                         warnings,
                         owner,
                         reason,
-                        format!("{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"),
+                        format!(
+                            "{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"
+                        ),
                     );
                 }
             }
