@@ -330,7 +330,7 @@ pub async fn run(settings: Settings) -> Result<(), ControllerError> {
 
 /// [`run`] with its two outside ends given: `backend` builds the router writer's backend once
 /// this replica leads (`run` passes [`octavia_backend`]; `tests/controller_runtime.rs` passes an
-/// in-memory [`crate::controller::writer::SimBackend`]), and `shutdown` resolving stops the
+/// in-memory [`crate::testing::SimBackend`]), and `shutdown` resolving stops the
 /// controller as SIGTERM does (`run` passes the signal handler).
 pub async fn run_with<B, F>(
     settings: Settings,
@@ -489,7 +489,7 @@ pub fn octavia_backend(settings: &Settings, metrics: &Metrics) -> Result<Octavia
             ..crate::openstack::OctaviaOptions::default()
         },
     );
-    let router = crate::driver::router::Router::new(
+    let router = crate::driver::Router::new(
         octavia,
         crate::openstack::Neutron::new(session),
         crate::wiring::router_spec(settings),
