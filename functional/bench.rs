@@ -239,7 +239,7 @@ async fn run(r: Router, fp: Router) {
 /// Ten LB description updates: each is one write; time to ACTIVE seen by the driver's
 /// `wait_active` (backoff) vs by a 20 ms poll.
 async fn probe(r: &Router, lb_id: &str, cold_median: Duration) {
-    let o = &r.octavia();
+    let o = r.octavia();
     let mut backoff = Vec::new();
     let mut tight = Vec::new();
     let mut accept = Vec::new();
@@ -285,7 +285,7 @@ async fn probe(r: &Router, lb_id: &str, cold_median: Duration) {
 async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
     if !functional::octavia_fixes_on() {
         let subnet = fp.spec().vip_subnet_id.clone().unwrap();
-        let body = populated_create(&fp.spec(), &subnet, desired);
+        let body = populated_create(fp.spec(), &subnet, desired);
         let t = Instant::now();
         let lb = fp.octavia().create_load_balancer_within(&body, fp.spec().create_timeout).await.expect("create");
         let accepted = t.elapsed();
@@ -372,7 +372,7 @@ async fn after_cold_start(fp: &Router, desired: &DesiredRouter) {
 
 /// `n` LB description updates waited with the driver's backoff: a write's latency on this router.
 async fn probe_n(r: &Router, lb_id: &str, n: usize) {
-    let o = &r.octavia();
+    let o = r.octavia();
     let mut v = Vec::new();
     for i in 0..n {
         let u = LoadBalancerUpdate { description: Some(format!("bench probe {i}")), ..Default::default() };

@@ -807,7 +807,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
         let bare = LoadBalancerCreate {
             listeners: vec![],
             pools: vec![],
-            ..populated_create(&r.spec(), r.spec().vip_subnet_id.as_deref().unwrap(), &DesiredRouter::default())
+            ..populated_create(r.spec(), r.spec().vip_subnet_id.as_deref().unwrap(), &DesiredRouter::default())
         };
         let second = r.octavia().create_load_balancer(&bare).await.unwrap();
         wait(second.id.clone()).await;

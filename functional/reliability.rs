@@ -249,12 +249,12 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
 
     // 6. l7_router_ip on another port: a port on the private network with a floating IP.
     let s = r.octavia().session();
-    let private = r.neutron().get_subnet(&subnet_id(&r.neutron(), "private-subnet").await).await.unwrap().network_id;
+    let private = r.neutron().get_subnet(&subnet_id(r.neutron(), "private-subnet").await).await.unwrap().network_id;
     let body = json!({"port": {"name": port_name, "network_id": private}});
     let resp: Value =
         s.send_json(&Request::new(Service::Network, Method::POST, "/v2.0/ports").json(body)).await.unwrap();
     let port = resp["port"]["id"].as_str().unwrap().to_string();
-    let public = r.neutron().get_subnet(&subnet_id(&r.neutron(), "public-subnet").await).await.unwrap().network_id;
+    let public = r.neutron().get_subnet(&subnet_id(r.neutron(), "public-subnet").await).await.unwrap().network_id;
     let fip = match r
         .neutron()
         .create_floating_ip(&FloatingIpCreate {
