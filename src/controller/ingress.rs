@@ -1,9 +1,8 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
+use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
 use crate::controller::k8s::{self, IngressStep, ingress_step};
-use crate::controller::reconcile_span;
-use crate::controller::runtime::{Context, HandlerError, object_key};
 use crate::model::ObjectRef as ModelRef;
 use crate::translate::routes::is_ours;
 use k8s_openapi::api::core::v1::Service;
@@ -13,7 +12,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
-use tracing::Instrument;
 
 /// Names of the Services an Ingress routes to (default backend and every path).
 pub fn service_names(ing: &Ingress) -> Vec<String> {
@@ -45,21 +43,9 @@ pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<
         .collect()
 }
 
-/// The reconcile of one Ingress (one span, metrics, failure table).
+/// The reconcile of one Ingress (see [`instrumented`]).
 pub async fn reconcile(ing: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
-    let span = reconcile_span("ingress", &ing.namespace().unwrap_or_default(), &ing.name_any());
-    async move {
-        let _timer = ctx.metrics.reconcile_timer("ingress");
-        let result = reconcile_inner(&ing, &ctx).await;
-        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
-        ctx.metrics.reconcile_result("ingress", label);
-        if result.is_ok() {
-            ctx.succeeded(&object_key(ing.as_ref()));
-        }
-        result
-    }
-    .instrument(span)
-    .await
+    instrumented("ingress", ing.as_ref(), &ctx, reconcile_inner(&ing, &ctx)).await
 }
 
 async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, HandlerError> {

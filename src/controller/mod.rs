@@ -15,6 +15,7 @@
 //! - [`ingress`], [`service`]: the two handlers; [`runtime`]: `run`, wiring everything.
 
 pub mod client;
+pub mod context;
 pub mod error;
 pub mod events;
 pub mod health;

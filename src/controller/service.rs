@@ -5,10 +5,9 @@
 //! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
 //! writes the notice) rather than member updates.
 
+use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
 use crate::controller::notice::{ServiceNotice, desired_notices};
-use crate::controller::reconcile_span;
-use crate::controller::runtime::{Context, HandlerError, object_key};
 use crate::controller::writer::MembersOutcome;
 use crate::model::ObjectRef as ModelRef;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
@@ -17,7 +16,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
-use tracing::Instrument;
 
 /// Label of an EndpointSlice naming its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -55,20 +53,9 @@ pub fn service_step(router: &str, current: Option<&ServiceNotice>, want: Option<
     }
 }
 
+/// The reconcile of one Service (see [`instrumented`]).
 pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
-    let span = reconcile_span("service", &svc.namespace().unwrap_or_default(), &svc.name_any());
-    async move {
-        let _timer = ctx.metrics.reconcile_timer("service");
-        let result = reconcile_inner(&svc, &ctx).await;
-        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
-        ctx.metrics.reconcile_result("service", label);
-        if result.is_ok() {
-            ctx.succeeded(&object_key(svc.as_ref()));
-        }
-        result
-    }
-    .instrument(span)
-    .await
+    instrumented("service", svc.as_ref(), &ctx, reconcile_inner(&svc, &ctx)).await
 }
 
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {

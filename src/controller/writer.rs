@@ -13,6 +13,7 @@
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
+use crate::controller::metrics::{JobLabels, Metrics};
 use crate::driver::{ConvergeReport, DriverError, MembersChange, Router};
 use crate::model::{DesiredRouter, Pool};
 use std::collections::VecDeque;
@@ -197,34 +198,10 @@ fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
     }
 }
 
-/// Histogram family of writer job durations by job and result.
-pub type JobDurations = prometheus_client::metrics::family::Family<
-    JobLabels,
-    prometheus_client::metrics::histogram::Histogram,
-    fn() -> prometheus_client::metrics::histogram::Histogram,
->;
-
-/// Observations of the writer for metrics; all optional.
+/// Observations of the writer for metrics; none in tests that do not look at them.
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
-    pub metrics: Option<crate::controller::metrics::Metrics>,
-    /// Duration of each job (`sync` / `members`), seconds.
-    pub job_duration: Option<JobDurations>,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
-pub struct JobLabels {
-    pub job: String,
-    pub result: String,
-}
-
-/// A new `job_duration` family (0.05 s .. ~7 min), to register under `octavia_write_job_duration`.
-pub fn job_duration_family() -> JobDurations {
-    prometheus_client::metrics::family::Family::new_with_constructor(|| {
-        prometheus_client::metrics::histogram::Histogram::new(
-            prometheus_client::metrics::histogram::exponential_buckets(0.05, 2.0, 14),
-        )
-    })
+    pub metrics: Option<Metrics>,
 }
 
 struct Shared {
@@ -387,12 +364,11 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 label
             }
         };
-        if let Some(h) = &shared.metrics.job_duration {
-            h.get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
-                .observe(started.elapsed().as_secs_f64());
-        }
         let retries = backend.conflict_retries();
         if let Some(m) = &shared.metrics.metrics {
+            m.octavia_write_job_duration
+                .get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
+                .observe(started.elapsed().as_secs_f64());
             m.octavia_conflict_retries.inc_by(retries.saturating_sub(retries_seen));
         }
         retries_seen = retries;
