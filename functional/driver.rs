@@ -77,6 +77,7 @@ fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) 
             })
             .collect(),
         default_pool: default_pool.map(String::from),
+        default_pool_owners: vec![],
         pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
         warnings: vec![],
     }

@@ -57,6 +57,7 @@ fn shop(path_value: &str) -> DesiredRouter {
             policy(2, "shop:front", "shop_front", vec![host]),
         ],
         default_pool: None,
+        default_pool_owners: vec![],
         pools: [pool("shop_api", "10.0.0.31"), pool("shop_front", "10.0.0.41")]
             .into_iter()
             .map(|p| (p.name.clone(), p))

@@ -132,6 +132,12 @@ pub struct DesiredRouter {
     pub policies: Vec<Policy>,
     /// The listener's default pool (from an Ingress `spec.defaultBackend`).
     pub default_pool: Option<String>,
+    /// The Ingresses whose `spec.defaultBackend` names the Service of [`Self::default_pool`]
+    /// (the oldest, which set it, and any other naming the same Service), sorted. They route to
+    /// that Service, so its notice names them; recorded here so that the status side needs
+    /// nothing but the desired state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default_pool_owners: Vec<ObjectRef>,
     /// Keyed by pool name.
     pub pools: BTreeMap<String, Pool>,
     pub warnings: Vec<Warning>,

@@ -57,6 +57,7 @@ fn desired() -> DesiredRouter {
             description: "a.com Exact /x".into(),
         }],
         default_pool: Some("shop_web".into()),
+        default_pool_owners: vec![],
         pools: [
             ("shop_api".to_string(), pool("shop_api", "10.0.0.5")),
             ("shop_web".to_string(), pool("shop_web", "10.0.0.6")),

@@ -11,7 +11,6 @@ use crate::controller::writer::{WriteError, WriterHandle};
 use crate::controller::{ControllerError, k8s, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, ObjectRef};
-use crate::translate::routes::is_ours;
 use crate::translate::{Inputs, TranslateOptions, translate};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -174,11 +173,6 @@ impl Context {
         (inputs, desired)
     }
 
-    /// Ingresses of our class among `inputs`.
-    pub fn our_ingresses(&self, inputs: &Inputs) -> Vec<Ingress> {
-        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, &self.opts)).cloned().collect()
-    }
-
     /// Converges the router to the caches (unless `force` is false and the desired state is the
     /// one last synced), then writes the Service notices that changed.
     pub async fn sync(&self, force: bool) -> Result<(DesiredRouter, ConvergeReport), HandlerError> {
@@ -206,7 +200,7 @@ impl Context {
 
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
     pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
-        let want = desired_notices(&self.router_name, desired, &self.our_ingresses(inputs));
+        let want = desired_notices(&self.router_name, desired);
         let current: Vec<(ObjectRef, ServiceNotice)> = inputs
             .services
             .iter()

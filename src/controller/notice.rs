@@ -9,7 +9,6 @@
 use crate::controller::{ControllerError, NOTICE_ANNOTATION};
 use crate::model::{DesiredRouter, ObjectRef};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,38 +67,18 @@ impl ServiceNotice {
 ///
 /// - pools: every pool of [`DesiredRouter::pools`] whose `service` is that Service;
 /// - ingresses: the owners of the policies routing to those pools, plus, for the listener's
-///   default pool, every Ingress in `ingresses` whose `spec.defaultBackend` names that Service
-///   (the model does not record the default pool's owner).
-///
-/// `ingresses` are the Ingresses of our class (already filtered by the caller).
-pub fn desired_notices(
-    router: &str,
-    desired: &DesiredRouter,
-    ingresses: &[Ingress],
-) -> BTreeMap<ObjectRef, ServiceNotice> {
+///   default pool, [`DesiredRouter::default_pool_owners`].
+pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<ObjectRef, ServiceNotice> {
     let mut out: BTreeMap<ObjectRef, ServiceNotice> = BTreeMap::new();
     for pool in desired.pools.values() {
         let notice = out
             .entry(service_key(&pool.service))
             .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });
         notice.pools.push(pool.name.clone());
-        for policy in desired.policies.iter().filter(|p| p.pool == pool.name) {
-            notice.ingresses.push(format!("{}/{}", policy.owner.namespace, policy.owner.name));
-        }
-        if desired.default_pool.as_deref() == Some(pool.name.as_str()) {
-            for ing in ingresses {
-                let ns = ing.metadata.namespace.as_deref().unwrap_or_default();
-                let default_svc = ing
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.default_backend.as_ref())
-                    .and_then(|b| b.service.as_ref())
-                    .map(|s| s.name.as_str());
-                if ns == pool.service.namespace && default_svc == Some(pool.service.name.as_str()) {
-                    notice.ingresses.push(format!("{ns}/{}", ing.metadata.name.as_deref().unwrap_or_default()));
-                }
-            }
-        }
+        let policy_owners = desired.policies.iter().filter(|p| p.pool == pool.name).map(|p| &p.owner);
+        let default_owners =
+            desired.default_pool_owners.iter().filter(|_| desired.default_pool.as_ref() == Some(&pool.name));
+        notice.ingresses.extend(policy_owners.chain(default_owners).map(|o| format!("{}/{}", o.namespace, o.name)));
     }
     out.into_iter().map(|(k, v)| (k, v.normalize())).collect()
 }
@@ -180,18 +159,11 @@ mod tests {
         }
     }
 
-    fn ingress_with_default(ns: &str, name: &str, svc: &str) -> Ingress {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"namespace": ns, "name": name},
-            "spec": {"defaultBackend": {"service": {"name": svc, "port": {"number": 80}}}}
-        }))
-        .unwrap()
-    }
-
     fn router(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) -> DesiredRouter {
         DesiredRouter {
             policies,
             default_pool: default_pool.map(String::from),
+            default_pool_owners: vec![],
             pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect(),
             warnings: vec![],
         }
@@ -234,15 +206,13 @@ mod tests {
         struct Case {
             name: &'static str,
             desired: DesiredRouter,
-            ingresses: Vec<Ingress>,
             want: Vec<(ObjectRef, ServiceNotice)>,
         }
         let cases = vec![
-            Case { name: "empty router", desired: DesiredRouter::default(), ingresses: vec![], want: vec![] },
+            Case { name: "empty router", desired: DesiredRouter::default(), want: vec![] },
             Case {
                 name: "one ingress one service",
                 desired: router(vec![policy("a", "ns_web", "ns", "ing")], vec![pool("ns_web", "ns", "web")], None),
-                ingresses: vec![],
                 want: vec![(svc("ns", "web"), notice(&["ns_web"], &["ns/ing"]))],
             },
             Case {
@@ -257,20 +227,18 @@ mod tests {
                     vec![pool("ns_web_80", "ns", "web"), pool("ns_web_8080", "ns", "web")],
                     None,
                 ),
-                ingresses: vec![],
                 want: vec![(svc("ns", "web"), notice(&["ns_web_80", "ns_web_8080"], &["ns/alpha", "ns/zeta"]))],
             },
             Case {
                 name: "default backend pool names the ingress(es) whose defaultBackend is that service",
-                desired: router(
-                    vec![policy("a", "ns_api", "ns", "ing")],
-                    vec![pool("ns_api", "ns", "api"), pool("ns_fallback", "ns", "fallback")],
-                    Some("ns_fallback"),
-                ),
-                ingresses: vec![
-                    ingress_with_default("ns", "ing", "fallback"),
-                    ingress_with_default("other", "ing2", "fallback"),
-                ],
+                desired: DesiredRouter {
+                    default_pool_owners: vec![ObjectRef::new("Ingress", "ns", "ing")],
+                    ..router(
+                        vec![policy("a", "ns_api", "ns", "ing")],
+                        vec![pool("ns_api", "ns", "api"), pool("ns_fallback", "ns", "fallback")],
+                        Some("ns_fallback"),
+                    )
+                },
                 want: vec![
                     (svc("ns", "api"), notice(&["ns_api"], &["ns/ing"])),
                     (svc("ns", "fallback"), notice(&["ns_fallback"], &["ns/ing"])),
@@ -279,12 +247,11 @@ mod tests {
             Case {
                 name: "pool with no policy (e.g. kept for draining) still notifies its service",
                 desired: router(vec![], vec![pool("ns_old", "ns", "old")], None),
-                ingresses: vec![],
                 want: vec![(svc("ns", "old"), notice(&["ns_old"], &[]))],
             },
         ];
         for c in cases {
-            let got: Vec<_> = desired_notices("r1", &c.desired, &c.ingresses).into_iter().collect();
+            let got: Vec<_> = desired_notices("r1", &c.desired).into_iter().collect();
             assert_eq!(got, c.want, "case: {}", c.name);
         }
     }

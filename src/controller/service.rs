@@ -69,9 +69,9 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             None
         }
     };
-    let (inputs, desired) = ctx.desired();
+    let (_, desired) = ctx.desired();
     let me = ModelRef::new("Service", &svc.namespace().unwrap_or_else(|| "default".into()), &svc.name_any());
-    let want = desired_notices(&ctx.router_name, &desired, &ctx.our_ingresses(&inputs)).remove(&me);
+    let want = desired_notices(&ctx.router_name, &desired).remove(&me);
     match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
         ServiceStep::Ignore => Ok(Action::await_change()),
         ServiceStep::Sync => {

@@ -275,6 +275,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     }
 
     let default_key = default.map(|(k, _)| k);
+    let default_pool_owners = default_key.as_ref().map_or_else(Vec::new, |k| default_backend_owners(&ours, k));
     let routes: Vec<Route> = claimed.into_values().collect();
     let mut pool_keys: BTreeSet<PoolKey> = routes.iter().map(|r| r.pool.clone()).collect();
     pool_keys.extend(default_key.clone());
@@ -285,7 +286,22 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
 
     warnings.sort();
     warnings.dedup();
-    DesiredRouter { policies, default_pool, pools, warnings }
+    DesiredRouter { policies, default_pool, default_pool_owners, pools, warnings }
+}
+
+/// The Ingresses among `ours` whose `spec.defaultBackend` names the Service of `key`, sorted.
+fn default_backend_owners(ours: &[&Ingress], key: &PoolKey) -> Vec<ObjectRef> {
+    let mut owners: Vec<ObjectRef> = ours
+        .iter()
+        .filter(|i| {
+            let service = i.spec.as_ref().and_then(|s| s.default_backend.as_ref()).and_then(|b| b.service.as_ref());
+            ns_of(&i.metadata) == key.namespace && service.is_some_and(|s| s.name == key.service)
+        })
+        .map(|i| ingress_ref(i))
+        .collect();
+    owners.sort();
+    owners.dedup();
+    owners
 }
 
 /// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
