@@ -11,7 +11,7 @@ use common::*;
 
 use kuryr_l7_router::driver::diff::{HealthMonitorSpec, PRODUCT_TAG};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description, populated_create};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
     let (ns, svc) = ns_svc.split_once('_').unwrap();
     Pool {
         name: ns_svc.into(),
-        service: ObjectRef::new("Service", ns, svc),
+        service: KubeRef::new("Service", ns, svc),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
@@ -61,7 +61,7 @@ fn policy(name: &str, pool: &str, rules: Vec<Rule>) -> Policy {
         position: 0,
         pool: pool.into(),
         rules,
-        owner: ObjectRef::new("Ingress", "shop", "web"),
+        owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
     }
 }

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 
 use kuryr_l7_router::driver::router::{DriverError, Router};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia::{MemberCreate, PoolCreate};
@@ -31,7 +31,7 @@ fn rule(rule_type: RuleType, compare_type: CompareType, value: &str) -> Rule {
 fn shop(path_value: &str) -> DesiredRouter {
     let pool = |name: &str, ip: &str| Pool {
         name: name.into(),
-        service: ObjectRef::new("Service", "shop", name),
+        service: KubeRef::new("Service", "shop", name),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![member(ip)],
@@ -43,7 +43,7 @@ fn shop(path_value: &str) -> DesiredRouter {
         position: n,
         pool: pool.into(),
         rules,
-        owner: ObjectRef::new("Ingress", "shop", "web"),
+        owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
     };
     DesiredRouter {

@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-/// A namespaced Kubernetes object, used as owner of Octavia objects and as subject of warnings.
+/// A Kubernetes object by kind, namespace and name: the owner of Octavia objects and the subject
+/// of warnings. Untyped, unlike kube's `ObjectRef<K>`, because the model knows no Kubernetes types.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ObjectRef {
+pub struct KubeRef {
     /// `Ingress`, `Service`, `IngressClass`, `EndpointSlice`, `Config`, ...
     pub kind: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -19,13 +20,13 @@ pub struct ObjectRef {
     pub name: String,
 }
 
-impl ObjectRef {
+impl KubeRef {
     pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
         Self { kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
 }
 
-impl std::fmt::Display for ObjectRef {
+impl std::fmt::Display for KubeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.namespace.is_empty() {
             write!(f, "{} {}", self.kind, self.name)
@@ -76,7 +77,7 @@ pub struct Policy {
     pub pool: String,
     pub rules: Vec<Rule>,
     /// The Ingress this policy comes from.
-    pub owner: ObjectRef,
+    pub owner: KubeRef,
     /// Human-readable origin, e.g. `foo.bar.com Prefix /api`.
     pub description: String,
 }
@@ -103,7 +104,7 @@ pub struct Pool {
     /// `<namespace>_<service>` or `<namespace>_<service>_<port>`; unique key on the router.
     pub name: String,
     /// The Service whose endpoints fill the pool.
-    pub service: ObjectRef,
+    pub service: KubeRef,
     /// The Service port (name if named, else number) the pool serves.
     pub service_port: String,
     /// Octavia `lb_algorithm` (ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP).
@@ -118,7 +119,7 @@ pub struct Pool {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Warning {
     /// The object the warning is about (becomes the Kubernetes Event's involvedObject).
-    pub object: ObjectRef,
+    pub object: KubeRef,
     /// Short CamelCase reason, e.g. `InvalidPath`, `ServiceNotFound` (the Event's reason).
     pub reason: String,
     /// Full sentence naming the object, the rule and why.
@@ -137,7 +138,7 @@ pub struct DesiredRouter {
     /// that Service, so its notice names them; recorded here so that the status side needs
     /// nothing but the desired state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub default_pool_owners: Vec<ObjectRef>,
+    pub default_pool_owners: Vec<KubeRef>,
     /// Keyed by pool name.
     pub pools: BTreeMap<String, Pool>,
     pub warnings: Vec<Warning>,

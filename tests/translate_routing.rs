@@ -310,7 +310,7 @@ fn no_default_pool_uses_host_exclusions() {
 fn names_are_bounded_and_stable() {
     assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
     assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-    let owner = kuryr_l7_router::model::ObjectRef::new("Ingress", "ns", "x");
+    let owner = kuryr_l7_router::model::KubeRef::new("Ingress", "ns", "x");
     let long = format!("/{}", "a".repeat(300));
     let n1 = policy_name(&owner, "h.com", "Prefix", &long);
     let n2 = policy_name(&owner, "h.com", "Prefix", &format!("{long}b"));

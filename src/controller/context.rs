@@ -8,10 +8,10 @@ use crate::controller::health::Readiness;
 use crate::controller::metrics::Metrics;
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
 use crate::controller::writer::{WriteError, WriterHandle};
-use crate::controller::{ControllerError, k8s, reconcile_span};
+use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
-use crate::model::{DesiredRouter, ObjectRef};
-use crate::translate::{Inputs, TranslateOptions, translate};
+use crate::model::{DesiredRouter, KubeRef};
+use crate::translate::{Inputs, TranslateOptions, namespace_of, translate};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -201,22 +201,19 @@ impl Context {
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
     pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
         let want = desired_notices(&self.router_name, desired);
-        let current: Vec<(ObjectRef, ServiceNotice)> = inputs
+        let current: Vec<(KubeRef, ServiceNotice)> = inputs
             .services
             .iter()
             .filter_map(|s| {
                 let n = ServiceNotice::from_service(s).ok().flatten()?;
-                let r = ObjectRef::new(
-                    "Service",
-                    s.metadata.namespace.as_deref().unwrap_or("default"),
-                    s.metadata.name.as_deref().unwrap_or_default(),
-                );
+                let r =
+                    KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
                 Some((r, n))
             })
             .collect();
         for change in notice_changes(&self.router_name, &want, current.iter().map(|(r, n)| (r.clone(), n))) {
             let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
-            match k8s::patch_service_notice(&api, &change.service.name, change.notice.as_ref()).await {
+            match patches::patch_service_notice(&api, &change.service.name, change.notice.as_ref()).await {
                 Ok(_) => {
                     tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
                 }

@@ -7,7 +7,7 @@
 //! sees, survives controller restarts, and is visible to users (`kubectl get svc -o yaml`).
 
 use crate::controller::{ControllerError, NOTICE_ANNOTATION};
-use crate::model::{DesiredRouter, ObjectRef};
+use crate::model::{DesiredRouter, KubeRef};
 use k8s_openapi::api::core::v1::Service;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
@@ -68,8 +68,8 @@ impl ServiceNotice {
 /// - pools: every pool of [`DesiredRouter::pools`] whose `service` is that Service;
 /// - ingresses: the owners of the policies routing to those pools, plus, for the listener's
 ///   default pool, [`DesiredRouter::default_pool_owners`].
-pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<ObjectRef, ServiceNotice> {
-    let mut out: BTreeMap<ObjectRef, ServiceNotice> = BTreeMap::new();
+pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRef, ServiceNotice> {
+    let mut out: BTreeMap<KubeRef, ServiceNotice> = BTreeMap::new();
     for pool in desired.pools.values() {
         let notice = out
             .entry(service_key(&pool.service))
@@ -86,7 +86,7 @@ pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<Object
 /// One annotation write: set the notice on the Service, or remove it (`None`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeChange {
-    pub service: ObjectRef,
+    pub service: KubeRef,
     pub notice: Option<ServiceNotice>,
 }
 
@@ -98,12 +98,12 @@ pub struct NoticeChange {
 /// Sorted by Service, so callers and tests see a stable order.
 pub fn notice_changes<'a>(
     router: &str,
-    desired: &BTreeMap<ObjectRef, ServiceNotice>,
-    current: impl IntoIterator<Item = (ObjectRef, &'a ServiceNotice)>,
+    desired: &BTreeMap<KubeRef, ServiceNotice>,
+    current: impl IntoIterator<Item = (KubeRef, &'a ServiceNotice)>,
 ) -> Vec<NoticeChange> {
-    let current: BTreeMap<ObjectRef, &ServiceNotice> =
+    let current: BTreeMap<KubeRef, &ServiceNotice> =
         current.into_iter().map(|(svc, n)| (service_key(&svc), n)).collect();
-    let mut services: BTreeSet<&ObjectRef> = desired.keys().collect();
+    let mut services: BTreeSet<&KubeRef> = desired.keys().collect();
     services.extend(current.keys());
     let mut changes = Vec::new();
     for svc in services {
@@ -123,8 +123,8 @@ pub fn notice_changes<'a>(
 }
 
 /// Services are compared by namespace and name; the model's `kind` is always `Service` here.
-fn service_key(r: &ObjectRef) -> ObjectRef {
-    ObjectRef::new("Service", &r.namespace, &r.name)
+fn service_key(r: &KubeRef) -> KubeRef {
+    KubeRef::new("Service", &r.namespace, &r.name)
 }
 
 #[cfg(test)]
@@ -135,7 +135,7 @@ mod tests {
     fn pool(name: &str, ns: &str, svc: &str) -> Pool {
         Pool {
             name: name.into(),
-            service: ObjectRef::new("Service", ns, svc),
+            service: KubeRef::new("Service", ns, svc),
             service_port: "80".into(),
             lb_algorithm: "ROUND_ROBIN".into(),
             members: vec![],
@@ -154,7 +154,7 @@ mod tests {
                 value: "/".into(),
                 invert: false,
             }],
-            owner: ObjectRef::new("Ingress", owner_ns, owner),
+            owner: KubeRef::new("Ingress", owner_ns, owner),
             description: String::new(),
         }
     }
@@ -177,8 +177,8 @@ mod tests {
         }
     }
 
-    fn svc(ns: &str, name: &str) -> ObjectRef {
-        ObjectRef::new("Service", ns, name)
+    fn svc(ns: &str, name: &str) -> KubeRef {
+        KubeRef::new("Service", ns, name)
     }
 
     #[test]
@@ -206,7 +206,7 @@ mod tests {
         struct Case {
             name: &'static str,
             desired: DesiredRouter,
-            want: Vec<(ObjectRef, ServiceNotice)>,
+            want: Vec<(KubeRef, ServiceNotice)>,
         }
         let cases = vec![
             Case { name: "empty router", desired: DesiredRouter::default(), want: vec![] },
@@ -232,7 +232,7 @@ mod tests {
             Case {
                 name: "default backend pool names the ingress(es) whose defaultBackend is that service",
                 desired: DesiredRouter {
-                    default_pool_owners: vec![ObjectRef::new("Ingress", "ns", "ing")],
+                    default_pool_owners: vec![KubeRef::new("Ingress", "ns", "ing")],
                     ..router(
                         vec![policy("a", "ns_api", "ns", "ing")],
                         vec![pool("ns_api", "ns", "api"), pool("ns_fallback", "ns", "fallback")],
@@ -263,12 +263,12 @@ mod tests {
         let foreign = ServiceNotice { router: "other-router".into(), ..notice(&["x"], &[]) };
         struct Case {
             name: &'static str,
-            desired: Vec<(ObjectRef, ServiceNotice)>,
-            current: Vec<(ObjectRef, ServiceNotice)>,
+            desired: Vec<(KubeRef, ServiceNotice)>,
+            current: Vec<(KubeRef, ServiceNotice)>,
             want: Vec<NoticeChange>,
         }
-        let set = |s: ObjectRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()) };
-        let remove = |s: ObjectRef| NoticeChange { service: s, notice: None };
+        let set = |s: KubeRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()) };
+        let remove = |s: KubeRef| NoticeChange { service: s, notice: None };
         let cases = vec![
             Case { name: "nothing", desired: vec![], current: vec![], want: vec![] },
             Case {

@@ -9,16 +9,15 @@ use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
 use crate::controller::notice::{ServiceNotice, desired_notices};
 use crate::controller::writer::MembersOutcome;
-use crate::model::ObjectRef as ModelRef;
+use crate::model::KubeRef;
+use crate::translate::namespace_of;
+use crate::translate::routes::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
-
-/// Label of an EndpointSlice naming its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The Service an EndpointSlice belongs to.
 pub fn service_of_slice(slice: EndpointSlice) -> Option<ObjectRef<Service>> {
@@ -70,7 +69,7 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         }
     };
     let (_, desired) = ctx.desired();
-    let me = ModelRef::new("Service", &svc.namespace().unwrap_or_else(|| "default".into()), &svc.name_any());
+    let me = KubeRef::new("Service", namespace_of(&svc.metadata), &svc.name_any());
     let want = desired_notices(&ctx.router_name, &desired).remove(&me);
     match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
         ServiceStep::Ignore => Ok(Action::await_change()),

@@ -1,7 +1,7 @@
 //! Who we are on the router: the tags every object we create carries, and the test of whether an
 //! object found on the router is ours (only ours are ever in a write).
 
-use crate::model::ObjectRef;
+use crate::model::KubeRef;
 
 /// The tag every object we create carries.
 pub const PRODUCT_TAG: &str = "kuryr-l7-router";
@@ -22,7 +22,7 @@ impl Ownership {
     }
 
     /// The tags of an object owned by `owner` (an Ingress for policies, a Service for pools).
-    pub fn tags_for(&self, owner: &ObjectRef) -> Vec<String> {
+    pub fn tags_for(&self, owner: &KubeRef) -> Vec<String> {
         vec![PRODUCT_TAG.to_string(), self.cluster_tag(), owner_tag(owner)]
     }
 
@@ -40,7 +40,7 @@ impl Ownership {
 /// `ingress:<ns>/<name>` or `service:<ns>/<name>`; Octavia tags are at most 255 characters and
 /// Kubernetes names at most 253, so long names are cut (the tag is informative; identity is the
 /// object name).
-pub fn owner_tag(owner: &ObjectRef) -> String {
+pub fn owner_tag(owner: &KubeRef) -> String {
     let mut tag = format!("{}:{}/{}", owner.kind.to_ascii_lowercase(), owner.namespace, owner.name);
     if tag.len() > 255 {
         let mut cut = 255;
