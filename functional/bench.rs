@@ -46,14 +46,14 @@ async fn router(tag: &str, fully_populated: bool) -> Router {
     };
     // A fully-populated create of a large router is one long request (its graph is written in
     // the API call): give requests 5 minutes so that the bench measures it instead of timing out.
-    let mut auth = r.octavia.session().options().clone();
+    let mut auth = r.octavia().session().options().clone();
     auth.timeout = Duration::from_secs(300);
-    r.octavia = Octavia::new(Session::new(auth).unwrap(), opts);
-    r.spec.fully_populated_create = fully_populated;
+    r = Router::new(Octavia::new(Session::new(auth).unwrap(), opts), r.neutron().clone(), r.spec().clone());
+    r.spec_mut().fully_populated_create = fully_populated;
     // On this stack a write's latency grows with the router (docs/benchmarks.md): at full size a
     // create or a write takes minutes, which the bench waits for rather than fails on.
-    r.spec.create_timeout = Duration::from_secs(7200);
-    r.spec.write_timeout = Duration::from_secs(1800);
+    r.spec_mut().create_timeout = Duration::from_secs(7200);
+    r.spec_mut().write_timeout = Duration::from_secs(1800);
     r
 }
 
@@ -110,7 +110,7 @@ async fn run(r: Router, fp: Router) {
     let n_ing = env_usize("KURYR_BENCH_INGRESSES", 20);
     let n_svc = env_usize("KURYR_BENCH_SERVICES", 10);
     let eps = 5;
-    let (pmin, pmax) = (r.octavia.options().min_delay.as_millis(), r.octavia.options().max_delay.as_millis());
+    let (pmin, pmax) = (r.octavia().options().min_delay.as_millis(), r.octavia().options().max_delay.as_millis());
     println!("# Octavia benchmark: {n_ing} Ingresses over {n_svc} Services x {eps} endpoints; poll {pmin}→{pmax} ms");
     let topts = TranslateOptions::default();
     let mut inp = apps(n_ing, n_svc, eps);
@@ -132,9 +132,9 @@ async fn run(r: Router, fp: Router) {
     if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("after-cold-start") {
         let name = std::env::var("KURYR_BENCH_ROUTER").expect("KURYR_BENCH_ROUTER: the router's name");
         let mut adopted = fp.clone();
-        adopted.spec.name = name.clone();
-        adopted.spec.ownership = kuryr_l7_router::driver::diff::Ownership::new(&name);
-        let adopted = Router::new(adopted.octavia.clone(), adopted.neutron.clone(), adopted.spec.clone());
+        adopted.spec_mut().name = name.clone();
+        adopted.spec_mut().ownership = kuryr_l7_router::driver::diff::Ownership::new(&name);
+        let adopted = Router::new(adopted.octavia().clone(), adopted.neutron().clone(), adopted.spec().clone());
         after_cold_start(&adopted, &desired).await;
         functional::cleanup(&adopted).await;
         return;
@@ -176,9 +176,9 @@ async fn run(r: Router, fp: Router) {
     probe(&r, &lb_id, med).await;
 
     // ---- steady state
-    let before = r.octavia.session().stats();
+    let before = r.octavia().session().stats();
     let steady = r.converge(&desired).await.expect("steady");
-    let after = r.octavia.session().stats();
+    let after = r.octavia().session().stats();
     summary("steady resync", &steady);
     println!("  session stats: {} requests, {} writes", after.requests - before.requests, after.writes - before.writes);
     assert!(steady.writes.is_empty());
@@ -239,7 +239,7 @@ async fn run(r: Router, fp: Router) {
 /// Ten LB description updates: each is one write; time to ACTIVE seen by the driver's
 /// `wait_active` (backoff) vs by a 20 ms poll.
 async fn probe(r: &Router, lb_id: &str, cold_median: Duration) {
-    let o = &r.octavia;
+    let o = r.octavia();
     let mut backoff = Vec::new();
     let mut tight = Vec::new();
     let mut accept = Vec::new();
@@ -284,15 +284,15 @@ async fn probe(r: &Router, lb_id: &str, cold_median: Duration) {
 /// probe: the cost of the later diffs.
 async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
     if !functional::octavia_fixes_on() {
-        let subnet = fp.spec.vip_subnet_id.clone().unwrap();
-        let body = populated_create(&fp.spec, &subnet, desired);
+        let subnet = fp.spec().vip_subnet_id.clone().unwrap();
+        let body = populated_create(fp.spec(), &subnet, desired);
         let t = Instant::now();
-        let lb = fp.octavia.create_load_balancer_within(&body, fp.spec.create_timeout).await.expect("create");
+        let lb = fp.octavia().create_load_balancer_within(&body, fp.spec().create_timeout).await.expect("create");
         let accepted = t.elapsed();
-        let lb = fp.octavia.wait_active(&lb.id, fp.spec.create_timeout).await.expect("active");
+        let lb = fp.octavia().wait_active(&lb.id, fp.spec().create_timeout).await.expect("active");
         let active = t.elapsed();
         let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-        let pools = fp.octavia.list_pools(&q).await.unwrap_or_default();
+        let pools = fp.octavia().list_pools(&q).await.unwrap_or_default();
         let pending = pools.iter().filter(|p| p.provisioning_status != "ACTIVE").count();
         println!(
             "fully-populated create (Debian's Octavia 11.0.0 worker): 1 write, 2xx after {:.0} ms, LB ACTIVE after \
@@ -326,7 +326,7 @@ async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
 /// (one batch member PUT) and one more write (an LB description update) to measure a write's
 /// latency at that size.
 async fn after_cold_start(fp: &Router, desired: &DesiredRouter) {
-    let stats = || fp.octavia.session().stats();
+    let stats = || fp.octavia().session().stats();
     let (t, before) = (Instant::now(), stats());
     let actual = functional::read_router(fp).await;
     let in_error =
@@ -372,13 +372,13 @@ async fn after_cold_start(fp: &Router, desired: &DesiredRouter) {
 
 /// `n` LB description updates waited with the driver's backoff: a write's latency on this router.
 async fn probe_n(r: &Router, lb_id: &str, n: usize) {
-    let o = &r.octavia;
+    let o = r.octavia();
     let mut v = Vec::new();
     for i in 0..n {
         let u = LoadBalancerUpdate { description: Some(format!("bench probe {i}")), ..Default::default() };
         let t = Instant::now();
         o.retry_busy(|| o.update_load_balancer(lb_id, &u)).await.expect("probe write");
-        o.wait_active(lb_id, r.spec.write_timeout).await.expect("active");
+        o.wait_active(lb_id, r.spec().write_timeout).await.expect("active");
         v.push(t.elapsed());
     }
     let all: Vec<String> = v.iter().map(|d| format!("{:.1}", secs(*d))).collect();

@@ -199,7 +199,7 @@ fn events(reqs: &[(String, String, Value)]) -> Vec<String> {
 
 async fn router(tag: &str) -> Router {
     let mut r = local_router("fct-ctl", tag).await;
-    r.spec.fully_populated_create = false;
+    r.spec_mut().fully_populated_create = false;
     r
 }
 
@@ -223,7 +223,7 @@ async fn story(r: Router) {
     w.classes.apply_watcher_event(&watcher::Event::Apply(class()));
     let writer = Writer::spawn(OctaviaBackend::new(r.clone()), WriterMetrics::default());
     let (_ready, ready_rx) = watch::channel(true);
-    let router_name = r.spec.name.clone();
+    let router_name = r.spec().name.clone();
     let ctx = Arc::new(Context::new(
         client.clone(),
         stores,
@@ -276,9 +276,9 @@ async fn story(r: Router) {
     // 2. Endpoints scaled: one batch member write, no Kubernetes write.
     println!("2. endpoints scaled to 3");
     w.slices.apply_watcher_event(&watcher::Event::Apply(slice("web", &["10.0.0.5", "10.0.0.6", "10.0.0.7"])));
-    let writes_before = r.octavia.session().stats().writes;
+    let writes_before = r.octavia().session().stats().writes;
     service::reconcile(Arc::new(service("web", Some(&web_notice))), ctx.clone()).await.unwrap();
-    let writes = r.octavia.session().stats().writes - writes_before;
+    let writes = r.octavia().session().stats().writes - writes_before;
     assert_eq!(writes, 1, "one batch member update");
     assert!(rec.take().is_empty());
     let (_, pools) = observe(&r).await;
@@ -349,8 +349,8 @@ async fn story(r: Router) {
     println!("7. resync restores a hand-deleted policy");
     let lb = r.find().await.unwrap().unwrap();
     let actual = read_router(&r).await;
-    r.octavia.delete_l7policy(&actual.policies[0].id).await.unwrap();
-    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    r.octavia().delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
     assert!(observe(&r).await.0.is_empty());
     let (_, report) = ctx.sync(true).await.unwrap();
     assert!(!report.writes.is_empty());
@@ -390,13 +390,13 @@ async fn story(r: Router) {
     // (`reconcile_all_on(node_changes)`): do the same. Only the zoned pool changes: exactly one
     // Octavia write (the batch member update), no Kubernetes write.
     w.nodes.apply_watcher_event(&watcher::Event::Apply(node("n2", "az-1")));
-    let writes_before = r.octavia.session().stats().writes;
+    let writes_before = r.octavia().session().stats().writes;
     let services: Vec<Arc<Service>> = ctx.stores.services.state();
     assert_eq!(services.len(), 3, "web, api, zoned");
     for s in services {
         service::reconcile(s, ctx.clone()).await.unwrap();
     }
-    let writes = r.octavia.session().stats().writes - writes_before;
+    let writes = r.octavia().session().stats().writes - writes_before;
     assert_eq!(writes, 1, "one batch member update");
     let reqs = rec.take();
     assert!(reqs.is_empty(), "no Kubernetes write: {:?}", paths(&reqs));

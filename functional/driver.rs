@@ -11,7 +11,7 @@ use common::*;
 
 use kuryr_l7_router::driver::diff::{HealthMonitorSpec, PRODUCT_TAG};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description, populated_create};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use std::collections::BTreeMap;
@@ -25,7 +25,7 @@ fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
     let (ns, svc) = ns_svc.split_once('_').unwrap();
     Pool {
         name: ns_svc.into(),
-        service: ObjectRef::new("Service", ns, svc),
+        service: KubeRef::new("Service", ns, svc),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
@@ -61,7 +61,7 @@ fn policy(name: &str, pool: &str, rules: Vec<Rule>) -> Policy {
         position: 0,
         pool: pool.into(),
         rules,
-        owner: ObjectRef::new("Ingress", "shop", "web"),
+        owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
     }
 }
@@ -77,6 +77,7 @@ fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) 
             })
             .collect(),
         default_pool: default_pool.map(String::from),
+        default_pool_owners: vec![],
         pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
         warnings: vec![],
         ..Default::default()
@@ -198,20 +199,20 @@ fn expected(d: &DesiredRouter) -> Observed {
 /// A new router: one fully-populated create, or (when disabled) the router, its listener and
 /// then exactly the writes the planner makes from an empty router.
 fn expected_cold_writes(r: &Router, want: &DesiredRouter) -> Vec<&'static str> {
-    if r.spec.fully_populated_create {
+    if r.spec().fully_populated_create {
         return vec!["create_router"];
     }
     let empty = kuryr_l7_router::driver::diff::ActualRouter {
         listener: kuryr_l7_router::driver::diff::ActualListener {
             id: "l".into(),
             default_pool_id: None,
-            tags: r.spec.ownership.router_tags(),
+            tags: r.spec().ownership.router_tags(),
         },
         ..Default::default()
     };
     let opts = kuryr_l7_router::driver::diff::DiffOptions {
-        ownership: r.spec.ownership.clone(),
-        health_monitor: r.spec.health_monitor.clone(),
+        ownership: r.spec().ownership.clone(),
+        health_monitor: r.spec().health_monitor.clone(),
     };
     let mut k = vec!["create_router", "create_listener"];
     k.extend(kuryr_l7_router::driver::diff::plan_writes(want, &empty, &opts).writes.iter().map(|w| w.kind()));
@@ -220,7 +221,7 @@ fn expected_cold_writes(r: &Router, want: &DesiredRouter) -> Vec<&'static str> {
 
 async fn router(tag: &str, health_monitor: Option<HealthMonitorSpec>) -> Router {
     let mut r = local_router("fct-drv", tag).await;
-    r.spec.health_monitor = health_monitor;
+    r.spec_mut().health_monitor = health_monitor;
     r
 }
 
@@ -243,7 +244,7 @@ async fn fully_populated_create_is_verified_and_falls_back() {
         return;
     }
     let mut r = router("graph", None).await;
-    r.spec.fully_populated_create = true;
+    r.spec_mut().fully_populated_create = true;
     common::with_router(r, |r| async move {
         let mut want = shop();
         let report = converge(&r, &want).await;
@@ -278,9 +279,9 @@ async fn create_then_idempotent_with_one_floating_ip() {
 
         // Every object carries our tags.
         let lb = r.find().await.unwrap().unwrap();
-        assert!(r.spec.ownership.owns(&lb.tags) && lb.tags.contains(&PRODUCT_TAG.to_string()));
+        assert!(r.spec().ownership.owns(&lb.tags) && lb.tags.contains(&PRODUCT_TAG.to_string()));
         let pools = r
-            .octavia
+            .octavia()
             .list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
             .await
             .unwrap();
@@ -292,15 +293,15 @@ async fn create_then_idempotent_with_one_floating_ip() {
         let again = converge(&r, &want).await;
         assert_eq!(again.writes.len(), 0);
         assert_eq!(again.floating_ip, Some(fip));
-        let restarted = Router::new(r.octavia.clone(), r.neutron.clone(), r.spec.clone());
+        let restarted = Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone());
         let after_restart = converge(&restarted, &want).await;
         assert_eq!(after_restart.writes.len(), 0);
         assert_eq!(after_restart.floating_ip, Some(fip));
         let q = ListQuery {
-            extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
             ..ListQuery::default()
         };
-        assert_eq!(r.neutron.list_floating_ips(&q).await.unwrap().len(), 1, "exactly one floating IP for the router");
+        assert_eq!(r.neutron().list_floating_ips(&q).await.unwrap().len(), 1, "exactly one floating IP for the router");
     })
     .await;
 }
@@ -316,9 +317,9 @@ fn counting_router(r: &Router) -> (Router, std::sync::Arc<std::sync::Mutex<Vec<S
                 seen.lock().unwrap().push(rec.kind.clone());
             }
         });
-    let session = Session::with_observer(r.octavia.session().options().clone(), observer).unwrap();
-    let octavia = Octavia::new(session.clone(), r.octavia.options().clone());
-    (Router::new(octavia, Neutron::new(session), r.spec.clone()), gets)
+    let session = Session::with_observer(r.octavia().session().options().clone(), observer).unwrap();
+    let octavia = Octavia::new(session.clone(), r.octavia().options().clone());
+    (Router::new(octavia, Neutron::new(session), r.spec().clone()), gets)
 }
 
 /// Octavia's API loads the whole router for each GET of a policy's rules or a pool's members, so
@@ -356,9 +357,9 @@ async fn a_resync_reads_again_only_the_children_that_changed() {
             invert: false,
             tags: vec![],
         };
-        r.octavia.retry_busy(|| r.octavia.update_l7rule(&api.id, &path_rule.id, &edited)).await.unwrap();
+        r.octavia().retry_busy(|| r.octavia().update_l7rule(&api.id, &path_rule.id, &edited)).await.unwrap();
         let lb = r.find().await.unwrap().unwrap();
-        r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+        r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
         let repair = converge(&fresh, &want).await;
         assert!(!repair.writes.is_empty(), "the edited rule is repaired");
         assert!(take().iter().filter(|k| *k == "rules").count() >= 1, "the edited policy's rules are read again");
@@ -374,8 +375,8 @@ async fn a_resync_reads_again_only_the_children_that_changed() {
             format!("/v2/lbaas/pools/{}/members/{}", pool.id, m.id),
         )
         .json(body);
-        r.octavia.retry_busy(|| r.octavia.session().send(&req)).await.unwrap();
-        r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+        r.octavia().retry_busy(|| r.octavia().session().send(&req)).await.unwrap();
+        r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
         let repair = converge(&fresh, &want).await;
         assert_eq!(kinds(&repair), vec!["batch_members"]);
         assert!(take().contains(&"members".to_string()), "the changed pool's members are read again");
@@ -444,14 +445,14 @@ async fn garbage_collection_leaves_foreign_objects_alone() {
         converge(&r, &want).await;
         let lb = r.find().await.unwrap().unwrap();
         let listener = r
-            .octavia
+            .octavia()
             .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
             .await
             .unwrap()
             .remove(0);
         // An operator adds an untagged policy by hand, at the top.
         let foreign = r
-            .octavia
+            .octavia()
             .create_l7policy(&L7PolicyCreate {
                 name: Some("maintenance".into()),
                 listener_id: Some(listener.id.clone()),
@@ -461,8 +462,8 @@ async fn garbage_collection_leaves_foreign_objects_alone() {
             })
             .await
             .unwrap();
-        r.octavia.wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
-        r.octavia
+        r.octavia().wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
+        r.octavia()
             .create_l7rule(
                 &foreign.id,
                 &L7RuleCreate {
@@ -474,7 +475,7 @@ async fn garbage_collection_leaves_foreign_objects_alone() {
             )
             .await
             .unwrap();
-        r.octavia.wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
+        r.octavia().wait_active(&lb.id, Duration::from_secs(60)).await.unwrap();
 
         // The Ingress of the storefront disappears: its policy is collected; ours move back in
         // front of the foreign one; the foreign policy and its rule are untouched.
@@ -484,7 +485,7 @@ async fn garbage_collection_leaves_foreign_objects_alone() {
         let ks = kinds(&rep);
         assert!(ks.contains(&"delete_policy"), "{ks:?}");
         assert!(rep.writes.iter().all(|w| !w.description.contains(&foreign.id)));
-        let after = r.octavia.get_l7policy(&foreign.id).await.expect("foreign policy kept");
+        let after = r.octavia().get_l7policy(&foreign.id).await.expect("foreign policy kept");
         assert_eq!((after.action.as_str(), after.rules.len()), ("REJECT", 1));
         let mut obs = observe(&r).await;
         assert_eq!(obs.policies.pop().map(|p| p.0), Some("maintenance".to_string()), "foreign policy last");
@@ -559,7 +560,7 @@ async fn health_monitors_follow_the_option() {
         assert_eq!(kinds(&rep), expected_cold_writes(&r, &want));
         let lb = r.find().await.unwrap().unwrap();
         let pools = r
-            .octavia
+            .octavia()
             .list_pools(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
             .await
             .unwrap();
@@ -593,10 +594,10 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
              [neutron_defaults]\nlb_subnet = {lb}\nexternal_svc_subnet = {ext}\n\
              [octavia_defaults]\nl7_router_name = {name}\nprovider = amphora\nfully_populated_create = False\n\
              [neutron]\nauth_url = {AUTH_URL}\nusername = admin\npassword = admin\nproject_name = admin\nregion_name = RegionOne\n",
-            cluster = r.spec.ownership.cluster,
-            lb = r.spec.vip_subnet_id.as_deref().unwrap(),
-            ext = r.spec.external_svc_subnet.as_deref().unwrap(),
-            name = r.spec.name,
+            cluster = r.spec().ownership.cluster,
+            lb = r.spec().vip_subnet_id.as_deref().unwrap(),
+            ext = r.spec().external_svc_subnet.as_deref().unwrap(),
+            name = r.spec().name,
         ),
     )
     .unwrap();
@@ -658,7 +659,7 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
         // Each object exactly once, and exactly what a clean translation asks for.
         let lb = r.find().await.unwrap().expect("router exists");
         let listener = r
-            .octavia
+            .octavia()
             .list_listeners(&ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() })
             .await
             .unwrap();
@@ -682,13 +683,16 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
             assert_eq!(m.len(), want.pools[&p.name].members.len(), "members of {}", p.name);
         }
         let q = ListQuery {
-            extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
             ..ListQuery::default()
         };
-        assert_eq!(r.neutron.list_floating_ips(&q).await.unwrap().len(), 1, "one floating IP, none leaked");
+        assert_eq!(r.neutron().list_floating_ips(&q).await.unwrap().len(), 1, "one floating IP, none leaked");
         let routers = r
-            .octavia
-            .list_load_balancers(&ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) })
+            .octavia()
+            .list_load_balancers(&ListQuery {
+                tags: r.spec().ownership.router_tags(),
+                ..ListQuery::name(&r.spec().name)
+            })
             .await
             .unwrap();
         assert_eq!(routers.len(), 1, "one router");
@@ -711,17 +715,17 @@ async fn adopts_a_router_given_by_uuid() {
     }
     let mut r = router("adopt", None).await;
     let lb = r
-        .octavia
+        .octavia()
         .create_load_balancer(&kuryr_l7_router::openstack::octavia::LoadBalancerCreate {
             name: Some(unique("fct-drv", "precreated")),
-            vip_subnet_id: r.spec.vip_subnet_id.clone(),
+            vip_subnet_id: r.spec().vip_subnet_id.clone(),
             tags: vec!["made-by-devstack".into()],
             ..Default::default()
         })
         .await
         .unwrap();
-    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
-    r.octavia
+    r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    r.octavia()
         .create_listener(&kuryr_l7_router::openstack::octavia::ListenerCreate {
             loadbalancer_id: Some(lb.id.clone()),
             protocol: "HTTP".into(),
@@ -730,21 +734,21 @@ async fn adopts_a_router_given_by_uuid() {
         })
         .await
         .unwrap();
-    r.octavia.wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
-    r.spec.uuid = Some(lb.id.clone());
+    r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
+    r.spec_mut().uuid = Some(lb.id.clone());
     // The pre-created LB is cleaned with the router (find() returns it through the uuid).
     common::with_router(r, |r| async move {
         let want = shop();
         let rep = converge(&r, &want).await;
         assert!(!rep.created_router);
-        assert_eq!(rep.lb_id, r.spec.uuid.clone().unwrap());
+        assert_eq!(rep.lb_id, r.spec().uuid.clone().unwrap());
         assert!(!kinds(&rep).contains(&"create_listener"), "the existing listener is used: {:?}", kinds(&rep));
         let mut exp = expected(&want);
         // The adopted listener is not ours: its default pool is not changed (reported instead).
         exp.default_pool = None;
         assert!(rep.conflicts.iter().any(|c| c.contains("not created by kuryr-l7-router")), "{:?}", rep.conflicts);
         assert_eq!(observe(&r).await, exp);
-        let lb = r.octavia.get_load_balancer(r.spec.uuid.as_deref().unwrap()).await.unwrap();
+        let lb = r.octavia().get_load_balancer(r.spec().uuid.as_deref().unwrap()).await.unwrap();
         assert_eq!(lb.tags, vec!["made-by-devstack".to_string()], "the adopted LB itself is not modified");
         assert_eq!(converge(&r, &want).await.writes.len(), 0);
     })
@@ -766,13 +770,13 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
         let lb = r.find().await.unwrap().expect("router");
         let actual = read_router(&r).await;
         let wait = |id: String| {
-            let o = r.octavia.clone();
+            let o = r.octavia().clone();
             async move { o.wait_active(&id, Duration::from_secs(120)).await.unwrap() }
         };
 
         let original = &actual.pools[0];
         let copy = r
-            .octavia
+            .octavia()
             .create_pool(&PoolCreate {
                 name: Some(original.name.clone()),
                 loadbalancer_id: Some(lb.id.clone()),
@@ -787,7 +791,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
         let policy = &actual.policies[0];
         let rule = &policy.rules[0];
         let rule_copy = r
-            .octavia
+            .octavia()
             .create_l7rule(
                 &policy.id,
                 &L7RuleCreate {
@@ -796,7 +800,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
                     key: None,
                     value: rule.value.clone(),
                     invert: rule.invert,
-                    tags: r.spec.ownership.router_tags(),
+                    tags: r.spec().ownership.router_tags(),
                 },
             )
             .await
@@ -805,9 +809,9 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
         let bare = LoadBalancerCreate {
             listeners: vec![],
             pools: vec![],
-            ..populated_create(&r.spec, r.spec.vip_subnet_id.as_deref().unwrap(), &DesiredRouter::default())
+            ..populated_create(r.spec(), r.spec().vip_subnet_id.as_deref().unwrap(), &DesiredRouter::default())
         };
-        let second = r.octavia.create_load_balancer(&bare).await.unwrap();
+        let second = r.octavia().create_load_balancer(&bare).await.unwrap();
         wait(second.id.clone()).await;
         let err = r.find().await.expect_err("two routers: find refuses to choose");
         assert!(err.to_string().contains(&second.id), "{err}");
@@ -843,15 +847,15 @@ async fn a_router_in_error_is_reported_and_left_alone() {
         converge(&r, &want).await;
         let lb = r.find().await.unwrap().unwrap();
         set_provisioning_status("load_balancer", &lb.id, "ERROR");
-        let writes_before = r.octavia.session().stats().writes;
+        let writes_before = r.octavia().session().stats().writes;
         let mut changed = want.clone();
         changed.pools.get_mut("shop_api").unwrap().members[0].weight = 9;
         let err = r.converge(&changed).await.expect_err("a router in ERROR must not be converged");
         let msg = err.to_string();
         assert!(msg.contains(&lb.id) && msg.contains("ERROR"), "{msg}");
         assert_eq!(err.label(), "router_error");
-        assert_eq!(r.octavia.session().stats().writes, writes_before, "no write to a router in ERROR");
-        assert!(r.octavia.get_load_balancer(&lb.id).await.is_ok(), "never deleted");
+        assert_eq!(r.octavia().session().stats().writes, writes_before, "no write to a router in ERROR");
+        assert!(r.octavia().get_load_balancer(&lb.id).await.is_ok(), "never deleted");
         // Explicit recovery (docs/operations.md): the operator fixes the router; here, back to
         // ACTIVE in the database, after which the pending change converges.
         set_provisioning_status("load_balancer", &lb.id, "ACTIVE");

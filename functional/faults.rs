@@ -110,13 +110,13 @@ async fn router(tag: &str, fip: bool) -> (Router, prometheus_client::registry::R
     let observer: Observer = Arc::new(move |rec: &kuryr_l7_router::openstack::http::RequestRecord| {
         m.octavia_request(rec.method.as_str(), &rec.kind, rec.status, rec.duration)
     });
-    let session = Session::with_observer(base.octavia.session().options().clone(), observer).unwrap();
-    let mut spec = base.spec.clone();
+    let session = Session::with_observer(base.octavia().session().options().clone(), observer).unwrap();
+    let mut spec = base.spec().clone();
     spec.fully_populated_create = false;
     if !fip {
         spec.external_svc_subnet = None;
     }
-    let octavia = Octavia::new(session.clone(), base.octavia.options().clone());
+    let octavia = Octavia::new(session.clone(), base.octavia().options().clone());
     (Router::new(octavia, Neutron::new(session), spec), registry)
 }
 
@@ -156,8 +156,8 @@ async fn octavia_worker_paused_mid_convergence() {
         // The test watches through a client of its own, so that the metrics count only the
         // driver's requests. Mid-convergence: the router and a few of its objects exist.
         let watcher =
-            Octavia::new(Session::new(r.octavia.session().options().clone()).unwrap(), OctaviaOptions::default());
-        let by_name = ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) };
+            Octavia::new(Session::new(r.octavia().session().options().clone()).unwrap(), OctaviaOptions::default());
+        let by_name = ListQuery { tags: r.spec().ownership.router_tags(), ..ListQuery::name(&r.spec().name) };
         let started = Instant::now();
         let lb_id = loop {
             if let Some(lb) = watcher.list_load_balancers(&by_name).await.unwrap_or_default().pop() {
@@ -169,7 +169,7 @@ async fn octavia_worker_paused_mid_convergence() {
             assert!(started.elapsed() < Duration::from_secs(300), "the convergence never got to its pools");
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
-        let stats_before = r.octavia.session().stats();
+        let stats_before = r.octavia().session().stats();
         let polls_before = lb_polls(&registry);
         let undo = inject(&["pause-service", "octavia-worker"], &["resume-service", "octavia-worker"]);
         let paused_at = Instant::now();
@@ -181,7 +181,7 @@ async fn octavia_worker_paused_mid_convergence() {
                 saw_pending |= lb.provisioning_status.starts_with("PENDING_");
             }
         }
-        let during = r.octavia.session().stats();
+        let during = r.octavia().session().stats();
         drop(undo); // resume the worker
         let polls = lb_polls(&registry) - polls_before;
         println!(
@@ -230,14 +230,14 @@ async fn octavia_api_and_neutron_down_then_back() {
             let address = format!("10.0.9.{}", want.pools[&pool].members.len() + 10).parse().unwrap();
             want.pools.get_mut(&pool).unwrap().members.push(kuryr_l7_router::model::Member { address, ..member });
             let undo = inject(&["stop-service", service], &["start-service", service]);
-            let before = r.octavia.session().stats().requests;
+            let before = r.octavia().session().stats().requests;
             let t = Instant::now();
             let err = r.converge(&want).await.expect_err("converging without the service fails");
             let msg = err.to_string();
             println!("{service} down: {msg} (after {:?})", t.elapsed());
             assert!(msg.contains(named), "the error names {named}: {msg}");
             assert!(t.elapsed() < Duration::from_secs(30), "failed fast, not after a hang: {:?}", t.elapsed());
-            let sent = r.octavia.session().stats().requests - before;
+            let sent = r.octavia().session().stats().requests - before;
             if service == "octavia-api" {
                 assert!(sent <= 2, "{sent} requests to a refused endpoint: one and one resend at most");
             }
@@ -269,8 +269,8 @@ async fn keystone_down_then_back() {
         let want = examples();
         // A fresh driver (no token yet) for the same router.
         let fresh = {
-            let s = Session::new(r.octavia.session().options().clone()).unwrap();
-            Router::new(Octavia::new(s.clone(), r.octavia.options().clone()), Neutron::new(s), r.spec.clone())
+            let s = Session::new(r.octavia().session().options().clone()).unwrap();
+            Router::new(Octavia::new(s.clone(), r.octavia().options().clone()), Neutron::new(s), r.spec().clone())
         };
         let undo = inject(&["stop-service", "keystone"], &["start-service", "keystone"]);
         let t = Instant::now();
@@ -279,8 +279,8 @@ async fn keystone_down_then_back() {
         println!("keystone down: {msg} (after {:?})", t.elapsed());
         assert!(msg.contains("keystone"), "the error names Keystone: {msg}");
         assert!(t.elapsed() < Duration::from_secs(30));
-        assert_eq!(fresh.octavia.session().stats().authentications, 1, "one attempt per convergence, no storm");
-        assert_eq!(fresh.octavia.session().stats().requests, 0, "nothing sent to Octavia without a token");
+        assert_eq!(fresh.octavia().session().stats().authentications, 1, "one attempt per convergence, no storm");
+        assert_eq!(fresh.octavia().session().stats().requests, 0, "nothing sent to Octavia without a token");
         drop(undo);
         let report = fresh.converge(&want).await.unwrap_or_else(|e| panic!("after Keystone is back: {e}"));
         assert!(!report.writes.is_empty());
@@ -302,7 +302,7 @@ async fn short_token_lifetime_reauthenticates() {
     let _undo = inject(&["token-expiration", &lifetime.to_string()], &["token-expiration", "86400"]);
     let (r, _) = router("token", false).await;
     with_router(r, move |r| async move {
-        let info = r.octavia.session().authenticate().await.unwrap();
+        let info = r.octavia().session().authenticate().await.unwrap();
         println!("token expires at {}", info.expires_at);
         let mut want = examples();
         let t = Instant::now();
@@ -316,7 +316,7 @@ async fn short_token_lifetime_reauthenticates() {
             r.converge(&want).await.unwrap_or_else(|e| panic!("convergence {i} after {:?}: {e}", t.elapsed()));
             tokio::time::sleep(Duration::from_secs(3)).await;
         }
-        let stats = r.octavia.session().stats();
+        let stats = r.octavia().session().stats();
         println!(
             "{:?} elapsed, {} authentications, {} after a 401",
             t.elapsed(),
@@ -394,7 +394,7 @@ async fn fully_populated_create_is_one_write_on_octavia_11_0_1() {
     let _lock = STACK.lock().await;
     let _fixed = inject(&["octavia-fixes", "on"], &["octavia-fixes", "off"]);
     let (mut r, _) = router("fp-1101", false).await;
-    r.spec.fully_populated_create = true;
+    r.spec_mut().fully_populated_create = true;
     with_router(r, |r| async move {
         let want = examples();
         let report = r.converge(&want).await.unwrap();
@@ -432,7 +432,7 @@ async fn fully_populated_create_on_octavia_11_0_0_is_detected_and_rebuilt() {
         openstack_sh(&["octavia-fixes", "off"]);
     }
     let (mut r, _) = router("fp-1100", false).await;
-    r.spec.fully_populated_create = true;
+    r.spec_mut().fully_populated_create = true;
     with_router(r, |r| async move {
         let want = examples();
         let report = r.converge(&want).await.unwrap();
@@ -442,8 +442,11 @@ async fn fully_populated_create_on_octavia_11_0_0_is_detected_and_rebuilt() {
         let k = kinds(&report);
         assert_eq!(k[..4], ["create_router", "delete_router", "create_router", "create_listener"], "{k:?}");
         let lbs = r
-            .octavia
-            .list_load_balancers(&ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) })
+            .octavia()
+            .list_load_balancers(&ListQuery {
+                tags: r.spec().ownership.router_tags(),
+                ..ListQuery::name(&r.spec().name)
+            })
             .await
             .unwrap();
         assert_eq!(lbs.len(), 1, "the stuck router is deleted, not left beside the new one");

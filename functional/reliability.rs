@@ -9,7 +9,7 @@ mod common;
 use common::*;
 
 use kuryr_l7_router::driver::router::{DriverError, Router};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia::{MemberCreate, PoolCreate};
@@ -31,7 +31,7 @@ fn rule(rule_type: RuleType, compare_type: CompareType, value: &str) -> Rule {
 fn shop(path_value: &str) -> DesiredRouter {
     let pool = |name: &str, ip: &str| Pool {
         name: name.into(),
-        service: ObjectRef::new("Service", "shop", name),
+        service: KubeRef::new("Service", "shop", name),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![member(ip)],
@@ -43,7 +43,7 @@ fn shop(path_value: &str) -> DesiredRouter {
         position: n,
         pool: pool.into(),
         rules,
-        owner: ObjectRef::new("Ingress", "shop", "web"),
+        owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
     };
     DesiredRouter {
@@ -57,6 +57,7 @@ fn shop(path_value: &str) -> DesiredRouter {
             policy(2, "shop:front", "shop_front", vec![host]),
         ],
         default_pool: None,
+        default_pool_owners: vec![],
         pools: [pool("shop_api", "10.0.0.31"), pool("shop_front", "10.0.0.41")]
             .into_iter()
             .map(|p| (p.name.clone(), p))
@@ -70,7 +71,7 @@ fn shop(path_value: &str) -> DesiredRouter {
 async fn observe(r: &Router) -> (Vec<(String, Vec<String>)>, BTreeMap<String, Vec<String>>) {
     let lb = r.find().await.unwrap().expect("router exists");
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listener = r.octavia.list_listeners(&q).await.unwrap().remove(0);
+    let listener = r.octavia().list_listeners(&q).await.unwrap().remove(0);
     let actual = r.read_actual(&listener).await.unwrap();
     let policies = actual
         .policies
@@ -94,8 +95,8 @@ async fn observe(r: &Router) -> (Vec<(String, Vec<String>)>, BTreeMap<String, Ve
 /// A router without floating IP (these tests are about Octavia faults).
 async fn router(tag: &str) -> Router {
     let mut r = local_router("fct-rel", tag).await;
-    r.spec.fully_populated_create = false;
-    r.spec.external_svc_subnet = None;
+    r.spec_mut().fully_populated_create = false;
+    r.spec_mut().external_svc_subnet = None;
     r
 }
 
@@ -127,12 +128,12 @@ async fn unknown_lb_subnet_fails_cleanly() {
         return;
     }
     let mut r = router("nosubnet").await;
-    r.spec.vip_subnet_id = Some("0badc0de-0000-4000-8000-000000000000".into());
+    r.spec_mut().vip_subnet_id = Some("0badc0de-0000-4000-8000-000000000000".into());
     let err = r.converge(&shop("/api")).await.unwrap_err();
     let msg = err.to_string();
     cleanup(&r).await;
     assert!(matches!(err, DriverError::Write { .. }), "{msg}");
-    assert!(msg.contains(&format!("create L7 router {}", r.spec.name)), "names the write: {msg}");
+    assert!(msg.contains(&format!("create L7 router {}", r.spec().name)), "names the write: {msg}");
     assert!(msg.contains("octavia POST") && msg.contains("HTTP 400"), "{msg}");
     assert!(msg.to_lowercase().contains("subnet"), "carries Octavia's faultstring: {msg}");
     assert!(r.find().await.unwrap().is_none(), "no load balancer left");
@@ -163,10 +164,10 @@ async fn hand_edits_and_bad_writes_are_repaired_or_reported() {
     }
     cleanup(&r).await;
     if let Some(f) = created_fip {
-        let _ = r.neutron.delete_floating_ip(&f).await;
+        let _ = r.neutron().delete_floating_ip(&f).await;
     }
     if let Some(p) = created_port {
-        let _ = r.neutron.delete_port(&p).await;
+        let _ = r.neutron().delete_port(&p).await;
     }
     if let Err(e) = result {
         std::panic::resume_unwind(e.into_panic());
@@ -179,13 +180,13 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     let want = observe(&r).await;
     assert_eq!(want.0.len(), 2);
     let lb = r.find().await.unwrap().unwrap();
-    let wait = || r.octavia.wait_active(&lb.id, Duration::from_secs(60));
+    let wait = || r.octavia().wait_active(&lb.id, Duration::from_secs(60));
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listener = r.octavia.list_listeners(&q).await.unwrap().remove(0);
+    let listener = r.octavia().list_listeners(&q).await.unwrap().remove(0);
 
     // 1. A policy deleted by hand.
     let actual = r.read_actual(&listener).await.unwrap();
-    r.octavia.delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia().delete_l7policy(&actual.policies[0].id).await.unwrap();
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(rep.writes.iter().any(|w| w.kind == "create_policy"), "{:?}", rep.writes);
@@ -194,7 +195,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     // 2. A member deleted by hand.
     let actual = r.read_actual(&listener).await.unwrap();
     let pool = actual.pools.iter().find(|p| p.name == "shop_api").unwrap();
-    r.octavia.delete_member(&pool.id, &pool.members[0].id).await.unwrap();
+    r.octavia().delete_member(&pool.id, &pool.members[0].id).await.unwrap();
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(!rep.writes.is_empty());
@@ -202,7 +203,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
 
     // 3. An untagged foreign pool with a member.
     let foreign = r
-        .octavia
+        .octavia()
         .create_pool(&PoolCreate {
             name: Some("foreign-pool".into()),
             loadbalancer_id: Some(lb.id.clone()),
@@ -213,7 +214,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
         .await
         .unwrap();
     wait().await.unwrap();
-    r.octavia
+    r.octavia()
         .create_member(
             &foreign.id,
             &MemberCreate { address: "10.0.0.99".into(), protocol_port: 9999, ..MemberCreate::default() },
@@ -223,9 +224,9 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(rep.writes.iter().all(|w| !w.description.contains(&foreign.id)), "{:?}", rep.writes);
-    let after = r.octavia.get_pool(&foreign.id).await.expect("foreign pool kept");
+    let after = r.octavia().get_pool(&foreign.id).await.expect("foreign pool kept");
     assert_eq!((after.name.as_str(), after.lb_algorithm.as_str()), ("foreign-pool", "ROUND_ROBIN"));
-    let members = r.octavia.list_members(&foreign.id, &ListQuery::default()).await.unwrap();
+    let members = r.octavia().list_members(&foreign.id, &ListQuery::default()).await.unwrap();
     assert_eq!(
         members.iter().map(|m| (m.address.as_str(), m.protocol_port)).collect::<Vec<_>>(),
         [("10.0.0.99", 9999)]
@@ -243,21 +244,21 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     assert_eq!(observe(&r).await.0, want.0, "good state restored after the 400");
 
     // 5. l7_router_ip that does not exist (TEST-NET-3, never allocated).
-    r.spec.floating_ip = Some("203.0.113.77".parse().unwrap());
+    r.spec_mut().floating_ip = Some("203.0.113.77".parse().unwrap());
     let err = r.converge(&good).await.unwrap_err();
     assert!(matches!(err, DriverError::FloatingIpNotFound(_)), "{err}");
     assert!(err.to_string().contains("203.0.113.77"), "{err}");
 
     // 6. l7_router_ip on another port: a port on the private network with a floating IP.
-    let s = r.octavia.session();
-    let private = r.neutron.get_subnet(&subnet_id(&r.neutron, "private-subnet").await).await.unwrap().network_id;
+    let s = r.octavia().session();
+    let private = r.neutron().get_subnet(&subnet_id(r.neutron(), "private-subnet").await).await.unwrap().network_id;
     let body = json!({"port": {"name": port_name, "network_id": private}});
     let resp: Value =
         s.send_json(&Request::new(Service::Network, Method::POST, "/v2.0/ports").json(body)).await.unwrap();
     let port = resp["port"]["id"].as_str().unwrap().to_string();
-    let public = r.neutron.get_subnet(&subnet_id(&r.neutron, "public-subnet").await).await.unwrap().network_id;
+    let public = r.neutron().get_subnet(&subnet_id(r.neutron(), "public-subnet").await).await.unwrap().network_id;
     let fip = match r
-        .neutron
+        .neutron()
         .create_floating_ip(&FloatingIpCreate {
             floating_network_id: public,
             description: Some(port_name.clone()),
@@ -272,13 +273,13 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
             return (Some(port), None);
         }
     };
-    r.spec.floating_ip = Some(fip.floating_ip_address.parse().unwrap());
+    r.spec_mut().floating_ip = Some(fip.floating_ip_address.parse().unwrap());
     let err = r.converge(&good).await.unwrap_err();
     let msg = err.to_string();
     let vip_port = lb.vip_port_id.clone().unwrap();
     assert!(matches!(err, DriverError::FloatingIpInUse { .. }), "{msg}");
     assert!(msg.contains(&port) && msg.contains(&vip_port), "names both ports: {msg}");
-    let after = r.neutron.get_floating_ip(&fip.id).await.unwrap();
+    let after = r.neutron().get_floating_ip(&fip.id).await.unwrap();
     assert_eq!(after.port_id.as_deref(), Some(port.as_str()), "floating IP untouched");
     (Some(port), Some(fip.id))
 }

@@ -174,13 +174,9 @@ async fn smoke(settings: Settings) -> Result<(), String> {
     octavia.delete_load_balancer(&lb.id, true).await.map_err(|e| e.to_string())?;
     octavia.wait_deleted(&lb.id, settings.octavia_defaults.write_timeout).await.map_err(|e| e.to_string())?;
     println!("octavia: {} deleted (cascade)", lb.id);
-    // Octavia's amphora driver frees the VIP port; the noop network driver of a test cloud does
-    // not. Delete it only if it is still there and still the VIP port of this LB.
     if let Some(port) = &lb.vip_port_id
-        && let Ok(p) = neutron.get_port(port).await
-        && p.device_owner == "Octavia"
+        && neutron.delete_leftover_vip_port(port).await.map_err(|e| e.to_string())?
     {
-        neutron.delete_port(port).await.map_err(|e| e.to_string())?;
         println!("neutron: VIP port {port} deleted");
     }
     let stats = octavia.session().stats();
@@ -255,7 +251,7 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
 /// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.
 async fn show(settings: Settings, output: OutputFormat) -> Result<(), String> {
     let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
-    let view = crate::show::read(&router).await?.ok_or_else(|| {
+    let view = router.snapshot().await.map_err(|e| e.to_string())?.ok_or_else(|| {
         format!(
             "the L7 router {} does not exist (cluster {}); `apply` creates it",
             settings.octavia_defaults.l7_router_name, settings.kubernetes.cluster_name

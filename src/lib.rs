@@ -9,5 +9,6 @@ pub mod model;
 pub mod openstack;
 pub mod secret;
 pub mod show;
+pub mod testing;
 pub mod translate;
 pub mod wiring;

@@ -9,9 +9,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 
-/// A namespaced Kubernetes object, used as owner of Octavia objects and as subject of warnings.
+/// A Kubernetes object by kind, namespace and name: the owner of Octavia objects and the subject
+/// of warnings. Untyped, unlike kube's `ObjectRef<K>`, because the model knows no Kubernetes types.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct ObjectRef {
+pub struct KubeRef {
     /// `Ingress`, `Service`, `IngressClass`, `EndpointSlice`, `Config`, ...
     pub kind: String,
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -19,13 +20,13 @@ pub struct ObjectRef {
     pub name: String,
 }
 
-impl ObjectRef {
+impl KubeRef {
     pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
         Self { kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
 }
 
-impl std::fmt::Display for ObjectRef {
+impl std::fmt::Display for KubeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         if self.namespace.is_empty() {
             write!(f, "{} {}", self.kind, self.name)
@@ -76,7 +77,7 @@ pub struct Policy {
     pub pool: String,
     pub rules: Vec<Rule>,
     /// The Ingress this policy comes from.
-    pub owner: ObjectRef,
+    pub owner: KubeRef,
     /// Human-readable origin, e.g. `foo.bar.com Prefix /api`.
     pub description: String,
 }
@@ -103,7 +104,7 @@ pub struct Pool {
     /// `<namespace>_<service>` or `<namespace>_<service>_<port>`; unique key on the router.
     pub name: String,
     /// The Service whose endpoints fill the pool.
-    pub service: ObjectRef,
+    pub service: KubeRef,
     /// The Service port (name if named, else number) the pool serves.
     pub service_port: String,
     /// Octavia `lb_algorithm` (ROUND_ROBIN, LEAST_CONNECTIONS, SOURCE_IP).
@@ -118,7 +119,7 @@ pub struct Pool {
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Warning {
     /// The object the warning is about (becomes the Kubernetes Event's involvedObject).
-    pub object: ObjectRef,
+    pub object: KubeRef,
     /// Short CamelCase reason, e.g. `InvalidPath`, `ServiceNotFound` (the Event's reason).
     pub reason: String,
     /// Full sentence naming the object, the rule and why.
@@ -132,6 +133,12 @@ pub struct DesiredRouter {
     pub policies: Vec<Policy>,
     /// The listener's default pool (from an Ingress `spec.defaultBackend`).
     pub default_pool: Option<String>,
+    /// The Ingresses whose `spec.defaultBackend` names the Service of [`Self::default_pool`]
+    /// (the oldest, which set it, and any other naming the same Service), sorted. They route to
+    /// that Service, so its notice names them; recorded here so that the status side needs
+    /// nothing but the desired state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub default_pool_owners: Vec<KubeRef>,
     /// Keyed by pool name.
     pub pools: BTreeMap<String, Pool>,
     pub warnings: Vec<Warning>,
@@ -211,11 +218,11 @@ pub struct Certificate {
     /// `<namespace>_<secret>`: unique key on the router.
     pub name: String,
     /// The Kubernetes Secret (`kubernetes.io/tls`).
-    pub secret: ObjectRef,
+    pub secret: KubeRef,
     /// TLS hosts served with it (from `spec.tls[].hosts`), sorted.
     pub hosts: Vec<String>,
     /// The Ingresses naming it.
-    pub owners: Vec<ObjectRef>,
+    pub owners: Vec<KubeRef>,
     /// None when the Secret is missing or broken: the driver keeps the last good content it
     /// stored for this certificate, if any (a Warning says why).
     pub content: Option<CertificateContent>,
@@ -249,5 +256,5 @@ pub struct Redirect {
     pub code: u16,
     /// The certificate serving the host: no redirect while it has nothing to serve.
     pub certificate: String,
-    pub owner: ObjectRef,
+    pub owner: KubeRef,
 }

@@ -1,48 +1,12 @@
 //! `show`: the L7 router as Octavia has it, read back (not the plan): the load balancer, its
 //! addresses, the L7 policies in position order with their rules and target pool, the listener
-//! default pool, and the pools with their members.
+//! default pool, and the pools with their members. The driver reads it (`Router::snapshot`);
+//! this module only renders it.
 
-use crate::driver::diff::{ActualRouter, ActualRule};
-use crate::driver::router::Router;
-use crate::openstack::ListQuery;
-use crate::openstack::octavia::LoadBalancer;
+use crate::driver::RouterSnapshot;
+use crate::driver::diff::ActualRule;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-
-/// Everything `show` prints, read from Octavia and Neutron.
-#[derive(Clone, Debug)]
-pub struct RouterView {
-    pub lb: LoadBalancer,
-    pub floating_ip: Option<String>,
-    /// The HTTP listener on the configured port (`None`: the router has none yet).
-    pub listener: Option<(String, u16)>,
-    pub actual: Option<ActualRouter>,
-}
-
-/// Read the router: find it (name + tags, or the adopted uuid), its listener, its children and
-/// its floating IP. `Ok(None)` when the router does not exist.
-pub async fn read(router: &Router) -> Result<Option<RouterView>, String> {
-    let Some(lb) = router.find().await.map_err(|e| e.to_string())? else { return Ok(None) };
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listeners = router.octavia.list_listeners(&q).await.map_err(|e| e.to_string())?;
-    let listener = listeners
-        .into_iter()
-        .filter(|l| l.protocol == "HTTP" && l.protocol_port == router.spec.listener_port)
-        .max_by_key(|l| router.spec.ownership.owns(&l.tags));
-    let actual = match &listener {
-        Some(l) => Some(router.read_actual(l).await.map_err(|e| e.to_string())?),
-        None => None,
-    };
-    let floating_ip = match &lb.vip_port_id {
-        Some(port) => {
-            let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-            let fips = router.neutron.list_floating_ips(&q).await.map_err(|e| e.to_string())?;
-            fips.into_iter().next().map(|f| f.floating_ip_address)
-        }
-        None => None,
-    };
-    Ok(Some(RouterView { lb, floating_ip, listener: listener.map(|l| (l.id, l.protocol_port)), actual }))
-}
 
 fn rule_text(r: &ActualRule) -> String {
     let key = r.key.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default();
@@ -50,7 +14,7 @@ fn rule_text(r: &ActualRule) -> String {
 }
 
 /// The readable table.
-pub fn render(v: &RouterView) -> String {
+pub fn render(v: &RouterSnapshot) -> String {
     let mut s = String::new();
     let lb = &v.lb;
     let _ = writeln!(s, "L7 ROUTER {}", lb.name);
@@ -140,7 +104,7 @@ pub fn render(v: &RouterView) -> String {
 }
 
 /// JSON of the same view, for scripts (`show -o json`): ids, addresses, policies, pools, members.
-pub fn render_json(v: &RouterView) -> String {
+pub fn render_json(v: &RouterSnapshot) -> String {
     use serde_json::json;
     let lb = &v.lb;
     let (policies, pools, default_pool_id) = match &v.actual {

@@ -3,10 +3,10 @@
 
 use crate::config::{AuthType, Settings};
 use crate::driver::diff::{HealthMonitorSpec, Ownership};
-use crate::driver::router::{Router, RouterSpec};
+use crate::driver::{Router, RouterSpec};
 use crate::openstack::{
-    AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Neutron, Octavia, OctaviaOptions, ProjectScope, Session,
-    UserRef,
+    AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Neutron, Observer, Octavia, OctaviaOptions, ProjectScope,
+    Session, UserRef,
 };
 
 /// `[neutron]` as Keystone auth options. The settings are validated, so the fields each auth
@@ -100,7 +100,18 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
 
 /// One Keystone session shared by the Octavia and Neutron clients.
 pub fn clients(s: &Settings) -> Result<(Octavia, Neutron), crate::openstack::Error> {
-    let session = Session::new(auth_options(s))?;
+    clients_observed(s, None)
+}
+
+/// [`clients`] with an `observer` of every request (the controller counts them in its metrics).
+pub fn clients_observed(
+    s: &Settings,
+    observer: Option<Observer>,
+) -> Result<(Octavia, Neutron), crate::openstack::Error> {
+    let session = match observer {
+        Some(o) => Session::with_observer(auth_options(s), o)?,
+        None => Session::new(auth_options(s))?,
+    };
     let octavia = Octavia::new(
         session.clone(),
         OctaviaOptions { busy_retry: s.octavia_defaults.write_timeout, ..OctaviaOptions::default() },
@@ -109,7 +120,12 @@ pub fn clients(s: &Settings) -> Result<(Octavia, Neutron), crate::openstack::Err
 }
 
 pub fn router(s: &Settings) -> Result<Router, crate::openstack::Error> {
-    let (octavia, neutron) = clients(s)?;
+    router_observed(s, None)
+}
+
+/// [`router`] with an `observer` of every request (see [`clients_observed`]).
+pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Router, crate::openstack::Error> {
+    let (octavia, neutron) = clients_observed(s, observer)?;
     Ok(Router::new(octavia, neutron, router_spec(s)))
 }
 

@@ -14,12 +14,12 @@ use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::notice::ServiceNotice;
 use kuryr_l7_router::controller::runtime::{Context, StoreWriters, backoff};
 use kuryr_l7_router::controller::service::{ServiceStep, service_step};
-use kuryr_l7_router::controller::writer::{
-    MembersOutcome, SimBackend, WriteError, WriteQueue, Writer, WriterMetrics, members_write,
-};
+use kuryr_l7_router::controller::writer::{MembersOutcome, WriteError, WriteQueue, Writer, WriterMetrics};
 use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress};
+use kuryr_l7_router::driver::diff::plan_members as members_write;
 use kuryr_l7_router::driver::diff::{ActualMember, ActualPool, DiffOptions, Ownership, Write};
-use kuryr_l7_router::model::{DesiredRouter, Member, ObjectRef, Pool};
+use kuryr_l7_router::model::{DesiredRouter, KubeRef, Member, Pool};
+use kuryr_l7_router::testing::SimBackend;
 use kuryr_l7_router::translate::TranslateOptions;
 use serde_json::{Value, json};
 use std::net::IpAddr;
@@ -36,7 +36,7 @@ fn member(ip: &str, weight: u16) -> Member {
 fn pool(name: &str, members: Vec<Member>) -> Pool {
     Pool {
         name: name.into(),
-        service: ObjectRef::new("Service", "shop", "web"),
+        service: KubeRef::new("Service", "shop", "web"),
         service_port: "80".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
@@ -132,7 +132,7 @@ fn own() -> Ownership {
 }
 
 fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
-    let tags = own().tags_for(&ObjectRef::new("Service", "shop", "web"));
+    let tags = own().tags_for(&KubeRef::new("Service", "shop", "web"));
     ActualPool {
         id: "pool-1".into(),
         name: "p".into(),

@@ -5,7 +5,7 @@
 use kuryr_l7_router::driver::certificates::{
     StoredSecret, garbage, listener_refs, parse_secret_name, plan_certificates, secret_name, secret_uuid,
 };
-use kuryr_l7_router::model::{Certificate, CertificateContent, HttpsListener, ObjectRef};
+use kuryr_l7_router::model::{Certificate, CertificateContent, HttpsListener, KubeRef};
 use std::collections::BTreeMap;
 
 const CLUSTER: &str = "c1";
@@ -21,7 +21,7 @@ fn cert(name: &str, content_id: Option<&str>) -> Certificate {
     let (ns, secret) = name.split_once('_').unwrap();
     Certificate {
         name: name.into(),
-        secret: ObjectRef::new("Secret", ns, secret),
+        secret: KubeRef::new("Secret", ns, secret),
         hosts: vec![],
         owners: vec![],
         content: content_id.map(content),

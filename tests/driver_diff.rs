@@ -7,7 +7,7 @@ use kuryr_l7_router::driver::diff::{
     Ownership, PoolRef, Write, plan_writes,
 };
 use kuryr_l7_router::driver::sim::Simulator;
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -35,7 +35,7 @@ fn member(ip: &str, weight: u16) -> Member {
 fn pool(name: &str, members: Vec<Member>) -> Pool {
     Pool {
         name: name.into(),
-        service: ObjectRef::new("Service", "default", name.trim_start_matches("default_")),
+        service: KubeRef::new("Service", "default", name.trim_start_matches("default_")),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
@@ -66,7 +66,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
         position: 0,
         pool: pool.into(),
         rules,
-        owner: ObjectRef::new("Ingress", "default", "web"),
+        owner: KubeRef::new("Ingress", "default", "web"),
         description: name.into(),
     }
 }
@@ -83,6 +83,7 @@ fn desired(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) 
     DesiredRouter {
         policies,
         default_pool: default_pool.map(String::from),
+        default_pool_owners: vec![],
         pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect::<BTreeMap<_, _>>(),
         warnings: vec![],
         ..Default::default()

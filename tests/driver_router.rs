@@ -4,7 +4,7 @@
 
 use kuryr_l7_router::driver::diff::{HealthMonitorSpec, Ownership};
 use kuryr_l7_router::driver::router::{RouterSpec, populated_create};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, Member, ObjectRef, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use serde_json::json;
 use std::time::Duration;
 
@@ -29,7 +29,7 @@ fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
 fn desired() -> DesiredRouter {
     let pool = |name: &str, ip: &str| Pool {
         name: name.into(),
-        service: ObjectRef::new("Service", "shop", name.trim_start_matches("shop_")),
+        service: KubeRef::new("Service", "shop", name.trim_start_matches("shop_")),
         service_port: "http".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![Member {
@@ -53,10 +53,11 @@ fn desired() -> DesiredRouter {
                 value: "/x".into(),
                 invert: false,
             }],
-            owner: ObjectRef::new("Ingress", "shop", "web"),
+            owner: KubeRef::new("Ingress", "shop", "web"),
             description: "a.com Exact /x".into(),
         }],
         default_pool: Some("shop_web".into()),
+        default_pool_owners: vec![],
         pools: [
             ("shop_api".to_string(), pool("shop_api", "10.0.0.5")),
             ("shop_web".to_string(), pool("shop_web", "10.0.0.6")),

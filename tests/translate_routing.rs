@@ -41,6 +41,36 @@ fn policies_follow_kubernetes_precedence() {
 }
 
 #[test]
+fn default_pool_owners_are_the_ingresses_naming_its_service() {
+    let r = router(&TranslateOptions::default());
+    let owners: Vec<String> = r.default_pool_owners.iter().map(|o| o.to_string()).collect();
+    // copycat's defaultBackend names another Service (web): not an owner of shop_fallback.
+    assert_eq!(owners, ["Ingress shop/shop"]);
+
+    // A second Ingress naming the same Service is an owner too (it routes to that Service);
+    // one in another namespace names another Service and is not.
+    let mut inp = basic();
+    let mut twin = inp.ingresses.iter().find(|i| i.metadata.name.as_deref() == Some("copycat")).unwrap().clone();
+    twin.spec.as_mut().unwrap().default_backend = inp
+        .ingresses
+        .iter()
+        .find(|i| i.metadata.name.as_deref() == Some("shop"))
+        .unwrap()
+        .spec
+        .as_ref()
+        .unwrap()
+        .default_backend
+        .clone();
+    twin.metadata.name = Some("twin".into());
+    let mut elsewhere = twin.clone();
+    elsewhere.metadata.namespace = Some("other".into());
+    inp.ingresses.extend([twin, elsewhere]);
+    let r = translate(&inp, &TranslateOptions::default());
+    let owners: Vec<String> = r.default_pool_owners.iter().map(|o| o.to_string()).collect();
+    assert_eq!(owners, ["Ingress shop/shop", "Ingress shop/twin"]);
+}
+
+#[test]
 fn rule_encodings() {
     let r = router(&TranslateOptions::default());
     let by = |d: &str| r.policies.iter().find(|p| p.description == d).unwrap();
@@ -280,7 +310,7 @@ fn no_default_pool_uses_host_exclusions() {
 fn names_are_bounded_and_stable() {
     assert_eq!(fnv1a64(b""), 0xcbf2_9ce4_8422_2325);
     assert_eq!(fnv1a64(b"a"), 0xaf63_dc4c_8601_ec8c);
-    let owner = kuryr_l7_router::model::ObjectRef::new("Ingress", "ns", "x");
+    let owner = kuryr_l7_router::model::KubeRef::new("Ingress", "ns", "x");
     let long = format!("/{}", "a".repeat(300));
     let n1 = policy_name(&owner, "h.com", "Prefix", &long);
     let n2 = policy_name(&owner, "h.com", "Prefix", &format!("{long}b"));

@@ -68,7 +68,7 @@ pub async fn local_router(prefix: &str, tag: &str) -> Router {
 pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRouter {
     let lb = r.find().await.unwrap().expect("router exists");
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listeners = r.octavia.list_listeners(&q).await.unwrap();
+    let listeners = r.octavia().list_listeners(&q).await.unwrap();
     r.read_actual(listeners.first().expect("router has a listener")).await.unwrap()
 }
 
@@ -106,41 +106,41 @@ fn mariadb(sql: &str) {
 
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.
 pub async fn cleanup(r: &Router) {
-    if r.spec.uuid.is_some() {
+    if r.spec().uuid.is_some() {
         if let Ok(Some(lb)) = r.find().await {
             remove_lb(r, &lb).await;
         }
         return;
     }
     // Every load balancer with the router's name and tags: a failed test may have left two.
-    let q = ListQuery { tags: r.spec.ownership.router_tags(), ..ListQuery::name(&r.spec.name) };
-    for lb in r.octavia.list_load_balancers(&q).await.unwrap_or_default() {
+    let q = ListQuery { tags: r.spec().ownership.router_tags(), ..ListQuery::name(&r.spec().name) };
+    for lb in r.octavia().list_load_balancers(&q).await.unwrap_or_default() {
         remove_lb(r, &lb).await;
     }
 }
 
 /// Delete a load balancer (cascade), its VIP port and its floating IPs.
 pub async fn remove_lb(r: &Router, lb: &kuryr_l7_router::openstack::octavia::LoadBalancer) {
-    let _ = r.octavia.delete_load_balancer(&lb.id, true).await;
-    let _ = r.octavia.wait_deleted(&lb.id, Duration::from_secs(120)).await;
+    let _ = r.octavia().delete_load_balancer(&lb.id, true).await;
+    let _ = r.octavia().wait_deleted(&lb.id, Duration::from_secs(120)).await;
     if let Some(port) = &lb.vip_port_id {
         let q = ListQuery { extra: vec![("port_id".into(), port.clone())], ..ListQuery::default() };
-        for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-            let _ = r.neutron.delete_floating_ip(&f.id).await;
+        for f in r.neutron().list_floating_ips(&q).await.unwrap_or_default() {
+            let _ = r.neutron().delete_floating_ip(&f.id).await;
         }
         // A real network driver frees the VIP port; the noop one of the local stack does not.
-        if let Ok(p) = r.neutron.get_port(port).await
+        if let Ok(p) = r.neutron().get_port(port).await
             && p.device_owner == "Octavia"
         {
-            let _ = r.neutron.delete_port(port).await;
+            let _ = r.neutron().delete_port(port).await;
         }
     }
     let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec.ownership, &lb.id))],
+        extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
         ..ListQuery::default()
     };
-    for f in r.neutron.list_floating_ips(&q).await.unwrap_or_default() {
-        let _ = r.neutron.delete_floating_ip(&f.id).await;
+    for f in r.neutron().list_floating_ips(&q).await.unwrap_or_default() {
+        let _ = r.neutron().delete_floating_ip(&f.id).await;
     }
 }
 

@@ -14,7 +14,7 @@
 //! one `Recorder` per distinct message key, so each distinct message has its own series.
 
 use crate::controller::CONTROLLER_NAME;
-use crate::model::ObjectRef;
+use crate::model::KubeRef;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -247,7 +247,7 @@ fn truncate(s: &str, max: usize) -> String {
 /// An `ObjectReference` for a model object (e.g. a translation warning's subject). `uid` should be
 /// filled from the cached object when known: `kubectl describe` matches events on it. `None` for
 /// kinds that are not Kubernetes objects (e.g. `Config`).
-pub fn object_reference(obj: &ObjectRef, uid: Option<String>) -> Option<ObjectReference> {
+pub fn object_reference(obj: &KubeRef, uid: Option<String>) -> Option<ObjectReference> {
     let api_version = match obj.kind.as_str() {
         "Ingress" | "IngressClass" => "networking.k8s.io/v1",
         "Service" | "Endpoints" | "Node" | "Secret" => "v1",
@@ -269,7 +269,7 @@ mod tests {
     use super::*;
 
     fn key(reason: &str, message: &str, name: &str) -> DedupKey {
-        let r = object_reference(&ObjectRef::new("Ingress", "ns", name), None).unwrap();
+        let r = object_reference(&KubeRef::new("Ingress", "ns", name), None).unwrap();
         DedupKey::new(&UserEvent::warning(reason, "Sync", message), &r)
     }
 
@@ -329,11 +329,11 @@ mod tests {
 
     #[test]
     fn object_reference_maps_kinds() {
-        let r = object_reference(&ObjectRef::new("Service", "ns", "web"), Some("u1".into())).unwrap();
+        let r = object_reference(&KubeRef::new("Service", "ns", "web"), Some("u1".into())).unwrap();
         assert_eq!(r.api_version.as_deref(), Some("v1"));
         assert_eq!(r.uid.as_deref(), Some("u1"));
-        let r = object_reference(&ObjectRef::new("IngressClass", "", "c"), None).unwrap();
+        let r = object_reference(&KubeRef::new("IngressClass", "", "c"), None).unwrap();
         assert_eq!((r.api_version.as_deref(), r.namespace), (Some("networking.k8s.io/v1"), None));
-        assert_eq!(object_reference(&ObjectRef::new("Config", "", "x"), None), None);
+        assert_eq!(object_reference(&KubeRef::new("Config", "", "x"), None), None);
     }
 }

@@ -1,10 +1,10 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
+use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
-use crate::controller::k8s::{self, IngressStep, ingress_step};
-use crate::controller::reconcile_span;
-use crate::controller::runtime::{Context, HandlerError, object_key};
-use crate::model::ObjectRef as ModelRef;
+use crate::controller::patches::{self, has_finalizer};
+use crate::model::KubeRef;
+use crate::translate::namespace_of;
 use crate::translate::routes::is_ours;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -13,7 +13,33 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
-use tracing::Instrument;
+
+/// What the Ingress handler must do with an Ingress, decided from its finalizers, its deletion
+/// timestamp and whether it is of our class (decided by the caller from IngressClass/config).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IngressStep {
+    /// Ours and not yet protected: add the finalizer first (so a deletion while we are down is
+    /// still seen), then apply. The patch triggers a new reconcile, which applies.
+    AddFinalizer,
+    /// Ours and protected: update policies, pools, notices and status.
+    Apply,
+    /// Being deleted, or no longer ours (class changed), and still carrying our finalizer: remove
+    /// its policies, unused pools and notices, then [`patches::remove_finalizer`].
+    Cleanup,
+    /// Nothing of ours on it: not our class and no finalizer, or deleted after cleanup.
+    Ignore,
+}
+
+/// Decides the [`IngressStep`]; `ours` is "the Ingress is of our IngressClass".
+pub fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
+    let deleting = ing.metadata.deletion_timestamp.is_some();
+    match (has_finalizer(ing), deleting, ours) {
+        (true, true, _) | (true, false, false) => IngressStep::Cleanup,
+        (true, false, true) => IngressStep::Apply,
+        (false, false, true) => IngressStep::AddFinalizer,
+        (false, true, _) | (false, false, false) => IngressStep::Ignore,
+    }
+}
 
 /// Names of the Services an Ingress routes to (default backend and every path).
 pub fn service_names(ing: &Ingress) -> Vec<String> {
@@ -45,27 +71,15 @@ pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<
         .collect()
 }
 
-/// The reconcile of one Ingress (one span, metrics, failure table).
+/// The reconcile of one Ingress (see [`instrumented`]).
 pub async fn reconcile(ing: Arc<Ingress>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
-    let span = reconcile_span("ingress", &ing.namespace().unwrap_or_default(), &ing.name_any());
-    async move {
-        let _timer = ctx.metrics.reconcile_timer("ingress");
-        let result = reconcile_inner(&ing, &ctx).await;
-        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
-        ctx.metrics.reconcile_result("ingress", label);
-        if result.is_ok() {
-            ctx.succeeded(&object_key(ing.as_ref()));
-        }
-        result
-    }
-    .instrument(span)
-    .await
+    instrumented("ingress", ing.as_ref(), &ctx, reconcile_inner(&ing, &ctx)).await
 }
 
 async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
-    let ns = ing.namespace().unwrap_or_else(|| "default".into());
-    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), &ns);
+    let ns = namespace_of(&ing.metadata);
+    let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), ns);
     let classes: Vec<_> = ctx.stores.classes.state().iter().map(|c| (**c).clone()).collect();
     let ours = is_ours(ing, &classes, &ctx.opts);
     let regarding = ing.object_ref(&());
@@ -74,7 +88,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
     match step {
         IngressStep::Ignore => Ok(Action::await_change()),
         IngressStep::AddFinalizer => {
-            k8s::add_finalizer(&api, ing).await?;
+            patches::add_finalizer(&api, ing).await?;
             Ok(Action::await_change())
         }
         IngressStep::Apply => {
@@ -85,8 +99,8 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
                     return Err(e);
                 }
             };
-            k8s::patch_ingress_status(&api, ing, report.address).await?;
-            let me = ModelRef::new("Ingress", &ns, &ing.name_any());
+            patches::patch_ingress_status(&api, ing, report.address).await?;
+            let me = KubeRef::new("Ingress", ns, &ing.name_any());
             for w in desired.warnings.iter().filter(|w| w.object == me) {
                 ctx.publish(&UserEvent::warning(&w.reason, "Sync", &w.message), &regarding).await;
             }
@@ -116,9 +130,9 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
             }
             if ing.metadata.deletion_timestamp.is_none() {
                 // Class changed away: stop advertising our address.
-                k8s::patch_ingress_status(&api, ing, None).await?;
+                patches::patch_ingress_status(&api, ing, None).await?;
             }
-            k8s::remove_finalizer(&api, ing).await?;
+            patches::remove_finalizer(&api, ing).await?;
             tracing::info!("ingress removed from the L7 router");
             Ok(Action::await_change())
         }
@@ -128,5 +142,42 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
 async fn octavia_event(ctx: &Context, e: &HandlerError, regarding: &k8s_openapi::api::core::v1::ObjectReference) {
     if let HandlerError::Octavia(w) = e {
         ctx.publish(&UserEvent::warning("OctaviaError", "Sync", &w.message), regarding).await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::FINALIZER;
+
+    fn ingress(finalizers: &[&str], deleting: bool) -> Ingress {
+        serde_json::from_value(serde_json::json!({"metadata": {
+            "name": "web",
+            "finalizers": finalizers,
+            "deletionTimestamp": deleting.then_some("2024-01-01T00:00:00Z"),
+        }}))
+        .unwrap()
+    }
+
+    #[test]
+    fn ingress_step_table() {
+        use IngressStep::*;
+        let other = "example.com/other";
+        let cases = [
+            // (finalizers, deleting, ours, expected)
+            (&[][..], false, true, AddFinalizer),
+            (&[other][..], false, true, AddFinalizer),
+            (&[FINALIZER][..], false, true, Apply),
+            (&[other, FINALIZER][..], false, true, Apply),
+            (&[FINALIZER][..], true, true, Cleanup),
+            (&[FINALIZER][..], false, false, Cleanup),
+            (&[FINALIZER][..], true, false, Cleanup),
+            (&[][..], true, true, Ignore),
+            (&[other][..], true, true, Ignore),
+            (&[][..], false, false, Ignore),
+        ];
+        for (fin, deleting, ours, want) in cases {
+            assert_eq!(ingress_step(&ingress(fin, deleting), ours), want, "{fin:?} deleting={deleting} ours={ours}");
+        }
     }
 }

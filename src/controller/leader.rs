@@ -1,5 +1,6 @@
 //! Leader election on a Kubernetes Lease (kube-lease-manager): only the leader writes to Octavia
-//! or Kubernetes; standbys keep their caches warm and take over when the lease expires.
+//! or Kubernetes. A standby runs no caches and no handlers (two writers on one router would fight
+//! over it); it only waits for the lease, and on taking it over lists everything afresh.
 //!
 //! Timing (see [`LeaderSettings`]): the holder renews `grace` seconds before the lease's
 //! `duration` runs out; a standby takes the lease once `duration` has passed without a renewal, so

@@ -50,6 +50,14 @@ pub struct OctaviaDurationLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct JobLabels {
+    /// `sync` or `members`.
+    pub job: String,
+    /// `ok` or the error's label.
+    pub result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabels {
     pub status: String,
 }
@@ -67,6 +75,8 @@ pub struct Metrics {
     pub octavia_conflict_retries: Counter,
     pub change_to_active: Histogram,
     pub router_provisioning_status: Family<StatusLabels, Gauge>,
+    /// Duration of each router writer job by job and result.
+    pub octavia_write_job_duration: HistogramFamily<JobLabels>,
 }
 
 impl Default for Metrics {
@@ -85,6 +95,10 @@ impl Default for Metrics {
             // 0.5 s .. ~17 min: amphora updates take seconds to minutes.
             change_to_active: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
             router_provisioning_status: Family::default(),
+            // 0.05 s .. ~7 min.
+            octavia_write_job_duration: Family::new_with_constructor(|| {
+                Histogram::new(exponential_buckets(0.05, 2.0, 14))
+            }),
         }
     }
 }
@@ -132,6 +146,12 @@ impl Metrics {
             "router_provisioning_status",
             "Router provisioning_status (1 for the current one)",
             m.router_provisioning_status.clone(),
+        );
+        registry.register_with_unit(
+            "octavia_write_job_duration",
+            "Duration of each router writer job (sync, members) by result",
+            prometheus_client::registry::Unit::Seconds,
+            m.octavia_write_job_duration.clone(),
         );
         m
     }

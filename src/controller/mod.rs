@@ -1,28 +1,31 @@
-//! The Kubernetes side of `kuryr-l7-router run`: building blocks for the long-running controller.
+//! The Kubernetes side of `kuryr-l7-router run`: the long-running controller.
 //!
-//! Each piece is small and tested on its own so the lead can wire them into the kube-runtime
-//! Controllers (Ingress, Service) without re-testing the plumbing:
-//!
-//! - [`k8s`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status) and the
-//!   pure decisions behind them;
+//! - [`runtime`]: `run`, the process wiring (health server, leader election, caches, the two
+//!   Controllers, the writer, the resync loop, shutdown);
+//! - [`context`]: what a reconcile needs ([`context::Context`], the caches, the Sync + notices
+//!   step), its one error type and the instrumented wrapper both handlers use;
+//! - [`ingress`], [`service`]: the two handlers, each with its pure step decision;
+//! - [`writer`]: the serial router writer (one task per router, coalescing queue), the only
+//!   caller of the driver (`converge`, `set_members`);
+//! - [`patches`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status)
+//!   and the pure decisions behind them;
 //! - [`events`]: Kubernetes Events with repeat suppression on top of kube's `Recorder`;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
 //! - [`client`]: the kube `Client` from kubeconfig, in-cluster, or kuryr's explicit options;
 //! - [`leader`]: leader election on a Lease;
-//! - [`error`]: [`ControllerError`], with a label per variant for metrics;
-//! - [`writer`]: the serial router writer (one task per router, coalescing queue);
-//! - [`ingress`], [`service`]: the two handlers; [`runtime`]: `run`, wiring everything.
+//! - [`error`]: [`ControllerError`], with a label per variant for metrics.
 
 pub mod client;
+pub mod context;
 pub mod error;
 pub mod events;
 pub mod health;
 pub mod ingress;
-pub mod k8s;
 pub mod leader;
 pub mod metrics;
 pub mod notice;
+pub mod patches;
 pub mod runtime;
 pub mod service;
 pub mod writer;
@@ -63,7 +66,7 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("discovery.k8s.io", "endpointslices", "watch"),
     ("", "nodes", "list"),
     ("", "nodes", "watch"),
-    // k8s.rs: finalizer add/remove (JSON patch), Service notice (merge patch), Ingress status.
+    // patches.rs: finalizer add/remove (JSON patch), Service notice (merge patch), Ingress status.
     ("networking.k8s.io", "ingresses", "patch"),
     ("networking.k8s.io", "ingresses/status", "patch"),
     ("", "services", "patch"),

@@ -7,9 +7,8 @@
 //! sees, survives controller restarts, and is visible to users (`kubectl get svc -o yaml`).
 
 use crate::controller::{ControllerError, NOTICE_ANNOTATION};
-use crate::model::{DesiredRouter, ObjectRef};
+use crate::model::{DesiredRouter, KubeRef};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::networking::v1::Ingress;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -68,38 +67,18 @@ impl ServiceNotice {
 ///
 /// - pools: every pool of [`DesiredRouter::pools`] whose `service` is that Service;
 /// - ingresses: the owners of the policies routing to those pools, plus, for the listener's
-///   default pool, every Ingress in `ingresses` whose `spec.defaultBackend` names that Service
-///   (the model does not record the default pool's owner).
-///
-/// `ingresses` are the Ingresses of our class (already filtered by the caller).
-pub fn desired_notices(
-    router: &str,
-    desired: &DesiredRouter,
-    ingresses: &[Ingress],
-) -> BTreeMap<ObjectRef, ServiceNotice> {
-    let mut out: BTreeMap<ObjectRef, ServiceNotice> = BTreeMap::new();
+///   default pool, [`DesiredRouter::default_pool_owners`].
+pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRef, ServiceNotice> {
+    let mut out: BTreeMap<KubeRef, ServiceNotice> = BTreeMap::new();
     for pool in desired.pools.values() {
         let notice = out
             .entry(service_key(&pool.service))
             .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });
         notice.pools.push(pool.name.clone());
-        for policy in desired.policies.iter().filter(|p| p.pool == pool.name) {
-            notice.ingresses.push(format!("{}/{}", policy.owner.namespace, policy.owner.name));
-        }
-        if desired.default_pool.as_deref() == Some(pool.name.as_str()) {
-            for ing in ingresses {
-                let ns = ing.metadata.namespace.as_deref().unwrap_or_default();
-                let default_svc = ing
-                    .spec
-                    .as_ref()
-                    .and_then(|s| s.default_backend.as_ref())
-                    .and_then(|b| b.service.as_ref())
-                    .map(|s| s.name.as_str());
-                if ns == pool.service.namespace && default_svc == Some(pool.service.name.as_str()) {
-                    notice.ingresses.push(format!("{ns}/{}", ing.metadata.name.as_deref().unwrap_or_default()));
-                }
-            }
-        }
+        let policy_owners = desired.policies.iter().filter(|p| p.pool == pool.name).map(|p| &p.owner);
+        let default_owners =
+            desired.default_pool_owners.iter().filter(|_| desired.default_pool.as_ref() == Some(&pool.name));
+        notice.ingresses.extend(policy_owners.chain(default_owners).map(|o| format!("{}/{}", o.namespace, o.name)));
     }
     out.into_iter().map(|(k, v)| (k, v.normalize())).collect()
 }
@@ -107,7 +86,7 @@ pub fn desired_notices(
 /// One annotation write: set the notice on the Service, or remove it (`None`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeChange {
-    pub service: ObjectRef,
+    pub service: KubeRef,
     pub notice: Option<ServiceNotice>,
 }
 
@@ -119,12 +98,12 @@ pub struct NoticeChange {
 /// Sorted by Service, so callers and tests see a stable order.
 pub fn notice_changes<'a>(
     router: &str,
-    desired: &BTreeMap<ObjectRef, ServiceNotice>,
-    current: impl IntoIterator<Item = (ObjectRef, &'a ServiceNotice)>,
+    desired: &BTreeMap<KubeRef, ServiceNotice>,
+    current: impl IntoIterator<Item = (KubeRef, &'a ServiceNotice)>,
 ) -> Vec<NoticeChange> {
-    let current: BTreeMap<ObjectRef, &ServiceNotice> =
+    let current: BTreeMap<KubeRef, &ServiceNotice> =
         current.into_iter().map(|(svc, n)| (service_key(&svc), n)).collect();
-    let mut services: BTreeSet<&ObjectRef> = desired.keys().collect();
+    let mut services: BTreeSet<&KubeRef> = desired.keys().collect();
     services.extend(current.keys());
     let mut changes = Vec::new();
     for svc in services {
@@ -144,8 +123,8 @@ pub fn notice_changes<'a>(
 }
 
 /// Services are compared by namespace and name; the model's `kind` is always `Service` here.
-fn service_key(r: &ObjectRef) -> ObjectRef {
-    ObjectRef::new("Service", &r.namespace, &r.name)
+fn service_key(r: &KubeRef) -> KubeRef {
+    KubeRef::new("Service", &r.namespace, &r.name)
 }
 
 #[cfg(test)]
@@ -156,7 +135,7 @@ mod tests {
     fn pool(name: &str, ns: &str, svc: &str) -> Pool {
         Pool {
             name: name.into(),
-            service: ObjectRef::new("Service", ns, svc),
+            service: KubeRef::new("Service", ns, svc),
             service_port: "80".into(),
             lb_algorithm: "ROUND_ROBIN".into(),
             members: vec![],
@@ -175,23 +154,16 @@ mod tests {
                 value: "/".into(),
                 invert: false,
             }],
-            owner: ObjectRef::new("Ingress", owner_ns, owner),
+            owner: KubeRef::new("Ingress", owner_ns, owner),
             description: String::new(),
         }
-    }
-
-    fn ingress_with_default(ns: &str, name: &str, svc: &str) -> Ingress {
-        serde_json::from_value(serde_json::json!({
-            "metadata": {"namespace": ns, "name": name},
-            "spec": {"defaultBackend": {"service": {"name": svc, "port": {"number": 80}}}}
-        }))
-        .unwrap()
     }
 
     fn router(policies: Vec<Policy>, pools: Vec<Pool>, default_pool: Option<&str>) -> DesiredRouter {
         DesiredRouter {
             policies,
             default_pool: default_pool.map(String::from),
+            default_pool_owners: vec![],
             pools: pools.into_iter().map(|p| (p.name.clone(), p)).collect(),
             warnings: vec![],
             ..Default::default()
@@ -206,8 +178,8 @@ mod tests {
         }
     }
 
-    fn svc(ns: &str, name: &str) -> ObjectRef {
-        ObjectRef::new("Service", ns, name)
+    fn svc(ns: &str, name: &str) -> KubeRef {
+        KubeRef::new("Service", ns, name)
     }
 
     #[test]
@@ -235,15 +207,13 @@ mod tests {
         struct Case {
             name: &'static str,
             desired: DesiredRouter,
-            ingresses: Vec<Ingress>,
-            want: Vec<(ObjectRef, ServiceNotice)>,
+            want: Vec<(KubeRef, ServiceNotice)>,
         }
         let cases = vec![
-            Case { name: "empty router", desired: DesiredRouter::default(), ingresses: vec![], want: vec![] },
+            Case { name: "empty router", desired: DesiredRouter::default(), want: vec![] },
             Case {
                 name: "one ingress one service",
                 desired: router(vec![policy("a", "ns_web", "ns", "ing")], vec![pool("ns_web", "ns", "web")], None),
-                ingresses: vec![],
                 want: vec![(svc("ns", "web"), notice(&["ns_web"], &["ns/ing"]))],
             },
             Case {
@@ -258,20 +228,18 @@ mod tests {
                     vec![pool("ns_web_80", "ns", "web"), pool("ns_web_8080", "ns", "web")],
                     None,
                 ),
-                ingresses: vec![],
                 want: vec![(svc("ns", "web"), notice(&["ns_web_80", "ns_web_8080"], &["ns/alpha", "ns/zeta"]))],
             },
             Case {
                 name: "default backend pool names the ingress(es) whose defaultBackend is that service",
-                desired: router(
-                    vec![policy("a", "ns_api", "ns", "ing")],
-                    vec![pool("ns_api", "ns", "api"), pool("ns_fallback", "ns", "fallback")],
-                    Some("ns_fallback"),
-                ),
-                ingresses: vec![
-                    ingress_with_default("ns", "ing", "fallback"),
-                    ingress_with_default("other", "ing2", "fallback"),
-                ],
+                desired: DesiredRouter {
+                    default_pool_owners: vec![KubeRef::new("Ingress", "ns", "ing")],
+                    ..router(
+                        vec![policy("a", "ns_api", "ns", "ing")],
+                        vec![pool("ns_api", "ns", "api"), pool("ns_fallback", "ns", "fallback")],
+                        Some("ns_fallback"),
+                    )
+                },
                 want: vec![
                     (svc("ns", "api"), notice(&["ns_api"], &["ns/ing"])),
                     (svc("ns", "fallback"), notice(&["ns_fallback"], &["ns/ing"])),
@@ -280,12 +248,11 @@ mod tests {
             Case {
                 name: "pool with no policy (e.g. kept for draining) still notifies its service",
                 desired: router(vec![], vec![pool("ns_old", "ns", "old")], None),
-                ingresses: vec![],
                 want: vec![(svc("ns", "old"), notice(&["ns_old"], &[]))],
             },
         ];
         for c in cases {
-            let got: Vec<_> = desired_notices("r1", &c.desired, &c.ingresses).into_iter().collect();
+            let got: Vec<_> = desired_notices("r1", &c.desired).into_iter().collect();
             assert_eq!(got, c.want, "case: {}", c.name);
         }
     }
@@ -297,12 +264,12 @@ mod tests {
         let foreign = ServiceNotice { router: "other-router".into(), ..notice(&["x"], &[]) };
         struct Case {
             name: &'static str,
-            desired: Vec<(ObjectRef, ServiceNotice)>,
-            current: Vec<(ObjectRef, ServiceNotice)>,
+            desired: Vec<(KubeRef, ServiceNotice)>,
+            current: Vec<(KubeRef, ServiceNotice)>,
             want: Vec<NoticeChange>,
         }
-        let set = |s: ObjectRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()) };
-        let remove = |s: ObjectRef| NoticeChange { service: s, notice: None };
+        let set = |s: KubeRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()) };
+        let remove = |s: KubeRef| NoticeChange { service: s, notice: None };
         let cases = vec![
             Case { name: "nothing", desired: vec![], current: vec![], want: vec![] },
             Case {

@@ -5,22 +5,19 @@
 //! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
 //! writes the notice) rather than member updates.
 
+use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
 use crate::controller::notice::{ServiceNotice, desired_notices};
-use crate::controller::reconcile_span;
-use crate::controller::runtime::{Context, HandlerError, object_key};
 use crate::controller::writer::MembersOutcome;
-use crate::model::ObjectRef as ModelRef;
+use crate::model::KubeRef;
+use crate::translate::namespace_of;
+use crate::translate::routes::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
-use tracing::Instrument;
-
-/// Label of an EndpointSlice naming its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The Service an EndpointSlice belongs to.
 pub fn service_of_slice(slice: EndpointSlice) -> Option<ObjectRef<Service>> {
@@ -55,20 +52,9 @@ pub fn service_step(router: &str, current: Option<&ServiceNotice>, want: Option<
     }
 }
 
+/// The reconcile of one Service (see [`instrumented`]).
 pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, HandlerError> {
-    let span = reconcile_span("service", &svc.namespace().unwrap_or_default(), &svc.name_any());
-    async move {
-        let _timer = ctx.metrics.reconcile_timer("service");
-        let result = reconcile_inner(&svc, &ctx).await;
-        let label = result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok");
-        ctx.metrics.reconcile_result("service", label);
-        if result.is_ok() {
-            ctx.succeeded(&object_key(svc.as_ref()));
-        }
-        result
-    }
-    .instrument(span)
-    .await
+    instrumented("service", svc.as_ref(), &ctx, reconcile_inner(&svc, &ctx)).await
 }
 
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
@@ -82,9 +68,9 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             None
         }
     };
-    let (inputs, desired) = ctx.desired();
-    let me = ModelRef::new("Service", &svc.namespace().unwrap_or_else(|| "default".into()), &svc.name_any());
-    let want = desired_notices(&ctx.router_name, &desired, &ctx.our_ingresses(&inputs)).remove(&me);
+    let (_, desired) = ctx.desired();
+    let me = KubeRef::new("Service", namespace_of(&svc.metadata), &svc.name_any());
+    let want = desired_notices(&ctx.router_name, &desired).remove(&me);
     match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
         ServiceStep::Ignore => Ok(Action::await_change()),
         ServiceStep::Sync => {

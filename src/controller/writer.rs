@@ -13,15 +13,13 @@
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
-use crate::driver::diff::{ActualListener, ActualPool, ActualRouter, DiffOptions, Write, WritePlan};
-use crate::driver::router::{ConvergeReport, Router};
-use crate::driver::sim::Simulator;
+use crate::controller::metrics::{JobLabels, Metrics};
+use crate::driver::{ConvergeReport, DriverError, MembersChange, Router};
 use crate::model::{DesiredRouter, Pool};
-use crate::openstack::ListQuery;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::sync::{Notify, oneshot};
 use tokio::task::JoinHandle;
 
@@ -57,11 +55,21 @@ pub enum MembersOutcome {
     Superseded,
 }
 
+impl From<MembersChange> for MembersOutcome {
+    fn from(c: MembersChange) -> Self {
+        match c {
+            MembersChange::Unchanged => MembersOutcome::Unchanged,
+            MembersChange::Updated => MembersOutcome::Updated,
+            MembersChange::PoolMissing => MembersOutcome::PoolMissing,
+        }
+    }
+}
+
 pub type SyncResult = Result<ConvergeReport, WriteError>;
 pub type MembersResult = Result<MembersOutcome, WriteError>;
 
 /// What the writer needs from the driver; implemented by the real [`Router`] ([`OctaviaBackend`])
-/// and by an in-memory [`SimBackend`] for tests.
+/// and by an in-memory `crate::testing::SimBackend` for tests.
 pub trait RouterBackend: Send + Sync + 'static {
     /// Converge the whole router to `desired`.
     fn sync(&self, desired: &DesiredRouter) -> impl Future<Output = SyncResult> + Send;
@@ -112,10 +120,7 @@ pub struct WriteQueue {
 
 impl WriteQueue {
     pub fn push_sync(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncResult>>) {
-        self.push_sync_at(desired, reply, Instant::now())
-    }
-
-    pub fn push_sync_at(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncResult>>, now: Instant) {
+        let now = Instant::now();
         let (mut since, mut replies, mut superseded) = match self.sync.take() {
             Some(Job::Sync { since, replies, superseded, .. }) => (since, replies, superseded),
             _ => (now, Vec::new(), Vec::new()),
@@ -131,10 +136,6 @@ impl WriteQueue {
     }
 
     pub fn push_members(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
-        self.push_members_at(pool, reply, Instant::now())
-    }
-
-    pub fn push_members_at(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>, now: Instant) {
         for job in self.members.iter_mut() {
             if let Job::Members { pool: queued, replies, .. } = job
                 && queued.name == pool.name
@@ -144,7 +145,7 @@ impl WriteQueue {
                 return;
             }
         }
-        self.members.push_back(Job::Members { pool, since: now, replies: reply.into_iter().collect() });
+        self.members.push_back(Job::Members { pool, since: Instant::now(), replies: reply.into_iter().collect() });
     }
 
     /// The next job to run: the Sync if one is queued, else the oldest Members job.
@@ -197,54 +198,10 @@ fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
     }
 }
 
-/// The batch member write that makes `actual`'s members equal to `pool.members`, or `None` when
-/// they already are. Reuses the driver's diff (ours compared on weight and backup, foreign members
-/// carried over), so the Members path and a full Sync always agree.
-pub fn members_write(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
-    let desired =
-        DesiredRouter { pools: BTreeMap::from([(pool.name.clone(), pool.clone())]), ..DesiredRouter::default() };
-    // Only the members are compared: the algorithm is taken from the desired pool so no pool
-    // update is planned, and the health monitor is Sync's business.
-    let actual = ActualRouter {
-        listener: ActualListener { id: String::new(), default_pool_id: None, tags: vec![] },
-        policies: vec![],
-        pools: vec![ActualPool { lb_algorithm: pool.lb_algorithm.clone(), healthmonitor: None, ..actual.clone() }],
-    };
-    let opts = DiffOptions { health_monitor: None, ..opts.clone() };
-    crate::driver::diff::plan_writes(&desired, &actual, &opts)
-        .writes
-        .into_iter()
-        .find(|w| matches!(w, Write::SetMembers { .. }))
-}
-
-/// Histogram family of writer job durations by job and result.
-pub type JobDurations = prometheus_client::metrics::family::Family<
-    JobLabels,
-    prometheus_client::metrics::histogram::Histogram,
-    fn() -> prometheus_client::metrics::histogram::Histogram,
->;
-
-/// Observations of the writer for metrics; all optional.
+/// Observations of the writer for metrics; none in tests that do not look at them.
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
-    pub metrics: Option<crate::controller::metrics::Metrics>,
-    /// Duration of each job (`sync` / `members`), seconds.
-    pub job_duration: Option<JobDurations>,
-}
-
-#[derive(Clone, Debug, Hash, PartialEq, Eq, prometheus_client::encoding::EncodeLabelSet)]
-pub struct JobLabels {
-    pub job: String,
-    pub result: String,
-}
-
-/// A new `job_duration` family (0.05 s .. ~7 min), to register under `octavia_write_job_duration`.
-pub fn job_duration_family() -> JobDurations {
-    prometheus_client::metrics::family::Family::new_with_constructor(|| {
-        prometheus_client::metrics::histogram::Histogram::new(
-            prometheus_client::metrics::histogram::exponential_buckets(0.05, 2.0, 14),
-        )
-    })
+    pub metrics: Option<Metrics>,
 }
 
 struct Shared {
@@ -407,12 +364,11 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 label
             }
         };
-        if let Some(h) = &shared.metrics.job_duration {
-            h.get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
-                .observe(started.elapsed().as_secs_f64());
-        }
         let retries = backend.conflict_retries();
         if let Some(m) = &shared.metrics.metrics {
+            m.octavia_write_job_duration
+                .get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
+                .observe(started.elapsed().as_secs_f64());
             m.octavia_conflict_retries.inc_by(retries.saturating_sub(retries_seen));
         }
         retries_seen = retries;
@@ -421,201 +377,38 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
 
 // ------------------------------------------------------------------ the real driver
 
-/// [`RouterBackend`] on the real Octavia through the driver's [`Router`].
+/// [`RouterBackend`] on the real Octavia: the driver's [`Router`] does the work (it holds the
+/// pool-id cache of the Members path); the writer only maps its errors to labels.
 pub struct OctaviaBackend {
     router: Router,
-    /// Router id and our pools by name, from the last lookup (refreshed on a miss).
-    cache: tokio::sync::Mutex<Option<(String, BTreeMap<String, String>)>>,
 }
 
 impl OctaviaBackend {
     pub fn new(router: Router) -> Self {
-        Self { router, cache: tokio::sync::Mutex::new(None) }
-    }
-
-    pub fn router(&self) -> &Router {
-        &self.router
-    }
-
-    fn diff_options(&self) -> DiffOptions {
-        DiffOptions {
-            ownership: self.router.spec.ownership.clone(),
-            health_monitor: self.router.spec.health_monitor.clone(),
-        }
-    }
-
-    /// (router id, pool id) of our pool `name`, looking it up again when not cached.
-    async fn resolve_pool(&self, name: &str) -> Result<Option<(String, String)>, WriteError> {
-        let mut cache = self.cache.lock().await;
-        if let Some((lb, pools)) = cache.as_ref()
-            && let Some(id) = pools.get(name)
-        {
-            return Ok(Some((lb.clone(), id.clone())));
-        }
-        let lb = match cache.as_ref() {
-            Some((lb, _)) => lb.clone(),
-            None => match self.router.find().await.map_err(driver_error)? {
-                Some(lb) => lb.id,
-                None => return Ok(None),
-            },
-        };
-        let own = &self.router.spec.ownership;
-        let pools = self
-            .router
-            .octavia
-            .list_pools(&ListQuery { loadbalancer_id: Some(lb.clone()), ..ListQuery::default() })
-            .await
-            .map_err(|e| driver_error(e.into()))?
-            .into_iter()
-            .filter(|p| own.owns(&p.tags))
-            .map(|p| (p.name, p.id))
-            .collect::<BTreeMap<_, _>>();
-        let found = pools.get(name).map(|id| (lb.clone(), id.clone()));
-        *cache = Some((lb, pools));
-        Ok(found)
-    }
-
-    async fn forget(&self) {
-        *self.cache.lock().await = None;
+        Self { router }
     }
 }
 
-fn driver_error(e: crate::driver::router::DriverError) -> WriteError {
+fn driver_error(e: DriverError) -> WriteError {
     WriteError::new(e.label(), e.to_string())
 }
 
 impl RouterBackend for OctaviaBackend {
     async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
-        let result = self.router.converge(desired).await.map_err(driver_error);
-        if let Ok(report) = &result {
-            // Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator
-            // learns it here (`apply` prints the same lines).
-            for c in &report.conflicts {
-                tracing::warn!(router = %report.lb_id, "{c}");
-            }
+        let report = self.router.converge(desired).await.map_err(driver_error)?;
+        // Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator
+        // learns it here (`apply` prints the same lines).
+        for c in &report.conflicts {
+            tracing::warn!(router = %report.lb_id, "{c}");
         }
-        // Pools may have been created or deleted: resolve again on the next Members job.
-        self.forget().await;
-        result
+        Ok(report)
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {
-        let Some((lb, pool_id)) = self.resolve_pool(&pool.name).await? else {
-            return Ok(MembersOutcome::PoolMissing);
-        };
-        let members = match self.router.octavia.list_members(&pool_id, &ListQuery::default()).await {
-            Ok(m) => m,
-            Err(e) if e.is_not_found() => {
-                self.forget().await;
-                return Ok(MembersOutcome::PoolMissing);
-            }
-            Err(e) => return Err(driver_error(e.into())),
-        };
-        let actual = ActualPool {
-            id: pool_id,
-            name: pool.name.clone(),
-            lb_algorithm: pool.lb_algorithm.clone(),
-            members: members.into_iter().filter_map(crate::driver::router::actual_member).collect(),
-            healthmonitor: None,
-            tags: self.router.spec.ownership.tags_for(&pool.service),
-            in_error: false,
-        };
-        let Some(write) = members_write(pool, &actual, &self.diff_options()) else {
-            return Ok(MembersOutcome::Unchanged);
-        };
-        let plan = WritePlan { writes: vec![write], conflicts: vec![] };
-        let mut report = ConvergeReport::default();
-        self.router.execute(&lb, "", &plan, &mut report).await.map_err(driver_error)?;
-        Ok(MembersOutcome::Updated)
+        self.router.set_members(pool).await.map(MembersOutcome::from).map_err(driver_error)
     }
 
     fn conflict_retries(&self) -> u64 {
-        self.router.octavia.session().stats().conflict_retries
-    }
-}
-
-// ------------------------------------------------------------------ in memory
-
-/// [`RouterBackend`] on the driver's [`Simulator`]: plans with the real diff and applies the
-/// writes as Octavia would, without a cloud (tests, demos). `fail` makes the next calls fail.
-pub struct SimBackend {
-    pub state: Arc<Mutex<Simulator>>,
-    pub opts: DiffOptions,
-    pub address: Option<std::net::IpAddr>,
-    pub fail: Arc<Mutex<Option<WriteError>>>,
-    /// Artificial duration of each job, to observe coalescing.
-    pub delay: Duration,
-}
-
-impl SimBackend {
-    pub fn new(opts: DiffOptions, address: Option<std::net::IpAddr>) -> Self {
-        let mut sim = Simulator::default();
-        sim.router.listener =
-            ActualListener { id: "listener".into(), default_pool_id: None, tags: opts.ownership.router_tags() };
-        Self {
-            state: Arc::new(Mutex::new(sim)),
-            opts,
-            address,
-            fail: Arc::new(Mutex::new(None)),
-            delay: Duration::ZERO,
-        }
-    }
-
-    /// A copy of the simulated router.
-    pub fn actual(&self) -> ActualRouter {
-        self.state.lock().expect("sim lock").router.clone()
-    }
-}
-
-impl RouterBackend for SimBackend {
-    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-        if let Some(e) = self.fail.lock().expect("sim lock").clone() {
-            return Err(e);
-        }
-        let mut sim = self.state.lock().expect("sim lock");
-        let plan = crate::driver::diff::plan_writes(desired, &sim.router, &self.opts);
-        sim.apply_all(&plan.writes).map_err(|e| WriteError::new("sim", e))?;
-        Ok(ConvergeReport {
-            lb_id: "sim-router".into(),
-            listener_id: "listener".into(),
-            writes: plan
-                .writes
-                .iter()
-                .map(|w| crate::driver::router::WriteRecord {
-                    kind: w.kind(),
-                    description: w.to_string(),
-                    duration: Duration::ZERO,
-                })
-                .collect(),
-            conflicts: plan.conflicts.into_iter().map(|c| c.message).collect(),
-            address: self.address,
-            vip_address: self.address,
-            ..ConvergeReport::default()
-        })
-    }
-
-    async fn set_members(&self, pool: &Pool) -> MembersResult {
-        if !self.delay.is_zero() {
-            tokio::time::sleep(self.delay).await;
-        }
-        if let Some(e) = self.fail.lock().expect("sim lock").clone() {
-            return Err(e);
-        }
-        let mut sim = self.state.lock().expect("sim lock");
-        let Some(actual) =
-            sim.router.pools.iter().find(|p| p.name == pool.name && self.opts.ownership.owns(&p.tags)).cloned()
-        else {
-            return Ok(MembersOutcome::PoolMissing);
-        };
-        match members_write(pool, &actual, &self.opts) {
-            None => Ok(MembersOutcome::Unchanged),
-            Some(w) => {
-                sim.apply(&w).map_err(|e| WriteError::new("sim", e))?;
-                Ok(MembersOutcome::Updated)
-            }
-        }
+        self.router.conflict_retries()
     }
 }

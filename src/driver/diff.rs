@@ -15,380 +15,18 @@
 //!   PUT: foreign members of one of our pools are carried over unchanged, because the batch PUT
 //!   deletes what it omits).
 
-use crate::model::{CompareType, DesiredRouter, Member, ObjectRef, Pool, Rule, RuleType};
+pub use super::actual::{
+    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
+    HealthMonitorSpec,
+};
+pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
+pub use super::plan::{
+    Conflict, DiffOptions, MemberSpec, PolicyRef, PoolRef, Write, WritePlan, compare_type_str, member_spec,
+    rule_type_str,
+};
+use crate::model::{DesiredRouter, Member, Policy, Pool, Rule};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
-
-/// The tag every object we create carries.
-pub const PRODUCT_TAG: &str = "kuryr-l7-router";
-
-/// Who we are on the router: objects carrying both [`PRODUCT_TAG`] and our cluster tag are ours.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Ownership {
-    pub cluster: String,
-}
-
-impl Ownership {
-    pub fn new(cluster: &str) -> Self {
-        Self { cluster: cluster.to_string() }
-    }
-
-    pub fn cluster_tag(&self) -> String {
-        format!("cluster:{}", self.cluster)
-    }
-
-    /// The tags of an object owned by `owner` (an Ingress for policies, a Service for pools).
-    pub fn tags_for(&self, owner: &ObjectRef) -> Vec<String> {
-        vec![PRODUCT_TAG.to_string(), self.cluster_tag(), owner_tag(owner)]
-    }
-
-    /// The tags that mark the router itself (load balancer, listener).
-    pub fn router_tags(&self) -> Vec<String> {
-        vec![PRODUCT_TAG.to_string(), self.cluster_tag()]
-    }
-
-    pub fn owns(&self, tags: &[String]) -> bool {
-        let cluster = self.cluster_tag();
-        tags.iter().any(|t| t == PRODUCT_TAG) && tags.contains(&cluster)
-    }
-}
-
-/// `ingress:<ns>/<name>` or `service:<ns>/<name>`; Octavia tags are at most 255 characters and
-/// Kubernetes names at most 253, so long names are cut (the tag is informative; identity is the
-/// object name).
-pub fn owner_tag(owner: &ObjectRef) -> String {
-    let mut tag = format!("{}:{}/{}", owner.kind.to_ascii_lowercase(), owner.namespace, owner.name);
-    if tag.len() > 255 {
-        let mut cut = 255;
-        while !tag.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        tag.truncate(cut);
-    }
-    tag
-}
-
-pub fn rule_type_str(t: RuleType) -> &'static str {
-    match t {
-        RuleType::HostName => "HOST_NAME",
-        RuleType::Path => "PATH",
-    }
-}
-
-pub fn compare_type_str(c: CompareType) -> &'static str {
-    match c {
-        CompareType::EqualTo => "EQUAL_TO",
-        CompareType::StartsWith => "STARTS_WITH",
-        CompareType::EndsWith => "ENDS_WITH",
-        CompareType::Contains => "CONTAINS",
-        CompareType::Regex => "REGEX",
-    }
-}
-
-// ------------------------------------------------------------------ what Octavia holds
-
-/// A snapshot of the router's children, as read from Octavia (foreign objects included).
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ActualRouter {
-    pub listener: ActualListener,
-    /// In position order.
-    pub policies: Vec<ActualPolicy>,
-    pub pools: Vec<ActualPool>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ActualListener {
-    pub id: String,
-    pub default_pool_id: Option<String>,
-    pub tags: Vec<String>,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ActualPolicy {
-    pub id: String,
-    pub name: String,
-    pub position: u32,
-    pub action: String,
-    pub redirect_pool_id: Option<String>,
-    pub admin_state_up: bool,
-    pub rules: Vec<ActualRule>,
-    pub tags: Vec<String>,
-    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
-    pub in_error: bool,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ActualRule {
-    pub id: String,
-    pub rule_type: String,
-    pub compare_type: String,
-    pub value: String,
-    pub key: Option<String>,
-    pub invert: bool,
-}
-
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ActualPool {
-    pub id: String,
-    pub name: String,
-    pub lb_algorithm: String,
-    pub members: Vec<ActualMember>,
-    pub healthmonitor: Option<ActualHealthMonitor>,
-    pub tags: Vec<String>,
-    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
-    pub in_error: bool,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ActualMember {
-    pub id: String,
-    pub name: String,
-    pub address: IpAddr,
-    pub protocol_port: u16,
-    pub weight: u16,
-    pub backup: bool,
-    pub admin_state_up: bool,
-    pub tags: Vec<String>,
-    /// provisioning_status ERROR: rewritten by the next batch update.
-    pub in_error: bool,
-}
-
-#[derive(Clone, Debug, PartialEq)]
-pub struct ActualHealthMonitor {
-    pub id: String,
-    pub spec: HealthMonitorSpec,
-    pub tags: Vec<String>,
-}
-
-/// The per-pool health monitor from `[octavia_defaults] health_monitor*`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HealthMonitorSpec {
-    /// HTTP or TCP.
-    pub monitor_type: String,
-    pub delay: u32,
-    pub timeout: u32,
-    pub max_retries: u32,
-    /// HTTP only.
-    pub url_path: Option<String>,
-    pub expected_codes: Option<String>,
-}
-
-// ------------------------------------------------------------------ the writes
-
-/// A pool that exists (by id) or is created earlier in the same plan (by name).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PoolRef {
-    Id(String),
-    New(String),
-}
-
-/// A policy that exists (by id) or is created earlier in the same plan (by name).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum PolicyRef {
-    Id(String),
-    New(String),
-}
-
-/// One member in a batch member update.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct MemberSpec {
-    pub name: String,
-    pub address: IpAddr,
-    pub protocol_port: u16,
-    pub weight: u16,
-    pub backup: bool,
-    pub admin_state_up: bool,
-    /// Empty for foreign members carried over unchanged.
-    pub tags: Vec<String>,
-}
-
-/// One Octavia write on the router.
-#[derive(Clone, Debug, PartialEq)]
-pub enum Write {
-    CreatePool {
-        name: String,
-        lb_algorithm: String,
-        tags: Vec<String>,
-    },
-    UpdatePool {
-        id: String,
-        name: String,
-        lb_algorithm: String,
-    },
-    /// `PUT /v2/lbaas/pools/{id}/members`: the complete member list of the pool.
-    SetMembers {
-        pool: PoolRef,
-        pool_name: String,
-        members: Vec<MemberSpec>,
-    },
-    DeletePool {
-        id: String,
-        name: String,
-    },
-    CreateHealthMonitor {
-        pool: PoolRef,
-        pool_name: String,
-        spec: HealthMonitorSpec,
-        tags: Vec<String>,
-    },
-    UpdateHealthMonitor {
-        id: String,
-        pool_name: String,
-        spec: HealthMonitorSpec,
-    },
-    DeleteHealthMonitor {
-        id: String,
-        pool_name: String,
-    },
-    /// Created disabled when it will have more than one rule (see module docs).
-    CreatePolicy {
-        name: String,
-        position: u32,
-        pool: PoolRef,
-        admin_state_up: bool,
-        description: String,
-        tags: Vec<String>,
-    },
-    CreateRule {
-        policy: PolicyRef,
-        policy_name: String,
-        rule: Rule,
-        tags: Vec<String>,
-    },
-    UpdateRule {
-        policy_id: String,
-        rule_id: String,
-        policy_name: String,
-        rule: Rule,
-    },
-    DeleteRule {
-        policy_id: String,
-        rule_id: String,
-        policy_name: String,
-    },
-    UpdatePolicy {
-        policy: PolicyRef,
-        name: String,
-        position: Option<u32>,
-        pool: Option<PoolRef>,
-        admin_state_up: Option<bool>,
-    },
-    DeletePolicy {
-        id: String,
-        name: String,
-    },
-    SetDefaultPool {
-        listener_id: String,
-        pool: Option<PoolRef>,
-    },
-}
-
-impl Write {
-    /// Short kind label, for the write summary and metrics.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Write::CreatePool { .. } => "create_pool",
-            Write::UpdatePool { .. } => "update_pool",
-            Write::SetMembers { .. } => "batch_members",
-            Write::DeletePool { .. } => "delete_pool",
-            Write::CreateHealthMonitor { .. } => "create_healthmonitor",
-            Write::UpdateHealthMonitor { .. } => "update_healthmonitor",
-            Write::DeleteHealthMonitor { .. } => "delete_healthmonitor",
-            Write::CreatePolicy { .. } => "create_policy",
-            Write::CreateRule { .. } => "create_rule",
-            Write::UpdateRule { .. } => "update_rule",
-            Write::DeleteRule { .. } => "delete_rule",
-            Write::UpdatePolicy { .. } => "update_policy",
-            Write::DeletePolicy { .. } => "delete_policy",
-            Write::SetDefaultPool { .. } => "set_default_pool",
-        }
-    }
-}
-
-impl std::fmt::Display for Write {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Write::CreatePool { name, lb_algorithm, .. } => write!(f, "create pool {name} ({lb_algorithm})"),
-            Write::UpdatePool { name, lb_algorithm, .. } => {
-                write!(f, "update pool {name}: lb_algorithm={lb_algorithm}")
-            }
-            Write::SetMembers { pool_name, members, .. } => {
-                write!(f, "set members of pool {pool_name}: {} member(s)", members.len())
-            }
-            Write::DeletePool { name, .. } => write!(f, "delete pool {name}"),
-            Write::CreateHealthMonitor { pool_name, spec, .. } => {
-                write!(f, "create {} health monitor on pool {pool_name}", spec.monitor_type)
-            }
-            Write::UpdateHealthMonitor { pool_name, .. } => write!(f, "update health monitor of pool {pool_name}"),
-            Write::DeleteHealthMonitor { pool_name, .. } => write!(f, "delete health monitor of pool {pool_name}"),
-            Write::CreatePolicy { name, position, admin_state_up, .. } => write!(
-                f,
-                "create policy {name} at position {position}{}",
-                if *admin_state_up { "" } else { " (disabled until its rules exist)" }
-            ),
-            Write::CreateRule { policy_name, rule, .. } => write!(
-                f,
-                "create rule on {policy_name}: {} {} {}",
-                rule_type_str(rule.rule_type),
-                compare_type_str(rule.compare_type),
-                rule.value
-            ),
-            Write::UpdateRule { policy_name, rule, .. } => write!(
-                f,
-                "update rule on {policy_name}: {} {} {}",
-                rule_type_str(rule.rule_type),
-                compare_type_str(rule.compare_type),
-                rule.value
-            ),
-            Write::DeleteRule { policy_name, rule_id, .. } => write!(f, "delete rule {rule_id} of {policy_name}"),
-            Write::UpdatePolicy { name, position, pool, admin_state_up, .. } => {
-                write!(f, "update policy {name}:")?;
-                if let Some(p) = position {
-                    write!(f, " position={p}")?;
-                }
-                if let Some(p) = pool {
-                    write!(f, " pool={}", pool_ref_label(p))?;
-                }
-                if let Some(e) = admin_state_up {
-                    write!(f, " enabled={e}")?;
-                }
-                Ok(())
-            }
-            Write::DeletePolicy { name, .. } => write!(f, "delete policy {name}"),
-            Write::SetDefaultPool { pool, .. } => match pool {
-                Some(p) => write!(f, "set listener default pool to {}", pool_ref_label(p)),
-                None => write!(f, "clear listener default pool"),
-            },
-        }
-    }
-}
-
-fn pool_ref_label(p: &PoolRef) -> &str {
-    match p {
-        PoolRef::Id(id) => id,
-        PoolRef::New(name) => name,
-    }
-}
-
-/// Something the plan could not do without touching a foreign object; reported, never forced.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Conflict {
-    pub message: String,
-}
-
-/// The writes that converge the router, in the order they must run.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct WritePlan {
-    pub writes: Vec<Write>,
-    pub conflicts: Vec<Conflict>,
-}
-
-/// Options of the diff that come from configuration.
-#[derive(Clone, Debug, PartialEq)]
-pub struct DiffOptions {
-    pub ownership: Ownership,
-    pub health_monitor: Option<HealthMonitorSpec>,
-}
 
 // ------------------------------------------------------------------ the diff
 
@@ -402,7 +40,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     // of a create whose sender died before it saw the answer (or whose snapshot was taken before
     // the dying sender's create landed): one is kept, the others are deleted at the end.
     let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
-    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(actual, own);
+    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(&actual.policies, own);
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
@@ -446,7 +84,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
         }
     }
 
-    plan_policies(desired, actual, own, &ours_policies, &pool_refs, &mut plan);
+    plan_listener_policies(&desired.policies, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
 
     // Listener default pool: only on a listener we created.
     let want_default = desired.default_pool.as_deref().and_then(|n| pool_refs.get(n).cloned());
@@ -531,29 +169,12 @@ fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str
 
 /// Our policies by name, one per name, none in ERROR: among duplicates the first in position order, the one
 /// haproxy evaluates (the others never match anything it would not).
-fn kept_policies<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str, &'a ActualPolicy> {
+fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<&'a str, &'a ActualPolicy> {
     let mut kept: BTreeMap<&str, &ActualPolicy> = BTreeMap::new();
-    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+    for p in policies.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
         kept.entry(p.name.as_str()).or_insert(p);
     }
     kept
-}
-
-fn member_spec(m: &Member, tags: &[String]) -> MemberSpec {
-    MemberSpec {
-        name: member_name(m),
-        address: m.address,
-        protocol_port: m.protocol_port,
-        weight: m.weight,
-        backup: m.backup,
-        admin_state_up: true,
-        tags: tags.to_vec(),
-    }
-}
-
-/// Members are named after the pod they reach when known, else after address:port.
-fn member_name(m: &Member) -> String {
-    m.target.clone().unwrap_or_else(|| format!("{}:{}", m.address, m.protocol_port))
 }
 
 fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
@@ -591,34 +212,7 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
         });
     }
 
-    // Members: compare ours by (address, port) on weight and backup; foreign ones are carried
-    // over as they are.
-    let have: BTreeMap<(IpAddr, u16), &ActualMember> =
-        actual.members.iter().filter(|m| own.owns(&m.tags)).map(|m| ((m.address, m.protocol_port), m)).collect();
-    let foreign: Vec<&ActualMember> = actual.members.iter().filter(|m| !own.owns(&m.tags)).collect();
-    let foreign_keys: BTreeSet<(IpAddr, u16)> = foreign.iter().map(|m| (m.address, m.protocol_port)).collect();
-    // A desired endpoint that a foreign member already serves is left to that member: the batch
-    // PUT matches on (address, port) and would otherwise take it over.
-    let want: Vec<&Member> =
-        pool.members.iter().filter(|m| !foreign_keys.contains(&(m.address, m.protocol_port))).collect();
-    let same = want.len() == have.len()
-        && want.iter().all(|m| {
-            have.get(&(m.address, m.protocol_port))
-                .is_some_and(|a| a.weight == m.weight && a.backup == m.backup && a.admin_state_up && !a.in_error)
-        });
-    if !same {
-        let mut members: Vec<MemberSpec> = want.iter().map(|m| member_spec(m, &tags)).collect();
-        members.extend(foreign.iter().map(|m| MemberSpec {
-            name: m.name.clone(),
-            address: m.address,
-            protocol_port: m.protocol_port,
-            weight: m.weight,
-            backup: m.backup,
-            admin_state_up: m.admin_state_up,
-            tags: m.tags.clone(),
-        }));
-        writes.push(Write::SetMembers { pool: PoolRef::Id(actual.id.clone()), pool_name: pool.name.clone(), members });
-    }
+    writes.extend(plan_members(pool, actual, opts));
 
     match (&opts.health_monitor, &actual.healthmonitor) {
         (Some(spec), None) => writes.push(Write::CreateHealthMonitor {
@@ -639,6 +233,42 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
     }
 }
 
+/// The batch member update that makes `actual`'s members equal to `pool.members`, or `None` when
+/// they already are: ours compared by (address, port) on weight and backup, foreign ones carried
+/// over as they are. Only the members: the algorithm and the health monitor are Sync's business
+/// (see [`plan_writes`]), so the Members path and a full Sync always agree on the members.
+pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
+    let own = &opts.ownership;
+    let tags = own.tags_for(&pool.service);
+    let have: BTreeMap<(IpAddr, u16), &ActualMember> =
+        actual.members.iter().filter(|m| own.owns(&m.tags)).map(|m| ((m.address, m.protocol_port), m)).collect();
+    let foreign: Vec<&ActualMember> = actual.members.iter().filter(|m| !own.owns(&m.tags)).collect();
+    let foreign_keys: BTreeSet<(IpAddr, u16)> = foreign.iter().map(|m| (m.address, m.protocol_port)).collect();
+    // A desired endpoint that a foreign member already serves is left to that member: the batch
+    // PUT matches on (address, port) and would otherwise take it over.
+    let want: Vec<&Member> =
+        pool.members.iter().filter(|m| !foreign_keys.contains(&(m.address, m.protocol_port))).collect();
+    let same = want.len() == have.len()
+        && want.iter().all(|m| {
+            have.get(&(m.address, m.protocol_port))
+                .is_some_and(|a| a.weight == m.weight && a.backup == m.backup && a.admin_state_up && !a.in_error)
+        });
+    if same {
+        return None;
+    }
+    let mut members: Vec<MemberSpec> = want.iter().map(|m| member_spec(m, &tags)).collect();
+    members.extend(foreign.iter().map(|m| MemberSpec {
+        name: m.name.clone(),
+        address: m.address,
+        protocol_port: m.protocol_port,
+        weight: m.weight,
+        backup: m.backup,
+        admin_state_up: m.admin_state_up,
+        tags: m.tags.clone(),
+    }));
+    Some(Write::SetMembers { pool: PoolRef::Id(actual.id.clone()), pool_name: pool.name.clone(), members })
+}
+
 fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
     have.rule_type == rule_type_str(want.rule_type)
         && have.compare_type == compare_type_str(want.compare_type)
@@ -647,7 +277,8 @@ fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
         && have.key.is_none()
 }
 
-/// Policies: creates, rule fixes, backend changes and moves, in desired position order.
+/// One listener's policies (`actual`: as read, in position order; `ours`: our kept ones by name,
+/// see `kept_policies`): creates, rule fixes, backend changes and moves, in desired position order.
 ///
 /// Positions: our policies take positions 1..n in desired order and foreign ones follow (Octavia
 /// renumbers on insert). Walking the desired list and fixing each slot against a simulation of
@@ -655,9 +286,9 @@ fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
 /// one costs nothing but its delete: everything after it shifts by itself. Our stale policies
 /// (deleted at the end of the plan) do not take a slot: where one sits between two kept ones, the
 /// kept ones are already in order and need no move.
-fn plan_policies(
-    desired: &DesiredRouter,
-    actual: &ActualRouter,
+fn plan_listener_policies(
+    desired: &[Policy],
+    actual: &[ActualPolicy],
     own: &Ownership,
     ours: &BTreeMap<&str, &ActualPolicy>,
     pool_refs: &BTreeMap<&str, PoolRef>,
@@ -669,7 +300,6 @@ fn plan_policies(
     // policies, in order) or stale (ours, deleted at the end). One pass, with a map from key to
     // index, so planning stays linear in the number of policies.
     let keys: Vec<String> = actual
-        .policies
         .iter()
         .map(|p| match ours.get(p.name.as_str()) {
             Some(kept) if own.owns(&p.tags) && kept.id == p.id => format!("ours:{}", p.name),
@@ -679,15 +309,14 @@ fn plan_policies(
         .collect();
     let index_of: std::collections::HashMap<&str, usize> =
         keys.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
-    let wanted: std::collections::HashSet<String> =
-        desired.policies.iter().map(|p| format!("ours:{}", p.name)).collect();
+    let wanted: std::collections::HashSet<String> = desired.iter().map(|p| format!("ours:{}", p.name)).collect();
     let stale = |k: &String| (k.starts_with("ours:") && !wanted.contains(k)) || k.starts_with("duplicate:");
     let mut moved = vec![false; keys.len()];
     let mut cursor = 0usize;
     let mut stale_before = 0usize;
     let mut placed = 0usize;
 
-    for want in &desired.policies {
+    for want in desired {
         let Some(pool) = pool_refs.get(want.pool.as_str()) else {
             // Pool is foreign (conflict reported above) or missing from the desired pools.
             continue;
@@ -763,7 +392,7 @@ fn plan_policies(
 
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
-fn plan_rules(want: &crate::model::Policy, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
+fn plan_rules(want: &Policy, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();

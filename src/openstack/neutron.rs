@@ -146,6 +146,19 @@ impl Neutron {
     pub async fn list_ports(&self, q: &ListQuery) -> Result<Vec<Port>> {
         list_all(&self.session, Service::Network, format!("{BASE}/ports"), "ports", q).await
     }
+    /// Delete the VIP port of a deleted load balancer if it is still there and still Octavia's:
+    /// a real network driver frees it with the load balancer, a noop one (test clouds) leaves it
+    /// behind. Whether a port was deleted.
+    pub async fn delete_leftover_vip_port(&self, id: &str) -> Result<bool> {
+        match self.get_port(id).await {
+            Ok(p) if p.device_owner == "Octavia" => {
+                self.delete_port(id).await?;
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+
     /// 404 counts as success.
     pub async fn delete_port(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/ports/{id}")).await

@@ -370,24 +370,6 @@ pub struct L7RuleCreate {
     pub tags: Vec<String>,
 }
 
-impl From<&crate::model::Rule> for L7RuleCreate {
-    fn from(r: &crate::model::Rule) -> Self {
-        Self {
-            rule_type: serde_name(&r.rule_type),
-            compare_type: serde_name(&r.compare_type),
-            key: None,
-            value: r.value.clone(),
-            invert: r.invert,
-            tags: Vec::new(),
-        }
-    }
-}
-
-/// The serde name (`HOST_NAME`, `STARTS_WITH`) of a model enum, which is Octavia's spelling.
-fn serde_name<T: Serialize>(v: &T) -> String {
-    serde_json::to_value(v).ok().and_then(|v| v.as_str().map(str::to_owned)).unwrap_or_default()
-}
-
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct HealthMonitorCreate {
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -819,7 +801,6 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CompareType, Rule, RuleType};
 
     #[test]
     fn create_bodies_skip_unset_fields() {
@@ -827,15 +808,12 @@ mod tests {
             name: Some("p".into()),
             action: "REDIRECT_TO_POOL".into(),
             redirect_pool: Some(NameRef { name: "pool-a".into() }),
-            rules: vec![
-                (&Rule {
-                    rule_type: RuleType::HostName,
-                    compare_type: CompareType::EqualTo,
-                    value: "a.b".into(),
-                    invert: false,
-                })
-                    .into(),
-            ],
+            rules: vec![L7RuleCreate {
+                rule_type: "HOST_NAME".into(),
+                compare_type: "EQUAL_TO".into(),
+                value: "a.b".into(),
+                ..Default::default()
+            }],
             ..Default::default()
         };
         assert_eq!(

@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::zone::{Candidate, LEGACY_ZONE_LABEL, ZONE_LABEL, service_is_zone_aware, weigh};
 use super::{IpFamily, TranslateOptions};
-use crate::model::{Member, ObjectRef, Warning};
+use crate::model::{KubeRef, Member, Warning};
 
 /// Nodes by name, borrowed: the translation never copies Node objects.
 pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
@@ -123,8 +123,8 @@ impl SliceCache {
         nodes: &NodeIndex<'_>,
         opts: &TranslateOptions,
     ) -> (Vec<Member>, String, Vec<Warning>) {
-        let ns = service.metadata.namespace.as_deref().unwrap_or("default");
-        let sref = ObjectRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
+        let ns = super::namespace_of(&service.metadata);
+        let sref = KubeRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
         let sp_name = service_port.name.clone().unwrap_or_default();
         let mut warnings = Vec::new();
         let mut seen: BTreeSet<(IpAddr, u16)> = BTreeSet::new();

@@ -29,6 +29,12 @@ pub use render::{render_json, render_table};
 
 /// `spec.controller` of the IngressClasses we serve.
 pub const CONTROLLER: &str = "openstack.org/kuryr-l7-router";
+/// The namespace of an object that names none: Kubernetes' `default` (manifests given to `plan`
+/// and `apply` may leave it out; objects from the API always carry one).
+pub fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
 /// Node label that names a node's pool (OpenYurt's NodePool design).
 pub const DEFAULT_NODE_POOL_LABEL: &str = "apps.openyurt.io/nodepool";
 
@@ -52,7 +58,8 @@ pub enum IpFamily {
     V6,
 }
 
-/// Everything the translation needs from the configuration; the lead maps kuryr.conf onto it.
+/// Everything the translation needs from the configuration (`wiring::translate_options` maps
+/// kuryr.conf onto it).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct TranslateOptions {
     /// `[kubernetes] ingress_class`: the IngressClass name we own. When a node pool is configured

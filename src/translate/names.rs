@@ -1,7 +1,7 @@
 //! Names of Octavia objects. A policy's or pool's name is its identity on the router (the driver
 //! diffs on it), so it must be readable, unique and stable for the same Kubernetes input.
 
-use crate::model::ObjectRef;
+use crate::model::KubeRef;
 
 /// Octavia's limit on `name` (StringType(max_length=255)).
 pub const MAX_NAME: usize = 255;
@@ -32,7 +32,7 @@ pub fn bounded(full: String) -> String {
 
 /// `ingress:<namespace>/<name>:<host or _>:<pathType>:<path>`: the owner is part of the identity
 /// because two Ingresses may list the same route (only one wins, but the winner can change).
-pub fn policy_name(owner: &ObjectRef, host: &str, path_type: &str, path: &str) -> String {
+pub fn policy_name(owner: &KubeRef, host: &str, path_type: &str, path: &str) -> String {
     let host = if host.is_empty() { "_" } else { host };
     bounded(format!("ingress:{}/{}:{}:{}:{}", owner.namespace, owner.name, host, path_type, path))
 }

@@ -12,23 +12,19 @@ use super::rules::{
     HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule, normalize_prefix,
     path_problem, path_rule, value_problem,
 };
-use super::{Inputs, TranslateOptions};
-use crate::model::{DesiredRouter, ObjectRef, Policy, Pool, Warning};
+use super::{Inputs, TranslateOptions, namespace_of};
+use crate::model::{DesiredRouter, KubeRef, Policy, Pool, Warning};
 
 const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
 const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-class";
 /// Label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
-fn ns_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
-    meta.namespace.as_deref().unwrap_or("default")
+fn ingress_ref(ing: &Ingress) -> KubeRef {
+    KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn ingress_ref(ing: &Ingress) -> ObjectRef {
-    ObjectRef::new("Ingress", ns_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
-}
-
-fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: String) {
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &str, message: String) {
     out.push(Warning { object: object.clone(), reason: reason.into(), message });
 }
 
@@ -63,7 +59,7 @@ pub struct PoolKey {
 
 /// Resolve an Ingress backend to a Service port, or explain why not (reason, message).
 fn resolve_backend(
-    ing: &ObjectRef,
+    ing: &KubeRef,
     where_: &str,
     b: &IngressBackend,
     services: &BTreeMap<(&str, &str), &Service>,
@@ -120,7 +116,7 @@ struct Route {
     /// Exact: the path; Prefix: without trailing slashes. Its length is the precedence.
     match_path: String,
     pool: PoolKey,
-    owner: ObjectRef,
+    owner: KubeRef,
 }
 
 impl Route {
@@ -133,14 +129,17 @@ impl Route {
 type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
 
 fn age(ing: &Ingress) -> Age<'_> {
-    (ing.metadata.creation_timestamp.as_ref(), ns_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
+    (ing.metadata.creation_timestamp.as_ref(), namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// See [`super::translate`].
 pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let mut warnings = Vec::new();
-    let services: BTreeMap<(&str, &str), &Service> =
-        inputs.services.iter().map(|s| ((ns_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s)).collect();
+    let services: BTreeMap<(&str, &str), &Service> = inputs
+        .services
+        .iter()
+        .map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
+        .collect();
 
     // Oldest first: conflicts are won by the first claimant in this order.
     let mut ours: Vec<&Ingress> =
@@ -148,7 +147,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     ours.sort_by(|a, b| age(a).cmp(&age(b)));
 
     // Default backend: the oldest Ingress with a routable one wins.
-    let mut default: Option<(PoolKey, ObjectRef)> = None;
+    let mut default: Option<(PoolKey, KubeRef)> = None;
     // Routes keyed by what they match; first claimant (oldest) wins.
     let mut claimed: BTreeMap<(String, PathKind, String), Route> = BTreeMap::new();
     for ing in &ours {
@@ -275,6 +274,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     }
 
     let default_key = default.map(|(k, _)| k);
+    let default_pool_owners = default_key.as_ref().map_or_else(Vec::new, |k| default_backend_owners(&ours, k));
     let routes: Vec<Route> = claimed.into_values().collect();
     let tls = super::tls::translate_tls(&ours, inputs, opts, &mut warnings);
     let mut pool_keys: BTreeSet<PoolKey> = routes.iter().map(|r| r.pool.clone()).collect();
@@ -293,7 +293,22 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
 
     warnings.sort();
     warnings.dedup();
-    DesiredRouter { policies, default_pool, pools, warnings, https, redirects: tls.redirects }
+    DesiredRouter { policies, default_pool, default_pool_owners, pools, warnings, https, redirects: tls.redirects }
+}
+
+/// The Ingresses among `ours` whose `spec.defaultBackend` names the Service of `key`, sorted.
+fn default_backend_owners(ours: &[&Ingress], key: &PoolKey) -> Vec<KubeRef> {
+    let mut owners: Vec<KubeRef> = ours
+        .iter()
+        .filter(|i| {
+            let service = i.spec.as_ref().and_then(|s| s.default_backend.as_ref()).and_then(|b| b.service.as_ref());
+            namespace_of(&i.metadata) == key.namespace && service.is_some_and(|s| s.name == key.service)
+        })
+        .map(|i| ingress_ref(i))
+        .collect();
+    owners.sort();
+    owners.dedup();
+    owners
 }
 
 /// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
@@ -338,7 +353,7 @@ fn order_policies(
         ))
     });
     // Per host: does it have a catch-all (Prefix /)? Who owns it (oldest owner of its routes)?
-    let mut hosts: BTreeMap<&str, (bool, &ObjectRef)> = BTreeMap::new();
+    let mut hosts: BTreeMap<&str, (bool, &KubeRef)> = BTreeMap::new();
     for r in &routes {
         let e = hosts.entry(r.host.as_str()).or_insert((false, &r.owner));
         e.0 |= r.kind == PathKind::Prefix && r.match_path == "/";
@@ -451,14 +466,14 @@ fn build_pools(
             let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
                 continue;
             };
-            let key = (ns_of(&s.metadata), svc.as_str());
+            let key = (namespace_of(&s.metadata), svc.as_str());
             if wanted.contains(&key) {
                 caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family)).upsert(s);
             }
         }
     } else {
         for e in &inputs.endpoints {
-            let key = (ns_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
+            let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
             if wanted.contains(&key) {
                 let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));
                 for slice in endpoints_as_slices(e) {
@@ -482,7 +497,7 @@ fn build_pools(
         warnings.extend(w);
         let name = names[k].clone();
         if members.is_empty() {
-            let sref = ObjectRef::new("Service", &k.namespace, &k.service);
+            let sref = KubeRef::new("Service", &k.namespace, &k.service);
             let family = match opts.vip_family {
                 super::IpFamily::V4 => "IPv4",
                 super::IpFamily::V6 => "IPv6",
@@ -501,7 +516,7 @@ fn build_pools(
             name.clone(),
             Pool {
                 name,
-                service: ObjectRef::new("Service", &k.namespace, &k.service),
+                service: KubeRef::new("Service", &k.namespace, &k.service),
                 service_port: sp.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| sp.port.to_string()),
                 lb_algorithm: opts.lb_algorithm.clone(),
                 members,

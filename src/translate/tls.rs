@@ -25,10 +25,10 @@ use k8s_openapi::api::networking::v1::Ingress;
 
 use super::names::{certificate_name, redirect_name};
 use super::rules::{HostKind, host_problem, host_rule};
-use super::{Inputs, TranslateOptions};
+use super::{Inputs, TranslateOptions, namespace_of};
 use crate::certificate::ParsedCertificate;
 use crate::model::{
-    Certificate, CertificateContent, CompareType, HttpsListener, ObjectRef, Redirect, Rule, RuleType, Warning,
+    Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
 };
 
 /// The `type` of a Kubernetes TLS Secret.
@@ -62,7 +62,7 @@ impl Default for TlsOptions {
 struct Claim {
     host: String,
     certificate: String,
-    owner: ObjectRef,
+    owner: KubeRef,
     redirect: bool,
 }
 
@@ -75,15 +75,15 @@ pub struct TlsRouting {
 }
 
 fn ns_name(ing: &Ingress) -> (&str, &str) {
-    (ing.metadata.namespace.as_deref().unwrap_or("default"), ing.metadata.name.as_deref().unwrap_or(""))
+    (namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn warn(out: &mut Vec<Warning>, object: &ObjectRef, reason: &str, message: String) {
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &str, message: String) {
     out.push(Warning { object: object.clone(), reason: reason.into(), message });
 }
 
 /// The Ingress's redirect choice: the annotation if it is a boolean, else the class default.
-fn wants_redirect(ing: &Ingress, owner: &ObjectRef, opts: &TlsOptions, warnings: &mut Vec<Warning>) -> bool {
+fn wants_redirect(ing: &Ingress, owner: &KubeRef, opts: &TlsOptions, warnings: &mut Vec<Warning>) -> bool {
     match ing.metadata.annotations.as_ref().and_then(|a| a.get(SSL_REDIRECT_ANNOTATION)).map(String::as_str) {
         None => opts.ssl_redirect,
         Some("true") => true,
@@ -114,7 +114,7 @@ fn collect_claims(
     let mut claims = Vec::new();
     for ing in ours {
         let (ns, name) = ns_name(ing);
-        let owner = ObjectRef::new("Ingress", ns, name);
+        let owner = KubeRef::new("Ingress", ns, name);
         let entries = ing.spec.as_ref().and_then(|s| s.tls.as_deref()).unwrap_or(&[]);
         if entries.is_empty() {
             continue;
@@ -154,7 +154,7 @@ fn collect_claims(
 fn empty_certificate(ns: &str, secret: &str) -> Certificate {
     Certificate {
         name: certificate_name(ns, secret),
-        secret: ObjectRef::new("Secret", ns, secret),
+        secret: KubeRef::new("Secret", ns, secret),
         hosts: Vec::new(),
         owners: Vec::new(),
         content: None,
@@ -163,7 +163,7 @@ fn empty_certificate(ns: &str, secret: &str) -> Certificate {
 
 /// Parse and check one Secret. Err: (Event reason, message naming the Secret; never its data).
 fn load_secret(
-    sref: &ObjectRef,
+    sref: &KubeRef,
     secrets: &BTreeMap<(&str, &str), &Secret>,
     now: Option<std::time::SystemTime>,
 ) -> Result<CertificateContent, (&'static str, String)> {
@@ -203,7 +203,7 @@ pub fn translate_tls(
     let secrets: BTreeMap<(&str, &str), &Secret> = inputs
         .secrets
         .iter()
-        .map(|s| (s.metadata.namespace.as_deref().unwrap_or("default"), s.metadata.name.as_deref().unwrap_or("")))
+        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
         .zip(inputs.secrets.iter())
         .collect();
     for cert in certs.values_mut() {

@@ -1,5 +1,6 @@
-//! Every Kubernetes write the controller makes (besides Events, see [`super::events`]) and the pure
-//! decisions that say when to make them.
+//! The Kubernetes patches: every Kubernetes write the controller makes (finalizer, Service notice
+//! annotation, Ingress status; Events are in [`super::events`]) and the pure decisions that say
+//! when to make them.
 //!
 //! Writes are small async functions over `kube::Api` so each can be tested against a mock API
 //! server (`tests/controller_k8s.rs`); the decisions are plain functions tested with tables.
@@ -21,33 +22,6 @@ use std::net::IpAddr;
 /// Patch parameters for all our writes: our field manager, no dry-run, no force.
 pub fn patch_params() -> PatchParams {
     PatchParams { field_manager: Some(CONTROLLER_NAME.to_string()), ..Default::default() }
-}
-
-/// What the Ingress handler must do with an Ingress, decided from its finalizers, its deletion
-/// timestamp and whether it is of our class (decided by the caller from IngressClass/config).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IngressStep {
-    /// Ours and not yet protected: add the finalizer first (so a deletion while we are down is
-    /// still seen), then apply. The patch triggers a new reconcile, which applies.
-    AddFinalizer,
-    /// Ours and protected: update policies, pools, notices and status.
-    Apply,
-    /// Being deleted, or no longer ours (class changed), and still carrying our finalizer: remove
-    /// its policies, unused pools and notices, then [`remove_finalizer`].
-    Cleanup,
-    /// Nothing of ours on it: not our class and no finalizer, or deleted after cleanup.
-    Ignore,
-}
-
-/// Decides the [`IngressStep`]; `ours` is "the Ingress is of our IngressClass".
-pub fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
-    let deleting = ing.metadata.deletion_timestamp.is_some();
-    match (has_finalizer(ing), deleting, ours) {
-        (true, true, _) | (true, false, false) => IngressStep::Cleanup,
-        (true, false, true) => IngressStep::Apply,
-        (false, false, true) => IngressStep::AddFinalizer,
-        (false, true, _) | (false, false, false) => IngressStep::Ignore,
-    }
 }
 
 /// Whether `obj` carries our [`FINALIZER`].
@@ -200,28 +174,6 @@ mod tests {
             ing.metadata.deletion_timestamp = Some(Time(Default::default()));
         }
         ing
-    }
-
-    #[test]
-    fn ingress_step_table() {
-        use IngressStep::*;
-        let other = "example.com/other";
-        let cases = [
-            // (finalizers, deleting, ours, expected)
-            (&[][..], false, true, AddFinalizer),
-            (&[other][..], false, true, AddFinalizer),
-            (&[FINALIZER][..], false, true, Apply),
-            (&[other, FINALIZER][..], false, true, Apply),
-            (&[FINALIZER][..], true, true, Cleanup),
-            (&[FINALIZER][..], false, false, Cleanup),
-            (&[FINALIZER][..], true, false, Cleanup),
-            (&[][..], true, true, Ignore),
-            (&[other][..], true, true, Ignore),
-            (&[][..], false, false, Ignore),
-        ];
-        for (fin, deleting, ours, want) in cases {
-            assert_eq!(ingress_step(&ingress(fin, deleting), ours), want, "{fin:?} deleting={deleting} ours={ours}");
-        }
     }
 
     #[test]

@@ -1,0 +1,290 @@
+//! What both handlers and the resync loop share: the caches ([`Stores`]), the [`Context`] of a
+//! reconcile (the Sync + notices step, Events, the failure table), the one error type of a
+//! reconcile ([`HandlerError`], whose labels feed the metrics), the requeue policy, and the
+//! instrumented wrapper both handlers' `reconcile` go through.
+
+use crate::controller::events::{EventPublisher, UserEvent};
+use crate::controller::health::Readiness;
+use crate::controller::metrics::Metrics;
+use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
+use crate::controller::writer::{WriteError, WriterHandle};
+use crate::controller::{ControllerError, patches, reconcile_span};
+use crate::driver::ConvergeReport;
+use crate::model::{DesiredRouter, KubeRef};
+use crate::translate::{Inputs, TranslateOptions, namespace_of, translate};
+use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Service};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::ResourceExt;
+use kube::api::Api;
+use kube::runtime::controller::Action;
+use kube::runtime::reflector::{self, Store};
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::watch;
+use tracing::Instrument;
+
+/// The caches the translation reads. Cheap to clone (each is an `Arc`).
+#[derive(Clone)]
+pub struct Stores {
+    pub ingresses: Store<Ingress>,
+    pub classes: Store<IngressClass>,
+    pub services: Store<Service>,
+    pub slices: Store<EndpointSlice>,
+    pub endpoints: Store<Endpoints>,
+    pub nodes: Store<Node>,
+}
+
+/// Writers of [`Stores`] built without watches (tests, and the stores that `run` fills itself).
+pub struct StoreWriters {
+    pub ingresses: reflector::store::Writer<Ingress>,
+    pub classes: reflector::store::Writer<IngressClass>,
+    pub services: reflector::store::Writer<Service>,
+    pub slices: reflector::store::Writer<EndpointSlice>,
+    pub endpoints: reflector::store::Writer<Endpoints>,
+    pub nodes: reflector::store::Writer<Node>,
+}
+
+impl StoreWriters {
+    pub fn new() -> (Stores, StoreWriters) {
+        let (ingresses, wi) = reflector::store();
+        let (classes, wc) = reflector::store();
+        let (services, ws) = reflector::store();
+        let (slices, wsl) = reflector::store();
+        let (endpoints, we) = reflector::store();
+        let (nodes, wn) = reflector::store();
+        (
+            Stores { ingresses, classes, services, slices, endpoints, nodes },
+            StoreWriters { ingresses: wi, classes: wc, services: ws, slices: wsl, endpoints: we, nodes: wn },
+        )
+    }
+}
+
+impl Stores {
+    /// The translation inputs: a snapshot of every cache. Ingresses being deleted are left out,
+    /// so a Sync removes their policies while their finalizer holds them.
+    pub fn inputs(&self) -> Inputs {
+        Inputs {
+            ingresses: owned(&self.ingresses).into_iter().filter(|i| i.metadata.deletion_timestamp.is_none()).collect(),
+            ingress_classes: owned(&self.classes),
+            services: owned(&self.services),
+            endpoint_slices: owned(&self.slices),
+            endpoints: owned(&self.endpoints),
+            nodes: owned(&self.nodes),
+            secrets: vec![],
+            now: Some(std::time::SystemTime::now()),
+            notes: vec![],
+        }
+    }
+}
+
+fn owned<K>(store: &Store<K>) -> Vec<K>
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    store.state().iter().map(|a| (**a).clone()).collect()
+}
+
+/// Errors of a reconcile: a Kubernetes write or an Octavia write.
+#[derive(Debug, thiserror::Error)]
+pub enum HandlerError {
+    #[error(transparent)]
+    Kube(#[from] ControllerError),
+    #[error("Octavia: {0}")]
+    Octavia(WriteError),
+}
+
+impl From<kube::Error> for HandlerError {
+    fn from(e: kube::Error) -> Self {
+        HandlerError::Kube(e.into())
+    }
+}
+
+impl HandlerError {
+    pub fn metric_label(&self) -> &'static str {
+        match self {
+            HandlerError::Kube(e) => e.metric_label(),
+            HandlerError::Octavia(e) => e.label,
+        }
+    }
+}
+
+/// Everything a reconcile needs. Shared by both handlers and the resync loop.
+pub struct Context {
+    pub client: kube::Client,
+    pub stores: Stores,
+    pub writer: WriterHandle,
+    pub events: Arc<EventPublisher>,
+    pub metrics: Metrics,
+    pub opts: TranslateOptions,
+    /// What Service notices name as router (`l7_router_uuid`, else `l7_router_name`).
+    pub router_name: String,
+    /// `true` once every cache has listed its objects; reconciles wait for it, since a Sync from
+    /// a half-filled cache would delete routes.
+    pub caches_ready: watch::Receiver<bool>,
+    /// Readiness of the process (`router_ready` is set by the first successful Sync).
+    pub readiness: Option<watch::Sender<Readiness>>,
+    /// The desired state and report of the last successful Sync: a reconcile whose desired state
+    /// is unchanged reuses it instead of re-reading the router (drift is the resync's business).
+    last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
+    /// Consecutive failures per object, for the growing requeue delay.
+    failures: Mutex<HashMap<String, u32>>,
+}
+
+impl Context {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        client: kube::Client,
+        stores: Stores,
+        writer: WriterHandle,
+        events: Arc<EventPublisher>,
+        metrics: Metrics,
+        opts: TranslateOptions,
+        router_name: String,
+        caches_ready: watch::Receiver<bool>,
+        readiness: Option<watch::Sender<Readiness>>,
+    ) -> Self {
+        Self {
+            client,
+            stores,
+            writer,
+            events,
+            metrics,
+            opts,
+            router_name,
+            caches_ready,
+            readiness,
+            last_sync: Mutex::new(None),
+            failures: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits until every cache is synced.
+    pub async fn wait_caches(&self) {
+        let mut rx = self.caches_ready.clone();
+        let _ = rx.wait_for(|r| *r).await;
+    }
+
+    /// The inputs and the desired router from the caches now.
+    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+        let inputs = self.stores.inputs();
+        let desired = translate(&inputs, &self.opts);
+        (inputs, desired)
+    }
+
+    /// Converges the router to the caches (unless `force` is false and the desired state is the
+    /// one last synced), then writes the Service notices that changed.
+    pub async fn sync(&self, force: bool) -> Result<(DesiredRouter, ConvergeReport), HandlerError> {
+        self.wait_caches().await;
+        let (inputs, desired) = self.desired();
+        let cached = if force {
+            None
+        } else {
+            self.last_sync.lock().expect("lock").as_ref().filter(|(d, _)| *d == desired).map(|(_, r)| r.clone())
+        };
+        let report = match cached {
+            Some(r) => r,
+            None => {
+                let report = self.writer.sync(desired.clone()).await.map_err(HandlerError::Octavia)?;
+                *self.last_sync.lock().expect("lock") = Some((desired.clone(), report.clone()));
+                if let Some(r) = &self.readiness {
+                    r.send_modify(|r| r.router_ready = true);
+                }
+                report
+            }
+        };
+        self.apply_notices(&inputs, &desired).await?;
+        Ok((desired, report))
+    }
+
+    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
+    pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
+        let want = desired_notices(&self.router_name, desired);
+        let current: Vec<(KubeRef, ServiceNotice)> = inputs
+            .services
+            .iter()
+            .filter_map(|s| {
+                let n = ServiceNotice::from_service(s).ok().flatten()?;
+                let r =
+                    KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
+                Some((r, n))
+            })
+            .collect();
+        for change in notice_changes(&self.router_name, &want, current.iter().map(|(r, n)| (r.clone(), n))) {
+            let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
+            match patches::patch_service_notice(&api, &change.service.name, change.notice.as_ref()).await {
+                Ok(_) => {
+                    tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
+                }
+                Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(())
+    }
+
+    /// Publishes an Event, logging (never failing on) errors.
+    pub async fn publish(&self, ev: &UserEvent, regarding: &ObjectReference) {
+        if let Err(e) = self.events.publish(ev, regarding).await {
+            tracing::warn!(error = %e, reason = %ev.reason, "cannot publish event");
+        }
+    }
+
+    /// Forgets the failures of `key` (after a successful reconcile).
+    pub fn succeeded(&self, key: &str) {
+        self.failures.lock().expect("lock").remove(key);
+    }
+
+    /// The requeue delay after one more failure of `key`: 5 s, 10 s, 20 s ... capped at 5 min.
+    pub fn failed(&self, key: &str) -> Duration {
+        let mut f = self.failures.lock().expect("lock");
+        let n = f.entry(key.to_string()).or_insert(0);
+        *n += 1;
+        backoff(*n)
+    }
+}
+
+/// Requeue delay after `failures` consecutive failures: 5 s doubling, capped at 300 s.
+pub fn backoff(failures: u32) -> Duration {
+    Duration::from_secs(5u64.saturating_mul(1u64 << failures.saturating_sub(1).min(6))).min(Duration::from_secs(300))
+}
+
+/// The error policy of both handlers: requeue with a growing delay (never a tight loop).
+pub fn error_policy<K: kube::Resource<DynamicType = ()>>(obj: Arc<K>, err: &HandlerError, ctx: Arc<Context>) -> Action {
+    let key = object_key(obj.as_ref());
+    let delay = ctx.failed(&key);
+    tracing::warn!(object = %key, error = %err, retry_in_s = delay.as_secs(), "reconcile failed");
+    Action::requeue(delay)
+}
+
+/// `kind/namespace/name` of an object, for logs and the failure table.
+pub fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
+    let m = obj.meta();
+    format!("{}/{}/{}", K::kind(&()), m.namespace.as_deref().unwrap_or_default(), m.name.as_deref().unwrap_or_default())
+}
+
+/// The reconcile of one object by `handler` (`ingress`, `service`): one span naming the handler
+/// and the object (so every log line of the reconcile, the Octavia calls included, carries
+/// them), the duration and result metrics, and the failure table cleared on success.
+pub async fn instrumented<K: kube::Resource<DynamicType = ()>>(
+    handler: &'static str,
+    obj: &K,
+    ctx: &Context,
+    work: impl Future<Output = Result<Action, HandlerError>>,
+) -> Result<Action, HandlerError> {
+    let span = reconcile_span(handler, &obj.namespace().unwrap_or_default(), &obj.name_any());
+    async move {
+        let _timer = ctx.metrics.reconcile_timer(handler);
+        let result = work.await;
+        ctx.metrics.reconcile_result(handler, result.as_ref().map_or_else(|e| e.metric_label(), |_| "ok"));
+        if result.is_ok() {
+            ctx.succeeded(&object_key(obj));
+        }
+        result
+    }
+    .instrument(span)
+    .await
+}

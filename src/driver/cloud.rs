@@ -1,0 +1,29 @@
+//! The clients and the spec every step of the driver works with. The [`super::Router`] holds
+//! one next to its caches; the files of the steps (lifecycle, read, execute, floating IP) take it
+//! as a parameter, so they depend on this file and never on the router or on each other's callers.
+
+use super::error::{DriverError, Result};
+use super::spec::RouterSpec;
+use crate::openstack::{Error as OsError, Neutron, Octavia};
+
+#[derive(Clone, Debug)]
+pub struct Cloud {
+    pub octavia: Octavia,
+    pub neutron: Neutron,
+    pub spec: RouterSpec,
+}
+
+impl Cloud {
+    /// Wait for the router to be ACTIVE again after one of our writes. Octavia refuses any other
+    /// write meanwhile (409), so waiting here keeps the next write from burning retries; a router
+    /// that went to ERROR is reported as such (it is never modified automatically).
+    pub async fn settle(&self, lb_id: &str) -> Result<()> {
+        match self.octavia.wait_active(lb_id, self.spec.write_timeout).await {
+            Ok(_) => Ok(()),
+            Err(OsError::Provisioning { .. }) => {
+                Err(DriverError::RouterInError { name: self.spec.name.clone(), id: lb_id.into() })
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+}

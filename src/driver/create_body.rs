@@ -1,0 +1,132 @@
+//! The create bodies the driver sends (pure, tested): the fully-populated create of a brand-new
+//! router (listener, pools, members, health monitors, policies and rules in one call) and the
+//! bodies of the single objects the writes create.
+
+use super::actual::HealthMonitorSpec;
+use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
+use super::spec::RouterSpec;
+use crate::model::{DesiredRouter, Rule};
+use crate::openstack::octavia::{
+    HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
+    PoolCreate,
+};
+
+/// The fully-populated create body of a brand-new router holding `desired`.
+pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &DesiredRouter) -> LoadBalancerCreate {
+    let own = &spec.ownership;
+    let pools = desired
+        .pools
+        .values()
+        .map(|p| {
+            let tags = own.tags_for(&p.service);
+            PoolCreate {
+                name: Some(p.name.clone()),
+                protocol: "HTTP".into(),
+                lb_algorithm: p.lb_algorithm.clone(),
+                members: p.members.iter().map(|m| member_create(&member_spec(m, &tags))).collect(),
+                healthmonitor: spec
+                    .health_monitor
+                    .as_ref()
+                    .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(h) }),
+                tags,
+                ..PoolCreate::default()
+            }
+        })
+        .collect();
+    let l7policies = desired
+        .policies
+        .iter()
+        .filter(|p| desired.pools.contains_key(&p.pool))
+        .map(|p| {
+            let tags = own.tags_for(&p.owner);
+            L7PolicyCreate {
+                name: Some(p.name.clone()),
+                description: Some(p.description.clone()),
+                action: "REDIRECT_TO_POOL".into(),
+                redirect_pool: Some(NameRef { name: p.pool.clone() }),
+                position: Some(p.position),
+                rules: p.rules.iter().map(|r| rule_create(r, &tags)).collect(),
+                tags,
+                ..L7PolicyCreate::default()
+            }
+        })
+        .collect();
+    LoadBalancerCreate {
+        listeners: vec![ListenerCreate {
+            default_pool: desired
+                .default_pool
+                .as_ref()
+                .filter(|d| desired.pools.contains_key(*d))
+                .map(|d| NameRef { name: d.clone() }),
+            l7policies,
+            ..http_listener_create(spec)
+        }],
+        pools,
+        ..bare_create(spec, vip_subnet_id)
+    }
+}
+
+/// The create body of a router without children (VIP only).
+pub fn bare_create(spec: &RouterSpec, vip_subnet_id: &str) -> LoadBalancerCreate {
+    LoadBalancerCreate {
+        name: Some(spec.name.clone()),
+        description: Some("L7 router of kuryr-l7-router: Kubernetes Ingresses as L7 policies".into()),
+        vip_subnet_id: Some(vip_subnet_id.into()),
+        provider: spec.provider.clone().filter(|p| !p.is_empty()),
+        availability_zone: spec.availability_zone.clone(),
+        tags: spec.ownership.router_tags(),
+        ..LoadBalancerCreate::default()
+    }
+}
+
+/// The router's HTTP listener (without its load balancer id, which a fully-populated create
+/// does not take).
+pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
+    ListenerCreate {
+        name: Some(spec.http_listener_name()),
+        protocol: "HTTP".into(),
+        protocol_port: spec.listener_port,
+        tags: spec.ownership.router_tags(),
+        ..ListenerCreate::default()
+    }
+}
+
+pub fn member_create(m: &MemberSpec) -> MemberCreate {
+    MemberCreate {
+        name: Some(m.name.clone()),
+        address: m.address.to_string(),
+        protocol_port: m.protocol_port,
+        weight: Some(m.weight),
+        backup: Some(m.backup),
+        admin_state_up: Some(m.admin_state_up),
+        tags: m.tags.clone(),
+        ..MemberCreate::default()
+    }
+}
+
+pub fn health_monitor_create(spec: &HealthMonitorSpec) -> HealthMonitorCreate {
+    let http = spec.monitor_type.starts_with("HTTP");
+    HealthMonitorCreate {
+        monitor_type: spec.monitor_type.clone(),
+        delay: spec.delay,
+        timeout: spec.timeout,
+        max_retries: spec.max_retries,
+        http_method: http.then(|| "GET".to_string()),
+        url_path: spec.url_path.clone().filter(|_| http),
+        expected_codes: spec.expected_codes.clone().filter(|_| http),
+        ..HealthMonitorCreate::default()
+    }
+}
+
+/// An L7 rule in Octavia's spelling (a full replacement when used in an update, so `tags` may be
+/// empty there).
+pub fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
+    L7RuleCreate {
+        rule_type: rule_type_str(r.rule_type).into(),
+        compare_type: compare_type_str(r.compare_type).into(),
+        key: None,
+        value: r.value.clone(),
+        invert: r.invert,
+        tags: tags.to_vec(),
+    }
+}

@@ -1,0 +1,52 @@
+//! What can go wrong in the driver, with a low-cardinality label per kind for metrics.
+
+use crate::openstack::Error as OsError;
+use std::net::IpAddr;
+
+#[derive(Debug, thiserror::Error)]
+pub enum DriverError {
+    #[error(transparent)]
+    OpenStack(#[from] OsError),
+    #[error(
+        "L7 router {name} ({id}) is in provisioning_status ERROR; it is not modified nor deleted automatically: \
+         see docs/operations.md (\"A router in ERROR\") for the explicit recovery"
+    )]
+    RouterInError { name: String, id: String },
+    #[error("[octavia_defaults] l7_router_uuid = {0}: no such load balancer")]
+    AdoptedRouterNotFound(String),
+    #[error(
+        "several load balancers are named {name} with our tags ({ids}); refusing to choose: delete the extra ones or set \
+         [octavia_defaults] l7_router_uuid"
+    )]
+    DuplicateRouters { name: String, ids: String },
+    #[error("the L7 router {0} does not exist and [neutron_defaults] lb_subnet is not set, so it cannot be created")]
+    NoVipSubnet(String),
+    #[error("[neutron_defaults] l7_router_ip = {0}: no such floating IP in this project")]
+    FloatingIpNotFound(IpAddr),
+    #[error(
+        "[neutron_defaults] l7_router_ip = {ip} is associated to port {port}, not to the L7 router's VIP port {vip_port}"
+    )]
+    FloatingIpInUse { ip: IpAddr, port: String, vip_port: String },
+    #[error("write failed: {write}: {source}")]
+    Write {
+        write: String,
+        #[source]
+        source: OsError,
+    },
+}
+
+impl DriverError {
+    /// Low-cardinality label for metrics.
+    pub fn label(&self) -> &'static str {
+        match self {
+            DriverError::OpenStack(e) | DriverError::Write { source: e, .. } => e.label(),
+            DriverError::RouterInError { .. } => "router_error",
+            DriverError::AdoptedRouterNotFound(_) => "router_not_found",
+            DriverError::DuplicateRouters { .. } => "duplicate_routers",
+            DriverError::NoVipSubnet(_) => "config",
+            DriverError::FloatingIpNotFound(_) | DriverError::FloatingIpInUse { .. } => "floating_ip",
+        }
+    }
+}
+
+pub type Result<T, E = DriverError> = std::result::Result<T, E>;

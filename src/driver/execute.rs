@@ -1,0 +1,171 @@
+//! Making the writes of a plan on the router, in order, one at a time, each followed by a wait
+//! for the router to be ACTIVE again (see [`Cloud::settle`]).
+
+use super::cloud::Cloud;
+use super::create_body::{health_monitor_create, member_create, rule_create};
+use super::error::{DriverError, Result};
+use super::plan::{MemberSpec, PolicyRef, PoolRef, Write, WritePlan};
+use super::report::{ConvergeReport, WriteRecord};
+use crate::openstack::Error as OsError;
+use crate::openstack::octavia::{
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
+    PoolUpdate,
+};
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+/// Where the writes of one plan go, and the ids of the objects it created so far (later writes
+/// name them by [`PoolRef::New`] / [`PolicyRef::New`]).
+struct Target<'a> {
+    lb_id: &'a str,
+    listener_id: &'a str,
+    new_pools: BTreeMap<String, String>,
+    new_policies: BTreeMap<String, String>,
+}
+
+/// Make the writes of `plan` on the listener `listener_id` of the router `lb_id`, in order,
+/// waiting for ACTIVE after each; each one is recorded in `report`.
+pub async fn execute(
+    cloud: &Cloud,
+    lb_id: &str,
+    listener_id: &str,
+    plan: &WritePlan,
+    report: &mut ConvergeReport,
+) -> Result<()> {
+    report.conflicts.extend(plan.conflicts.iter().map(|c| c.message.clone()));
+    let mut target = Target { lb_id, listener_id, new_pools: BTreeMap::new(), new_policies: BTreeMap::new() };
+    for w in &plan.writes {
+        let t = Instant::now();
+        write_one(cloud, &mut target, w).await.map_err(|source| DriverError::Write { write: w.to_string(), source })?;
+        cloud.settle(lb_id).await?;
+        report.writes.push(record(w, t));
+    }
+    Ok(())
+}
+
+/// One batch member update of an existing pool (`pool_id`) of the router `lb_id`, waited for.
+pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &Write) -> Result<WriteRecord> {
+    let Write::SetMembers { members, .. } = write else {
+        unreachable!("replace_members is given the SetMembers write of plan_members")
+    };
+    let t = Instant::now();
+    cloud
+        .octavia
+        .replace_members(pool_id, &member_bodies(members))
+        .await
+        .map_err(|source| DriverError::Write { write: write.to_string(), source })?;
+    cloud.settle(lb_id).await?;
+    Ok(record(write, t))
+}
+
+fn record(w: &Write, since: Instant) -> WriteRecord {
+    tracing::info!(write = %w, duration_ms = since.elapsed().as_millis() as u64, "octavia write done");
+    WriteRecord { kind: w.kind(), description: w.to_string(), duration: since.elapsed() }
+}
+
+fn member_bodies(members: &[MemberSpec]) -> Vec<MemberCreate> {
+    members.iter().map(member_create).collect()
+}
+
+/// One write: a plain `match` from the planned write to its Octavia call.
+async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<(), OsError> {
+    let o = &cloud.octavia;
+    let pool_id = |r: &PoolRef| match r {
+        PoolRef::Id(id) => id.clone(),
+        PoolRef::New(name) => target.new_pools.get(name).cloned().unwrap_or_default(),
+    };
+    let policy_id = |r: &PolicyRef| match r {
+        PolicyRef::Id(id) => id.clone(),
+        PolicyRef::New(name) => target.new_policies.get(name).cloned().unwrap_or_default(),
+    };
+    match w {
+        Write::CreatePool { name, lb_algorithm, tags } => {
+            let p = o
+                .create_pool(&PoolCreate {
+                    name: Some(name.clone()),
+                    loadbalancer_id: Some(target.lb_id.into()),
+                    protocol: "HTTP".into(),
+                    lb_algorithm: lb_algorithm.clone(),
+                    tags: tags.clone(),
+                    ..PoolCreate::default()
+                })
+                .await?;
+            target.new_pools.insert(name.clone(), p.id);
+        }
+        Write::UpdatePool { id, lb_algorithm, .. } => {
+            o.update_pool(id, &PoolUpdate { lb_algorithm: Some(lb_algorithm.clone()), ..PoolUpdate::default() })
+                .await?;
+        }
+        Write::SetMembers { pool, members, .. } => {
+            o.replace_members(&pool_id(pool), &member_bodies(members)).await?;
+        }
+        Write::DeletePool { id, .. } => o.delete_pool(id).await?,
+        Write::CreateHealthMonitor { pool, spec, tags, .. } => {
+            o.create_health_monitor(&HealthMonitorCreate {
+                pool_id: Some(pool_id(pool)),
+                tags: tags.clone(),
+                ..health_monitor_create(spec)
+            })
+            .await?;
+        }
+        Write::UpdateHealthMonitor { id, spec, .. } => {
+            o.update_health_monitor(
+                id,
+                &HealthMonitorUpdate {
+                    delay: Some(spec.delay),
+                    timeout: Some(spec.timeout),
+                    max_retries: Some(spec.max_retries),
+                    url_path: spec.url_path.clone(),
+                    expected_codes: spec.expected_codes.clone(),
+                    ..HealthMonitorUpdate::default()
+                },
+            )
+            .await?;
+        }
+        Write::DeleteHealthMonitor { id, .. } => o.delete_health_monitor(id).await?,
+        Write::CreatePolicy { name, position, pool, admin_state_up, description, tags } => {
+            let p = o
+                .create_l7policy(&L7PolicyCreate {
+                    name: Some(name.clone()),
+                    description: Some(description.clone()),
+                    listener_id: Some(target.listener_id.into()),
+                    action: "REDIRECT_TO_POOL".into(),
+                    redirect_pool_id: Some(pool_id(pool)),
+                    position: Some(*position),
+                    admin_state_up: Some(*admin_state_up),
+                    tags: tags.clone(),
+                    ..L7PolicyCreate::default()
+                })
+                .await?;
+            target.new_policies.insert(name.clone(), p.id);
+        }
+        Write::CreateRule { policy, rule, tags, .. } => {
+            o.create_l7rule(&policy_id(policy), &rule_create(rule, tags)).await?;
+        }
+        Write::UpdateRule { policy_id, rule_id, rule, .. } => {
+            o.update_l7rule(policy_id, rule_id, &rule_create(rule, &[])).await?;
+        }
+        Write::DeleteRule { policy_id, rule_id, .. } => o.delete_l7rule(policy_id, rule_id).await?,
+        Write::UpdatePolicy { policy, position, pool, admin_state_up, .. } => {
+            o.update_l7policy(
+                &policy_id(policy),
+                &L7PolicyUpdate {
+                    position: *position,
+                    redirect_pool_id: pool.as_ref().map(pool_id),
+                    admin_state_up: *admin_state_up,
+                    ..L7PolicyUpdate::default()
+                },
+            )
+            .await?;
+        }
+        Write::DeletePolicy { id, .. } => o.delete_l7policy(id).await?,
+        Write::SetDefaultPool { listener_id, pool } => {
+            o.update_listener(
+                listener_id,
+                &ListenerUpdate { default_pool_id: Some(pool.as_ref().map(pool_id)), ..ListenerUpdate::default() },
+            )
+            .await?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,274 @@
+//! The router's load balancer and listener over their lifetime: find ours (or the adopted one),
+//! clear the duplicates an interrupted create left, create it (fully populated, with a fallback
+//! for the Octavia releases that break that create), discard one we just made, and find or
+//! create its HTTP listener.
+
+use super::cloud::Cloud;
+use super::create_body::{bare_create, http_listener_create, populated_create};
+use super::error::{DriverError, Result};
+use super::floating_ip;
+use super::report::{ConvergeReport, WriteRecord};
+use super::spec::RouterSpec;
+use crate::model::DesiredRouter;
+use crate::openstack::octavia::{Listener, ListenerCreate, LoadBalancer, LoadBalancerCreate};
+use crate::openstack::{Error as OsError, ListQuery};
+use std::time::Instant;
+
+/// The router's load balancer, if it exists: the adopted one, or ours found by name and tags.
+pub async fn find(cloud: &Cloud) -> Result<Option<LoadBalancer>> {
+    if let Some(uuid) = &cloud.spec.uuid {
+        return match cloud.octavia.get_load_balancer(uuid).await {
+            Ok(lb) => Ok(Some(lb)),
+            Err(e) if e.is_not_found() => Err(DriverError::AdoptedRouterNotFound(uuid.clone())),
+            Err(e) => Err(e.into()),
+        };
+    }
+    let mut found = list_ours(cloud).await?;
+    match found.len() {
+        0 => Ok(None),
+        1 => Ok(found.pop()),
+        _ => Err(duplicate_routers(&cloud.spec, &found)),
+    }
+}
+
+async fn list_ours(cloud: &Cloud) -> Result<Vec<LoadBalancer>> {
+    let q = ListQuery { tags: cloud.spec.ownership.router_tags(), ..ListQuery::name(&cloud.spec.name) };
+    Ok(cloud.octavia.list_load_balancers(&q).await?)
+}
+
+fn duplicate_routers(spec: &RouterSpec, found: &[LoadBalancer]) -> DriverError {
+    DriverError::DuplicateRouters {
+        name: spec.name.clone(),
+        ids: found.iter().map(|l| l.id.as_str()).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// [`find`] for a convergence, which also clears duplicate routers.
+///
+/// Two load balancers with our name and tags are the trace of a router create sent by a run
+/// that died before it saw the answer, while the next run (which had found none) created its
+/// own. The one with a floating IP is the router; without one anywhere, the one with more
+/// listeners and pools, then the older. The others hold no floating IP and were made by us:
+/// they are deleted (cascade). Two with a floating IP are left to the operator.
+pub async fn find_clearing_duplicates(cloud: &Cloud, report: &mut ConvergeReport) -> Result<Option<LoadBalancer>> {
+    if cloud.spec.uuid.is_some() {
+        return find(cloud).await;
+    }
+    let found = list_ours(cloud).await?;
+    if found.len() < 2 {
+        return Ok(found.into_iter().next());
+    }
+    let mut with_fip = Vec::new();
+    for lb in &found {
+        with_fip.push(has_floating_ip(cloud, lb).await?);
+    }
+    let keep = match with_fip.iter().filter(|f| **f).count() {
+        0 => found
+            .iter()
+            .max_by(|a, b| {
+                (a.listeners.len() + a.pools.len())
+                    .cmp(&(b.listeners.len() + b.pools.len()))
+                    // Older first: created_at is ISO 8601, so the smaller string is older.
+                    .then_with(|| b.created_at.cmp(&a.created_at))
+            })
+            .cloned(),
+        1 => found.iter().zip(&with_fip).find(|(_, f)| **f).map(|(lb, _)| lb.clone()),
+        _ => return Err(duplicate_routers(&cloud.spec, &found)),
+    };
+    let keep = keep.expect("at least two routers");
+    delete_duplicate_routers(cloud, &keep, &found, report).await?;
+    Ok(Some(keep))
+}
+
+/// After this convergence created the router: a dying run's create may have landed beside it.
+pub async fn clear_duplicates_of_new_router(
+    cloud: &Cloud,
+    keep: &LoadBalancer,
+    report: &mut ConvergeReport,
+) -> Result<()> {
+    let found = list_ours(cloud).await?;
+    if found.len() > 1 {
+        for lb in found.iter().filter(|lb| lb.id != keep.id) {
+            if has_floating_ip(cloud, lb).await? {
+                return Err(duplicate_routers(&cloud.spec, &found));
+            }
+        }
+        delete_duplicate_routers(cloud, keep, &found, report).await?;
+    }
+    Ok(())
+}
+
+async fn has_floating_ip(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
+    let Some(port) = &lb.vip_port_id else { return Ok(false) };
+    Ok(floating_ip::of_port(&cloud.neutron, port).await?.is_some())
+}
+
+async fn delete_duplicate_routers(
+    cloud: &Cloud,
+    keep: &LoadBalancer,
+    found: &[LoadBalancer],
+    report: &mut ConvergeReport,
+) -> Result<()> {
+    for lb in found.iter().filter(|lb| lb.id != keep.id) {
+        let description = format!(
+            "delete duplicate L7 router {} (an interrupted create; no floating IP); {} is the router",
+            lb.id, keep.id
+        );
+        tracing::warn!("{description}");
+        let t = Instant::now();
+        discard_new_router(cloud, lb).await.map_err(|e| match e {
+            DriverError::OpenStack(source) => DriverError::Write { write: description.clone(), source },
+            e => e,
+        })?;
+        report.conflicts.push(description.clone());
+        report.writes.push(WriteRecord { kind: "delete_router", description, duration: t.elapsed() });
+    }
+    Ok(())
+}
+
+/// Wait out a PENDING_* router (another writer, or our own write before a restart); refuse
+/// one in ERROR.
+pub async fn ready(cloud: &Cloud, lb: LoadBalancer) -> Result<LoadBalancer> {
+    match lb.provisioning_status.as_str() {
+        "ACTIVE" => Ok(lb),
+        "ERROR" => Err(DriverError::RouterInError { name: lb.name, id: lb.id }),
+        _ => match cloud.octavia.wait_active(&lb.id, cloud.spec.create_timeout).await {
+            Ok(lb) => Ok(lb),
+            Err(OsError::Provisioning { .. }) => Err(DriverError::RouterInError { name: lb.name, id: lb.id }),
+            Err(e) => Err(e.into()),
+        },
+    }
+}
+
+/// Create the router that does not exist yet: fully populated with `desired` when configured
+/// (`report.created_router` then says the children are in place), else bare.
+pub async fn create(cloud: &Cloud, desired: &DesiredRouter, report: &mut ConvergeReport) -> Result<LoadBalancer> {
+    if !cloud.spec.fully_populated_create {
+        return create_bare(cloud, report).await;
+    }
+    let lb = create_populated(cloud, desired, report).await?;
+    if children_active(cloud, &lb).await? {
+        report.created_router = true;
+        return Ok(lb);
+    }
+    // Seen on Debian's Zed packages: the load balancer goes ACTIVE but its listener, pools and
+    // members stay PENDING_CREATE, so Octavia refuses every later change to them. The router is
+    // brand-new and ours: discard it and build it object by object.
+    let msg = format!(
+        "the fully-populated create of {} left its children in PENDING_CREATE; it was deleted and \
+         rebuilt one object at a time: set [octavia_defaults] fully_populated_create = False on this cloud",
+        lb.id
+    );
+    tracing::warn!("{msg}");
+    report.conflicts.push(msg);
+    let t = Instant::now();
+    discard_new_router(cloud, &lb).await?;
+    report.writes.push(WriteRecord {
+        kind: "delete_router",
+        description: format!("delete L7 router {} (its children stuck in PENDING_CREATE)", lb.id),
+        duration: t.elapsed(),
+    });
+    create_bare(cloud, report).await
+}
+
+/// The fully-populated create of a brand-new router: one write.
+async fn create_populated(cloud: &Cloud, desired: &DesiredRouter, report: &mut ConvergeReport) -> Result<LoadBalancer> {
+    let body = populated_create(&cloud.spec, &vip_subnet(&cloud.spec)?, desired);
+    let description = format!(
+        "create L7 router {} fully populated: {} pool(s), {} member(s), {} policy(ies), {} rule(s)",
+        cloud.spec.name,
+        body.pools.len(),
+        body.pools.iter().map(|p| p.members.len()).sum::<usize>(),
+        body.listeners.iter().map(|l| l.l7policies.len()).sum::<usize>(),
+        body.listeners.iter().flat_map(|l| &l.l7policies).map(|p| p.rules.len()).sum::<usize>(),
+    );
+    create_router(cloud, &body, description, report).await
+}
+
+/// A bare router (VIP only); the listener and the children follow as ordinary writes.
+async fn create_bare(cloud: &Cloud, report: &mut ConvergeReport) -> Result<LoadBalancer> {
+    let body = bare_create(&cloud.spec, &vip_subnet(&cloud.spec)?);
+    create_router(cloud, &body, format!("create L7 router {}", cloud.spec.name), report).await
+}
+
+fn vip_subnet(spec: &RouterSpec) -> Result<String> {
+    spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(spec.name.clone()))
+}
+
+/// One load balancer create, waited for until ACTIVE, recorded as a write.
+async fn create_router(
+    cloud: &Cloud,
+    body: &LoadBalancerCreate,
+    description: String,
+    report: &mut ConvergeReport,
+) -> Result<LoadBalancer> {
+    let t = Instant::now();
+    // The API answers a create only once it has written the whole graph: give that request the
+    // router's create timeout, not the session's per-request one. A create abandoned by the
+    // client still completes on the server (and would then be adopted by name).
+    let created = cloud
+        .octavia
+        .create_load_balancer_within(body, cloud.spec.create_timeout)
+        .await
+        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    let lb = ready(cloud, created).await?;
+    report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
+    Ok(lb)
+}
+
+/// Whether the listener and pools of a router we just created are ACTIVE too.
+async fn children_active(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = cloud.octavia.list_listeners(&q).await?;
+    let pools = cloud.octavia.list_pools(&q).await?;
+    Ok(listeners.iter().all(|l| l.provisioning_status == "ACTIVE")
+        && pools.iter().all(|p| p.provisioning_status == "ACTIVE"))
+}
+
+/// Delete a router this very convergence created (and so holds no traffic yet).
+async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> Result<()> {
+    cloud.octavia.delete_load_balancer(&lb.id, true).await?;
+    cloud.octavia.wait_deleted(&lb.id, cloud.spec.create_timeout).await?;
+    if let Some(port) = &lb.vip_port_id {
+        cloud.neutron.delete_leftover_vip_port(port).await?;
+    }
+    Ok(())
+}
+
+/// The listener of `protocol` on `port` among a router's `listeners`: ours, else an adopted one
+/// (the first listed).
+pub fn choose_listener<'a>(
+    listeners: &'a [Listener],
+    spec: &RouterSpec,
+    protocol: &str,
+    port: u16,
+) -> Option<&'a Listener> {
+    let mut on_port = listeners.iter().filter(|l| l.protocol == protocol && l.protocol_port == port);
+    let first = on_port.clone().next();
+    on_port.find(|l| spec.ownership.owns(&l.tags)).or(first)
+}
+
+/// The router's HTTP listener on the configured port (see [`choose_listener`]), if it has one.
+pub async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<Listener>> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = cloud.octavia.list_listeners(&q).await?;
+    Ok(choose_listener(&listeners, &cloud.spec, "HTTP", cloud.spec.listener_port).cloned())
+}
+
+/// The router's HTTP listener: ours, else an adopted one on the same port, else created.
+pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut ConvergeReport) -> Result<Listener> {
+    if let Some(l) = find_http_listener(cloud, lb).await? {
+        return Ok(l);
+    }
+    let body = ListenerCreate { loadbalancer_id: Some(lb.id.clone()), ..http_listener_create(&cloud.spec) };
+    let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
+    let t = Instant::now();
+    let l = cloud
+        .octavia
+        .create_listener(&body)
+        .await
+        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    cloud.octavia.wait_active(&lb.id, cloud.spec.write_timeout).await?;
+    report.writes.push(WriteRecord { kind: "create_listener", description, duration: t.elapsed() });
+    Ok(l)
+}

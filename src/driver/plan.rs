@@ -1,0 +1,257 @@
+//! The writes a plan is made of, each one Octavia call on the router, and how they are shown in
+//! the `apply` transcript and the logs.
+
+use super::actual::HealthMonitorSpec;
+use super::ownership::Ownership;
+use crate::model::{CompareType, Member, Rule, RuleType};
+use std::net::IpAddr;
+
+/// Octavia's spelling of a rule `type`: the one spelling the diff, the writes and the REST bodies
+/// use (the REST client does not know the domain model).
+pub fn rule_type_str(t: RuleType) -> &'static str {
+    match t {
+        RuleType::HostName => "HOST_NAME",
+        RuleType::Path => "PATH",
+    }
+}
+
+/// Octavia's spelling of a rule `compare_type` (see [`rule_type_str`]).
+pub fn compare_type_str(c: CompareType) -> &'static str {
+    match c {
+        CompareType::EqualTo => "EQUAL_TO",
+        CompareType::StartsWith => "STARTS_WITH",
+        CompareType::EndsWith => "ENDS_WITH",
+        CompareType::Contains => "CONTAINS",
+        CompareType::Regex => "REGEX",
+    }
+}
+
+/// A pool that exists (by id) or is created earlier in the same plan (by name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PoolRef {
+    Id(String),
+    New(String),
+}
+
+/// A policy that exists (by id) or is created earlier in the same plan (by name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyRef {
+    Id(String),
+    New(String),
+}
+
+/// One member in a batch member update.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MemberSpec {
+    pub name: String,
+    pub address: IpAddr,
+    pub protocol_port: u16,
+    pub weight: u16,
+    pub backup: bool,
+    pub admin_state_up: bool,
+    /// Empty for foreign members carried over unchanged.
+    pub tags: Vec<String>,
+}
+
+/// One Octavia write on the router.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Write {
+    CreatePool {
+        name: String,
+        lb_algorithm: String,
+        tags: Vec<String>,
+    },
+    UpdatePool {
+        id: String,
+        name: String,
+        lb_algorithm: String,
+    },
+    /// `PUT /v2/lbaas/pools/{id}/members`: the complete member list of the pool.
+    SetMembers {
+        pool: PoolRef,
+        pool_name: String,
+        members: Vec<MemberSpec>,
+    },
+    DeletePool {
+        id: String,
+        name: String,
+    },
+    CreateHealthMonitor {
+        pool: PoolRef,
+        pool_name: String,
+        spec: HealthMonitorSpec,
+        tags: Vec<String>,
+    },
+    UpdateHealthMonitor {
+        id: String,
+        pool_name: String,
+        spec: HealthMonitorSpec,
+    },
+    DeleteHealthMonitor {
+        id: String,
+        pool_name: String,
+    },
+    /// Created disabled when it will have more than one rule (see module docs).
+    CreatePolicy {
+        name: String,
+        position: u32,
+        pool: PoolRef,
+        admin_state_up: bool,
+        description: String,
+        tags: Vec<String>,
+    },
+    CreateRule {
+        policy: PolicyRef,
+        policy_name: String,
+        rule: Rule,
+        tags: Vec<String>,
+    },
+    UpdateRule {
+        policy_id: String,
+        rule_id: String,
+        policy_name: String,
+        rule: Rule,
+    },
+    DeleteRule {
+        policy_id: String,
+        rule_id: String,
+        policy_name: String,
+    },
+    UpdatePolicy {
+        policy: PolicyRef,
+        name: String,
+        position: Option<u32>,
+        pool: Option<PoolRef>,
+        admin_state_up: Option<bool>,
+    },
+    DeletePolicy {
+        id: String,
+        name: String,
+    },
+    SetDefaultPool {
+        listener_id: String,
+        pool: Option<PoolRef>,
+    },
+}
+
+impl Write {
+    /// Short kind label, for the write summary and metrics.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Write::CreatePool { .. } => "create_pool",
+            Write::UpdatePool { .. } => "update_pool",
+            Write::SetMembers { .. } => "batch_members",
+            Write::DeletePool { .. } => "delete_pool",
+            Write::CreateHealthMonitor { .. } => "create_healthmonitor",
+            Write::UpdateHealthMonitor { .. } => "update_healthmonitor",
+            Write::DeleteHealthMonitor { .. } => "delete_healthmonitor",
+            Write::CreatePolicy { .. } => "create_policy",
+            Write::CreateRule { .. } => "create_rule",
+            Write::UpdateRule { .. } => "update_rule",
+            Write::DeleteRule { .. } => "delete_rule",
+            Write::UpdatePolicy { .. } => "update_policy",
+            Write::DeletePolicy { .. } => "delete_policy",
+            Write::SetDefaultPool { .. } => "set_default_pool",
+        }
+    }
+}
+
+impl std::fmt::Display for Write {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Write::CreatePool { name, lb_algorithm, .. } => write!(f, "create pool {name} ({lb_algorithm})"),
+            Write::UpdatePool { name, lb_algorithm, .. } => {
+                write!(f, "update pool {name}: lb_algorithm={lb_algorithm}")
+            }
+            Write::SetMembers { pool_name, members, .. } => {
+                write!(f, "set members of pool {pool_name}: {} member(s)", members.len())
+            }
+            Write::DeletePool { name, .. } => write!(f, "delete pool {name}"),
+            Write::CreateHealthMonitor { pool_name, spec, .. } => {
+                write!(f, "create {} health monitor on pool {pool_name}", spec.monitor_type)
+            }
+            Write::UpdateHealthMonitor { pool_name, .. } => write!(f, "update health monitor of pool {pool_name}"),
+            Write::DeleteHealthMonitor { pool_name, .. } => write!(f, "delete health monitor of pool {pool_name}"),
+            Write::CreatePolicy { name, position, admin_state_up, .. } => write!(
+                f,
+                "create policy {name} at position {position}{}",
+                if *admin_state_up { "" } else { " (disabled until its rules exist)" }
+            ),
+            Write::CreateRule { policy_name, rule, .. } => write!(
+                f,
+                "create rule on {policy_name}: {} {} {}",
+                rule_type_str(rule.rule_type),
+                compare_type_str(rule.compare_type),
+                rule.value
+            ),
+            Write::UpdateRule { policy_name, rule, .. } => write!(
+                f,
+                "update rule on {policy_name}: {} {} {}",
+                rule_type_str(rule.rule_type),
+                compare_type_str(rule.compare_type),
+                rule.value
+            ),
+            Write::DeleteRule { policy_name, rule_id, .. } => write!(f, "delete rule {rule_id} of {policy_name}"),
+            Write::UpdatePolicy { name, position, pool, admin_state_up, .. } => {
+                write!(f, "update policy {name}:")?;
+                if let Some(p) = position {
+                    write!(f, " position={p}")?;
+                }
+                if let Some(p) = pool {
+                    write!(f, " pool={}", pool_ref_label(p))?;
+                }
+                if let Some(e) = admin_state_up {
+                    write!(f, " enabled={e}")?;
+                }
+                Ok(())
+            }
+            Write::DeletePolicy { name, .. } => write!(f, "delete policy {name}"),
+            Write::SetDefaultPool { pool, .. } => match pool {
+                Some(p) => write!(f, "set listener default pool to {}", pool_ref_label(p)),
+                None => write!(f, "clear listener default pool"),
+            },
+        }
+    }
+}
+
+fn pool_ref_label(p: &PoolRef) -> &str {
+    match p {
+        PoolRef::Id(id) => id,
+        PoolRef::New(name) => name,
+    }
+}
+
+/// Something the plan could not do without touching a foreign object; reported, never forced.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Conflict {
+    pub message: String,
+}
+
+/// The writes that converge the router, in the order they must run.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WritePlan {
+    pub writes: Vec<Write>,
+    pub conflicts: Vec<Conflict>,
+}
+
+/// Options of the diff that come from configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiffOptions {
+    pub ownership: Ownership,
+    pub health_monitor: Option<HealthMonitorSpec>,
+}
+
+/// One member of ours in a batch member update: named after the pod it reaches when known,
+/// else after address:port. The one spelling of a member for the diff and the fully-populated
+/// create.
+pub fn member_spec(m: &Member, tags: &[String]) -> MemberSpec {
+    MemberSpec {
+        name: m.target.clone().unwrap_or_else(|| format!("{}:{}", m.address, m.protocol_port)),
+        address: m.address,
+        protocol_port: m.protocol_port,
+        weight: m.weight,
+        backup: m.backup,
+        admin_state_up: true,
+        tags: tags.to_vec(),
+    }
+}

@@ -1,0 +1,252 @@
+//! Reading the router back from Octavia into the snapshot the diff compares with: one listener's
+//! policies with their rules, and the router's pools with their members and health monitors.
+//! Children are read again only where their parent changed (see [`super::read_cache`]).
+
+use super::actual::{
+    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
+    HealthMonitorSpec,
+};
+use super::cloud::Cloud;
+use super::error::Result;
+use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
+use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
+use crate::openstack::{Error as OsError, ListQuery};
+use std::collections::BTreeMap;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Instant;
+
+/// One read: the cache it uses, and its budget of expired entries to refresh.
+struct Read<'a> {
+    cloud: &'a Cloud,
+    cache: &'a Mutex<ReadCache>,
+    now: Instant,
+    refresh: usize,
+}
+
+/// Read the router's children as seen from `listener`: 1 listing of its policies, one of rules
+/// per changed policy, 1 of the router's pools, one of members per changed pool, 1 of our health
+/// monitors.
+pub async fn read_actual(cloud: &Cloud, cache: &Mutex<ReadCache>, listener: &Listener) -> Result<ActualRouter> {
+    let mut read = Read { cloud, cache, now: Instant::now(), refresh: REFRESH_PER_READ };
+    let policies = read.policies(&listener.id).await?;
+    let lb_id = listener.loadbalancers.first().map(|l| l.id.clone()).unwrap_or_default();
+    let pools = read.pools(&lb_id).await?;
+    {
+        let live_policies = policies.iter().map(|p| p.id.as_str()).collect();
+        let live_pools = pools.iter().map(|p| p.id.as_str()).collect();
+        let mut reads = lock(cache);
+        reads.rules.retain(&live_policies);
+        reads.members.retain(&live_pools);
+    }
+    Ok(ActualRouter {
+        listener: ActualListener {
+            id: listener.id.clone(),
+            default_pool_id: listener.default_pool_id.clone(),
+            tags: listener.tags.clone(),
+        },
+        policies,
+        pools,
+    })
+}
+
+fn lock(cache: &Mutex<ReadCache>) -> MutexGuard<'_, ReadCache> {
+    // A panic while holding it cannot leave it half-written (each call is one insert or lookup),
+    // so a poisoned lock is still usable.
+    cache.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Read<'_> {
+    /// The children of `parent`: the cached read while it is good, else `fetch`ed (no GET when
+    /// the parent lists none) and remembered.
+    async fn children<T, Fut>(
+        &mut self,
+        kind: fn(&mut ReadCache) -> &mut Cached<T>,
+        parent: &Parent<'_>,
+        fetch: impl FnOnce() -> Fut,
+    ) -> std::result::Result<Vec<T>, OsError>
+    where
+        T: Child + Clone,
+        Fut: std::future::Future<Output = std::result::Result<Vec<T>, OsError>>,
+    {
+        if let Some(cached) = kind(&mut lock(self.cache)).get(parent, self.now, &mut self.refresh) {
+            return Ok(cached);
+        }
+        let fresh = if parent.child_ids.is_empty() { vec![] } else { fetch().await? };
+        kind(&mut lock(self.cache)).put(parent, Instant::now(), &fresh);
+        Ok(fresh)
+    }
+
+    /// One listener's policies with their rules, in position order.
+    async fn policies(&mut self, listener_id: &str) -> Result<Vec<ActualPolicy>> {
+        let o = &self.cloud.octavia;
+        let policies =
+            o.list_l7policies(&ListQuery { listener_id: Some(listener_id.into()), ..ListQuery::default() }).await?;
+        let mut actual = Vec::with_capacity(policies.len());
+        for p in policies {
+            let parent = Parent {
+                id: &p.id,
+                provisioning_status: &p.provisioning_status,
+                updated_at: p.updated_at.as_deref(),
+                child_ids: p.rules.iter().map(|r| r.id.as_str()).collect(),
+            };
+            let rules = self
+                .children(
+                    |c| &mut c.rules,
+                    &parent,
+                    || async {
+                        Ok(o.list_l7rules(&p.id, &ListQuery::default()).await?.into_iter().map(actual_rule).collect())
+                    },
+                )
+                .await?;
+            actual.push(actual_policy(p, rules));
+        }
+        actual.sort_by_key(|p| p.position);
+        Ok(actual)
+    }
+
+    /// The router's pools with their members and health monitors.
+    async fn pools(&mut self, lb_id: &str) -> Result<Vec<ActualPool>> {
+        let o = &self.cloud.octavia;
+        let pools = o.list_pools(&ListQuery { loadbalancer_id: Some(lb_id.into()), ..ListQuery::default() }).await?;
+        let monitors: BTreeMap<String, HealthMonitor> = if pools.iter().any(|p| p.healthmonitor_id.is_some()) {
+            o.list_health_monitors(&ListQuery::tags(self.cloud.spec.ownership.router_tags().into_iter().take(2)))
+                .await?
+                .into_iter()
+                .map(|h| (h.id.clone(), h))
+                .collect()
+        } else {
+            BTreeMap::new()
+        };
+        let mut actual = Vec::with_capacity(pools.len());
+        for p in pools {
+            let parent = Parent {
+                id: &p.id,
+                provisioning_status: &p.provisioning_status,
+                updated_at: p.updated_at.as_deref(),
+                child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
+            };
+            let members = self
+                .children(
+                    |c| &mut c.members,
+                    &parent,
+                    || async {
+                        Ok(o.list_members(&p.id, &ListQuery::default())
+                            .await?
+                            .into_iter()
+                            .filter_map(actual_member)
+                            .collect())
+                    },
+                )
+                .await?;
+            let healthmonitor = p.healthmonitor_id.as_ref().map(|id| actual_health_monitor(id, monitors.get(id)));
+            actual.push(ActualPool {
+                members,
+                id: p.id,
+                name: p.name,
+                lb_algorithm: p.lb_algorithm,
+                healthmonitor,
+                in_error: p.provisioning_status == "ERROR",
+                tags: p.tags,
+            });
+        }
+        Ok(actual)
+    }
+}
+
+/// The members of one pool, read now (no cache: the Members path reads exactly one pool).
+/// `None` when the pool is gone.
+pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Vec<ActualMember>>> {
+    match cloud.octavia.list_members(pool_id, &ListQuery::default()).await {
+        Ok(m) => Ok(Some(m.into_iter().filter_map(actual_member).collect())),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Our pools on the router by name, as (name, id).
+pub async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String, String>> {
+    let own = &cloud.spec.ownership;
+    Ok(cloud
+        .octavia
+        .list_pools(&ListQuery { loadbalancer_id: Some(lb_id.into()), ..ListQuery::default() })
+        .await?
+        .into_iter()
+        .filter(|p: &OctaviaPool| own.owns(&p.tags))
+        .map(|p| (p.name, p.id))
+        .collect())
+}
+
+fn actual_policy(p: L7Policy, rules: Vec<ActualRule>) -> ActualPolicy {
+    ActualPolicy {
+        rules,
+        id: p.id,
+        name: p.name,
+        position: p.position,
+        action: p.action,
+        redirect_pool_id: p.redirect_pool_id,
+        admin_state_up: p.admin_state_up,
+        in_error: p.provisioning_status == "ERROR",
+        tags: p.tags,
+    }
+}
+
+fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
+    ActualRule {
+        id: r.id,
+        rule_type: r.rule_type,
+        compare_type: r.compare_type,
+        value: r.value,
+        key: r.key.filter(|k| !k.is_empty()),
+        invert: r.invert,
+    }
+}
+
+/// An Octavia member as the diff sees it (`None` for an address that does not parse, which
+/// Octavia never returns).
+pub fn actual_member(m: Member) -> Option<ActualMember> {
+    Some(ActualMember {
+        address: m.address.parse().ok()?,
+        id: m.id,
+        name: m.name,
+        protocol_port: m.protocol_port,
+        weight: m.weight,
+        backup: m.backup,
+        admin_state_up: m.admin_state_up,
+        tags: m.tags,
+        in_error: m.provisioning_status == "ERROR",
+    })
+}
+
+/// A pool's health monitor: ours as listed (tagged), or one not in our tagged listing, which is
+/// someone else's monitor on our pool and is left alone (an empty spec marks it).
+fn actual_health_monitor(id: &str, listed: Option<&HealthMonitor>) -> ActualHealthMonitor {
+    match listed {
+        Some(h) => {
+            let http = h.monitor_type.starts_with("HTTP");
+            ActualHealthMonitor {
+                id: h.id.clone(),
+                spec: HealthMonitorSpec {
+                    monitor_type: h.monitor_type.clone(),
+                    delay: h.delay,
+                    timeout: h.timeout,
+                    max_retries: h.max_retries,
+                    url_path: h.url_path.clone().filter(|_| http),
+                    expected_codes: h.expected_codes.clone().filter(|_| http),
+                },
+                tags: h.tags.clone(),
+            }
+        }
+        None => ActualHealthMonitor {
+            id: id.to_string(),
+            spec: HealthMonitorSpec {
+                monitor_type: String::new(),
+                delay: 0,
+                timeout: 0,
+                max_retries: 0,
+                url_path: None,
+                expected_codes: None,
+            },
+            tags: vec![],
+        },
+    }
+}

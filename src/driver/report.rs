@@ -1,0 +1,73 @@
+//! What the driver tells its callers: the report of a convergence, the outcome of a member
+//! update, and the router as read back for `show`.
+
+use super::actual::ActualRouter;
+use crate::openstack::octavia::LoadBalancer;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// One write that was made, for the `apply` transcript and the benchmarks.
+#[derive(Clone, Debug)]
+pub struct WriteRecord {
+    pub kind: &'static str,
+    pub description: String,
+    /// From sending the write to the router being ACTIVE again.
+    pub duration: Duration,
+}
+
+/// The outcome of one convergence.
+#[derive(Clone, Debug, Default)]
+pub struct ConvergeReport {
+    pub lb_id: String,
+    pub listener_id: String,
+    pub created_router: bool,
+    pub writes: Vec<WriteRecord>,
+    /// What the operator should know: things left alone because they are not ours (see
+    /// [`super::plan::Conflict`]), copies deleted, objects in ERROR replaced.
+    pub conflicts: Vec<String>,
+    /// The router's public address: the floating IP, else the VIP.
+    pub address: Option<IpAddr>,
+    pub vip_address: Option<IpAddr>,
+    pub floating_ip: Option<IpAddr>,
+    /// HTTP requests to Octavia and Neutron during the convergence (reads and writes).
+    pub requests: u64,
+    /// Read → plan → write rounds (1, or more when the writes were read back; see
+    /// `Router::converge`).
+    pub rounds: usize,
+    pub elapsed: Duration,
+}
+
+impl ConvergeReport {
+    /// Writes by kind, sorted by kind.
+    pub fn writes_by_kind(&self) -> BTreeMap<&'static str, usize> {
+        let mut m = BTreeMap::new();
+        for w in &self.writes {
+            *m.entry(w.kind).or_default() += 1;
+        }
+        m
+    }
+}
+
+/// What `Router::set_members` did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MembersChange {
+    /// The pool already had exactly these members: no write.
+    Unchanged,
+    /// One batch member update was made (and the router is ACTIVE again).
+    Updated,
+    /// The pool does not exist on the router (yet): only a full convergence can create it.
+    PoolMissing,
+}
+
+/// The router as Octavia has it, read back (not planned), for `show`.
+#[derive(Clone, Debug)]
+pub struct RouterSnapshot {
+    pub lb: LoadBalancer,
+    /// The floating IP on the VIP port, if any.
+    pub floating_ip: Option<String>,
+    /// The HTTP listener on the configured port, (id, port) (`None`: the router has none yet).
+    pub listener: Option<(String, u16)>,
+    /// The listener's policies and the router's pools (`None` without a listener).
+    pub actual: Option<ActualRouter>,
+}

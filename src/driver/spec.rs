@@ -1,0 +1,42 @@
+//! What the router should be, from `[octavia_defaults]`, `[neutron_defaults]` and `[kubernetes]`.
+
+use super::actual::HealthMonitorSpec;
+use super::ownership::Ownership;
+use super::plan::DiffOptions;
+use std::net::IpAddr;
+use std::time::Duration;
+
+/// What the router should be, from `[octavia_defaults]`, `[neutron_defaults]` and `[kubernetes]`.
+#[derive(Clone, Debug)]
+pub struct RouterSpec {
+    pub name: String,
+    /// Adopt this load balancer (created by devstack or an admin) instead of finding ours by name.
+    pub uuid: Option<String>,
+    /// VIP subnet; needed only to create the router.
+    pub vip_subnet_id: Option<String>,
+    pub availability_zone: Option<String>,
+    pub provider: Option<String>,
+    pub listener_port: u16,
+    /// Build a new router in one fully-populated create (else one write per object).
+    pub fully_populated_create: bool,
+    /// `[neutron_defaults] l7_router_ip`: an existing floating IP to put on the VIP.
+    pub floating_ip: Option<IpAddr>,
+    /// `[neutron_defaults] external_svc_subnet`: where to allocate a floating IP otherwise.
+    pub external_svc_subnet: Option<String>,
+    pub ownership: Ownership,
+    pub health_monitor: Option<HealthMonitorSpec>,
+    pub create_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+impl RouterSpec {
+    /// The part of the spec the pure diff needs.
+    pub fn diff_options(&self) -> DiffOptions {
+        DiffOptions { ownership: self.ownership.clone(), health_monitor: self.health_monitor.clone() }
+    }
+
+    /// The name of the router's HTTP listener, when we create it.
+    pub fn http_listener_name(&self) -> String {
+        format!("{}-http", self.name)
+    }
+}

@@ -1,0 +1,91 @@
+//! Test doubles for the tests in `tests/` and the demos: not used by the controller itself.
+//! A plain public module (not a cargo feature) so that `cargo test` needs no extra flag.
+
+use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
+use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members, plan_writes};
+use crate::driver::sim::Simulator;
+use crate::driver::{ConvergeReport, WriteRecord};
+use crate::model::{DesiredRouter, Pool};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// [`RouterBackend`] on the driver's [`Simulator`]: plans with the real diff and applies the
+/// writes as Octavia would, without a cloud. `fail` makes the next calls fail.
+pub struct SimBackend {
+    pub state: Arc<Mutex<Simulator>>,
+    pub opts: DiffOptions,
+    pub address: Option<std::net::IpAddr>,
+    pub fail: Arc<Mutex<Option<WriteError>>>,
+    /// Artificial duration of each job, to observe coalescing.
+    pub delay: Duration,
+}
+
+impl SimBackend {
+    pub fn new(opts: DiffOptions, address: Option<std::net::IpAddr>) -> Self {
+        let mut sim = Simulator::default();
+        sim.router.listener =
+            ActualListener { id: "listener".into(), default_pool_id: None, tags: opts.ownership.router_tags() };
+        Self {
+            state: Arc::new(Mutex::new(sim)),
+            opts,
+            address,
+            fail: Arc::new(Mutex::new(None)),
+            delay: Duration::ZERO,
+        }
+    }
+
+    /// A copy of the simulated router.
+    pub fn actual(&self) -> ActualRouter {
+        self.state.lock().expect("sim lock").router.clone()
+    }
+
+    /// The artificial delay, then the injected failure if any.
+    async fn before_job(&self) -> Result<(), WriteError> {
+        if !self.delay.is_zero() {
+            tokio::time::sleep(self.delay).await;
+        }
+        match self.fail.lock().expect("sim lock").clone() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+impl RouterBackend for SimBackend {
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        self.before_job().await?;
+        let mut sim = self.state.lock().expect("sim lock");
+        let plan = plan_writes(desired, &sim.router, &self.opts);
+        sim.apply_all(&plan.writes).map_err(|e| WriteError::new("sim", e))?;
+        Ok(ConvergeReport {
+            lb_id: "sim-router".into(),
+            listener_id: "listener".into(),
+            writes: plan
+                .writes
+                .iter()
+                .map(|w| WriteRecord { kind: w.kind(), description: w.to_string(), duration: Duration::ZERO })
+                .collect(),
+            conflicts: plan.conflicts.into_iter().map(|c| c.message).collect(),
+            address: self.address,
+            vip_address: self.address,
+            ..ConvergeReport::default()
+        })
+    }
+
+    async fn set_members(&self, pool: &Pool) -> MembersResult {
+        self.before_job().await?;
+        let mut sim = self.state.lock().expect("sim lock");
+        let Some(actual) =
+            sim.router.pools.iter().find(|p| p.name == pool.name && self.opts.ownership.owns(&p.tags)).cloned()
+        else {
+            return Ok(MembersOutcome::PoolMissing);
+        };
+        match plan_members(pool, &actual, &self.opts) {
+            None => Ok(MembersOutcome::Unchanged),
+            Some(w) => {
+                sim.apply(&w).map_err(|e| WriteError::new("sim", e))?;
+                Ok(MembersOutcome::Updated)
+            }
+        }
+    }
+}
