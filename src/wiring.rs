@@ -95,6 +95,8 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         health_monitor: health_monitor(s),
         create_timeout: o.lb_create_timeout,
         write_timeout: o.write_timeout,
+        insert_forwarded_headers: o.insert_forwarded_headers,
+        secret_read_users: Vec::new(),
     }
 }
 
@@ -126,7 +128,10 @@ pub fn router(s: &Settings) -> Result<Router, crate::openstack::Error> {
 /// [`router`] with an `observer` of every request (see [`clients_observed`]).
 pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Router, crate::openstack::Error> {
     let (octavia, neutron) = clients_observed(s, observer)?;
-    Ok(Router::new(octavia, neutron, router_spec(s)))
+    // Same session (token, catalog): Barbican is found in the catalog when a certificate is
+    // first stored, so clouds without it work until an Ingress asks for TLS.
+    let barbican = crate::openstack::Barbican::new(octavia.session().clone());
+    Ok(Router::new(octavia, neutron, router_spec(s)).with_barbican(barbican))
 }
 
 /// `[kubernetes]` and `[octavia_defaults]` as translation options. The router's VIP family is

@@ -413,6 +413,8 @@ fn foreign_objects_are_never_written() {
         position: 1,
         action: "REDIRECT_TO_POOL".into(),
         redirect_pool_id: Some("foreign-pool".into()),
+        redirect_prefix: None,
+        redirect_http_code: None,
         admin_state_up: true,
         rules: vec![ActualRule {
             id: "foreign-rule".into(),
@@ -541,7 +543,8 @@ proptest! {
         let mut router = empty_router();
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
-            redirect_pool_id: None, admin_state_up: true, rules: vec![], tags: vec![], in_error: false,
+            redirect_pool_id: None, redirect_prefix: None, redirect_http_code: None, admin_state_up: true,
+            rules: vec![], tags: vec![], in_error: false,
         });
         let mut sim = Simulator::new(router);
         converge(&mut sim, &first, &opts());

@@ -23,6 +23,8 @@ fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
         health_monitor: hm,
         create_timeout: Duration::from_secs(1),
         write_timeout: Duration::from_secs(1),
+        insert_forwarded_headers: true,
+        secret_read_users: vec![],
     }
 }
 

@@ -60,6 +60,8 @@ pub async fn local_router(prefix: &str, tag: &str) -> Router {
         health_monitor: None,
         create_timeout: Duration::from_secs(300),
         write_timeout: Duration::from_secs(180),
+        insert_forwarded_headers: true,
+        secret_read_users: vec![],
     };
     Router::new(octavia, neutron, spec)
 }

@@ -26,6 +26,9 @@ pub struct ActualPolicy {
     pub position: u32,
     pub action: String,
     pub redirect_pool_id: Option<String>,
+    /// REDIRECT_PREFIX policies (HTTP→HTTPS redirects).
+    pub redirect_prefix: Option<String>,
+    pub redirect_http_code: Option<u16>,
     pub admin_state_up: bool,
     pub rules: Vec<ActualRule>,
     pub tags: Vec<String>,

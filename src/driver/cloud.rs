@@ -4,12 +4,14 @@
 
 use super::error::{DriverError, Result};
 use super::spec::RouterSpec;
-use crate::openstack::{Error as OsError, Neutron, Octavia};
+use crate::openstack::{Barbican, Error as OsError, Neutron, Octavia};
 
 #[derive(Clone, Debug)]
 pub struct Cloud {
     pub octavia: Octavia,
     pub neutron: Neutron,
+    /// Where TLS certificates are stored; None when the cloud has no key manager.
+    pub barbican: Option<Barbican>,
     pub spec: RouterSpec,
 }
 

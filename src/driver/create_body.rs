@@ -86,6 +86,7 @@ pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
         name: Some(spec.http_listener_name()),
         protocol: "HTTP".into(),
         protocol_port: spec.listener_port,
+        insert_headers: super::https::forwarded_headers(spec.insert_forwarded_headers),
         tags: spec.ownership.router_tags(),
         ..ListenerCreate::default()
     }

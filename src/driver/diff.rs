@@ -21,10 +21,10 @@ pub use super::actual::{
 };
 pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
 pub use super::plan::{
-    Conflict, DiffOptions, MemberSpec, PolicyRef, PoolRef, Write, WritePlan, compare_type_str, member_spec,
-    rule_type_str,
+    Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, Write, WritePlan,
+    compare_type_str, member_spec, rule_type_str,
 };
-use crate::model::{DesiredRouter, Member, Policy, Pool, Rule};
+use crate::model::{DesiredRouter, KubeRef, Member, Policy, Pool, Redirect, Rule};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -84,7 +84,11 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
         }
     }
 
-    plan_listener_policies(&desired.policies, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
+    // Routes, then redirects: haproxy runs every redirect before any route whatever the order, so
+    // redirects go last, where adding or removing one moves no route.
+    let wanted: Vec<Wanted<'_>> =
+        desired.policies.iter().map(Wanted::route).chain(desired.redirects.iter().map(Wanted::redirect)).collect();
+    plan_listener_policies(&wanted, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
 
     // Listener default pool: only on a listener we created.
     let want_default = desired.default_pool.as_deref().and_then(|n| pool_refs.get(n).cloned());
@@ -115,7 +119,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     }
 
     // Deletes last: stale policies, then pools nothing references any more.
-    let desired_policy_names: BTreeSet<&str> = desired.policies.iter().map(|p| p.name.as_str()).collect();
+    let desired_policy_names: BTreeSet<&str> = wanted.iter().map(|w| w.name).collect();
     let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
     for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
         if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(p.id.as_str()) {
@@ -287,7 +291,7 @@ fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
 /// (deleted at the end of the plan) do not take a slot: where one sits between two kept ones, the
 /// kept ones are already in order and need no move.
 fn plan_listener_policies(
-    desired: &[Policy],
+    desired: &[Wanted<'_>],
     actual: &[ActualPolicy],
     own: &Ownership,
     ours: &BTreeMap<&str, &ActualPolicy>,
@@ -317,9 +321,13 @@ fn plan_listener_policies(
     let mut placed = 0usize;
 
     for want in desired {
-        let Some(pool) = pool_refs.get(want.pool.as_str()) else {
-            // Pool is foreign (conflict reported above) or missing from the desired pools.
-            continue;
+        let action = match &want.target {
+            WantedTarget::Pool(name) => match pool_refs.get(name) {
+                Some(pool) => PolicyAction::Pool(pool.clone()),
+                // Pool is foreign (conflict reported above) or missing from the desired pools.
+                None => continue,
+            },
+            WantedTarget::Redirect(r) => PolicyAction::Redirect(r.clone()),
         };
         while cursor < keys.len() && (moved[cursor] || stale(&keys[cursor])) {
             if !moved[cursor] {
@@ -328,38 +336,39 @@ fn plan_listener_policies(
             cursor += 1;
         }
         let position = (placed + stale_before + 1) as u32;
-        let tags = own.tags_for(&want.owner);
-        match ours.get(want.name.as_str()) {
+        let tags = own.tags_for(want.owner);
+        match ours.get(want.name) {
             None => {
                 let multi = want.rules.len() > 1;
                 plan.writes.push(Write::CreatePolicy {
-                    name: want.name.clone(),
+                    name: want.name.to_string(),
                     position,
-                    pool: pool.clone(),
+                    action,
                     admin_state_up: !multi,
                     description: want.description.clone(),
                     tags: tags.clone(),
                 });
-                for rule in &want.rules {
+                for rule in want.rules {
                     plan.writes.push(Write::CreateRule {
-                        policy: PolicyRef::New(want.name.clone()),
-                        policy_name: want.name.clone(),
+                        policy: PolicyRef::New(want.name.to_string()),
+                        policy_name: want.name.to_string(),
                         rule: rule.clone(),
                         tags: tags.clone(),
                     });
                 }
                 if multi {
                     plan.writes.push(Write::UpdatePolicy {
-                        policy: PolicyRef::New(want.name.clone()),
-                        name: want.name.clone(),
+                        policy: PolicyRef::New(want.name.to_string()),
+                        name: want.name.to_string(),
                         position: None,
                         pool: None,
+                        redirect: None,
                         admin_state_up: Some(true),
                     });
                 }
             }
             Some(have) => {
-                plan_rules(want, have, &tags, &mut plan.writes);
+                plan_rules(want.name, want.rules, have, &tags, &mut plan.writes);
                 // Not placed yet, so at or after the cursor.
                 let current = index_of[format!("ours:{}", want.name).as_str()];
                 let in_place = current == cursor;
@@ -369,18 +378,28 @@ fn plan_listener_policies(
                     moved[current] = true;
                 }
                 let move_to = (!in_place).then_some(position);
-                let pool_change = match pool {
-                    PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
-                    PoolRef::New(_) => true,
-                }
-                .then(|| pool.clone());
+                let (pool_change, redirect_change) = match action {
+                    PolicyAction::Pool(pool) => {
+                        let differs = match &pool {
+                            PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
+                            PoolRef::New(_) => true,
+                        };
+                        (differs.then_some(pool), None)
+                    }
+                    PolicyAction::Redirect(r) => {
+                        let differs = have.redirect_prefix.as_deref() != Some(r.prefix.as_str())
+                            || have.redirect_http_code != Some(r.code);
+                        (None, differs.then_some(r))
+                    }
+                };
                 let enable = (!have.admin_state_up).then_some(true);
-                if move_to.is_some() || pool_change.is_some() || enable.is_some() {
+                if move_to.is_some() || pool_change.is_some() || redirect_change.is_some() || enable.is_some() {
                     plan.writes.push(Write::UpdatePolicy {
                         policy: PolicyRef::Id(have.id.clone()),
-                        name: want.name.clone(),
+                        name: want.name.to_string(),
                         position: move_to,
                         pool: pool_change,
+                        redirect: redirect_change,
                         admin_state_up: enable,
                     });
                 }
@@ -390,14 +409,51 @@ fn plan_listener_policies(
     }
 }
 
+/// One policy wanted on a listener: a route to a pool, or an HTTP→HTTPS redirect.
+struct Wanted<'a> {
+    name: &'a str,
+    rules: &'a [Rule],
+    owner: &'a KubeRef,
+    description: String,
+    target: WantedTarget<'a>,
+}
+
+enum WantedTarget<'a> {
+    /// A pool of the desired router, by name.
+    Pool(&'a str),
+    Redirect(PrefixRedirect),
+}
+
+impl<'a> Wanted<'a> {
+    fn route(p: &'a Policy) -> Self {
+        Self {
+            name: &p.name,
+            rules: &p.rules,
+            owner: &p.owner,
+            description: p.description.clone(),
+            target: WantedTarget::Pool(&p.pool),
+        }
+    }
+
+    fn redirect(r: &'a Redirect) -> Self {
+        Self {
+            name: &r.name,
+            rules: &r.rules,
+            owner: &r.owner,
+            description: format!("{} redirect to HTTPS", r.host),
+            target: WantedTarget::Redirect(PrefixRedirect { prefix: r.prefix.clone(), code: r.code }),
+        }
+    }
+}
+
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
-fn plan_rules(want: &Policy, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
+fn plan_rules(name: &str, rules: &[Rule], have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();
     let mut missing: Vec<&Rule> = Vec::new();
-    for w in &want.rules {
+    for w in rules {
         match unmatched_have.iter().position(|h| rule_matches(w, h)) {
             Some(i) => {
                 unmatched_have.remove(i);
@@ -412,13 +468,13 @@ fn plan_rules(want: &Policy, have: &ActualPolicy, tags: &[String], writes: &mut 
             writes.push(Write::UpdateRule {
                 policy_id: have.id.clone(),
                 rule_id: h.id.clone(),
-                policy_name: want.name.clone(),
+                policy_name: name.to_string(),
                 rule: rule.clone(),
             });
         } else {
             writes.push(Write::CreateRule {
                 policy: PolicyRef::Id(have.id.clone()),
-                policy_name: want.name.clone(),
+                policy_name: name.to_string(),
                 rule: rule.clone(),
                 tags: tags.to_vec(),
             });
@@ -428,7 +484,7 @@ fn plan_rules(want: &Policy, have: &ActualPolicy, tags: &[String], writes: &mut 
         writes.push(Write::DeleteRule {
             policy_id: have.id.clone(),
             rule_id: h.id.clone(),
-            policy_name: want.name.clone(),
+            policy_name: name.to_string(),
         });
     }
 }

@@ -27,6 +27,16 @@ pub enum DriverError {
         "[neutron_defaults] l7_router_ip = {ip} is associated to port {port}, not to the L7 router's VIP port {vip_port}"
     )]
     FloatingIpInUse { ip: IpAddr, port: String, vip_port: String },
+    #[error("Ingresses have TLS but the cloud has no key-manager (Barbican) endpoint to store certificates in")]
+    NoKeyManager,
+    #[error("Barbican: {source}")]
+    KeyManager {
+        #[source]
+        source: OsError,
+    },
+    /// A certificate that translated fine could not be bundled (never expected).
+    #[error("certificate: {0}")]
+    Certificate(String),
     #[error("write failed: {write}: {source}")]
     Write {
         write: String,
@@ -45,6 +55,7 @@ impl DriverError {
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",
             DriverError::FloatingIpNotFound(_) | DriverError::FloatingIpInUse { .. } => "floating_ip",
+            DriverError::NoKeyManager | DriverError::KeyManager { .. } | DriverError::Certificate(_) => "barbican",
         }
     }
 }

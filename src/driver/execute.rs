@@ -4,7 +4,7 @@
 use super::cloud::Cloud;
 use super::create_body::{health_monitor_create, member_create, rule_create};
 use super::error::{DriverError, Result};
-use super::plan::{MemberSpec, PolicyRef, PoolRef, Write, WritePlan};
+use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write, WritePlan};
 use super::report::{ConvergeReport, WriteRecord};
 use crate::openstack::Error as OsError;
 use crate::openstack::octavia::{
@@ -123,14 +123,20 @@ async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<
             .await?;
         }
         Write::DeleteHealthMonitor { id, .. } => o.delete_health_monitor(id).await?,
-        Write::CreatePolicy { name, position, pool, admin_state_up, description, tags } => {
+        Write::CreatePolicy { name, position, action, admin_state_up, description, tags } => {
+            let (action, redirect_pool_id, redirect_prefix, redirect_http_code) = match action {
+                PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(pool_id(pool)), None, None),
+                PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.prefix.clone()), Some(r.code)),
+            };
             let p = o
                 .create_l7policy(&L7PolicyCreate {
                     name: Some(name.clone()),
                     description: Some(description.clone()),
                     listener_id: Some(target.listener_id.into()),
-                    action: "REDIRECT_TO_POOL".into(),
-                    redirect_pool_id: Some(pool_id(pool)),
+                    action: action.into(),
+                    redirect_pool_id,
+                    redirect_prefix,
+                    redirect_http_code,
                     position: Some(*position),
                     admin_state_up: Some(*admin_state_up),
                     tags: tags.clone(),
@@ -146,12 +152,14 @@ async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<
             o.update_l7rule(policy_id, rule_id, &rule_create(rule, &[])).await?;
         }
         Write::DeleteRule { policy_id, rule_id, .. } => o.delete_l7rule(policy_id, rule_id).await?,
-        Write::UpdatePolicy { policy, position, pool, admin_state_up, .. } => {
+        Write::UpdatePolicy { policy, position, pool, redirect, admin_state_up, .. } => {
             o.update_l7policy(
                 &policy_id(policy),
                 &L7PolicyUpdate {
                     position: *position,
                     redirect_pool_id: pool.as_ref().map(pool_id),
+                    redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
+                    redirect_http_code: redirect.as_ref().map(|r| r.code),
                     admin_state_up: *admin_state_up,
                     ..L7PolicyUpdate::default()
                 },

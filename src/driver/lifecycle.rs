@@ -10,7 +10,7 @@ use super::floating_ip;
 use super::report::{ConvergeReport, WriteRecord};
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::octavia::{Listener, ListenerCreate, LoadBalancer, LoadBalancerCreate};
+use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate, LoadBalancer, LoadBalancerCreate};
 use crate::openstack::{Error as OsError, ListQuery};
 use std::time::Instant;
 
@@ -258,7 +258,7 @@ pub async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Opti
 /// The router's HTTP listener: ours, else an adopted one on the same port, else created.
 pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut ConvergeReport) -> Result<Listener> {
     if let Some(l) = find_http_listener(cloud, lb).await? {
-        return Ok(l);
+        return update_headers(cloud, lb, l, report).await;
     }
     let body = ListenerCreate { loadbalancer_id: Some(lb.id.clone()), ..http_listener_create(&cloud.spec) };
     let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
@@ -271,4 +271,29 @@ pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut
     cloud.octavia.wait_active(&lb.id, cloud.spec.write_timeout).await?;
     report.writes.push(WriteRecord { kind: "create_listener", description, duration: t.elapsed() });
     Ok(l)
+}
+
+/// Our HTTP listener's `insert_headers` made equal to the configured ones (one PUT when they
+/// differ, e.g. after an upgrade that turned them on); an adopted listener is left as it is.
+async fn update_headers(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    l: Listener,
+    report: &mut ConvergeReport,
+) -> Result<Listener> {
+    let want = super::https::forwarded_headers(cloud.spec.insert_forwarded_headers);
+    if !cloud.spec.ownership.owns(&l.tags) || super::https::headers_match(l.insert_headers.as_ref(), &want) {
+        return Ok(l);
+    }
+    let description = format!("update HTTP listener {}: insert_headers {:?}", l.id, want.clone().unwrap_or_default());
+    let t = Instant::now();
+    let update = ListenerUpdate { insert_headers: Some(want.unwrap_or_default()), ..ListenerUpdate::default() };
+    let updated = cloud
+        .octavia
+        .update_listener(&l.id, &update)
+        .await
+        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    cloud.settle(&lb.id).await?;
+    report.writes.push(WriteRecord { kind: "update_listener", description, duration: t.elapsed() });
+    Ok(updated)
 }

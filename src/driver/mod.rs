@@ -17,6 +17,7 @@ pub mod diff;
 pub mod error;
 pub mod execute;
 pub mod floating_ip;
+pub mod https;
 pub mod lifecycle;
 pub mod ownership;
 pub mod plan;

@@ -33,6 +33,22 @@ pub enum PoolRef {
     New(String),
 }
 
+/// An HTTP→HTTPS redirect: Octavia's REDIRECT_PREFIX with `redirect_http_code`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PrefixRedirect {
+    pub prefix: String,
+    pub code: u16,
+}
+
+/// What a policy does with the requests its rules match.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicyAction {
+    /// REDIRECT_TO_POOL.
+    Pool(PoolRef),
+    /// REDIRECT_PREFIX.
+    Redirect(PrefixRedirect),
+}
+
 /// A policy that exists (by id) or is created earlier in the same plan (by name).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicyRef {
@@ -95,7 +111,7 @@ pub enum Write {
     CreatePolicy {
         name: String,
         position: u32,
-        pool: PoolRef,
+        action: PolicyAction,
         admin_state_up: bool,
         description: String,
         tags: Vec<String>,
@@ -122,6 +138,7 @@ pub enum Write {
         name: String,
         position: Option<u32>,
         pool: Option<PoolRef>,
+        redirect: Option<PrefixRedirect>,
         admin_state_up: Option<bool>,
     },
     DeletePolicy {
@@ -172,9 +189,13 @@ impl std::fmt::Display for Write {
             }
             Write::UpdateHealthMonitor { pool_name, .. } => write!(f, "update health monitor of pool {pool_name}"),
             Write::DeleteHealthMonitor { pool_name, .. } => write!(f, "delete health monitor of pool {pool_name}"),
-            Write::CreatePolicy { name, position, admin_state_up, .. } => write!(
+            Write::CreatePolicy { name, position, admin_state_up, action, .. } => write!(
                 f,
-                "create policy {name} at position {position}{}",
+                "create policy {name} at position {position}{}{}",
+                match action {
+                    PolicyAction::Pool(_) => String::new(),
+                    PolicyAction::Redirect(r) => format!(" redirecting to {} ({})", r.prefix, r.code),
+                },
                 if *admin_state_up { "" } else { " (disabled until its rules exist)" }
             ),
             Write::CreateRule { policy_name, rule, .. } => write!(
@@ -192,13 +213,16 @@ impl std::fmt::Display for Write {
                 rule.value
             ),
             Write::DeleteRule { policy_name, rule_id, .. } => write!(f, "delete rule {rule_id} of {policy_name}"),
-            Write::UpdatePolicy { name, position, pool, admin_state_up, .. } => {
+            Write::UpdatePolicy { name, position, pool, redirect, admin_state_up, .. } => {
                 write!(f, "update policy {name}:")?;
                 if let Some(p) = position {
                     write!(f, " position={p}")?;
                 }
                 if let Some(p) = pool {
                     write!(f, " pool={}", pool_ref_label(p))?;
+                }
+                if let Some(r) = redirect {
+                    write!(f, " redirect={} ({})", r.prefix, r.code)?;
                 }
                 if let Some(e) = admin_state_up {
                     write!(f, " enabled={e}")?;

@@ -21,6 +21,8 @@ pub struct WriteRecord {
 pub struct ConvergeReport {
     pub lb_id: String,
     pub listener_id: String,
+    /// The TERMINATED_HTTPS listener, once any Ingress has TLS.
+    pub https_listener_id: Option<String>,
     pub created_router: bool,
     pub writes: Vec<WriteRecord>,
     /// What the operator should know: things left alone because they are not ours (see

@@ -14,10 +14,10 @@ use super::cloud::Cloud;
 use super::diff::{plan_members, plan_writes};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
-use super::{execute, floating_ip, lifecycle, read};
+use super::{execute, floating_ip, https, lifecycle, read};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
-use crate::openstack::{Neutron, Octavia};
+use crate::openstack::{Barbican, Neutron, Octavia};
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -53,11 +53,21 @@ const MAX_ROUNDS: usize = 3;
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
         Self {
-            cloud: Cloud { octavia, neutron, spec },
+            cloud: Cloud { octavia, neutron, barbican: None, spec },
             verified: Default::default(),
             reads: Default::default(),
             pool_ids: Default::default(),
         }
+    }
+
+    /// Store TLS certificates in this Barbican (the HTTPS listener needs it).
+    pub fn with_barbican(mut self, barbican: Barbican) -> Self {
+        self.cloud.barbican = Some(barbican);
+        self
+    }
+
+    pub fn barbican(&self) -> Option<&Barbican> {
+        self.cloud.barbican.as_ref()
     }
 
     pub fn octavia(&self) -> &Octavia {
@@ -131,10 +141,31 @@ impl Router {
         report.lb_id = lb.id.clone();
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
 
+        let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &mut report).await?;
         let listener = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
-        if !report.created_router {
-            self.converge_children(desired, &lb, listener, &mut report).await?;
+        // A router created fully populated has everything but its HTTPS side and redirects.
+        if !report.created_router || desired.https.is_some() || !desired.redirects.is_empty() {
+            let http = https::http_view(desired, &phase);
+            self.converge_children(&http, &lb, listener, &mut report).await?;
+        }
+        // The HTTP side is converged either way; an HTTPS side that waits for Barbican fails the
+        // convergence at the end, so that it is retried and reported.
+        let mut deferred = None;
+        match &mut phase {
+            https::Phase::Off => {}
+            https::Phase::Unavailable { error, .. } => {
+                deferred = Some(std::mem::replace(error, DriverError::NoKeyManager));
+            }
+            https::Phase::Ready(state) => {
+                let want = desired.https.as_ref();
+                if let (Some(l), Some(https)) = (https::ensure_listener(c, &lb, want, state, &mut report).await?, want)
+                {
+                    report.https_listener_id = Some(l.id.clone());
+                    self.converge_children(&https::https_view(desired, https), &lb, l, &mut report).await?;
+                }
+                https::collect_garbage(c, state, &mut report).await?;
+            }
         }
 
         report.floating_ip = floating_ip::ensure(c, &lb).await?;
@@ -144,7 +175,10 @@ impl Router {
         }
         report.requests = c.octavia.session().stats().requests - requests_before;
         report.elapsed = started.elapsed();
-        Ok(report)
+        match deferred {
+            Some(e) => Err(e),
+            None => Ok(report),
+        }
     }
 
     /// Read → plan → write on the router's children, in rounds.

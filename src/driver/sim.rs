@@ -7,8 +7,8 @@
 //! functional tests check the same behaviour against the real Octavia.
 
 use super::diff::{
-    ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, PolicyRef, PoolRef, Write,
-    compare_type_str, rule_type_str,
+    ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, PolicyAction, PolicyRef,
+    PoolRef, Write, compare_type_str, rule_type_str,
 };
 
 /// Applies writes to a snapshot, handing out ids `sim-1`, `sim-2`, ...
@@ -161,8 +161,11 @@ impl Simulator {
                     }
                 }
             }
-            Write::CreatePolicy { name, position, pool, admin_state_up, tags, .. } => {
-                let pid = self.pool_id(pool)?;
+            Write::CreatePolicy { name, position, action, admin_state_up, tags, .. } => {
+                let (action, redirect_pool_id, redirect) = match action {
+                    PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(self.pool_id(pool)?), None),
+                    PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.clone())),
+                };
                 let id = self.id();
                 let at = (*position as usize).saturating_sub(1).min(self.router.policies.len());
                 self.router.policies.insert(
@@ -171,8 +174,10 @@ impl Simulator {
                         id,
                         name: name.clone(),
                         position: *position,
-                        action: "REDIRECT_TO_POOL".into(),
-                        redirect_pool_id: Some(pid),
+                        action: action.into(),
+                        redirect_pool_id,
+                        redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
+                        redirect_http_code: redirect.as_ref().map(|r| r.code),
                         admin_state_up: *admin_state_up,
                         rules: vec![],
                         tags: tags.clone(),
@@ -213,11 +218,15 @@ impl Simulator {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
                 self.router.policies[i].rules.retain(|r| &r.id != rule_id);
             }
-            Write::UpdatePolicy { policy, position, pool, admin_state_up, .. } => {
+            Write::UpdatePolicy { policy, position, pool, redirect, admin_state_up, .. } => {
                 let i = self.policy_index(policy)?;
                 if let Some(pool) = pool {
                     let pid = self.pool_id(pool)?;
                     self.router.policies[i].redirect_pool_id = Some(pid);
+                }
+                if let Some(r) = redirect {
+                    self.router.policies[i].redirect_prefix = Some(r.prefix.clone());
+                    self.router.policies[i].redirect_http_code = Some(r.code);
                 }
                 if let Some(up) = admin_state_up {
                     self.router.policies[i].admin_state_up = *up;

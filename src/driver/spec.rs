@@ -27,6 +27,11 @@ pub struct RouterSpec {
     pub health_monitor: Option<HealthMonitorSpec>,
     pub create_timeout: Duration,
     pub write_timeout: Duration,
+    /// X-Forwarded-For/Port/Proto on both listeners.
+    pub insert_forwarded_headers: bool,
+    /// Keystone user ids given read access to our Barbican secrets (Octavia's service user, where
+    /// the cloud's Octavia does not add itself to the secret's ACL).
+    pub secret_read_users: Vec<String>,
 }
 
 impl RouterSpec {

@@ -64,6 +64,10 @@ pub struct Listener {
     pub operating_status: String,
     pub tags: Vec<String>,
     pub insert_headers: Option<Value>,
+    /// TERMINATED_HTTPS: the Barbican secret served when SNI matches no other.
+    pub default_tls_container_ref: Option<String>,
+    /// TERMINATED_HTTPS: one Barbican secret per SNI certificate.
+    pub sni_container_refs: Vec<String>,
     pub timeout_client_data: Option<u32>,
     pub timeout_member_connect: Option<u32>,
     pub timeout_member_data: Option<u32>,
@@ -117,6 +121,8 @@ pub struct L7Policy {
     pub action: String,
     pub redirect_pool_id: Option<String>,
     pub redirect_url: Option<String>,
+    pub redirect_prefix: Option<String>,
+    pub redirect_http_code: Option<u16>,
     pub position: u32,
     pub admin_state_up: bool,
     pub rules: Vec<IdRef>,
@@ -226,6 +232,10 @@ pub struct ListenerCreate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub insert_headers: Option<std::collections::BTreeMap<String, String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_tls_container_ref: Option<String>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sni_container_refs: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_client_data: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub timeout_member_data: Option<u32>,
@@ -242,6 +252,13 @@ pub struct ListenerUpdate {
     /// `Some(None)` clears the default pool (sends `null`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub default_pool_id: Option<Option<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub insert_headers: Option<std::collections::BTreeMap<String, String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub default_tls_container_ref: Option<String>,
+    /// Replaces the whole list (one PUT switches every certificate of a rotation).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sni_container_refs: Option<Vec<String>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tags: Option<Vec<String>>,
 }
@@ -322,6 +339,12 @@ pub struct L7PolicyCreate {
     pub redirect_pool: Option<NameRef>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_url: Option<String>,
+    /// REDIRECT_PREFIX: haproxy appends the request's path and query.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_prefix: Option<String>,
+    /// 301, 302, 303, 307 or 308 (API 2.9).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_http_code: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
     /// A policy created disabled is not rendered until enabled (see driver::diff).
@@ -345,6 +368,10 @@ pub struct L7PolicyUpdate {
     pub action: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_pool_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_prefix: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub redirect_http_code: Option<u16>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub position: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]

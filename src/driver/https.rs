@@ -1,0 +1,303 @@
+//! The HTTPS side of the router: the certificates in Barbican and the TERMINATED_HTTPS listener.
+//!
+//! A convergence runs it in two phases around the HTTP listener's plan:
+//! 1. [`prepare`]: list our secrets, store every certificate content that is new. This comes
+//!    first because the HTTP listener's redirects are written only for hosts whose certificate
+//!    has something to serve ([`http_view`]).
+//! 2. [`ensure_listener`]: create the listener, or switch its certificates in one PUT; its
+//!    policies follow as an ordinary plan ([`https_view`]); then [`collect_garbage`] deletes the
+//!    secrets nothing uses any more (old contents after a rotation, removed certificates).
+//!
+//! Barbican failures never stop the HTTP side: [`prepare`] gives [`Phase::Unavailable`], the HTTP
+//! listener converges with the redirects it can keep, and the error is returned at the end.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use super::certificates::{
+    CertificatePlan, StoredSecret, garbage, listener_refs, plan_certificates, secret_prefix, secret_uuid,
+};
+use super::cloud::Cloud;
+use super::error::{DriverError, Result};
+use super::lifecycle::choose_listener;
+use super::report::{ConvergeReport, WriteRecord};
+use crate::model::{DesiredRouter, HttpsListener};
+use crate::openstack::ListQuery;
+use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate, LoadBalancer};
+
+/// Octavia's protocol of the HTTPS listener.
+pub const TERMINATED_HTTPS: &str = "TERMINATED_HTTPS";
+
+/// What the first phase found.
+pub enum Phase {
+    /// No Ingress has TLS and nothing of ours is left to remove (or no key manager to look in).
+    Off,
+    /// Barbican could not be read or written: the HTTPS side is left as it is this time.
+    Unavailable {
+        listener: Option<Listener>,
+        error: DriverError,
+    },
+    Ready(Box<HttpsState>),
+}
+
+/// Our secrets, the certificate plan (with the refs of the secrets just created) and the
+/// router's HTTPS listener as found.
+pub struct HttpsState {
+    pub stored: Vec<StoredSecret>,
+    pub plan: CertificatePlan,
+    pub listener: Option<Listener>,
+}
+
+/// The `insert_headers` of both listeners.
+pub fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
+    on.then(|| {
+        ["X-Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Proto"]
+            .into_iter()
+            .map(|h| (h.to_string(), "true".to_string()))
+            .collect()
+    })
+}
+
+/// Whether a listener's `insert_headers` (as Octavia answers them) are `want`.
+pub fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<String, String>>) -> bool {
+    let have: BTreeMap<String, String> = have
+        .and_then(|v| v.as_object())
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| {
+                    let v = v.as_str().map(str::to_ascii_lowercase).or_else(|| v.as_bool().map(|b| b.to_string()))?;
+                    (v == "true").then(|| (k.clone(), v))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    have == want.clone().unwrap_or_default()
+}
+
+async fn https_listener(cloud: &Cloud, lb: &LoadBalancer, port: Option<u16>) -> Result<Option<Listener>> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = cloud.octavia.list_listeners(&q).await?;
+    Ok(match port {
+        Some(port) => choose_listener(&listeners, &cloud.spec, TERMINATED_HTTPS, port).cloned(),
+        // Nothing wanted: only one of ours can be removed, on whatever port it was made.
+        None => listeners.into_iter().find(|l| l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags)),
+    })
+}
+
+/// Phase 1: see the module docs.
+pub async fn prepare(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    desired: Option<&HttpsListener>,
+    report: &mut ConvergeReport,
+) -> Result<Phase> {
+    let listener = https_listener(cloud, lb, desired.map(|d| d.port)).await?;
+    let Some(barbican) = &cloud.barbican else {
+        return Ok(match desired {
+            None => Phase::Off,
+            Some(_) => Phase::Unavailable { listener, error: DriverError::NoKeyManager },
+        });
+    };
+    let stored = match list_ours(cloud, barbican).await {
+        Ok(s) => s,
+        // Nothing wanted and no listener: only leftovers to collect, which can wait.
+        Err(_) if desired.is_none() && listener.is_none() => return Ok(Phase::Off),
+        Err(error) => return Ok(Phase::Unavailable { listener, error }),
+    };
+    let Some(desired) = desired else {
+        return Ok(Phase::Ready(Box::new(HttpsState { stored, plan: CertificatePlan::default(), listener })));
+    };
+    let in_use = listener.as_ref().map(listener_secret_refs).unwrap_or_default();
+    let mut plan = plan_certificates(desired, &cloud.spec.ownership.cluster, &stored, &in_use);
+    let mut stored = stored;
+    for (cert, name) in std::mem::take(&mut plan.create) {
+        let content = desired.certificates[&cert].content.as_ref().expect("only certificates with content are created");
+        let t = Instant::now();
+        let created = store(cloud, barbican, &name, content).await;
+        let secret_ref = match created {
+            Ok(r) => r,
+            Err(error) => return Ok(Phase::Unavailable { listener, error }),
+        };
+        report.writes.push(WriteRecord {
+            kind: "create_secret",
+            description: format!("store certificate {cert} in Barbican ({}, sha256 {})", name, content.fingerprint),
+            duration: t.elapsed(),
+        });
+        stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
+        plan.refs.insert(cert, secret_ref);
+    }
+    Ok(Phase::Ready(Box::new(HttpsState { stored, plan, listener })))
+}
+
+async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Result<Vec<StoredSecret>> {
+    let prefix = secret_prefix(&cloud.spec.ownership.cluster);
+    let listed = barbican.list_secrets(&prefix).await.map_err(|source| DriverError::KeyManager { source })?;
+    Ok(listed
+        .into_iter()
+        .map(|s| StoredSecret {
+            secret_ref: s.secret_ref,
+            name: s.name.unwrap_or_default(),
+            created: s.created.unwrap_or_default(),
+        })
+        .collect())
+}
+
+/// One PKCS#12 secret, readable by the users the operator named (Octavia's service user).
+async fn store(
+    cloud: &Cloud,
+    barbican: &crate::openstack::Barbican,
+    name: &str,
+    content: &crate::model::CertificateContent,
+) -> Result<String> {
+    let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
+    let secret_ref =
+        barbican.create_secret(name, &bundle).await.map_err(|source| DriverError::KeyManager { source })?;
+    if !cloud.spec.secret_read_users.is_empty() {
+        barbican
+            .set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true)
+            .await
+            .map_err(|source| DriverError::KeyManager { source })?;
+    }
+    Ok(secret_ref)
+}
+
+/// Every secret ref a listener holds.
+pub fn listener_secret_refs(l: &Listener) -> Vec<String> {
+    l.default_tls_container_ref.iter().chain(l.sni_container_refs.iter()).cloned().collect()
+}
+
+/// The HTTP listener's desired state: redirects only for hosts whose certificate has something
+/// to serve (a redirect to a host the HTTPS listener cannot serve would break the site).
+pub fn http_view(desired: &DesiredRouter, phase: &Phase) -> DesiredRouter {
+    let servable: BTreeSet<&str> = match phase {
+        Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
+        // Barbican unknown: keep the redirects while an HTTPS listener exists to serve them.
+        Phase::Unavailable { listener: Some(_), .. } => {
+            desired.redirects.iter().map(|r| r.certificate.as_str()).collect()
+        }
+        Phase::Unavailable { listener: None, .. } | Phase::Off => BTreeSet::new(),
+    };
+    DesiredRouter {
+        redirects: desired.redirects.iter().filter(|r| servable.contains(r.certificate.as_str())).cloned().collect(),
+        ..desired.clone()
+    }
+}
+
+/// The HTTPS listener's desired state for the ordinary plan: its policies and default pool, the
+/// same pools (already converged by the HTTP plan, so they cost no write here).
+pub fn https_view(desired: &DesiredRouter, https: &HttpsListener) -> DesiredRouter {
+    DesiredRouter {
+        policies: https.policies.clone(),
+        default_pool: https.default_pool.clone(),
+        pools: desired.pools.clone(),
+        ..DesiredRouter::default()
+    }
+}
+
+/// Phase 2: the listener itself. Returns it when it exists (for its policies' plan); deletes
+/// ours when no Ingress has TLS any more.
+pub async fn ensure_listener(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    desired: Option<&HttpsListener>,
+    state: &mut HttpsState,
+    report: &mut ConvergeReport,
+) -> Result<Option<Listener>> {
+    let Some(desired) = desired else {
+        if let Some(l) = state.listener.take().filter(|l| cloud.spec.ownership.owns(&l.tags)) {
+            let description = format!("delete HTTPS listener {} (no Ingress has TLS)", l.id);
+            write(cloud, lb, "delete_listener", description, report, cloud.octavia.delete_listener(&l.id)).await?;
+        }
+        return Ok(None);
+    };
+    let Some((default_ref, sni)) = listener_refs(desired, &state.plan.refs) else {
+        report.conflicts.push(
+            "no certificate can be served (every TLS Secret is missing or broken and none was stored before): \
+             the HTTPS listener is not created"
+                .into(),
+        );
+        return Ok(state.listener.clone());
+    };
+    let headers = forwarded_headers(cloud.spec.insert_forwarded_headers);
+    let Some(l) = state.listener.clone() else {
+        let body = ListenerCreate {
+            name: Some(format!("{}-https", cloud.spec.name)),
+            loadbalancer_id: Some(lb.id.clone()),
+            protocol: TERMINATED_HTTPS.into(),
+            protocol_port: desired.port,
+            default_tls_container_ref: Some(default_ref),
+            sni_container_refs: sni,
+            insert_headers: headers,
+            tags: cloud.spec.ownership.router_tags(),
+            ..ListenerCreate::default()
+        };
+        let description = format!(
+            "create HTTPS listener on port {} with {} certificate(s)",
+            desired.port,
+            body.sni_container_refs.len()
+        );
+        let created =
+            write(cloud, lb, "create_listener", description, report, cloud.octavia.create_listener(&body)).await?;
+        state.listener = Some(created.clone());
+        return Ok(Some(created));
+    };
+    if !cloud.spec.ownership.owns(&l.tags) {
+        report.conflicts.push(format!(
+            "listener {} on port {} was not created by kuryr-l7-router; its certificates are not changed",
+            l.id, desired.port
+        ));
+        return Ok(Some(l));
+    }
+    let uuids = |refs: &[String]| refs.iter().map(|r| secret_uuid(r).to_string()).collect::<BTreeSet<_>>();
+    let same_default = l.default_tls_container_ref.as_deref().map(secret_uuid) == Some(secret_uuid(&default_ref));
+    let same_sni = uuids(&l.sni_container_refs) == uuids(&sni);
+    let same_headers = headers_match(l.insert_headers.as_ref(), &headers);
+    if same_default && same_sni && same_headers {
+        return Ok(Some(l));
+    }
+    // One PUT switches every certificate at once: haproxy reloads with the new set, so no
+    // handshake finds a certificate missing.
+    let update = ListenerUpdate {
+        default_tls_container_ref: (!same_default || !same_sni).then(|| default_ref.clone()),
+        sni_container_refs: (!same_default || !same_sni).then(|| sni.clone()),
+        insert_headers: (!same_headers).then(|| headers.clone().unwrap_or_default()),
+        ..ListenerUpdate::default()
+    };
+    let description = format!("update HTTPS listener {}: {} certificate(s)", l.id, sni.len());
+    let updated =
+        write(cloud, lb, "update_listener", description, report, cloud.octavia.update_listener(&l.id, &update)).await?;
+    state.listener = Some(updated.clone());
+    Ok(Some(updated))
+}
+
+/// One Octavia write of this file, waited for and recorded.
+async fn write<T>(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    kind: &'static str,
+    description: String,
+    report: &mut ConvergeReport,
+    call: impl std::future::Future<Output = crate::openstack::Result<T>>,
+) -> Result<T> {
+    let t = Instant::now();
+    let out = call.await.map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    cloud.settle(&lb.id).await?;
+    report.writes.push(WriteRecord { kind, description, duration: t.elapsed() });
+    Ok(out)
+}
+
+/// Delete our secrets that the listener does not use (after its last write).
+pub async fn collect_garbage(cloud: &Cloud, state: &HttpsState, report: &mut ConvergeReport) -> Result<()> {
+    let Some(barbican) = &cloud.barbican else { return Ok(()) };
+    let keep = state.listener.as_ref().map(listener_secret_refs).unwrap_or_default();
+    for s in garbage(&cloud.spec.ownership.cluster, &state.stored, &keep) {
+        let t = Instant::now();
+        barbican.delete_secret(&s.secret_ref).await.map_err(|source| DriverError::KeyManager { source })?;
+        report.writes.push(WriteRecord {
+            kind: "delete_secret",
+            description: format!("delete Barbican secret {} ({}): no longer used", s.name, secret_uuid(&s.secret_ref)),
+            duration: t.elapsed(),
+        });
+    }
+    Ok(())
+}
