@@ -44,26 +44,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
-    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
-        plan.conflicts.push(Conflict {
-            message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
-        });
-    }
-    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
-        plan.conflicts.push(Conflict {
-            message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
-        });
-    }
-    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
-        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
-            plan.conflicts.push(Conflict {
-                message: format!(
-                    "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
-                    m.address, m.protocol_port, m.id, p.name
-                ),
-            });
-        }
-    }
+    report_objects_in_error(actual, own, &mut plan);
 
     let mut pool_refs: BTreeMap<&str, PoolRef> = BTreeMap::new();
     for (name, pool) in &desired.pools {
@@ -86,8 +67,48 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
 
     plan_listener_policies(&desired.policies, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
 
-    // Listener default pool: only on a listener we created.
-    let want_default = desired.default_pool.as_deref().and_then(|n| pool_refs.get(n).cloned());
+    plan_default_pool(desired.default_pool.as_deref(), actual, own, &pool_refs, &mut plan);
+
+    // Deletes last: stale policies, then pools nothing references any more.
+    plan_deletes(desired, actual, own, &ours_policies, &ours_pools, &mut plan);
+    plan
+}
+
+/// Our objects in ERROR, reported: Octavia does not retry a failed object, so the plan replaces
+/// (pools, policies) or rewrites (members) them.
+fn report_objects_in_error(actual: &ActualRouter, own: &Ownership, plan: &mut WritePlan) {
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
+            plan.conflicts.push(Conflict {
+                message: format!(
+                    "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
+                    m.address, m.protocol_port, m.id, p.name
+                ),
+            });
+        }
+    }
+}
+
+/// The listener's default pool (`default_pool`: the desired pool's name), changed only on a
+/// listener we created.
+fn plan_default_pool(
+    default_pool: Option<&str>,
+    actual: &ActualRouter,
+    own: &Ownership,
+    pool_refs: &BTreeMap<&str, PoolRef>,
+    plan: &mut WritePlan,
+) {
+    let want_default = default_pool.and_then(|n| pool_refs.get(n).cloned());
     let have_default = actual.listener.default_pool_id.clone();
     let differs = match (&want_default, &have_default) {
         (None, None) => false,
@@ -104,7 +125,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             if !clearing_foreign {
                 plan.writes.push(Write::SetDefaultPool { listener_id: actual.listener.id.clone(), pool: want_default });
             }
-        } else if desired.default_pool.is_some() {
+        } else if default_pool.is_some() {
             plan.conflicts.push(Conflict {
                 message: format!(
                     "listener {} was not created by kuryr-l7-router; its default pool is not changed (Ingress defaultBackend ignored)",
@@ -113,8 +134,18 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             });
         }
     }
+}
 
-    // Deletes last: stale policies, then pools nothing references any more.
+/// The deletes, planned last: our policies no longer desired (or duplicates), then our pools
+/// nothing references any more (or duplicates, or in ERROR).
+fn plan_deletes(
+    desired: &DesiredRouter,
+    actual: &ActualRouter,
+    own: &Ownership,
+    ours_policies: &BTreeMap<&str, &ActualPolicy>,
+    ours_pools: &BTreeMap<&str, &ActualPool>,
+    plan: &mut WritePlan,
+) {
     let desired_policy_names: BTreeSet<&str> = desired.policies.iter().map(|p| p.name.as_str()).collect();
     let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
     for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
@@ -143,7 +174,6 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             }
         }
     }
-    plan
 }
 
 /// Our pools by name, one per name, none in ERROR (Octavia does not retry a failed object: ours
@@ -330,34 +360,7 @@ fn plan_listener_policies(
         let position = (placed + stale_before + 1) as u32;
         let tags = own.tags_for(&want.owner);
         match ours.get(want.name.as_str()) {
-            None => {
-                let multi = want.rules.len() > 1;
-                plan.writes.push(Write::CreatePolicy {
-                    name: want.name.clone(),
-                    position,
-                    pool: pool.clone(),
-                    admin_state_up: !multi,
-                    description: want.description.clone(),
-                    tags: tags.clone(),
-                });
-                for rule in &want.rules {
-                    plan.writes.push(Write::CreateRule {
-                        policy: PolicyRef::New(want.name.clone()),
-                        policy_name: want.name.clone(),
-                        rule: rule.clone(),
-                        tags: tags.clone(),
-                    });
-                }
-                if multi {
-                    plan.writes.push(Write::UpdatePolicy {
-                        policy: PolicyRef::New(want.name.clone()),
-                        name: want.name.clone(),
-                        position: None,
-                        pool: None,
-                        admin_state_up: Some(true),
-                    });
-                }
-            }
+            None => plan_new_policy(want, position, pool, &tags, &mut plan.writes),
             Some(have) => {
                 plan_rules(want, have, &tags, &mut plan.writes);
                 // Not placed yet, so at or after the cursor.
@@ -387,6 +390,37 @@ fn plan_listener_policies(
             }
         }
         placed += 1;
+    }
+}
+
+/// A new policy at `position`: created, then its rules; created disabled and enabled after its
+/// last rule when it has several (see the module docs).
+fn plan_new_policy(want: &Policy, position: u32, pool: &PoolRef, tags: &[String], writes: &mut Vec<Write>) {
+    let multi = want.rules.len() > 1;
+    writes.push(Write::CreatePolicy {
+        name: want.name.clone(),
+        position,
+        pool: pool.clone(),
+        admin_state_up: !multi,
+        description: want.description.clone(),
+        tags: tags.to_vec(),
+    });
+    for rule in &want.rules {
+        writes.push(Write::CreateRule {
+            policy: PolicyRef::New(want.name.clone()),
+            policy_name: want.name.clone(),
+            rule: rule.clone(),
+            tags: tags.to_vec(),
+        });
+    }
+    if multi {
+        writes.push(Write::UpdatePolicy {
+            policy: PolicyRef::New(want.name.clone()),
+            name: want.name.clone(),
+            position: None,
+            pool: None,
+            admin_state_up: Some(true),
+        });
     }
 }
 

@@ -8,6 +8,7 @@ pub mod http;
 pub mod keystone;
 pub mod neutron;
 pub mod octavia;
+pub mod octavia_requests;
 
 pub use error::{Error, Result, Service};
 pub use http::{ListQuery, Observer, RequestRecord, Stats};
