@@ -174,7 +174,7 @@ pub struct L7PolicyCreate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub admin_state_up: Option<bool>,
     /// Fully-populated create only: standalone policy create with rules answers 500 on Zed, use
-    /// [`Octavia::create_l7policy_with_rules`].
+    /// [`Octavia::create_l7policy_with_rules`](super::octavia::Octavia::create_l7policy_with_rules).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<L7RuleCreate>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
