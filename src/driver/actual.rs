@@ -32,7 +32,7 @@ pub struct ActualPolicy {
     pub admin_state_up: bool,
     pub rules: Vec<ActualRule>,
     pub tags: Vec<String>,
-    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
+    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`](super::diff::plan_writes)).
     pub in_error: bool,
 }
 
@@ -54,7 +54,7 @@ pub struct ActualPool {
     pub members: Vec<ActualMember>,
     pub healthmonitor: Option<ActualHealthMonitor>,
     pub tags: Vec<String>,
-    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`]).
+    /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`](super::diff::plan_writes)).
     pub in_error: bool,
 }
 

@@ -44,26 +44,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
-    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
-        plan.conflicts.push(Conflict {
-            message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
-        });
-    }
-    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
-        plan.conflicts.push(Conflict {
-            message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
-        });
-    }
-    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
-        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
-            plan.conflicts.push(Conflict {
-                message: format!(
-                    "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
-                    m.address, m.protocol_port, m.id, p.name
-                ),
-            });
-        }
-    }
+    report_objects_in_error(actual, own, &mut plan);
 
     let mut pool_refs: BTreeMap<&str, PoolRef> = BTreeMap::new();
     for (name, pool) in &desired.pools {
@@ -86,12 +67,51 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
 
     // Routes, then redirects: haproxy runs every redirect before any route whatever the order, so
     // redirects go last, where adding or removing one moves no route.
-    let wanted: Vec<Wanted<'_>> =
-        desired.policies.iter().map(Wanted::route).chain(desired.redirects.iter().map(Wanted::redirect)).collect();
+    let wanted = Wanted::all(desired);
     plan_listener_policies(&wanted, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
 
-    // Listener default pool: only on a listener we created.
-    let want_default = desired.default_pool.as_deref().and_then(|n| pool_refs.get(n).cloned());
+    plan_default_pool(desired.default_pool.as_deref(), actual, own, &pool_refs, &mut plan);
+
+    // Deletes last: stale policies, then pools nothing references any more.
+    plan_deletes(desired, &wanted, actual, own, &ours_policies, &ours_pools, &mut plan);
+    plan
+}
+
+/// Our objects in ERROR, reported: Octavia does not retry a failed object, so the plan replaces
+/// (pools, policies) or rewrites (members) them.
+fn report_objects_in_error(actual: &ActualRouter, own: &Ownership, plan: &mut WritePlan) {
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+        plan.conflicts.push(Conflict {
+            message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
+        });
+    }
+    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
+            plan.conflicts.push(Conflict {
+                message: format!(
+                    "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
+                    m.address, m.protocol_port, m.id, p.name
+                ),
+            });
+        }
+    }
+}
+
+/// The listener's default pool (`default_pool`: the desired pool's name), changed only on a
+/// listener we created.
+fn plan_default_pool(
+    default_pool: Option<&str>,
+    actual: &ActualRouter,
+    own: &Ownership,
+    pool_refs: &BTreeMap<&str, PoolRef>,
+    plan: &mut WritePlan,
+) {
+    let want_default = default_pool.and_then(|n| pool_refs.get(n).cloned());
     let have_default = actual.listener.default_pool_id.clone();
     let differs = match (&want_default, &have_default) {
         (None, None) => false,
@@ -108,7 +128,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             if !clearing_foreign {
                 plan.writes.push(Write::SetDefaultPool { listener_id: actual.listener.id.clone(), pool: want_default });
             }
-        } else if desired.default_pool.is_some() {
+        } else if default_pool.is_some() {
             plan.conflicts.push(Conflict {
                 message: format!(
                     "listener {} was not created by kuryr-l7-router; its default pool is not changed (Ingress defaultBackend ignored)",
@@ -117,8 +137,19 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             });
         }
     }
+}
 
-    // Deletes last: stale policies, then pools nothing references any more.
+/// The deletes, planned last: our policies no longer desired (or duplicates), then our pools
+/// nothing references any more (or duplicates, or in ERROR).
+fn plan_deletes(
+    desired: &DesiredRouter,
+    wanted: &[Wanted<'_>],
+    actual: &ActualRouter,
+    own: &Ownership,
+    ours_policies: &BTreeMap<&str, &ActualPolicy>,
+    ours_pools: &BTreeMap<&str, &ActualPool>,
+    plan: &mut WritePlan,
+) {
     let desired_policy_names: BTreeSet<&str> = wanted.iter().map(|w| w.name).collect();
     let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
     for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
@@ -147,7 +178,6 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             }
         }
     }
-    plan
 }
 
 /// Our pools by name, one per name, none in ERROR (Octavia does not retry a failed object: ours
@@ -338,37 +368,9 @@ fn plan_listener_policies(
         let position = (placed + stale_before + 1) as u32;
         let tags = own.tags_for(want.owner);
         match ours.get(want.name) {
-            None => {
-                let multi = want.rules.len() > 1;
-                plan.writes.push(Write::CreatePolicy {
-                    name: want.name.to_string(),
-                    position,
-                    action,
-                    admin_state_up: !multi,
-                    description: want.description.clone(),
-                    tags: tags.clone(),
-                });
-                for rule in want.rules {
-                    plan.writes.push(Write::CreateRule {
-                        policy: PolicyRef::New(want.name.to_string()),
-                        policy_name: want.name.to_string(),
-                        rule: rule.clone(),
-                        tags: tags.clone(),
-                    });
-                }
-                if multi {
-                    plan.writes.push(Write::UpdatePolicy {
-                        policy: PolicyRef::New(want.name.to_string()),
-                        name: want.name.to_string(),
-                        position: None,
-                        pool: None,
-                        redirect: None,
-                        admin_state_up: Some(true),
-                    });
-                }
-            }
+            None => plan_new_policy(want, position, action, &tags, &mut plan.writes),
             Some(have) => {
-                plan_rules(want.name, want.rules, have, &tags, &mut plan.writes);
+                plan_rules(want, have, &tags, &mut plan.writes);
                 // Not placed yet, so at or after the cursor.
                 let current = index_of[format!("ours:{}", want.name).as_str()];
                 let in_place = current == cursor;
@@ -378,34 +380,71 @@ fn plan_listener_policies(
                     moved[current] = true;
                 }
                 let move_to = (!in_place).then_some(position);
-                let (pool_change, redirect_change) = match action {
-                    PolicyAction::Pool(pool) => {
-                        let differs = match &pool {
-                            PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
-                            PoolRef::New(_) => true,
-                        };
-                        (differs.then_some(pool), None)
-                    }
-                    PolicyAction::Redirect(r) => {
-                        let differs = have.redirect_prefix.as_deref() != Some(r.prefix.as_str())
-                            || have.redirect_http_code != Some(r.code);
-                        (None, differs.then_some(r))
-                    }
-                };
+                let (pool, redirect) = action_change(action, have);
                 let enable = (!have.admin_state_up).then_some(true);
-                if move_to.is_some() || pool_change.is_some() || redirect_change.is_some() || enable.is_some() {
+                if move_to.is_some() || pool.is_some() || redirect.is_some() || enable.is_some() {
                     plan.writes.push(Write::UpdatePolicy {
                         policy: PolicyRef::Id(have.id.clone()),
                         name: want.name.to_string(),
                         position: move_to,
-                        pool: pool_change,
-                        redirect: redirect_change,
+                        pool,
+                        redirect,
                         admin_state_up: enable,
                     });
                 }
             }
         }
         placed += 1;
+    }
+}
+
+/// A new policy at `position`: created, then its rules; created disabled and enabled after its
+/// last rule when it has several (see the module docs).
+fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags: &[String], writes: &mut Vec<Write>) {
+    let multi = want.rules.len() > 1;
+    writes.push(Write::CreatePolicy {
+        name: want.name.to_string(),
+        position,
+        action,
+        admin_state_up: !multi,
+        description: want.description.clone(),
+        tags: tags.to_vec(),
+    });
+    for rule in want.rules {
+        writes.push(Write::CreateRule {
+            policy: PolicyRef::New(want.name.to_string()),
+            policy_name: want.name.to_string(),
+            rule: rule.clone(),
+            tags: tags.to_vec(),
+        });
+    }
+    if multi {
+        writes.push(Write::UpdatePolicy {
+            policy: PolicyRef::New(want.name.to_string()),
+            name: want.name.to_string(),
+            position: None,
+            pool: None,
+            redirect: None,
+            admin_state_up: Some(true),
+        });
+    }
+}
+
+/// What an existing policy's action needs: (new pool, new redirect), each None when unchanged.
+fn action_change(action: PolicyAction, have: &ActualPolicy) -> (Option<PoolRef>, Option<PrefixRedirect>) {
+    match action {
+        PolicyAction::Pool(pool) => {
+            let differs = match &pool {
+                PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
+                PoolRef::New(_) => true,
+            };
+            (differs.then_some(pool), None)
+        }
+        PolicyAction::Redirect(r) => {
+            let differs =
+                have.redirect_prefix.as_deref() != Some(r.prefix.as_str()) || have.redirect_http_code != Some(r.code);
+            (None, differs.then_some(r))
+        }
     }
 }
 
@@ -425,6 +464,11 @@ enum WantedTarget<'a> {
 }
 
 impl<'a> Wanted<'a> {
+    /// The routes in position order, then the redirects.
+    fn all(desired: &'a DesiredRouter) -> Vec<Self> {
+        desired.policies.iter().map(Self::route).chain(desired.redirects.iter().map(Self::redirect)).collect()
+    }
+
     fn route(p: &'a Policy) -> Self {
         Self {
             name: &p.name,
@@ -448,12 +492,12 @@ impl<'a> Wanted<'a> {
 
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
-fn plan_rules(name: &str, rules: &[Rule], have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
+fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();
     let mut missing: Vec<&Rule> = Vec::new();
-    for w in rules {
+    for w in want.rules {
         match unmatched_have.iter().position(|h| rule_matches(w, h)) {
             Some(i) => {
                 unmatched_have.remove(i);
@@ -468,13 +512,13 @@ fn plan_rules(name: &str, rules: &[Rule], have: &ActualPolicy, tags: &[String], 
             writes.push(Write::UpdateRule {
                 policy_id: have.id.clone(),
                 rule_id: h.id.clone(),
-                policy_name: name.to_string(),
+                policy_name: want.name.to_string(),
                 rule: rule.clone(),
             });
         } else {
             writes.push(Write::CreateRule {
                 policy: PolicyRef::Id(have.id.clone()),
-                policy_name: name.to_string(),
+                policy_name: want.name.to_string(),
                 rule: rule.clone(),
                 tags: tags.to_vec(),
             });
@@ -484,7 +528,7 @@ fn plan_rules(name: &str, rules: &[Rule], have: &ActualPolicy, tags: &[String], 
         writes.push(Write::DeleteRule {
             policy_id: have.id.clone(),
             rule_id: h.id.clone(),
-            policy_name: name.to_string(),
+            policy_name: want.name.to_string(),
         });
     }
 }

@@ -2,33 +2,35 @@
 //! state with the fewest writes. [`Router`] is the entry point; the rest is split by concern:
 //!
 //! - pure: [`diff`] (desired vs. actual → [`plan::WritePlan`]), [`plan`] (the writes),
-//!   [`actual`] (the snapshot read back), [`ownership`] (our tags), [`create_body`] (the
+//!   [`actual`] (the snapshot read back), [`ownership`] (our tags), `create_body` (the
 //!   fully-populated create), [`sim`] (an in-memory Octavia for tests and benchmarks);
-//! - on Octavia and Neutron: [`lifecycle`] (find, adopt, dedupe, create, discard the load
-//!   balancer; its listener), [`read`] (+ [`read_cache`]), [`execute`] (the writes),
-//!   [`floating_ip`]; all take the [`cloud::Cloud`] (clients + spec) as a parameter;
+//! - on Octavia and Neutron: `lifecycle` (find, adopt, dedupe, create, discard the load
+//!   balancer; its listener), `read` (+ [`read_cache`]), `execute` (the writes),
+//!   `floating_ip`; all take the `cloud::Cloud` (clients + spec) as a parameter;
 //! - the types the callers see: [`spec::RouterSpec`], [`error::DriverError`], [`report`].
 
 pub mod actual;
 pub mod certificates;
-pub mod cloud;
-pub mod create_body;
+mod cloud;
+mod create_body;
 pub mod diff;
 pub mod error;
-pub mod execute;
-pub mod floating_ip;
-pub mod https;
-pub mod lifecycle;
+mod execute;
+mod floating_ip;
+mod https;
+mod lifecycle;
 pub mod ownership;
 pub mod plan;
-pub mod read;
+mod read;
 pub mod read_cache;
 pub mod report;
 pub mod router;
 pub mod sim;
 pub mod spec;
 
+pub use create_body::populated_create;
 pub use error::DriverError;
+pub use floating_ip::floating_ip_description;
 pub use report::{ConvergeReport, MembersChange, RouterSnapshot, WriteRecord};
 pub use router::Router;
 pub use spec::RouterSpec;

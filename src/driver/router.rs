@@ -1,8 +1,8 @@
 //! The L7 router on the real Octavia: the one entry point of the driver. The controller knows it
 //! through three calls: [`Router::converge`] (the whole router), [`Router::set_members`] (one
 //! pool's members) and [`Router::snapshot`] (`show`). Each step lives in a file of its own:
-//! [`super::lifecycle`] (find, adopt, dedupe, create, discard), [`super::read`],
-//! [`super::execute`] (the writes), [`super::floating_ip`] and [`super::create_body`] (pure).
+//! `lifecycle` (find, adopt, dedupe, create, discard), `read`,
+//! `execute` (the writes), `floating_ip` and `create_body` (pure).
 //!
 //! Every write is followed by a wait for the load balancer to be ACTIVE again: Octavia refuses
 //! any other write on the router meanwhile (409), so waiting here is what keeps the next write
@@ -98,7 +98,7 @@ impl Router {
         lifecycle::find(&self.cloud).await
     }
 
-    /// Read the router's children as seen from `listener` (see [`super::read`]).
+    /// Read the router's children as seen from `listener` (see `read`).
     pub async fn read_actual(&self, listener: &Listener) -> Result<ActualRouter> {
         read::read_actual(&self.cloud, &self.reads, listener).await
     }

@@ -9,6 +9,7 @@ pub mod http;
 pub mod keystone;
 pub mod neutron;
 pub mod octavia;
+pub mod octavia_requests;
 
 pub use barbican::Barbican;
 pub use error::{Error, Result, Service};

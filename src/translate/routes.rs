@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
-use k8s_openapi::api::networking::v1::{Ingress, IngressBackend, IngressClass};
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressClass};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::members::{SliceCache, endpoints_as_slices};
@@ -192,68 +192,12 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                 continue;
             };
             for (pi, p) in http.paths.iter().enumerate() {
-                let raw = p.path.clone().unwrap_or_default();
-                let where_ = format!("rules[{ri}].paths[{pi}] (host {:?}, path {raw:?})", host);
-                let kind = match p.path_type.as_str() {
-                    "Exact" => PathKind::Exact,
-                    "Prefix" | "ImplementationSpecific" => PathKind::Prefix,
-                    "" => {
-                        warn(
-                            &mut warnings,
-                            &owner,
-                            "MissingPathType",
-                            format!("{owner}: {where_} dropped: pathType is required in networking.k8s.io/v1"),
-                        );
-                        continue;
-                    }
-                    other => {
-                        warn(
-                            &mut warnings,
-                            &owner,
-                            "InvalidPathType",
-                            format!("{owner}: {where_} dropped: unknown pathType {other:?}"),
-                        );
-                        continue;
-                    }
-                };
-                if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
-                    warn(&mut warnings, &owner, "InvalidPath", format!("{owner}: {where_} dropped: {why}"));
+                let where_ =
+                    format!("rules[{ri}].paths[{pi}] (host {:?}, path {:?})", host, p.path.clone().unwrap_or_default());
+                let Some(route) = path_route(&owner, &host, &where_, p, &services, &mut warnings) else {
                     continue;
-                }
-                let path = if raw.is_empty() { "/".to_string() } else { raw };
-                let match_path = match kind {
-                    PathKind::Exact => path.clone(),
-                    PathKind::Prefix => normalize_prefix(&path).to_string(),
                 };
-                // Octavia's value checks, on the exact rules we would write.
-                let mut values = Vec::new();
-                if !host.is_empty() {
-                    values.push(host_rule(&host).value);
-                }
-                if let Some(r) = path_rule(kind, &path, !host.is_empty()) {
-                    values.push(r.value);
-                }
-                if let Some(why) = values.iter().find_map(|v| value_problem(v)) {
-                    warn(&mut warnings, &owner, "InvalidRuleValue", format!("{owner}: {where_} dropped: {why}"));
-                    continue;
-                }
-                let pool = match resolve_backend(&owner, &where_, &p.backend, &services) {
-                    Ok(k) => k,
-                    Err((reason, msg)) => {
-                        warn(&mut warnings, &owner, reason, format!("{msg}; route dropped"));
-                        continue;
-                    }
-                };
-                let route = Route {
-                    host: host.clone(),
-                    kind,
-                    path_type: p.path_type.clone(),
-                    path,
-                    match_path,
-                    pool,
-                    owner: owner.clone(),
-                };
-                let key = (host.clone(), kind, route.match_path.clone());
+                let key = (host.clone(), route.kind, route.match_path.clone());
                 match claimed.get(&key) {
                     None => {
                         claimed.insert(key, route);
@@ -309,6 +253,73 @@ fn default_backend_owners(ours: &[&Ingress], key: &PoolKey) -> Vec<KubeRef> {
     owners.sort();
     owners.dedup();
     owners
+}
+
+/// The route of one HTTP path of an Ingress rule (`host` may be empty), or `None` with a warning
+/// naming the path and why it is dropped.
+fn path_route(
+    owner: &KubeRef,
+    host: &str,
+    where_: &str,
+    p: &HTTPIngressPath,
+    services: &BTreeMap<(&str, &str), &Service>,
+    warnings: &mut Vec<Warning>,
+) -> Option<Route> {
+    let raw = p.path.clone().unwrap_or_default();
+    let kind = match p.path_type.as_str() {
+        "Exact" => PathKind::Exact,
+        "Prefix" | "ImplementationSpecific" => PathKind::Prefix,
+        "" => {
+            warn(
+                warnings,
+                owner,
+                "MissingPathType",
+                format!("{owner}: {where_} dropped: pathType is required in networking.k8s.io/v1"),
+            );
+            return None;
+        }
+        other => {
+            warn(warnings, owner, "InvalidPathType", format!("{owner}: {where_} dropped: unknown pathType {other:?}"));
+            return None;
+        }
+    };
+    if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
+        warn(warnings, owner, "InvalidPath", format!("{owner}: {where_} dropped: {why}"));
+        return None;
+    }
+    let path = if raw.is_empty() { "/".to_string() } else { raw };
+    let match_path = match kind {
+        PathKind::Exact => path.clone(),
+        PathKind::Prefix => normalize_prefix(&path).to_string(),
+    };
+    // Octavia's value checks, on the exact rules we would write.
+    let mut values = Vec::new();
+    if !host.is_empty() {
+        values.push(host_rule(host).value);
+    }
+    if let Some(r) = path_rule(kind, &path, !host.is_empty()) {
+        values.push(r.value);
+    }
+    if let Some(why) = values.iter().find_map(|v| value_problem(v)) {
+        warn(warnings, owner, "InvalidRuleValue", format!("{owner}: {where_} dropped: {why}"));
+        return None;
+    }
+    let pool = match resolve_backend(owner, where_, &p.backend, services) {
+        Ok(k) => k,
+        Err((reason, msg)) => {
+            warn(warnings, owner, reason, format!("{msg}; route dropped"));
+            return None;
+        }
+    };
+    Some(Route {
+        host: host.to_string(),
+        kind,
+        path_type: p.path_type.clone(),
+        path,
+        match_path,
+        pool,
+        owner: owner.clone(),
+    })
 }
 
 /// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
@@ -397,37 +408,7 @@ fn order_policies(
             }
         };
         let excl_rules = exclusion_rules(&excluded);
-        for r in &routes[i..j] {
-            let mut rules = Vec::new();
-            if !r.host.is_empty() {
-                rules.push(host_rule(&r.host));
-            }
-            rules.extend(path_rule(r.kind, &r.path, !r.host.is_empty()));
-            let room = MAX_RULES.saturating_sub(rules.len());
-            if excl_rules.len() > room {
-                warn(
-                    warnings,
-                    &r.owner,
-                    "TooManyRules",
-                    format!(
-                        "{}: {}: {} host exclusions need {} rules, Octavia allows {MAX_RULES} per policy; some hosts' unmatched requests may reach this route (set a default backend to avoid this)",
-                        r.owner,
-                        r.describe(),
-                        excluded.len(),
-                        excl_rules.len() + rules.len()
-                    ),
-                );
-            }
-            rules.extend(excl_rules.iter().take(room).cloned());
-            policies.push(Policy {
-                name: policy_name(&r.owner, &r.host, &r.path_type, &r.path),
-                position: 0,
-                pool: names[&r.pool].clone(),
-                rules,
-                owner: r.owner.clone(),
-                description: r.describe(),
-            });
-        }
+        policies.extend(routes[i..j].iter().map(|r| route_policy(r, names, &excluded, &excl_rules, warnings)));
         if let Some(dp) = default_pool
             && leaky.contains(&host.as_str())
         {
@@ -447,6 +428,46 @@ fn order_policies(
         p.position = n as u32 + 1;
     }
     policies
+}
+
+/// The policy of one route: its host and path rules, then as many of the host exclusions as
+/// Octavia's rule limit leaves room for (a warning names the route when some do not fit).
+fn route_policy(
+    r: &Route,
+    names: &BTreeMap<PoolKey, String>,
+    excluded: &[String],
+    excl_rules: &[crate::model::Rule],
+    warnings: &mut Vec<Warning>,
+) -> Policy {
+    let mut rules = Vec::new();
+    if !r.host.is_empty() {
+        rules.push(host_rule(&r.host));
+    }
+    rules.extend(path_rule(r.kind, &r.path, !r.host.is_empty()));
+    let room = MAX_RULES.saturating_sub(rules.len());
+    if excl_rules.len() > room {
+        warn(
+            warnings,
+            &r.owner,
+            "TooManyRules",
+            format!(
+                "{}: {}: {} host exclusions need {} rules, Octavia allows {MAX_RULES} per policy; some hosts' unmatched requests may reach this route (set a default backend to avoid this)",
+                r.owner,
+                r.describe(),
+                excluded.len(),
+                excl_rules.len() + rules.len()
+            ),
+        );
+    }
+    rules.extend(excl_rules.iter().take(room).cloned());
+    Policy {
+        name: policy_name(&r.owner, &r.host, &r.path_type, &r.path),
+        position: 0,
+        pool: names[&r.pool].clone(),
+        rules,
+        owner: r.owner.clone(),
+        description: r.describe(),
+    }
 }
 
 fn build_pools(
