@@ -629,3 +629,62 @@ async fn floating_ip_on_vip_port() {
     })
     .await;
 }
+
+/// A certificate as the controller will store it: a PKCS#12 bundle from an rcgen certificate, as
+/// an opaque Barbican secret created with the kuryr.conf user, found again by its name prefix,
+/// tagged with metadata, its read ACL set, then deleted (twice: the second is a 404 = done).
+#[tokio::test]
+async fn barbican_pkcs12_secret_lifecycle() {
+    if !enabled() {
+        return;
+    }
+    let conf = env("KURYR_CONFIG_FILE", "/tmp/ostack/etc/kuryr/kuryr.conf");
+    let settings = kuryr_l7_router::config::load(&[conf.into()], Vec::new()).unwrap().settings;
+    let session = Session::new(kuryr_l7_router::wiring::auth_options(&settings)).unwrap();
+    let user_id = session.authenticate().await.expect("kuryr.conf credentials").user_id;
+    let b = Barbican::new(session);
+
+    let key = rcgen::KeyPair::generate().unwrap();
+    let cert = rcgen::CertificateParams::new(vec!["www.example.com".to_string()]).unwrap().self_signed(&key).unwrap();
+    let parsed = kuryr_l7_router::certificate::ParsedCertificate::from_pem(
+        cert.pem().as_bytes(),
+        key.serialize_pem().as_bytes(),
+    )
+    .unwrap();
+    let prefix = unique("tls");
+    let name = format!("{prefix}-{}", parsed.content_id());
+    let secret_ref = b.create_secret(&name, &parsed.pkcs12().unwrap()).await.unwrap();
+
+    let check = async {
+        let info = b.get_secret(&secret_ref).await.unwrap();
+        assert_eq!((info.status.as_str(), info.secret_type.as_str()), ("ACTIVE", "opaque"));
+        assert_eq!(info.content_types.get("default").map(String::as_str), Some("application/octet-stream"));
+        assert_eq!(info.name.as_deref(), Some(name.as_str()));
+
+        let found = b.list_secrets(&prefix).await.unwrap();
+        assert_eq!(found.iter().map(|s| s.secret_ref.as_str()).collect::<Vec<_>>(), [secret_ref.as_str()]);
+        assert!(b.list_secrets(&format!("{prefix}-no-such")).await.unwrap().is_empty());
+
+        let meta: std::collections::BTreeMap<String, String> = [
+            ("kuryr-cluster".to_string(), settings.kubernetes.cluster_name.clone()),
+            ("kuryr-owner".to_string(), "default/www-tls".to_string()),
+            ("kuryr-sha256".to_string(), parsed.sha256_fingerprint().to_string()),
+        ]
+        .into();
+        b.set_metadata(&secret_ref, &meta).await.unwrap();
+        assert_eq!(b.get_metadata(&secret_ref).await.unwrap(), meta);
+
+        assert_eq!(b.get_acl(&secret_ref).await.unwrap(), barbican::ReadAcl::default(), "no ACL yet");
+        b.set_read_acl(&secret_ref, std::slice::from_ref(&user_id), true).await.unwrap();
+        let acl = b.get_acl(&secret_ref).await.unwrap();
+        assert!(acl.project_access && acl.users == [user_id.clone()], "{acl:?}");
+    };
+    let outcome = AssertUnwindSafe(check).catch_unwind().await;
+    b.delete_secret(&secret_ref).await.unwrap();
+    if let Err(p) = outcome {
+        std::panic::resume_unwind(p);
+    }
+    assert!(b.get_secret(&secret_ref).await.unwrap_err().is_not_found());
+    b.delete_secret(&secret_ref).await.expect("already gone is fine");
+    assert!(b.list_secrets(&prefix).await.unwrap().is_empty());
+}

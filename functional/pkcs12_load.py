@@ -6,8 +6,8 @@ Usage: pkcs12_load.py BUNDLE.p12
 - "cryptography": python3-cryptography's pkcs12.load_key_and_certificates(data, None), i.e. no
   password, as Octavia's newer releases call it.
 - "octavia": Octavia's own octavia.certificates.common.pkcs12.PKCS12Cert(data) (what the
-  barbican cert manager builds from the secret payload), if python3-octavia is installed;
-  "not installed" otherwise.
+  barbican cert manager builds from the secret payload), then cert_parser.validate_cert and
+  get_host_names as the API does, if python3-octavia is installed; "not installed" otherwise.
 
 For each: sha256 of the certificate DER, of each intermediate DER (in order), and whether the
 private key's public key equals the certificate's. Only hashes are printed, never key material.
@@ -51,7 +51,16 @@ def with_octavia(data):
     cert = x509.load_pem_x509_certificate(c.get_certificate())
     inter = [x509.load_pem_x509_certificate(p) for p in (c.get_intermediates() or [])]
     key = serialization.load_pem_private_key(c.get_private_key(), password=c.get_private_key_passphrase())
-    return summary(key, cert, inter)
+    out = summary(key, cert, inter)
+    # What the API does next with a loaded certificate (load_certificates_data): validate it (key
+    # matches, intermediates parse) and read its host names.
+    from octavia.common.tls_utils import cert_parser
+    out["validate_cert"] = cert_parser.validate_cert(
+        c.get_certificate(), private_key=c.get_private_key(),
+        private_key_passphrase=c.get_private_key_passphrase(), intermediates=c.get_intermediates())
+    names = cert_parser.get_host_names(c.get_certificate())
+    out["host_names"] = {"cn": names.get("cn"), "dns_names": sorted(names.get("dns_names") or [])}
+    return out
 
 
 def main():

@@ -350,6 +350,7 @@ fn pkcs12_loads_in_python_cryptography_and_octavia() {
             .unwrap();
         assert!(out.status.success(), "{name}: {}", String::from_utf8_lossy(&out.stderr));
         let got: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        eprintln!("{name}: {got}");
         let want_chain: Vec<String> = c.certificates()[1..].iter().map(|d| sha256_hex(d.as_ref())).collect();
         let mut loaders = vec!["cryptography"];
         if octavia_installed {
@@ -363,6 +364,12 @@ fn pkcs12_loads_in_python_cryptography_and_octavia() {
             assert_eq!(r["certificate_sha256"], c.sha256_fingerprint(), "{name}: {loader} leaf");
             assert_eq!(r["key_matches_certificate"], true, "{name}: {loader} key");
             assert_eq!(r["intermediates_sha256"], serde_json::json!(want_chain), "{name}: {loader} chain");
+        }
+        if octavia_installed {
+            let r = &got["octavia"];
+            assert_eq!(r["validate_cert"], true, "{name}: Octavia's cert_parser.validate_cert");
+            assert_eq!(r["host_names"]["dns_names"], serde_json::json!(["www.example.com"]), "{name}");
+            assert_eq!(r["host_names"]["cn"], "www.example.com", "{name}");
         }
     }
 }
