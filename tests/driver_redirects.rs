@@ -1,0 +1,134 @@
+//! HTTP→HTTPS redirects in the write plan, checked against the in-memory Octavia model: a
+//! redirect is a REDIRECT_PREFIX policy placed after every route (haproxy runs redirects first
+//! whatever their position, so no route moves when one is added or removed), created disabled
+//! until its two rules exist, updated in place when its code changes, deleted when it goes.
+
+use kuryr_l7_router::driver::diff::{
+    ActualListener, ActualRouter, DiffOptions, Ownership, PolicyAction, PrefixRedirect, Write, plan_writes,
+};
+use kuryr_l7_router::driver::sim::Simulator;
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, Pool, Redirect, Rule, RuleType};
+
+fn opts() -> DiffOptions {
+    DiffOptions { ownership: Ownership::new("test"), health_monitor: None }
+}
+
+fn empty_router() -> ActualRouter {
+    ActualRouter {
+        listener: ActualListener { id: "l1".into(), default_pool_id: None, tags: Ownership::new("test").router_tags() },
+        policies: vec![],
+        pools: vec![],
+    }
+}
+
+fn rule(t: RuleType, c: CompareType, v: &str, invert: bool) -> Rule {
+    Rule { rule_type: t, compare_type: c, value: v.into(), invert }
+}
+
+fn route(name: &str, host: &str) -> Policy {
+    Policy {
+        name: name.into(),
+        position: 0,
+        pool: "shop_web".into(),
+        rules: vec![rule(RuleType::HostName, CompareType::Regex, host, false)],
+        owner: KubeRef::new("Ingress", "shop", "web"),
+        description: name.into(),
+    }
+}
+
+fn redirect(host: &str, code: u16) -> Redirect {
+    Redirect {
+        name: format!("redirect:{host}"),
+        host: host.into(),
+        rules: vec![
+            rule(RuleType::HostName, CompareType::Regex, &format!("^{host}$"), false),
+            rule(RuleType::Path, CompareType::StartsWith, "/.well-known/acme-challenge/", true),
+        ],
+        prefix: format!("https://{host}"),
+        code,
+        certificate: "shop_tls".into(),
+        owner: KubeRef::new("Ingress", "shop", "web"),
+    }
+}
+
+fn router(redirects: Vec<Redirect>) -> DesiredRouter {
+    let mut policies = vec![route("a", "^a$"), route("b", "^b$")];
+    for (i, p) in policies.iter_mut().enumerate() {
+        p.position = i as u32 + 1;
+    }
+    let pool = Pool {
+        name: "shop_web".into(),
+        service: KubeRef::new("Service", "shop", "web"),
+        service_port: "80".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members: vec![],
+        weighting: "even".into(),
+    };
+    DesiredRouter { policies, pools: [(pool.name.clone(), pool)].into(), redirects, ..Default::default() }
+}
+
+fn converge(sim: &mut Simulator, want: &DesiredRouter) -> Vec<Write> {
+    let plan = plan_writes(want, &sim.router, &opts());
+    sim.apply_all(&plan.writes).expect("Octavia model accepts the plan");
+    assert!(plan_writes(want, &sim.router, &opts()).writes.is_empty(), "a second plan is empty");
+    plan.writes
+}
+
+fn kinds(ws: &[Write]) -> Vec<&'static str> {
+    ws.iter().map(Write::kind).collect()
+}
+
+#[test]
+fn a_redirect_is_added_after_the_routes_without_moving_them() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &router(vec![]));
+    let writes = converge(&mut sim, &router(vec![redirect("a", 308)]));
+    assert_eq!(kinds(&writes), vec!["create_policy", "create_rule", "create_rule", "update_policy"]);
+    match &writes[0] {
+        Write::CreatePolicy { position, admin_state_up, action, .. } => {
+            assert_eq!(*position, 3, "after the two routes");
+            assert!(!admin_state_up, "disabled until the ACME exclusion exists");
+            assert_eq!(action, &PolicyAction::Redirect(PrefixRedirect { prefix: "https://a".into(), code: 308 }));
+        }
+        other => panic!("{other:?}"),
+    }
+    let p = sim.router.policies.last().unwrap();
+    assert_eq!(
+        (p.action.as_str(), p.redirect_prefix.as_deref(), p.redirect_http_code),
+        ("REDIRECT_PREFIX", Some("https://a"), Some(308))
+    );
+    assert!(p.admin_state_up && p.rules.len() == 2 && p.rules[1].invert);
+}
+
+#[test]
+fn a_changed_code_is_one_update_and_a_removed_redirect_one_delete() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &router(vec![redirect("a", 308), redirect("b", 308)]));
+    let writes = converge(&mut sim, &router(vec![redirect("a", 301), redirect("b", 308)]));
+    assert_eq!(kinds(&writes), vec!["update_policy"]);
+    assert!(
+        matches!(&writes[0], Write::UpdatePolicy { redirect: Some(r), position: None, pool: None, .. } if r.code == 301)
+    );
+    let routes_before: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.clone()).collect();
+    let writes = converge(&mut sim, &router(vec![redirect("b", 308)]));
+    assert_eq!(kinds(&writes), vec!["delete_policy"]);
+    let routes_after: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.clone()).collect();
+    assert_eq!(routes_before, routes_after, "routes untouched");
+}
+
+#[test]
+fn routes_added_before_existing_redirects_keep_redirects_last() {
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &router(vec![redirect("a", 308)]));
+    let mut more = router(vec![redirect("a", 308)]);
+    more.policies.push(route("c", "^c$"));
+    more.policies[2].position = 3;
+    let writes = converge(&mut sim, &more);
+    assert_eq!(
+        kinds(&writes),
+        vec!["create_policy", "create_rule"],
+        "inserted at its slot: the redirect shifts by itself"
+    );
+    let names: Vec<&str> = sim.router.policies.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, vec!["a", "b", "c", "redirect:a"]);
+}
