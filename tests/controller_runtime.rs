@@ -107,6 +107,7 @@ fn parse_path(path: &str) -> Option<Target> {
         "endpointslices" => "EndpointSlice",
         "endpoints" => "Endpoints",
         "nodes" => "Node",
+        "secrets" => "Secret",
         "events" => "Event",
         "leases" => "Lease",
         _ => return None,
@@ -527,13 +528,20 @@ async fn run_against_a_fake_api_server() {
         "/api/v1/services",
         "/apis/discovery.k8s.io/v1/endpointslices",
         "/api/v1/nodes",
+        "/api/v1/secrets",
     ] {
         assert!(reads.iter().any(|r| r.starts_with(&format!("GET {coll}?")) && !r.contains("watch=")), "list {coll}");
         assert!(
             reads.iter().any(|r| r.starts_with(&format!("GET {coll}?")) && r.contains("watch=true")),
             "watch {coll}"
         );
-    }
+    }    // Only TLS Secrets are listed and watched: the field selector is on every Secret read.
+    let secret_reads: Vec<&String> = reads.iter().filter(|r| r.starts_with("GET /api/v1/secrets?")).collect();
+    assert!(
+        secret_reads.iter().all(|r| r.contains("fieldSelector=type=kubernetes.io/tls")),
+        "{secret_reads:?}"
+    );
+
     assert!(!reads.iter().any(|r| r.contains("/endpoints?")), "core Endpoints are not watched with slices");
 
     // Ingress a: the finalizer and the notice on its Service, then the status with the address.

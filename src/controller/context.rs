@@ -12,7 +12,7 @@ use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::{Inputs, TranslateOptions, namespace_of, translate};
-use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::ResourceExt;
@@ -35,6 +35,8 @@ pub struct Stores {
     pub slices: Store<EndpointSlice>,
     pub endpoints: Store<Endpoints>,
     pub nodes: Store<Node>,
+    /// `kubernetes.io/tls` Secrets (the watch is field-selected on that type).
+    pub secrets: Store<Secret>,
 }
 
 /// Writers of [`Stores`] built without watches (tests, and the stores that `run` fills itself).
@@ -45,6 +47,7 @@ pub struct StoreWriters {
     pub slices: reflector::store::Writer<EndpointSlice>,
     pub endpoints: reflector::store::Writer<Endpoints>,
     pub nodes: reflector::store::Writer<Node>,
+    pub secrets: reflector::store::Writer<Secret>,
 }
 
 impl StoreWriters {
@@ -55,9 +58,18 @@ impl StoreWriters {
         let (slices, wsl) = reflector::store();
         let (endpoints, we) = reflector::store();
         let (nodes, wn) = reflector::store();
+        let (secrets, wse) = reflector::store();
         (
-            Stores { ingresses, classes, services, slices, endpoints, nodes },
-            StoreWriters { ingresses: wi, classes: wc, services: ws, slices: wsl, endpoints: we, nodes: wn },
+            Stores { ingresses, classes, services, slices, endpoints, nodes, secrets },
+            StoreWriters {
+                ingresses: wi,
+                classes: wc,
+                services: ws,
+                slices: wsl,
+                endpoints: we,
+                nodes: wn,
+                secrets: wse,
+            },
         )
     }
 }
@@ -66,18 +78,49 @@ impl Stores {
     /// The translation inputs: a snapshot of every cache. Ingresses being deleted are left out,
     /// so a Sync removes their policies while their finalizer holds them.
     pub fn inputs(&self) -> Inputs {
+        self.inputs_with(None)
+    }
+
+    /// [`Stores::inputs`], with the configured default certificate's Secret (`namespace`, `name`)
+    /// among the Secrets handed over.
+    pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Inputs {
+        let ingresses: Vec<Ingress> =
+            owned(&self.ingresses).into_iter().filter(|i| i.metadata.deletion_timestamp.is_none()).collect();
+        // Only the Secrets an Ingress (or the configured default certificate) names are handed
+        // to the translation: the others' key material is not copied around.
+        let mut named: std::collections::BTreeSet<(String, String)> =
+            ingresses.iter().flat_map(tls_secrets_of).collect();
+        named.extend(default_tls_secret.cloned());
+        let secrets = self
+            .secrets
+            .state()
+            .iter()
+            .filter(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())))
+            .map(|s| (**s).clone())
+            .collect();
         Inputs {
-            ingresses: owned(&self.ingresses).into_iter().filter(|i| i.metadata.deletion_timestamp.is_none()).collect(),
+            ingresses,
             ingress_classes: owned(&self.classes),
             services: owned(&self.services),
             endpoint_slices: owned(&self.slices),
             endpoints: owned(&self.endpoints),
             nodes: owned(&self.nodes),
-            secrets: vec![],
+            secrets,
             now: Some(std::time::SystemTime::now()),
             notes: vec![],
         }
     }
+}
+
+/// (namespace, name) of every Secret an Ingress's `spec.tls` names.
+pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
+    let ns = namespace_of(&ing.metadata);
+    ing.spec
+        .iter()
+        .flat_map(|s| s.tls.iter().flatten())
+        .filter_map(|t| t.secret_name.clone())
+        .map(|name| (ns.to_string(), name))
+        .collect()
 }
 
 fn owned<K>(store: &Store<K>) -> Vec<K>
@@ -170,7 +213,7 @@ impl Context {
 
     /// The inputs and the desired router from the caches now.
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
-        let inputs = self.stores.inputs();
+        let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let desired = translate(&inputs, &self.opts);
         (inputs, desired)
     }

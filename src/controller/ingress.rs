@@ -6,7 +6,7 @@ use crate::controller::patches::{self, has_finalizer};
 use crate::model::KubeRef;
 use crate::translate::namespace_of;
 use crate::translate::routes::is_ours;
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use kube::runtime::controller::Action;
@@ -67,6 +67,17 @@ pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<
         .state()
         .iter()
         .filter(|i| i.namespace().unwrap_or_default() == ns && service_names(i).contains(&name))
+        .map(|i| ObjectRef::from_obj(i.as_ref()))
+        .collect()
+}
+
+/// The Ingresses (from the cache) whose `spec.tls` names `secret`: its certificate changed.
+pub fn ingresses_naming_secret(store: &Store<Ingress>, secret: &Secret) -> Vec<ObjectRef<Ingress>> {
+    let key = (secret.namespace().unwrap_or_default(), secret.name_any());
+    store
+        .state()
+        .iter()
+        .filter(|i| crate::controller::context::tls_secrets_of(i).contains(&key))
         .map(|i| ObjectRef::from_obj(i.as_ref()))
         .collect()
 }

@@ -66,6 +66,9 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("discovery.k8s.io", "endpointslices", "watch"),
     ("", "nodes", "list"),
     ("", "nodes", "watch"),
+    // TLS certificates of Ingresses: only Secrets of type kubernetes.io/tls (field selector).
+    ("", "secrets", "list"),
+    ("", "secrets", "watch"),
     // patches.rs: finalizer add/remove (JSON patch), Service notice (merge patch), Ingress status.
     ("networking.k8s.io", "ingresses", "patch"),
     ("networking.k8s.io", "ingresses/status", "patch"),

@@ -20,8 +20,9 @@ use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
+use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::Api;
@@ -222,6 +223,7 @@ async fn caches_synced(stores: Stores, use_endpoint_slices: bool) {
     wait_ready(&stores.classes).await;
     wait_ready(&stores.services).await;
     wait_ready(&stores.nodes).await;
+    wait_ready(&stores.secrets).await;
     if use_endpoint_slices {
         wait_ready(&stores.slices).await;
     } else {
@@ -237,17 +239,27 @@ fn reflect<K>(
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
-    reflector::reflector(writer, watcher(api, watcher::Config::default()).default_backoff()).filter_map(
-        |r| async move {
-            match r {
-                Ok(ev) => Some(ev),
-                Err(e) => {
-                    tracing::warn!(kind = %K::kind(&()), error = %e, "watch error (retrying)");
-                    None
-                }
+    reflect_with(writer, api, watcher::Config::default())
+}
+
+/// [`reflect`] with a watch configuration (selectors).
+fn reflect_with<K>(
+    writer: reflector::store::Writer<K>,
+    api: Api<K>,
+    config: watcher::Config,
+) -> impl Stream<Item = watcher::Event<K>> + Send + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    reflector::reflector(writer, watcher(api, config).default_backoff()).filter_map(|r| async move {
+        match r {
+            Ok(ev) => Some(ev),
+            Err(e) => {
+                tracing::warn!(kind = %K::kind(&()), error = %e, "watch error (retrying)");
+                None
             }
-        },
-    )
+        }
+    })
 }
 
 /// The labels last seen per Node, to tell a label change (zone, node pool: member weights
@@ -309,7 +321,9 @@ async fn run_leader<B: RouterBackend>(
     let (slices, slice_w) = reflector::store::<EndpointSlice>();
     let (endpoints, ep_w) = reflector::store::<Endpoints>();
     let (nodes, node_w) = reflector::store::<Node>();
-    let stores = Stores { ingresses: ing_ctl.store(), classes, services: svc_ctl.store(), slices, endpoints, nodes };
+    let (secrets, secret_w) = reflector::store::<Secret>();
+    let stores =
+        Stores { ingresses: ing_ctl.store(), classes, services: svc_ctl.store(), slices, endpoints, nodes, secrets };
 
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
@@ -331,18 +345,26 @@ async fn run_leader<B: RouterBackend>(
     let mut node_labels = NodeLabels::default();
     let node_changes = reflect(node_w, Api::<Node>::all(client.clone()))
         .filter_map(move |ev| futures::future::ready(node_labels.changed(&ev).then_some(())));
-    let mut background = vec![if k.use_endpoint_slices {
+    // Only TLS Secrets are watched (a field selector on their type): Ingress certificates.
+    let tls_secrets = || watcher::Config::default().fields(&format!("type={TLS_SECRET_TYPE}"));
+    let secret_api = Api::<Secret>::all(client.clone());
+    let mut background =
+        vec![tokio::spawn(reflect_with(secret_w, secret_api.clone(), tls_secrets()).for_each(|_| async {}))];
+    background.push(if k.use_endpoint_slices {
         tokio::spawn(reflect(slice_w, Api::<EndpointSlice>::all(client.clone())).for_each(|_| async {}))
     } else {
         tokio::spawn(reflect(ep_w, Api::<Endpoints>::all(client.clone())).for_each(|_| async {}))
-    }];
+    });
 
     // Services appearing, disappearing or changing ports re-reconcile the Ingresses naming them.
     let ing_store = stores.ingresses.clone();
+    let ing_store_tls = stores.ingresses.clone();
+    // A TLS Secret created, renewed (cert-manager) or deleted re-reconciles the Ingresses naming it.
     let ing_ctl = ing_ctl
         .watches(Api::<Service>::all(client.clone()), watcher::Config::default(), move |svc| {
             ingress::ingresses_naming(&ing_store, &svc)
         })
+        .watches(secret_api, tls_secrets(), move |secret| ingress::ingresses_naming_secret(&ing_store_tls, &secret))
         .reconcile_all_on(class_changes)
         .graceful_shutdown_on(on_true(stop_rx));
     let svc_ctl = if k.use_endpoint_slices {
