@@ -3,14 +3,56 @@
 //! default pool, and the pools with their members. The driver reads it (`Router::snapshot`);
 //! this module only renders it.
 
-use crate::driver::RouterSnapshot;
-use crate::driver::diff::ActualRule;
+use crate::driver::diff::{ActualPolicy, ActualRule};
+use crate::driver::{HttpsSnapshot, RouterSnapshot};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 fn rule_text(r: &ActualRule) -> String {
     let key = r.key.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default();
     format!("{}{} {} {key}{}", if r.invert { "NOT " } else { "" }, r.rule_type, r.compare_type, r.value)
+}
+
+/// Policies in position order with their target (pool, or redirect) and rules.
+fn write_policies(s: &mut String, policies: &[ActualPolicy], pool_name: &dyn Fn(Option<&str>) -> String) {
+    let _ = writeln!(s, "  {:>3}  {:<20}  NAME / RULES (all must match)", "POS", "-> POOL");
+    for p in policies {
+        let target = match p.action.as_str() {
+            "REDIRECT_TO_POOL" => pool_name(p.redirect_pool_id.as_deref()),
+            "REDIRECT_PREFIX" => format!(
+                "{} {}",
+                p.redirect_http_code.map(|c| c.to_string()).unwrap_or_else(|| "302".into()),
+                p.redirect_prefix.as_deref().unwrap_or("-")
+            ),
+            other => other.to_string(),
+        };
+        let disabled = if p.admin_state_up { "" } else { "  [disabled]" };
+        let _ = writeln!(s, "  {:>3}  {:<20}  {}{disabled}", p.position, target, p.name);
+        if p.rules.is_empty() {
+            let _ = writeln!(s, "  {:>3}  {:<20}    (no rules: haproxy skips this policy)", "", "");
+        }
+        for r in &p.rules {
+            let _ = writeln!(s, "  {:>3}  {:<20}    {}", "", "", rule_text(r));
+        }
+    }
+}
+
+/// The HTTPS listener: its certificates (Barbican names and public facts, never content), its
+/// policies and default pool.
+fn write_https(s: &mut String, h: &HttpsSnapshot, pool_name: &dyn Fn(Option<&str>) -> String) {
+    let _ = writeln!(s, "\nHTTPS LISTENER {} (TERMINATED_HTTPS port {})", h.listener_id, h.port);
+    let _ = writeln!(s, "  CERTIFICATES ({}, SNI)", h.certificates.len());
+    for c in &h.certificates {
+        let m = |k: &str| c.metadata.get(k).map(String::as_str).unwrap_or("-");
+        let name = if c.name.is_empty() { "(not readable in Barbican)" } else { c.name.as_str() };
+        let default = if c.default { "  [default]" } else { "" };
+        let _ = writeln!(s, "  {name}{default}");
+        let _ = writeln!(s, "      secret {}", c.secret_ref);
+        let _ = writeln!(s, "      subject {}  sha256 {}  not after {}", m("subject"), m("sha256"), m("not-after"));
+    }
+    let _ = writeln!(s, "  L7 POLICIES ({})", h.actual.policies.len());
+    write_policies(s, &h.actual.policies, pool_name);
+    let _ = writeln!(s, "  DEFAULT POOL: {}", pool_name(h.actual.listener.default_pool_id.as_deref()));
 }
 
 /// The readable table.
@@ -46,19 +88,7 @@ pub fn render(v: &RouterSnapshot) -> String {
     };
 
     let _ = writeln!(s, "\nL7 POLICIES ({}), first match wins", a.policies.len());
-    let _ = writeln!(s, "  {:>3}  {:<20}  NAME / RULES (all must match)", "POS", "-> POOL");
-    for p in &a.policies {
-        let target =
-            if p.action == "REDIRECT_TO_POOL" { pool_name(p.redirect_pool_id.as_deref()) } else { p.action.clone() };
-        let disabled = if p.admin_state_up { "" } else { "  [disabled]" };
-        let _ = writeln!(s, "  {:>3}  {:<20}  {}{disabled}", p.position, target, p.name);
-        if p.rules.is_empty() {
-            let _ = writeln!(s, "  {:>3}  {:<20}    (no rules: haproxy skips this policy)", "", "");
-        }
-        for r in &p.rules {
-            let _ = writeln!(s, "  {:>3}  {:<20}    {}", "", "", rule_text(r));
-        }
-    }
+    write_policies(&mut s, &a.policies, &pool_name);
     let _ = writeln!(
         s,
         "\nLISTENER DEFAULT POOL: {}",
@@ -67,6 +97,10 @@ pub fn render(v: &RouterSnapshot) -> String {
             None => "(none: requests no policy matches get 503)".into(),
         }
     );
+
+    if let Some(h) = &v.https {
+        write_https(&mut s, h, &pool_name);
+    }
 
     let _ = writeln!(s, "\nPOOLS ({})", a.pools.len());
     let mut pools: Vec<_> = a.pools.iter().collect();
@@ -115,6 +149,7 @@ pub fn render_json(v: &RouterSnapshot) -> String {
                     json!({
                         "id": p.id, "name": p.name, "position": p.position, "action": p.action,
                         "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
+                        "redirect_prefix": p.redirect_prefix, "redirect_http_code": p.redirect_http_code,
                         "rules": p.rules.iter().map(|r| json!({
                             "type": r.rule_type, "compare_type": r.compare_type, "key": r.key,
                             "value": r.value, "invert": r.invert,
@@ -144,6 +179,17 @@ pub fn render_json(v: &RouterSnapshot) -> String {
         "operating_status": lb.operating_status, "vip_address": lb.vip_address, "vip_port_id": lb.vip_port_id,
         "floating_ip": v.floating_ip, "listener_id": v.listener.as_ref().map(|l| l.0.clone()),
         "default_pool_id": default_pool_id, "policies": policies, "pools": pools,
+        "https": v.https.as_ref().map(|h| json!({
+            "listener_id": h.listener_id, "port": h.port,
+            "default_pool_id": h.actual.listener.default_pool_id,
+            "certificates": h.certificates.iter().map(|c| json!({
+                "secret_ref": c.secret_ref, "name": c.name, "default": c.default, "metadata": c.metadata,
+            })).collect::<Vec<_>>(),
+            "policies": h.actual.policies.iter().map(|p| json!({
+                "id": p.id, "name": p.name, "position": p.position, "action": p.action,
+                "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
+            })).collect::<Vec<_>>(),
+        })),
     });
     serde_json::to_string_pretty(&out).expect("JSON values always serialize")
 }

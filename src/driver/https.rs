@@ -152,6 +152,14 @@ async fn store(
     let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
     let secret_ref =
         barbican.create_secret(name, &bundle).await.map_err(|source| DriverError::KeyManager { source })?;
+    // Public facts only, for `show` and for an operator browsing Barbican.
+    let metadata = BTreeMap::from([
+        ("cluster".to_string(), cloud.spec.ownership.cluster.clone()),
+        ("subject".to_string(), content.subject.clone()),
+        ("sha256".to_string(), content.fingerprint.clone()),
+        ("not-after".to_string(), content.not_after.clone()),
+    ]);
+    barbican.set_metadata(&secret_ref, &metadata).await.map_err(|source| DriverError::KeyManager { source })?;
     if !cloud.spec.secret_read_users.is_empty() {
         barbican
             .set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true)
@@ -300,4 +308,37 @@ pub async fn collect_garbage(cloud: &Cloud, state: &HttpsState, report: &mut Con
         });
     }
     Ok(())
+}
+
+/// The HTTPS listener for `show`: its policies, and each certificate's Barbican name and
+/// metadata (a secret Barbican cannot describe is listed by its ref alone).
+pub async fn snapshot(
+    cloud: &Cloud,
+    reads: &std::sync::Mutex<super::read_cache::ReadCache>,
+    lb: &LoadBalancer,
+) -> Result<Option<super::report::HttpsSnapshot>> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listeners = cloud.octavia.list_listeners(&q).await?;
+    let Some(l) = listeners
+        .iter()
+        .find(|l| l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags))
+        .or_else(|| listeners.iter().find(|l| l.protocol == TERMINATED_HTTPS))
+    else {
+        return Ok(None);
+    };
+    let actual = super::read::read_actual(cloud, reads, l).await?;
+    let mut certificates = Vec::new();
+    for secret_ref in listener_secret_refs(l).into_iter().collect::<BTreeSet<_>>() {
+        let default = l.default_tls_container_ref.as_deref() == Some(secret_ref.as_str());
+        let mut c =
+            super::report::CertificateSnapshot { secret_ref: secret_ref.clone(), default, ..Default::default() };
+        if let Some(b) = &cloud.barbican {
+            if let Ok(info) = b.get_secret(&secret_ref).await {
+                c.name = info.name.unwrap_or_default();
+            }
+            c.metadata = b.get_metadata(&secret_ref).await.unwrap_or_default();
+        }
+        certificates.push(c);
+    }
+    Ok(Some(super::report::HttpsSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual, certificates }))
 }

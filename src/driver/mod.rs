@@ -31,6 +31,6 @@ pub mod spec;
 pub use create_body::populated_create;
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
-pub use report::{ConvergeReport, MembersChange, RouterSnapshot, WriteRecord};
+pub use report::{CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
 pub use router::Router;
 pub use spec::RouterSpec;

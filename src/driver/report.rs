@@ -72,4 +72,28 @@ pub struct RouterSnapshot {
     pub listener: Option<(String, u16)>,
     /// The listener's policies and the router's pools (`None` without a listener).
     pub actual: Option<ActualRouter>,
+    /// The TERMINATED_HTTPS listener, when the router has one.
+    pub https: Option<HttpsSnapshot>,
+}
+
+/// The HTTPS listener as Octavia has it, with its certificates as Barbican describes them.
+#[derive(Clone, Debug)]
+pub struct HttpsSnapshot {
+    pub listener_id: String,
+    pub port: u16,
+    /// Its policies (in position order) and default pool.
+    pub actual: ActualRouter,
+    pub certificates: Vec<CertificateSnapshot>,
+}
+
+/// One certificate of the HTTPS listener: its Barbican secret's name and metadata (subject,
+/// fingerprint, validity), never its content.
+#[derive(Clone, Debug, Default)]
+pub struct CertificateSnapshot {
+    pub secret_ref: String,
+    /// The Barbican secret's name (empty when it could not be read).
+    pub name: String,
+    /// `default_tls_container_ref`.
+    pub default: bool,
+    pub metadata: std::collections::BTreeMap<String, String>,
 }

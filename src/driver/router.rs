@@ -116,7 +116,8 @@ impl Router {
             Some(port) => floating_ip::of_port(&self.cloud.neutron, port).await?.map(|f| f.floating_ip_address),
             None => None,
         };
-        Ok(Some(RouterSnapshot { lb, floating_ip, listener: listener.map(|l| (l.id, l.protocol_port)), actual }))
+        let https = https::snapshot(&self.cloud, &self.reads, &lb).await?;
+        Ok(Some(RouterSnapshot { lb, floating_ip, listener: listener.map(|l| (l.id, l.protocol_port)), actual, https }))
     }
 
     /// Converge the router to `desired`: create it fully populated if it does not exist, else
