@@ -1,0 +1,250 @@
+//! HTTPS against the real Keystone, Barbican and Octavia of the local stack: Ingress `spec.tls`
+//! → certificates stored in Barbican (PKCS#12, named by content) → a TERMINATED_HTTPS listener
+//! with SNI, redirects on the HTTP listener; rotation in one listener PUT; a run killed mid-
+//! rotation; a Barbican outage; removal. Nothing is mocked: Octavia really validates every ref
+//! against Barbican (with its own service user, through the secret's ACL).
+//!
+//! `functional/openstack.sh start`, then `KURYR_FUNCTIONAL=1 cargo test --test functional_tls`.
+
+#[path = "common/mod.rs"]
+mod common;
+use common::*;
+
+use kuryr_l7_router::driver::ConvergeReport;
+use kuryr_l7_router::driver::certificates::{secret_name, secret_prefix, secret_uuid};
+use kuryr_l7_router::driver::router::Router;
+use kuryr_l7_router::model::DesiredRouter;
+use kuryr_l7_router::openstack::{Barbican, ListQuery};
+use kuryr_l7_router::translate::manifest::load_str;
+use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
+use rcgen::{CertificateParams, KeyPair, date_time_ymd};
+use std::collections::BTreeSet;
+use std::path::Path;
+
+fn pem(host: &str) -> (String, String) {
+    let key = KeyPair::generate().unwrap();
+    let mut params = CertificateParams::new(vec![host.to_string()]).unwrap();
+    params.not_before = date_time_ymd(2020, 1, 1);
+    params.not_after = date_time_ymd(2099, 1, 1);
+    let crt = params.self_signed(&key).unwrap();
+    (crt.pem(), key.serialize_pem())
+}
+
+fn indent(s: &str) -> String {
+    s.lines().map(|l| format!("      {l}")).collect::<Vec<_>>().join("\n")
+}
+
+fn secret(name: &str, (crt, key): &(String, String)) -> String {
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: shop, name: {name}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
+        indent(crt),
+        indent(key)
+    )
+}
+
+const BASE: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kuryr}
+spec: {controller: openstack.org/kuryr-l7-router}
+---
+apiVersion: v1
+kind: Service
+metadata: {namespace: shop, name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {namespace: shop, name: web-1, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{port: 8080}]
+endpoints: [{addresses: [10.0.0.11], conditions: {ready: true}}]
+"#;
+
+/// The Ingress: a.example.com and b.example.com with TLS (Secrets `a` and `b`) and
+/// plain.example.com (+ `extra` paths on it) without.
+fn ingress(tls: bool, extra: &str) -> String {
+    let tls = if tls {
+        "  tls:\n  - {secretName: a, hosts: [a.example.com]}\n  - {secretName: b, hosts: [b.example.com]}\n"
+    } else {
+        ""
+    };
+    let route = |h: &str| {
+        format!(
+            "  - host: {h}\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n"
+        )
+    };
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{namespace: shop, name: web, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\nspec:\n  ingressClassName: kuryr\n{tls}  rules:\n{}{}{}{extra}",
+        route("a.example.com"),
+        route("b.example.com"),
+        route("plain.example.com")
+    )
+}
+
+fn desired(a: &(String, String), b: &(String, String), tls: bool, extra: &str) -> DesiredRouter {
+    let text = [BASE.to_string(), secret("a", a), secret("b", b), ingress(tls, extra)].join("\n---\n");
+    let mut inputs = Inputs::default();
+    load_str(&text, Path::new("tls.yaml"), &mut inputs).unwrap();
+    inputs.now = Some(std::time::SystemTime::now());
+    let d = translate(&inputs, &TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() });
+    let bad: Vec<_> = d.warnings.iter().filter(|w| w.reason != "NoEndpoints").collect();
+    assert!(bad.is_empty(), "{bad:?}");
+    d
+}
+
+async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
+    let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
+    for w in &report.writes {
+        println!("  {:<18} {}", w.kind, w.description);
+    }
+    report
+}
+
+fn count(report: &ConvergeReport, kind: &str) -> usize {
+    report.writes.iter().filter(|w| w.kind == kind).count()
+}
+
+fn barbican() -> Barbican {
+    Barbican::new(session("admin", "admin"))
+}
+
+async fn our_secrets(r: &Router) -> Vec<(String, String)> {
+    let prefix = secret_prefix(&r.spec().ownership.cluster);
+    let mut out: Vec<_> = barbican()
+        .list_secrets(&prefix)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|s| (s.name.unwrap_or_default(), secret_uuid(&s.secret_ref).to_string()))
+        .collect();
+    out.sort();
+    out
+}
+
+async fn https_listener(r: &Router) -> Option<kuryr_l7_router::openstack::octavia::Listener> {
+    let lb = r.find().await.unwrap().expect("router exists");
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    r.octavia().list_listeners(&q).await.unwrap().into_iter().find(|l| l.protocol == "TERMINATED_HTTPS")
+}
+
+fn uuids(refs: &[String]) -> BTreeSet<String> {
+    refs.iter().map(|r| secret_uuid(r).to_string()).collect()
+}
+
+/// Our secrets are deleted with the router (a failed test must not leak them).
+async fn with_tls_router<F, Fut>(r: Router, body: F)
+where
+    F: FnOnce(Router) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let cluster = r.spec().ownership.cluster.clone();
+    with_router(r, body).await;
+    for s in barbican().list_secrets(&secret_prefix(&cluster)).await.unwrap_or_default() {
+        let _ = barbican().delete_secret(&s.secret_ref).await;
+    }
+}
+
+#[tokio::test]
+async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
+    if !enabled() {
+        return;
+    }
+    let r = local_router("l7-tls", "life").await.with_barbican(barbican());
+    with_tls_router(r, |r| async move {
+        let (a, b) = (pem("a.example.com"), pem("b.example.com"));
+        let cluster = r.spec().ownership.cluster.clone();
+
+        println!("1. TLS for two hosts on an existing HTTP router");
+        converge(&r, &desired(&a, &b, false, "")).await;
+        let report = converge(&r, &desired(&a, &b, true, "")).await;
+        assert_eq!(count(&report, "create_secret"), 2);
+        assert_eq!(count(&report, "create_listener"), 1, "the HTTPS listener");
+        let stored = our_secrets(&r).await;
+        assert_eq!(stored.len(), 2, "{stored:?}");
+        let l = https_listener(&r).await.expect("TERMINATED_HTTPS listener");
+        assert_eq!(l.protocol_port, 443);
+        assert_eq!(uuids(&l.sni_container_refs), stored.iter().map(|s| s.1.clone()).collect());
+        let default = secret_uuid(l.default_tls_container_ref.as_deref().unwrap()).to_string();
+        let a_name = stored.iter().find(|s| s.0.contains(":shop_a:")).unwrap();
+        assert_eq!(default, a_name.1, "the oldest Ingress's first certificate is the default");
+        let https_policies = r.read_actual(&l).await.unwrap().policies;
+        assert_eq!(https_policies.len(), 2, "a.example.com and b.example.com, not plain.example.com");
+        let http = read_router(&r).await;
+        let redirects: Vec<_> = http.policies.iter().filter(|p| p.action == "REDIRECT_PREFIX").collect();
+        assert_eq!(redirects.len(), 2);
+        assert!(redirects.iter().all(|p| p.redirect_http_code == Some(308) && p.rules.len() == 2));
+        assert!(http.policies.last().unwrap().action == "REDIRECT_PREFIX", "redirects after every route");
+        // Octavia read our secrets with its own user: it is in their read ACL.
+        let acl = barbican().get_acl(&a_name.1).await.unwrap();
+        assert!(!acl.users.is_empty(), "Octavia's service user was added to the secret's ACL: {acl:?}");
+        let again = converge(&r, &desired(&a, &b, true, "")).await;
+        assert!(again.writes.is_empty(), "idempotent: {:?}", again.writes);
+
+        println!("2. rotation of a: one listener PUT, the old secret deleted after it");
+        let a2 = pem("a.example.com");
+        let report = converge(&r, &desired(&a2, &b, true, "")).await;
+        assert_eq!(
+            (count(&report, "create_secret"), count(&report, "update_listener"), count(&report, "delete_secret")),
+            (1, 1, 1)
+        );
+        assert_eq!(report.writes.len(), 3, "nothing else changes");
+        assert!(barbican().get_secret(&a_name.1).await.is_err(), "old content gone");
+        let l = https_listener(&r).await.unwrap();
+        assert_ne!(secret_uuid(l.default_tls_container_ref.as_deref().unwrap()), a_name.1);
+
+        println!("3. a run killed mid-rotation of b left the new secret and a stray one behind");
+        let b2 = pem("b.example.com");
+        let want = desired(&a2, &b2, true, "");
+        let content = want.https.as_ref().unwrap().certificates["shop_b"].content.clone().unwrap();
+        let bundle = content.parsed().pkcs12().unwrap();
+        barbican().create_secret(&secret_name(&cluster, "shop_b", &content.content_id), &bundle).await.unwrap();
+        barbican().create_secret(&secret_name(&cluster, "shop_gone", "0000"), &bundle).await.unwrap();
+        let report = converge(&r, &want).await;
+        assert_eq!(count(&report, "create_secret"), 0, "the secret the killed run stored is adopted");
+        assert_eq!(count(&report, "update_listener"), 1);
+        assert_eq!(count(&report, "delete_secret"), 2, "old b and the stray certificate");
+        assert_eq!(our_secrets(&r).await.len(), 2);
+
+        println!("4. Barbican down: the HTTP side still converges, the error names Barbican");
+        let _up = Fault::inject(&["stop-service", "barbican-api"], &["start-service", "barbican-api"]);
+        let extra = "      - {path: /new, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+        let err = r.converge(&desired(&a2, &b2, true, extra)).await.expect_err("Barbican is down");
+        assert!(err.to_string().contains("Barbican"), "{err}");
+        assert!(read_router(&r).await.policies.iter().any(|p| p.name.ends_with(":/new")), "new HTTP route written");
+        drop(_up);
+        let report = converge(&r, &desired(&a2, &b2, true, extra)).await;
+        assert_eq!(count(&report, "create_secret") + count(&report, "update_listener"), 0, "{:?}", report.writes);
+
+        println!("5. TLS removed: listener, redirects and secrets go");
+        let report = converge(&r, &desired(&a2, &b2, false, extra)).await;
+        assert_eq!((count(&report, "delete_listener"), count(&report, "delete_secret")), (1, 2));
+        assert!(https_listener(&r).await.is_none());
+        assert!(our_secrets(&r).await.is_empty());
+        assert!(read_router(&r).await.policies.iter().all(|p| p.action != "REDIRECT_PREFIX"));
+    })
+    .await;
+}
+
+/// Runs `functional/openstack.sh` with `do_` now and `undo` on drop (even on a failed assert).
+struct Fault(Vec<String>);
+
+impl Fault {
+    fn inject(do_: &[&str], undo: &[&str]) -> Self {
+        openstack_sh(do_);
+        Fault(undo.iter().map(|s| s.to_string()).collect())
+    }
+}
+
+impl Drop for Fault {
+    fn drop(&mut self) {
+        let args: Vec<&str> = self.0.iter().map(String::as_str).collect();
+        openstack_sh(&args);
+    }
+}
+
+fn openstack_sh(args: &[&str]) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("functional/openstack.sh");
+    let out = std::process::Command::new(script).args(args).output().expect("run functional/openstack.sh");
+    assert!(out.status.success(), "openstack.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+}
