@@ -34,7 +34,8 @@ pub enum Phase {
     Off,
     /// Barbican could not be read or written: the HTTPS side is left as it is this time.
     Unavailable {
-        listener: Option<Listener>,
+        /// Whether the router has an HTTPS listener (which keeps serving what it has).
+        has_listener: bool,
         error: DriverError,
     },
     Ready(Box<HttpsState>),
@@ -95,14 +96,14 @@ pub async fn prepare(
     let Some(barbican) = &cloud.barbican else {
         return Ok(match desired {
             None => Phase::Off,
-            Some(_) => Phase::Unavailable { listener, error: DriverError::NoKeyManager },
+            Some(_) => Phase::Unavailable { has_listener: listener.is_some(), error: DriverError::NoKeyManager },
         });
     };
     let stored = match list_ours(cloud, barbican).await {
         Ok(s) => s,
         // Nothing wanted and no listener: only leftovers to collect, which can wait.
         Err(_) if desired.is_none() && listener.is_none() => return Ok(Phase::Off),
-        Err(error) => return Ok(Phase::Unavailable { listener, error }),
+        Err(error) => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
     };
     let Some(desired) = desired else {
         return Ok(Phase::Ready(Box::new(HttpsState { stored, plan: CertificatePlan::default(), listener })));
@@ -116,7 +117,7 @@ pub async fn prepare(
         let created = store(cloud, barbican, &name, content).await;
         let secret_ref = match created {
             Ok(r) => r,
-            Err(error) => return Ok(Phase::Unavailable { listener, error }),
+            Err(error) => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
         };
         report.writes.push(WriteRecord {
             kind: "create_secret",
@@ -180,10 +181,10 @@ pub fn http_view(desired: &DesiredRouter, phase: &Phase) -> DesiredRouter {
     let servable: BTreeSet<&str> = match phase {
         Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
         // Barbican unknown: keep the redirects while an HTTPS listener exists to serve them.
-        Phase::Unavailable { listener: Some(_), .. } => {
+        Phase::Unavailable { has_listener: true, .. } => {
             desired.redirects.iter().map(|r| r.certificate.as_str()).collect()
         }
-        Phase::Unavailable { listener: None, .. } | Phase::Off => BTreeSet::new(),
+        Phase::Unavailable { has_listener: false, .. } | Phase::Off => BTreeSet::new(),
     };
     DesiredRouter {
         redirects: desired.redirects.iter().filter(|r| servable.contains(r.certificate.as_str())).cloned().collect(),
