@@ -17,6 +17,8 @@ use common::*;
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};
 use kuryr_l7_router::model::DesiredRouter;
+use kuryr_l7_router::openstack::Barbican;
+use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -63,13 +65,9 @@ fn echo_names(d: &DesiredRouter) -> BTreeMap<String, String> {
     m
 }
 
-/// Send `(host, path, expected)` through the router's data plane; panic with a table of every
-/// request that reached something else.
-fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &str)]) {
-    let requests: Vec<serde_json::Value> = cases
-        .iter()
-        .map(|(host, path, expect)| serde_json::json!({"host": host, "path": path, "expect": expect}))
-        .collect();
+/// Send `requests` (run.py's request objects) through the router's data plane: the results, and
+/// whether run.py says every expectation was met (its `ok` and its exit status).
+fn send(lb_id: &str, desired: &DesiredRouter, requests: &[serde_json::Value]) -> (Vec<serde_json::Value>, bool) {
     let echo = serde_json::to_string(&echo_names(desired)).unwrap();
     let mut child = Command::new("/usr/bin/python3")
         .arg(repo().join("functional/dataplane/run.py"))
@@ -79,15 +77,26 @@ fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &st
         .stderr(Stdio::piped())
         .spawn()
         .expect("run /usr/bin/python3 functional/dataplane/run.py");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&requests).unwrap().as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(serde_json::to_string(requests).unwrap().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
         panic!("run.py exit {:?}: {e}\nstdout: {stdout}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr))
     });
     assert!(result.get("error").is_none(), "data plane failed: {result:#}");
-    let results = result["results"].as_array().expect("results");
-    assert_eq!(results.len(), cases.len());
+    let results = result["results"].as_array().expect("results").clone();
+    assert_eq!(results.len(), requests.len());
+    (results, result["ok"] == true && out.status.success())
+}
+
+/// Send `(host, path, expected)` through the router's data plane; panic with a table of every
+/// request that reached something else.
+fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &str)]) {
+    let requests: Vec<serde_json::Value> = cases
+        .iter()
+        .map(|(host, path, expect)| serde_json::json!({"host": host, "path": path, "expect": expect}))
+        .collect();
+    let (results, all_ok) = send(lb_id, desired, &requests);
     let mut bad = vec![];
     for (r, (host, path, expect)) in results.iter().zip(cases) {
         let got = match r["backend"].as_str() {
@@ -101,8 +110,7 @@ fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &st
         }
     }
     assert!(bad.is_empty(), "{} request(s) misrouted:\n{}", bad.len(), bad.join("\n"));
-    assert_eq!(result["ok"], true);
-    assert!(out.status.success(), "run.py exit {:?}", out.status);
+    assert!(all_ok, "run.py reports a mismatch or failed");
 }
 
 // ------------------------------------------------------------------------------ examples/ (shop)
@@ -289,4 +297,140 @@ where
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
     common::with_router(local_router("fct-dp", tag).await, body).await
+}
+
+// ------------------------------------------------------------------------------ HTTPS
+
+/// A CA, an intermediate, and leaves signed by the intermediate: (tls.crt = leaf + intermediate,
+/// tls.key) per name.
+fn tls_pems(hosts: &[&str]) -> Vec<(String, String)> {
+    use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
+    let ca_params = |cn: &str| {
+        let mut p = CertificateParams::new(Vec::<String>::new()).unwrap();
+        p.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p
+    };
+    let root = CertifiedIssuer::self_signed(ca_params("kuryr test root"), KeyPair::generate().unwrap()).unwrap();
+    let inter =
+        CertifiedIssuer::signed_by(ca_params("kuryr test intermediate"), KeyPair::generate().unwrap(), &root).unwrap();
+    hosts
+        .iter()
+        .map(|h| {
+            let key = KeyPair::generate().unwrap();
+            let mut p = CertificateParams::new(vec![h.to_string()]).unwrap();
+            p.distinguished_name.push(DnType::CommonName, *h);
+            let leaf = p.signed_by(&key, &inter).unwrap();
+            (format!("{}{}", leaf.pem(), inter.pem()), key.serialize_pem())
+        })
+        .collect()
+}
+
+/// secure.example.com and *.wild.example.com with TLS (one Secret each, redirect on by default),
+/// plain.example.com without, and a cert-manager HTTP-01 solver Ingress on secure.example.com.
+fn tls_manifests() -> String {
+    let pems = tls_pems(&["secure.example.com", "*.wild.example.com"]);
+    let secret = |name: &str, (crt, key): &(String, String)| {
+        let ind = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+        format!(
+            "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: tls, name: {name}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
+            ind(crt),
+            ind(key)
+        )
+    };
+    let service = |name: &str, ip: &str| {
+        format!(
+            "apiVersion: v1\nkind: Service\nmetadata: {{namespace: tls, name: {name}}}\nspec: {{ports: [{{port: 80}}]}}\n---\n\
+             apiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{namespace: tls, name: {name}-1, labels: {{kubernetes.io/service-name: {name}}}}}\n\
+             addressType: IPv4\nports: [{{port: 8080}}]\nendpoints: [{{addresses: [{ip}], conditions: {{ready: true}}}}]\n"
+        )
+    };
+    let route = |host: &str, path: &str, kind: &str, svc: &str| {
+        format!(
+            "  - host: \"{host}\"\n    http: {{paths: [{{path: \"{path}\", pathType: {kind}, backend: {{service: {{name: {svc}, port: {{number: 80}}}}}}}}]}}\n"
+        )
+    };
+    [
+        "apiVersion: networking.k8s.io/v1\nkind: IngressClass\nmetadata: {name: kuryr-l7-router}\nspec: {controller: openstack.org/kuryr-l7-router}\n".to_string(),
+        service("web", "10.0.1.11"),
+        service("api", "10.0.1.12"),
+        service("solver", "10.0.1.13"),
+        secret("secure", &pems[0]),
+        secret("wild", &pems[1]),
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{namespace: tls, name: site, creationTimestamp: \"2026-01-01T00:00:00Z\"}}\n\
+             spec:\n  ingressClassName: kuryr-l7-router\n  tls:\n  - {{secretName: secure, hosts: [secure.example.com]}}\n  - {{secretName: wild, hosts: [\"*.wild.example.com\"]}}\n  rules:\n{}{}{}{}",
+            route("secure.example.com", "/", "Prefix", "web"),
+            route("secure.example.com", "/api", "Prefix", "api"),
+            route("*.wild.example.com", "/", "Prefix", "api"),
+            route("plain.example.com", "/", "Prefix", "web"),
+        ),
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{namespace: tls, name: cm-acme-http-solver, creationTimestamp: \"2026-01-02T00:00:00Z\"}}\n\
+             spec:\n  ingressClassName: kuryr-l7-router\n  rules:\n{}",
+            route("secure.example.com", "/.well-known/acme-challenge/tok3n", "Exact", "solver"),
+        ),
+    ]
+    .join("\n---\n")
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
+    if !enabled() {
+        return;
+    }
+    let r = local_router("fct-dp", "tls").await.with_barbican(Barbican::new(session("admin", "admin")));
+    let cluster = r.spec().ownership.cluster.clone();
+    common::with_router(r, |r| async move {
+        let mut inputs = Inputs::default();
+        load_str(&tls_manifests(), Path::new("tls.yaml"), &mut inputs).unwrap();
+        inputs.now = Some(std::time::SystemTime::now());
+        let desired = translate(&inputs, &options("kuryr-l7-router"));
+        let unexpected: Vec<_> = desired.warnings.iter().filter(|w| w.reason != "RedirectNotPossible").collect();
+        assert!(unexpected.is_empty(), "{unexpected:?}");
+        let report = converge(&r, &desired).await;
+        let req = |scheme: &str, host: &str, path: &str, expect: &str| {
+            serde_json::json!({"scheme": scheme, "host": host, "path": path, "expect": expect})
+        };
+        let mut requests = vec![
+            req("https", "secure.example.com", "/", "web"),
+            req("https", "secure.example.com", "/api/x", "api"),
+            req("https", "a.wild.example.com", "/", "api"),
+            req("http", "secure.example.com", "/p?q=1", "308"),
+            req("http", "secure.example.com", "/.well-known/acme-challenge/tok3n", "solver"),
+            req("http", "plain.example.com", "/", "web"),
+            req("http", "a.wild.example.com", "/", "api"),
+        ];
+        requests[0]["expect_subject"] = "secure.example.com".into();
+        requests[2]["expect_subject"] = "*.wild.example.com".into();
+        requests[3]["expect_location"] = "https://secure.example.com/p?q=1".into();
+        let (results, all_ok) = send(&report.lb_id, &desired, &requests);
+        for (q, r) in requests.iter().zip(&results) {
+            println!(
+                "{} {} {}{} -> {} {} tls={}",
+                if r["match"] == true { "ok " } else { "BAD" },
+                q["scheme"],
+                q["host"],
+                q["path"],
+                r["status"],
+                r["backend"],
+                r["tls"]
+            );
+        }
+        assert!(all_ok, "some request did not get what Kubernetes says: {results:#?}");
+        // Each SNI host got its own certificate, with the chain (leaf + intermediate).
+        assert_eq!(results[0]["tls"]["subject_cn"], "secure.example.com");
+        assert_eq!(results[2]["tls"]["subject_cn"], "*.wild.example.com");
+        for i in [0, 1, 2] {
+            assert_eq!(results[i]["tls"]["chain_len"], 2, "leaf + intermediate: {}", results[i]["tls"]);
+            assert_eq!(results[i]["tls"]["issuer"], "CN=kuryr test intermediate");
+        }
+        assert_eq!(results[3]["status"], 308);
+        assert!(results[4]["tls"].is_null() && results[5]["tls"].is_null());
+    })
+    .await;
+    let b = Barbican::new(session("admin", "admin"));
+    for s in b.list_secrets(&kuryr_l7_router::driver::certificates::secret_prefix(&cluster)).await.unwrap_or_default() {
+        let _ = b.delete_secret(&s.secret_ref).await;
+    }
 }
