@@ -632,7 +632,8 @@ async fn floating_ip_on_vip_port() {
 
 /// A certificate as the controller will store it: a PKCS#12 bundle from an rcgen certificate, as
 /// an opaque Barbican secret created with the kuryr.conf user, found again by its name prefix,
-/// tagged with metadata, its read ACL set, then deleted (twice: the second is a 404 = done).
+/// tagged with metadata, its read ACL set, used by a TERMINATED_HTTPS listener (Octavia reads it
+/// from Barbican), then deleted (twice: the second is a 404 = done).
 #[tokio::test]
 async fn barbican_pkcs12_secret_lifecycle() {
     if !enabled() {
@@ -678,6 +679,21 @@ async fn barbican_pkcs12_secret_lifecycle() {
         b.set_read_acl(&secret_ref, std::slice::from_ref(&user_id), true).await.unwrap();
         let acl = b.get_acl(&secret_ref).await.unwrap();
         assert!(acl.project_access && acl.users == [user_id.clone()], "{acl:?}");
+
+        // Octavia (barbican_cert_manager) loads the bundle: a TERMINATED_HTTPS listener on it goes ACTIVE.
+        let c = cloud().await;
+        let (octavia, session, secret_ref) = (c.octavia.clone(), c.session.clone(), secret_ref.clone());
+        with_lb(&c, "tls", &[], |lb| async move {
+            let body = json!({"listener": {"name": unique("tls-listener"), "loadbalancer_id": lb.id,
+                "protocol": "TERMINATED_HTTPS", "protocol_port": 443, "default_tls_container_ref": secret_ref}});
+            let req = Request::new(Service::LoadBalancer, Method::POST, "/v2/lbaas/listeners").json(body);
+            let created: Value = session.send_json(&req).await.expect("Octavia accepts the PKCS#12 secret");
+            let listener_id = created["listener"]["id"].as_str().unwrap().to_string();
+            octavia.wait_active(&lb.id, WAIT).await.unwrap();
+            let l = octavia.get_listener(&listener_id).await.unwrap();
+            assert_eq!((l.protocol.as_str(), l.provisioning_status.as_str()), ("TERMINATED_HTTPS", "ACTIVE"));
+        })
+        .await;
     };
     let outcome = AssertUnwindSafe(check).catch_unwind().await;
     b.delete_secret(&secret_ref).await.unwrap();
