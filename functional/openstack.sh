@@ -2,8 +2,13 @@
 # shellcheck disable=SC2034  # loop counters of wait loops are intentionally unused
 # Local OpenStack (Zed, Debian 12 packages) for kuryr-l7-router's demo and functional tests:
 #   MariaDB + RabbitMQ + Keystone + Neutron (ML2, L3 router, no agents)
-#   + Octavia API/worker (amphora provider, noop amphora/compute drivers)
+#   + Barbican API (simple_crypto, random KEK per start) on :9311, Keystone service `key-manager`
+#   + Octavia API/worker (amphora provider, noop amphora/compute drivers, barbican_cert_manager:
+#     TERMINATED_HTTPS listeners take Barbican PKCS#12 secrets, see docs/tls-barbican-notes.md)
 # Everything lives under $ROOT and listens on 127.0.0.1 only.
+# Users (password = name): admin (admin/admin: the controller's user in kuryr.conf), demo (project
+# demo: member, load-balancer_member, creator), demo2 (demo: member, load-balancer_member, NO
+# creator: cannot create Barbican secrets), service users octavia, neutron, barbican.
 #
 # usage: openstack.sh [start|stop|status]
 #   start  (default) stop anything this recipe started, wipe $ROOT/{etc,data,log,run},
@@ -11,7 +16,7 @@
 #   stop   stop exactly the pids recorded in $ROOT/run/*.pid (and their descendants).
 #   status one line per recorded daemon: running or DEAD.
 #   Fault injection on a running stack (functional/faults.rs), NAME one of keystone,
-#   neutron-server, octavia-api, octavia-worker:
+#   neutron-server, octavia-api, octavia-worker, barbican-api:
 #   stop-service NAME / start-service NAME   stop it (connections refused) / start it and wait
 #                                            until it answers (the worker: until it consumes)
 #   pause-service NAME / resume-service NAME SIGSTOP / SIGCONT it and its children (it keeps its
@@ -21,7 +26,9 @@
 #                                            Octavia 11.0.1 that make a fully-populated create work
 #                                            (Debian ships 11.0.0; functional/octavia/worker_zed_11_0_1.py).
 #                                            Default: off (Debian's worker as packaged).
-#   (start also writes $ROOT/etc/kuryr/kuryr.conf and $ROOT/etc/topology.json for this stack)
+#   (start also writes $ROOT/etc/kuryr/kuryr.conf, $ROOT/etc/topology.json and
+#    $ROOT/etc/octavia_user_id (the Octavia service user's id: the user Octavia puts in a
+#    secret's Barbican read ACL) for this stack)
 #
 # env knobs:
 #   OCTAVIA_API_NETWORK_DRIVER=allowed_address_pairs_driver (default) -> the Octavia API allocates
@@ -37,7 +44,9 @@ ETC=$ROOT/etc; DATA=$ROOT/data; LOG=$ROOT/log; RUN=$ROOT/run; BIN=$ROOT/bin
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 PY=/usr/bin/python3                # Debian's python (the OpenStack libs live there), not pyenv's
 OCTAVIA_API_NETWORK_DRIVER=${OCTAVIA_API_NETWORK_DRIVER:-allowed_address_pairs_driver}
-PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-openstackclient python3-octaviaclient python3-neutronclient haproxy"
+# python3-barbican only: barbican-common/barbican-api would configure a database through
+# dbconfig-common and start a system service
+PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-barbican python3-openstackclient python3-octaviaclient python3-neutronclient python3-barbicanclient haproxy"
 
 T0=$(date +%s.%N)
 ts() { awk -v a="$T0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'; }
@@ -51,6 +60,7 @@ descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo
 # daemon NAME CMD...: start CMD in its own session, record "pid starttime" in $RUN/NAME.pid
 daemon() {
   local name=$1; shift
+  # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash
   setsid bash -c 'echo $$ > "$0"; exec "$@"' "$RUN/$name.pid.tmp" "$@" > "$LOG/$name.out" 2>&1 < /dev/null &
   local i; for i in $(seq 1 50); do [ -s "$RUN/$name.pid.tmp" ] && break; sleep 0.1; done
   local pid; pid=$(cat "$RUN/$name.pid.tmp"); rm -f "$RUN/$name.pid.tmp"
@@ -76,15 +86,15 @@ stop_group() {
     local left=""; for k in $pids; do [ -d "/proc/$k" ] && left="$left $k"; done
     [ -z "$left" ] && break; sleep 0.2
   done
-  for k in $all; do [ -d "/proc/$k" ] && kill "$k" 2>/dev/null || true; done
+  for k in $all; do if [ -d "/proc/$k" ]; then kill "$k" 2>/dev/null || true; fi; done
   sleep 0.3
-  for k in $all; do [ -d "/proc/$k" ] && kill -9 "$k" 2>/dev/null || true; done
+  for k in $all; do if [ -d "/proc/$k" ]; then kill -9 "$k" 2>/dev/null || true; fi; done
   return 0
 }
 
 stop_all() {
   [ -d "$RUN" ] || return 0
-  stop_group octavia-api octavia-worker neutron-server keystone
+  stop_group octavia-api octavia-worker neutron-server barbican-api keystone
   stop_group rabbitmq epmd mariadb
   local f; for f in "$RUN"/*.pid; do [ -f "$f" ] && stop_group "$(basename "$f" .pid)"; done
   return 0
@@ -114,13 +124,21 @@ start_neutron_server() {
 start_octavia_worker() {
   local cmd=(octavia-worker)
   # opt-in: Debian's worker plus Octavia 11.0.1's fully-populated-create fixes (see that file)
-  [ -f "$RUN/octavia-fixes" ] && cmd=($PY "$HERE/octavia/worker_zed_11_0_1.py")
+  [ -f "$RUN/octavia-fixes" ] && cmd=("$PY" "$HERE/octavia/worker_zed_11_0_1.py")
   daemon octavia-worker "${cmd[@]}" --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
 }
 start_octavia_api() {
   daemon octavia-api $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9876 --workers 1 --threads 8 \
       --worker-class gthread --timeout 120 --access-logfile "$LOG/octavia-access.log" \
       --error-logfile "$LOG/octavia-gunicorn.log" --name octavia-api octavia_wsgi:application
+}
+
+# Barbican reads its config only from oslo.config's default locations (every plugin module parses
+# them again at import), the first being ~/.barbican/ and ~/: HOME points it at $ETC/barbican
+start_barbican() {
+  daemon barbican-api env HOME="$ETC/barbican" $PY -m gunicorn --chdir "$ETC/wsgi" --bind 127.0.0.1:9311 \
+      --workers 1 --threads 4 --worker-class gthread --timeout 120 --access-logfile "$LOG/barbican-access.log" \
+      --error-logfile "$LOG/barbican-gunicorn.log" --name barbican-api barbican_wsgi:application
 }
 
 # the API casts to the 'octavia_prov' topic; a cast sent before the worker's queue exists is
@@ -150,7 +168,8 @@ start_service() {
     neutron-server) start_neutron_server; wait_http http://127.0.0.1:9696/ neutron 120 ;;
     octavia-api) start_octavia_api; wait_http http://127.0.0.1:9876/ octavia-api 120 ;;
     octavia-worker) start_octavia_worker; wait_worker ;;
-    *) echo "unknown service $1 (keystone, neutron-server, octavia-api, octavia-worker)" >&2; exit 2 ;;
+    barbican-api) start_barbican; wait_http http://127.0.0.1:9311/ barbican-api 120 ;;
+    *) echo "unknown service $1 (keystone, neutron-server, octavia-api, octavia-worker, barbican-api)" >&2; exit 2 ;;
   esac
 }
 
@@ -191,14 +210,14 @@ esac
 
 # ---------------------------------------------------------------- 0. clean + packages
 stop_all
-PORTS="3306 4369 5000 5672 9696 9876 25672"
-busy=$(ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E "^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::1?\]):($(echo $PORTS | tr ' ' '|'))$" || true)
+PORTS="3306 4369 5000 5672 9311 9696 9876 25672"
+busy=$(ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E "^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::1?\]):(${PORTS// /|}))$" || true)
 if [ -n "$busy" ]; then
   echo "ports already in use by processes this recipe did not record: $busy" >&2
   echo "(not killing unknown processes; stop them yourself)" >&2; exit 1
 fi
 rm -rf "$ETC" "$DATA" "$LOG" "$RUN"
-mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
+mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,barbican,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
 [ "${OCTAVIA_FIXES:-0}" = 1 ] && touch "$RUN/octavia-fixes"
 
 missing=""
@@ -210,6 +229,7 @@ if [ -n "$missing" ]; then
   # which breaks multi-stage installs (perl upgrade); download into our own cache dir instead
   mkdir -p "$DATA/debcache/partial"
   # policy-rc.d (exit 101) keeps the packages' init scripts from starting services
+  # shellcheck disable=SC2086  # $missing: one word per package
   DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
       -o Dir::Cache::archives="$DATA/debcache/" $missing > "$LOG/apt-install.log" 2>&1
   rm -rf "$DATA/debcache"
@@ -247,11 +267,12 @@ daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DATA/mysql" --socket
     --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4
 for i in $(seq 1 120); do mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
 mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
-CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron;
+CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron; CREATE DATABASE barbican;
 CREATE USER 'ostack'@'127.0.0.1' IDENTIFIED BY 'ostack';
 GRANT ALL PRIVILEGES ON keystone.* TO 'ostack'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON octavia.* TO 'ostack'@'127.0.0.1';
 GRANT ALL PRIVILEGES ON neutron.* TO 'ostack'@'127.0.0.1';
+GRANT ALL PRIVILEGES ON barbican.* TO 'ostack'@'127.0.0.1';
 EOF
 ts "mariadb ready, databases created"
 
@@ -329,6 +350,63 @@ EOF
 # (standard urlmap + noauth/keystone pipelines)
 cp /usr/lib/python3/dist-packages/neutron/tests/etc/api-paste.ini "$ETC/neutron/api-paste.ini"
 
+# Barbican: store_crypto + simple_crypto; the KEK is a throw-away key made at every start (secrets
+# do not survive a restart anyway: start wipes the database). Legacy policy defaults (Zed):
+# creating secrets needs the 'admin' or 'creator' role.
+( umask 077; cat > "$ETC/barbican/barbican.conf" <<EOF
+[DEFAULT]
+host_href = http://127.0.0.1:9311
+log_file = $LOG/barbican-api.log
+db_auto_create = false
+# Barbican 15 (Zed) reads [DEFAULT] sql_connection (later releases: [database] connection); without
+# it it silently uses sqlite:///barbican.sqlite in its working directory
+sql_connection = mysql+pymysql://ostack:ostack@127.0.0.1/barbican
+[keystone_authtoken]
+www_authenticate_uri = http://127.0.0.1:5000
+auth_url = http://127.0.0.1:5000
+auth_type = password
+project_domain_name = Default
+user_domain_name = Default
+project_name = service
+username = barbican
+password = barbican
+[secretstore]
+namespace = barbican.secretstore.plugin
+enabled_secretstore_plugins = store_crypto
+[crypto]
+namespace = barbican.crypto.plugin
+enabled_crypto_plugins = simple_crypto
+[simple_crypto_plugin]
+kek = $(head -c 32 /dev/urandom | base64)
+[oslo_messaging_notifications]
+driver = noop
+EOF
+)
+# python3-barbican ships no paste ini (barbican-api does): the upstream keystone pipeline
+cat > "$ETC/barbican/barbican-api-paste.ini" <<'EOF'
+[composite:main]
+use = egg:Paste#urlmap
+/: barbican_version
+/v1: barbican-api-keystone
+[pipeline:barbican_version]
+pipeline = cors http_proxy_to_wsgi versionapp
+[pipeline:barbican-api-keystone]
+pipeline = cors http_proxy_to_wsgi authtoken context apiapp
+[app:apiapp]
+paste.app_factory = barbican.api.app:create_main_app
+[app:versionapp]
+paste.app_factory = barbican.api.app:create_version_app
+[filter:context]
+paste.filter_factory = barbican.api.middleware.context:ContextMiddleware.factory
+[filter:authtoken]
+paste.filter_factory = keystonemiddleware.auth_token:filter_factory
+[filter:cors]
+paste.filter_factory = oslo_middleware.cors:filter_factory
+oslo_config_project = barbican
+[filter:http_proxy_to_wsgi]
+paste.filter_factory = oslo_middleware:HTTPProxyToWSGI.factory
+EOF
+
 openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj '/CN=octavia-test-ca' \
     -keyout "$DATA/octavia/certs/ca.key" -out "$DATA/octavia/certs/ca.pem" > /dev/null 2>&1
 cat > "$ETC/octavia/octavia.conf" <<EOF
@@ -363,6 +441,13 @@ cert_generator = local_cert_generator
 ca_certificate = $DATA/octavia/certs/ca.pem
 ca_private_key = $DATA/octavia/certs/ca.key
 server_certs_key_passphrase = insecure-key-do-not-use-this-key
+# TLS listeners: PKCS#12 secrets (or legacy containers) in Barbican, found in the catalog. The API
+# puts the [service_auth] user in the secret's read ACL with the caller's token, then reads the
+# secret with its own ([service_auth]) token.
+cert_manager = barbican_cert_manager
+barbican_auth = barbican_acl_auth
+region_name = RegionOne
+endpoint_type = public
 [health_manager]
 heartbeat_key = insecure
 controller_ip_port_list = 127.0.0.1:5555
@@ -397,7 +482,7 @@ cat > "$ETC/octavia/octavia-api.conf" <<EOF
 network_driver = $OCTAVIA_API_NETWORK_DRIVER
 EOF
 
-# WSGI shims: keystone/octavia parse sys.argv with oslo.config, so hide gunicorn's argv
+# WSGI shims: keystone/octavia/barbican parse sys.argv with oslo.config, so hide gunicorn's argv
 cat > "$ETC/wsgi/keystone_wsgi.py" <<'EOF'
 import sys
 sys.argv = sys.argv[:1]
@@ -410,6 +495,13 @@ application = app.setup_app(argv=['octavia-api', '--config-file', '$ETC/octavia/
                                   '--config-file', '$ETC/octavia/octavia-api.conf',
                                   '--log-file', '$LOG/octavia-api.log'])
 EOF
+# barbican.api.app.get_api_wsgi_script() hard-codes /etc/barbican/barbican-api-paste.ini
+cat > "$ETC/wsgi/barbican_wsgi.py" <<EOF
+import sys
+sys.argv = sys.argv[:1]
+from paste import deploy
+application = deploy.loadapp('config:$ETC/barbican/barbican-api-paste.ini')
+EOF
 cat > "$ETC/clouds.yaml" <<'EOF'
 clouds:
   admin: &admin
@@ -420,6 +512,12 @@ clouds:
     interface: public
   demo:
     auth: {auth_url: "http://127.0.0.1:5000/v3", username: demo, password: demo, project_name: demo,
+           user_domain_name: Default, project_domain_name: Default}
+    region_name: RegionOne
+    identity_api_version: 3
+    interface: public
+  demo2:
+    auth: {auth_url: "http://127.0.0.1:5000/v3", username: demo2, password: demo2, project_name: demo,
            user_domain_name: Default, project_domain_name: Default}
     region_name: RegionOne
     identity_api_version: 3
@@ -438,17 +536,22 @@ KM=(keystone-manage --config-file "$ETC/keystone/keystone.conf")
 octavia-db-manage --config-file "$ETC/octavia/octavia.conf" upgrade head > "$LOG/octavia-db-manage.log" 2>&1 & OPID=$!
 $PY -c 'import sys; from neutron.db.migration.cli import main; sys.argv[0]="neutron-db-manage"; sys.exit(main())' \
     "${NCONF[@]}" upgrade heads > "$LOG/neutron-db-manage.log" 2>&1 & NPID=$!
+# python3-barbican ships no barbican-manage script (barbican-common does): call its main()
+env HOME="$ETC/barbican" $PY -c 'import sys; from barbican.cmd.barbican_manage import main; sys.argv[0]="barbican-manage"; sys.exit(main())' \
+    db upgrade > "$LOG/barbican-db-manage.log" 2>&1 & BPID=$!
 wait $KPID || { echo "keystone-manage failed, see $LOG/keystone-manage.log" >&2; exit 1; }
 ts "keystone db_sync + fernet + bootstrap done"
 start_keystone
 wait $OPID || { echo "octavia-db-manage failed, see $LOG/octavia-db-manage.log" >&2; exit 1; }
 wait $NPID || { echo "neutron-db-manage failed, see $LOG/neutron-db-manage.log" >&2; exit 1; }
-ts "octavia + neutron schemas migrated"
+wait $BPID || { echo "barbican-manage db upgrade failed, see $LOG/barbican-db-manage.log" >&2; exit 1; }
+ts "octavia + neutron + barbican schemas migrated"
 
 # ---------------------------------------------------------------- 5. daemons
 start_neutron_server
 start_octavia_worker
 start_octavia_api
+start_barbican
 
 wait_http http://127.0.0.1:5000/v3 keystone 60
 
@@ -474,15 +577,21 @@ def ensure(coll, single, name, attrs):
     if b[coll]: return b[coll][0]["id"]
     b, _ = req("POST", "/" + coll, {single: dict(name=name, **attrs)}, token=T); return b[single]["id"]
 projects = {p: ensure("projects", "project", p, {"domain_id": "default"}) for p in ("service", "demo")}
-roles = {r: ensure("roles", "role", r, {}) for r in ("admin", "member", "reader", "load-balancer_member",
+roles = {r: ensure("roles", "role", r, {}) for r in ("admin", "member", "reader", "creator", "load-balancer_member",
          "load-balancer_observer", "load-balancer_global_observer", "load-balancer_quota_admin", "load-balancer_admin")}
 users = {u: ensure("users", "user", u, {"domain_id": "default", "password": u, "enabled": True})
-         for u in ("octavia", "neutron", "demo")}
-for p, u, r in (("service", "octavia", "admin"), ("service", "neutron", "admin"),
-                ("demo", "demo", "member"), ("demo", "demo", "load-balancer_member")):
+         for u in ("octavia", "neutron", "barbican", "demo", "demo2")}
+for p, u, r in (("service", "octavia", "admin"), ("service", "neutron", "admin"), ("service", "barbican", "admin"),
+                ("demo", "demo", "member"), ("demo", "demo", "load-balancer_member"),
+                # Barbican (Zed) keeps its legacy policy defaults: creating secrets, reading their
+                # ACLs (Octavia does that with the caller's token) needs 'creator' or 'admin'
+                ("demo", "demo", "creator"),
+                # demo2: like demo without 'creator' (the negative case of the TLS tests)
+                ("demo", "demo2", "member"), ("demo", "demo2", "load-balancer_member")):
     req("PUT", "/projects/%s/users/%s/roles/%s" % (projects[p], users[u], roles[r]), token=T)
 for name, stype, url in (("octavia", "load-balancer", "http://127.0.0.1:9876"),
-                         ("neutron", "network", "http://127.0.0.1:9696")):
+                         ("neutron", "network", "http://127.0.0.1:9696"),
+                         ("barbican", "key-manager", "http://127.0.0.1:9311")):
     b, _ = req("GET", "/services?type=%s" % stype, token=T)
     sid = b["services"][0]["id"] if b["services"] else \
         req("POST", "/services", {"service": {"name": name, "type": stype, "enabled": True}}, token=T)[0]["service"]["id"]
@@ -492,13 +601,16 @@ for name, stype, url in (("octavia", "load-balancer", "http://127.0.0.1:9876"),
         if iface not in have:
             req("POST", "/endpoints", {"endpoint": {"service_id": sid, "interface": iface, "url": url,
                                                     "region_id": "RegionOne", "enabled": True}}, token=T)
+with open(sys.argv[1], "w") as f:
+    f.write(users["octavia"] + "\n")
 print("keystone catalog/users ok")
 EOF
-$PY "$BIN/ks_bootstrap.py" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
+$PY "$BIN/ks_bootstrap.py" "$ETC/octavia_user_id" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
 ts "keystone users/roles/services/endpoints created"
 
 wait_http http://127.0.0.1:9696/ neutron 120
 wait_http http://127.0.0.1:9876/ octavia-api 120
+wait_http http://127.0.0.1:9311/ barbican-api 120
 
 wait_worker
 
@@ -542,10 +654,13 @@ ts "neutron topology (public, private, router1) and Octavia availability zone az
 
 # kuryr.conf for this stack: what the demo and the functional tests run with
 mkdir -p "$ETC/kuryr"
-$PY - "$ETC/topology.json" > "$ETC/kuryr/kuryr.conf" <<'EOF'
+$PY - "$ETC/topology.json" "$ETC/octavia_user_id" > "$ETC/kuryr/kuryr.conf" <<'EOF'
 import json, sys
 t = json.load(open(sys.argv[1]))
 print(f"""# Generated by functional/openstack.sh for the local loopback OpenStack.
+# TLS: Barbican is the catalog's key-manager (http://127.0.0.1:9311); the user below may store
+# secrets (admin; a non-admin user needs the 'creator' role). Octavia adds its own service user
+# (id in {sys.argv[2]}) to a secret's read ACL itself when a listener references the secret.
 [kubernetes]
 enable_ingress = True
 ingress_class = kuryr-l7-router
@@ -577,8 +692,8 @@ interface = public
 """)
 EOF
 ts "kuryr.conf written to $ETC/kuryr/kuryr.conf"
-for n in mariadb epmd rabbitmq keystone neutron-server octavia-worker octavia-api; do
+for n in mariadb epmd rabbitmq keystone neutron-server octavia-worker octavia-api barbican-api; do
   read -r pid st < "$RUN/$n.pid"; alive "$pid" "$st" || { echo "$n (pid $pid) died; see $LOG" >&2; exit 1; }
 done
-ts "STACK READY: keystone :5000, neutron :9696, octavia :9876 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
+ts "STACK READY: keystone :5000, neutron :9696, octavia :9876, barbican :9311 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
 echo "export OS_CLIENT_CONFIG_FILE=$ETC/clouds.yaml OS_CLOUD=admin   # for the openstack CLI"
