@@ -1,4 +1,5 @@
-"""Stdlib-only REST helper for the local Keystone / Neutron / Octavia (dataplane tests)."""
+"""Stdlib-only REST helper for the local Keystone / Neutron / Octavia / Barbican (dataplane tests)."""
+import base64
 import json
 import os
 import time
@@ -8,6 +9,7 @@ import urllib.request
 KS = os.environ.get("OS_AUTH_URL", "http://127.0.0.1:5000/v3")
 OCT = os.environ.get("OCTAVIA_URL", "http://127.0.0.1:9876")
 NEU = os.environ.get("NEUTRON_URL", "http://127.0.0.1:9696")
+BAR = os.environ.get("BARBICAN_URL", "http://127.0.0.1:9311")
 
 
 def call(method, url, body=None, tok=None, timeout=30):
@@ -102,3 +104,23 @@ def subnet_id(n, name="private-subnet"):
     if st != 200 or not b["subnets"]:
         raise SystemExit("subnet %s not found" % name)
     return b["subnets"][0]["id"]
+
+
+def create_opaque_secret(b, name, payload):
+    """Store bytes (e.g. a PKCS#12 bundle) as an opaque Barbican secret, the form Octavia
+    reads as a TLS container: base64 payload, application/octet-stream. Returns its ref."""
+    st, body = b.post("/v1/secrets", {
+        "name": name, "secret_type": "opaque",
+        "payload": base64.b64encode(payload).decode(),
+        "payload_content_type": "application/octet-stream",
+        "payload_content_encoding": "base64"})
+    if st != 201:
+        raise RuntimeError("POST /v1/secrets %s -> %s %s" % (name, st, str(body)[:300]))
+    return body["secret_ref"]
+
+
+def delete_secret(b, ref):
+    """DELETE a secret by its ref (only the uuid is used, against b's base URL)."""
+    st, body = b.delete("/v1/secrets/" + ref.rstrip("/").rsplit("/", 1)[1])
+    if st not in (204, 404):
+        raise RuntimeError("DELETE secret %s -> %s %s" % (ref, st, str(body)[:300]))

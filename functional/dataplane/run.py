@@ -16,7 +16,12 @@ Usage:
         {"host": "Www.Example.com:8080", "path": "/foo?x=1",
          "method": "GET", "headers": {..}, "listener_port": 80, "expect": "svc-a"}
         only "path" is required; "host": null sends no Host header; "listener_port"
-        picks the listener when the LB has several (default: the first/only one).
+        picks the listener (default: the lowest port of a TERMINATED_HTTPS listener for
+        https, of another listener for http).
+        TLS: "scheme": "https" (default "http"), "sni": "name" (default: the Host
+        header's host; null = no SNI); "expect_subject": the certificate subject (RFC 4514
+        string, e.g. "CN=a.example.com,O=x") or just its CN; "expect_location": the
+        Location header (redirects are never followed).
   --port / --port-map: local port(s) haproxy binds on 127.0.0.1 (default: free ports).
 
 Output (stdout, one JSON document):
@@ -24,11 +29,16 @@ Output (stdout, one JSON document):
      {"request": {...}, "status": 200, "backend": "svc-a",
       "haproxy_backend": "<pool_id>:<listener_id>", "pool_id": ..., "pool_name": ...,
       "member_id": ..., "member_name": ..., "location": null, "body": {...}|"text",
+      "tls": null | {"subject": "CN=...", "subject_cn": ..., "issuer": "CN=...",
+                     "san": ["..."], "chain_len": 2, "version": "TLSv1.3"},
       "expect": "svc-a", "match": true}, ...]}
   `backend` is the echo name, or null when no echo server answered (no rule and no
-  default pool -> status 503; REJECT -> 403; redirects -> 302 with "location").
+  default pool -> status 503; REJECT -> 403; redirects -> 301/302/308 with "location").
   `expect` (optional, per request) is compared with `backend`, or with str(status) when
-  backend is null (e.g. "503"); "match" is the outcome and "ok" is all matches.
+  backend is null (e.g. "503", "308"); "match" is all given expectations (expect,
+  expect_subject, expect_location) and "ok" is all matches.
+  `chain_len`: certificates the server sent (SSLSocket.get_unverified_chain() on python
+  3.13+, else `openssl s_client -showcerts` on a second connection with the same SNI).
 
 Exit status: 0 all expectations met (or none given), 1 a mismatch, 2 usage,
   3 haproxy config check failed / haproxy did not start (stderr and results say why).
@@ -39,6 +49,7 @@ import json
 import os
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -70,15 +81,85 @@ def wait_listening(port, proc, timeout=10):
     return False
 
 
+def _connect(port, req, timeout):
+    """A connected http.client connection: plain, or TLS with SNI (no verification: the
+    certificate is reported, not trusted). Returns (conn, ssl socket or None)."""
+    if req.get("scheme", "http") != "https":
+        return http.client.HTTPConnection("127.0.0.1", port, timeout=timeout), None
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        ssock = ctx.wrap_socket(raw, server_hostname=sni_of(req))
+    except Exception:
+        raw.close()
+        raise
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c.sock = ssock  # http.client connects only when sock is None
+    return c, ssock
+
+
+def sni_of(req):
+    """"sni" if given (null = send none), else the Host header's host part."""
+    if "sni" in req:
+        return req["sni"]
+    host = req.get("host", "localhost")
+    if host is None:
+        return None
+    return host.rsplit(":", 1)[0] if not host.endswith("]") else host
+
+
+def name_str(name):
+    return name.rfc4514_string()
+
+
+def tls_info(ssock, port, sni, timeout):
+    """subject / issuer / DNS SANs of the peer certificate, TLS version, and the length of
+    the chain the server sent (leaf + intermediates)."""
+    from cryptography import x509
+    cert = x509.load_der_x509_certificate(ssock.getpeercert(binary_form=True))
+    try:
+        san = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName)
+        sans = san.value.get_values_for_type(x509.DNSName)
+    except x509.ExtensionNotFound:
+        sans = []
+    cn = cert.subject.get_attributes_for_oid(x509.oid.NameOID.COMMON_NAME)
+    info = {"subject": name_str(cert.subject), "subject_cn": cn[0].value if cn else None,
+            "issuer": name_str(cert.issuer), "san": sans, "version": ssock.version(),
+            "chain_len": None}
+    if hasattr(ssock, "get_unverified_chain"):  # python 3.13+
+        info["chain_len"] = len(ssock.get_unverified_chain())
+    else:
+        info["chain_len"] = s_client_chain_len(port, sni, timeout)
+    return info
+
+
+def s_client_chain_len(port, sni, timeout):
+    """Fallback before python 3.13: `openssl s_client -showcerts` on a second connection with
+    the same SNI; counts the certificates the server sent. None if openssl is missing."""
+    cmd = ["openssl", "s_client", "-connect", "127.0.0.1:%d" % port, "-showcerts"]
+    cmd += ["-servername", sni] if sni else ["-noservername"]
+    try:
+        out = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                             timeout=timeout).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.count("-----BEGIN CERTIFICATE-----")
+
+
 def send(port, req, timeout):
+    """One request on a fresh connection; redirects are not followed.
+    Returns (status, headers, body bytes, tls info or None)."""
     method = req.get("method", "GET")
     headers = dict(req.get("headers") or {})
     host = req.get("host", "localhost")
     if host is not None:
         headers["Host"] = host
     headers.setdefault("Connection", "close")
-    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    c, ssock = _connect(port, req, timeout)
     try:
+        tls = tls_info(ssock, port, sni_of(req), timeout) if ssock else None
         if host is None:
             c.putrequest(method, req["path"], skip_host=True, skip_accept_encoding=True)
             for k, v in headers.items():
@@ -88,9 +169,32 @@ def send(port, req, timeout):
             c.request(method, req["path"], headers=headers)
         r = c.getresponse()
         raw = r.read()
-        return r.status, dict(r.getheaders()), raw
+        return r.status, dict(r.getheaders()), raw, tls
     finally:
         c.close()
+
+
+def default_listener_port(lb, scheme):
+    """The lowest port of a TERMINATED_HTTPS listener for https, of any other listener for
+    http; the lowest listener port if there is none of that kind."""
+    tls = scheme == "https"
+    ports = sorted(l.protocol_port for l in lb.listeners
+                   if (l.protocol == "TERMINATED_HTTPS") == tls)
+    return ports[0] if ports else min(l.protocol_port for l in lb.listeners)
+
+
+def check(req, res):
+    """Compare the optional expectations of req with res; None when there are none."""
+    verdicts = []
+    if "expect" in req:
+        got = res["backend"] if res["backend"] is not None else str(res["status"])
+        verdicts.append(got == str(req["expect"]))
+    if "expect_subject" in req:
+        tls = res.get("tls") or {}
+        verdicts.append(req["expect_subject"] in (tls.get("subject"), tls.get("subject_cn")))
+    if "expect_location" in req:
+        verdicts.append(res["location"] == req["expect_location"])
+    return all(verdicts) if verdicts else None
 
 
 def describe(lb):
@@ -126,8 +230,7 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
             pm = {lports[0]: int(port)}
         else:
             pm = {lp: free_port() for lp in lports}
-        raw = render_haproxy.render_octavia(lb, conf)
-        text, notes = render_haproxy.localize(raw, lb, run_dir, pm, member_map)
+        raw, text, notes = render_haproxy.render_local(lb, conf, run_dir, pm, member_map)
         out["notes"] = notes
         out["port_map"] = {str(k): v for k, v in pm.items()}
         cfg_path = os.path.join(run_dir, "haproxy.cfg")
@@ -155,12 +258,12 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
         pools, members = describe(lb)
         all_ok = True
         for req in requests:
-            lport = req.get("listener_port", lports[0])
+            lport = req.get("listener_port") or default_listener_port(lb, req.get("scheme", "http"))
             res = {"request": req, "status": None, "backend": None, "haproxy_backend": None,
                    "pool_id": None, "pool_name": None, "member_id": None, "member_name": None,
-                   "location": None}
+                   "location": None, "tls": None}
             try:
-                st, hdrs, raw_body = send(pm[lport], req, timeout)
+                st, hdrs, raw_body, res["tls"] = send(pm[lport], req, timeout)
                 res["status"] = st
                 res["location"] = hdrs.get("Location") or hdrs.get("location")
                 tag = hdrs.get("X-Dp-Backend") or hdrs.get("x-dp-backend")
@@ -180,13 +283,14 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                 res["body"] = body
                 if isinstance(body, dict) and "backend" in body:
                     res["backend"] = body["backend"]
-            except Exception as e:  # connection reset, timeout
+            except Exception as e:  # connection reset, timeout, TLS handshake failure
                 res["error"] = "%s: %s" % (type(e).__name__, e)
-            if "expect" in req:
-                got = res["backend"] if res["backend"] is not None else str(res["status"])
-                res["expect"] = req["expect"]
-                res["match"] = (got == str(req["expect"]))
-                all_ok = all_ok and res["match"]
+            verdict = check(req, res)
+            if verdict is not None:
+                if "expect" in req:
+                    res["expect"] = req["expect"]
+                res["match"] = verdict
+                all_ok = all_ok and verdict
             out["results"].append(res)
         out["ok"] = all_ok
         return (0 if all_ok else 1), out

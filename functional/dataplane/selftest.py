@@ -1,7 +1,11 @@
 #!/usr/bin/python3
 """Self-test of the data-plane harness: build an LB with L7 rules through the Octavia
 REST API, route real requests through haproxy rendered by Octavia, assert backends.
-Exit 0 on success, 1 on any mismatch, 2 on setup errors. Always cascade-deletes its LB."""
+Then the TLS scenario (selftest_tls.py: Barbican certificates, SNI, HTTP->HTTPS redirect).
+Usage: selftest.py [--only http|tls]
+Exit 0 on success, 1 on any mismatch, 2 on setup errors, 3 haproxy failure.
+Always deletes what it created (LBs, their VIP ports, secrets)."""
+import argparse
 import json
 import os
 import sys
@@ -12,6 +16,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ostack  # noqa: E402
 import run as dprun  # noqa: E402
+import selftest_tls  # noqa: E402
 
 PFX = "dp-%s" % uuid.uuid4().hex[:8]
 TAGS = [PFX]
@@ -24,11 +29,7 @@ def must(st, b, want, what):
     return b
 
 
-def main():
-    tok = ostack.token()
-    o = ostack.Client(tok, ostack.OCT)
-    n = ostack.Client(tok, ostack.NEU)
-    sub = ostack.subnet_id(n)
+def http_scenario(o, n, sub):
     st, b = o.post("/v2/lbaas/loadbalancers", {"loadbalancer": {
         "name": PFX + "-lb", "vip_subnet_id": sub, "tags": TAGS}})
     lb = must(st, b, 201, "POST loadbalancer")["loadbalancer"]
@@ -99,11 +100,35 @@ def main():
                 r["backend"], r["pool_name"], q["expect"]))
         if code == 3:
             print(json.dumps(out, indent=1))
-        print("selftest:", "PASS" if code == 0 else "FAIL (run.py exit %d)" % code)
+        print("http selftest:", "PASS" if code == 0 else "FAIL (run.py exit %d)" % code)
         return code
     finally:
         ostack.delete_lb(o, n, lb["id"])
         print("%s: LB %s cascade-deleted" % (PFX, lb["id"]))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--only", choices=("http", "tls"))
+    a = ap.parse_args()
+    tok = ostack.token()
+    o = ostack.Client(tok, ostack.OCT)
+    n = ostack.Client(tok, ostack.NEU)
+    sub = ostack.subnet_id(n)
+    codes = []
+    for name in ("http", "tls"):
+        if a.only not in (None, name):
+            continue
+        t0 = time.monotonic()
+        if name == "http":
+            codes.append(http_scenario(o, n, sub))
+        else:
+            codes.append(selftest_tls.tls_scenario(o, n, ostack.Client(tok, ostack.BAR), sub, PFX))
+        print("%s scenario: %.1f s" % (name, time.monotonic() - t0))
+    code = next((c for c in codes if c), 0)
+    print("selftest:", "PASS" if code == 0 else "FAIL (exit %d)" % code)
+    return code
 
 
 if __name__ == "__main__":
