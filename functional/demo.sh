@@ -81,6 +81,10 @@ for f in {f["id"]: f for f in fips}.values():
     n.delete("/v2.0/floatingips/" + f["id"])
     print("deleted floating IP", f["floating_ip_address"])
 ostack.delete_lb(o, n, lb["id"])
+b = ostack.Client(tok, ostack.BAR)
+for c in (lb.get("https") or {}).get("certificates", []):
+    b.delete("/v1/secrets/" + c["secret_ref"].rstrip("/").rsplit("/", 1)[-1])
+    print("deleted Barbican secret", c["name"])
 print("deleted load balancer", lb["name"], lb["id"], "(cascade) and its VIP port", port)
 EOF
   fi
@@ -96,21 +100,56 @@ EOF
 trap cleanup EXIT
 
 # ---------------------------------------------------------------------------------- 2. build
+# HTTPS: a self-signed certificate made now (never stored in the repo) for a second host,
+# secure.example.com, whose Ingress has spec.tls: the router gets a TERMINATED_HTTPS listener
+# with the certificate in Barbican, and plain HTTP for that host is redirected to HTTPS.
+mkdir -p "$WORK/tls"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=secure.example.com" \
+  -addext "subjectAltName=DNS:secure.example.com" -keyout "$WORK/key.pem" -out "$WORK/crt.pem" 2>/dev/null
+/usr/bin/python3 - "$WORK" > "$WORK/tls/50-secure.yaml" <<'EOF'
+import sys
+w = sys.argv[1]
+ind = lambda f: "".join("    " + l for l in open(f))
+print("""# Made by functional/demo.sh: a TLS Secret and an Ingress with spec.tls.
+apiVersion: v1
+kind: Secret
+metadata: {name: secure-tls, namespace: shop}
+type: kubernetes.io/tls
+stringData:
+  tls.crt: |
+%s  tls.key: |
+%s---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: secure, namespace: shop, creationTimestamp: "2025-03-01T09:00:00Z"}
+spec:
+  ingressClassName: kuryr-l7-router
+  tls:
+  - {secretName: secure-tls, hosts: [secure.example.com]}
+  rules:
+  - host: secure.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {name: http}}}}
+""" % (ind(w + "/crt.pem"), ind(w + "/key.pem")))
+EOF
+MANIFESTS=(-f examples/ -f "$WORK/tls/")
+
 step "2. build, then validate the configuration (secrets masked)"
 run cargo build --quiet --bin kuryr-l7-router
 run "$BIN" "${CONF_ARGS[@]}" check-config
 
 # ---------------------------------------------------------------------------------- 3. plan
-step "3. plan: what the shop's Ingresses (examples/) become on the L7 router (no OpenStack needed)"
-echo "examples/: $(ls examples | tr '\n' ' ')"
-run "$BIN" "${CONF_ARGS[@]}" plan -f examples/ 2>/dev/null
+step "3. plan: what the shop's Ingresses (examples/, + secure.example.com with TLS) become on the L7 router (no OpenStack needed)"
+echo "examples/: $(ls examples | tr '\n' ' ')+ $WORK/tls/50-secure.yaml (a TLS Secret made now, Ingress secure)"
+run "$BIN" "${CONF_ARGS[@]}" plan "${MANIFESTS[@]}" 2>/dev/null
 
 # ---------------------------------------------------------------------------------- 4-5. apply
 step "4. apply: create the router on Octavia and converge it (every write printed)"
-run "$BIN" "${CONF_ARGS[@]}" apply -f examples/ 2>/dev/null | tee "$WORK/apply1.txt"
+run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" 2>/dev/null | tee "$WORK/apply1.txt"
 
 step "5. apply again: nothing changed in the Ingresses, so nothing is written"
-run "$BIN" "${CONF_ARGS[@]}" apply -f examples/ 2>/dev/null | tee "$WORK/apply2.txt"
+run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" 2>/dev/null | tee "$WORK/apply2.txt"
 if ! grep -q '^0 write(s)' "$WORK/apply2.txt"; then
   echo "FAIL: the second apply wrote to Octavia (expected 0 writes)" >&2; exit 1
 fi
@@ -199,3 +238,40 @@ if [ "$rc" != 0 ]; then
   exit 1
 fi
 echo "every request reached the Service Kubernetes Ingress semantics say it must."
+
+step "7b. HTTPS: secure.example.com over TLS with SNI (certificate from Barbican), plain HTTP redirected"
+cat <<'EOF'
+The same haproxy also renders the TERMINATED_HTTPS listener, with the certificate Octavia reads
+from Barbican written as the amphora writes it. HTTP requests for a TLS host get a 308 to https
+(path and query kept), except cert-manager's /.well-known/acme-challenge/ path.
+EOF
+cat > "$WORK/https.json" <<'EOF'
+[{"scheme": "https", "host": "secure.example.com", "path": "/", "expect": "web", "expect_subject": "secure.example.com"},
+ {"scheme": "https", "host": "secure.example.com", "path": "/cart?item=1", "expect": "web"},
+ {"scheme": "http", "host": "secure.example.com", "path": "/cart?item=1", "expect": "308",
+  "expect_location": "https://secure.example.com/cart?item=1"},
+ {"scheme": "http", "host": "secure.example.com", "path": "/.well-known/acme-challenge/token", "expect": "web"},
+ {"scheme": "http", "host": "shop.example.com", "path": "/", "expect": "web"}]
+EOF
+rc=0
+/usr/bin/python3 functional/dataplane/run.py "$LB_ID" --config-file "$OCTAVIA_CONF" \
+  --echo "$(cat "$WORK/echo.json")" --requests "$WORK/https.json" > "$WORK/https-result.json" || rc=$?
+/usr/bin/python3 - "$WORK/https-result.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+if r.get("error"):
+    print("data plane error:", r["error"])
+for x in r.get("results", []):
+    q = x["request"]
+    got = x["backend"] if x["backend"] is not None else "HTTP %s" % x["status"]
+    tls = x.get("tls") or {}
+    extra = ("certificate %s, %s" % (tls.get("subject"), tls.get("version"))) if tls else ""
+    if x.get("location"):
+        extra = "Location: " + x["location"]
+    print("%s  %-5s %-20s %-36s -> %-9s %s" % ("ok " if x.get("match") else "BAD", q["scheme"], q["host"], q["path"], got, extra))
+EOF
+if [ "$rc" != 0 ]; then
+  echo "FAIL: HTTPS data plane run.py exit $rc" >&2
+  exit 1
+fi
+echo "HTTPS answered with the Ingress's certificate; plain HTTP for the TLS host was redirected."

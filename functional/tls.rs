@@ -96,8 +96,14 @@ fn desired(a: &(String, String), b: &(String, String), tls: bool, extra: &str) -
 async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
     let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
     for w in &report.writes {
-        println!("  {:<18} {}", w.kind, w.description);
+        println!("  {:<18} {:>5.1}s {}", w.kind, w.duration.as_secs_f64(), w.description);
     }
+    let octavia = report.writes.iter().filter(|w| !w.kind.ends_with("_secret")).count();
+    println!(
+        "  = {octavia} Octavia write(s), {} Barbican write(s), in {:.1}s",
+        report.writes.len() - octavia,
+        report.elapsed.as_secs_f64()
+    );
     report
 }
 
