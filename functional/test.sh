@@ -26,7 +26,7 @@ FTESTS=$(sed -n 's/^name = "\(functional_[a-z0-9_]*\)"$/--test \1/p' Cargo.toml)
 KURYR_FUNCTIONAL=1 KURYR_CONFIG_FILE="$ROOT/etc/kuryr/kuryr.conf" cargo test --no-fail-fast $FTESTS
 
 if [ -x functional/dataplane/selftest.sh ]; then
-  step "data-plane self-test: Octavia-rendered haproxy routing real HTTP requests"
+  step "data-plane self-test: Octavia-rendered haproxy routing real HTTP and HTTPS requests"
   functional/dataplane/selftest.sh
 fi
 step "all tests passed"
