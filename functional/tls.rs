@@ -156,8 +156,14 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
     if !enabled() {
         return;
     }
-    let r = local_router("l7-tls", "life").await.with_barbican(barbican());
-    with_tls_router(r, |r| async move {
+    let mut r = local_router("l7-tls", "life").await;
+    // [octavia_defaults] tls_secret_read_users: the controller puts these users in each secret's
+    // read ACL itself (Octavia's service user, and one that only this setting can have added).
+    let root = std::env::var("ROOT").unwrap_or_else(|_| "/tmp/ostack".into());
+    let octavia_user = std::fs::read_to_string(format!("{root}/etc/octavia_user_id")).unwrap().trim().to_string();
+    r.spec_mut().secret_read_users = vec![octavia_user.clone(), "0badc0ffee0000000000000000000000".into()];
+    let r = r.with_barbican(barbican());
+    with_tls_router(r, move |r| async move {
         let (a, b) = (pem("a.example.com"), pem("b.example.com"));
         let cluster = r.spec().ownership.cluster.clone();
 
@@ -181,9 +187,11 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         assert_eq!(redirects.len(), 2);
         assert!(redirects.iter().all(|p| p.redirect_http_code == Some(308) && p.rules.len() == 2));
         assert!(http.policies.last().unwrap().action == "REDIRECT_PREFIX", "redirects after every route");
-        // Octavia read our secrets with its own user: it is in their read ACL.
+        // Octavia reads our secrets with its own user: the controller put it (and the other
+        // configured user) in their read ACL.
         let acl = barbican().get_acl(&a_name.1).await.unwrap();
-        assert!(!acl.users.is_empty(), "Octavia's service user was added to the secret's ACL: {acl:?}");
+        assert!(acl.users.contains(&octavia_user), "{acl:?}");
+        assert!(acl.users.iter().any(|u| u == "0badc0ffee0000000000000000000000"), "{acl:?}");
         let again = converge(&r, &desired(&a, &b, true, "")).await;
         assert!(again.writes.is_empty(), "idempotent: {:?}", again.writes);
 

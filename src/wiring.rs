@@ -96,7 +96,7 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         create_timeout: o.lb_create_timeout,
         write_timeout: o.write_timeout,
         insert_forwarded_headers: o.insert_forwarded_headers,
-        secret_read_users: Vec::new(),
+        secret_read_users: o.tls_secret_read_users.clone(),
     }
 }
 

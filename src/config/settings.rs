@@ -105,6 +105,7 @@ pub struct OctaviaDefaults {
     pub ssl_redirect: bool,
     pub ssl_redirect_code: RedirectCode,
     pub insert_forwarded_headers: bool,
+    pub tls_secret_read_users: Vec<String>,
 }
 
 /// `[neutron]`: Keystone authentication for Neutron and Octavia. Validated per `auth_type`:
@@ -516,6 +517,7 @@ impl Reader {
             ssl_redirect: self.value(od, "ssl_redirect"),
             ssl_redirect_code: self.choice(od, "ssl_redirect_code"),
             insert_forwarded_headers: self.value(od, "insert_forwarded_headers"),
+            tls_secret_read_users: self.value(od, "tls_secret_read_users"),
         };
         self.check_octavia(&octavia_defaults);
         let neutron = self.neutron();
