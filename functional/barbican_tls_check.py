@@ -286,6 +286,7 @@ def run(admin, admin_uid, demo, demo_pid, demo2, octavia, octavia_uid, topo, lbs
     check("400: redirect_prefix without scheme", st == 400, {"status": st, "body": b})
 
     deleted_secret_checks(admin, topo, lbs, refs)
+    wedge_scope_checks(admin, topo, lbs)
     if "--outage" in sys.argv:
         outage_checks(admin, topo, lbs, refs)
     demo_checks(demo, demo_pid, demo2, octavia_uid, lbs, refs)
@@ -367,6 +368,40 @@ def deleted_secret_checks(admin, topo, lbs, refs):
           {"status": st, "lb": lb_st, "to_active_s": dt})
 
 
+def wedge_scope_checks(admin, topo, lbs):
+    """Which writes on an LB wedge when one TLS listener's secret is gone: the worker converts the
+    whole LB (every listener, certificates included) for pool, member and listener writes too."""
+    lb = create_lb(admin, "tlscheck-scope", topo["private_subnet"])
+    lbs.append((admin, lb))
+    gone = secret(admin, "tlscheck-scope", "scope.example")
+    _, b = tls_listener(admin, lb, "tlscheck-scope", 443, gone, None)
+    tls = b["listener"]["id"]
+    wait_lb(admin, lb)
+    _, b = call("POST", OC + "/pools", admin, {"pool": {"name": "tlscheck-scope", "loadbalancer_id": lb,
+                "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}}, expect=201)
+    pool = b["pool"]["id"]
+    wait_lb(admin, lb)
+    call("DELETE", gone, admin, expect=204)
+    for name, method, url, body, wedges in (
+            ("member create (pool on no TLS listener)", "POST", "%s/pools/%s/members" % (OC, pool),
+             {"member": {"address": "10.0.0.50", "protocol_port": 80}}, True),
+            ("pool create", "POST", OC + "/pools", {"pool": {"name": "tlscheck-scope2", "loadbalancer_id": lb,
+             "protocol": "HTTP", "lb_algorithm": "ROUND_ROBIN"}}, True),
+            ("HTTP listener create", "POST", OC + "/listeners", {"listener": {"name": "tlscheck-scope-http",
+             "loadbalancer_id": lb, "protocol": "HTTP", "protocol_port": 80}}, True),
+            ("LB PUT name", "PUT", "%s/loadbalancers/%s" % (OC, lb), {"loadbalancer": {"name": "tlscheck-scope2"}},
+             False)):
+        st, _ = call(method, url, admin, body)
+        lb_st, _ = wait_lb(admin, lb, 15)
+        check("secret gone, %s -> %s" % (name, "LB wedged" if wedges else "LB ACTIVE"),
+              st in (200, 201) and (lb_st == "TIMEOUT") == wedges, {"status": st, "lb_after_15s": lb_st})
+        if lb_st != "ACTIVE":
+            unwedge(lb)
+    # a cascade delete would wedge too: the TLS listener goes first
+    call("DELETE", "%s/listeners/%s" % (OC, tls), admin, expect=204)
+    wait_lb(admin, lb)
+
+
 def openstack_sh(*args):
     import subprocess
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "openstack.sh")
@@ -434,6 +469,9 @@ def unwedge(lb_id):
                   "(SELECT id FROM listener WHERE load_balancer_id=%s)", (lb_id,))
         c.execute("UPDATE l7rule SET provisioning_status='ACTIVE' WHERE l7policy_id IN (SELECT p.id FROM l7policy p "
                   "JOIN listener l ON p.listener_id = l.id WHERE l.load_balancer_id=%s)", (lb_id,))
+        c.execute("UPDATE pool SET provisioning_status='ACTIVE' WHERE load_balancer_id=%s", (lb_id,))
+        c.execute("UPDATE member SET provisioning_status='ACTIVE' WHERE pool_id IN "
+                  "(SELECT id FROM pool WHERE load_balancer_id=%s)", (lb_id,))
     db.commit()
     db.close()
 
@@ -465,6 +503,29 @@ def demo_checks(demo, demo_pid, demo2, octavia_uid, lbs, refs):
     st, b = call("PUT", d + "/acl", demo2, {"read": {"users": [octavia_uid], "project-access": True}})
     check("demo2 PUT /acl on demo's secret", st == 403, {"status": st, "body": b})
     _ = demo_pid
+
+    # application credential of demo WITH creator: Barbican accepts its token, but Octavia rescopes
+    # the caller's token (keystoneauth Token plugin) and Keystone refuses to do that for it
+    uid = login("demo", "demo")[1]
+    st, b = call("POST", "%s/users/%s/application_credentials" % (KS, uid), demo, {"application_credential": {
+        "name": "tlscheck-appcred", "roles": [{"name": r} for r in ("member", "load-balancer_member", "creator")]}})
+    ac = b["application_credential"]
+    try:
+        body = {"auth": {"identity": {"methods": ["application_credential"],
+                "application_credential": {"id": ac["id"], "secret": ac["secret"]}}}}
+        r = urllib.request.Request(KS + "/auth/tokens", data=json.dumps(body).encode(), method="POST")
+        r.add_header("Content-Type", "application/json")
+        with urllib.request.urlopen(r, timeout=30) as resp:
+            actok = resp.headers["X-Subject-Token"]
+        st, b = store_secret(actok, "tlscheck-appcred", make_p12("ac.example"))
+        if st == 201:
+            refs.append((demo, b["secret_ref"]))
+        check("application credential (with creator) POST /v1/secrets", st == 201, {"status": st})
+        st, b = tls_listener(actok, lb, "tlscheck-appcred", 444, d, None)
+        check("application credential (with creator) TLS listener -> 400 (Keystone: 'Using a delegated token "
+              "to create another token is not allowed')", st == 400, {"status": st, "body": b})
+    finally:
+        call("DELETE", "%s/users/%s/application_credentials/%s" % (KS, uid, ac["id"]), demo)
 
 
 if __name__ == "__main__":
