@@ -34,6 +34,11 @@ pub enum DriverError {
         #[source]
         source: OsError,
     },
+    #[error(
+        "router writes held: the router has an HTTPS listener and Barbican does not answer ({source}); Octavia's \
+         worker reads every certificate for most writes, so a write made now would never complete"
+    )]
+    WritesHeld { source: Box<DriverError> },
     /// A certificate that translated fine could not be bundled (never expected).
     #[error("certificate: {0}")]
     Certificate(String),
@@ -55,7 +60,10 @@ impl DriverError {
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",
             DriverError::FloatingIpNotFound(_) | DriverError::FloatingIpInUse { .. } => "floating_ip",
-            DriverError::NoKeyManager | DriverError::KeyManager { .. } | DriverError::Certificate(_) => "barbican",
+            DriverError::NoKeyManager
+            | DriverError::KeyManager { .. }
+            | DriverError::Certificate(_)
+            | DriverError::WritesHeld { .. } => "barbican",
         }
     }
 }

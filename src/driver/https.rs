@@ -8,8 +8,12 @@
 //!    policies follow as an ordinary plan ([`https_view`]); then [`collect_garbage`] deletes the
 //!    secrets nothing uses any more (old contents after a rotation, removed certificates).
 //!
-//! Barbican failures never stop the HTTP side: [`prepare`] gives [`Phase::Unavailable`], the HTTP
-//! listener converges with the redirects it can keep, and the error is returned at the end.
+//! Barbican failures: [`prepare`] gives [`Phase::Unavailable`]. A router without an HTTPS
+//! listener converges its HTTP side anyway (nothing of it needs a certificate) and the error is
+//! returned at the end. A router with one is not written at all: Octavia's worker reads every
+//! certificate of the load balancer for most writes (members, pools, the HTTPS listener's
+//! policies), and with Barbican down such a write never completes, leaving the router
+//! PENDING_UPDATE for good (measured on Zed, docs/tls-barbican-notes.md).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
@@ -128,6 +132,12 @@ pub async fn prepare(
         plan.refs.insert(cert, secret_ref);
     }
     Ok(Phase::Ready(Box::new(HttpsState { stored, plan, listener })))
+}
+
+/// Whether Barbican answers (one listing of our secrets).
+pub async fn probe(cloud: &Cloud) -> Result<()> {
+    let Some(barbican) = &cloud.barbican else { return Err(DriverError::NoKeyManager) };
+    list_ours(cloud, barbican).await.map(drop)
 }
 
 async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Result<Vec<StoredSecret>> {

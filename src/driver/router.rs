@@ -40,6 +40,9 @@ pub struct Router {
     /// Whether a convergence of this process has already read its writes back (see
     /// [`Router::converge`]).
     verified: Arc<AtomicBool>,
+    /// Whether the router has an HTTPS listener (as of the last convergence): then every write
+    /// waits for Barbican to answer (see [`Router::set_members`] and [`https::Phase`]).
+    has_https: Arc<AtomicBool>,
     /// Rules and members as last read, by parent stamp (see [`super::read_cache`]).
     reads: Arc<Mutex<ReadCache>>,
     /// For the Members path: forgotten after every convergence (pools may have come or gone)
@@ -55,6 +58,7 @@ impl Router {
         Self {
             cloud: Cloud { octavia, neutron, barbican: None, spec },
             verified: Default::default(),
+            has_https: Default::default(),
             reads: Default::default(),
             pool_ids: Default::default(),
         }
@@ -145,6 +149,13 @@ impl Router {
         let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &mut report).await?;
         let listener = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
+        if let https::Phase::Unavailable { has_listener: true, error } = phase {
+            // Octavia's worker reads every certificate of the router for most writes (members,
+            // pools, policies of the HTTPS listener): with Barbican down such a write never
+            // completes and leaves the router PENDING_UPDATE for good. Nothing is written.
+            self.has_https.store(true, Ordering::SeqCst);
+            return Err(DriverError::WritesHeld { source: Box::new(error) });
+        }
         // A router created fully populated has everything but its HTTPS side and redirects.
         if !report.created_router || desired.https.is_some() || !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase);
@@ -226,6 +237,11 @@ impl Router {
     /// Make `pool`'s members exactly `pool.members`: one batch member update if they differ (the
     /// same member diff as [`Router::converge`]), none if they do not.
     pub async fn set_members(&self, pool: &Pool) -> Result<MembersChange> {
+        if self.has_https.load(Ordering::SeqCst) {
+            // A member write makes Octavia's worker read the router's certificates: with Barbican
+            // down it would never complete (see converge). One cheap read of ours first.
+            https::probe(&self.cloud).await.map_err(|e| DriverError::WritesHeld { source: Box::new(e) })?;
+        }
         let Some((lb_id, pool_id)) = self.pool_id(&pool.name).await? else {
             return Ok(MembersChange::PoolMissing);
         };
