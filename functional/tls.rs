@@ -83,7 +83,14 @@ fn ingress(tls: bool, extra: &str) -> String {
 }
 
 fn desired(a: &(String, String), b: &(String, String), tls: bool, extra: &str) -> DesiredRouter {
-    let text = [BASE.to_string(), secret("a", a), secret("b", b), ingress(tls, extra)].join("\n---\n");
+    desired_with(a, b, tls, extra, &[])
+}
+
+/// [`desired`] plus more manifests.
+fn desired_with(a: &(String, String), b: &(String, String), tls: bool, extra: &str, more: &[String]) -> DesiredRouter {
+    let mut docs = vec![BASE.to_string(), secret("a", a), secret("b", b), ingress(tls, extra)];
+    docs.extend(more.iter().cloned());
+    let text = docs.join("\n---\n");
     let mut inputs = Inputs::default();
     load_str(&text, Path::new("tls.yaml"), &mut inputs).unwrap();
     inputs.now = Some(std::time::SystemTime::now());
@@ -198,6 +205,23 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         assert!(acl.users.iter().any(|u| u == "0badc0ffee0000000000000000000000"), "{acl:?}");
         let again = converge(&r, &desired(&a, &b, true, "")).await;
         assert!(again.writes.is_empty(), "idempotent: {:?}", again.writes);
+
+        println!("1b. a new Ingress with TLS on a router that has HTTPS, then gone again");
+        let c = pem("c.example.com");
+        let more = [
+            secret("c", &c),
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {namespace: shop, name: c, creationTimestamp: \"2026-02-01T00:00:00Z\"}\n\
+             spec:\n  ingressClassName: kuryr\n  tls: [{secretName: c, hosts: [c.example.com]}]\n  rules:\n  - host: c.example.com\n    \
+             http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}\n"
+                .to_string(),
+        ];
+        let report = converge(&r, &desired_with(&a, &b, true, "", &more)).await;
+        // HTTP route (policy + rule), the same on HTTPS, the redirect (policy, 2 rules, enable),
+        // the listener's certificates (1 PUT); 1 secret.
+        assert_eq!(report.writes.len() - count(&report, "create_secret"), 9, "{:?}", kinds_of(&report));
+        assert_eq!((count(&report, "update_listener"), count(&report, "create_secret")), (1, 1));
+        let report = converge(&r, &desired(&a, &b, true, "")).await;
+        assert_eq!((count(&report, "delete_policy"), count(&report, "update_listener"), count(&report, "delete_secret")), (3, 1, 1));
 
         println!("2. rotation of a: one listener PUT, the old secret deleted after it");
         let a2 = pem("a.example.com");
