@@ -331,12 +331,7 @@ fn tls_pems(hosts: &[&str]) -> Vec<(String, String)> {
 fn tls_manifests() -> String {
     let pems = tls_pems(&["secure.example.com", "*.wild.example.com"]);
     let secret = |name: &str, (crt, key): &(String, String)| {
-        let ind = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
-        format!(
-            "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: tls, name: {name}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
-            ind(crt),
-            ind(key)
-        )
+        kuryr_l7_router::testing::tls_secret_manifest("tls", name, crt, key)
     };
     let service = |name: &str, ip: &str| {
         format!(

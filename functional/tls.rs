@@ -15,6 +15,7 @@ use kuryr_l7_router::driver::certificates::{secret_name, secret_prefix, secret_u
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::openstack::{Barbican, ListQuery};
+use kuryr_l7_router::testing::tls_secret_manifest;
 use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
 use rcgen::{CertificateParams, KeyPair, date_time_ymd};
@@ -30,16 +31,8 @@ fn pem(host: &str) -> (String, String) {
     (crt.pem(), key.serialize_pem())
 }
 
-fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("      {l}")).collect::<Vec<_>>().join("\n")
-}
-
 fn secret(name: &str, (crt, key): &(String, String)) -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: shop, name: {name}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
-        indent(crt),
-        indent(key)
-    )
+    tls_secret_manifest("shop", name, crt, key)
 }
 
 const BASE: &str = r#"

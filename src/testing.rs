@@ -89,3 +89,15 @@ impl RouterBackend for SimBackend {
         }
     }
 }
+
+/// A `kubernetes.io/tls` Secret manifest (YAML, `stringData`) holding `crt` and `key` (PEM), as
+/// the tests and fixtures of the HTTPS translation write them.
+pub fn tls_secret_manifest(namespace: &str, name: &str, crt: &str, key: &str) -> String {
+    let indent = |s: &str| s.lines().map(|l| format!("    {l}")).collect::<Vec<_>>().join("\n");
+    format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: {namespace}, name: {name}}}\ntype: kubernetes.io/tls\n\
+         stringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
+        indent(crt),
+        indent(key)
+    )
+}

@@ -2,13 +2,16 @@
 //! shapes, pagination, 404 on delete, error mapping, and that neither the payload nor the token
 //! shows up in any log line or request record.
 
+#[path = "support/http_request.rs"]
+mod http_request;
+
 use base64::Engine;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 const TOKEN: &str = "gAAAAAtoken-XYZ-0123456789";
@@ -74,36 +77,15 @@ impl Cloud {
 }
 
 async fn serve(mut conn: TcpStream, port: u16, suffix: &str, handler: Handler, seen: Arc<Mutex<Vec<Seen>>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 8192];
-    let header_end = loop {
-        let n = conn.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some((head, body)) = http_request::read_request(&mut conn).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-        .unwrap_or(0usize);
-    while buf.len() < header_end + length {
-        let n = conn.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
     let mut first = head.lines().next().unwrap_or_default().split(' ');
     let req = Seen {
         method: first.next().unwrap_or_default().into(),
         target: first.next().unwrap_or_default().into(),
         headers: head.clone(),
-        body: String::from_utf8_lossy(&buf[header_end..header_end + length]).into(),
+        body: String::from_utf8_lossy(&body).into(),
     };
     let (status, body, extra) = if req.method == "POST" && req.target == "/v3/auth/tokens" {
         let token = json!({"token": {

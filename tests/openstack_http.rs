@@ -10,13 +10,16 @@
 //!   answers): `create_load_balancer_within` gives it its own timeout, while every other request
 //!   keeps the session's.
 
+#[path = "support/http_request.rs"]
+mod http_request;
+
 use kuryr_l7_router::openstack::octavia::LoadBalancerCreate;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// One scripted answer to an Octavia request: after `delay`, `status` with `body`.
@@ -98,30 +101,9 @@ async fn serve(
     script: Arc<Mutex<Vec<Answer>>>,
     seen: Arc<Mutex<Vec<(Instant, String)>>>,
 ) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let header_end = loop {
-        let n = conn.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if let Some(i) = buf.windows(4).position(|w| w == b"\r\n\r\n") {
-            break i + 4;
-        }
+    let Some((head, _body)) = http_request::read_request(&mut conn).await else {
+        return;
     };
-    let head = String::from_utf8_lossy(&buf[..header_end]).to_string();
-    let length = head
-        .lines()
-        .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap_or(0)))
-        .unwrap_or(0usize);
-    while buf.len() < header_end + length {
-        let n = conn.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-    }
     let line = head.lines().next().unwrap_or_default().to_string();
     let (a, extra) = if line.starts_with("POST /v3/auth/tokens") {
         let token = json!({"token": {

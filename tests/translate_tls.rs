@@ -7,6 +7,7 @@ use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use kuryr_l7_router::model::{CompareType, DesiredRouter, RuleType};
+use kuryr_l7_router::testing::tls_secret_manifest;
 use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::tls::TlsOptions;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, render_json, render_table, translate};
@@ -30,16 +31,8 @@ fn valid(sans: &[&str]) -> Pem {
     cert(sans, (2020, 2099))
 }
 
-fn indent(s: &str) -> String {
-    s.lines().map(|l| format!("      {l}")).collect::<Vec<_>>().join("\n")
-}
-
 fn secret(ns: &str, name: &str, pem: &Pem) -> String {
-    format!(
-        "apiVersion: v1\nkind: Secret\nmetadata: {{namespace: {ns}, name: {name}}}\ntype: kubernetes.io/tls\nstringData:\n  tls.crt: |\n{}\n  tls.key: |\n{}\n",
-        indent(&pem.crt),
-        indent(&pem.key)
-    )
+    tls_secret_manifest(ns, name, &pem.crt, &pem.key)
 }
 
 const BASE: &str = r#"
