@@ -175,11 +175,9 @@ pub fn can_store_certificates(roles: &[String]) -> bool {
 
 /// The message for a TLS Ingress when the user cannot store its certificate.
 pub fn missing_creator_message() -> String {
-    format!(
-        "the OpenStack user lacks Barbican's `creator` role (or admin), needed to store TLS certificates for \
-         Octavia; grant it: openstack role add --user <user> --project <project> creator (roles: {})",
-        BARBICAN_CREATE_ROLES.join(" or ")
-    )
+    "the OpenStack user lacks Barbican's `creator` role (or admin), needed to store TLS certificates for Octavia \
+     (openstack role add --user <user> --project <project> creator)"
+        .to_string()
 }
 
 /// The token's roles against Octavia's and Barbican's default policies. `tls_in_use`: some Ingress
@@ -206,21 +204,22 @@ pub fn check_roles(roles: &[String], tls_in_use: bool) -> Vec<Finding> {
     out
 }
 
-/// Features the router needs for its configuration: a missing one is a warning (the feature is
-/// turned off), never an error, except tags (without them nothing we create can be found again).
+/// Findings for missing features the router uses: tags are an error (without them nothing we
+/// create can be found again), redirects a warning (they are turned off). The others (HSTS,
+/// `additive_only`) are not used yet: their absence is only listed in [`Report::summary`].
 pub fn check_features(features: &BTreeSet<Feature>, newest: Option<ApiVersion>) -> Vec<Finding> {
     let v = newest.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into());
     FEATURES
         .iter()
         .filter(|(f, _)| !features.contains(f))
-        .map(|(f, min)| match f {
-            Feature::Tags => Finding::error(format!(
+        .filter_map(|(f, min)| match f {
+            Feature::Tags => Some(Finding::error(format!(
                 "Octavia API {v} has no tags (needs {min}): the router could not find what it created"
-            )),
-            Feature::RedirectHttpCode => Finding::warning(format!(
+            ))),
+            Feature::RedirectHttpCode => Some(Finding::warning(format!(
                 "Octavia API {v} has no redirect_http_code (needs {min}): HTTP→HTTPS redirects are disabled"
-            )),
-            _ => Finding::warning(format!("Octavia API {v} has no {} (needs {min}): not used", f.name())),
+            ))),
+            Feature::AdditiveOnly | Feature::Hsts => None,
         })
         .collect()
 }
@@ -276,15 +275,18 @@ impl Report {
         (!errors.is_empty()).then(|| format!("preflight failed: {}", errors.join("; ")))
     }
 
-    /// The summary line: version, features, providers, roles (roles are not secret).
+    /// The summary line: version, features (with and without), providers, roles (not secret).
     pub fn summary(&self) -> String {
-        let features: Vec<&str> = self.features.iter().map(|f| f.name()).collect();
+        let list = |v: Vec<String>| if v.is_empty() { "none".to_string() } else { v.join(", ") };
+        let missing =
+            FEATURES.iter().filter(|(f, _)| !self.has(*f)).map(|(f, min)| format!("{} (needs {min})", f.name()));
         format!(
-            "Octavia API {} (features: {}); providers: {}; token roles: {}",
+            "Octavia API {} (features: {}; missing: {}); providers: {}; token roles: {}",
             self.api_version.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into()),
-            if features.is_empty() { "none".into() } else { features.join(", ") },
-            if self.providers.is_empty() { "none".into() } else { self.providers.join(", ") },
-            if self.roles.is_empty() { "none".into() } else { self.roles.join(", ") },
+            list(self.features.iter().map(|f| f.name().to_string()).collect()),
+            list(missing.collect()),
+            list(self.providers.clone()),
+            list(self.roles.clone()),
         )
     }
 
