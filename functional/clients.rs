@@ -704,3 +704,38 @@ async fn barbican_pkcs12_secret_lifecycle() {
     b.delete_secret(&secret_ref).await.expect("already gone is fine");
     assert!(b.list_secrets(&prefix).await.unwrap().is_empty());
 }
+
+/// The start-up preflight on the local Zed stack: the kuryr.conf user (admin) passes, the API
+/// version and its features are reported; `demo2` (member + load-balancer_member, no `creator`)
+/// is reported as missing `creator`: a warning, an error once TLS is used. Reads only.
+#[tokio::test]
+async fn preflight_on_zed() {
+    use kuryr_l7_router::openstack::preflight::{self, Feature, Severity};
+    if !enabled() {
+        return;
+    }
+    let conf = env("KURYR_CONFIG_FILE", "/tmp/ostack/etc/kuryr/kuryr.conf");
+    let settings = kuryr_l7_router::config::load(&[conf.into()], Vec::new()).unwrap().settings;
+    let (octavia, _) = kuryr_l7_router::wiring::clients(&settings).unwrap();
+    let r = preflight::run(&octavia, &settings.octavia_defaults.provider, true).await.unwrap();
+    println!("{}", r.render());
+    assert!(r.findings.is_empty(), "admin on Zed: nothing to report: {:?}", r.findings);
+    let v = r.api_version.expect("a version");
+    assert!(v >= preflight::ApiVersion::new(2, 26), "Zed is 2.26 or newer: {v}");
+    assert!(r.has(Feature::Tags) && r.has(Feature::RedirectHttpCode) && r.has(Feature::AdditiveOnly));
+    assert!(r.providers.iter().any(|p| p == "amphora"), "{:?}", r.providers);
+    assert!(r.summary().contains(&format!("Octavia API {v}")), "{}", r.summary());
+    let stats = octavia.session().stats();
+    assert_eq!(stats.writes, 0, "the preflight only reads");
+
+    let demo2 = Octavia::new(Session::new(opts("demo2", "demo2", "demo")).unwrap(), OctaviaOptions::default());
+    let r = preflight::run(&demo2, "amphora", false).await.unwrap();
+    println!("{}", r.render());
+    assert!(r.refusal().is_none(), "demo2 may write load balancers: {:?}", r.findings);
+    let creator: Vec<_> = r.findings.iter().filter(|f| f.message.contains("`creator`")).collect();
+    assert_eq!(creator.len(), 1, "{:?}", r.findings);
+    assert_eq!(creator[0].severity, Severity::Warning);
+    assert_eq!(r.findings.len(), 1, "only creator is missing: {:?}", r.findings);
+    let r = preflight::run(&demo2, "amphora", true).await.unwrap();
+    assert!(r.refusal().is_some_and(|m| m.contains("Barbican's `creator` role")), "{:?}", r.findings);
+}

@@ -39,7 +39,12 @@ pub enum Command {
     /// Run the controller (the default): watch Kubernetes and keep the L7 router converged.
     Run,
     /// Validate the configuration and print it, secrets masked.
-    CheckConfig,
+    CheckConfig {
+        /// Also run the preflight against the cloud: Octavia API version and features,
+        /// providers, the user's roles. Non-zero exit when the controller would refuse to start.
+        #[arg(long)]
+        online: bool,
+    },
     /// Authenticate, then create and delete a throwaway load balancer (a client smoke run).
     Smoke,
     /// Print the desired L7 router for Kubernetes manifests (no OpenStack needed).
@@ -94,9 +99,9 @@ pub fn main() -> ExitCode {
         Command::Run => {
             run_async(async move { crate::controller::runtime::run(settings).await.map_err(|e| e.to_string()) })
         }
-        Command::CheckConfig => {
+        Command::CheckConfig { online } => {
             print!("{}", settings.render_masked());
-            ExitCode::SUCCESS
+            if online { run_async(check_online(settings)) } else { ExitCode::SUCCESS }
         }
         Command::Smoke => run_async(smoke(settings)),
         Command::Plan { files, output } => plan(&settings, &files, output),
@@ -131,6 +136,19 @@ fn run_async<F: std::future::Future<Output = Result<(), String>>>(f: F) -> ExitC
             eprintln!("error: {e}");
             ExitCode::FAILURE
         }
+    }
+}
+
+/// `check-config --online`: the controller's start-up preflight, printed.
+async fn check_online(settings: Settings) -> Result<(), String> {
+    let (octavia, _) = crate::wiring::clients(&settings).map_err(|e| e.to_string())?;
+    let report = crate::openstack::preflight::run(&octavia, &settings.octavia_defaults.provider, false)
+        .await
+        .map_err(|e| format!("preflight: cannot read the cloud's capabilities: {e}"))?;
+    print!("{}", report.render());
+    match report.refusal() {
+        Some(refusal) => Err(refusal),
+        None => Ok(()),
     }
 }
 

@@ -343,7 +343,10 @@ async fn errors_carry_barbicans_description_and_never_the_payload() {
     assert_eq!(e.label(), "forbidden");
     assert_eq!(
         e.to_string(),
-        "barbican POST /v1/secrets: HTTP 403: Secret creation attempt not allowed - please review your user/project privileges"
+        "barbican POST /v1/secrets: HTTP 403: Secret creation attempt not allowed - please review your user/project \
+         privileges (the OpenStack user lacks Barbican's `creator` role (or admin), needed to store TLS certificates \
+         for Octavia (openstack role add --user <user> --project <project> creator))",
+        "a 403 on storing a certificate names the missing role"
     );
 
     let e = b.create_secret("quoting", &payload).await.unwrap_err();

@@ -57,6 +57,10 @@ pub enum ControllerError {
     #[error("leader election stopped: {0}")]
     LeaderStopped(String),
 
+    /// The start-up preflight refused the cloud or the user (see `openstack::preflight`).
+    #[error("{0}")]
+    Preflight(String),
+
     /// The health/metrics HTTP server failed to bind or serve.
     #[error("health server: {0}")]
     Server(#[source] std::io::Error),
@@ -78,6 +82,7 @@ impl ControllerError {
             ControllerError::MissingObjectKey(_) => "missing_object_key",
             ControllerError::Lease(_) | ControllerError::LeaderStopped(_) => "lease",
             ControllerError::Server(_) => "server",
+            ControllerError::Preflight(_) => "preflight",
         }
     }
 }

@@ -79,8 +79,36 @@ async fn signal() {
 
 /// Runs the controller until SIGTERM/SIGINT (or, as leader, until leadership is lost, which
 /// returns an error so the pod restarts as a standby).
+/// The start-up preflight ([`preflight`]) runs first: an error refuses to start, before any write.
 pub async fn run(settings: Settings) -> Result<(), ControllerError> {
+    let settings = preflight(settings).await?;
     run_with(settings, octavia_backend, signal()).await
+}
+
+/// Checks what the cloud can do and what the user may do (`openstack::preflight`), logs the
+/// summary and each finding once, refuses on an error, and turns off what the cloud lacks
+/// (HTTP→HTTPS redirects below Octavia API 2.9). With `enable_ingress = False` nothing is
+/// written, so nothing is checked.
+pub async fn preflight(mut settings: Settings) -> Result<Settings, ControllerError> {
+    use crate::openstack::preflight::{self, Feature};
+    if !settings.kubernetes.enable_ingress {
+        return Ok(settings);
+    }
+    let (octavia, _) = crate::wiring::clients(&settings)
+        .map_err(|e| ControllerError::ClientConfig(format!("OpenStack session: {e}")))?;
+    // Whether an Ingress has TLS is known only once the caches are filled: a missing `creator`
+    // role is a warning here and an error naming the role on the first certificate stored.
+    let report = preflight::run(&octavia, &settings.octavia_defaults.provider, false)
+        .await
+        .map_err(|e| ControllerError::Preflight(format!("preflight: cannot read the cloud's capabilities: {e}")))?;
+    report.log();
+    if let Some(refusal) = report.refusal() {
+        return Err(ControllerError::Preflight(refusal));
+    }
+    if !report.has(Feature::RedirectHttpCode) && settings.octavia_defaults.ssl_redirect {
+        settings.octavia_defaults.ssl_redirect = false;
+    }
+    Ok(settings)
 }
 
 /// [`run`] with its two outside ends given: `backend` builds the router writer's backend once

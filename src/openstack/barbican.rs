@@ -108,7 +108,7 @@ impl Barbican {
         });
         let path = format!("{}/secrets", self.prefix().await?);
         let req = Request::new(Service::Barbican, Method::POST, path).json(body);
-        let created: Created = self.session.send_json(&req).await.map_err(|e| scrub(e, &encoded))?;
+        let created: Created = self.session.send_json(&req).await.map_err(|e| name_creator_role(scrub(e, &encoded)))?;
         Ok(created.secret_ref)
     }
 
@@ -264,6 +264,20 @@ fn scrub_text(message: &str, encoded: &str) -> String {
     }
     flush(&mut run, &mut out);
     out
+}
+
+/// A 403 on storing a certificate is almost always Barbican's `creator` role missing: say so.
+fn name_creator_role(e: Error) -> Error {
+    match e {
+        Error::Api { service, method, path, status: 403, message } => Error::Api {
+            service,
+            method,
+            path,
+            status: 403,
+            message: format!("{message} ({})", super::preflight::missing_creator_message()),
+        },
+        other => other,
+    }
 }
 
 #[cfg(test)]

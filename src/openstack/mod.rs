@@ -10,6 +10,7 @@ pub mod keystone;
 pub mod neutron;
 pub mod octavia;
 pub mod octavia_requests;
+pub mod preflight;
 
 pub use barbican::Barbican;
 pub use error::{Error, Result, Service};

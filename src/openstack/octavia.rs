@@ -590,4 +590,29 @@ mod tests {
         let r: L7Rule = serde_json::from_value(json!({"id": "r", "type": "PATH", "compare_type": "STARTS_WITH", "value": "/a", "key": null, "invert": false})).unwrap();
         assert_eq!(r.rule_type, "PATH");
     }
+    /// A 2025.1 (Octavia 16) load balancer body, as the 2025 stack answered it
+    /// (/work/shared/openstack-2025/transcripts): `vip_sg_ids`, `vip_vnic_type`, `additional_vips`
+    /// and `tenant_id` are unknown to us and must not break parsing.
+    #[test]
+    fn a_2025_1_load_balancer_body_with_new_fields_parses() {
+        let lb: LoadBalancer = serde_json::from_value(json!({
+            "id": "164f5a07-9357-4f8c-85d7-c694d2ac70c6", "name": "e2e25-big", "description": "",
+            "provisioning_status": "PENDING_CREATE", "operating_status": "OFFLINE", "admin_state_up": true,
+            "project_id": "2457e1c4e6984dbe9cdcadf0f5abbc01", "created_at": "2026-11-22T22:39:37",
+            "updated_at": "2026-11-22T22:42:19", "vip_address": "10.0.0.84",
+            "vip_port_id": "991b5fe5-d09e-48cc-8c7a-a397b80f5095",
+            "vip_subnet_id": "1c961f1b-4b65-41b8-8b04-111eaf2ce465",
+            "vip_network_id": "42688a33-1d1f-4592-adf0-6b42b65990c8", "vip_sg_ids": [],
+            "additional_vips": [{"subnet_id": "s6", "ip_address": "fd00::5"}],
+            "listeners": [{"id": "f4f1c6dc-bdb5-47fd-857d-8b5213f3c631"}],
+            "pools": [{"id": "4836df47-8c30-4106-8d8f-8324007c3017"}], "provider": "amphora", "flavor_id": null,
+            "vip_qos_policy_id": null, "tags": [], "availability_zone": null, "vip_vnic_type": "normal",
+            "tenant_id": "2457e1c4e6984dbe9cdcadf0f5abbc01"
+        }))
+        .expect("unknown 2025.1 fields are ignored");
+        assert_eq!(lb.vip_address.as_deref(), Some("10.0.0.84"));
+        assert_eq!(lb.provider.as_deref(), Some("amphora"));
+        assert_eq!(lb.listeners.len(), 1);
+        assert_eq!(lb.provisioning_status, "PENDING_CREATE");
+    }
 }
