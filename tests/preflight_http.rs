@@ -2,12 +2,15 @@
 //! version document and providers; no OpenStack): what the controller refuses, and what it only
 //! warns about, before its first write. Every request is a read; none may be a write.
 
+#[path = "support/http_request.rs"]
+mod http_request;
+
 use kuryr_l7_router::openstack::preflight::{self, ApiVersion, Feature, Severity};
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream};
 
 /// What the scripted cloud answers: the token's roles, Octavia's newest version, its providers.
@@ -95,19 +98,10 @@ fn answer_for(line: &str, port: u16, spec: &CloudSpec) -> (u16, Value, &'static 
 
 /// One HTTP/1.1 exchange per connection (`Connection: close`); bodies of requests are not needed.
 async fn serve(mut conn: TcpStream, port: u16, spec: CloudSpec, seen: Arc<Mutex<Vec<String>>>) {
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    loop {
-        let n = conn.read(&mut chunk).await.unwrap_or(0);
-        if n == 0 {
-            return;
-        }
-        buf.extend_from_slice(&chunk[..n]);
-        if buf.windows(4).any(|w| w == b"\r\n\r\n") {
-            break;
-        }
-    }
-    let line = String::from_utf8_lossy(&buf).lines().next().unwrap_or_default().to_string();
+    let Some((head, _body)) = http_request::read_request(&mut conn).await else {
+        return;
+    };
+    let line = head.lines().next().unwrap_or_default().to_string();
     seen.lock().unwrap().push(line.clone());
     let (status, body, extra) = answer_for(&line, port, &spec);
     let body = body.to_string();
