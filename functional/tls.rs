@@ -198,6 +198,19 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         assert!(acl.users.iter().any(|u| u == "0badc0ffee0000000000000000000000"), "{acl:?}");
         let again = converge(&r, &desired(&a, &b, true, "")).await;
         assert!(again.writes.is_empty(), "idempotent: {:?}", again.writes);
+        // `show`: the HTTPS listener, its certificates by name and public facts, the redirects;
+        // never key material.
+        let snapshot = r.snapshot().await.unwrap().expect("router");
+        let shown = kuryr_l7_router::show::render(&snapshot);
+        let json = kuryr_l7_router::show::render_json(&snapshot);
+        println!("{shown}");
+        assert!(shown.contains("HTTPS LISTENER") && shown.contains(&a_name.0) && shown.contains("[default]"), "{shown}");
+        assert!(shown.contains("subject CN=") && shown.contains("sha256 "), "{shown}");
+        assert!(shown.contains("308 https://a.example.com"), "{shown}");
+        for out in [&shown, &json] {
+            assert!(!out.contains("PRIVATE KEY") && !out.contains("BEGIN CERTIFICATE"), "no PEM in show output");
+            assert!(!out.contains(&a.1.lines().nth(1).unwrap()[..30]), "no key bytes in show output");
+        }
 
         println!("1b. a new Ingress with TLS on a router that has HTTPS, then gone again");
         let c = pem("c.example.com");
