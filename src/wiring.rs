@@ -146,9 +146,9 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
         use_endpoint_slices: k.use_endpoint_slices,
         node_pool: k.node_pool.clone(),
         node_pool_label: k.node_pool_label.clone(),
-        router_zone: o.availability_zone.clone(),
+        router_zone: o.router_zone.clone().or_else(|| o.availability_zone.clone()),
         zone_aware_default: o.zone_aware_default,
-        zone_overload_factor: o.zone_overload_factor,
+        zone_overload_threshold: o.zone_overload_threshold,
         zone_min_local_endpoints: o.zone_min_local_endpoints,
         zone_mode: match o.zone_weighting_mode {
             crate::config::ZoneWeightingMode::Weight => ZoneMode::Weight,
