@@ -91,19 +91,28 @@ pub fn weights_for_shares(shares: &[f64]) -> Vec<u16> {
         return vec![1; shares.len()];
     }
     let total: f64 = shares.iter().sum();
-    let mut best: (f64, Vec<u16>) = (f64::MAX, vec![1; shares.len()]);
+    // Members of one zone share one value: search over the distinct values (times their count),
+    // so a pool of hundreds of members costs 256 × zones steps.
+    let mut distinct: Vec<(f64, f64)> = Vec::new();
+    for s in shares {
+        match distinct.iter_mut().find(|(v, _)| v == s) {
+            Some((_, c)) => *c += 1.0,
+            None => distinct.push((*s, 1.0)),
+        }
+    }
+    let weight = |m: u16, s: f64| (f64::from(m) * s / max).round().clamp(1.0, f64::from(MAX_WEIGHT)) as u16;
+    let mut best = (f64::MAX, 1);
     for m in 1..=MAX_WEIGHT {
-        let w: Vec<u16> =
-            shares.iter().map(|s| (f64::from(m) * s / max).round().clamp(1.0, f64::from(MAX_WEIGHT)) as u16).collect();
-        let err = shares_of(&w).iter().zip(shares).map(|(got, s)| (got - s / total).abs()).fold(0.0, f64::max);
+        let sum: f64 = distinct.iter().map(|(v, c)| c * f64::from(weight(m, *v))).sum();
+        let err = distinct.iter().map(|(v, _)| (f64::from(weight(m, *v)) / sum - v / total).abs()).fold(0.0, f64::max);
         if err < best.0 - 1e-12 {
-            best = (err, w);
+            best = (err, m);
             if err < 1e-9 {
                 break;
             }
         }
     }
-    best.1
+    shares.iter().map(|s| weight(best.1, *s)).collect()
 }
 
 /// The shares a weighted round robin gives each member for `weights`.
