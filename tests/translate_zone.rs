@@ -346,3 +346,45 @@ proptest! {
         prop_assert!(w.iter().all(|w| (1..=256).contains(w)));
     }
 }
+
+#[test]
+fn every_weighting_reason_has_a_metric_rule() {
+    use kuryr_l7_router::translate::zone::weighting_rule;
+    let nz = nodes(&[("zone-a", 4.0), ("zone-b", 4.0), ("zone-c", 4.0)]);
+    let big = nodes(&[("zone-a", 8.0), ("zone-b", 4.0)]);
+    let mut no_zone = cands(&["zone-a", "zone-b", "zone-c"]);
+    no_zone[0].zone = None;
+    let hinted_b = vec![hinted("zone-a", &["zone-b"]), hinted("zone-b", &["zone-b"]), hinted("zone-c", &["zone-c"])];
+    let mut partial = hinted_b.clone();
+    partial[0].for_zones = None;
+    let bad = NodeZones { problem: Some("node n1 has no topology.kubernetes.io/zone label".into()), ..nz.clone() };
+    let three = cands(&["zone-a", "zone-b", "zone-c"]);
+    let cases: Vec<(Vec<Candidate>, ZonePolicy, &NodeZones, TranslateOptions, &str)> = vec![
+        (three.clone(), ZonePolicy::Topology, &nz, za(), "topology"),
+        (three.clone(), ZonePolicy::PreferSameZone, &nz, za(), "prefer_same_zone"),
+        (three.clone(), ZonePolicy::Topology, &nz, TranslateOptions { zone_mode: ZoneMode::Backup, ..za() }, "backup"),
+        (three.clone(), ZonePolicy::Even, &nz, za(), "not_zone_aware"),
+        (vec![], ZonePolicy::Topology, &nz, za(), "no_endpoints"),
+        (three.clone(), ZonePolicy::Topology, &nz, TranslateOptions::default(), "no_router_zone"),
+        (three.clone(), ZonePolicy::Topology, &nz, in_zone("az-9"), "router_zone_unknown"),
+        (partial, ZonePolicy::Topology, &nz, za(), "partial_hints"),
+        (three.clone(), ZonePolicy::Topology, &bad, za(), "node_without_zone_or_cpu"),
+        (no_zone, ZonePolicy::Topology, &nz, za(), "endpoint_without_zone"),
+        (cands(&["zone-a", "zone-b"]), ZonePolicy::Topology, &nz, za(), "fewer_endpoints_than_zones"),
+        (cands(&["zone-a", "zone-b"]), ZonePolicy::Topology, &big, za(), "overload"),
+        (
+            three.clone(),
+            ZonePolicy::Topology,
+            &nz,
+            TranslateOptions { zone_min_local_endpoints: 2, ..za() },
+            "too_few_local_endpoints",
+        ),
+        (hinted_b, ZonePolicy::Topology, &nz, za(), "no_local_endpoint"),
+        (cands(&["zone-b", "zone-b", "zone-c"]), ZonePolicy::Topology, &nz, za(), "no_local_endpoint"),
+        (cands(&["zone-b"]), ZonePolicy::PreferSameZone, &nz, za(), "no_local_endpoint"),
+    ];
+    for (c, policy, n, opts, want) in cases {
+        let w = weigh(&c, policy, n, &opts);
+        assert_eq!(weighting_rule(&w.reason), want, "{}", w.reason);
+    }
+}

@@ -323,3 +323,35 @@ pub fn overloaded_zone(keys: &[String], nodes: &NodeZones, t: f64) -> Option<Str
     }
     None
 }
+
+/// A stable, low-cardinality key for a weighting reason (metric label): which rule decided.
+pub fn weighting_rule(reason: &str) -> &'static str {
+    const RULES: [(&str, &str); 15] = [
+        ("zone-aware backup", "backup"),
+        ("zone-aware (trafficDistribution", "prefer_same_zone"),
+        ("zone-aware:", "topology"),
+        ("even: Service is not zone-aware", "not_zone_aware"),
+        ("even: no ready endpoints", "no_endpoints"),
+        ("even: no router zone", "no_router_zone"),
+        ("is not a zone of any Ready node", "router_zone_unknown"),
+        ("carry zone hints", "partial_hints"),
+        ("even: node ", "node_without_zone_or_cpu"),
+        ("report no allocatable CPU", "node_without_zone_or_cpu"),
+        ("even: endpoint ", "endpoint_without_zone"),
+        ("fewer than the", "fewer_endpoints_than_zones"),
+        ("expected overload", "overload"),
+        ("zone_min_local_endpoints", "too_few_local_endpoints"),
+        ("router zone", "no_local_endpoint"),
+    ];
+    // Order matters: the specific phrases come before the general one ("router zone").
+    RULES
+        .iter()
+        .find(|(p, _)| {
+            if p.starts_with("even: ") || p.starts_with("zone-aware") {
+                reason.starts_with(p)
+            } else {
+                reason.contains(p)
+            }
+        })
+        .map_or("other", |(_, k)| k)
+}
