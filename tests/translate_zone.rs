@@ -388,3 +388,29 @@ fn every_weighting_reason_has_a_metric_rule() {
         assert_eq!(weighting_rule(&w.reason), want, "{}", w.reason);
     }
 }
+
+#[test]
+fn a_draining_member_is_removed_when_it_leaves_the_slice() {
+    let svc: Service = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "s", "namespace": "ns"},
+        "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}))
+    .unwrap();
+    let sp = svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0].clone();
+    let slice = |eps: serde_json::Value| -> EndpointSlice {
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "s-1", "namespace": "ns"},
+            "addressType": "IPv4", "ports": [{"name": "http", "port": 8080}], "endpoints": eps}))
+        .unwrap()
+    };
+    let mut cache = SliceCache::new(IpFamily::V4);
+    cache.upsert(&slice(serde_json::json!([
+        {"addresses": ["10.0.0.1"], "conditions": {"ready": true}},
+        {"addresses": ["10.0.0.2"], "conditions": {"ready": false, "serving": true, "terminating": true}}])));
+    let nodes = BTreeMap::new();
+    let (m, why, _) = cache.members(&svc, &sp, &nodes, &za());
+    let got: Vec<(String, u16)> = m.iter().map(|m| (m.address.to_string(), m.weight)).collect();
+    assert_eq!(got, [("10.0.0.1".to_string(), 1), ("10.0.0.2".to_string(), 0)], "{why}");
+    // The pod is gone from the slice: so is the member.
+    cache.upsert(&slice(serde_json::json!([{"addresses": ["10.0.0.1"], "conditions": {"ready": true}}])));
+    let (m, _, _) = cache.members(&svc, &sp, &nodes, &za());
+    assert_eq!(m.iter().map(|m| m.address.to_string()).collect::<Vec<_>>(), ["10.0.0.1"]);
+}
