@@ -253,7 +253,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "zone_weighting_mode", OptKind::Choice(ZoneWeightingMode::NAMES), Some("weight"), "weight: members in the router's zone get a higher weight; backup: members in other zones are backup members (needs `health_monitor`)."),
     opt(OD, "zone_overload_threshold", OptKind::Float { min: 0.0 }, Some("0.2"), "Topology Aware Routing overload threshold: no endpoint is expected to carry more than (1 + this) times its even share; a Service whose zones cannot be held under it gets even weights. 0.2 = 20%, as Kubernetes."),
     opt(OD, "zone_overload_factor", OptKind::Float { min: 1.0 }, Some("2.0"), "Deprecated: use `zone_overload_threshold`. When set and `zone_overload_threshold` is not, the threshold is this factor minus 1."),
-    opt(OD, "zone_min_local_endpoints", OptKind::Int { min: 1, max: 65535 }, Some("2"), "Minimum number of ready local endpoints before zone-aware weighting applies."),
+    opt(OD, "zone_min_local_endpoints", OptKind::Int { min: 1, max: 65535 }, Some("1"), "Minimum number of ready local endpoints before zone-aware weighting applies. 1: only the Topology Aware Routing rules decide (a stricter extra rule of ours when raised)."),
     opt(OD, "health_monitor", OptKind::Bool, Some("false"), "Create a health monitor on every pool."),
     opt(OD, "health_monitor_type", OptKind::Choice(HealthMonitorType::NAMES), Some("HTTP"), "Health monitor type."),
     opt(OD, "health_monitor_url_path", OptKind::Str, Some("/"), "HTTP path probed by HTTP health monitors."),

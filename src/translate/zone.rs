@@ -267,9 +267,9 @@ fn topology(cands: &[Candidate], rz: &str, nodes: &NodeZones, opts: &TranslateOp
         return backup(&is_local, rz, if use_hints { "hints" } else { "zone" });
     }
     let local_share = intended_local_share(local, n, t);
-    let cpu = |z: &str| if use_hints { 1.0 } else { nodes.cpu.get(z).copied().unwrap_or(0.0) };
-    // With hints, remote members share evenly (one "zone" weight per member).
-    let remote_weight = |z: &str| if use_hints { count(&keys, &is_local, z) } else { cpu(z) };
+    // Remote zones by CPU; with hints, remote members share evenly (zone weight = its member count).
+    let remote_weight =
+        |z: &str| if use_hints { count(&keys, &is_local, z) } else { nodes.cpu.get(z).copied().unwrap_or(0.0) };
     let weights = weights_for_shares(&allocate(&is_local, &keys, local_share, &remote_weight));
     let basis = if use_hints { "hinted for" } else { "in" };
     Weighting {
