@@ -161,8 +161,10 @@ fn slice_on_nodes(svc: &str, eps: &[(&str, &str)]) -> EndpointSlice {
 }
 
 fn node(name: &str, zone: &str) -> Node {
-    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}}))
-        .unwrap()
+    // Ready with allocatable CPU: Topology Aware Routing weighs zones by the CPU of Ready nodes.
+    serde_json::from_value(json!({"metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+        "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}}))
+    .unwrap()
 }
 
 /// Members of `pool` on Octavia as "ip:port" → weight.
@@ -380,11 +382,12 @@ async fn story(r: Router) {
     let zoned_notice = notice(&[&zoned_pool], &["shop/z"]);
     assert_eq!(notice_patches(&reqs), BTreeMap::from([("zoned".to_string(), Some(zoned_notice.clone()))]));
     w.services.apply_watcher_event(&watcher::Event::Apply(zoned_service("zoned", Some(&zoned_notice))));
-    // 1 local of 3, overload factor 2: locals may carry 2/3 together → 4:1.
+    // 1 local of 3 in 3 equal zones, threshold 20%: the local takes 1.2 × 1/3 = 40%, the
+    // others 30% each → 4:3:3.
     let expect = |w: [u16; 3]| -> BTreeMap<String, u16> {
         ["10.0.2.5:8080", "10.0.2.6:8080", "10.0.2.7:8080"].iter().map(|a| a.to_string()).zip(w).collect()
     };
-    assert_eq!(weights(&r, &zoned_pool).await, expect([4, 1, 1]));
+    assert_eq!(weights(&r, &zoned_pool).await, expect([4, 3, 3]));
 
     // n2 moves to az-1. The runtime re-reconciles every Service on a Node label change
     // (`reconcile_all_on(node_changes)`): do the same. Only the zoned pool changes: exactly one
@@ -400,7 +403,7 @@ async fn story(r: Router) {
     assert_eq!(writes, 1, "one batch member update");
     let reqs = rec.take();
     assert!(reqs.is_empty(), "no Kubernetes write: {:?}", paths(&reqs));
-    // 2 local of 3: 2·2 ≥ 3, every local may take 1/2 → 256:1.
-    assert_eq!(weights(&r, &zoned_pool).await, expect([256, 256, 1]));
+    // 2 local of 3 (az-1 has 8 of 12 CPUs: balanced): locals take min(1, 1.2 × 2/3) = 80% → 2:2:1.
+    assert_eq!(weights(&r, &zoned_pool).await, expect([2, 2, 1]));
     writer.shutdown().await;
 }

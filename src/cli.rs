@@ -217,7 +217,10 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
     match desired_from(settings, files) {
         Ok(desired) => {
             match output {
-                OutputFormat::Table => print!("{}", crate::translate::render_table(&desired)),
+                OutputFormat::Table => {
+                    println!("{}\n", crate::wiring::router_zone_text(settings));
+                    print!("{}", crate::translate::render_table(&desired));
+                }
                 OutputFormat::Json => println!("{}", crate::translate::render_json(&desired)),
             }
             ExitCode::SUCCESS

@@ -137,6 +137,21 @@ pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Route
 /// `[kubernetes]` and `[octavia_defaults]` as translation options. The router's VIP family is
 /// IPv4 unless `l7_router_ip` says otherwise (the VIP subnet is not read here: `plan` runs
 /// without OpenStack).
+/// "router zone: zone-a ([octavia_defaults] router_zone)": which zone zone-aware weighting uses
+/// and where it comes from, for `plan`.
+pub fn router_zone_text(s: &Settings) -> String {
+    let o = &s.octavia_defaults;
+    match (&o.router_zone, &o.availability_zone) {
+        (Some(z), _) => format!("router zone: {z} ([octavia_defaults] router_zone)"),
+        (None, Some(z)) => {
+            format!("router zone: {z} ([octavia_defaults] availability_zone; router_zone unset)")
+        }
+        (None, None) => {
+            "router zone: none (router_zone and availability_zone unset: zone-aware pools get even weights)".into()
+        }
+    }
+}
+
 pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
     use crate::translate::{IpFamily, TranslateOptions, ZoneMode};
     let k = &s.kubernetes;
@@ -146,9 +161,9 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
         use_endpoint_slices: k.use_endpoint_slices,
         node_pool: k.node_pool.clone(),
         node_pool_label: k.node_pool_label.clone(),
-        router_zone: o.availability_zone.clone(),
+        router_zone: o.router_zone.clone().or_else(|| o.availability_zone.clone()),
         zone_aware_default: o.zone_aware_default,
-        zone_overload_factor: o.zone_overload_factor,
+        zone_overload_threshold: o.zone_overload_threshold,
         zone_min_local_endpoints: o.zone_min_local_endpoints,
         zone_mode: match o.zone_weighting_mode {
             crate::config::ZoneWeightingMode::Weight => ZoneMode::Weight,

@@ -404,3 +404,27 @@ fn cafile_must_exist() {
         .settings;
     assert_eq!(s.neutron.cafile, Some(existing));
 }
+
+#[test]
+fn router_zone_and_overload_threshold_with_their_fallbacks() {
+    use kuryr_l7_router::wiring::{router_zone_text, translate_options};
+    // Defaults: no router zone, threshold 20%.
+    let s = text("").unwrap().settings;
+    assert_eq!(s.octavia_defaults.zone_overload_threshold, 0.2);
+    assert_eq!(translate_options(&s).router_zone, None);
+    assert!(router_zone_text(&s).starts_with("router zone: none"));
+    // Only availability_zone (the old way): it is also the router zone.
+    let s = text("[octavia_defaults]\navailability_zone = az-1").unwrap().settings;
+    assert_eq!(translate_options(&s).router_zone.as_deref(), Some("az-1"));
+    assert_eq!(router_zone_text(&s), "router zone: az-1 ([octavia_defaults] availability_zone; router_zone unset)");
+    // router_zone wins; availability_zone stays the Octavia AZ.
+    let s = text("[octavia_defaults]\navailability_zone = nova\nrouter_zone = zone-a").unwrap().settings;
+    assert_eq!(translate_options(&s).router_zone.as_deref(), Some("zone-a"));
+    assert_eq!(s.octavia_defaults.availability_zone.as_deref(), Some("nova"));
+    assert_eq!(router_zone_text(&s), "router zone: zone-a ([octavia_defaults] router_zone)");
+    // The deprecated factor alone still counts (threshold = factor - 1); the threshold wins.
+    let s = text("[octavia_defaults]\nzone_overload_factor = 1.5").unwrap().settings;
+    assert_eq!(translate_options(&s).zone_overload_threshold, 0.5);
+    let s = text("[octavia_defaults]\nzone_overload_factor = 1.5\nzone_overload_threshold = 0.1").unwrap().settings;
+    assert_eq!(s.octavia_defaults.zone_overload_threshold, 0.1);
+}

@@ -378,7 +378,8 @@ fn class() -> Value {
 
 fn node(name: &str, zone: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Node",
-           "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}}})
+           "metadata": {"name": name, "labels": {"topology.kubernetes.io/zone": zone}},
+           "status": {"allocatable": {"cpu": "4"}, "conditions": [{"type": "Ready", "status": "True"}]}})
 }
 
 fn ingress(name: &str, class: &str) -> Value {
@@ -574,10 +575,11 @@ async fn run_against_a_fake_api_server() {
             .then_some(())
     })
     .await;
-    // 1 of 3 endpoints in the router's zone az-1 → 4:1.
+    // 1 of 3 endpoints in the router's zone az-1, 3 equal zones: the local one takes 1.2 × 1/3
+    // = 40%, the others 30% each → 4:3:3.
     assert_eq!(
         sim_weights(&sim_state),
-        BTreeMap::from([("10.0.0.5".into(), 4), ("10.0.0.6".into(), 1), ("10.0.0.7".into(), 1)])
+        BTreeMap::from([("10.0.0.5".into(), 4), ("10.0.0.6".into(), 3), ("10.0.0.7".into(), 3)])
     );
 
     // Quiet: the writes of the reconciles triggered by our own patches are done.
@@ -591,6 +593,8 @@ async fn run_against_a_fake_api_server() {
     let metrics = http_get(health, "/metrics").await.expect("metrics").1;
     let (syncs, members) = (job_count(&metrics, "sync"), job_count(&metrics, "members"));
     assert!(syncs >= 1, "{metrics}");
+    // The zone-aware pool is counted under the TAR rule.
+    assert!(metrics.lines().any(|l| l == "kuryr_l7_router_pool_weighting{rule=\"topology\"} 1"), "{metrics}");
     let writes_before = fake.writes().len();
 
     // Node n2 moves to az-1: the Service handler runs (reconcile_all_on Node changes) and makes
@@ -603,7 +607,8 @@ async fn run_against_a_fake_api_server() {
     .await;
     assert_eq!(
         sim_weights(&sim_state),
-        BTreeMap::from([("10.0.0.5".into(), 256), ("10.0.0.6".into(), 256), ("10.0.0.7".into(), 1)])
+        // 2 of 3 in az-1 (8 of 12 CPUs, balanced): locals take min(1, 1.2 × 2/3) = 80% → 2:2:1.
+        BTreeMap::from([("10.0.0.5".into(), 2), ("10.0.0.6".into(), 2), ("10.0.0.7".into(), 1)])
     );
     tokio::time::sleep(Duration::from_millis(700)).await; // past the controller debounce
     let metrics = http_get(health, "/metrics").await.unwrap().1;

@@ -54,6 +54,8 @@ impl Settings {
             ("octavia_defaults", "lb_algorithm") => s(od.lb_algorithm.as_str()),
             ("octavia_defaults", "provider") => s(&od.provider),
             ("octavia_defaults", "availability_zone") => show(&od.availability_zone),
+            ("octavia_defaults", "router_zone") => show(&od.router_zone),
+            ("octavia_defaults", "zone_overload_threshold") => Some(format!("{:?}", od.zone_overload_threshold)),
             ("octavia_defaults", "member_mode") => s(od.member_mode.as_str()),
             ("octavia_defaults", "listener_port") => Some(od.listener_port.to_string()),
             ("octavia_defaults", "fully_populated_create") => secs_bool(od.fully_populated_create),

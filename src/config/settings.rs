@@ -80,6 +80,8 @@ pub struct OctaviaDefaults {
     /// Empty: Octavia's default provider.
     pub provider: String,
     pub availability_zone: Option<String>,
+    /// Zone-aware weighting's router zone; unset: `availability_zone`.
+    pub router_zone: Option<String>,
     pub member_mode: MemberMode,
     pub listener_port: u16,
     pub fully_populated_create: bool,
@@ -90,6 +92,8 @@ pub struct OctaviaDefaults {
     /// `Backup` implies `health_monitor` (validated).
     pub zone_weighting_mode: ZoneWeightingMode,
     pub zone_overload_factor: f64,
+    /// Effective threshold (from `zone_overload_factor` − 1 when only the deprecated key is set).
+    pub zone_overload_threshold: f64,
     pub zone_min_local_endpoints: u32,
     pub health_monitor: bool,
     pub health_monitor_type: HealthMonitorType,
@@ -489,7 +493,7 @@ impl Reader {
             });
         }
         let od = "octavia_defaults";
-        let octavia_defaults = OctaviaDefaults {
+        let mut octavia_defaults = OctaviaDefaults {
             l7_router_name: self.value(od, "l7_router_name"),
             l7_router_uuid: self.get(od, "l7_router_uuid"),
             lb_algorithm: self.choice(od, "lb_algorithm"),
@@ -504,6 +508,8 @@ impl Reader {
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),
             zone_overload_factor: self.value(od, "zone_overload_factor"),
+            zone_overload_threshold: 0.0,
+            router_zone: self.get(od, "router_zone"),
             zone_min_local_endpoints: self.value(od, "zone_min_local_endpoints"),
             health_monitor: self.value(od, "health_monitor"),
             health_monitor_type: self.choice(od, "health_monitor_type"),
@@ -519,6 +525,7 @@ impl Reader {
             insert_forwarded_headers: self.value(od, "insert_forwarded_headers"),
             tls_secret_read_users: self.value(od, "tls_secret_read_users"),
         };
+        octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
         self.check_octavia(&octavia_defaults);
         let neutron = self.neutron();
         if !self.problems.is_empty() {
@@ -529,6 +536,16 @@ impl Reader {
             // `neutron()` records a problem whenever it returns `None`.
             None => Err(self.problems),
         }
+    }
+
+    /// `zone_overload_threshold`, or the deprecated `zone_overload_factor` − 1 when only it is set
+    /// (kuryr.conf files written for the factor keep their meaning as closely as one number can).
+    fn overload_threshold(&mut self, factor: f64) -> f64 {
+        let od = "octavia_defaults";
+        if !self.is_set(od, "zone_overload_threshold") && self.is_set(od, "zone_overload_factor") {
+            return (factor - 1.0).max(0.0);
+        }
+        self.value(od, "zone_overload_threshold")
     }
 
     fn check_octavia(&mut self, o: &OctaviaDefaults) {

@@ -215,6 +215,7 @@ impl Context {
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let desired = translate(&inputs, &self.opts);
+        self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
         (inputs, desired)
     }
 

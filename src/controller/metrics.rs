@@ -62,6 +62,12 @@ pub struct StatusLabels {
     pub status: String,
 }
 
+/// How a pool's members are weighted: a stable rule key (see `translate::zone::weighting_rule`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WeightingLabels {
+    pub rule: String,
+}
+
 type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 
 /// All controller metrics; clone-cheap handles (metrics are `Arc`s inside), registered once.
@@ -77,6 +83,8 @@ pub struct Metrics {
     pub router_provisioning_status: Family<StatusLabels, Gauge>,
     /// Duration of each router writer job by job and result.
     pub octavia_write_job_duration: HistogramFamily<JobLabels>,
+    /// Pools of the desired router by weighting rule (zone-aware kinds and each even fallback).
+    pub pool_weighting: Family<WeightingLabels, Gauge>,
 }
 
 impl Default for Metrics {
@@ -99,6 +107,7 @@ impl Default for Metrics {
             octavia_write_job_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.05, 2.0, 14))
             }),
+            pool_weighting: Family::default(),
         }
     }
 }
@@ -153,7 +162,24 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             m.octavia_write_job_duration.clone(),
         );
+        registry.register(
+            "pool_weighting",
+            "Pools of the desired router by member weighting rule (topology, prefer_same_zone, backup, or the even fallback's rule)",
+            m.pool_weighting.clone(),
+        );
         m
+    }
+
+    /// Counts the desired router's pools by weighting rule (replacing the previous counts).
+    pub fn pool_weightings<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
+        let mut counts: std::collections::BTreeMap<&'static str, i64> = std::collections::BTreeMap::new();
+        for r in reasons {
+            *counts.entry(crate::translate::zone::weighting_rule(r)).or_default() += 1;
+        }
+        self.pool_weighting.clear();
+        for (rule, n) in counts {
+            self.pool_weighting.get_or_create(&WeightingLabels { rule: rule.into() }).set(n);
+        }
     }
 
     /// A fresh `kuryr_l7_router`-prefixed registry with the metrics in it.

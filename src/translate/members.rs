@@ -12,7 +12,7 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::zone::{Candidate, LEGACY_ZONE_LABEL, ZONE_LABEL, service_is_zone_aware, weigh};
+use super::zone::{Candidate, LEGACY_ZONE_LABEL, NodeZones, ZONE_LABEL, service_zone_policy, weigh};
 use super::{IpFamily, TranslateOptions};
 use crate::model::{KubeRef, Member, Warning};
 
@@ -28,6 +28,10 @@ pub fn index_nodes(nodes: &[Node]) -> NodeIndex<'_> {
 struct CachedEndpoint {
     address: IpAddr,
     ready: bool,
+    /// `conditions.serving` (unset: same as ready).
+    serving: bool,
+    /// `conditions.terminating` (unset: false).
+    terminating: bool,
     zone: Option<String>,
     node: Option<String>,
     for_zones: Option<Vec<String>>,
@@ -80,10 +84,14 @@ impl SliceCache {
                         IpFamily::V4 => address.is_ipv4(),
                         IpFamily::V6 => address.is_ipv6(),
                     };
+                    let cond = e.conditions.as_ref();
+                    // Unset `ready` means ready; unset `serving` means as ready (API contract).
+                    let ready = cond.and_then(|c| c.ready).unwrap_or(true);
                     family_ok.then(|| CachedEndpoint {
                         address,
-                        // Unset `ready` means ready (EndpointSlice API contract).
-                        ready: e.conditions.as_ref().and_then(|c| c.ready).unwrap_or(true),
+                        ready,
+                        serving: cond.and_then(|c| c.serving).unwrap_or(ready),
+                        terminating: cond.and_then(|c| c.terminating).unwrap_or(false),
                         zone: e.zone.clone().filter(|z| !z.is_empty()),
                         node: e.node_name.clone(),
                         for_zones: e
@@ -151,7 +159,9 @@ impl SliceCache {
                 continue;
             };
             for e in &cs.endpoints {
-                if !e.ready || !in_node_pool(e.node.as_deref(), nodes, opts) {
+                // Ready, or serving while terminating (drained with weight 0); nothing else.
+                let member = e.ready || (e.serving && e.terminating);
+                if !member || !in_node_pool(e.node.as_deref(), nodes, opts) {
                     continue;
                 }
                 if seen.insert((e.address, port)) {
@@ -160,30 +170,96 @@ impl SliceCache {
             }
         }
         drafts.sort_by_key(|d| (d.0, d.1));
-        let cands: Vec<Candidate> = drafts
-            .iter()
-            .map(|(a, p, e)| Candidate {
-                label: format!("{a}:{p}"),
-                zone: e.zone.clone().or_else(|| node_zone(e.node.as_deref(), nodes)),
-                for_zones: e.for_zones.clone(),
-            })
-            .collect();
-        let w = weigh(&cands, service_is_zone_aware(service, opts), opts);
-        let members = drafts
-            .into_iter()
-            .zip(cands)
-            .zip(w.weights)
-            .map(|(((address, protocol_port, e), c), (weight, backup))| Member {
-                address,
-                protocol_port,
-                weight,
-                backup,
-                zone: c.zone,
-                target: e.target,
-            })
-            .collect();
-        (members, w.reason, warnings)
+        let (members, reason) = weigh_drafts(drafts, service, nodes, opts);
+        (members, reason, warnings)
     }
+}
+
+/// Weights for the members: terminating ones drain (weight 0) while any endpoint takes new
+/// requests; when all are terminating, the serving ones are used with normal weights, as
+/// kube-proxy does, rather than an empty pool.
+fn weigh_drafts(
+    drafts: Vec<(IpAddr, u16, CachedEndpoint)>,
+    service: &Service,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+) -> (Vec<Member>, String) {
+    let all_terminating = !drafts.is_empty() && drafts.iter().all(|d| !d.2.ready);
+    let active = |e: &CachedEndpoint| e.ready || all_terminating;
+    let cands: Vec<Candidate> = drafts
+        .iter()
+        .filter(|d| active(&d.2))
+        .map(|(a, p, e)| Candidate {
+            label: format!("{a}:{p}"),
+            zone: endpoint_zone(e, nodes),
+            for_zones: e.for_zones.clone(),
+        })
+        .collect();
+    let policy = service_zone_policy(service, opts);
+    let zones = if policy == super::zone::ZonePolicy::Even { NodeZones::default() } else { node_zones(nodes, opts) };
+    let w = weigh(&cands, policy, &zones, opts);
+    let draining = drafts.iter().filter(|d| !active(&d.2)).count();
+    let mut reason = w.reason;
+    if all_terminating {
+        reason.push_str("; every endpoint is terminating: the serving ones are used");
+    } else if draining > 0 {
+        reason.push_str(&format!("; {draining} terminating endpoint(s) drain with weight 0"));
+    }
+    let mut weights = w.weights.into_iter();
+    let members = drafts
+        .into_iter()
+        .map(|(address, protocol_port, e)| {
+            let (weight, backup) = if active(&e) { weights.next().unwrap_or((1, false)) } else { (0, false) };
+            Member { address, protocol_port, weight, backup, zone: endpoint_zone(&e, nodes), target: e.target }
+        })
+        .collect();
+    (members, reason)
+}
+
+fn endpoint_zone(e: &CachedEndpoint, nodes: &NodeIndex<'_>) -> Option<String> {
+    e.zone.clone().or_else(|| node_zone(e.node.as_deref(), nodes))
+}
+
+/// Zones and allocatable CPU of the Ready nodes (of the node pool, when one is configured).
+pub fn node_zones(nodes: &NodeIndex<'_>, opts: &TranslateOptions) -> NodeZones {
+    let mut out = NodeZones::default();
+    for (name, node) in nodes {
+        let ready = node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        if !ready || !in_node_pool(Some(name), nodes, opts) {
+            continue;
+        }
+        let cpu = node
+            .status
+            .as_ref()
+            .and_then(|s| s.allocatable.as_ref())
+            .and_then(|a| a.get("cpu"))
+            .and_then(|q| parse_cpu(&q.0))
+            .filter(|c| *c > 0.0);
+        match (node_zone(Some(name), nodes), cpu) {
+            (Some(z), Some(c)) => *out.cpu.entry(z).or_default() += c,
+            (None, _) => {
+                out.problem.get_or_insert_with(|| format!("node {name} has no {ZONE_LABEL} label"));
+            }
+            (Some(_), None) => {
+                out.problem.get_or_insert_with(|| format!("node {name} reports no allocatable CPU"));
+            }
+        }
+    }
+    out
+}
+
+/// A CPU quantity in cores: "4", "3500m", "1.5" (other suffixes are not used for CPU).
+pub fn parse_cpu(q: &str) -> Option<f64> {
+    let q = q.trim();
+    let v = match q.strip_suffix('m') {
+        Some(m) => m.parse::<f64>().ok()? / 1000.0,
+        None => q.parse::<f64>().ok()?,
+    };
+    v.is_finite().then_some(v)
 }
 
 fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptions) -> bool {

@@ -73,12 +73,13 @@ pub struct TranslateOptions {
     pub node_pool: Option<String>,
     /// `[kubernetes] node_pool_label`.
     pub node_pool_label: String,
-    /// `[octavia_defaults] availability_zone`: the router's zone.
+    /// `[octavia_defaults] router_zone` (else `availability_zone`): the zone the router's traffic
+    /// is considered to come from, matched against the nodes' zone labels.
     pub router_zone: Option<String>,
     /// `[octavia_defaults] zone_aware_default`: weigh every Service by zone, not only opted-in ones.
     pub zone_aware_default: bool,
-    /// No endpoint should expect more than this many times its even share (values < 1 count as 1).
-    pub zone_overload_factor: f64,
+    /// TAR overload threshold: no endpoint should expect more than (1 + this) times its even share.
+    pub zone_overload_threshold: f64,
     /// Fewer local endpoints than this → even weights.
     pub zone_min_local_endpoints: u32,
     pub zone_mode: ZoneMode,
@@ -100,7 +101,7 @@ impl Default for TranslateOptions {
             node_pool_label: DEFAULT_NODE_POOL_LABEL.into(),
             router_zone: None,
             zone_aware_default: false,
-            zone_overload_factor: 2.0,
+            zone_overload_threshold: 0.2,
             zone_min_local_endpoints: 1,
             zone_mode: ZoneMode::Weight,
             lb_algorithm: "ROUND_ROBIN".into(),
