@@ -46,7 +46,7 @@ PY=/usr/bin/python3                # Debian's python (the OpenStack libs live th
 OCTAVIA_API_NETWORK_DRIVER=${OCTAVIA_API_NETWORK_DRIVER:-allowed_address_pairs_driver}
 # python3-barbican only: barbican-common/barbican-api would configure a database through
 # dbconfig-common and start a system service
-PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-barbican python3-openstackclient python3-octaviaclient python3-neutronclient python3-barbicanclient haproxy"
+PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-barbican python3-openstackclient python3-octaviaclient python3-neutronclient python3-barbicanclient haproxy openssl"
 
 T0=$(date +%s.%N)
 ts() { awk -v a="$T0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'; }
