@@ -15,6 +15,7 @@
 //! policies), and with Barbican down such a write never completes, leaving the router
 //! PENDING_UPDATE for good (measured on Zed, docs/tls-barbican-notes.md).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
@@ -187,7 +188,9 @@ pub fn listener_secret_refs(l: &Listener) -> Vec<String> {
 
 /// The HTTP listener's desired state: redirects only for hosts whose certificate has something
 /// to serve (a redirect to a host the HTTPS listener cannot serve would break the site).
-pub fn http_view(desired: &DesiredRouter, phase: &Phase) -> DesiredRouter {
+/// Borrowed when every redirect can be written (the usual case): the desired router, which can
+/// hold thousands of policies, is not copied on every convergence.
+pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase) -> Cow<'a, DesiredRouter> {
     let servable: BTreeSet<&str> = match phase {
         Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
         // Barbican unknown: keep the redirects while an HTTPS listener exists to serve them.
@@ -196,10 +199,13 @@ pub fn http_view(desired: &DesiredRouter, phase: &Phase) -> DesiredRouter {
         }
         Phase::Unavailable { has_listener: false, .. } | Phase::Off => BTreeSet::new(),
     };
-    DesiredRouter {
+    if desired.redirects.iter().all(|r| servable.contains(r.certificate.as_str())) {
+        return Cow::Borrowed(desired);
+    }
+    Cow::Owned(DesiredRouter {
         redirects: desired.redirects.iter().filter(|r| servable.contains(r.certificate.as_str())).cloned().collect(),
         ..desired.clone()
-    }
+    })
 }
 
 /// The HTTPS listener's desired state for the ordinary plan: its policies and default pool, the
