@@ -360,6 +360,11 @@ password_hash_rounds = 4
 enabled = true
 backend = dogpile.cache.memory
 EOF
+# Keystone 27 adds `links` to the role dicts it gets from its cache, and the in-process memory
+# backend hands out the cached objects themselves: the next application credential created
+# without explicit roles then fails its own schema check (400 "'links' was unexpected"). A
+# pickling backend hands out copies, as memcached would.
+[ "$OPENSTACK_RELEASE" = zed ] || sed -i 's/^backend = dogpile.cache.memory$/backend = dogpile.cache.memory_pickle/' "$ETC/keystone/keystone.conf"
 
 cat > "$ETC/neutron/neutron.conf" <<EOF
 [DEFAULT]

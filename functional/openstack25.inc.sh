@@ -68,10 +68,10 @@ netns_down() {
 
 # ---------------------------------------------------------------- install (idempotent)
 install25() {
-  command -v ip >/dev/null && command -v debootstrap >/dev/null && command -v curl >/dev/null || {
+  if ! command -v ip >/dev/null || ! command -v debootstrap >/dev/null || ! command -v curl >/dev/null; then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2 debootstrap curl ca-certificates procps
-  }
+  fi
   local mirror=${MIRROR:-$(host_mirror)}
   mirror=${mirror:-http://deb.debian.org/debian}
   # a finished debootstrap leaves apt-get and no /debootstrap work dir
@@ -94,6 +94,7 @@ install25() {
     "$mirror" "$mirror" "${mirror%/debian}/debian-security" > "$CHROOT/etc/apt/sources.list"
   printf '#!/bin/sh\nexit 101\n' > "$CHROOT/usr/sbin/policy-rc.d"; chmod 755 "$CHROOT/usr/sbin/policy-rc.d"
   local missing="" p
+  # shellcheck disable=SC2016  # dpkg-query's own ${Status} format
   for p in $PACKAGES25; do
     inchroot dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"
   done
@@ -108,6 +109,7 @@ install25() {
         -o Dir::Cache::archives=/var/tmp/debcache/ $missing > /var/log/ostack25-apt-install.log 2>&1 \
         || { tail -30 /var/log/ostack25-apt-install.log >&2; exit 1; }
     rm -rf "$CHROOT/var/tmp/debcache"
+    # shellcheck disable=SC2016
     ts "packages installed: $(inchroot dpkg-query -W -f='${Package}=${Version} ' python3-keystone python3-neutron python3-octavia python3-barbican)"
   fi
 }
