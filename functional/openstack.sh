@@ -65,7 +65,7 @@ case "$OPENSTACK_RELEASE" in
   zed) ROOT=${ROOT:-/tmp/ostack} ;;
   2025.1)
     ROOT=${ROOT:-/tmp/ostack25}
-    # shellcheck source=functional/openstack25.inc.sh
+    # shellcheck source=functional/openstack25.inc.sh disable=SC1091
     . "$(dirname "$(readlink -f "$0")")/openstack25.inc.sh"
     IN=(ip netns exec "$NS" chroot "$CHROOT" "${CENV[@]}"); SYSROOT=$CHROOT ;;
   *) echo "OPENSTACK_RELEASE must be 2025.1 or zed, not $OPENSTACK_RELEASE" >&2; exit 2 ;;
@@ -320,12 +320,18 @@ daemon rabbitmq "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server
 ts "rabbitmq starting"
 
 # ---------------------------------------------------------------- 2. MariaDB
+# MariaDB 11.8 (2025.1's chroot) turns innodb_snapshot_isolation on by default: Octavia's
+# SELECT ... FOR UPDATE of a load balancer another transaction just changed then fails with
+# "1020 Record has changed since last read" (an API 500 on a pool create) instead of waiting as
+# with Zed's MariaDB 10.11, which has no such option
+MARIADB_EXTRA=()
+[ "$OPENSTACK_RELEASE" = zed ] || MARIADB_EXTRA=(--innodb-snapshot-isolation=OFF)
 "${IN[@]}" mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
     --auth-root-authentication-method=normal --skip-test-db > "$LOG/mysql-install.log" 2>&1
 daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DATA/mysql" --socket="$RUN/mysql.sock" \
     --bind-address=127.0.0.1 --port=3306 --user=root --pid-file="$RUN/mariadbd.pid-own" \
     --log-error="$LOG/mysqld.log" --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
-    --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4
+    --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4 "${MARIADB_EXTRA[@]}"
 for i in $(seq 1 120); do "${IN[@]}" mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
 "${IN[@]}" mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
 CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron; CREATE DATABASE barbican;
