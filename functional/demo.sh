@@ -73,7 +73,9 @@ WORK=$(mktemp -d /tmp/kuryr-demo.XXXXXX)
 ROUTER_NAME=${DEMO_ROUTER_NAME:-kuryr-l7-router-demo}
 printf '[octavia_defaults]\nl7_router_name = %s\n' "$ROUTER_NAME" > "$WORK/demo.conf"
 CONF_ARGS=(--config-file "$CONF" --config-file "$WORK/demo.conf")
-BIN=$REPO/target/debug/kuryr-l7-router
+# cargo's target directory (CARGO_TARGET_DIR or a wrapper may move it away from ./target)
+BIN=$(cargo metadata --format-version 1 --no-deps --offline 2>/dev/null |
+      /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' || echo "$REPO/target")/debug/kuryr-l7-router
 OCTAVIA_CONF=${OCTAVIA_CONF:-$ROOT/etc/octavia/octavia.conf}
 LB_ID=""
 
