@@ -19,7 +19,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -244,22 +244,28 @@ impl Context {
         Ok((desired, report))
     }
 
-    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
+    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
+    /// notice key only, plus the removal of a legacy notice naming our router.
     pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
-        let want = desired_notices(&self.router_name, desired);
+        let router = &self.router_name;
+        let want = desired_notices(router, desired);
+        let key = |s: &Service| {
+            KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default())
+        };
         let current: Vec<(KubeRef, ServiceNotice)> = inputs
             .services
             .iter()
-            .filter_map(|s| {
-                let n = ServiceNotice::from_service(s).ok().flatten()?;
-                let r =
-                    KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
-                Some((r, n))
-            })
+            .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
             .collect();
-        for change in notice_changes(&self.router_name, &want, current.iter().map(|(r, n)| (r.clone(), n))) {
+        let legacy: BTreeSet<KubeRef> = inputs
+            .services
+            .iter()
+            .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == *router))
+            .map(key)
+            .collect();
+        for change in notice_changes(&want, current.iter().map(|(r, n)| (r.clone(), n)), &legacy) {
             let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
-            match patches::patch_service_notice(&api, &change.service.name, change.notice.as_ref()).await {
+            match patches::patch_service_notice(&api, router, &change).await {
                 Ok(_) => {
                     tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
                 }
