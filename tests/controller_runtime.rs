@@ -794,3 +794,75 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
         assert!(result.is_ok(), "{result:?}");
     }
 }
+
+/// Issue 14 §1: the translation's warnings about a Service (`NoEndpoints`, `EndpointPortNotFound`)
+/// become Warning Events on that Service (POSTed to the fake API server), once: three forced
+/// Syncs (as three resyncs) post each one Event, not three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_warnings_become_events_on_the_service_once() {
+    use kube::runtime::watcher::Event;
+    use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+    use kuryr_l7_router::controller::metrics::Metrics;
+    use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
+    use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let (stores, mut w) = StoreWriters::new();
+    fn obj<K: serde::de::DeserializeOwned>(v: Value) -> K {
+        serde_json::from_value(v).unwrap()
+    }
+    w.classes.apply_watcher_event(&Event::Apply(obj(class())));
+    // web: no EndpointSlice at all. api: a slice whose port is not named as the Service port.
+    let mut web = service();
+    web["metadata"]["uid"] = json!("uid-web");
+    fake.put("services", web.clone());
+    w.services.apply_watcher_event(&Event::Apply(obj(web)));
+    let mut api = service();
+    api["metadata"]["name"] = json!("api");
+    w.services.apply_watcher_event(&Event::Apply(obj(api)));
+    let mut api_slice = slice();
+    api_slice["metadata"]["name"] = json!("api-abc");
+    api_slice["metadata"]["labels"]["kubernetes.io/service-name"] = json!("api");
+    api_slice["ports"] = json!([{"name": "grpc", "port": 9090, "protocol": "TCP"}]);
+    w.slices.apply_watcher_event(&Event::Apply(obj(api_slice)));
+    w.ingresses.apply_watcher_event(&Event::Apply(obj(ingress("a", "kuryr-l7-router"))));
+    let mut to_api = ingress("b", "kuryr-l7-router");
+    to_api["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] = json!("api");
+    w.ingresses.apply_watcher_event(&Event::Apply(obj(to_api)));
+
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new("r1"), health_monitor: None }, None);
+    let writer = Writer::spawn(sim, WriterMetrics::default());
+    let (_ready_tx, ready_rx) = watch::channel(true);
+    let opts =
+        kuryr_l7_router::translate::TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..Default::default() };
+    let events = Arc::new(EventPublisher::new(client.clone(), None, DEFAULT_DEDUP_WINDOW));
+    let ctx =
+        Context::new(client, stores, writer.handle(), events, Metrics::default(), opts, "r1".into(), ready_rx, None);
+    for _ in 0..3 {
+        ctx.sync(true).await.unwrap();
+    }
+    let events: Vec<Value> = fake
+        .writes()
+        .into_iter()
+        .filter(|w| w.method == "POST" && w.path.ends_with("/events"))
+        .map(|w| w.body)
+        .collect();
+    let on = |name: &str, reason: &str| -> Vec<&Value> {
+        events.iter().filter(|e| e["regarding"]["name"] == name && e["reason"] == reason).collect()
+    };
+    let no_eps = on("web", "NoEndpoints");
+    assert_eq!(no_eps.len(), 1, "one Event, not one per Sync: {events:#?}");
+    let e = no_eps[0];
+    assert_eq!((e["type"].as_str(), e["regarding"]["kind"].as_str()), (Some("Warning"), Some("Service")));
+    assert_eq!(e["regarding"]["uid"], "uid-web", "the Service from the cache");
+    let note = e["note"].as_str().unwrap();
+    assert!(note.contains("Service shop/web") && note.contains("port 80") && note.contains("503"), "{note}");
+    let port = on("api", "EndpointPortNotFound");
+    assert_eq!(port.len(), 1, "{events:#?}");
+    let note = port[0]["note"].as_str().unwrap();
+    assert!(note.contains("shop/api") && note.contains("api-abc") && note.contains("\"http\""), "{note}");
+    assert!(events.iter().all(|e| e["regarding"]["kind"] == "Service"), "no Ingress event from a Sync: {events:#?}");
+    drop(writer);
+}

@@ -7,6 +7,7 @@ use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
 use crate::controller::metrics::Metrics;
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
+use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
@@ -175,6 +176,8 @@ pub struct Context {
     last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
+    /// The translation's warnings about Services already published as Events on them.
+    pub(crate) service_warnings: Mutex<ServiceWarnings>,
 }
 
 impl Context {
@@ -202,6 +205,7 @@ impl Context {
             readiness,
             last_sync: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
+            service_warnings: Mutex::new(ServiceWarnings::default()),
         }
     }
 
@@ -241,6 +245,7 @@ impl Context {
             }
         };
         self.apply_notices(&inputs, &desired).await?;
+        service_events::publish(self, &inputs, &desired.warnings).await;
         Ok((desired, report))
     }
 

@@ -10,6 +10,7 @@
 //! - [`patches`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status)
 //!   and the pure decisions behind them;
 //! - [`events`]: Kubernetes Events with repeat suppression on top of kube's `Recorder`;
+//! - [`service_events`]: the translation's warnings about a Service as Events on it;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
 //! - [`client`]: the kube `Client` from kubeconfig, in-cluster, or kuryr's explicit options;
@@ -28,6 +29,7 @@ pub mod notice;
 pub mod patches;
 pub mod runtime;
 pub mod service;
+pub mod service_events;
 pub mod writer;
 
 pub use error::ControllerError;
