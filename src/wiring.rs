@@ -46,7 +46,8 @@ pub fn auth_options(s: &Settings) -> AuthOptions {
         },
     };
     AuthOptions {
-        auth_url: n.auth_url.to_string(),
+        // `load` requires it; empty (refused by the Keystone client) only after `load_offline`.
+        auth_url: n.auth_url.as_ref().map(|u| u.to_string()).unwrap_or_default(),
         method,
         region_name: n.region_name.clone(),
         interface: match n.interface {

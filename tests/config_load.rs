@@ -239,6 +239,26 @@ fn missing_neutron_section() {
 }
 
 #[test]
+fn offline_load_accepts_missing_keystone_options_but_not_invalid_ones() {
+    let paths = [fixture("no-neutron.conf")];
+    let loaded = config::load_offline(&paths, no_env()).expect("plan needs no Keystone options");
+    assert_eq!(loaded.settings.neutron.auth_url, None);
+    let offline =
+        |body: &str| config::load_texts_as(&[("t.conf".into(), body.into())], no_env(), config::Needs::Offline);
+    // Nothing about OpenStack, ingress enabled: no lb_subnet either (needed to create the router only).
+    assert!(offline("[kubernetes]\nenable_ingress = true\n").is_ok());
+    assert_eq!(
+        problems(offline("[neutron]\nauth_url = keystone\nauth_type = token\n")),
+        [
+            "t.conf: [neutron] auth_url = \"keystone\": expected URL (relative URL without a base)",
+            "t.conf: [neutron] auth_type = \"token\": expected one of password, v3applicationcredential",
+        ]
+    );
+    // The same file for a command that talks to OpenStack: refused, as before.
+    assert!(problems(load(&["no-neutron.conf"], no_env()))[0].contains("[neutron] auth_url: required option"));
+}
+
+#[test]
 fn missing_value_names_all_files() {
     let errs = problems(load(&["no-neutron.conf", "override.conf"], no_env()));
     let both = format!("{}, {}", label("no-neutron.conf"), label("override.conf"));

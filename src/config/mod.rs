@@ -98,6 +98,31 @@ fn list_problems(problems: &[ConfigProblem]) -> String {
 /// Loads kuryr.conf files (in order, later override earlier), then `KURYR_<SECTION>__<KEY>`
 /// overrides from `env` (pass `std::env::vars()`; tests pass a vec).
 pub fn load(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+    load_as(paths, env, Needs::OpenStack)
+}
+
+/// What the command using the configuration talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// OpenStack (every command but `plan`): the Keystone options of `[neutron]` are required.
+    OpenStack,
+    /// Nothing outside (`plan`): missing Keystone options are accepted; values that are given
+    /// are still validated.
+    Offline,
+}
+
+/// [`load`] for a command that never talks to OpenStack (`plan`): a kuryr.conf without Keystone
+/// options (`[neutron]` auth_url, username, password, project ...) is accepted.
+pub fn load_offline(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+    load_as(paths, env, Needs::Offline)
+}
+
+/// [`load`] or [`load_offline`].
+pub fn load_as(
+    paths: &[PathBuf],
+    env: impl IntoIterator<Item = (String, String)>,
+    needs: Needs,
+) -> Result<Loaded, ConfigError> {
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
@@ -106,7 +131,7 @@ pub fn load(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) 
         })?;
         texts.push((path_label(path), text));
     }
-    load_texts(&texts, env)
+    load_texts_as(&texts, env, needs)
 }
 
 fn path_label(path: &Path) -> String {
@@ -117,6 +142,15 @@ fn path_label(path: &Path) -> String {
 pub fn load_texts(
     files: &[(String, String)],
     env: impl IntoIterator<Item = (String, String)>,
+) -> Result<Loaded, ConfigError> {
+    load_texts_as(files, env, Needs::OpenStack)
+}
+
+/// [`load_texts`] for a command that needs `needs`.
+pub fn load_texts_as(
+    files: &[(String, String)],
+    env: impl IntoIterator<Item = (String, String)>,
+    needs: Needs,
 ) -> Result<Loaded, ConfigError> {
     let mut builder = ::config::Config::builder();
     for (origin, text) in files {
@@ -174,7 +208,11 @@ pub fn load_texts(
         [] => "configuration".to_owned(),
         files => files.iter().map(|(o, _)| o.as_str()).collect::<Vec<_>>().join(", "),
     };
-    let settings = Reader::new(values, files).settings().map_err(ConfigError::Invalid)?;
+    let reader = match needs {
+        Needs::OpenStack => Reader::new(values, files),
+        Needs::Offline => Reader::new(values, files).keystone_optional(),
+    };
+    let settings = reader.settings().map_err(ConfigError::Invalid)?;
     Ok(Loaded { settings, warnings })
 }
 
