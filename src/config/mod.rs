@@ -216,7 +216,20 @@ pub fn load_texts_as(
     Ok(Loaded { settings, warnings })
 }
 
+/// Options of kuryr-kubernetes' kuryr.conf that look like ours but are deliberately not used, with
+/// why (a file shared with kuryr-kubernetes sets them; "unknown option" would mislead).
+pub const NOT_USED: &[(&str, &str, &str)] = &[(
+    "neutron_defaults",
+    "project",
+    "not used by kuryr-l7-router (ignored): every object is created in, and every lookup limited to, \
+     the project of the Keystone credentials ([neutron] project_name / project_id, or the application \
+     credential's); creating in another project would need the admin role, which the controller does not use",
+)];
+
 fn unknown_option(origin: &str, section: &str, key: &str) -> String {
+    if let Some((_, _, why)) = NOT_USED.iter().find(|(s, k, _)| *s == section && *k == key) {
+        return format!("{origin}: [{section}] {key}: {why}");
+    }
     let mut msg = format!("{origin}: [{section}] {key}: unknown option (ignored)");
     let closest = options().iter().filter(|o| o.section == section).map(|o| (edit_distance(o.key, key), o.key)).min();
     if let Some((distance, candidate)) = closest

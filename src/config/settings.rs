@@ -62,7 +62,6 @@ impl KubernetesSettings {
 /// `[neutron_defaults]`. Ids are validated dashed UUIDs, lower-cased.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NeutronDefaults {
-    pub project: Option<String>,
     pub external_svc_subnet: Option<String>,
     pub l7_router_ip: Option<IpAddr>,
     /// Always `Some` when `[kubernetes] enable_ingress` is true.
@@ -487,7 +486,6 @@ impl Reader {
         }
         let nd = "neutron_defaults";
         let neutron_defaults = NeutronDefaults {
-            project: self.get(nd, "project"),
             external_svc_subnet: self.get(nd, "external_svc_subnet"),
             l7_router_ip: self.get(nd, "l7_router_ip"),
             lb_subnet: self.get(nd, "lb_subnet"),
@@ -539,6 +537,14 @@ impl Reader {
             tls_secret_read_users: self.value(od, "tls_secret_read_users"),
         };
         octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
+        if octavia_defaults.member_mode == MemberMode::L2 && neutron_defaults.pod_subnet.is_none() {
+            self.problem(
+                od,
+                "member_mode",
+                true,
+                "L2 requires [neutron_defaults] pod_subnet (the subnet members are created on)".into(),
+            );
+        }
         self.check_octavia(&octavia_defaults);
         let neutron = self.neutron();
         if !self.problems.is_empty() {
