@@ -863,3 +863,59 @@ async fn a_router_in_error_is_reported_and_left_alone() {
     })
     .await;
 }
+
+/// Issue 14 §5: `member_mode = L2` (members on `pod_subnet`, `subnet_id` in every member body, as
+/// Kuryr does) and `resource_tags` (extra tags on everything we create), on the real Octavia and
+/// Neutron: the member holds the subnet, the load balancer, listener, pool, member, policy and the
+/// floating IP carry the extra tags, a second convergence writes nothing, and a member added later
+/// through the batch update is on the subnet too.
+#[tokio::test]
+async fn l2_members_and_resource_tags_are_applied_and_idempotent() {
+    if !enabled() {
+        return;
+    }
+    let mut r = router("l2tags", None).await;
+    let pod_subnet = subnet_id(r.neutron(), "private-subnet").await;
+    r.spec_mut().member_subnet = Some(pod_subnet.clone());
+    let extra = vec!["team=edge".to_string(), "env:prod".to_string()];
+    let own = r.spec().ownership.clone().with_extra_tags(&extra);
+    r.spec_mut().ownership = own;
+    common::with_router(r, move |r| async move {
+        let has_extra = |tags: &[String], what: &str| {
+            assert!(extra.iter().all(|t| tags.contains(t)), "{what} lacks the extra tags: {tags:?}");
+        };
+        let mut want = desired(
+            vec![policy("web:l2.example.com:Prefix:/", "shop_web", vec![host_rule("l2.example.com")])],
+            vec![pool("shop_web", vec![member("10.0.0.51", 1)])],
+            None,
+        );
+        let report = converge(&r, &want).await;
+        let lb = r.find().await.unwrap().expect("router created");
+        has_extra(&lb.tags, "load balancer");
+        let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+        let listeners = r.octavia().list_listeners(&q).await.unwrap();
+        has_extra(&listeners[0].tags, "listener");
+        let pools = r.octavia().list_pools(&q).await.unwrap();
+        has_extra(&pools[0].tags, "pool");
+        let members = r.octavia().list_members(&pools[0].id, &ListQuery::default()).await.unwrap();
+        assert_eq!(members[0].subnet_id.as_deref(), Some(pod_subnet.as_str()), "{members:?}");
+        has_extra(&members[0].tags, "member");
+        let policies = r.octavia().list_l7policies(&ListQuery::default()).await.unwrap();
+        let ours = policies.iter().find(|p| p.listener_id == listeners[0].id).expect("our policy");
+        has_extra(&ours.tags, "policy");
+        let fip = report.floating_ip.expect("a floating IP");
+        let q = ListQuery { extra: vec![("floating_ip_address".into(), fip.to_string())], ..ListQuery::default() };
+        has_extra(&r.neutron().list_floating_ips(&q).await.unwrap()[0].tags, "floating IP");
+
+        // Nothing to do again: extra tags and the subnet cause no update loop.
+        assert_eq!(converge(&r, &want).await.writes.len(), 0);
+        // A new endpoint: one batch update, the new member on the pod subnet as well.
+        want.pools.get_mut("shop_web").unwrap().members.push(member("10.0.0.52", 1));
+        assert_eq!(kinds(&converge(&r, &want).await), vec!["batch_members"]);
+        let members = r.octavia().list_members(&pools[0].id, &ListQuery::default()).await.unwrap();
+        assert_eq!(members.len(), 2);
+        assert!(members.iter().all(|m| m.subnet_id.as_deref() == Some(pod_subnet.as_str())), "{members:?}");
+        assert_eq!(converge(&r, &want).await.writes.len(), 0);
+    })
+    .await;
+}

@@ -82,7 +82,12 @@ pub fn main() -> ExitCode {
     if matches!(cli.command, Some(Command::StatusResponder)) {
         return status_responder(&files, cli.log_format);
     }
-    let loaded = conf::load(&files, std::env::vars());
+    // `plan` talks to no OpenStack: it needs no Keystone options (issue 14 §5).
+    let needs = match cli.command {
+        Some(Command::Plan { .. }) => conf::Needs::Offline,
+        _ => conf::Needs::OpenStack,
+    };
+    let loaded = conf::load_as(&files, std::env::vars(), needs);
     let log_json = match (cli.log_format, &loaded) {
         (Some(LogFormatArg::Json), _) => true,
         (Some(LogFormatArg::Text), _) => false,

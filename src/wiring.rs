@@ -46,7 +46,8 @@ pub fn auth_options(s: &Settings) -> AuthOptions {
         },
     };
     AuthOptions {
-        auth_url: n.auth_url.to_string(),
+        // `load` requires it; empty (refused by the Keystone client) only after `load_offline`.
+        auth_url: n.auth_url.as_ref().map(|u| u.to_string()).unwrap_or_default(),
         method,
         region_name: n.region_name.clone(),
         interface: match n.interface {
@@ -61,7 +62,7 @@ pub fn auth_options(s: &Settings) -> AuthOptions {
 }
 
 pub fn ownership(s: &Settings) -> Ownership {
-    Ownership::new(&s.kubernetes.cluster_name)
+    Ownership::new(&s.kubernetes.cluster_name).with_extra_tags(&s.neutron_defaults.resource_tags)
 }
 
 pub fn health_monitor(s: &Settings) -> Option<HealthMonitorSpec> {
@@ -92,6 +93,11 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         floating_ip: s.neutron_defaults.l7_router_ip,
         external_svc_subnet: s.neutron_defaults.external_svc_subnet.clone(),
         ownership: ownership(s),
+        // Validated: L2 has a pod_subnet.
+        member_subnet: match o.member_mode {
+            crate::config::MemberMode::L2 => s.neutron_defaults.pod_subnet.clone(),
+            crate::config::MemberMode::L3 => None,
+        },
         health_monitor: health_monitor(s),
         create_timeout: o.lb_create_timeout,
         write_timeout: o.write_timeout,

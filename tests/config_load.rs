@@ -239,6 +239,63 @@ fn missing_neutron_section() {
 }
 
 #[test]
+fn offline_load_accepts_missing_keystone_options_but_not_invalid_ones() {
+    let paths = [fixture("no-neutron.conf")];
+    let loaded = config::load_offline(&paths, no_env()).expect("plan needs no Keystone options");
+    assert_eq!(loaded.settings.neutron.auth_url, None);
+    let offline =
+        |body: &str| config::load_texts_as(&[("t.conf".into(), body.into())], no_env(), config::Needs::Offline);
+    // Nothing about OpenStack, ingress enabled: no lb_subnet either (needed to create the router only).
+    assert!(offline("[kubernetes]\nenable_ingress = true\n").is_ok());
+    assert_eq!(
+        problems(offline("[neutron]\nauth_url = keystone\nauth_type = token\n")),
+        [
+            "t.conf: [neutron] auth_url = \"keystone\": expected URL (relative URL without a base)",
+            "t.conf: [neutron] auth_type = \"token\": expected one of password, v3applicationcredential",
+        ]
+    );
+    // The same file for a command that talks to OpenStack: refused, as before.
+    assert!(problems(load(&["no-neutron.conf"], no_env()))[0].contains("[neutron] auth_url: required option"));
+}
+
+#[test]
+fn kuryr_kubernetes_project_option_is_ignored_with_why() {
+    let loaded = text("[neutron_defaults]\nproject = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e").unwrap();
+    assert_eq!(loaded.warnings.len(), 1, "{:?}", loaded.warnings);
+    let w = &loaded.warnings[0];
+    assert!(w.starts_with("test.conf: [neutron_defaults] project: not used by kuryr-l7-router (ignored)"), "{w}");
+    assert!(w.contains("[neutron] project_name / project_id"), "{w}");
+}
+
+#[test]
+fn member_mode_l2_requires_pod_subnet() {
+    assert_eq!(
+        problems(text("[octavia_defaults]\nmember_mode = L2")),
+        [
+            "test.conf: [octavia_defaults] member_mode = \"L2\": L2 requires [neutron_defaults] pod_subnet (the subnet members are created on)"
+        ]
+    );
+    let pod = "0f6e2a5c-1b2d-4c3e-8f9a-0b1c2d3e4f5a";
+    let s = text(&format!("[octavia_defaults]\nmember_mode = L2\n[neutron_defaults]\npod_subnet = {pod}"))
+        .unwrap()
+        .settings;
+    assert_eq!(kuryr_l7_router::wiring::router_spec(&s).member_subnet.as_deref(), Some(pod));
+    // L3 (the default): no subnet on members, even with a pod_subnet set.
+    let s = text(&format!("[neutron_defaults]\npod_subnet = {pod}")).unwrap().settings;
+    assert_eq!(kuryr_l7_router::wiring::router_spec(&s).member_subnet, None);
+}
+
+#[test]
+fn resource_tags_are_extra_tags_of_the_router_spec() {
+    let s = text("[kubernetes]\ncluster_name = c1\n[neutron_defaults]\nresource_tags = team=edge, env:prod")
+        .unwrap()
+        .settings;
+    let own = kuryr_l7_router::wiring::router_spec(&s).ownership;
+    assert_eq!(own.router_tags(), ["kuryr-l7-router", "cluster:c1", "team=edge", "env:prod"]);
+    assert_eq!(own.ownership_tags(), ["kuryr-l7-router", "cluster:c1"]);
+}
+
+#[test]
 fn missing_value_names_all_files() {
     let errs = problems(load(&["no-neutron.conf", "override.conf"], no_env()));
     let both = format!("{}, {}", label("no-neutron.conf"), label("override.conf"));

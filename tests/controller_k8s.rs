@@ -7,10 +7,11 @@ use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use kube::client::Body;
+use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher, Published, UserEvent};
-use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::notice::{NoticeChange, ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::patches as k8s;
-use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION};
+use kuryr_l7_router::model::KubeRef;
 use serde_json::{Value, json};
 use std::net::IpAddr;
 use std::time::{Duration, Instant};
@@ -243,25 +244,33 @@ async fn service_notice_is_set_by_merge_patch() {
         ingresses: vec!["shop/web".into()],
     };
     let annotation = r#"{"router":"kuryr-l7-router","pools":["shop_web_http"],"ingresses":["shop/web"]}"#;
+    let key = notice_annotation("kuryr-l7-router");
+    assert_eq!(key, "kuryr-l7-router.openstack.org/kuryr-l7-router");
     let mut patched = fixture("service.json");
-    patched["metadata"]["annotations"][NOTICE_ANNOTATION] = json!(annotation);
+    patched["metadata"]["annotations"][&key] = json!(annotation);
     let v = verifier(
         handle,
         vec![
             Expect::new(Method::PATCH, format!("{SVC_PATH}?&{FM}"))
                 .content_type("application/merge-patch+json")
-                .body(json!({"metadata": {"annotations": {NOTICE_ANNOTATION: annotation}}}))
+                .body(json!({"metadata": {"annotations": {&key: annotation}}}))
                 .respond(StatusCode::OK, patched),
         ],
     );
-    let svc = k8s::patch_service_notice(&api, "web", Some(&notice)).await.unwrap();
-    assert_eq!(ServiceNotice::from_service(&svc).unwrap(), Some(notice));
-    assert!(!k8s::notice_needs_update(&svc, ServiceNotice::from_service(&svc).unwrap().as_ref()));
+    let change = NoticeChange { service: web(), notice: Some(notice.clone()), drop_legacy: false };
+    let svc = k8s::patch_service_notice(&api, "kuryr-l7-router", &change).await.unwrap();
+    assert_eq!(ServiceNotice::from_service(&svc, "kuryr-l7-router").unwrap(), Some(notice));
+    let current = ServiceNotice::from_service(&svc, "kuryr-l7-router").unwrap();
+    assert!(!k8s::notice_needs_update(&svc, "kuryr-l7-router", current.as_ref()));
     finish(v).await;
 }
 
+fn web() -> KubeRef {
+    KubeRef::new("Service", "shop", "web")
+}
+
 #[tokio::test]
-async fn service_notice_is_removed_with_null() {
+async fn service_notice_is_removed_with_null_and_the_legacy_one_with_it() {
     let (client, handle) = mock_client();
     let api: Api<Service> = Api::namespaced(client, "shop");
     let v = verifier(
@@ -269,12 +278,14 @@ async fn service_notice_is_removed_with_null() {
         vec![
             Expect::new(Method::PATCH, format!("{SVC_PATH}?&{FM}"))
                 .content_type("application/merge-patch+json")
-                .body(json!({"metadata": {"annotations": {NOTICE_ANNOTATION: null}}}))
+                .body(json!({"metadata": {"annotations": {
+                    "kuryr-l7-router.openstack.org/r1": null, "openstack.org/kuryr-l7-router": null}}}))
                 .respond(StatusCode::OK, fixture("service.json")),
         ],
     );
-    let svc = k8s::patch_service_notice(&api, "web", None).await.unwrap();
-    assert_eq!(ServiceNotice::from_service(&svc).unwrap(), None);
+    let change = NoticeChange { service: web(), notice: None, drop_legacy: true };
+    let svc = k8s::patch_service_notice(&api, "r1", &change).await.unwrap();
+    assert_eq!(ServiceNotice::from_service(&svc, "r1").unwrap(), None);
     finish(v).await;
 }
 

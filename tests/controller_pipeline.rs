@@ -11,11 +11,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
-use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::runtime::{Context, StoreWriters, backoff};
 use kuryr_l7_router::controller::service::{ServiceStep, service_step};
 use kuryr_l7_router::controller::writer::{MembersOutcome, WriteError, WriteQueue, Writer, WriterMetrics};
-use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress};
+use kuryr_l7_router::controller::{FINALIZER, ingress};
 use kuryr_l7_router::driver::diff::plan_members as members_write;
 use kuryr_l7_router::driver::diff::{ActualMember, ActualPool, DiffOptions, Ownership, Write};
 use kuryr_l7_router::model::{DesiredRouter, KubeRef, Member, Pool};
@@ -408,7 +408,8 @@ async fn apply_writes_octavia_then_notice_status_and_events() {
     );
     assert_eq!(actual.policies.len(), 1);
 
-    let n = ServiceNotice::parse(notice["metadata"]["annotations"][NOTICE_ANNOTATION].as_str().unwrap()).unwrap();
+    let key = notice_annotation("router-1");
+    let n = ServiceNotice::parse(notice["metadata"]["annotations"][&key].as_str().unwrap()).unwrap();
     assert_eq!(n.router, "router-1");
     assert_eq!(n.pools, [actual.pools[0].name.clone()]);
     assert_eq!(n.ingresses, ["shop/web"]);
@@ -433,7 +434,7 @@ async fn deletion_removes_routes_notice_and_finalizer() {
         pools: desired.pools.keys().cloned().collect(),
         ingresses: vec!["shop/web".into()],
     };
-    svc_obj.metadata.annotations.as_mut().unwrap().insert(NOTICE_ANNOTATION.into(), notice.to_annotation());
+    svc_obj.metadata.annotations.as_mut().unwrap().insert(notice_annotation("router-1"), notice.to_annotation());
     h.writers.services.apply_watcher_event(&watcher::Event::Apply(svc_obj));
     // Now it is being deleted.
     let deleting = ingress_with(&["example.com/other", FINALIZER], true);
@@ -447,7 +448,7 @@ async fn deletion_removes_routes_notice_and_finalizer() {
     });
     ingress::reconcile(Arc::new(deleting), h.ctx.clone()).await.unwrap();
     let ((_, notice), (_, fin)) = server.await.unwrap();
-    assert_eq!(notice, json!({"metadata": {"annotations": {NOTICE_ANNOTATION: null}}}));
+    assert_eq!(notice, json!({"metadata": {"annotations": {notice_annotation("router-1"): null}}}));
     assert_eq!(fin[1], json!({"op": "remove", "path": "/metadata/finalizers/1"}));
     let actual = h.backend_state.lock().unwrap().router.clone();
     assert!(actual.policies.is_empty() && actual.pools.is_empty(), "{actual:?}");

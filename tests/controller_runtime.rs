@@ -11,7 +11,7 @@ use axum::extract::{Request, State};
 use axum::http::{Method, StatusCode, header};
 use axum::response::Response;
 use kuryr_l7_router::controller::FINALIZER;
-use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
 use kuryr_l7_router::driver::sim::Simulator;
@@ -450,8 +450,20 @@ fn sim_weights(sim: &Mutex<Simulator>) -> BTreeMap<String, u16> {
 }
 
 fn settings(api_root: &str, token_file: &std::path::Path, health_port: u16) -> kuryr_l7_router::config::Settings {
+    settings_with(api_root, token_file, health_port, "", "")
+}
+
+/// [`settings`] with extra lines in `[kubernetes]` and `[octavia_defaults]`.
+fn settings_with(
+    api_root: &str,
+    token_file: &std::path::Path,
+    health_port: u16,
+    kubernetes: &str,
+    octavia: &str,
+) -> kuryr_l7_router::config::Settings {
     let text = format!(
         "[kubernetes]
+{kubernetes}
 api_root = {api_root}
 token_file = {}
 enable_ingress = True
@@ -463,6 +475,7 @@ project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
 lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
 
 [octavia_defaults]
+{octavia}
 availability_zone = az-1
 zone_min_local_endpoints = 1
 
@@ -563,8 +576,8 @@ async fn run_against_a_fake_api_server() {
     let stored = fake.get("networking.k8s.io/v1/ingresses", "shop", "a").unwrap();
     assert_eq!(stored["metadata"]["finalizers"], json!([FINALIZER]));
     let svc = fake.get("v1/services", "shop", "web").unwrap();
-    let n = ServiceNotice::parse(svc["metadata"]["annotations"]["openstack.org/kuryr-l7-router"].as_str().unwrap())
-        .unwrap();
+    let key = notice_annotation(&router_name);
+    let n = ServiceNotice::parse(svc["metadata"]["annotations"][&key].as_str().unwrap()).unwrap();
     assert_eq!((n.router.as_str(), n.ingresses.as_slice()), (router_name.as_str(), &["shop/a".to_string()][..]));
     assert!(!lines.iter().any(|l| l.contains("/ingresses/other")), "another class's Ingress is left alone");
     // An Event reports the Sync on the Ingress.
@@ -680,4 +693,176 @@ async fn a_standby_takes_over_after_the_holders_lease_expires() {
     tokio::time::timeout(Duration::from_secs(5), b.release()).await.expect("pod-b releases").unwrap();
     assert!(lease().get("holderIdentity").is_none(), "released: {}", lease());
     let _ = tokio::time::timeout(Duration::from_secs(5), a.release()).await;
+}
+
+/// Issue 14 §2: one Service used by two routers (two controller instances, each with its own
+/// IngressClass and router). Each instance writes its own notice key on the Service, and one
+/// EndpointSlice change gives BOTH routers' pools the new member within seconds (not at the next
+/// resync, 600 s later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    let mut pool_b_class = class();
+    pool_b_class["metadata"]["name"] = json!("pool-b");
+    fake.put("ingressclasses", pool_b_class);
+    for (n, z) in [("n1", "az-1"), ("n2", "az-2"), ("n3", "az-2")] {
+        fake.put("nodes", node(n, z));
+    }
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    fake.put("ingresses", ingress("b", "pool-b"));
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+
+    let mut instances = Vec::new();
+    for (class, router) in [("kuryr-l7-router", "router-a"), ("pool-b", "router-b")] {
+        let health = free_port();
+        let settings = settings_with(
+            &api_root,
+            &token,
+            health,
+            &format!("ingress_class = {class}"),
+            &format!("l7_router_name = {router}"),
+        );
+        let sim = SimBackend::new(
+            DiffOptions { ownership: Ownership::new(router), health_monitor: None },
+            Some("172.24.4.10".parse().unwrap()),
+        );
+        let state = sim.state.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+            let _ = stopped.await;
+        }));
+        instances.push((router, health, state, stop, run));
+    }
+    let addresses = |sim: &Mutex<Simulator>| -> Vec<String> { sim_weights(sim).into_keys().collect() };
+    let three = ["10.0.0.5", "10.0.0.6", "10.0.0.7"].map(String::from).to_vec();
+    for (router, health, state, ..) in &instances {
+        eventually(&format!("{router} ready with 3 members"), 15, async || {
+            let ready = matches!(http_get(*health, "/readyz").await, Some((200, _)));
+            (ready && addresses(state) == three).then_some(())
+        })
+        .await;
+    }
+    // Both notices, each under its own router's key, neither overwriting the other.
+    let svc = eventually("both notices on the Service", 10, async || {
+        let svc = fake.get("v1/services", "shop", "web")?;
+        let a = svc["metadata"]["annotations"].get(notice_annotation("router-a"))?.as_str()?.to_string();
+        let b = svc["metadata"]["annotations"].get(notice_annotation("router-b"))?.as_str()?.to_string();
+        Some((ServiceNotice::parse(&a).unwrap(), ServiceNotice::parse(&b).unwrap(), svc))
+    })
+    .await;
+    assert_eq!((svc.0.router.as_str(), svc.0.ingresses.as_slice()), ("router-a", &["shop/a".to_string()][..]));
+    assert_eq!((svc.1.router.as_str(), svc.1.ingresses.as_slice()), ("router-b", &["shop/b".to_string()][..]));
+    assert_eq!(svc.2["metadata"]["annotations"]["service.kubernetes.io/topology-mode"], "Auto");
+
+    // Quiet: the reconciles triggered by the start-up writes (finalizers, notices, status) are
+    // done, so what follows is the endpoint change's own doing.
+    let mut settled = fake.writes().len();
+    eventually("no more Kubernetes writes for 1 s", 10, async || {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = fake.writes().len();
+        std::mem::replace(&mut settled, now).eq(&now).then_some(())
+    })
+    .await;
+
+    // One EndpointSlice change: a fourth ready endpoint.
+    let mut changed = slice();
+    changed["endpoints"]
+        .as_array_mut()
+        .unwrap()
+        .push(json!({"addresses": ["10.0.0.8"], "conditions": {"ready": true}, "nodeName": "n1"}));
+    let changed_at = Instant::now();
+    fake.put("endpointslices", changed);
+    let four = ["10.0.0.5", "10.0.0.6", "10.0.0.7", "10.0.0.8"].map(String::from).to_vec();
+    for (router, _, state, ..) in &instances {
+        eventually(&format!("{router} gets the new member"), 5, async || (addresses(state) == four).then_some(()))
+            .await;
+    }
+    let took = changed_at.elapsed();
+    eprintln!("both routers updated {took:?} after the EndpointSlice change");
+    assert!(took < Duration::from_secs(3), "{took:?}");
+
+    for (_, _, _, stop, run) in instances {
+        stop.send(()).unwrap();
+        let result = tokio::time::timeout(Duration::from_secs(10), run).await.expect("run ends").unwrap();
+        assert!(result.is_ok(), "{result:?}");
+    }
+}
+
+/// Issue 14 §1: the translation's warnings about a Service (`NoEndpoints`, `EndpointPortNotFound`)
+/// become Warning Events on that Service (POSTed to the fake API server), once: three forced
+/// Syncs (as three resyncs) post each one Event, not three.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn service_warnings_become_events_on_the_service_once() {
+    use kube::runtime::watcher::Event;
+    use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+    use kuryr_l7_router::controller::metrics::Metrics;
+    use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
+    use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let (stores, mut w) = StoreWriters::new();
+    fn obj<K: serde::de::DeserializeOwned>(v: Value) -> K {
+        serde_json::from_value(v).unwrap()
+    }
+    w.classes.apply_watcher_event(&Event::Apply(obj(class())));
+    // web: no EndpointSlice at all. api: a slice whose port is not named as the Service port.
+    let mut web = service();
+    web["metadata"]["uid"] = json!("uid-web");
+    fake.put("services", web.clone());
+    w.services.apply_watcher_event(&Event::Apply(obj(web)));
+    let mut api = service();
+    api["metadata"]["name"] = json!("api");
+    w.services.apply_watcher_event(&Event::Apply(obj(api)));
+    let mut api_slice = slice();
+    api_slice["metadata"]["name"] = json!("api-abc");
+    api_slice["metadata"]["labels"]["kubernetes.io/service-name"] = json!("api");
+    api_slice["ports"] = json!([{"name": "grpc", "port": 9090, "protocol": "TCP"}]);
+    w.slices.apply_watcher_event(&Event::Apply(obj(api_slice)));
+    w.ingresses.apply_watcher_event(&Event::Apply(obj(ingress("a", "kuryr-l7-router"))));
+    let mut to_api = ingress("b", "kuryr-l7-router");
+    to_api["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"]["name"] = json!("api");
+    w.ingresses.apply_watcher_event(&Event::Apply(obj(to_api)));
+
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new("r1"), health_monitor: None }, None);
+    let writer = Writer::spawn(sim, WriterMetrics::default());
+    let (_ready_tx, ready_rx) = watch::channel(true);
+    let opts =
+        kuryr_l7_router::translate::TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..Default::default() };
+    let events = Arc::new(EventPublisher::new(client.clone(), None, DEFAULT_DEDUP_WINDOW));
+    let ctx =
+        Context::new(client, stores, writer.handle(), events, Metrics::default(), opts, "r1".into(), ready_rx, None);
+    for _ in 0..3 {
+        ctx.sync(true).await.unwrap();
+    }
+    let events: Vec<Value> = fake
+        .writes()
+        .into_iter()
+        .filter(|w| w.method == "POST" && w.path.ends_with("/events"))
+        .map(|w| w.body)
+        .collect();
+    let on = |name: &str, reason: &str| -> Vec<&Value> {
+        events.iter().filter(|e| e["regarding"]["name"] == name && e["reason"] == reason).collect()
+    };
+    let no_eps = on("web", "NoEndpoints");
+    assert_eq!(no_eps.len(), 1, "one Event, not one per Sync: {events:#?}");
+    let e = no_eps[0];
+    assert_eq!((e["type"].as_str(), e["regarding"]["kind"].as_str()), (Some("Warning"), Some("Service")));
+    assert_eq!(e["regarding"]["uid"], "uid-web", "the Service from the cache");
+    let note = e["note"].as_str().unwrap();
+    assert!(note.contains("Service shop/web") && note.contains("port 80") && note.contains("503"), "{note}");
+    let port = on("api", "EndpointPortNotFound");
+    assert_eq!(port.len(), 1, "{events:#?}");
+    let note = port[0]["note"].as_str().unwrap();
+    assert!(note.contains("shop/api") && note.contains("api-abc") && note.contains("\"http\""), "{note}");
+    assert!(events.iter().all(|e| e["regarding"]["kind"] == "Service"), "no Ingress event from a Sync: {events:#?}");
+    drop(writer);
 }

@@ -592,3 +592,27 @@ fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
     let monitor = kuryr_l7_router::driver::diff::pool_monitor(NOT_FOUND_POOL, Some(&tcp)).unwrap();
     assert_eq!(monitor, tcp);
 }
+
+/// Issue 14 §5: `resource_tags` are extra tags on what we create, never part of ownership. A
+/// router built without them is adopted as is once they are set (0 writes, nothing recreated),
+/// objects created with them carry them, and a second convergence writes nothing (no update
+/// loop); removing them again changes nothing either.
+#[test]
+fn extra_resource_tags_keep_adoption_and_idempotence() {
+    let tagged = DiffOptions {
+        ownership: Ownership::new("test").with_extra_tags(&["team=edge".to_string()]),
+        health_monitor: None,
+    };
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &base(), &opts());
+    assert!(plan_writes(&base(), &sim.router, &tagged).writes.is_empty(), "adopted without a write");
+    // A new route and a new pool: created with the extra tag, and then nothing more to do.
+    let mut want = base();
+    want.pools.insert("ns_extra".into(), pool("ns_extra", vec![member("10.0.9.1", 1)]));
+    want.policies.push(policy("ingress:ns/extra", "ns_extra", Some("extra.example.com"), Some("/")));
+    assert!(!converge(&mut sim, &want, &tagged).is_empty());
+    let extra = sim.router.pools.iter().find(|p| p.name == "ns_extra").expect("created");
+    assert!(extra.tags.contains(&"team=edge".to_string()) && extra.members[0].tags.contains(&"team=edge".to_string()));
+    assert!(plan_writes(&want, &sim.router, &tagged).writes.is_empty(), "idempotent with extra tags");
+    assert!(plan_writes(&want, &sim.router, &opts()).writes.is_empty(), "and without them");
+}

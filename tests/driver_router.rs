@@ -20,6 +20,7 @@ fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
         floating_ip: None,
         external_svc_subnet: None,
         ownership: Ownership::new("c1"),
+        member_subnet: None,
         health_monitor: hm,
         create_timeout: Duration::from_secs(1),
         write_timeout: Duration::from_secs(1),
@@ -126,4 +127,57 @@ fn populated_create_carries_the_health_monitor_and_skips_policies_without_pool()
         (hm["type"].as_str(), hm["url_path"].as_str(), hm["http_method"].as_str()),
         (Some("HTTP"), Some("/healthz"), Some("GET"))
     );
+}
+
+/// Issue 14 §5: `[neutron_defaults] resource_tags` are on every object of the create body, after
+/// our own tags; `member_mode = L2` puts `subnet_id` = `pod_subnet` on every member, L3 none.
+#[test]
+fn resource_tags_and_l2_member_subnet_in_the_create_body() {
+    let extra = ["team=edge".to_string(), "env:prod".to_string()];
+    let l2 = RouterSpec {
+        ownership: Ownership::new("c1").with_extra_tags(&extra),
+        member_subnet: Some("pod-subnet-1".into()),
+        ..spec(None)
+    };
+    let body = serde_json::to_value(populated_create(&l2, "subnet-1", &desired())).unwrap();
+    let with_extra = |own: &[&str]| -> serde_json::Value {
+        json!(own.iter().copied().chain(["team=edge", "env:prod"]).collect::<Vec<_>>())
+    };
+    assert_eq!(body["tags"], with_extra(&["kuryr-l7-router", "cluster:c1"]));
+    assert_eq!(body["listeners"][0]["tags"], with_extra(&["kuryr-l7-router", "cluster:c1"]));
+    let policy = &body["listeners"][0]["l7policies"][0];
+    assert_eq!(policy["tags"], with_extra(&["kuryr-l7-router", "cluster:c1", "ingress:shop/web"]));
+    assert_eq!(policy["rules"][0]["tags"], policy["tags"]);
+    for pool in body["pools"].as_array().unwrap() {
+        let svc = format!("service:shop/{}", pool["name"].as_str().unwrap().trim_start_matches("shop_"));
+        assert_eq!(pool["tags"], with_extra(&["kuryr-l7-router", "cluster:c1", &svc]));
+        let member = &pool["members"][0];
+        assert_eq!(member["subnet_id"], "pod-subnet-1", "{member}");
+        assert_eq!(member["tags"], pool["tags"]);
+    }
+    // L3 (the default): no subnet_id on any member.
+    let body = serde_json::to_value(populated_create(&spec(None), "subnet-1", &desired())).unwrap();
+    assert!(body["pools"].as_array().unwrap().iter().all(|p| p["members"][0].get("subnet_id").is_none()), "{body}");
+}
+
+/// In a batch member update, our members go on the L2 subnet; a foreign member carried over keeps
+/// what it has (no `subnet_id` forced on it).
+#[test]
+fn l2_subnet_only_on_our_members_of_a_batch_update() {
+    use kuryr_l7_router::driver::member_body;
+    use kuryr_l7_router::driver::plan::MemberSpec;
+    let l2 = RouterSpec { member_subnet: Some("pod-subnet-1".into()), ..spec(None) };
+    let member = |tags: Vec<String>| MemberSpec {
+        name: "m".into(),
+        address: "10.0.0.5".parse().unwrap(),
+        protocol_port: 8080,
+        weight: 1,
+        backup: false,
+        admin_state_up: true,
+        tags,
+    };
+    let ours = member(Ownership::new("c1").tags_for(&KubeRef::new("Service", "shop", "web")));
+    assert_eq!(member_body(&l2, &ours).subnet_id.as_deref(), Some("pod-subnet-1"));
+    assert_eq!(member_body(&l2, &member(vec!["someone-else".into()])).subnet_id, None);
+    assert_eq!(member_body(&spec(None), &ours).subnet_id, None);
 }

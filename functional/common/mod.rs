@@ -57,6 +57,7 @@ pub async fn local_router(prefix: &str, tag: &str) -> Router {
         floating_ip: None,
         external_svc_subnet: Some(subnet_id(&neutron, "public-subnet").await),
         ownership: Ownership::new(&name),
+        member_subnet: None,
         health_monitor: None,
         create_timeout: Duration::from_secs(300),
         write_timeout: Duration::from_secs(180),

@@ -98,6 +98,31 @@ fn list_problems(problems: &[ConfigProblem]) -> String {
 /// Loads kuryr.conf files (in order, later override earlier), then `KURYR_<SECTION>__<KEY>`
 /// overrides from `env` (pass `std::env::vars()`; tests pass a vec).
 pub fn load(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+    load_as(paths, env, Needs::OpenStack)
+}
+
+/// What the command using the configuration talks to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Needs {
+    /// OpenStack (every command but `plan`): the Keystone options of `[neutron]` are required.
+    OpenStack,
+    /// Nothing outside (`plan`): missing Keystone options are accepted; values that are given
+    /// are still validated.
+    Offline,
+}
+
+/// [`load`] for a command that never talks to OpenStack (`plan`): a kuryr.conf without Keystone
+/// options (`[neutron]` auth_url, username, password, project ...) is accepted.
+pub fn load_offline(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) -> Result<Loaded, ConfigError> {
+    load_as(paths, env, Needs::Offline)
+}
+
+/// [`load`] or [`load_offline`].
+pub fn load_as(
+    paths: &[PathBuf],
+    env: impl IntoIterator<Item = (String, String)>,
+    needs: Needs,
+) -> Result<Loaded, ConfigError> {
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
@@ -106,7 +131,7 @@ pub fn load(paths: &[PathBuf], env: impl IntoIterator<Item = (String, String)>) 
         })?;
         texts.push((path_label(path), text));
     }
-    load_texts(&texts, env)
+    load_texts_as(&texts, env, needs)
 }
 
 fn path_label(path: &Path) -> String {
@@ -118,7 +143,19 @@ pub fn load_texts(
     files: &[(String, String)],
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Loaded, ConfigError> {
-    let (settings, warnings) = load_with(files, env, Reader::settings)?;
+    load_texts_as(files, env, Needs::OpenStack)
+}
+
+/// [`load_texts`] for a command that needs `needs`.
+pub fn load_texts_as(
+    files: &[(String, String)],
+    env: impl IntoIterator<Item = (String, String)>,
+    needs: Needs,
+) -> Result<Loaded, ConfigError> {
+    let (settings, warnings) = load_with(files, env, |reader| match needs {
+        Needs::OpenStack => reader.settings(),
+        Needs::Offline => reader.keystone_optional().settings(),
+    })?;
     Ok(Loaded { settings, warnings })
 }
 
@@ -206,7 +243,20 @@ fn load_with<T>(
     Ok((read, warnings))
 }
 
+/// Options of kuryr-kubernetes' kuryr.conf that look like ours but are deliberately not used, with
+/// why (a file shared with kuryr-kubernetes sets them; "unknown option" would mislead).
+pub const NOT_USED: &[(&str, &str, &str)] = &[(
+    "neutron_defaults",
+    "project",
+    "not used by kuryr-l7-router (ignored): every object is created in, and every lookup limited to, \
+     the project of the Keystone credentials ([neutron] project_name / project_id, or the application \
+     credential's); creating in another project would need the admin role, which the controller does not use",
+)];
+
 fn unknown_option(origin: &str, section: &str, key: &str) -> String {
+    if let Some((_, _, why)) = NOT_USED.iter().find(|(s, k, _)| *s == section && *k == key) {
+        return format!("{origin}: [{section}] {key}: {why}");
+    }
     let mut msg = format!("{origin}: [{section}] {key}: unknown option (ignored)");
     let closest = options().iter().filter(|o| o.section == section).map(|o| (edit_distance(o.key, key), o.key)).min();
     if let Some((distance, candidate)) = closest

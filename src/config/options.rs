@@ -235,12 +235,11 @@ static OPTIONS: &[OptionSpec] = &[
     opt(K, "lease_namespace", OptKind::Str, Some("kube-system"), "Namespace of the leader election Lease."),
     opt(K, "health_port", PORT, Some("8080"), "TCP port of the /healthz, /readyz and /metrics HTTP endpoint."),
     // [neutron_defaults]
-    opt(ND, "project", OptKind::Str, None, "Project (tenant) ID that owns the resources we create."),
     opt(ND, "external_svc_subnet", OptKind::Uuid, None, "Subnet ID from which floating IPs for the router VIP are allocated."),
     opt(ND, "l7_router_ip", OptKind::Ip, None, "An existing floating IP to associate with the L7 router's VIP port (it must be free or already on that port). Unset: one is allocated on the external network of external_svc_subnet and found again after a restart."),
     opt(ND, "lb_subnet", OptKind::Uuid, None, "Subnet ID of the L7 router VIP. Required when `[kubernetes] enable_ingress` is true."),
-    opt(ND, "pod_subnet", OptKind::Uuid, None, "Subnet ID of the pods; member subnet in L2 member mode."),
-    opt(ND, "resource_tags", OptKind::TagList, Some(""), "Extra tags put on every OpenStack resource we create (comma-separated)."),
+    opt(ND, "pod_subnet", OptKind::Uuid, None, "Subnet ID of the pods: the subnet members are created on (`subnet_id`) in L2 member mode (required there)."),
+    opt(ND, "resource_tags", OptKind::TagList, Some(""), "Extra tags put on every OpenStack object we create (Octavia load balancer, listeners, pools, members, health monitors, L7 policies and rules; the Neutron floating IP we allocate), after our own ownership tags, which alone decide what is ours. Set on creation: existing objects are not retagged. Comma-separated."),
     // [octavia_defaults]
     opt(OD, "l7_router_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the shared Octavia load balancer (the L7 router)."),
     opt(OD, "l7_router_uuid", OptKind::Uuid, None, "ID of an existing load balancer to use as the L7 router instead of finding or creating it by name."),
@@ -248,7 +247,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "provider", OptKind::Str, Some(""), "Octavia provider driver; empty: Octavia's default provider."),
     opt(OD, "availability_zone", OptKind::Str, None, "Octavia availability zone the L7 router is created in (most clouds define none: leave unset there). Also the router zone for zone-aware weighting when `router_zone` is unset."),
     opt(OD, "router_zone", OptKind::Str, None, "Kubernetes zone (the nodes' `topology.kubernetes.io/zone` label) the router's traffic is considered to come from, for zone-aware member weighting. Unset: `availability_zone`. A zone no Ready node reports gives even weights."),
-    opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "L3: members are routed addresses; L2: members are created on `[neutron_defaults] pod_subnet`."),
+    opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "L3: members are routed addresses (no `subnet_id`); L2: every member we create carries `subnet_id` = `[neutron_defaults] pod_subnet` (required), as Kuryr does. Applies to members created from then on."),
     opt(OD, "listener_port", PORT, Some("80"), "Port of the HTTP listener of the L7 router."),
     opt(OD, "fully_populated_create", OptKind::Bool, Some("true"), "Create a new L7 router with all its pools, members, policies and rules in one call (Octavia's fully-populated create). Octavia releases before 11.0.1 (Zed; 10.1.0 on Yoga), such as Debian 12's 11.0.0, leave the children of that call in PENDING_CREATE: the driver detects it, deletes the new router and builds it with one write per object; set False on such clouds to skip the wasted create."),
     opt(OD, "lb_create_timeout", OptKind::Seconds { min: 1 }, Some("600"), "Seconds to wait for a new load balancer to become ACTIVE."),

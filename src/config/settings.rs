@@ -65,7 +65,6 @@ impl KubernetesSettings {
 /// `[neutron_defaults]`. Ids are validated dashed UUIDs, lower-cased.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NeutronDefaults {
-    pub project: Option<String>,
     pub external_svc_subnet: Option<String>,
     pub l7_router_ip: Option<IpAddr>,
     /// Always `Some` when `[kubernetes] enable_ingress` is true.
@@ -121,7 +120,9 @@ pub struct OctaviaDefaults {
 /// `username` or `user_id`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct NeutronSettings {
-    pub auth_url: Url,
+    /// Always `Some` from [`crate::config::load`]; `None` only from
+    /// [`crate::config::load_offline`] (commands that never talk to OpenStack).
+    pub auth_url: Option<Url>,
     pub auth_type: AuthType,
     pub username: Option<String>,
     pub user_id: Option<String>,
@@ -168,6 +169,9 @@ pub(crate) struct Reader {
     /// Names the files when a required value is missing (nothing set it).
     files: String,
     problems: Vec<ConfigProblem>,
+    /// Missing Keystone options are not problems (`plan`: no OpenStack is talked to). Invalid
+    /// values still are.
+    keystone_optional: bool,
 }
 
 /// Text -> typed value for one option kind.
@@ -341,7 +345,14 @@ fn is_expected_codes(raw: &str) -> bool {
 
 impl Reader {
     pub(crate) fn new(values: BTreeMap<(String, String), RawEntry>, files: String) -> Self {
-        Self { values, files, problems: Vec::new() }
+        Self { values, files, problems: Vec::new(), keystone_optional: false }
+    }
+
+    /// Missing Keystone options (`[neutron]` auth_url and the credentials of its `auth_type`) are
+    /// accepted: for commands that never talk to OpenStack.
+    pub(crate) fn keystone_optional(mut self) -> Self {
+        self.keystone_optional = true;
+        self
     }
 
     fn spec(section: &str, key: &str) -> &'static OptionSpec {
@@ -479,14 +490,14 @@ impl Reader {
         }
         let nd = "neutron_defaults";
         let neutron_defaults = NeutronDefaults {
-            project: self.get(nd, "project"),
             external_svc_subnet: self.get(nd, "external_svc_subnet"),
             l7_router_ip: self.get(nd, "l7_router_ip"),
             lb_subnet: self.get(nd, "lb_subnet"),
             pod_subnet: self.get(nd, "pod_subnet"),
             resource_tags: self.value(nd, "resource_tags"),
         };
-        if kubernetes.enable_ingress && neutron_defaults.lb_subnet.is_none() {
+        // The VIP subnet is needed to create the router, not to plan it.
+        if kubernetes.enable_ingress && neutron_defaults.lb_subnet.is_none() && !self.keystone_optional {
             let origin = self.origin(k, "enable_ingress");
             self.problems.push(ConfigProblem {
                 origin,
@@ -530,19 +541,21 @@ impl Reader {
             tls_secret_read_users: self.value(od, "tls_secret_read_users"),
         };
         octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
+        if octavia_defaults.member_mode == MemberMode::L2 && neutron_defaults.pod_subnet.is_none() {
+            self.problem(
+                od,
+                "member_mode",
+                true,
+                "L2 requires [neutron_defaults] pod_subnet (the subnet members are created on)".into(),
+            );
+        }
         self.check_octavia(&octavia_defaults);
         let neutron = self.neutron();
         let status_responder = self.status_responder();
         if !self.problems.is_empty() {
             return Err(self.problems);
         }
-        match neutron {
-            Some(neutron) => {
-                Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron, status_responder })
-            }
-            // `neutron()` records a problem whenever it returns `None`.
-            None => Err(self.problems),
-        }
+        Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron, status_responder })
     }
 
     /// `zone_overload_threshold`, or the deprecated `zone_overload_factor` − 1 when only it is set
@@ -591,15 +604,23 @@ impl Reader {
         }
     }
 
-    fn neutron(&mut self) -> Option<NeutronSettings> {
+    /// A missing Keystone option (not an invalid one) of `[neutron]`: a problem unless
+    /// [`Reader::keystone_optional`].
+    fn require_keystone(&mut self, key: &str, why: &str) {
+        if !self.keystone_optional {
+            self.require("neutron", key, why);
+        }
+    }
+
+    fn neutron(&mut self) -> NeutronSettings {
         let n = "neutron";
         let before = self.problems.len();
         let auth_url: Option<Url> = self.get(n, "auth_url");
         if auth_url.is_none() && self.problems.len() == before {
-            self.require(n, "auth_url", " (Keystone identity URL)");
+            self.require_keystone("auth_url", " (Keystone identity URL)");
         }
         let s = NeutronSettings {
-            auth_url: auth_url.clone().unwrap_or_else(placeholder_url),
+            auth_url,
             auth_type: self.choice(n, "auth_type"),
             username: self.get(n, "username"),
             user_id: self.get(n, "user_id"),
@@ -624,18 +645,18 @@ impl Reader {
             AuthType::Password => {
                 let why = " (auth_type = password)";
                 if !has_user {
-                    self.require(n, "username", " (auth_type = password; or set user_id)");
+                    self.require_keystone("username", " (auth_type = password; or set user_id)");
                 }
                 if s.password.as_ref().is_none_or(Secret::is_empty) {
-                    self.require(n, "password", why);
+                    self.require_keystone("password", why);
                 }
                 if s.project_name.is_none() && s.project_id.is_none() {
-                    self.require(n, "project_name", " (auth_type = password; or set project_id)");
+                    self.require_keystone("project_name", " (auth_type = password; or set project_id)");
                 }
             }
             AuthType::ApplicationCredential => {
                 if s.application_credential_secret.as_ref().is_none_or(Secret::is_empty) {
-                    self.require(n, "application_credential_secret", " (auth_type = v3applicationcredential)");
+                    self.require_keystone("application_credential_secret", " (auth_type = v3applicationcredential)");
                 }
                 if s.application_credential_id.is_none() {
                     if s.application_credential_name.is_none() {
@@ -645,18 +666,13 @@ impl Reader {
                             " (auth_type = v3applicationcredential; or set application_credential_name with username or user_id)",
                         );
                     } else if !has_user {
-                        self.require(n, "username", " (application_credential_name needs username or user_id)");
+                        self.require_keystone("username", " (application_credential_name needs username or user_id)");
                     }
                 }
             }
         }
-        auth_url.map(|_| s)
+        s
     }
-}
-
-/// Only ever inside a `NeutronSettings` that is discarded because a problem was recorded.
-fn placeholder_url() -> Url {
-    Url::from_file_path("/").unwrap_or_else(|()| unreachable!("/ is an absolute path"))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
 use crate::controller::metrics::Metrics;
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
+use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
@@ -19,7 +20,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, Store};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -175,6 +176,8 @@ pub struct Context {
     last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
+    /// The translation's warnings about Services already published as Events on them.
+    pub(crate) service_warnings: Mutex<ServiceWarnings>,
 }
 
 impl Context {
@@ -202,6 +205,7 @@ impl Context {
             readiness,
             last_sync: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
+            service_warnings: Mutex::new(ServiceWarnings::default()),
         }
     }
 
@@ -241,25 +245,32 @@ impl Context {
             }
         };
         self.apply_notices(&inputs, &desired).await?;
+        service_events::publish(self, &inputs, &desired.warnings).await;
         Ok((desired, report))
     }
 
-    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
+    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
+    /// notice key only, plus the removal of a legacy notice naming our router.
     pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
-        let want = desired_notices(&self.router_name, desired);
+        let router = &self.router_name;
+        let want = desired_notices(router, desired);
+        let key = |s: &Service| {
+            KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default())
+        };
         let current: Vec<(KubeRef, ServiceNotice)> = inputs
             .services
             .iter()
-            .filter_map(|s| {
-                let n = ServiceNotice::from_service(s).ok().flatten()?;
-                let r =
-                    KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
-                Some((r, n))
-            })
+            .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
             .collect();
-        for change in notice_changes(&self.router_name, &want, current.iter().map(|(r, n)| (r.clone(), n))) {
+        let legacy: BTreeSet<KubeRef> = inputs
+            .services
+            .iter()
+            .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == *router))
+            .map(key)
+            .collect();
+        for change in notice_changes(&want, current.iter().map(|(r, n)| (r.clone(), n)), &legacy) {
             let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
-            match patches::patch_service_notice(&api, &change.service.name, change.notice.as_ref()).await {
+            match patches::patch_service_notice(&api, router, &change).await {
                 Ok(_) => {
                     tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
                 }

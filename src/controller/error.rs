@@ -35,7 +35,7 @@ pub enum ControllerError {
     /// The `openstack.org/kuryr-l7-router` annotation of a Service is not a valid notice.
     #[error("invalid {annotation} annotation on Service {service}: {source}")]
     InvalidNotice {
-        annotation: &'static str,
+        annotation: String,
         service: String,
         #[source]
         source: serde_json::Error,

@@ -10,6 +10,7 @@
 //! - [`patches`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status)
 //!   and the pure decisions behind them;
 //! - [`events`]: Kubernetes Events with repeat suppression on top of kube's `Recorder`;
+//! - [`service_events`]: the translation's warnings about a Service as Events on it;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
 //! - [`client`]: the kube `Client` from kubeconfig, in-cluster, or kuryr's explicit options;
@@ -28,6 +29,7 @@ pub mod notice;
 pub mod patches;
 pub mod runtime;
 pub mod service;
+pub mod service_events;
 pub mod writer;
 
 pub use error::ControllerError;
@@ -36,9 +38,14 @@ pub use error::ControllerError;
 /// and Service notices are gone, even if the controller was down when the Ingress was deleted.
 pub const FINALIZER: &str = "openstack.org/kuryr-l7-router";
 
-/// Annotation on a Service naming the router and pools its endpoints must fill
-/// (value: [`notice::ServiceNotice`] as JSON).
+/// The legacy Service notice annotation: ONE router and its pools (value:
+/// [`notice::ServiceNotice`] as JSON), written by versions before per-router notices. Read only
+/// to move a notice naming our router to our own key ([`notice::notice_annotation`]).
 pub const NOTICE_ANNOTATION: &str = "openstack.org/kuryr-l7-router";
+
+/// Prefix of the per-router Service notice annotations: `kuryr-l7-router.openstack.org/<router>`
+/// ([`notice::notice_annotation`]), one per router whose pools the Service's endpoints fill.
+pub const NOTICE_ANNOTATION_PREFIX: &str = "kuryr-l7-router.openstack.org/";
 
 /// Name of this controller: Event `reportingController` and server-side field manager.
 pub const CONTROLLER_NAME: &str = "kuryr-l7-router";

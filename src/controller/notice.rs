@@ -1,16 +1,51 @@
-//! The Service notice: the annotation `openstack.org/kuryr-l7-router` that tells the Service
-//! handler which router pools the Service's endpoints must fill, and the pure computation of which
-//! Services must carry which notice for a desired router.
+//! The Service notices: one annotation per router, `kuryr-l7-router.openstack.org/<router>`, that
+//! tells each router's Service handler which of its pools the Service's endpoints must fill, and
+//! the pure computation of which Services must carry which notice for a desired router.
 //!
 //! Why an annotation: the Service handler (a Controller on Service) is triggered by the Service's
 //! own changes; writing the notice on the Service makes "this Service now feeds pools" an event it
 //! sees, survives controller restarts, and is visible to users (`kubectl get svc -o yaml`).
+//!
+//! Why one key per router: a Service may feed several routers (controller instances for other
+//! IngressClasses or node pools). Each instance writes and removes only its own key with a merge
+//! patch, so two instances never overwrite each other's notice and each one's Service handler
+//! finds its own pools (issue 14 §2). Versions before that wrote one notice under
+//! [`NOTICE_ANNOTATION`]; a Sync moves a legacy notice naming our router to our key.
 
-use crate::controller::{ControllerError, NOTICE_ANNOTATION};
+use crate::controller::{ControllerError, NOTICE_ANNOTATION, NOTICE_ANNOTATION_PREFIX};
 use crate::model::{DesiredRouter, KubeRef};
 use k8s_openapi::api::core::v1::Service;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, BTreeSet};
+
+/// The annotation key of `router`'s notice: `kuryr-l7-router.openstack.org/<router>`.
+///
+/// The name part of an annotation key is at most 63 characters of `[A-Za-z0-9._-]`, starting and
+/// ending alphanumeric. A router name (`l7_router_name`) or id (`l7_router_uuid`) that fits is
+/// used as is (readable); any other gets its cleaned first 40 characters and 16 hexadecimal
+/// digits of its SHA-256 (stable, and distinct per router).
+pub fn notice_annotation(router: &str) -> String {
+    let alnum = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
+    let valid = router.len() <= 63
+        && alnum(router.chars().next())
+        && alnum(router.chars().last())
+        && router.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
+    if valid {
+        return format!("{NOTICE_ANNOTATION_PREFIX}{router}");
+    }
+    let cleaned: String = router
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '-' })
+        .take(40)
+        .collect();
+    let cleaned = cleaned.trim_matches(|c: char| !c.is_ascii_alphanumeric());
+    let digest = ring::digest::digest(&ring::digest::SHA256, router.as_bytes());
+    let hash: String = digest.as_ref()[..8].iter().map(|b| format!("{b:02x}")).collect();
+    match cleaned {
+        "" => format!("{NOTICE_ANNOTATION_PREFIX}{hash}"),
+        c => format!("{NOTICE_ANNOTATION_PREFIX}{c}-{hash}"),
+    }
+}
 
 /// Value of the `openstack.org/kuryr-l7-router` annotation on a Service.
 ///
@@ -37,14 +72,24 @@ impl ServiceNotice {
         serde_json::to_string(self).expect("a struct of strings always serializes")
     }
 
-    /// The notice currently on `svc`, if any. A malformed value is an error (reported as a
-    /// Warning Event by the caller) rather than silently treated as absent.
-    pub fn from_service(svc: &Service) -> Result<Option<Self>, ControllerError> {
-        let Some(value) = svc.metadata.annotations.as_ref().and_then(|a| a.get(NOTICE_ANNOTATION)) else {
+    /// `router`'s notice on `svc` (under [`notice_annotation`]), if any. A malformed value is an
+    /// error (reported as a Warning Event by the caller) rather than silently treated as absent.
+    pub fn from_service(svc: &Service, router: &str) -> Result<Option<Self>, ControllerError> {
+        Self::under(svc, &notice_annotation(router))
+    }
+
+    /// The notice under the legacy single key [`NOTICE_ANNOTATION`] (written by versions before
+    /// per-router notices), if any and well-formed.
+    pub fn legacy(svc: &Service) -> Option<Self> {
+        Self::under(svc, NOTICE_ANNOTATION).ok().flatten()
+    }
+
+    fn under(svc: &Service, key: &str) -> Result<Option<Self>, ControllerError> {
+        let Some(value) = svc.metadata.annotations.as_ref().and_then(|a| a.get(key)) else {
             return Ok(None);
         };
         Self::parse(value).map(Some).map_err(|source| ControllerError::InvalidNotice {
-            annotation: NOTICE_ANNOTATION,
+            annotation: key.to_string(),
             service: format!(
                 "{}/{}",
                 svc.metadata.namespace.as_deref().unwrap_or_default(),
@@ -84,41 +129,42 @@ pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRe
     out.into_iter().map(|(k, v)| (k, v.normalize())).collect()
 }
 
-/// One annotation write: set the notice on the Service, or remove it (`None`).
+/// One annotation write on a Service: set our notice, or remove it (`None`); and remove the
+/// legacy single-key notice when it names our router (`drop_legacy`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NoticeChange {
     pub service: KubeRef,
     pub notice: Option<ServiceNotice>,
+    pub drop_legacy: bool,
 }
 
 /// The annotation writes that take the Services from `current` to `desired`.
 ///
-/// `current` is every Service that carries a notice now (from the Service cache). A notice naming
-/// another router is never touched (another controller instance owns it); a notice of `router`
-/// that is no longer desired is removed; a desired notice that differs (or is absent) is written.
-/// Sorted by Service, so callers and tests see a stable order.
+/// `current` is every Service that carries OUR notice now (under our key, from the Service
+/// cache); `legacy` the Services whose legacy single-key notice names our router. Other routers'
+/// notices are under their own keys and never in a write. A notice of ours that is no longer
+/// desired is removed; a desired notice that differs (or is absent) is written; a legacy notice
+/// of ours is removed in the same patch. Sorted by Service, so callers and tests see a stable
+/// order.
 pub fn notice_changes<'a>(
-    router: &str,
     desired: &BTreeMap<KubeRef, ServiceNotice>,
     current: impl IntoIterator<Item = (KubeRef, &'a ServiceNotice)>,
+    legacy: &BTreeSet<KubeRef>,
 ) -> Vec<NoticeChange> {
     let current: BTreeMap<KubeRef, &ServiceNotice> =
         current.into_iter().map(|(svc, n)| (service_key(&svc), n)).collect();
+    let legacy: BTreeSet<KubeRef> = legacy.iter().map(service_key).collect();
     let mut services: BTreeSet<&KubeRef> = desired.keys().collect();
     services.extend(current.keys());
+    services.extend(legacy.iter());
     let mut changes = Vec::new();
     for svc in services {
-        match (desired.get(svc), current.get(svc)) {
-            (Some(want), Some(have)) if want == *have => {}
-            // Another router already claims this Service: leave it; the translation decides who
-            // wins and reports it, not the annotation writer.
-            (Some(_), Some(have)) if have.router != router => {}
-            (Some(want), _) => changes.push(NoticeChange { service: svc.clone(), notice: Some(want.clone()) }),
-            (None, Some(have)) if have.router == router => {
-                changes.push(NoticeChange { service: svc.clone(), notice: None })
-            }
-            (None, _) => {}
+        let want = desired.get(svc);
+        let drop_legacy = legacy.contains(svc);
+        if want == current.get(svc).copied() && !drop_legacy {
+            continue;
         }
+        changes.push(NoticeChange { service: svc.clone(), notice: want.cloned(), drop_legacy });
     }
     changes
 }
@@ -193,14 +239,45 @@ mod tests {
     }
 
     #[test]
-    fn from_service_reads_absent_valid_and_invalid() {
+    fn from_service_reads_our_key_only_absent_valid_and_invalid() {
+        let key = notice_annotation("r1");
         let mut s = Service::default();
-        assert_eq!(ServiceNotice::from_service(&s).unwrap(), None);
-        s.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), notice(&["p"], &[]).to_annotation())].into());
-        assert_eq!(ServiceNotice::from_service(&s).unwrap(), Some(notice(&["p"], &[])));
-        s.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), "garbage".to_string())].into());
-        let err = ServiceNotice::from_service(&s).unwrap_err();
+        assert_eq!(ServiceNotice::from_service(&s, "r1").unwrap(), None);
+        s.metadata.annotations = Some([(key.clone(), notice(&["p"], &[]).to_annotation())].into());
+        assert_eq!(ServiceNotice::from_service(&s, "r1").unwrap(), Some(notice(&["p"], &[])));
+        assert_eq!(ServiceNotice::from_service(&s, "r2").unwrap(), None, "another router's key");
+        assert_eq!(ServiceNotice::legacy(&s), None);
+        s.metadata.annotations = Some([(key, "garbage".to_string())].into());
+        let err = ServiceNotice::from_service(&s, "r1").unwrap_err();
         assert_eq!(err.metric_label(), "invalid_notice");
+        s.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), notice(&["p"], &[]).to_annotation())].into());
+        assert_eq!(ServiceNotice::legacy(&s), Some(notice(&["p"], &[])));
+        assert_eq!(ServiceNotice::from_service(&s, "r1").unwrap(), None, "the legacy key is not ours");
+    }
+
+    #[test]
+    fn notice_annotation_keys_are_valid_and_distinct() {
+        let name_ok = |k: &str| {
+            let (prefix, name) = k.split_once('/').unwrap();
+            prefix == "kuryr-l7-router.openstack.org"
+                && !name.is_empty()
+                && name.len() <= 63
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+                && name.starts_with(|c: char| c.is_ascii_alphanumeric())
+                && name.ends_with(|c: char| c.is_ascii_alphanumeric())
+        };
+        let uuid = "0f6e2a5c-1b2d-4c3e-8f9a-0b1c2d3e4f5a";
+        assert_eq!(notice_annotation("kuryr-l7-router"), "kuryr-l7-router.openstack.org/kuryr-l7-router");
+        assert_eq!(notice_annotation(uuid), format!("kuryr-l7-router.openstack.org/{uuid}"));
+        let odd = ["router b", "-edge-", "ルーター", &"x".repeat(64), "a/b", "", "_"];
+        let mut keys: BTreeSet<String> = BTreeSet::new();
+        for r in odd.iter().copied().chain(["kuryr-l7-router", uuid, "router-b", "router_b"]) {
+            let k = notice_annotation(r);
+            assert!(name_ok(&k), "{r:?} -> {k:?}");
+            assert_eq!(k, notice_annotation(r), "stable");
+            assert!(keys.insert(k), "distinct for {r:?}");
+        }
+        assert!(notice_annotation("router b").starts_with("kuryr-l7-router.openstack.org/router-b-"));
     }
 
     #[test]
@@ -262,57 +339,72 @@ mod tests {
     fn notice_changes_table() {
         let a = notice(&["ns_a"], &["ns/i"]);
         let a2 = notice(&["ns_a", "ns_a_8080"], &["ns/i"]);
-        let foreign = ServiceNotice { router: "other-router".into(), ..notice(&["x"], &[]) };
         struct Case {
             name: &'static str,
             desired: Vec<(KubeRef, ServiceNotice)>,
             current: Vec<(KubeRef, ServiceNotice)>,
+            legacy: Vec<KubeRef>,
             want: Vec<NoticeChange>,
         }
-        let set = |s: KubeRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()) };
-        let remove = |s: KubeRef| NoticeChange { service: s, notice: None };
+        let set =
+            |s: KubeRef, n: &ServiceNotice| NoticeChange { service: s, notice: Some(n.clone()), drop_legacy: false };
+        let remove = |s: KubeRef| NoticeChange { service: s, notice: None, drop_legacy: false };
         let cases = vec![
-            Case { name: "nothing", desired: vec![], current: vec![], want: vec![] },
+            Case { name: "nothing", desired: vec![], current: vec![], legacy: vec![], want: vec![] },
             Case {
-                name: "new service gets its notice",
+                name: "new service gets its notice (whatever other routers' keys it carries)",
                 desired: vec![(svc("ns", "a"), a.clone())],
                 current: vec![],
+                legacy: vec![],
                 want: vec![set(svc("ns", "a"), &a)],
             },
             Case {
                 name: "equal notice is not rewritten",
                 desired: vec![(svc("ns", "a"), a.clone())],
                 current: vec![(svc("ns", "a"), a.clone())],
+                legacy: vec![],
                 want: vec![],
             },
             Case {
                 name: "changed pools are rewritten",
                 desired: vec![(svc("ns", "a"), a2.clone())],
                 current: vec![(svc("ns", "a"), a.clone())],
+                legacy: vec![],
                 want: vec![set(svc("ns", "a"), &a2)],
             },
             Case {
-                name: "service no longer used loses the notice",
+                name: "service no longer used loses our notice",
                 desired: vec![],
                 current: vec![(svc("ns", "a"), a.clone())],
+                legacy: vec![],
                 want: vec![remove(svc("ns", "a"))],
             },
             Case {
-                name: "another router's notice is left alone, whether we want the service or not",
-                desired: vec![(svc("ns", "b"), a.clone())],
-                current: vec![(svc("ns", "b"), foreign.clone()), (svc("ns", "c"), foreign.clone())],
-                want: vec![],
+                name: "a legacy notice of ours moves to our key in one patch",
+                desired: vec![(svc("ns", "a"), a.clone())],
+                current: vec![],
+                legacy: vec![svc("ns", "a")],
+                want: vec![NoticeChange { service: svc("ns", "a"), notice: Some(a.clone()), drop_legacy: true }],
+            },
+            Case {
+                name: "a legacy notice of ours on an unused service is removed",
+                desired: vec![],
+                current: vec![],
+                legacy: vec![svc("ns", "old")],
+                want: vec![NoticeChange { service: svc("ns", "old"), notice: None, drop_legacy: true }],
             },
             Case {
                 name: "mixed, sorted by service",
                 desired: vec![(svc("z", "new"), a.clone()), (svc("a", "keep"), a.clone())],
                 current: vec![(svc("a", "keep"), a.clone()), (svc("m", "gone"), a.clone())],
+                legacy: vec![],
                 want: vec![remove(svc("m", "gone")), set(svc("z", "new"), &a)],
             },
         ];
         for c in cases {
             let desired: BTreeMap<_, _> = c.desired.into_iter().collect();
-            let got = notice_changes("r1", &desired, c.current.iter().map(|(s, n)| (s.clone(), n)));
+            let legacy: BTreeSet<_> = c.legacy.into_iter().collect();
+            let got = notice_changes(&desired, c.current.iter().map(|(s, n)| (s.clone(), n)), &legacy);
             assert_eq!(got, c.want, "case: {}", c.name);
         }
     }

@@ -8,7 +8,7 @@
 //! All patches carry `fieldManager=kuryr-l7-router`, so `kubectl get -o yaml --show-managed-fields`
 //! tells users which fields this controller owns.
 
-use crate::controller::notice::ServiceNotice;
+use crate::controller::notice::{NoticeChange, ServiceNotice, notice_annotation};
 use crate::controller::{CONTROLLER_NAME, ControllerError, FINALIZER, NOTICE_ANNOTATION};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};
@@ -87,32 +87,42 @@ where
     }
 }
 
-/// The merge patch that sets (`Some`) or removes (`None`, JSON null) the Service notice annotation.
-/// A merge patch touches only this key, leaving the other annotations alone.
-pub fn annotation_patch(notice: Option<&ServiceNotice>) -> Value {
+/// The merge patch that sets (`Some`) or removes (`None`, JSON null) `router`'s notice under its
+/// own key ([`notice_annotation`]), and removes the legacy single-key notice when `drop_legacy`
+/// (only ever when it names `router`). A merge patch touches only these keys: the notices of other
+/// routers, under their own keys, and every other annotation stay as they are, whatever order
+/// two controllers write in.
+pub fn annotation_patch(router: &str, notice: Option<&ServiceNotice>, drop_legacy: bool) -> Value {
     let value = match notice {
         Some(n) => Value::String(n.to_annotation()),
         None => Value::Null,
     };
-    json!({"metadata": {"annotations": {NOTICE_ANNOTATION: value}}})
+    let mut annotations = serde_json::Map::new();
+    annotations.insert(notice_annotation(router), value);
+    if drop_legacy {
+        annotations.insert(NOTICE_ANNOTATION.to_string(), Value::Null);
+    }
+    json!({"metadata": {"annotations": annotations}})
 }
 
-/// Whether `svc` must be patched to carry exactly `notice` (compares parsed values, so a notice
-/// written with other key order or spacing is not rewritten; a malformed one is rewritten).
-pub fn notice_needs_update(svc: &Service, notice: Option<&ServiceNotice>) -> bool {
-    match ServiceNotice::from_service(svc) {
+/// Whether `svc` must be patched to carry exactly `notice` as `router`'s notice (compares parsed
+/// values, so a notice written with other key order or spacing is not rewritten; a malformed one
+/// is rewritten).
+pub fn notice_needs_update(svc: &Service, router: &str, notice: Option<&ServiceNotice>) -> bool {
+    match ServiceNotice::from_service(svc, router) {
         Ok(current) => current.as_ref() != notice,
         Err(_) => true,
     }
 }
 
-/// Sets or removes the notice annotation on the Service `name` (in `api`'s namespace).
+/// Writes one [`NoticeChange`] of `router` on its Service (in `api`'s namespace).
 pub async fn patch_service_notice(
     api: &Api<Service>,
-    name: &str,
-    notice: Option<&ServiceNotice>,
+    router: &str,
+    change: &NoticeChange,
 ) -> Result<Service, ControllerError> {
-    Ok(api.patch(name, &patch_params(), &Patch::Merge(annotation_patch(notice))).await?)
+    let patch = annotation_patch(router, change.notice.as_ref(), change.drop_legacy);
+    Ok(api.patch(&change.service.name, &patch_params(), &Patch::Merge(patch)).await?)
 }
 
 /// `status.loadBalancer.ingress` as we write it: one entry with the router's address, or empty.
@@ -199,27 +209,75 @@ mod tests {
     }
 
     #[test]
-    fn annotation_patch_sets_and_removes() {
+    fn annotation_patch_sets_and_removes_only_our_key() {
         let n = ServiceNotice { router: "r".into(), pools: vec!["p".into()], ingresses: vec!["ns/i".into()] };
+        let key = "kuryr-l7-router.openstack.org/r";
         assert_eq!(
-            annotation_patch(Some(&n)),
-            json!({"metadata":{"annotations":{NOTICE_ANNOTATION: r#"{"router":"r","pools":["p"],"ingresses":["ns/i"]}"#}}})
+            annotation_patch("r", Some(&n), false),
+            json!({"metadata":{"annotations":{key: r#"{"router":"r","pools":["p"],"ingresses":["ns/i"]}"#}}})
         );
-        assert_eq!(annotation_patch(None), json!({"metadata":{"annotations":{NOTICE_ANNOTATION: null}}}));
+        assert_eq!(annotation_patch("r", None, false), json!({"metadata":{"annotations":{key: null}}}));
+        assert_eq!(
+            annotation_patch("r", None, true),
+            json!({"metadata":{"annotations":{key: null, NOTICE_ANNOTATION: null}}})
+        );
+    }
+
+    /// RFC 7386, as the API server applies a merge patch.
+    fn merge(target: &mut Value, patch: &Value) {
+        match (target.as_object_mut(), patch.as_object()) {
+            (Some(t), Some(p)) => {
+                for (k, v) in p {
+                    if v.is_null() {
+                        t.remove(k);
+                    } else {
+                        merge(t.entry(k.clone()).or_insert(json!({})), v);
+                    }
+                }
+            }
+            _ => *target = patch.clone(),
+        }
+    }
+
+    #[test]
+    fn two_routers_notices_merge_in_any_order_and_removal_keeps_the_other() {
+        let notice = |r: &str| ServiceNotice { router: r.into(), pools: vec!["shop_web".into()], ingresses: vec![] };
+        let (a, b) = (notice("router-a"), notice("router-b"));
+        let start = json!({"metadata": {"name": "web", "annotations": {"team": "shop"}}});
+        let set_a = annotation_patch("router-a", Some(&a), false);
+        let set_b = annotation_patch("router-b", Some(&b), false);
+        let (mut ab, mut ba) = (start.clone(), start.clone());
+        merge(&mut ab, &set_a);
+        merge(&mut ab, &set_b);
+        merge(&mut ba, &set_b);
+        merge(&mut ba, &set_a);
+        assert_eq!(ab, ba, "the order of the two controllers' writes does not matter");
+        let svc: Service = serde_json::from_value(ab.clone()).unwrap();
+        assert_eq!(ServiceNotice::from_service(&svc, "router-a").unwrap(), Some(a));
+        assert_eq!(ServiceNotice::from_service(&svc, "router-b").unwrap(), Some(b.clone()));
+        assert_eq!(svc.metadata.annotations.as_ref().unwrap()["team"], "shop");
+        // router-a stops using the Service: only its own notice goes.
+        merge(&mut ab, &annotation_patch("router-a", None, false));
+        let svc: Service = serde_json::from_value(ab).unwrap();
+        assert_eq!(ServiceNotice::from_service(&svc, "router-a").unwrap(), None);
+        assert_eq!(ServiceNotice::from_service(&svc, "router-b").unwrap(), Some(b));
+        assert_eq!(svc.metadata.annotations.as_ref().unwrap().len(), 2, "{:?}", svc.metadata.annotations);
     }
 
     #[test]
     fn notice_needs_update_compares_parsed_values() {
         let n = ServiceNotice { router: "r".into(), pools: vec!["p".into()], ingresses: vec![] };
+        let key = notice_annotation("r");
         let mut svc = Service::default();
-        assert!(notice_needs_update(&svc, Some(&n)));
-        assert!(!notice_needs_update(&svc, None));
+        assert!(notice_needs_update(&svc, "r", Some(&n)));
+        assert!(!notice_needs_update(&svc, "r", None));
         let spaced = r#"{ "ingresses": [], "pools": ["p"], "router": "r" }"#.to_string();
-        svc.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), spaced)].into());
-        assert!(!notice_needs_update(&svc, Some(&n)));
-        assert!(notice_needs_update(&svc, None));
-        svc.metadata.annotations = Some([(NOTICE_ANNOTATION.to_string(), "garbage".to_string())].into());
-        assert!(notice_needs_update(&svc, Some(&n)));
+        svc.metadata.annotations = Some([(key.clone(), spaced)].into());
+        assert!(!notice_needs_update(&svc, "r", Some(&n)));
+        assert!(notice_needs_update(&svc, "r", None));
+        assert!(!notice_needs_update(&svc, "other", None), "another router's key is not ours");
+        svc.metadata.annotations = Some([(key, "garbage".to_string())].into());
+        assert!(notice_needs_update(&svc, "r", Some(&n)));
     }
 
     #[test]

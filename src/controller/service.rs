@@ -1,5 +1,9 @@
-//! The Service/Endpoints handler: keeps the members of the pools a Service feeds (named by its
-//! notice annotation) equal to its ready endpoints, one batch write per pool.
+//! The Service/Endpoints handler: keeps the members of the pools a Service feeds (named by our
+//! router's notice annotation on it) equal to its ready endpoints, one batch write per pool.
+//!
+//! Every controller instance watches every EndpointSlice and reads only its own router's notice
+//! ([`crate::controller::notice::notice_annotation`]), so a Service shared by several routers
+//! refreshes the members of each of them on an endpoint change.
 //!
 //! When the Service's notice is not the one the desired router implies (a Service created after
 //! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
@@ -60,7 +64,7 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, H
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
     let regarding = svc.object_ref(&());
-    let current = match ServiceNotice::from_service(svc) {
+    let current = match ServiceNotice::from_service(svc, &ctx.router_name) {
         Ok(n) => n,
         Err(e) => {
             // Rewritten by the next Sync (a malformed notice is never "equal").

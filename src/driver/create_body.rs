@@ -23,7 +23,7 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
                 name: Some(p.name.clone()),
                 protocol: "HTTP".into(),
                 lb_algorithm: p.lb_algorithm.clone(),
-                members: p.members.iter().map(|m| member_create(&member_spec(m, &tags))).collect(),
+                members: p.members.iter().map(|m| member_body(spec, &member_spec(m, &tags))).collect(),
                 healthmonitor: super::diff::pool_monitor(&p.name, spec.health_monitor.as_ref())
                     .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
                 tags,
@@ -88,6 +88,14 @@ pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
         tags: spec.ownership.router_tags(),
         ..ListenerCreate::default()
     }
+}
+
+/// The body of a member in a create or batch update: [`member_create`], on the L2 member subnet
+/// when one is configured and the member is ours (a foreign member carried over in a batch update
+/// keeps what it has).
+pub fn member_body(spec: &RouterSpec, m: &MemberSpec) -> MemberCreate {
+    let subnet_id = spec.member_subnet.clone().filter(|_| spec.ownership.owns(&m.tags));
+    MemberCreate { subnet_id, ..member_create(m) }
 }
 
 pub fn member_create(m: &MemberSpec) -> MemberCreate {

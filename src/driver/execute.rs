@@ -2,7 +2,7 @@
 //! for the router to be ACTIVE again (see [`Cloud::settle`]).
 
 use super::cloud::Cloud;
-use super::create_body::{health_monitor_create, member_create, rule_create};
+use super::create_body::{health_monitor_create, member_body, rule_create};
 use super::error::{DriverError, Result};
 use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write, WritePlan};
 use super::report::{ConvergeReport, WriteRecord};
@@ -51,7 +51,7 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
     let t = Instant::now();
     cloud
         .octavia
-        .replace_members(pool_id, &member_bodies(members))
+        .replace_members(pool_id, &member_bodies(cloud, members))
         .await
         .map_err(|source| DriverError::Write { write: write.to_string(), source })?;
     cloud.settle(lb_id).await?;
@@ -63,8 +63,8 @@ fn record(w: &Write, since: Instant) -> WriteRecord {
     WriteRecord { kind: w.kind(), description: w.to_string(), duration: since.elapsed() }
 }
 
-fn member_bodies(members: &[MemberSpec]) -> Vec<MemberCreate> {
-    members.iter().map(member_create).collect()
+fn member_bodies(cloud: &Cloud, members: &[MemberSpec]) -> Vec<MemberCreate> {
+    members.iter().map(|m| member_body(&cloud.spec, m)).collect()
 }
 
 /// One write: a plain `match` from the planned write to its Octavia call.
@@ -97,7 +97,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<
                 .await?;
         }
         Write::SetMembers { pool, members, .. } => {
-            o.replace_members(&pool_id(pool), &member_bodies(members)).await?;
+            o.replace_members(&pool_id(pool), &member_bodies(cloud, members)).await?;
         }
         Write::DeletePool { id, .. } => o.delete_pool(id).await?,
         Write::CreateHealthMonitor { pool, spec, tags, .. } => {

@@ -68,5 +68,10 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
             floating_ip_address: None,
         })
         .await?;
+    // Tagged as every object we create (ownership and `resource_tags`); it is still recognised by
+    // its description, so a failure here only leaves it untagged until the next allocation.
+    if let Err(e) = n.set_floating_ip_tags(&fip.id, &cloud.spec.ownership.router_tags()).await {
+        tracing::warn!(error = %e, floating_ip = %fip.floating_ip_address, "cannot tag the floating IP");
+    }
     Ok(fip.floating_ip_address.parse().ok())
 }

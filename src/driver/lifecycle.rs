@@ -32,7 +32,8 @@ pub async fn find(cloud: &Cloud) -> Result<Option<LoadBalancer>> {
 }
 
 async fn list_ours(cloud: &Cloud) -> Result<Vec<LoadBalancer>> {
-    let q = ListQuery { tags: cloud.spec.ownership.router_tags(), ..ListQuery::name(&cloud.spec.name) };
+    // By the ownership tags only: a router created before `resource_tags` changed is still ours.
+    let q = ListQuery { tags: cloud.spec.ownership.ownership_tags(), ..ListQuery::name(&cloud.spec.name) };
     Ok(cloud.octavia.list_load_balancers(&q).await?)
 }
 

@@ -28,7 +28,7 @@ pub mod router;
 pub mod sim;
 pub mod spec;
 
-pub use create_body::populated_create;
+pub use create_body::{member_body, populated_create};
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
 pub use report::{CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};

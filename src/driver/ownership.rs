@@ -7,14 +7,39 @@ use crate::model::KubeRef;
 pub const PRODUCT_TAG: &str = "kuryr-l7-router";
 
 /// Who we are on the router: objects carrying both [`PRODUCT_TAG`] and our cluster tag are ours.
+///
+/// `extra_tags` (`[neutron_defaults] resource_tags`) are added to every object we create, after
+/// our own tags. They play no part in ownership: objects are found, adopted and garbage-collected
+/// by [`Ownership::ownership_tags`] alone, so adding, changing or removing extra tags never makes
+/// an object foreign nor duplicates the router. They are put on objects when they are created;
+/// existing objects are not retagged (no write for a tag; the diff never compares tags).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Ownership {
     pub cluster: String,
+    pub extra_tags: Vec<String>,
 }
 
 impl Ownership {
     pub fn new(cluster: &str) -> Self {
-        Self { cluster: cluster.to_string() }
+        Self { cluster: cluster.to_string(), extra_tags: Vec::new() }
+    }
+
+    /// With `tags` added to every object we create (duplicates and our own tags dropped).
+    pub fn with_extra_tags(mut self, tags: &[String]) -> Self {
+        let own = self.ownership_tags();
+        self.extra_tags.clear();
+        for t in tags {
+            if !own.contains(t) && !self.extra_tags.contains(t) {
+                self.extra_tags.push(t.clone());
+            }
+        }
+        self
+    }
+
+    /// The tags that say "ours" ([`PRODUCT_TAG`], cluster): what finding our router and our
+    /// objects filters by.
+    pub fn ownership_tags(&self) -> Vec<String> {
+        vec![PRODUCT_TAG.to_string(), self.cluster_tag()]
     }
 
     pub fn cluster_tag(&self) -> String {
@@ -22,13 +47,19 @@ impl Ownership {
     }
 
     /// The tags of an object owned by `owner` (an Ingress for policies, a Service for pools).
+    /// Plus the extra tags.
     pub fn tags_for(&self, owner: &KubeRef) -> Vec<String> {
-        vec![PRODUCT_TAG.to_string(), self.cluster_tag(), owner_tag(owner)]
+        let mut tags = vec![PRODUCT_TAG.to_string(), self.cluster_tag(), owner_tag(owner)];
+        tags.extend(self.extra_tags.iter().filter(|t| **t != tags[2]).cloned().collect::<Vec<_>>());
+        tags
     }
 
-    /// The tags that mark the router itself (load balancer, listener).
+    /// The tags that mark the router itself (load balancer, listeners, floating IP): the
+    /// ownership tags and the extra tags.
     pub fn router_tags(&self) -> Vec<String> {
-        vec![PRODUCT_TAG.to_string(), self.cluster_tag()]
+        let mut tags = self.ownership_tags();
+        tags.extend(self.extra_tags.iter().cloned());
+        tags
     }
 
     pub fn owns(&self, tags: &[String]) -> bool {
@@ -50,4 +81,26 @@ pub fn owner_tag(owner: &KubeRef) -> String {
         tag.truncate(cut);
     }
     tag
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_tags_are_added_but_ownership_ignores_them() {
+        let svc = KubeRef::new("Service", "shop", "web");
+        let plain = Ownership::new("c1");
+        let extra = ["team=edge", "kuryr-l7-router", "env:prod", "team=edge", "service:shop/web"].map(String::from);
+        let own = Ownership::new("c1").with_extra_tags(&extra);
+        assert_eq!(own.ownership_tags(), ["kuryr-l7-router", "cluster:c1"]);
+        assert_eq!(own.router_tags(), ["kuryr-l7-router", "cluster:c1", "team=edge", "env:prod", "service:shop/web"]);
+        assert_eq!(own.tags_for(&svc), ["kuryr-l7-router", "cluster:c1", "service:shop/web", "team=edge", "env:prod"]);
+        // Objects created before the extra tags were set, and after: ours either way, for both.
+        for tags in [plain.tags_for(&svc), own.tags_for(&svc), plain.router_tags(), own.router_tags()] {
+            assert!(own.owns(&tags) && plain.owns(&tags), "{tags:?}");
+        }
+        assert!(!own.owns(&["team=edge".to_string(), "env:prod".to_string()]), "extra tags alone are not ours");
+        assert_eq!(plain.ownership_tags(), own.ownership_tags(), "finding the router does not depend on them");
+    }
 }

@@ -109,7 +109,7 @@ impl Read<'_> {
         let o = &self.cloud.octavia;
         let pools = o.list_pools(&ListQuery { loadbalancer_id: Some(lb_id.into()), ..ListQuery::default() }).await?;
         let monitors: BTreeMap<String, HealthMonitor> = if pools.iter().any(|p| p.healthmonitor_id.is_some()) {
-            o.list_health_monitors(&ListQuery::tags(self.cloud.spec.ownership.router_tags().into_iter().take(2)))
+            o.list_health_monitors(&ListQuery::tags(self.cloud.spec.ownership.ownership_tags()))
                 .await?
                 .into_iter()
                 .map(|h| (h.id.clone(), h))

@@ -24,6 +24,9 @@ pub struct RouterSpec {
     /// `[neutron_defaults] external_svc_subnet`: where to allocate a floating IP otherwise.
     pub external_svc_subnet: Option<String>,
     pub ownership: Ownership,
+    /// `[octavia_defaults] member_mode = L2`: the subnet (`[neutron_defaults] pod_subnet`) every
+    /// member of ours is created on, as Kuryr does; `None` (L3): members are routed addresses.
+    pub member_subnet: Option<String>,
     pub health_monitor: Option<HealthMonitorSpec>,
     pub create_timeout: Duration,
     pub write_timeout: Duration,

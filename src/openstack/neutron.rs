@@ -180,6 +180,14 @@ impl Neutron {
     pub async fn disassociate_floating_ip(&self, id: &str) -> Result<FloatingIp> {
         self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": null })).await
     }
+    /// Replaces the tags of the floating IP `id` (`PUT /v2.0/floatingips/{id}/tags`, the
+    /// `standard-attr-tag` extension; a create body cannot carry tags before Neutron's
+    /// `tag-creation` extension).
+    pub async fn set_floating_ip_tags(&self, id: &str, tags: &[String]) -> Result<()> {
+        let req = Request::new(Service::Network, Method::PUT, format!("{BASE}/floatingips/{id}/tags"))
+            .json(json!({ "tags": tags }));
+        self.session.send_json::<Value>(&req).await.map(|_| ())
+    }
     /// 404 counts as success.
     pub async fn delete_floating_ip(&self, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/floatingips/{id}")).await
