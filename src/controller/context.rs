@@ -244,6 +244,16 @@ impl Context {
         Ok((desired, report))
     }
 
+    /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks (false
+    /// before any Sync): a Service's health-monitor annotation changes through a Sync, its
+    /// endpoints through Members jobs.
+    pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
+        let last = self.last_sync.lock().expect("lock");
+        last.as_ref().is_some_and(|(synced, _)| {
+            pools.iter().all(|p| synced.health_monitors.get(p) == desired.health_monitors.get(p))
+        })
+    }
+
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped).
     pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
         let want = desired_notices(&self.router_name, desired);

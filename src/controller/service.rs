@@ -79,6 +79,12 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             Ok(Action::await_change())
         }
         ServiceStep::Members(pools) => {
+            publish_health_monitor_warnings(ctx, &desired, &me, &regarding).await;
+            if !ctx.health_monitors_synced(&desired, &pools) {
+                tracing::info!("service health monitor changed: syncing the router");
+                ctx.sync(false).await?;
+                return Ok(Action::await_change());
+            }
             let mut updated = 0;
             for name in pools {
                 let Some(pool) = desired.pools.get(&name) else { continue };
@@ -101,5 +107,18 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             }
             Ok(Action::await_change())
         }
+    }
+}
+
+/// A bad health-monitor annotation is a Warning on the Service itself (its pools keep the
+/// monitor they have).
+async fn publish_health_monitor_warnings(
+    ctx: &Context,
+    desired: &crate::model::DesiredRouter,
+    me: &KubeRef,
+    regarding: &k8s_openapi::api::core::v1::ObjectReference,
+) {
+    for w in desired.warnings.iter().filter(|w| w.object == *me && w.reason == "InvalidHealthMonitor") {
+        ctx.publish(&UserEvent::warning(&w.reason, "HealthMonitor", &w.message), regarding).await;
     }
 }

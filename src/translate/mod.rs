@@ -7,6 +7,7 @@
 //! policies → pools → members and zone-aware weights. See `docs/routing-semantics.md` and
 //! `docs/zone-aware.md` for the reasoning behind each encoding.
 
+pub mod health;
 pub mod manifest;
 pub mod members;
 pub mod names;
@@ -89,6 +90,10 @@ pub struct TranslateOptions {
     /// HTTPS listener and redirects (`[tls]`).
     #[serde(default)]
     pub tls: tls::TlsOptions,
+    /// `[octavia_defaults] health_monitor*` values: what a Service's health-monitor annotation
+    /// does not say (whether or not the global monitor is enabled).
+    #[serde(default)]
+    pub health_monitor_defaults: crate::model::HealthMonitorSpec,
 }
 
 impl Default for TranslateOptions {
@@ -107,6 +112,7 @@ impl Default for TranslateOptions {
             lb_algorithm: "ROUND_ROBIN".into(),
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
+            health_monitor_defaults: crate::model::HealthMonitorSpec::default(),
         }
     }
 }
