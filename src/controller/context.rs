@@ -175,6 +175,9 @@ pub struct Context {
     last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
+    /// `[kubernetes] member_change_window_ms`: how long a Service's member update waits for more
+    /// endpoint changes (see `service::reconcile`).
+    pub member_change_window: Duration,
 }
 
 impl Context {
@@ -202,7 +205,14 @@ impl Context {
             readiness,
             last_sync: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
+            member_change_window: Duration::ZERO,
         }
+    }
+
+    /// With a member change window (see [`Context::member_change_window`]).
+    pub fn with_member_change_window(mut self, window: Duration) -> Self {
+        self.member_change_window = window;
+        self
     }
 
     /// Waits until every cache is synced.

@@ -343,7 +343,10 @@ async fn run_leader<B: RouterBackend>(
     let config = ControllerConfig::default().debounce(Duration::from_millis(500));
     let ing_ctl =
         Controller::new(Api::<Ingress>::all(client.clone()), watcher::Config::default()).with_config(config.clone());
-    let svc_ctl = Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default()).with_config(config);
+    // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
+    // endpoints; the Service handler's member change window bounds the delay instead.
+    let svc_ctl = Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default())
+        .with_config(config.debounce(Duration::ZERO));
 
     let (classes, class_w) = reflector::store::<IngressClass>();
     let (slices, slice_w) = reflector::store::<EndpointSlice>();
@@ -365,7 +368,8 @@ async fn run_leader<B: RouterBackend>(
         notice_router_name(settings),
         caches_rx,
         Some(ready_tx.clone()),
-    ));
+    )
+    .with_member_change_window(k.member_change_window));
 
     // IngressClass changes re-reconcile every Ingress (their class may have changed meaning).
     let class_changes = reflect(class_w, Api::<IngressClass>::all(client.clone())).map(|_| ());
