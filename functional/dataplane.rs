@@ -14,6 +14,9 @@
 mod common;
 use common::*;
 
+#[path = "dataplane_zones.rs"]
+mod zones;
+
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};
 use kuryr_l7_router::model::DesiredRouter;

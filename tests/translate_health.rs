@@ -25,7 +25,8 @@ fn annotation_fields_override_the_global_values() {
     // What the annotation does not say comes from the base.
     assert_eq!((hm.monitor_type.as_str(), hm.timeout, hm.max_retries), ("HTTP", base().timeout, base().max_retries));
     // Octavia's names are accepted too; the type is case-insensitive; TCP has no path or codes.
-    let tcp = parse_health_monitor(r#"{"type": "tcp", "interval": 7, "timeout": 7, "max_retries": 5}"#, &base()).unwrap();
+    let tcp =
+        parse_health_monitor(r#"{"type": "tcp", "interval": 7, "timeout": 7, "max_retries": 5}"#, &base()).unwrap();
     assert_eq!(
         tcp,
         HealthMonitorSpec {
@@ -74,7 +75,8 @@ fn expected_codes_follow_octavias_syntax() {
 
 /// One Ingress routing to `web` and `api`; `web` carries `annotation` when given.
 fn inputs(annotation: Option<&str>) -> Inputs {
-    let ann = annotation.map(|a| format!("  annotations: {{{HEALTH_MONITOR_ANNOTATION}: '{a}'}}\n")).unwrap_or_default();
+    let ann =
+        annotation.map(|a| format!("  annotations: {{{HEALTH_MONITOR_ANNOTATION}: '{a}'}}\n")).unwrap_or_default();
     let text = format!(
         r#"apiVersion: networking.k8s.io/v1
 kind: IngressClass
@@ -136,7 +138,11 @@ fn a_bad_annotation_is_a_warning_on_the_service_and_keeps_the_monitor() {
     let w: Vec<_> = d.warnings.iter().filter(|w| w.reason == "InvalidHealthMonitor").collect();
     assert_eq!(w.len(), 1, "{:?}", d.warnings);
     assert_eq!(w[0].object.to_string(), "Service shop/web");
-    assert!(w[0].message.contains(HEALTH_MONITOR_ANNOTATION) && w[0].message.contains("timeout (5)"), "{}", w[0].message);
+    assert!(
+        w[0].message.contains(HEALTH_MONITOR_ANNOTATION) && w[0].message.contains("timeout (5)"),
+        "{}",
+        w[0].message
+    );
     // Other routes are unaffected.
     assert_eq!(d.policies.len(), 2);
 }

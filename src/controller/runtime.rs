@@ -358,18 +358,20 @@ async fn run_leader<B: RouterBackend>(
 
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        stores.clone(),
-        writer.handle(),
-        events,
-        metrics,
-        crate::wiring::translate_options(settings),
-        notice_router_name(settings),
-        caches_rx,
-        Some(ready_tx.clone()),
-    )
-    .with_member_change_window(k.member_change_window));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            stores.clone(),
+            writer.handle(),
+            events,
+            metrics,
+            crate::wiring::translate_options(settings),
+            notice_router_name(settings),
+            caches_rx,
+            Some(ready_tx.clone()),
+        )
+        .with_member_change_window(k.member_change_window),
+    );
 
     // IngressClass changes re-reconcile every Ingress (their class may have changed meaning).
     let class_changes = reflect(class_w, Api::<IngressClass>::all(client.clone())).map(|_| ());

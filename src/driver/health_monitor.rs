@@ -34,15 +34,12 @@ pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts:
     };
     match (want, &actual.healthmonitor, ours) {
         (Some(spec), None, _) => vec![create(spec)],
-        (Some(spec), Some(_), Some(hm)) if hm.spec.monitor_type != spec.monitor_type => vec![
-            Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string() },
-            create(spec),
-        ],
-        (Some(spec), Some(_), Some(hm)) if hm.spec != *spec => vec![Write::UpdateHealthMonitor {
-            id: hm.id.clone(),
-            pool_name: pool_name.to_string(),
-            spec: spec.clone(),
-        }],
+        (Some(spec), Some(_), Some(hm)) if hm.spec.monitor_type != spec.monitor_type => {
+            vec![Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string() }, create(spec)]
+        }
+        (Some(spec), Some(_), Some(hm)) if hm.spec != *spec => {
+            vec![Write::UpdateHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string(), spec: spec.clone() }]
+        }
         (None, Some(_), Some(hm)) => {
             vec![Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string() }]
         }
