@@ -226,23 +226,25 @@ async fn story(r: Router) {
     let writer = Writer::spawn(OctaviaBackend::new(r.clone()), WriterMetrics::default());
     let (_ready, ready_rx) = watch::channel(true);
     let router_name = r.spec().name.clone();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        stores,
-        writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
-        Metrics::default(),
-        TranslateOptions {
-            ingress_class: "kuryr-l7-router".into(),
-            // `[octavia_defaults] availability_zone`; only zone-aware Services (step 8) use it.
-            router_zone: Some("az-1".into()),
-            ..TranslateOptions::default()
-        },
-        router_name.clone(),
-        ready_rx,
-        None,
-    )
-    .with_member_change_window(WINDOW));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            stores,
+            writer.handle(),
+            Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
+            Metrics::default(),
+            TranslateOptions {
+                ingress_class: "kuryr-l7-router".into(),
+                // `[octavia_defaults] availability_zone`; only zone-aware Services (step 8) use it.
+                router_zone: Some("az-1".into()),
+                ..TranslateOptions::default()
+            },
+            router_name.clone(),
+            ready_rx,
+            None,
+        )
+        .with_member_change_window(WINDOW),
+    );
     let notice = |pools: &[&str], ings: &[&str]| ServiceNotice {
         router: router_name.clone(),
         pools: pools.iter().map(|s| s.to_string()).collect(),
@@ -415,7 +417,7 @@ async fn story(r: Router) {
 /// The member change window of the story's Context.
 const WINDOW: Duration = Duration::from_millis(500);
 
-/// 9. A rollout replaces every endpoint of `zoned` (9 slice updates, 20 ms apart) while the
+/// Step 9: a rollout replaces every endpoint of `zoned` (9 slice updates, 20 ms apart) while the
 /// Service handler's window is open: ONE batch member PUT on Octavia, and the weights there are
 /// the ones the translation computes for the new endpoints.
 async fn rollout(r: &Router, ctx: &Arc<Context>, w: &mut StoreWriters, pool: &str) {
@@ -455,7 +457,11 @@ async fn rollout(r: &Router, ctx: &Arc<Context>, w: &mut StoreWriters, pool: &st
     // The pending trigger runs once more after the write, as kube-runtime would: nothing to do.
     service::reconcile(svc, ctx.clone()).await.unwrap();
     let writes = r.octavia().session().stats().writes - writes_before;
-    println!("   {} slice updates -> {writes} Octavia write(s) in {:.1}s", states.len(), started.elapsed().as_secs_f64());
+    println!(
+        "   {} slice updates -> {writes} Octavia write(s) in {:.1}s",
+        states.len(),
+        started.elapsed().as_secs_f64()
+    );
     assert_eq!(writes, 1, "one batch member PUT for the whole rollout");
     let want: BTreeMap<String, u16> = ctx.desired().1.pools[pool]
         .members
@@ -470,12 +476,12 @@ async fn rollout(r: &Router, ctx: &Arc<Context>, w: &mut StoreWriters, pool: &st
 async fn monitor(r: &Router, pool: &str) -> Option<(String, Option<String>, Option<String>, u32)> {
     let actual = read_router(r).await;
     let p = actual.pools.iter().find(|p| p.name == pool)?;
-    p.healthmonitor.as_ref().map(|h| {
-        (h.spec.monitor_type.clone(), h.spec.url_path.clone(), h.spec.expected_codes.clone(), h.spec.delay)
-    })
+    p.healthmonitor
+        .as_ref()
+        .map(|h| (h.spec.monitor_type.clone(), h.spec.url_path.clone(), h.spec.expected_codes.clone(), h.spec.delay))
 }
 
-/// 10. The health-monitor annotation: set → the pool's monitor created with its values; changed
+/// Step 10: the health-monitor annotation: set → the pool's monitor created with its values; changed
 /// → one PUT; a bad value → a Warning Event on the Service and no write (the monitor is kept).
 async fn health_monitor_annotation(
     r: &Router,
