@@ -254,12 +254,12 @@ impl Context {
         Ok((desired, report))
     }
 
-    /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks (false
-    /// before any Sync): a Service's health-monitor annotation changes through a Sync, its
-    /// endpoints through Members jobs.
+    /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks: a
+    /// Service's health-monitor annotation changes through a Sync, its endpoints through Members
+    /// jobs. True before the first Sync (the start-up resync writes them).
     pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
         let last = self.last_sync.lock().expect("lock");
-        last.as_ref().is_some_and(|(synced, _)| {
+        last.as_ref().is_none_or(|(synced, _)| {
             pools.iter().all(|p| synced.health_monitors.get(p) == desired.health_monitors.get(p))
         })
     }
