@@ -823,3 +823,56 @@ async fn a_rollout_costs_one_batch_put_per_change_window() {
     assert!(slow.puts_during >= 1, "members were written while the rollout went on");
     assert!(slow.lag < window + Duration::from_secs(2), "{:?}", slow.lag);
 }
+
+/// The health-monitor annotation through the `run` pipeline: the Service handler turns a change
+/// of it into a Sync (endpoint changes stay Members jobs), the pool's monitor gets its values; a
+/// bad value is a Warning Event on the Service and the monitor is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_monitor_annotation_reaches_the_pool() {
+    use kuryr_l7_router::translate::health::HEALTH_MONITOR_ANNOTATION;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    fake.put("nodes", node("n1", "az-1"));
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let mut settings = settings(&api_root, &token, free_port());
+    settings.kubernetes.member_change_window = Duration::from_millis(100);
+    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
+    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
+    let state = sim.state.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    let monitor = || {
+        let sim = state.lock().unwrap();
+        sim.router.pools.first().and_then(|p| p.healthmonitor.as_ref()).map(|h| h.spec.clone())
+    };
+    eventually("the pool on the router", 15, async || (!sim_weights(&state).is_empty()).then_some(())).await;
+    assert_eq!(monitor(), None);
+    let annotate = |value: &str| {
+        // The Service as the API holds it now (with the notice our Sync wrote), plus the annotation.
+        let mut svc = fake.get("v1/services", "shop", "web").unwrap();
+        svc["metadata"]["annotations"][HEALTH_MONITOR_ANNOTATION] = json!(value);
+        fake.put("services", svc);
+    };
+    annotate(r#"{"path": "/healthz", "expectedCodes": "200-399"}"#);
+    let hm = eventually("the monitor from the annotation", 10, async || monitor()).await;
+    assert_eq!((hm.url_path.as_deref(), hm.expected_codes.as_deref()), (Some("/healthz"), Some("200-399")));
+    annotate(r#"{"path": "healthz"}"#);
+    let ev = eventually("a Warning InvalidHealthMonitor", 10, async || {
+        fake.writes().into_iter().find(|w| w.path.ends_with("/events") && w.body["reason"] == "InvalidHealthMonitor")
+    })
+    .await;
+    assert!(ev.body["note"].as_str().unwrap_or_default().contains("must start with /"), "{:?}", ev.body);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(monitor(), Some(hm), "a bad value keeps the running monitor");
+    stop.send(()).unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+}
