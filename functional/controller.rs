@@ -226,22 +226,25 @@ async fn story(r: Router) {
     let writer = Writer::spawn(OctaviaBackend::new(r.clone()), WriterMetrics::default());
     let (_ready, ready_rx) = watch::channel(true);
     let router_name = r.spec().name.clone();
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        stores,
-        writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
-        Metrics::default(),
-        TranslateOptions {
-            ingress_class: "kuryr-l7-router".into(),
-            // `[octavia_defaults] availability_zone`; only zone-aware Services (step 8) use it.
-            router_zone: Some("az-1".into()),
-            ..TranslateOptions::default()
-        },
-        router_name.clone(),
-        ready_rx,
-        None,
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            stores,
+            writer.handle(),
+            Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
+            Metrics::default(),
+            TranslateOptions {
+                ingress_class: "kuryr-l7-router".into(),
+                // `[octavia_defaults] availability_zone`; only zone-aware Services (step 8) use it.
+                router_zone: Some("az-1".into()),
+                ..TranslateOptions::default()
+            },
+            router_name.clone(),
+            ready_rx,
+            None,
+        )
+        .with_member_change_window(WINDOW),
+    );
     let notice = |pools: &[&str], ings: &[&str]| ServiceNotice {
         router: router_name.clone(),
         pools: pools.iter().map(|s| s.to_string()).collect(),
@@ -405,5 +408,112 @@ async fn story(r: Router) {
     assert!(reqs.is_empty(), "no Kubernetes write: {:?}", paths(&reqs));
     // 2 local of 3 (az-1 has 8 of 12 CPUs: balanced): locals take min(1, 1.2 × 2/3) = 80% → 2:2:1.
     assert_eq!(weights(&r, &zoned_pool).await, expect([2, 2, 1]));
+
+    rollout(&r, &ctx, &mut w, &zoned_pool).await;
+    health_monitor_annotation(&r, &ctx, &mut w, &rec, &zoned_notice).await;
     writer.shutdown().await;
+}
+
+/// The member change window of the story's Context.
+const WINDOW: Duration = Duration::from_millis(500);
+
+/// Step 9: a rollout replaces every endpoint of `zoned` (9 slice updates, 20 ms apart) while the
+/// Service handler's window is open: ONE batch member PUT on Octavia, and the weights there are
+/// the ones the translation computes for the new endpoints.
+async fn rollout(r: &Router, ctx: &Arc<Context>, w: &mut StoreWriters, pool: &str) {
+    println!("9. rollout replaces every endpoint of zoned");
+    let old = [("10.0.2.5", "n1"), ("10.0.2.6", "n2"), ("10.0.2.7", "n3")];
+    let new = [("10.0.3.5", "n1"), ("10.0.3.6", "n2"), ("10.0.3.7", "n3")];
+    let ep = |ip: &str, node: &str, terminating: bool| {
+        json!({"addresses": [ip], "nodeName": node,
+               "conditions": {"ready": !terminating, "serving": true, "terminating": terminating}})
+    };
+    let mut cur: Vec<(&str, &str, bool)> = old.iter().map(|(ip, n)| (*ip, *n, false)).collect();
+    let mut states = vec![];
+    for ((oip, _), (nip, nn)) in old.iter().zip(&new) {
+        cur.push((nip, nn, false));
+        states.push(cur.clone());
+        cur.iter_mut().filter(|e| e.0 == *oip).for_each(|e| e.2 = true);
+        states.push(cur.clone());
+        cur.retain(|e| e.0 != *oip);
+        states.push(cur.clone());
+    }
+    let apply = |w: &mut StoreWriters, s: &[(&str, &str, bool)]| {
+        let eps = s.iter().map(|(ip, n, t)| ep(ip, n, *t)).collect();
+        w.slices.apply_watcher_event(&watcher::Event::Apply(slice_of("zoned", eps)));
+    };
+    let writes_before = r.octavia().session().stats().writes;
+    let started = std::time::Instant::now();
+    apply(w, &states[0]);
+    // The first change triggers the Service handler; the others land while its window is open.
+    let svc = ctx.stores.services.state().into_iter().find(|s| s.metadata.name.as_deref() == Some("zoned")).unwrap();
+    let first = tokio::spawn(service::reconcile(svc.clone(), ctx.clone()));
+    for s in &states[1..] {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        apply(w, s);
+    }
+    assert!(started.elapsed() < WINDOW, "the updates took longer than the window: {:?}", started.elapsed());
+    first.await.unwrap().unwrap();
+    // The pending trigger runs once more after the write, as kube-runtime would: nothing to do.
+    service::reconcile(svc, ctx.clone()).await.unwrap();
+    let writes = r.octavia().session().stats().writes - writes_before;
+    println!(
+        "   {} slice updates -> {writes} Octavia write(s) in {:.1}s",
+        states.len(),
+        started.elapsed().as_secs_f64()
+    );
+    assert_eq!(writes, 1, "one batch member PUT for the whole rollout");
+    let want: BTreeMap<String, u16> = ctx.desired().1.pools[pool]
+        .members
+        .iter()
+        .map(|m| (format!("{}:{}", m.address, m.protocol_port), m.weight))
+        .collect();
+    assert_eq!(want.keys().map(|k| &k[..8]).collect::<Vec<_>>(), ["10.0.3.5", "10.0.3.6", "10.0.3.7"]);
+    assert_eq!(weights(r, pool).await, want, "Octavia holds the weights the translation computes");
+}
+
+/// The pool's health monitor as Octavia holds it: (type, url_path, expected_codes, delay).
+async fn monitor(r: &Router, pool: &str) -> Option<(String, Option<String>, Option<String>, u32)> {
+    let actual = read_router(r).await;
+    let p = actual.pools.iter().find(|p| p.name == pool)?;
+    p.healthmonitor
+        .as_ref()
+        .map(|h| (h.spec.monitor_type.clone(), h.spec.url_path.clone(), h.spec.expected_codes.clone(), h.spec.delay))
+}
+
+/// Step 10: the health-monitor annotation: set → the pool's monitor created with its values; changed
+/// → one PUT; a bad value → a Warning Event on the Service and no write (the monitor is kept).
+async fn health_monitor_annotation(
+    r: &Router,
+    ctx: &Arc<Context>,
+    w: &mut StoreWriters,
+    rec: &Recorder,
+    notice: &ServiceNotice,
+) {
+    use kuryr_l7_router::translate::health::HEALTH_MONITOR_ANNOTATION;
+    println!("10. health-monitor annotation on zoned");
+    let pool = notice.pools[0].clone();
+    let mut step = async |value: &str| {
+        let mut svc = zoned_service("zoned", Some(notice));
+        svc.metadata.annotations.as_mut().unwrap().insert(HEALTH_MONITOR_ANNOTATION.into(), value.into());
+        w.services.apply_watcher_event(&watcher::Event::Apply(svc.clone()));
+        let before = r.octavia().session().stats().writes;
+        let started = std::time::Instant::now();
+        service::reconcile(Arc::new(svc), ctx.clone()).await.unwrap();
+        let writes = r.octavia().session().stats().writes - before;
+        println!("   {value}: {writes} write(s) in {:.1}s", started.elapsed().as_secs_f64());
+        writes
+    };
+    assert_eq!(monitor(r, &pool).await, None, "no global monitor in this story");
+    assert_eq!(step(r#"{"path": "/healthz", "expectedCodes": "200-399", "delay": 7, "timeout": 2}"#).await, 1);
+    let created = monitor(r, &pool).await;
+    assert_eq!(created, Some(("HTTP".into(), Some("/healthz".into()), Some("200-399".into()), 7)));
+    rec.take();
+    assert_eq!(step(r#"{"path": "/ready", "expectedCodes": "200,301", "delay": 7, "timeout": 2}"#).await, 1, "one PUT");
+    let updated = monitor(r, &pool).await;
+    assert_eq!(updated, Some(("HTTP".into(), Some("/ready".into()), Some("200,301".into()), 7)));
+    assert!(events(&rec.take()).is_empty());
+    assert_eq!(step(r#"{"path": "ready", "delay": 1, "timeout": 2}"#).await, 0, "a bad value writes nothing");
+    assert_eq!(monitor(r, &pool).await, updated, "the previous monitor is kept");
+    assert!(events(&rec.take()).contains(&"Warning InvalidHealthMonitor".to_string()));
 }

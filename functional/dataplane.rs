@@ -16,6 +16,9 @@ use common::*;
 #[path = "dataplane/status_answers.rs"]
 mod status_answers;
 
+#[path = "dataplane_zones.rs"]
+mod zones;
+
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};
 use kuryr_l7_router::model::DesiredRouter;

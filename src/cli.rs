@@ -62,9 +62,14 @@ pub enum Command {
         files: Vec<PathBuf>,
     },
     /// Read the L7 router back from Octavia: addresses, policies with rules, default pool, pools, members.
+    /// With `-f`, each pool's weighting reason is computed from those manifests as `plan` does.
     Show {
         #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
         output: OutputFormat,
+        /// Manifests of the cluster (e.g. `kubectl get ingress,svc,endpointslices,nodes -A -o yaml`):
+        /// print why each pool is weighted the way it is.
+        #[arg(short = 'f', long = "filename")]
+        files: Vec<PathBuf>,
     },
     /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
     /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
@@ -119,7 +124,7 @@ pub fn main() -> ExitCode {
         Command::Smoke => run_async(smoke(settings)),
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
-        Command::Show { output } => run_async(show(settings, output)),
+        Command::Show { output, files } => run_async(show(settings, output, files)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
 }
@@ -302,7 +307,8 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
 }
 
 /// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.
-async fn show(settings: Settings, output: OutputFormat) -> Result<(), String> {
+async fn show(settings: Settings, output: OutputFormat, files: Vec<PathBuf>) -> Result<(), String> {
+    let desired = if files.is_empty() { None } else { Some(desired_from(&settings, &files)?) };
     let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
     let view = router.snapshot().await.map_err(|e| e.to_string())?.ok_or_else(|| {
         format!(
@@ -311,7 +317,13 @@ async fn show(settings: Settings, output: OutputFormat) -> Result<(), String> {
         )
     })?;
     match output {
-        OutputFormat::Table => print!("{}", crate::show::render(&view)),
+        OutputFormat::Table => {
+            let reasons = crate::show::Reasons {
+                router_zone: crate::wiring::router_zone_text(&settings),
+                desired: desired.as_ref(),
+            };
+            print!("{}", crate::show::render_with(&view, Some(&reasons)))
+        }
         OutputFormat::Json => println!("{}", crate::show::render_json(&view)),
     }
     Ok(())

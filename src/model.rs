@@ -124,6 +124,49 @@ pub struct Pool {
     pub weighting: String,
 }
 
+/// A pool's Octavia health monitor: `[octavia_defaults] health_monitor*` for every pool, or a
+/// Service's `kuryr-l7-router.openstack.org/health-monitor` annotation for its pools.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HealthMonitorSpec {
+    /// HTTP, HTTPS, TCP or PING.
+    pub monitor_type: String,
+    /// Seconds between probes (never less than `timeout`).
+    pub delay: u32,
+    pub timeout: u32,
+    /// Successful probes before a member is ONLINE (1..10).
+    pub max_retries: u32,
+    /// HTTP(S) only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_codes: Option<String>,
+}
+
+impl Default for HealthMonitorSpec {
+    /// Octavia's usual HTTP monitor, as `[octavia_defaults] health_monitor*` defaults.
+    fn default() -> Self {
+        Self {
+            monitor_type: "HTTP".into(),
+            delay: 5,
+            timeout: 3,
+            max_retries: 3,
+            url_path: Some("/".into()),
+            expected_codes: Some("200".into()),
+        }
+    }
+}
+
+/// What a Service's health-monitor annotation asks for its pools.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PoolHealthMonitor {
+    /// A valid annotation: this monitor, created or updated in place.
+    Custom(HealthMonitorSpec),
+    /// An invalid annotation (a Warning names it): the monitor the pool has is left as it is (a
+    /// typo never changes a running health check); a pool without one gets the global default.
+    KeepExisting,
+}
+
 /// A problem found while translating; never fatal for other objects.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Warning {
@@ -158,6 +201,10 @@ pub struct DesiredRouter {
     /// HTTP→HTTPS redirects on the HTTP listener, by host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<Redirect>,
+    /// Per-pool health monitors from Service annotations, by pool name; a pool not listed gets
+    /// the global `[octavia_defaults] health_monitor*` (or none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub health_monitors: BTreeMap<String, PoolHealthMonitor>,
 }
 
 /// What a Kubernetes TLS Secret holds now, checked. The key material stays inside

@@ -3,10 +3,12 @@
 //! default pool, and the pools with their members. The driver reads it (`Router::snapshot`);
 //! this module only renders it.
 
-use crate::driver::diff::{ActualPolicy, ActualRule};
+use crate::driver::diff::{ActualPolicy, ActualPool, ActualRule};
 use crate::driver::{HttpsSnapshot, RouterSnapshot};
+use crate::model::DesiredRouter;
 use std::collections::BTreeMap;
 use std::fmt::Write;
+use std::net::IpAddr;
 
 fn rule_text(r: &ActualRule) -> String {
     let key = r.key.as_deref().map(|k| format!("[{k}] ")).unwrap_or_default();
@@ -57,6 +59,39 @@ fn write_https(s: &mut String, h: &HttpsSnapshot, pool_name: &dyn Fn(Option<&str
 
 /// The readable table.
 pub fn render(v: &RouterSnapshot) -> String {
+    render_with(v, None)
+}
+
+/// What `show` says beyond Octavia's objects: the router zone (from the configuration) and, when
+/// manifests are given (`show -f`), the desired router translated from them exactly as `plan`
+/// does, for each pool's weighting reason (Octavia keeps no reason, and members carry no zone).
+pub struct Reasons<'a> {
+    pub router_zone: String,
+    pub desired: Option<&'a DesiredRouter>,
+}
+
+/// The lines `show` prints under a pool about its weights.
+pub fn weighting_lines(pool: &ActualPool, desired: Option<&DesiredRouter>) -> Vec<String> {
+    let Some(d) = desired else {
+        return vec![];
+    };
+    let Some(want) = d.pools.get(&pool.name) else {
+        return vec!["weighting: (pool not in the manifests given)".into()];
+    };
+    let mut lines = vec![format!("weighting: {}", want.weighting)];
+    let planned: BTreeMap<(IpAddr, u16), (u16, bool)> =
+        want.members.iter().map(|m| ((m.address, m.protocol_port), (m.weight, m.backup))).collect();
+    let held: BTreeMap<(IpAddr, u16), (u16, bool)> =
+        pool.members.iter().map(|m| ((m.address, m.protocol_port), (m.weight, m.backup))).collect();
+    if planned != held {
+        lines.push(
+            "(the members on Octavia differ from the plan for these manifests: the controller converges them)".into(),
+        );
+    }
+    lines
+}
+
+pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String {
     let mut s = String::new();
     let lb = &v.lb;
     let _ = writeln!(s, "L7 ROUTER {}", lb.name);
@@ -75,6 +110,9 @@ pub fn render(v: &RouterSnapshot) -> String {
         lb.provider.as_deref().unwrap_or("-"),
         lb.availability_zone.as_deref().unwrap_or("-")
     );
+    if let Some(r) = reasons {
+        let _ = writeln!(s, "  {}", r.router_zone);
+    }
     let (Some((listener_id, port)), Some(a)) = (&v.listener, &v.actual) else {
         let _ = writeln!(s, "  listener        (none: the router has no HTTP listener yet)");
         return s;
@@ -108,12 +146,19 @@ pub fn render(v: &RouterSnapshot) -> String {
     for p in pools {
         let hm = match &p.healthmonitor {
             Some(h) if !h.spec.monitor_type.is_empty() => {
-                format!(", health monitor {} every {}s", h.spec.monitor_type, h.spec.delay)
+                let http = match (&h.spec.url_path, &h.spec.expected_codes) {
+                    (Some(p), Some(c)) => format!(" GET {p} expecting {c}"),
+                    _ => String::new(),
+                };
+                format!(", health monitor {}{http} every {}s", h.spec.monitor_type, h.spec.delay)
             }
             Some(_) => ", health monitor (not ours)".into(),
             None => String::new(),
         };
         let _ = writeln!(s, "  {}  ({}, {} member(s){hm})", p.name, p.lb_algorithm, p.members.len());
+        for line in weighting_lines(p, reasons.and_then(|r| r.desired)) {
+            let _ = writeln!(s, "      {line}");
+        }
         if p.members.is_empty() {
             let _ = writeln!(s, "      (no members: requests routed here get 503)");
             continue;

@@ -6,6 +6,7 @@ use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_member
 use crate::driver::sim::Simulator;
 use crate::driver::{ConvergeReport, WriteRecord};
 use crate::model::{DesiredRouter, Pool};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +19,8 @@ pub struct SimBackend {
     pub fail: Arc<Mutex<Option<WriteError>>>,
     /// Artificial duration of each job, to observe coalescing.
     pub delay: Duration,
+    /// Batch member PUTs applied so far (Members jobs and the member writes of Syncs).
+    pub member_puts: Arc<AtomicUsize>,
 }
 
 impl SimBackend {
@@ -31,6 +34,7 @@ impl SimBackend {
             address,
             fail: Arc::new(Mutex::new(None)),
             delay: Duration::ZERO,
+            member_puts: Arc::new(AtomicUsize::new(0)),
         }
     }
 
@@ -57,6 +61,8 @@ impl RouterBackend for SimBackend {
         let mut sim = self.state.lock().expect("sim lock");
         let plan = plan_writes(desired, &sim.router, &self.opts);
         sim.apply_all(&plan.writes).map_err(|e| WriteError::new("sim", e))?;
+        let puts = plan.writes.iter().filter(|w| w.kind() == "batch_members").count();
+        self.member_puts.fetch_add(puts, Ordering::SeqCst);
         Ok(ConvergeReport {
             lb_id: "sim-router".into(),
             listener_id: "listener".into(),
@@ -84,6 +90,7 @@ impl RouterBackend for SimBackend {
             None => Ok(MembersOutcome::Unchanged),
             Some(w) => {
                 sim.apply(&w).map_err(|e| WriteError::new("sim", e))?;
+                self.member_puts.fetch_add(1, Ordering::SeqCst);
                 Ok(MembersOutcome::Updated)
             }
         }

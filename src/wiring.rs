@@ -66,18 +66,22 @@ pub fn ownership(s: &Settings) -> Ownership {
 }
 
 pub fn health_monitor(s: &Settings) -> Option<HealthMonitorSpec> {
+    s.octavia_defaults.health_monitor.then(|| health_monitor_values(s))
+}
+
+/// `[octavia_defaults] health_monitor*` as a monitor, enabled or not (the base of a Service's
+/// health-monitor annotation).
+pub fn health_monitor_values(s: &Settings) -> HealthMonitorSpec {
     let o = &s.octavia_defaults;
-    o.health_monitor.then(|| {
-        let http = matches!(o.health_monitor_type, crate::config::HealthMonitorType::Http);
-        HealthMonitorSpec {
-            monitor_type: o.health_monitor_type.as_str().to_string(),
-            delay: o.health_monitor_delay.as_secs() as u32,
-            timeout: o.health_monitor_timeout.as_secs() as u32,
-            max_retries: o.health_monitor_max_retries,
-            url_path: http.then(|| o.health_monitor_url_path.clone()),
-            expected_codes: http.then(|| o.health_monitor_expected_codes.clone()),
-        }
-    })
+    let http = matches!(o.health_monitor_type, crate::config::HealthMonitorType::Http);
+    HealthMonitorSpec {
+        monitor_type: o.health_monitor_type.as_str().to_string(),
+        delay: o.health_monitor_delay.as_secs() as u32,
+        timeout: o.health_monitor_timeout.as_secs() as u32,
+        max_retries: o.health_monitor_max_retries,
+        url_path: http.then(|| o.health_monitor_url_path.clone()),
+        expected_codes: http.then(|| o.health_monitor_expected_codes.clone()),
+    }
 }
 
 pub fn router_spec(s: &Settings) -> RouterSpec {
@@ -187,6 +191,7 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             redirect_code: o.ssl_redirect_code.code(),
         },
         status_responder: status_responder(&s.status_responder),
+        health_monitor_defaults: health_monitor_values(s),
         ..TranslateOptions::default()
     }
 }

@@ -866,3 +866,198 @@ async fn service_warnings_become_events_on_the_service_once() {
     assert!(events.iter().all(|e| e["regarding"]["kind"] == "Service"), "no Ingress event from a Sync: {events:#?}");
     drop(writer);
 }
+
+// ------------------------------------------------------------------ rollouts: member change window
+
+/// The slice of `web` with these `(address, node, state)` endpoints; state: `ready`,
+/// `terminating` (serving while terminating).
+fn slice_of(eps: &[(String, &str, &str)]) -> Value {
+    let eps: Vec<Value> = eps
+        .iter()
+        .map(|(ip, n, state)| {
+            let cond = match *state {
+                "ready" => json!({"ready": true, "serving": true, "terminating": false}),
+                _ => json!({"ready": false, "serving": true, "terminating": true}),
+            };
+            json!({"addresses": [ip], "conditions": cond, "nodeName": n})
+        })
+        .collect();
+    let mut s = slice();
+    s["endpoints"] = json!(eps);
+    s
+}
+
+/// A rolling update replacing every endpoint, as the EndpointSlice controller reports it: for each
+/// old pod, its replacement turns ready, the old one terminates (serving), then leaves the slice.
+fn rollout_states(old: &[(&str, &str)], new: &[(&str, &str)]) -> Vec<Vec<(String, &'static str, &'static str)>> {
+    let nodes = |n: &str| -> &'static str { ["n1", "n2", "n3"].into_iter().find(|x| *x == n).unwrap() };
+    let mut cur: Vec<(String, &'static str, &'static str)> =
+        old.iter().map(|(ip, n)| (ip.to_string(), nodes(n), "ready")).collect();
+    let mut states = vec![];
+    for ((oip, _), (nip, nn)) in old.iter().zip(new) {
+        cur.push((nip.to_string(), nodes(nn), "ready"));
+        states.push(cur.clone());
+        cur.iter_mut().filter(|e| e.0 == *oip).for_each(|e| e.2 = "terminating");
+        states.push(cur.clone());
+        cur.retain(|e| e.0 != *oip);
+        states.push(cur.clone());
+    }
+    states
+}
+
+struct RolloutRun {
+    updates: usize,
+    puts: usize,
+    /// Batch PUTs made before the last update was sent (0 = the writes waited for the end).
+    puts_during: usize,
+    /// From the last update to the router holding the final members.
+    lag: Duration,
+    weights: BTreeMap<String, u16>,
+}
+
+/// Runs the controller on the fake API server with `window`, replaces every endpoint of `web` with
+/// updates `gap` apart, and counts the batch member PUTs the rollout cost.
+async fn rollout_through_the_controller(window: Duration, gap: Duration) -> RolloutRun {
+    const OLD: [(&str, &str); 3] = [("10.0.0.5", "n1"), ("10.0.0.6", "n2"), ("10.0.0.7", "n3")];
+    const NEW: [(&str, &str); 3] = [("10.0.1.5", "n1"), ("10.0.1.6", "n2"), ("10.0.1.7", "n3")];
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    for (n, z) in [("n1", "az-1"), ("n2", "az-2"), ("n3", "az-2")] {
+        fake.put("nodes", node(n, z));
+    }
+    fake.put("services", service());
+    fake.put("endpointslices", slice_of(&rollout_states(&OLD, &NEW)[0][..3]));
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let health = free_port();
+    let mut settings = settings(&api_root, &token, health);
+    settings.kubernetes.member_change_window = window;
+    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
+    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
+    let (state, puts) = (sim.state.clone(), sim.member_puts.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    let initial = eventually("the old endpoints on the router", 15, async || {
+        let w = sim_weights(&state);
+        (w.len() == 3).then_some(w)
+    })
+    .await;
+    tokio::time::sleep(window * 2 + Duration::from_millis(500)).await; // start-up reconciles done
+    let before = puts.load(std::sync::atomic::Ordering::SeqCst);
+    let states = rollout_states(&OLD, &NEW);
+    for s in &states {
+        fake.put("endpointslices", slice_of(s));
+        tokio::time::sleep(gap).await;
+    }
+    let sent = Instant::now() - gap;
+    let puts_during = puts.load(std::sync::atomic::Ordering::SeqCst) - before;
+    let want: Vec<String> = NEW.iter().map(|(ip, _)| ip.to_string()).collect();
+    let weights = eventually("the new endpoints on the router", 15, async || {
+        let w = sim_weights(&state);
+        w.keys().eq(want.iter()).then_some(w)
+    })
+    .await;
+    let lag = sent.elapsed();
+    tokio::time::sleep(window + Duration::from_millis(300)).await; // a late extra write would show
+    let puts = puts.load(std::sync::atomic::Ordering::SeqCst) - before;
+    stop.send(()).unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+    // Same nodes, same zones: each new endpoint carries the weight of the one it replaced.
+    for ((o, _), (n, _)) in OLD.iter().zip(&NEW) {
+        assert_eq!(weights[*n], initial[*o], "{n} replaced {o}: {weights:?} vs {initial:?}");
+    }
+    let run = RolloutRun { updates: states.len(), puts, puts_during, lag, weights };
+    println!(
+        "member_change_window {} ms, {} EndpointSlice updates {} ms apart: {} batch member PUT(s) ({} before the last update), final members {} ms after the last update",
+        window.as_millis(),
+        run.updates,
+        gap.as_millis(),
+        run.puts,
+        run.puts_during,
+        run.lag.as_millis()
+    );
+    run
+}
+
+/// A rollout that replaces every endpoint, driven through the whole `run` pipeline (watch →
+/// Service handler → writer → simulated Octavia): the change window makes a burst one batch PUT,
+/// a slow rollout one PUT per window (never postponed to the end, as a trailing debounce would),
+/// and without a window every update is a PUT. docs/benchmarks.md has the numbers.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_rollout_costs_one_batch_put_per_change_window() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let window = Duration::from_millis(500);
+    let burst = rollout_through_the_controller(window, Duration::from_millis(20)).await;
+    assert!(burst.weights.len() == 3 && burst.puts >= 1, "{:?}", burst.weights);
+    assert!(burst.puts <= 2, "a 9-update burst within one window: {} PUTs", burst.puts);
+    assert!(burst.lag < window + Duration::from_secs(2), "{:?}", burst.lag);
+
+    let unwindowed = rollout_through_the_controller(Duration::ZERO, Duration::from_millis(20)).await;
+    assert!(unwindowed.puts > burst.puts, "without a window: {} PUTs vs {}", unwindowed.puts, burst.puts);
+
+    let gap = Duration::from_millis(200);
+    let slow = rollout_through_the_controller(window, gap).await;
+    let span = gap * (slow.updates as u32 - 1);
+    let most = (span.as_millis() / window.as_millis()) as usize + 2;
+    assert!(slow.puts <= most, "{} PUTs over {span:?} with a {window:?} window (at most {most})", slow.puts);
+    assert!(slow.puts_during >= 1, "members were written while the rollout went on");
+    assert!(slow.lag < window + Duration::from_secs(2), "{:?}", slow.lag);
+}
+
+/// The health-monitor annotation through the `run` pipeline: the Service handler turns a change
+/// of it into a Sync (endpoint changes stay Members jobs), the pool's monitor gets its values; a
+/// bad value is a Warning Event on the Service and the monitor is kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_health_monitor_annotation_reaches_the_pool() {
+    use kuryr_l7_router::translate::health::HEALTH_MONITOR_ANNOTATION;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    fake.put("nodes", node("n1", "az-1"));
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let mut settings = settings(&api_root, &token, free_port());
+    settings.kubernetes.member_change_window = Duration::from_millis(100);
+    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
+    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
+    let state = sim.state.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    let monitor = || {
+        let sim = state.lock().unwrap();
+        sim.router.pools.first().and_then(|p| p.healthmonitor.as_ref()).map(|h| h.spec.clone())
+    };
+    eventually("the pool on the router", 15, async || (!sim_weights(&state).is_empty()).then_some(())).await;
+    assert_eq!(monitor(), None);
+    let annotate = |value: &str| {
+        // The Service as the API holds it now (with the notice our Sync wrote), plus the annotation.
+        let mut svc = fake.get("v1/services", "shop", "web").unwrap();
+        svc["metadata"]["annotations"][HEALTH_MONITOR_ANNOTATION] = json!(value);
+        fake.put("services", svc);
+    };
+    annotate(r#"{"path": "/healthz", "expectedCodes": "200-399"}"#);
+    let hm = eventually("the monitor from the annotation", 10, async || monitor()).await;
+    assert_eq!((hm.url_path.as_deref(), hm.expected_codes.as_deref()), (Some("/healthz"), Some("200-399")));
+    annotate(r#"{"path": "healthz"}"#);
+    let ev = eventually("a Warning InvalidHealthMonitor", 10, async || {
+        fake.writes().into_iter().find(|w| w.path.ends_with("/events") && w.body["reason"] == "InvalidHealthMonitor")
+    })
+    .await;
+    assert!(ev.body["note"].as_str().unwrap_or_default().contains("must start with /"), "{:?}", ev.body);
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(monitor(), Some(hm), "a bad value keeps the running monitor");
+    stop.send(()).unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
+}

@@ -39,6 +39,7 @@ impl Settings {
             ("kubernetes", "node_pool_label") => s(&k.node_pool_label),
             ("kubernetes", "cluster_name") => s(&k.cluster_name),
             ("kubernetes", "resync_period") => secs(k.resync_period),
+            ("kubernetes", "member_change_window_ms") => Some(k.member_change_window.as_millis().to_string()),
             ("kubernetes", "leader_election") => secs_bool(k.leader_election),
             ("kubernetes", "lease_name") => s(&k.lease_name),
             ("kubernetes", "lease_namespace") => s(&k.lease_namespace),

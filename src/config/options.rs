@@ -230,6 +230,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(K, "node_pool_label", OptKind::Str, Some("apps.openyurt.io/nodepool"), "Node label that names a node's pool."),
     opt(K, "cluster_name", OptKind::Tag, Some("kubernetes"), "Name of this cluster, put in the tags of every Octavia object we create so that several clusters can share a project."),
     opt(K, "resync_period", OptKind::Seconds { min: 10 }, Some("600"), "Full reconciliation interval in seconds, on top of watch events."),
+    opt(K, "member_change_window_ms", OptKind::Int { min: 0, max: 10000 }, Some("500"), "Change window of a Service's members, in milliseconds: the first endpoint change opens it, the members are written when it closes (one batch PUT per pool per window, whatever happened meanwhile: the latest endpoints win). Bounds the delay of a member change to this window plus the write, even while a rollout keeps changing the endpoints. 0: write at once."),
     opt(K, "leader_election", OptKind::Bool, Some("true"), "Elect a leader through a coordination.k8s.io Lease so that only one replica writes to Octavia."),
     opt(K, "lease_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the leader election Lease."),
     opt(K, "lease_namespace", OptKind::Str, Some("kube-system"), "Namespace of the leader election Lease."),

@@ -42,6 +42,8 @@ pub struct KubernetesSettings {
     pub node_pool_label: String,
     pub cluster_name: String,
     pub resync_period: Duration,
+    /// `member_change_window_ms`.
+    pub member_change_window: Duration,
     pub leader_election: bool,
     pub lease_name: String,
     pub lease_namespace: String,
@@ -473,6 +475,7 @@ impl Reader {
             node_pool_label: self.value(k, "node_pool_label"),
             cluster_name: self.value(k, "cluster_name"),
             resync_period: self.value(k, "resync_period"),
+            member_change_window: Duration::from_millis(u64::from(self.value::<u32>(k, "member_change_window_ms"))),
             leader_election: self.value(k, "leader_election"),
             lease_name: self.value(k, "lease_name"),
             lease_namespace: self.value(k, "lease_namespace"),

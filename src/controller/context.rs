@@ -178,6 +178,9 @@ pub struct Context {
     failures: Mutex<HashMap<String, u32>>,
     /// The translation's warnings about Services already published as Events on them.
     pub(crate) service_warnings: Mutex<ServiceWarnings>,
+    /// `[kubernetes] member_change_window_ms`: how long a Service's member update waits for more
+    /// endpoint changes (see `service::reconcile`).
+    pub member_change_window: Duration,
 }
 
 impl Context {
@@ -206,7 +209,14 @@ impl Context {
             last_sync: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
             service_warnings: Mutex::new(ServiceWarnings::default()),
+            member_change_window: Duration::ZERO,
         }
+    }
+
+    /// With a member change window (see [`Context::member_change_window`]).
+    pub fn with_member_change_window(mut self, window: Duration) -> Self {
+        self.member_change_window = window;
+        self
     }
 
     /// Waits until every cache is synced.
@@ -247,6 +257,16 @@ impl Context {
         self.apply_notices(&inputs, &desired).await?;
         service_events::publish(self, &inputs, &desired.warnings).await;
         Ok((desired, report))
+    }
+
+    /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks: a
+    /// Service's health-monitor annotation changes through a Sync, its endpoints through Members
+    /// jobs. True before the first Sync (the start-up resync writes them).
+    pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
+        let last = self.last_sync.lock().expect("lock");
+        last.as_ref().is_none_or(|(synced, _)| {
+            pools.iter().all(|p| synced.health_monitors.get(p) == desired.health_monitors.get(p))
+        })
     }
 
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own

@@ -343,7 +343,10 @@ async fn run_leader<B: RouterBackend>(
     let config = ControllerConfig::default().debounce(Duration::from_millis(500));
     let ing_ctl =
         Controller::new(Api::<Ingress>::all(client.clone()), watcher::Config::default()).with_config(config.clone());
-    let svc_ctl = Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default()).with_config(config);
+    // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
+    // endpoints; the Service handler's member change window bounds the delay instead.
+    let svc_ctl = Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default())
+        .with_config(config.debounce(Duration::ZERO));
 
     let (classes, class_w) = reflector::store::<IngressClass>();
     let (slices, slice_w) = reflector::store::<EndpointSlice>();
@@ -355,17 +358,20 @@ async fn run_leader<B: RouterBackend>(
 
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        stores.clone(),
-        writer.handle(),
-        events,
-        metrics,
-        crate::wiring::translate_options(settings),
-        notice_router_name(settings),
-        caches_rx,
-        Some(ready_tx.clone()),
-    ));
+    let ctx = Arc::new(
+        Context::new(
+            client.clone(),
+            stores.clone(),
+            writer.handle(),
+            events,
+            metrics,
+            crate::wiring::translate_options(settings),
+            notice_router_name(settings),
+            caches_rx,
+            Some(ready_tx.clone()),
+        )
+        .with_member_change_window(k.member_change_window),
+    );
 
     // IngressClass changes re-reconcile every Ingress (their class may have changed meaning).
     let class_changes = reflect(class_w, Api::<IngressClass>::all(client.clone())).map(|_| ());

@@ -8,6 +8,15 @@
 //! When the Service's notice is not the one the desired router implies (a Service created after
 //! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
 //! writes the notice) rather than member updates.
+//!
+//! Member change window (`[kubernetes] member_change_window_ms`): a member update waits that long
+//! after the change that triggered it and then reads the caches again, so every endpoint change
+//! of the window goes into one batch PUT per pool (the latest endpoints win). Changes arriving
+//! during the write re-trigger the Service (kube-runtime never runs one object's reconciles
+//! concurrently) and open the next window. Unlike a trailing debounce, which keeps postponing
+//! while a rollout keeps changing the slices, this bounds the delay of any change to one window
+//! plus the write (measured: tests/controller_runtime.rs, docs/benchmarks.md).
+//! A change of the Service's health-monitor annotation is applied by a Sync.
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
@@ -83,6 +92,21 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             Ok(Action::await_change())
         }
         ServiceStep::Members(pools) => {
+            let desired = if ctx.member_change_window.is_zero() {
+                desired
+            } else {
+                // The change window: changes arriving meanwhile are in the caches when it closes,
+                // so they go in this one batch write (the latest endpoints win); those arriving
+                // during the write trigger the next window.
+                tokio::time::sleep(ctx.member_change_window).await;
+                ctx.desired().1
+            };
+            publish_health_monitor_warnings(ctx, &desired, &me, &regarding).await;
+            if !ctx.health_monitors_synced(&desired, &pools) {
+                tracing::info!("service health monitor changed: syncing the router");
+                ctx.sync(false).await?;
+                return Ok(Action::await_change());
+            }
             let mut updated = 0;
             for name in pools {
                 let Some(pool) = desired.pools.get(&name) else { continue };
@@ -105,5 +129,18 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             }
             Ok(Action::await_change())
         }
+    }
+}
+
+/// A bad health-monitor annotation is a Warning on the Service itself (its pools keep the
+/// monitor they have).
+async fn publish_health_monitor_warnings(
+    ctx: &Context,
+    desired: &crate::model::DesiredRouter,
+    me: &KubeRef,
+    regarding: &k8s_openapi::api::core::v1::ObjectReference,
+) {
+    for w in desired.warnings.iter().filter(|w| w.object == *me && w.reason == "InvalidHealthMonitor") {
+        ctx.publish(&UserEvent::warning(&w.reason, "HealthMonitor", &w.message), regarding).await;
     }
 }

@@ -79,15 +79,5 @@ pub struct ActualHealthMonitor {
     pub tags: Vec<String>,
 }
 
-/// The per-pool health monitor from `[octavia_defaults] health_monitor*`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HealthMonitorSpec {
-    /// HTTP or TCP.
-    pub monitor_type: String,
-    pub delay: u32,
-    pub timeout: u32,
-    pub max_retries: u32,
-    /// HTTP only.
-    pub url_path: Option<String>,
-    pub expected_codes: Option<String>,
-}
+/// The per-pool health monitor (defined with the desired state, which may carry one per pool).
+pub use crate::model::HealthMonitorSpec;

@@ -52,6 +52,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             Some(existing) => {
                 pool_refs.insert(name, PoolRef::Id(existing.id.clone()));
                 plan_existing_pool(pool, existing, opts, &mut plan.writes);
+                plan.writes.extend(super::health_monitor::plan(desired, name, existing, opts));
             }
             None if foreign_pool_names.contains(name.as_str()) => plan.conflicts.push(Conflict {
                 message: format!(
@@ -60,7 +61,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
             }),
             None => {
                 pool_refs.insert(name, PoolRef::New(name.clone()));
-                plan_new_pool(pool, opts, &mut plan.writes);
+                plan_new_pool(pool, super::health_monitor::wanted(desired, name, None, opts), opts, &mut plan.writes);
             }
         }
     }
@@ -227,7 +228,7 @@ pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<Heal
     Some(spec)
 }
 
-fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
+fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions, writes: &mut Vec<Write>) {
     let tags = opts.ownership.tags_for(&pool.service);
     writes.push(Write::CreatePool {
         name: pool.name.clone(),
@@ -241,7 +242,7 @@ fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
             members: pool.members.iter().map(|m| member_spec(m, &tags)).collect(),
         });
     }
-    if let Some(spec) = &pool_monitor(&pool.name, opts.health_monitor.as_ref()) {
+    if let Some(spec) = hm {
         writes.push(Write::CreateHealthMonitor {
             pool: PoolRef::New(pool.name.clone()),
             pool_name: pool.name.clone(),
@@ -252,8 +253,6 @@ fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
 }
 
 fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writes: &mut Vec<Write>) {
-    let own = &opts.ownership;
-    let tags = own.tags_for(&pool.service);
     if actual.lb_algorithm != pool.lb_algorithm {
         writes.push(Write::UpdatePool {
             id: actual.id.clone(),
@@ -263,24 +262,6 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
     }
 
     writes.extend(plan_members(pool, actual, opts));
-
-    match (&pool_monitor(&pool.name, opts.health_monitor.as_ref()), &actual.healthmonitor) {
-        (Some(spec), None) => writes.push(Write::CreateHealthMonitor {
-            pool: PoolRef::Id(actual.id.clone()),
-            pool_name: pool.name.clone(),
-            spec: spec.clone(),
-            tags,
-        }),
-        (Some(spec), Some(hm)) if own.owns(&hm.tags) && hm.spec != *spec => writes.push(Write::UpdateHealthMonitor {
-            id: hm.id.clone(),
-            pool_name: pool.name.clone(),
-            spec: spec.clone(),
-        }),
-        (None, Some(hm)) if own.owns(&hm.tags) => {
-            writes.push(Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool.name.clone() })
-        }
-        _ => {}
-    }
 }
 
 /// The batch member update that makes `actual`'s members equal to `pool.members`, or `None` when

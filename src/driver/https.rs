@@ -215,6 +215,7 @@ pub fn https_view(desired: &DesiredRouter, https: &HttpsListener) -> DesiredRout
         policies: https.policies.clone(),
         default_pool: https.default_pool.clone(),
         pools: desired.pools.clone(),
+        health_monitors: desired.health_monitors.clone(),
         ..DesiredRouter::default()
     }
 }

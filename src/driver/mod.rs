@@ -17,6 +17,7 @@ pub mod diff;
 pub mod error;
 mod execute;
 mod floating_ip;
+pub mod health_monitor;
 mod https;
 mod lifecycle;
 pub mod ownership;

@@ -7,6 +7,7 @@
 //! policies → pools → members and zone-aware weights. See `docs/routing-semantics.md` and
 //! `docs/zone-aware.md` for the reasoning behind each encoding.
 
+pub mod health;
 pub mod manifest;
 pub mod members;
 pub mod names;
@@ -94,6 +95,10 @@ pub struct TranslateOptions {
     /// no responder (see [`status`]).
     #[serde(default)]
     pub status_responder: Option<status::StatusResponder>,
+    /// `[octavia_defaults] health_monitor*` values: what a Service's health-monitor annotation
+    /// does not say (whether or not the global monitor is enabled).
+    #[serde(default)]
+    pub health_monitor_defaults: crate::model::HealthMonitorSpec,
 }
 
 impl Default for TranslateOptions {
@@ -113,6 +118,7 @@ impl Default for TranslateOptions {
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
             status_responder: None,
+            health_monitor_defaults: crate::model::HealthMonitorSpec::default(),
         }
     }
 }

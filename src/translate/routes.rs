@@ -246,10 +246,27 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let policies = order_policies(routes, &names, default_pool.as_deref(), &mut warnings);
     let mut pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
     pools.extend(reserved.empty.into_iter().map(|p| (p.name.clone(), p)));
+    let health_monitors = pools
+        .values()
+        .filter_map(|p| {
+            let svc = services.get(&(p.service.namespace.as_str(), p.service.name.as_str()))?;
+            let hm = super::health::service_health_monitor(svc, &opts.health_monitor_defaults, &mut warnings)?;
+            Some((p.name.clone(), hm))
+        })
+        .collect();
 
     warnings.sort();
     warnings.dedup();
-    DesiredRouter { policies, default_pool, default_pool_owners, pools, warnings, https, redirects: tls.redirects }
+    DesiredRouter {
+        policies,
+        default_pool,
+        default_pool_owners,
+        pools,
+        warnings,
+        https,
+        redirects: tls.redirects,
+        health_monitors,
+    }
 }
 
 /// The Ingresses among `ours` whose `spec.defaultBackend` names the Service of `key`, sorted.

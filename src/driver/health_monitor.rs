@@ -1,0 +1,51 @@
+//! The health monitor of one pool: the global `[octavia_defaults] health_monitor*` or the
+//! Service's annotation ([`PoolHealthMonitor`]), converged with the fewest writes: none when equal,
+//! an in-place PUT when values change, delete + create only when the type changes (Octavia's
+//! `type` is immutable).
+
+use super::actual::{ActualPool, HealthMonitorSpec};
+use super::plan::{DiffOptions, PoolRef, Write};
+use crate::model::{DesiredRouter, PoolHealthMonitor};
+
+/// The monitor a pool should have; `actual` is the monitor it has (ours), for `KeepExisting`.
+/// The global monitor of a reserved status pool expects the status its responder always answers
+/// ([`super::diff::pool_monitor`]).
+pub fn wanted(
+    desired: &DesiredRouter,
+    pool: &str,
+    actual: Option<&HealthMonitorSpec>,
+    opts: &DiffOptions,
+) -> Option<HealthMonitorSpec> {
+    match desired.health_monitors.get(pool) {
+        Some(PoolHealthMonitor::Custom(spec)) => Some(spec.clone()),
+        Some(PoolHealthMonitor::KeepExisting) => actual.cloned().or_else(|| opts.health_monitor.clone()),
+        None => super::diff::pool_monitor(pool, opts.health_monitor.as_ref()),
+    }
+}
+
+/// The writes for the monitor of an existing pool.
+pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts: &DiffOptions) -> Vec<Write> {
+    let own = &opts.ownership;
+    let ours = actual.healthmonitor.as_ref().filter(|hm| own.owns(&hm.tags));
+    let want = wanted(desired, pool_name, ours.map(|hm| &hm.spec), opts);
+    let create = |spec: &HealthMonitorSpec| Write::CreateHealthMonitor {
+        pool: PoolRef::Id(actual.id.clone()),
+        pool_name: pool_name.to_string(),
+        spec: spec.clone(),
+        tags: own.tags_for(&desired.pools[pool_name].service),
+    };
+    match (want.as_ref(), &actual.healthmonitor, ours) {
+        (Some(spec), None, _) => vec![create(spec)],
+        (Some(spec), Some(_), Some(hm)) if hm.spec.monitor_type != spec.monitor_type => {
+            vec![Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string() }, create(spec)]
+        }
+        (Some(spec), Some(_), Some(hm)) if hm.spec != *spec => {
+            vec![Write::UpdateHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string(), spec: spec.clone() }]
+        }
+        (None, Some(_), Some(hm)) => {
+            vec![Write::DeleteHealthMonitor { id: hm.id.clone(), pool_name: pool_name.to_string() }]
+        }
+        // Equal, or a foreign monitor (never touched).
+        _ => vec![],
+    }
+}
