@@ -180,6 +180,10 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             ssl_redirect: o.ssl_redirect,
             redirect_code: o.ssl_redirect_code.code(),
         },
+        tenancy: crate::translate::tenancy::TenancyOptions {
+            default_backend_namespaces: k.default_backend_namespaces.clone(),
+            host_ownership: k.host_ownership,
+        },
         ..TranslateOptions::default()
     }
 }

@@ -13,6 +13,7 @@ pub mod names;
 pub mod render;
 pub mod routes;
 pub mod rules;
+pub mod tenancy;
 pub mod tls;
 pub mod zone;
 
@@ -89,6 +90,9 @@ pub struct TranslateOptions {
     /// HTTPS listener and redirects (`[tls]`).
     #[serde(default)]
     pub tls: tls::TlsOptions,
+    /// Default backends and host ownership (`[kubernetes]`, see [`tenancy`]).
+    #[serde(default)]
+    pub tenancy: tenancy::TenancyOptions,
 }
 
 impl Default for TranslateOptions {
@@ -107,6 +111,7 @@ impl Default for TranslateOptions {
             lb_algorithm: "ROUND_ROBIN".into(),
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
+            tenancy: tenancy::TenancyOptions::default(),
         }
     }
 }
