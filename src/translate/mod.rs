@@ -7,6 +7,7 @@
 //! policies → pools → members and zone-aware weights. See `docs/routing-semantics.md` and
 //! `docs/zone-aware.md` for the reasoning behind each encoding.
 
+pub mod budget;
 pub mod manifest;
 pub mod members;
 pub mod names;

@@ -127,9 +127,9 @@ impl Route {
     }
 }
 
-type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
+pub(crate) type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
 
-fn age(ing: &Ingress) -> Age<'_> {
+pub(crate) fn age(ing: &Ingress) -> Age<'_> {
     (ing.metadata.creation_timestamp.as_ref(), namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
