@@ -11,7 +11,8 @@ use crate::controller::writer::{WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
-use crate::translate::{Inputs, TranslateOptions, namespace_of, translate};
+use crate::translate::budget::{Budget, translate_within};
+use crate::translate::{Inputs, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -175,6 +176,9 @@ pub struct Context {
     last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
+    /// What the project's Octavia quotas leave for the router (None: unlimited or not read yet);
+    /// refreshed by the resync loop (see `translate::budget`).
+    budget: Mutex<Option<Budget>>,
 }
 
 impl Context {
@@ -202,7 +206,21 @@ impl Context {
             readiness,
             last_sync: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
+            budget: Mutex::new(None),
         }
+    }
+
+    /// Sets the budget the translation refuses Ingresses beyond; true when it changed.
+    pub fn set_budget(&self, budget: Option<Budget>) -> bool {
+        let mut b = self.budget.lock().expect("lock");
+        std::mem::replace(&mut *b, budget) != budget
+    }
+
+    /// The router's listeners as of the last successful Sync (their policies are the router's,
+    /// not the project's other load balancers').
+    pub fn router_listeners(&self) -> Option<std::collections::BTreeSet<String>> {
+        let last = self.last_sync.lock().expect("lock");
+        last.as_ref().map(|(_, r)| std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect())
     }
 
     /// Waits until every cache is synced.
@@ -214,7 +232,8 @@ impl Context {
     /// The inputs and the desired router from the caches now.
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
-        let desired = translate(&inputs, &self.opts);
+        let budget = *self.budget.lock().expect("lock");
+        let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
         (inputs, desired)
     }
