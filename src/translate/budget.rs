@@ -74,17 +74,14 @@ pub fn translate_within(inputs: &Inputs, opts: &TranslateOptions, budget: Option
     if budget.fits(need) {
         return full;
     }
-    let mut ours: Vec<usize> = (0..inputs.ingresses.len())
-        .filter(|i| is_ours(&inputs.ingresses[*i], &inputs.ingress_classes, opts))
-        .collect();
+    let mut ours: Vec<usize> =
+        (0..inputs.ingresses.len()).filter(|i| is_ours(&inputs.ingresses[*i], &inputs.ingress_classes, opts)).collect();
     ours.sort_by(|a, b| age(&inputs.ingresses[*a]).cmp(&age(&inputs.ingresses[*b])));
     let keeping = |k: usize| {
         let refused: std::collections::BTreeSet<usize> = ours[k..].iter().copied().collect();
         let mut kept = inputs.clone();
-        kept.ingresses = (0..inputs.ingresses.len())
-            .filter(|i| !refused.contains(i))
-            .map(|i| inputs.ingresses[i].clone())
-            .collect();
+        kept.ingresses =
+            (0..inputs.ingresses.len()).filter(|i| !refused.contains(i)).map(|i| inputs.ingresses[i].clone()).collect();
         translate(&kept, opts)
     };
     // Invariant: keeping `lo` fits (0 does, or nothing can), keeping `hi` does not.

@@ -182,11 +182,21 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
             let host = rule.host.clone().unwrap_or_default();
             if !host.is_empty() {
                 if let Some(p) = host_problem(&host) {
-                    warn(&mut warnings, &owner, "InvalidHost", format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"));
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidHost",
+                        format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"),
+                    );
                     continue;
                 }
                 if let Some(why) = host_value_problem(&host) {
-                    warn(&mut warnings, &owner, "InvalidRuleValue", format!("{owner}: rules[{ri}] host {host:?} dropped: {why}"));
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidRuleValue",
+                        format!("{owner}: rules[{ri}] host {host:?} dropped: {why}"),
+                    );
                     continue;
                 }
                 if let Some(o) = owners.as_ref().and_then(|o| o.refuses(&owner.namespace, &host)) {

@@ -60,7 +60,8 @@ impl HostOwners {
     pub fn build(ours: &[&Ingress]) -> Self {
         let mut owners: BTreeMap<String, KubeRef> = BTreeMap::new();
         for ing in ours {
-            let owner = KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""));
+            let owner =
+                KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""));
             let Some(spec) = ing.spec.as_ref() else { continue };
             let rule_hosts = spec.rules.iter().flatten().filter_map(|r| r.host.as_deref());
             let tls_hosts = spec.tls.iter().flatten().flat_map(|t| t.hosts.iter().flatten()).map(String::as_str);
@@ -135,7 +136,10 @@ mod tests {
         let early = ing("b", "early", 1, &["w.apps.example.com"], &[]);
         let late = ing("a", "late", 2, &["*.apps.example.com"], &[]);
         let owners = HostOwners::build(&[&early, &late]);
-        assert_eq!(owners.refuses("a", "w.apps.example.com").map(|o| o.to_string()).as_deref(), Some("Ingress b/early"));
+        assert_eq!(
+            owners.refuses("a", "w.apps.example.com").map(|o| o.to_string()).as_deref(),
+            Some("Ingress b/early")
+        );
         assert!(owners.refuses("b", "w.apps.example.com").is_none());
     }
 

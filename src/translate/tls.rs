@@ -247,7 +247,11 @@ pub fn translate_tls(
                     "ConflictingCertificate",
                     format!(
                         "{}: TLS host {} ignored for {}: it is already served with {} by the older {}",
-                        c.owner, c.host, certs[&c.certificate].secret, certs[winner].secret, host_winner[c.host.as_str()]
+                        c.owner,
+                        c.host,
+                        certs[&c.certificate].secret,
+                        certs[winner].secret,
+                        host_winner[c.host.as_str()]
                     ),
                 );
             }
