@@ -184,6 +184,17 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             default_backend_namespaces: k.default_backend_namespaces.clone(),
             host_ownership: k.host_ownership,
         },
+        status_responder: status_responder(&s.status_responder),
         ..TranslateOptions::default()
     }
+}
+
+/// `[status_responder]` as the translation needs it; `None` when `service` is unset.
+fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate::translate::status::StatusResponder> {
+    s.service.as_ref().map(|(namespace, name)| crate::translate::status::StatusResponder {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        not_found_port: s.service_not_found_port.clone(),
+        unavailable_port: s.service_unavailable_port.clone(),
+    })
 }

@@ -14,6 +14,7 @@ pub mod names;
 pub mod render;
 pub mod routes;
 pub mod rules;
+pub mod status;
 pub mod tenancy;
 pub mod tls;
 pub mod zone;
@@ -94,6 +95,10 @@ pub struct TranslateOptions {
     /// Default backends and host ownership (`[kubernetes]`, see [`tenancy`]).
     #[serde(default)]
     pub tenancy: tenancy::TenancyOptions,
+    /// `[status_responder]`: the Service whose endpoints fill the reserved 404/503 pools; `None`:
+    /// no responder (see [`status`]).
+    #[serde(default)]
+    pub status_responder: Option<status::StatusResponder>,
 }
 
 impl Default for TranslateOptions {
@@ -113,6 +118,7 @@ impl Default for TranslateOptions {
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
             tenancy: tenancy::TenancyOptions::default(),
+            status_responder: None,
         }
     }
 }
