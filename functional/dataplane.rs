@@ -263,7 +263,8 @@ const BASIC: &[(&str, &str, &str)] = &[
     ("anything.example.net", "/healthz", "web"),
     ("anything.example.net", "/", "web"),
     ("ok.example.com", "/good/x", "web"),
-    ("ok.example.com", "/missing", "web"),
+    // a route to a missing Service is kept and answers 503 (issue 14 §3), never the default
+    ("ok.example.com", "/missing", "503"),
     ("Bad_Host.example.com", "/", "web"),
 ];
 
