@@ -120,8 +120,8 @@ fn assert_routes(lb_id: &str, desired: &DesiredRouter, cases: &[(&str, &str, &st
 
 // ------------------------------------------------------------------------------ examples/ (shop)
 
-/// examples/ by the Ingress rules: storefront (shop.example.com: Prefix /, /api, /api/v2, /static,
-/// Exact /login; default backend fallback), accounts (auth.shop.example.com: Prefix /login, Exact
+/// examples/ by the Ingress rules: default-backend (only a default backend: fallback), storefront
+/// (shop.example.com: Prefix /, /api, /api/v2, /static, Exact /login), accounts (auth.shop.example.com: Prefix /login, Exact
 /// /logout), tenants (*.shop.example.com: Prefix /), assets (static.example.com: Prefix /; any
 /// host: Exact /healthz → web).
 const SHOP: &[(&str, &str, &str)] = &[
@@ -172,7 +172,7 @@ const SHOP_UPDATED: &[(&str, &str, &str)] = &[
     ("unknown.example.org", "/", "fallback"),
 ];
 
-/// After storefront's default backend is removed: unmatched requests reach nothing (503), and a
+/// After the default-backend Ingress is deleted: unmatched requests reach nothing (503), and a
 /// known host still never falls through to the wildcard or the host-less rules.
 const SHOP_NO_DEFAULT: &[(&str, &str, &str)] = &[
     ("unknown.example.org", "/", "503"),
@@ -227,7 +227,7 @@ async fn examples_route_as_kubernetes_says_and_follow_updates() {
         assert_routes(&report.lb_id, &updated, SHOP_UPDATED);
 
         // Update: no default backend any more.
-        ingress_mut(&mut inputs, "storefront").spec.as_mut().unwrap().default_backend = None;
+        inputs.ingresses.retain(|i| i.metadata.name.as_deref() != Some("default-backend"));
         let no_default = translate(&inputs, &opts);
         assert!(no_default.warnings.is_empty(), "{:?}", no_default.warnings);
         assert_eq!(no_default.default_pool, None);
@@ -241,9 +241,11 @@ async fn examples_route_as_kubernetes_says_and_follow_updates() {
 
 /// tests/fixtures/ingress/basic by the Ingress rules. shop (oldest): foo.bar.com Prefix / → web,
 /// Prefix /api/ → api:80, Exact /api/v1 → api:admin (9090), Exact /api → web; *.bar.com
-/// ImplementationSpecific /static → web; default backend fallback (no endpoints: 503).
-/// copycat (newer): its foo.bar.com / loses to shop's; any host Exact /healthz → web.
-/// broken: ok.example.com Prefix /good → web, everything else in it is invalid. other: not ours.
+/// ImplementationSpecific /static → web; default backend fallback (no endpoints: 503) for its own
+/// hosts' unmatched paths (*.bar.com). copycat (newer): its foo.bar.com / loses to shop's; any
+/// host Exact /healthz → web; its default backend (web, it has a host-less rule) catches what no
+/// rule routes. broken: ok.example.com Prefix /good → web, everything else in it is invalid.
+/// other: not ours.
 const BASIC: &[(&str, &str, &str)] = &[
     ("foo.bar.com", "/", "web"),
     ("foo.bar.com", "/anything", "web"),
@@ -259,13 +261,14 @@ const BASIC: &[(&str, &str, &str)] = &[
     ("x.bar.com", "/static", "web"),
     ("x.bar.com", "/staticx", "503"),
     ("x.bar.com", "/", "503"),
-    ("x.y.bar.com", "/static", "503"),
-    ("bar.com", "/static", "503"),
+    ("x.y.bar.com", "/static", "web"),
+    ("bar.com", "/static", "web"),
     ("anything.example.net", "/healthz", "web"),
-    ("anything.example.net", "/", "503"),
+    ("anything.example.net", "/", "web"),
     ("ok.example.com", "/good/x", "web"),
+    // a route to a missing Service is kept and answers 503 (issue 14 §3), never the default
     ("ok.example.com", "/missing", "503"),
-    ("Bad_Host.example.com", "/", "503"),
+    ("Bad_Host.example.com", "/", "web"),
 ];
 
 #[tokio::test(flavor = "multi_thread")]
@@ -275,8 +278,9 @@ async fn basic_fixture_routes_as_kubernetes_says() {
     }
     with_router("basic", |r| async move {
         let desired = translate(&load("tests/fixtures/ingress/basic"), &options("kuryr"));
-        // the default backend (fallback) has no endpoints: a pool without members
-        assert!(desired.default_pool.as_ref().is_some_and(|d| desired.pools[d].members.is_empty()));
+        // shop's default backend (fallback) has no endpoints: a pool without members
+        assert!(desired.pools["shop_fallback"].members.is_empty());
+        assert_eq!(desired.default_pool.as_deref(), Some("shop_web"));
         let report = converge(&r, &desired).await;
         assert_routes(&report.lb_id, &desired, BASIC);
     })
@@ -433,4 +437,91 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
     for s in b.list_secrets(&kuryr_l7_router::driver::certificates::secret_prefix(&cluster)).await.unwrap_or_default() {
         let _ = b.delete_secret(&s.secret_ref).await;
     }
+}
+
+// ------------------------------------------------------------------------ tenants (issue 14 §2)
+
+/// Two tenants: beta (older) has a default backend beside its host rules, alpha has none. A
+/// request for alpha's host that matches none of alpha's paths must not reach beta's default
+/// backend (before issue 14 it did: the oldest default backend was the router's); beta's own
+/// unmatched paths do.
+const TENANTS: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kuryr}
+spec: {controller: openstack.org/kuryr-l7-router}
+---
+apiVersion: v1
+kind: List
+items:
+- {apiVersion: v1, kind: Service, metadata: {name: alpha-web, namespace: alpha}, spec: {ports: [{port: 80}]}}
+- {apiVersion: v1, kind: Service, metadata: {name: beta-web, namespace: beta}, spec: {ports: [{port: 80}]}}
+- {apiVersion: v1, kind: Service, metadata: {name: beta-fallback, namespace: beta}, spec: {ports: [{port: 80}]}}
+- apiVersion: discovery.k8s.io/v1
+  kind: EndpointSlice
+  metadata: {name: a, namespace: alpha, labels: {kubernetes.io/service-name: alpha-web}}
+  addressType: IPv4
+  ports: [{port: 8080}]
+  endpoints: [{addresses: ["10.0.9.1"]}]
+- apiVersion: discovery.k8s.io/v1
+  kind: EndpointSlice
+  metadata: {name: b, namespace: beta, labels: {kubernetes.io/service-name: beta-web}}
+  addressType: IPv4
+  ports: [{port: 8080}]
+  endpoints: [{addresses: ["10.0.9.2"]}]
+- apiVersion: discovery.k8s.io/v1
+  kind: EndpointSlice
+  metadata: {name: f, namespace: beta, labels: {kubernetes.io/service-name: beta-fallback}}
+  addressType: IPv4
+  ports: [{port: 8080}]
+  endpoints: [{addresses: ["10.0.9.3"]}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: site, namespace: beta, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  defaultBackend: {service: {name: beta-fallback, port: {number: 80}}}
+  rules:
+  - host: b.example.com
+    http:
+      paths:
+      - {path: /shop, pathType: Prefix, backend: {service: {name: beta-web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: site, namespace: alpha, creationTimestamp: "2024-02-01T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - host: a.example.com
+    http:
+      paths:
+      - {path: /app, pathType: Prefix, backend: {service: {name: alpha-web, port: {number: 80}}}}
+"#;
+
+const TENANT_REQUESTS: &[(&str, &str, &str)] = &[
+    ("a.example.com", "/app/x", "alpha-web"),
+    ("a.example.com", "/other", "503"),
+    ("unknown.example.com", "/", "503"),
+    ("b.example.com", "/shop", "beta-web"),
+    ("b.example.com", "/other", "beta-fallback"),
+];
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_tenants_unmatched_paths_never_reach_another_tenants_default_backend() {
+    if !enabled() {
+        return;
+    }
+    with_router("tenants", |r| async move {
+        let mut inputs = Inputs::default();
+        load_str(TENANTS, Path::new("tenants.yaml"), &mut inputs).unwrap();
+        let desired = translate(&inputs, &options("kuryr"));
+        assert!(desired.warnings.is_empty(), "{:?}", desired.warnings);
+        let t = std::time::Instant::now();
+        let report = converge(&r, &desired).await;
+        assert_routes(&report.lb_id, &desired, TENANT_REQUESTS);
+        println!("tenants case: {:?}", t.elapsed());
+    })
+    .await;
 }

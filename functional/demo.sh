@@ -220,7 +220,7 @@ a.b.shop.example.com	/	fallback	a wildcard covers exactly one label
 shop.example.com.evil.net	/	fallback	no suffix tricks: unknown host, default backend
 static.example.com	/img/logo.png	static	second host
 unknown.example.org	/healthz	web	host-less rule: any Host
-unknown.example.org	/	fallback	nothing matches: the default backend (shop/storefront)
+unknown.example.org	/	fallback	nothing matches: the default backend (shop/default-backend)
 EOF
 /usr/bin/python3 - "$WORK/router.json" "$WORK/requests.tsv" > "$WORK/echo.json" 3> "$WORK/requests.json" <<'EOF'
 import json, os, sys

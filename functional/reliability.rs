@@ -339,3 +339,60 @@ async fn debug_logs_of_a_smoke_run_hold_no_secret() {
         assert!(!text.contains("gAAAAA"), "a Fernet token logged: {text}");
     }
 }
+
+/// The project's l7policy quota (set with the admin credentials, restored afterwards) leaves room
+/// for the oldest tenant's Ingress only: the budget read from Octavia refuses the two newer
+/// Ingresses as a whole before any write, and the router converges without a 403. Converging the
+/// whole router anyway (what the controller did before) is refused by Octavia's quota.
+#[tokio::test]
+#[ignore = "Octavia enforces quotas against its own in-use counter (quotas.in_use_l7policy), which drifts from the policies that exist (70 vs 5 on the local stack, 2026-11-23) and is not in the API: the budget from listing the project's policies is too optimistic there (docs/reliability.md)"]
+async fn quota_refuses_the_newest_ingresses_before_writing() {
+    use kuryr_l7_router::driver::quota::{read_budget, usage_elsewhere};
+    use kuryr_l7_router::translate::budget::{QUOTA_EXCEEDED, translate_within, usage};
+    use kuryr_l7_router::translate::{TranslateOptions, load_manifests, translate};
+    if !enabled() {
+        return;
+    }
+    let r = local_router("kq", "quota").await;
+    let octavia = r.octavia().clone();
+    let project = octavia.session().token_info().await.unwrap().project_id.unwrap();
+    let quota_path = format!("/v2/lbaas/quotas/{project}");
+    let before = octavia.get_quota(&project).await.unwrap();
+    let inputs = load_manifests(&["tests/fixtures/tenancy/tenants.yaml".into()]).unwrap();
+    let opts = TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() };
+    let full = translate(&inputs, &opts);
+    let mut oldest = inputs.clone();
+    oldest.ingresses.retain(|i| i.metadata.namespace.as_deref() == Some("beta"));
+    let room = usage(&translate(&oldest, &opts)).l7policies;
+    assert!(room < usage(&full).l7policies);
+    let q = ListQuery { extra: vec![("project_id".into(), project.clone())], ..ListQuery::default() };
+    let elsewhere = usage_elsewhere(&octavia.list_l7policies(&q).await.unwrap(), &Default::default());
+    let set = |v: Value| Request::new(Service::LoadBalancer, Method::PUT, quota_path.clone()).json(json!({"quota": v}));
+    octavia.session().send(&set(json!({"l7policy": elsewhere.l7policies + room}))).await.unwrap();
+    let t = std::time::Instant::now();
+    let body = {
+        let (octavia, inputs, opts) = (octavia.clone(), inputs.clone(), opts.clone());
+        move |r: Router| async move {
+            // No listener of ours yet: every policy of the project is someone else's.
+            let budget = read_budget(&octavia, &Default::default()).await.unwrap().expect("a quota is set");
+            assert_eq!(budget.l7policies, Some(room));
+            let within = translate_within(&inputs, &opts, Some(&budget));
+            let refused: Vec<String> =
+                within.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED).map(|w| w.object.to_string()).collect();
+            assert_eq!(refused, ["Ingress alpha/site", "Ingress gamma/site"]);
+            r.converge(&within).await.expect("the budgeted router fits the quota");
+            let (policies, _) = observe(&r).await;
+            assert_eq!(policies.len() as u64, room, "{policies:?}");
+            let e = r.converge(&full).await.expect_err("the whole router exceeds the quota").to_string();
+            assert!(e.contains("403") || e.to_lowercase().contains("quota"), "{e}");
+        }
+    };
+    let result = tokio::spawn(body(r.clone())).await;
+    let restore = json!({"l7policy": before.l7policy.unwrap_or(-1), "l7rule": before.l7rule.unwrap_or(-1)});
+    octavia.session().send(&set(restore)).await.unwrap();
+    cleanup(&r).await;
+    println!("quota case: {:?}", t.elapsed());
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}

@@ -190,6 +190,10 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             ssl_redirect: o.ssl_redirect,
             redirect_code: o.ssl_redirect_code.code(),
         },
+        tenancy: crate::translate::tenancy::TenancyOptions {
+            default_backend_namespaces: k.default_backend_namespaces.clone(),
+            host_ownership: k.host_ownership,
+        },
         status_responder: status_responder(&s.status_responder),
         health_monitor_defaults: health_monitor_values(s),
         ..TranslateOptions::default()

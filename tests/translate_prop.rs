@@ -113,7 +113,9 @@ fn inputs(ings: &[GenIngress]) -> Inputs {
 
 /// The Kubernetes spec, written independently: host first (exact, then the one-label wildcard,
 /// then host-less rules), then the longest matching path, Exact over Prefix at equal length;
-/// the oldest Ingress owns a duplicated (host, path); nothing matched → default backend.
+/// the oldest Ingress owns a duplicated (host, path). An Ingress's default backend catches the
+/// unmatched paths of its own hosts (as a `/` of that host, after every explicit path, oldest
+/// first); nothing matched → the oldest default backend of an Ingress with a host-less rule.
 fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<String> {
     let host = host_header.split(':').next().unwrap().to_ascii_lowercase();
     // (host, exact?, normalized path) -> svc, first (oldest) wins
@@ -129,6 +131,13 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
                     }
                 }
                 routes.entry((HOSTS[r.host].to_string(), exact, np)).or_insert(p.svc);
+            }
+        }
+    }
+    for g in ings {
+        for r in g.rules.iter().filter(|r| !HOSTS[r.host].is_empty()) {
+            if let Some(d) = g.default {
+                routes.entry((HOSTS[r.host].to_string(), false, "/".into())).or_insert(d);
             }
         }
     }
@@ -155,7 +164,11 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
         .max_by_key(|((_, exact, p), _)| (p.len(), *exact));
     match best {
         Some((_, svc)) => Some(format!("svc{svc}")),
-        None => ings.iter().find_map(|g| g.default).map(|d| format!("svc{d}")),
+        None => ings
+            .iter()
+            .filter(|g| g.rules.iter().any(|r| HOSTS[r.host].is_empty()))
+            .find_map(|g| g.default)
+            .map(|d| format!("svc{d}")),
     }
 }
 

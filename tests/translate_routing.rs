@@ -37,43 +37,37 @@ fn policies_follow_kubernetes_precedence() {
             (7, "ok.example.com Prefix /port", "kuryr-status-503"),
             (8, "ok.example.com Prefix /ext", "kuryr-status-503"),
             (9, "ok.example.com Prefix /res", "kuryr-status-503"),
-            (10, "ok.example.com guard: paths without a route go to the default backend", "shop_fallback"),
+            // ok.example.com's Ingress (broken) has no default backend: the router-wide one.
+            (10, "ok.example.com guard: paths without a route go to the default backend", "shop_web"),
             (11, "*.bar.com ImplementationSpecific /static", "shop_web"),
-            (12, "*.bar.com guard: paths without a route go to the default backend", "shop_fallback"),
+            // shop's default backend catches its own hosts' unmatched paths (foo.bar.com has a
+            // Prefix / of its own), not the other hosts'.
+            (12, "*.bar.com defaultBackend /", "shop_fallback"),
             (13, "(any host) Exact /healthz", "shop_web"),
         ]
     );
-    assert_eq!(r.default_pool.as_deref(), Some("shop_fallback"));
+    // copycat has a host-less rule: its default backend is the router-wide catch-all.
+    assert_eq!(r.default_pool.as_deref(), Some("shop_web"));
 }
 
 #[test]
 fn default_pool_owners_are_the_ingresses_naming_its_service() {
     let r = router(&TranslateOptions::default());
     let owners: Vec<String> = r.default_pool_owners.iter().map(|o| o.to_string()).collect();
-    // copycat's defaultBackend names another Service (web): not an owner of shop_fallback.
-    assert_eq!(owners, ["Ingress shop/shop"]);
+    // shop's defaultBackend names another Service (fallback): not an owner of shop_web's default.
+    assert_eq!(owners, ["Ingress shop/copycat"]);
 
     // A second Ingress naming the same Service is an owner too (it routes to that Service);
     // one in another namespace names another Service and is not.
     let mut inp = basic();
     let mut twin = inp.ingresses.iter().find(|i| i.metadata.name.as_deref() == Some("copycat")).unwrap().clone();
-    twin.spec.as_mut().unwrap().default_backend = inp
-        .ingresses
-        .iter()
-        .find(|i| i.metadata.name.as_deref() == Some("shop"))
-        .unwrap()
-        .spec
-        .as_ref()
-        .unwrap()
-        .default_backend
-        .clone();
     twin.metadata.name = Some("twin".into());
     let mut elsewhere = twin.clone();
     elsewhere.metadata.namespace = Some("other".into());
     inp.ingresses.extend([twin, elsewhere]);
     let r = translate(&inp, &TranslateOptions::default());
     let owners: Vec<String> = r.default_pool_owners.iter().map(|o| o.to_string()).collect();
-    assert_eq!(owners, ["Ingress shop/shop", "Ingress shop/twin"]);
+    assert_eq!(owners, ["Ingress shop/copycat", "Ingress shop/twin"]);
 }
 
 #[test]
@@ -333,7 +327,7 @@ fn names_are_bounded_and_stable() {
 fn plan_outputs() {
     let r = router(&TranslateOptions::default());
     let t = render_table(&r);
-    assert!(t.contains("POLICIES (13)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (12)"));
+    assert!(t.contains("POLICIES (13)") && t.contains("DEFAULT POOL: shop_web") && t.contains("WARNINGS (12)"));
     let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
     assert_eq!(j["policies"][0]["rules"][0]["type"], "HOST_NAME");
     assert_eq!(j["policies"][0]["rules"][0]["compare_type"], "REGEX");

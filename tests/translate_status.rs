@@ -166,9 +166,16 @@ fn the_reserved_pools_stay_when_the_responder_service_is_missing() {
 #[test]
 fn a_default_backend_still_wins_over_the_404_pool() {
     let mut inp = inputs();
-    let site = inp.ingresses.iter_mut().find(|i| i.metadata.name.as_deref() == Some("site")).unwrap();
-    site.spec.as_mut().unwrap().default_backend =
+    // The router-wide default backend: an Ingress with only a defaultBackend (one beside host
+    // rules catches those hosts only, docs/routing-semantics.md, Tenants).
+    let mut catch_all = inp.ingresses.iter().find(|i| i.metadata.name.as_deref() == Some("site")).unwrap().clone();
+    catch_all.metadata.name = Some("catch-all".into());
+    let spec = catch_all.spec.as_mut().unwrap();
+    spec.rules = None;
+    spec.tls = None;
+    spec.default_backend =
         Some(serde_json::from_value(serde_json::json!({"service": {"name": "api", "port": {"number": 80}}})).unwrap());
+    inp.ingresses.push(catch_all);
     let r = translate(&inp, &opts(true));
     assert_eq!(r.default_pool.as_deref(), Some("app_api"));
     // The reserved pools stay (no writes when a default backend comes and goes).

@@ -235,6 +235,8 @@ static OPTIONS: &[OptionSpec] = &[
     opt(K, "lease_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the leader election Lease."),
     opt(K, "lease_namespace", OptKind::Str, Some("kube-system"), "Namespace of the leader election Lease."),
     opt(K, "health_port", PORT, Some("8080"), "TCP port of the /healthz, /readyz and /metrics HTTP endpoint."),
+    opt(K, "default_backend_namespaces", OptKind::TagList, Some(""), "Namespaces whose Ingresses may set the router-wide default backend (comma-separated): an Ingress whose rules name no host (only a `spec.defaultBackend`, or a rule without `host`) catches every request that no rule routes. Empty: any namespace, as Kubernetes users expect. An Ingress's default backend always catches the unmatched paths of its own hosts (docs/routing-semantics.md, Tenants)."),
+    opt(K, "host_ownership", OptKind::Bool, Some("false"), "The namespace of the oldest Ingress naming a host (in its rules or spec.tls) owns it: other namespaces' rules and TLS entries for that host are refused with a Warning Event naming the owner. A wildcard owns the hosts it covers that nobody claimed before it."),
     // [neutron_defaults]
     opt(ND, "external_svc_subnet", OptKind::Uuid, None, "Subnet ID from which floating IPs for the router VIP are allocated."),
     opt(ND, "l7_router_ip", OptKind::Ip, None, "An existing floating IP to associate with the L7 router's VIP port (it must be free or already on that port). Unset: one is allocated on the external network of external_svc_subnet and found again after a restart."),

@@ -48,6 +48,9 @@ pub struct KubernetesSettings {
     pub lease_name: String,
     pub lease_namespace: String,
     pub health_port: u16,
+    /// Namespaces allowed to set the router-wide default backend; empty: all.
+    pub default_backend_namespaces: Vec<String>,
+    pub host_ownership: bool,
 }
 
 /// Default IngressClass name when neither `ingress_class` nor `node_pool` is set.
@@ -480,6 +483,8 @@ impl Reader {
             lease_name: self.value(k, "lease_name"),
             lease_namespace: self.value(k, "lease_namespace"),
             health_port: self.value(k, "health_port"),
+            default_backend_namespaces: self.value(k, "default_backend_namespaces"),
+            host_ownership: self.value(k, "host_ownership"),
         };
         let class = kubernetes.effective_ingress_class();
         if !is_dns_subdomain(&class) {

@@ -12,7 +12,8 @@ use crate::controller::writer::{WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
-use crate::translate::{Inputs, TranslateOptions, namespace_of, translate};
+use crate::translate::budget::{Budget, translate_within};
+use crate::translate::{Inputs, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -181,6 +182,9 @@ pub struct Context {
     /// `[kubernetes] member_change_window_ms`: how long a Service's member update waits for more
     /// endpoint changes (see `service::reconcile`).
     pub member_change_window: Duration,
+    /// What the project's Octavia quotas leave for the router (None: unlimited or not read yet);
+    /// refreshed by the resync loop (see `translate::budget`).
+    budget: Mutex<Option<Budget>>,
 }
 
 impl Context {
@@ -210,6 +214,7 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             service_warnings: Mutex::new(ServiceWarnings::default()),
             member_change_window: Duration::ZERO,
+            budget: Mutex::new(None),
         }
     }
 
@@ -217,6 +222,19 @@ impl Context {
     pub fn with_member_change_window(mut self, window: Duration) -> Self {
         self.member_change_window = window;
         self
+    }
+
+    /// Sets the budget the translation refuses Ingresses beyond; true when it changed.
+    pub fn set_budget(&self, budget: Option<Budget>) -> bool {
+        let mut b = self.budget.lock().expect("lock");
+        std::mem::replace(&mut *b, budget) != budget
+    }
+
+    /// The router's listeners as of the last successful Sync (their policies are the router's,
+    /// not the project's other load balancers').
+    pub fn router_listeners(&self) -> Option<std::collections::BTreeSet<String>> {
+        let last = self.last_sync.lock().expect("lock");
+        last.as_ref().map(|(_, r)| std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect())
     }
 
     /// Waits until every cache is synced.
@@ -228,7 +246,8 @@ impl Context {
     /// The inputs and the desired router from the caches now.
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
-        let desired = translate(&inputs, &self.opts);
+        let budget = *self.budget.lock().expect("lock");
+        let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
         (inputs, desired)
     }

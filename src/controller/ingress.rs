@@ -115,6 +115,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
             for w in desired.warnings.iter().filter(|w| w.object == me) {
                 ctx.publish(&UserEvent::warning(&w.reason, "Sync", &w.message), &regarding).await;
             }
+            crate::controller::conflicts::publish_conflicts(ctx, &desired, Some(&me)).await;
             let policies = desired.policies.iter().filter(|p| p.owner == me).count();
             ctx.publish(
                 &UserEvent::normal(

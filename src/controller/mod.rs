@@ -18,6 +18,7 @@
 //! - [`error`]: [`ControllerError`], with a label per variant for metrics.
 
 pub mod client;
+pub mod conflicts;
 pub mod context;
 pub mod error;
 pub mod events;

@@ -338,6 +338,7 @@ async fn run_leader<B: RouterBackend>(
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
+    let quota_client = backend.quota_client();
     let writer = Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()) });
     let k = &settings.kubernetes;
     let config = ControllerConfig::default().debounce(Duration::from_millis(500));
@@ -425,7 +426,8 @@ async fn run_leader<B: RouterBackend>(
         let _ = caches_tx.send(true);
         ready_tx.send_modify(|r| r.caches_synced = true);
     }));
-    let resync = tokio::spawn(resync_loop(ctx.clone(), k.resync_period.max(Duration::from_secs(10)), stop_rx.clone()));
+    let period = k.resync_period.max(Duration::from_secs(10));
+    let resync = tokio::spawn(resync_loop(ctx.clone(), period, quota_client, stop_rx.clone()));
 
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;
@@ -449,7 +451,12 @@ where
 
 /// A forced Sync from the caches at start (once they are synced) and every `period`: repairs
 /// drift (a policy deleted by hand, a member list changed behind our back).
-async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Receiver<bool>) {
+async fn resync_loop(
+    ctx: Arc<Context>,
+    period: Duration,
+    quota_client: Option<crate::openstack::Octavia>,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = ctx.wait_caches() => {}
@@ -457,19 +464,42 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
         }
         let span = reconcile_span("resync", "", "");
         match tracing::Instrument::instrument(ctx.sync(true), span).await {
-            Ok((_, report)) => {
+            Ok((desired, report)) => {
                 ctx.metrics.reconcile_result("resync", "ok");
                 tracing::info!(writes = report.writes.len(), "resync done");
+                crate::controller::conflicts::publish_conflicts(&ctx, &desired, None).await;
             }
             Err(e) => {
                 ctx.metrics.reconcile_result("resync", e.metric_label());
                 tracing::warn!(error = %e, "resync failed");
             }
         }
+        if let Some(octavia) = &quota_client {
+            refresh_budget(&ctx, octavia).await;
+        }
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
             _ = stop.wait_for(|v| *v) => return,
         }
+    }
+}
+
+/// Reads the project's quotas (after a Sync, which tells the router's listeners apart from the
+/// project's other load balancers) and, when the budget changed, converges to it at once.
+async fn refresh_budget(ctx: &Context, octavia: &crate::openstack::Octavia) {
+    let Some(listeners) = ctx.router_listeners() else { return };
+    match crate::driver::quota::read_budget(octavia, &listeners).await {
+        Ok(budget) => {
+            if ctx.set_budget(budget) {
+                tracing::info!(?budget, "L7 policy/rule budget under the project quota changed");
+                match ctx.sync(false).await {
+                    Ok((desired, _)) => crate::controller::conflicts::publish_conflicts(ctx, &desired, None).await,
+                    Err(e) => tracing::warn!(error = %e, "sync after a budget change failed"),
+                }
+            }
+        }
+        // Unreadable quotas (e.g. a policy that forbids reading them): keep the last budget.
+        Err(e) => tracing::warn!(error = %e, "cannot read the project's Octavia quotas"),
     }
 }
 

@@ -79,6 +79,10 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn conflict_retries(&self) -> u64 {
         0
     }
+    /// An Octavia client to read the project's quotas with (None: no quotas to honour).
+    fn quota_client(&self) -> Option<crate::openstack::Octavia> {
+        None
+    }
 }
 
 /// One queued job with its waiters.
@@ -394,6 +398,10 @@ fn driver_error(e: DriverError) -> WriteError {
 }
 
 impl RouterBackend for OctaviaBackend {
+    fn quota_client(&self) -> Option<crate::openstack::Octavia> {
+        Some(self.router.octavia().clone())
+    }
+
     async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
         let report = self.router.converge(desired).await.map_err(driver_error)?;
         // Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator

@@ -22,6 +22,7 @@ mod https;
 mod lifecycle;
 pub mod ownership;
 pub mod plan;
+pub mod quota;
 mod read;
 pub mod read_cache;
 pub mod report;

@@ -132,6 +132,14 @@ pub struct L7Policy {
     pub updated_at: Option<String>,
 }
 
+/// The part of a project's Octavia quotas we read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Quota {
+    pub l7policy: Option<i64>,
+    pub l7rule: Option<i64>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct L7Rule {
@@ -374,6 +382,14 @@ impl Octavia {
         let req = Request::new(Service::LoadBalancer, Method::PUT, format!("{BASE}/pools/{pool_id}/members"))
             .json(json!({ "members": members }));
         self.retry_busy(|| self.session.send(&req)).await.map(drop)
+    }
+
+    // Quotas.
+
+    /// The project's quotas (`GET /v2/lbaas/quotas/{project}`): -1 is unlimited; absent fields
+    /// (an older Octavia) are `None`.
+    pub async fn get_quota(&self, project_id: &str) -> Result<Quota> {
+        self.get(format!("{BASE}/quotas/{project_id}"), "quota").await
     }
 
     // L7 policies and rules.

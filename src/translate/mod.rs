@@ -7,6 +7,7 @@
 //! policies → pools → members and zone-aware weights. See `docs/routing-semantics.md` and
 //! `docs/zone-aware.md` for the reasoning behind each encoding.
 
+pub mod budget;
 pub mod health;
 pub mod manifest;
 pub mod members;
@@ -15,6 +16,7 @@ pub mod render;
 pub mod routes;
 pub mod rules;
 pub mod status;
+pub mod tenancy;
 pub mod tls;
 pub mod zone;
 
@@ -91,6 +93,9 @@ pub struct TranslateOptions {
     /// HTTPS listener and redirects (`[tls]`).
     #[serde(default)]
     pub tls: tls::TlsOptions,
+    /// Default backends and host ownership (`[kubernetes]`, see [`tenancy`]).
+    #[serde(default)]
+    pub tenancy: tenancy::TenancyOptions,
     /// `[status_responder]`: the Service whose endpoints fill the reserved 404/503 pools; `None`:
     /// no responder (see [`status`]).
     #[serde(default)]
@@ -117,6 +122,7 @@ impl Default for TranslateOptions {
             lb_algorithm: "ROUND_ROBIN".into(),
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
+            tenancy: tenancy::TenancyOptions::default(),
             status_responder: None,
             health_monitor_defaults: crate::model::HealthMonitorSpec::default(),
         }

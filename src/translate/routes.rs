@@ -9,9 +9,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use super::members::{SliceCache, endpoints_as_slices};
 use super::names::{guard_name, policy_name, pool_name};
 use super::rules::{
-    HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule, normalize_prefix,
-    path_problem, path_rule, value_problem,
+    HostKind, MAX_RULES, PathKind, exclusion_rules, host_pattern, host_problem, host_rule, host_value_problem,
+    normalize_prefix, path_problem, path_rule, value_problem,
 };
+use super::tenancy::{HOST_OWNED, HostOwners};
 use super::{Inputs, TranslateOptions, namespace_of};
 use crate::model::{DesiredRouter, KubeRef, Policy, Pool, Warning};
 
@@ -127,9 +128,9 @@ impl Route {
     }
 }
 
-type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
+pub(crate) type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
 
-fn age(ing: &Ingress) -> Age<'_> {
+pub(crate) fn age(ing: &Ingress) -> Age<'_> {
     (ing.metadata.creation_timestamp.as_ref(), namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
@@ -147,10 +148,13 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
     ours.sort_by(|a, b| age(a).cmp(&age(b)));
 
-    // Default backend: the oldest Ingress with a routable one wins.
+    let owners = opts.tenancy.host_ownership.then(|| HostOwners::build(&ours));
+    // Router-wide default backend: the oldest allowed Ingress whose rules name no host.
     let mut default: Option<(PoolKey, KubeRef)> = None;
     // Routes keyed by what they match; first claimant (oldest) wins.
     let mut claimed: BTreeMap<(String, PathKind, String), Route> = BTreeMap::new();
+    // Per-host catch-alls of the Ingresses' default backends, claimed after every explicit route.
+    let mut catch_alls: Vec<Route> = Vec::new();
     for ing in &ours {
         let owner = ingress_ref(ing);
         let spec = ing.spec.as_ref();
@@ -165,30 +169,44 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         let Some(spec) = spec else {
             continue;
         };
-        if let Some(b) = spec.default_backend.as_ref() {
-            match resolve_backend(&owner, "defaultBackend", b, &services) {
-                Ok(key) => match &default {
-                    None => default = Some((key, owner.clone())),
-                    Some((_, winner)) => warn(
-                        &mut warnings,
-                        &owner,
-                        "ConflictingDefaultBackend",
-                        format!(
-                            "{owner}: spec.defaultBackend ignored: the router's default backend is already set by the older {winner}"
-                        ),
-                    ),
-                },
-                Err((reason, msg)) => warn(&mut warnings, &owner, reason, msg),
-            }
+        let default_backend = spec.default_backend.as_ref().and_then(|b| {
+            resolve_backend(&owner, "defaultBackend", b, &services)
+                .map_err(|(reason, msg)| warn(&mut warnings, &owner, reason, msg))
+                .ok()
+        });
+        // The hosts this Ingress's default backend catches ("" = any host: the router-wide one).
+        let mut own_hosts: BTreeSet<String> = BTreeSet::new();
+        if spec.rules.as_ref().is_none_or(Vec::is_empty) {
+            own_hosts.insert(String::new());
         }
         for (ri, rule) in spec.rules.iter().flatten().enumerate() {
             let host = rule.host.clone().unwrap_or_default();
-            if !host.is_empty()
-                && let Some(p) = host_problem(&host)
-            {
-                warn(&mut warnings, &owner, "InvalidHost", format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"));
-                continue;
+            if !host.is_empty() {
+                if let Some(p) = host_problem(&host) {
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidHost",
+                        format!("{owner}: rules[{ri}] host {host:?} dropped: {p}"),
+                    );
+                    continue;
+                }
+                if let Some(why) = host_value_problem(&host) {
+                    warn(
+                        &mut warnings,
+                        &owner,
+                        "InvalidRuleValue",
+                        format!("{owner}: rules[{ri}] host {host:?} dropped: {why}"),
+                    );
+                    continue;
+                }
+                if let Some(o) = owners.as_ref().and_then(|o| o.refuses(&owner.namespace, &host)) {
+                    let msg = HostOwners::message(&owner, &format!("rules[{ri}]"), &host, o);
+                    warn(&mut warnings, &owner, HOST_OWNED, msg);
+                    continue;
+                }
             }
+            own_hosts.insert(host.clone());
             let Some(http) = rule.http.as_ref() else {
                 continue;
             };
@@ -198,24 +216,19 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                 let Some(route) = path_route(&owner, &host, &where_, p, &services, &mut warnings) else {
                     continue;
                 };
-                let key = (host.clone(), route.kind, route.match_path.clone());
-                match claimed.get(&key) {
-                    None => {
-                        claimed.insert(key, route);
-                    }
-                    Some(w) => warn(
-                        &mut warnings,
-                        &owner,
-                        "DuplicateRoute",
-                        format!(
-                            "{owner}: {where_} ignored: {} is already routed by {} (older, or listed first)",
-                            route.describe(),
-                            w.owner
-                        ),
-                    ),
-                }
+                claim(&mut claimed, route, &where_, &mut warnings);
             }
         }
+        let Some(key) = default_backend else { continue };
+        for host in own_hosts.iter().filter(|h| !h.is_empty()) {
+            catch_alls.push(catch_all_route(&owner, host, key.clone()));
+        }
+        if own_hosts.contains("") {
+            claim_router_default(&mut default, &owner, key, &opts.tenancy, &mut warnings);
+        }
+    }
+    for route in catch_alls {
+        claim(&mut claimed, route, "spec.defaultBackend", &mut warnings);
     }
 
     let default_key = default.map(|(k, _)| k);
@@ -266,6 +279,85 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         https,
         redirects: tls.redirects,
         health_monitors,
+    }
+}
+
+/// Claims a route's (host, path) for its Ingress unless an older route holds it; the loser gets
+/// a warning naming the winner. A default backend's catch-all (path type `defaultBackend`) never
+/// displaces an explicit `Prefix /`, and is silent when its own Ingress routes that path itself.
+fn claim(
+    claimed: &mut BTreeMap<(String, PathKind, String), Route>,
+    route: Route,
+    where_: &str,
+    warnings: &mut Vec<Warning>,
+) {
+    let key = (route.host.clone(), route.kind, route.match_path.clone());
+    let Some(w) = claimed.get(&key) else {
+        claimed.insert(key, route);
+        return;
+    };
+    let owner = &route.owner;
+    if route.path_type != DEFAULT_BACKEND_PATH_TYPE {
+        let msg = format!(
+            "{owner}: {where_} ignored: {} is already routed by {} (older, or listed first)",
+            route.describe(),
+            w.owner
+        );
+        warn(warnings, owner, "DuplicateRoute", msg);
+    } else if w.owner != *owner {
+        let host = &route.host;
+        let msg = format!(
+            "{owner}: spec.defaultBackend does not catch the unmatched paths of host {host}: {} of {} already does",
+            w.describe(),
+            w.owner
+        );
+        warn(warnings, owner, "ConflictingDefaultBackend", msg);
+    }
+}
+
+/// Path type shown for the catch-all policy of an Ingress's default backend on one of its hosts.
+pub const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
+
+/// The catch-all of `owner`'s default backend on `host`: matches like `Prefix /`, so it comes
+/// after every path of that host and stops the host's unmatched requests from going elsewhere.
+fn catch_all_route(owner: &KubeRef, host: &str, pool: PoolKey) -> Route {
+    Route {
+        host: host.to_string(),
+        kind: PathKind::Prefix,
+        path_type: DEFAULT_BACKEND_PATH_TYPE.into(),
+        path: "/".into(),
+        match_path: "/".into(),
+        pool: Some(pool),
+        owner: owner.clone(),
+    }
+}
+
+/// The router-wide default backend (listener default pool): the oldest claim from an allowed
+/// namespace wins; the others are told why theirs is ignored.
+fn claim_router_default(
+    default: &mut Option<(PoolKey, KubeRef)>,
+    owner: &KubeRef,
+    key: PoolKey,
+    tenancy: &super::tenancy::TenancyOptions,
+    warnings: &mut Vec<Warning>,
+) {
+    if !tenancy.may_set_router_default(&owner.namespace) {
+        let msg = format!(
+            "{owner}: spec.defaultBackend does not catch requests for other hosts: namespace {} may not set the router-wide default backend ([kubernetes] default_backend_namespaces = {})",
+            owner.namespace,
+            tenancy.default_backend_namespaces.join(",")
+        );
+        warn(warnings, owner, "DefaultBackendNotAllowed", msg);
+        return;
+    }
+    match default {
+        None => *default = Some((key, owner.clone())),
+        Some((_, winner)) => {
+            let msg = format!(
+                "{owner}: spec.defaultBackend ignored for hosts without rules: the router's default backend is already set by the older {winner}"
+            );
+            warn(warnings, owner, "ConflictingDefaultBackend", msg);
+        }
     }
 }
 
@@ -322,10 +414,8 @@ fn path_route(
         PathKind::Prefix => normalize_prefix(&path).to_string(),
     };
     // Octavia's value checks, on the exact rules we would write.
+    // (The host's values were checked with the rule: `host_value_problem`.)
     let mut values = Vec::new();
-    if !host.is_empty() {
-        values.push(host_rule(host).value);
-    }
     if let Some(r) = path_rule(kind, &path, !host.is_empty()) {
         values.push(r.value);
     }

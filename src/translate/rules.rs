@@ -142,6 +142,16 @@ pub fn value_problem(value: &str) -> Option<String> {
     None
 }
 
+/// Octavia's value checks on every rule a host can appear in: its own HOST_NAME rule, and the
+/// inverted exclusion rule that keeps its requests out of wildcard and host-less policies
+/// (`^(<host>)(:[0-9]+)?$`, the longer of the two). A 253-character host is legal in Kubernetes,
+/// yet its escaped exclusion value exceeds 255 characters and Octavia answers 400.
+pub fn host_value_problem(host: &str) -> Option<String> {
+    std::iter::once(host_rule(host).value)
+        .chain(exclusion_rules(&[host_pattern(host)]).into_iter().map(|r| r.value))
+        .find_map(|v| value_problem(&v))
+}
+
 /// The regex body (no anchors) matching a host: exact hosts literally, `*.example.com` as exactly
 /// one extra label (`[^.]+`), never the bare suffix and never two labels.
 pub fn host_pattern(host: &str) -> String {

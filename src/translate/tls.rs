@@ -24,7 +24,8 @@ use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
 
 use super::names::{certificate_name, redirect_name};
-use super::rules::{HostKind, host_problem, host_rule};
+use super::rules::{HostKind, host_problem, host_rule, host_value_problem};
+use super::tenancy::{HOST_OWNED, HostOwners};
 use super::{Inputs, TranslateOptions, namespace_of};
 use crate::certificate::ParsedCertificate;
 use crate::model::{
@@ -108,6 +109,7 @@ fn wants_redirect(ing: &Ingress, owner: &KubeRef, opts: &TlsOptions, warnings: &
 fn collect_claims(
     ours: &[&Ingress],
     opts: &TlsOptions,
+    owners: Option<&HostOwners>,
     certs: &mut BTreeMap<String, Certificate>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<Claim> {
@@ -137,6 +139,15 @@ fn collect_claims(
             for host in tls.hosts.iter().flatten() {
                 if let Some(p) = host_problem(host) {
                     warn(warnings, &owner, "InvalidHost", format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}"));
+                    continue;
+                }
+                if let Some(p) = host_value_problem(host) {
+                    let msg = format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}");
+                    warn(warnings, &owner, "InvalidRuleValue", msg);
+                    continue;
+                }
+                if let Some(o) = owners.and_then(|o| o.refuses(ns, host)) {
+                    warn(warnings, &owner, HOST_OWNED, HostOwners::message(&owner, &format!("spec.tls[{i}]"), host, o));
                     continue;
                 }
                 claims.push(Claim {
@@ -193,7 +204,8 @@ pub fn translate_tls(
 ) -> TlsRouting {
     let topts = &opts.tls;
     let mut certs: BTreeMap<String, Certificate> = BTreeMap::new();
-    let claims = collect_claims(ours, topts, &mut certs, warnings);
+    let owners = opts.tenancy.host_ownership.then(|| HostOwners::build(ours));
+    let claims = collect_claims(ours, topts, owners.as_ref(), &mut certs, warnings);
     if let Some((ns, name)) = &topts.default_certificate {
         certs.entry(certificate_name(ns, name)).or_insert_with(|| empty_certificate(ns, name));
     }
@@ -225,6 +237,7 @@ pub fn translate_tls(
     }
     // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
     let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
+    let mut host_winner: BTreeMap<&str, &KubeRef> = BTreeMap::new();
     for c in &claims {
         if let Some((winner, _)) = host_cert.get(&c.host) {
             if *winner != c.certificate {
@@ -233,8 +246,12 @@ pub fn translate_tls(
                     &c.owner,
                     "ConflictingCertificate",
                     format!(
-                        "{}: TLS host {} ignored for {}: it is already served with {} by an older Ingress",
-                        c.owner, c.host, certs[&c.certificate].secret, certs[winner].secret
+                        "{}: TLS host {} ignored for {}: it is already served with {} by the older {}",
+                        c.owner,
+                        c.host,
+                        certs[&c.certificate].secret,
+                        certs[winner].secret,
+                        host_winner[c.host.as_str()]
                     ),
                 );
             }
@@ -260,6 +277,7 @@ pub fn translate_tls(
         }
         cert.hosts.push(c.host.clone());
         host_cert.insert(c.host.clone(), (c.certificate.clone(), c.redirect));
+        host_winner.insert(&c.host, &c.owner);
     }
     for cert in certs.values_mut() {
         cert.hosts.sort();

@@ -1,0 +1,60 @@
+//! The router's budget of L7 policies and rules under the project's Octavia quotas (see
+//! `translate::budget`): the quota minus what the project's other load balancers use. Three
+//! reads (token info is cached by the session, the quota, the project's policies), no write.
+
+use std::collections::BTreeSet;
+
+use crate::openstack::octavia::L7Policy;
+use crate::openstack::{ListQuery, Octavia, Result};
+use crate::translate::budget::{Budget, Usage};
+
+/// L7 policies and rules of the project that are not on `our_listeners`.
+pub fn usage_elsewhere(policies: &[L7Policy], our_listeners: &BTreeSet<String>) -> Usage {
+    let others = policies.iter().filter(|p| !our_listeners.contains(&p.listener_id));
+    others.fold(Usage::default(), |u, p| Usage {
+        l7policies: u.l7policies + 1,
+        l7rules: u.l7rules + p.rules.len() as u64,
+    })
+}
+
+/// The budget of the router whose listeners are `our_listeners`; `None` when the project's
+/// l7policy and l7rule quotas are unlimited (then nothing else is read).
+pub async fn read_budget(octavia: &Octavia, our_listeners: &BTreeSet<String>) -> Result<Option<Budget>> {
+    let project = octavia.session().token_info().await?.project_id.unwrap_or_default();
+    let quota = octavia.get_quota(&project).await?;
+    let limited = |q: Option<i64>| q.is_some_and(|q| q >= 0);
+    if !limited(quota.l7policy) && !limited(quota.l7rule) {
+        return Ok(None);
+    }
+    let q = ListQuery {
+        fields: vec!["id".into(), "listener_id".into(), "rules".into()],
+        extra: vec![("project_id".into(), project)],
+        ..ListQuery::default()
+    };
+    let policies = octavia.list_l7policies(&q).await?;
+    Ok(Budget::from_quota(quota.l7policy, quota.l7rule, usage_elsewhere(&policies, our_listeners)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openstack::octavia::IdRef;
+
+    #[test]
+    fn usage_elsewhere_leaves_out_our_listeners() {
+        let policy = |listener: &str, rules: usize| L7Policy {
+            listener_id: listener.into(),
+            rules: (0..rules).map(|i| IdRef { id: format!("r{i}") }).collect(),
+            ..L7Policy::default()
+        };
+        let ours: BTreeSet<String> = ["http".to_string(), "https".to_string()].into();
+        let cases = [
+            (vec![], Usage::default()),
+            (vec![policy("http", 3), policy("https", 2)], Usage::default()),
+            (vec![policy("http", 3), policy("other", 2), policy("third", 0)], Usage { l7policies: 2, l7rules: 2 }),
+        ];
+        for (policies, want) in cases {
+            assert_eq!(usage_elsewhere(&policies, &ours), want, "{policies:?}");
+        }
+    }
+}
