@@ -13,6 +13,23 @@ pub struct Cloud {
     /// Where TLS certificates are stored; None when the cloud has no key manager.
     pub barbican: Option<Barbican>,
     pub spec: RouterSpec,
+    /// Whether this process may write (the leader lease): checked before every write.
+    pub gate: WriteGate,
+}
+
+/// "Still leader?", cheap enough to ask before every Octavia write: the leader election's watch
+/// (see `controller::leader`); always open without leader election.
+#[derive(Clone, Debug, Default)]
+pub struct WriteGate(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl WriteGate {
+    pub fn new(is_leader: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self(Some(is_leader))
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.0.as_ref().is_none_or(|rx| *rx.borrow())
+    }
 }
 
 impl Cloud {

@@ -42,6 +42,13 @@ pub enum DriverError {
     /// A certificate that translated fine could not be bundled (never expected).
     #[error("certificate: {0}")]
     Certificate(String),
+    #[error("this replica lost its leader lease: no more writes (the new leader continues)")]
+    NotLeader,
+    #[error(
+        "L7 router {name} ({id}) refuses writes ({why}); writes are skipped until it is ACTIVE again (checked every \
+         {recheck_s} s)"
+    )]
+    RouterBlocked { name: String, id: String, why: String, recheck_s: u64 },
     #[error("write failed: {write}: {source}")]
     Write {
         write: String,
@@ -56,6 +63,8 @@ impl DriverError {
         match self {
             DriverError::OpenStack(e) | DriverError::Write { source: e, .. } => e.label(),
             DriverError::RouterInError { .. } => "router_error",
+            DriverError::RouterBlocked { .. } => "router_blocked",
+            DriverError::NotLeader => "not_leader",
             DriverError::AdoptedRouterNotFound(_) => "router_not_found",
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",

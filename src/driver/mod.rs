@@ -10,6 +10,7 @@
 //! - the types the callers see: [`spec::RouterSpec`], [`error::DriverError`], [`report`].
 
 pub mod actual;
+pub mod blocked;
 pub mod certificates;
 mod cloud;
 mod create_body;
@@ -18,12 +19,14 @@ pub mod error;
 mod execute;
 mod floating_ip;
 mod https;
+pub mod isolation;
 mod lifecycle;
 pub mod ownership;
 pub mod plan;
 mod read;
 pub mod read_cache;
 pub mod report;
+pub mod rounds;
 pub mod router;
 pub mod sim;
 pub mod spec;
@@ -31,6 +34,6 @@ pub mod spec;
 pub use create_body::populated_create;
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
-pub use report::{CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
+pub use report::{WriteFailure, CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
 pub use router::Router;
 pub use spec::RouterSpec;
