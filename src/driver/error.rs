@@ -49,6 +49,9 @@ pub enum DriverError {
          {recheck_s} s)"
     )]
     RouterBlocked { name: String, id: String, why: String, recheck_s: u64 },
+    /// A write the in-memory Octavia (`super::sim`) cannot apply (tests only).
+    #[error("simulated Octavia: {0}")]
+    Simulated(String),
     #[error("write failed: {write}: {source}")]
     Write {
         write: String,
@@ -65,6 +68,7 @@ impl DriverError {
             DriverError::RouterInError { .. } => "router_error",
             DriverError::RouterBlocked { .. } => "router_blocked",
             DriverError::NotLeader => "not_leader",
+            DriverError::Simulated(_) => "sim",
             DriverError::AdoptedRouterNotFound(_) => "router_not_found",
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",

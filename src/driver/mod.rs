@@ -35,5 +35,6 @@ pub use create_body::populated_create;
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
 pub use report::{WriteFailure, CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
+pub use cloud::WriteGate;
 pub use router::Router;
 pub use spec::RouterSpec;

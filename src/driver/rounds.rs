@@ -56,7 +56,8 @@ pub struct RoundOptions<'a> {
     /// the process: a dead predecessor's create may land after our read).
     pub verify: bool,
     pub backoff: &'a Mutex<WriteBackoff>,
-    pub now: fn() -> Instant,
+    /// The time of this convergence (injected: the holds are measured against it).
+    pub now: Instant,
 }
 
 /// Converge one listener's children to `desired`, in rounds (see the module docs).
@@ -71,7 +72,7 @@ pub async fn converge_listener<I: ListenerIo>(
     for round in 1.. {
         let busy_before = io.busy();
         let actual = io.read(round).await?;
-        let held = o.backoff.lock().expect("backoff lock").held((o.now)());
+        let held = o.backoff.lock().expect("backoff lock").held(o.now);
         let held_keys: BTreeSet<WriteKey> = held.keys().cloned().collect();
         let existing = existing_keys(&actual, o);
         let plan = plan_writes(&exclude_held(desired, o.listener, &held_keys, &existing), &actual, o.diff);
@@ -108,7 +109,7 @@ pub async fn converge_listener<I: ListenerIo>(
             }
         }
     }
-    let next = o.backoff.lock().expect("backoff lock").next_retry((o.now)());
+    let next = o.backoff.lock().expect("backoff lock").next_retry(o.now);
     report.retry_after = match (report.retry_after, next) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -154,7 +155,7 @@ async fn run_writes<I: ListenerIo>(
             Err(DriverError::Write { write, source }) if is_permanent(&source) => {
                 let reason = failure_reason(&source);
                 let message = source.to_string();
-                let delay = o.backoff.lock().expect("backoff lock").failed(key.clone(), reason, message.clone(), (o.now)());
+                let delay = o.backoff.lock().expect("backoff lock").failed(key.clone(), reason, message.clone(), o.now);
                 tracing::warn!(%write, object = %key, reason, retry_in_s = delay.as_secs(), error = %source,
                     "octavia refused a write: its object is on hold, the other changes go on");
                 return Ok(Some(WriteFailure { object: key.to_string(), write, reason, message, owners: owners(&key, desired) }));

@@ -300,7 +300,7 @@ impl Router {
             diff: &diff,
             verify: !self.verified.load(Ordering::SeqCst),
             backoff: &self.backoff,
-            now: Instant::now,
+            now: Instant::now(),
         };
         rounds::converge_listener(&mut io, desired, &opts, report).await?;
         self.verified.store(true, Ordering::SeqCst);
