@@ -81,11 +81,17 @@ impl RouterBackend for SimBackend {
             vip_address: self.address,
             ..ConvergeReport::default()
         };
-        converge_listener(&mut io, desired, &opts, &mut report).await.map_err(|e| WriteError::new(e.label(), e.to_string()))?;
+        converge_listener(&mut io, desired, &opts, &mut report)
+            .await
+            .map_err(|e| WriteError::new(e.label(), e.to_string()))?;
         for w in &mut report.writes {
             w.duration = Duration::ZERO;
         }
         Ok(report)
+    }
+
+    fn set_write_gate(&mut self, gate: WriteGate) {
+        self.gate = gate;
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {

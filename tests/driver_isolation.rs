@@ -41,7 +41,12 @@ fn route(ing: &str, host: &str, svc: &str) -> Policy {
         position: 0,
         pool: format!("default_{svc}"),
         rules: vec![
-            Rule { rule_type: RuleType::HostName, compare_type: CompareType::EqualTo, value: host.into(), invert: false },
+            Rule {
+                rule_type: RuleType::HostName,
+                compare_type: CompareType::EqualTo,
+                value: host.into(),
+                invert: false,
+            },
             Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false },
         ],
         owner: KubeRef::new("Ingress", "default", ing),
@@ -123,7 +128,11 @@ fn names(d: &DesiredRouter) -> Vec<String> {
 #[tokio::test]
 async fn a_refused_write_stops_only_its_own_object() {
     let sim = Sim::new();
-    let want = desired(vec![route("a", "a.example", "svc-a"), route("bad", "bad.example", "svc-b"), route("c", "c.example", "svc-c")]);
+    let want = desired(vec![
+        route("a", "a.example", "svc-a"),
+        route("bad", "bad.example", "svc-b"),
+        route("c", "c.example", "svc-c"),
+    ]);
     let refuse_bad = |w: &Write| w.to_string().contains("bad.example").then(|| api(400, "Invalid input for value"));
     let t0 = Instant::now();
     let report = sim.converge(&want, t0, refuse_bad, WriteGate::default()).await.unwrap();
@@ -193,7 +202,8 @@ async fn removal_only_deletes_go_before_creates_on_a_full_router() {
     let state = sim.state.clone();
     let over_quota = move |w: &Write| {
         let full = state.lock().unwrap().router.policies.len() >= quota;
-        (matches!(w, Write::CreatePolicy { .. }) && full).then(|| api(403, "Quota has been met for resources: L7 Policy"))
+        (matches!(w, Write::CreatePolicy { .. }) && full)
+            .then(|| api(403, "Quota has been met for resources: L7 Policy"))
     };
     let after = desired(vec![route("a", "a.example", "svc-a"), route("new", "new.example", "svc-n")]);
     let report = sim.converge(&after, Instant::now(), over_quota, WriteGate::default()).await.unwrap();

@@ -20,6 +20,7 @@ use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
+use crate::driver::WriteGate;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
@@ -141,7 +142,7 @@ where
 
     if !settings.kubernetes.enable_ingress {
         tracing::info!("ingress handlers disabled ([kubernetes] enable_ingress = False)");
-        ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true });
+        ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
         on_true(&stop_rx).await;
         return finish_server(server).await;
     }
@@ -166,7 +167,14 @@ where
     };
 
     let result = match backend(&settings, &metrics) {
-        Ok(b) => run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await,
+        Ok(mut b) => {
+            // A lost lease stops the writes before the next one, not after the job (see
+            // driver::rounds); the handlers stop on it too (acquire_leadership).
+            if let Some(l) = &leadership {
+                b.set_write_gate(WriteGate::new(l.is_leader()));
+            }
+            run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await
+        }
         Err(e) => Err(e),
     };
     let lost = leadership.as_ref().is_some_and(|l| !*l.is_leader().borrow());
@@ -198,7 +206,7 @@ async fn acquire_leadership(
     // A standby is "ready" as a standby: nothing routes traffic to this pod, and a standby that
     // never turned ready would block rolling updates. /readyz of the leader reports its caches
     // and router.
-    ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true });
+    ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
     tracing::info!(lease = %k.lease_name, %identity, "waiting for leadership");
     tokio::select! {
         r = l.acquired() => r?,
@@ -338,7 +346,8 @@ async fn run_leader<B: RouterBackend>(
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
-    let writer = Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()) });
+    let writer =
+        Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) });
     let k = &settings.kubernetes;
     let config = ControllerConfig::default().debounce(Duration::from_millis(500));
     let ing_ctl =
@@ -452,6 +461,7 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
         let span = reconcile_span("resync", "", "");
         match tracing::Instrument::instrument(ctx.sync(true), span).await {
             Ok((_, report)) => {
+                ctx.refresh_statuses(report.address).await;
                 ctx.metrics.reconcile_result("resync", "ok");
                 tracing::info!(writes = report.writes.len(), "resync done");
             }

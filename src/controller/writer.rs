@@ -13,14 +13,15 @@
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
+use crate::controller::health::Readiness;
 use crate::controller::metrics::{JobLabels, Metrics};
-use crate::driver::{ConvergeReport, DriverError, MembersChange, Router};
+use crate::driver::{ConvergeReport, DriverError, MembersChange, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// A failed write, cloneable so every coalesced waiter gets it.
@@ -79,6 +80,12 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn conflict_retries(&self) -> u64 {
         0
     }
+    /// Whether the router refuses every write now (see `driver::blocked`), for `/readyz`.
+    fn blocked(&self) -> bool {
+        false
+    }
+    /// Write only while `gate` is open (the leader lease), checked before every write.
+    fn set_write_gate(&mut self, _gate: WriteGate) {}
 }
 
 /// One queued job with its waiters.
@@ -202,6 +209,8 @@ fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
     pub metrics: Option<Metrics>,
+    /// `/readyz`: not ready while the router refuses every write.
+    pub readiness: Option<watch::Sender<Readiness>>,
 }
 
 struct Shared {
@@ -211,6 +220,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// After each job: `/readyz` and the gauge follow whether the router refuses writes.
+    fn blocked_is(&self, blocked: bool) {
+        if let Some(r) = &self.metrics.readiness {
+            r.send_if_modified(|r| std::mem::replace(&mut r.router_blocked, blocked) != blocked);
+        }
+        if let Some(m) = &self.metrics.metrics {
+            m.router_writes_blocked.set(i64::from(blocked));
+        }
+    }
+
     fn depth_changed(&self, depth: usize) {
         if let Some(m) = &self.metrics.metrics {
             m.octavia_write_queue_depth.set(depth as i64);
@@ -364,6 +383,7 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 label
             }
         };
+        shared.blocked_is(backend.blocked());
         let retries = backend.conflict_retries();
         if let Some(m) = &shared.metrics.metrics {
             m.octavia_write_job_duration
@@ -410,5 +430,13 @@ impl RouterBackend for OctaviaBackend {
 
     fn conflict_retries(&self) -> u64 {
         self.router.conflict_retries()
+    }
+
+    fn blocked(&self) -> bool {
+        self.router.is_blocked()
+    }
+
+    fn set_write_gate(&mut self, gate: WriteGate) {
+        self.router.set_write_gate(gate);
     }
 }

@@ -2,19 +2,19 @@
 //! for the router to be ACTIVE again (see [`Cloud::settle`]); the rounds, the failure isolation
 //! and the leader gate are [`super::rounds`]'.
 
+use super::actual::ActualRouter;
 use super::cloud::Cloud;
 use super::create_body::{health_monitor_create, member_create, rule_create};
 use super::error::{DriverError, Result};
 use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write};
-use super::actual::ActualRouter;
 use super::read;
 use super::read_cache::ReadCache;
 use super::report::WriteRecord;
 use super::rounds::ListenerIo;
 use crate::openstack::Error as OsError;
 use crate::openstack::octavia::{
-    HealthMonitorCreate, Listener, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
-    PoolUpdate,
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, Listener, ListenerUpdate, MemberCreate,
+    PoolCreate, PoolUpdate,
 };
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -31,10 +31,12 @@ pub mod router;
 pub mod sim;
 pub mod spec;
 
+pub use cloud::WriteGate;
 pub use create_body::populated_create;
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
-pub use report::{WriteFailure, CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
-pub use cloud::WriteGate;
+pub use report::{
+    CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteFailure, WriteRecord,
+};
 pub use router::Router;
 pub use spec::RouterSpec;

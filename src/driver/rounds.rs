@@ -158,7 +158,13 @@ async fn run_writes<I: ListenerIo>(
                 let delay = o.backoff.lock().expect("backoff lock").failed(key.clone(), reason, message.clone(), o.now);
                 tracing::warn!(%write, object = %key, reason, retry_in_s = delay.as_secs(), error = %source,
                     "octavia refused a write: its object is on hold, the other changes go on");
-                return Ok(Some(WriteFailure { object: key.to_string(), write, reason, message, owners: owners(&key, desired) }));
+                return Ok(Some(WriteFailure {
+                    object: key.to_string(),
+                    write,
+                    reason,
+                    message,
+                    owners: owners(&key, desired),
+                }));
             }
             Err(e) => return Err(e),
         }

@@ -71,9 +71,8 @@ impl Router {
     }
 
     /// Write only while `gate` is open (the leader lease): checked before every write.
-    pub fn with_write_gate(mut self, gate: WriteGate) -> Self {
+    pub fn set_write_gate(&mut self, gate: WriteGate) {
         self.cloud.gate = gate;
-        self
     }
 
     /// Store TLS certificates in this Barbican (the HTTPS listener needs it).
