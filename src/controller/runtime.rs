@@ -170,9 +170,12 @@ where
         Ok(mut b) => {
             // A lost lease stops the writes before the next one, not after the job (see
             // driver::rounds); the handlers stop on it too (acquire_leadership).
-            if let Some(l) = &leadership {
-                b.set_write_gate(WriteGate::new(l.is_leader()));
-            }
+            // On SIGTERM too: the write in flight is the last one (see SHUTDOWN_BUDGET).
+            let gate = match &leadership {
+                Some(l) => WriteGate::new(l.is_leader()),
+                None => WriteGate::default(),
+            };
+            b.set_write_gate(gate.stopping_on(stop_rx.clone()));
             run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
@@ -477,6 +480,18 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
     }
 }
 
+/// How long the writer's job in flight may go on after SIGTERM: the gate is closed, so it makes
+/// no further write; this bounds the Octavia request in flight and the wait for ACTIVE after it
+/// (cut short: Octavia completes the write anyway, and the next leader waits for ACTIVE before
+/// its first write).
+pub const WRITER_DRAIN: Duration = Duration::from_secs(10);
+/// How long the handlers get to finish their Kubernetes writes once the writer answered.
+pub const HANDLERS_GRACE: Duration = Duration::from_secs(15);
+/// The whole shutdown after SIGTERM at most: writer, handlers, then the lease release and the
+/// health server (5 s). `terminationGracePeriodSeconds` must exceed it
+/// (tests/ship_manifests.rs); it need not exceed `write_timeout`.
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(WRITER_DRAIN.as_secs() + HANDLERS_GRACE.as_secs() + 5);
+
 /// Stop the leader's work once the Controllers stopped taking new work (graceful_shutdown_on).
 /// The writer finishes the write in flight and answers queued jobs with `shutdown`, which ends
 /// the reconciles waiting on it; then the reconciles' own Kubernetes writes get a bounded time to
@@ -489,8 +504,8 @@ async fn drain(
     background: Vec<JoinHandle<()>>,
     ctx: &Context,
 ) {
-    tracing::info!("stopping: draining the router writer (the write in flight finishes)");
-    writer.shutdown().await;
+    tracing::info!("stopping: draining the router writer (no write after the one in flight)");
+    writer.shutdown_within(WRITER_DRAIN).await;
     let aborts: Vec<_> = handlers.iter().map(JoinHandle::abort_handle).collect();
     let finished = async {
         for h in handlers {
@@ -499,7 +514,7 @@ async fn drain(
         let _ = resync.await;
     };
     // Before the caches synced no reconcile got past `wait_caches`: nothing to wait for.
-    let grace = if *ctx.caches_ready.borrow() { Duration::from_secs(20) } else { Duration::ZERO };
+    let grace = if *ctx.caches_ready.borrow() { HANDLERS_GRACE } else { Duration::ZERO };
     if tokio::time::timeout(grace, finished).await.is_err() {
         tracing::info!(grace_s = grace.as_secs(), "handlers did not stop within the grace period; aborting them");
         for a in aborts {

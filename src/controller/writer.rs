@@ -314,6 +314,22 @@ impl Writer {
             tracing::error!(error = %e, "router writer task failed");
         }
     }
+
+    /// [`Writer::shutdown`], the job in flight given at most `limit` (then dropped: a write
+    /// already sent completes in Octavia anyway; queued waiters get a `shutdown` error).
+    pub async fn shutdown_within(mut self, limit: std::time::Duration) {
+        self.handle.shared.queue.lock().expect("writer lock").closed = true;
+        self.handle.shared.notify.notify_one();
+        match tokio::time::timeout(limit, &mut self.task).await {
+            Ok(Err(e)) => tracing::error!(error = %e, "router writer task failed"),
+            Ok(Ok(())) => {}
+            Err(_) => {
+                tracing::warn!(limit_s = limit.as_secs(), "the job in flight did not end in time: dropped");
+                self.task.abort();
+                self.handle.shared.queue.lock().expect("writer lock").fail_all(&WriteError::shutdown());
+            }
+        }
+    }
 }
 
 async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {

@@ -31,11 +31,11 @@ pub enum Gate {
     Recheck,
 }
 
-/// Whether a job may write now (time injected).
-pub fn gate(blocked: Option<&Blocked>, now: Instant) -> Gate {
+/// Whether a job may write now (time injected), the router looked at every `recheck`.
+pub fn gate(blocked: Option<&Blocked>, now: Instant, recheck: Duration) -> Gate {
     match blocked {
         None => Gate::Open,
-        Some(b) if now.saturating_duration_since(b.checked) < RECHECK => Gate::Closed,
+        Some(b) if now.saturating_duration_since(b.checked) < recheck => Gate::Closed,
         Some(_) => Gate::Recheck,
     }
 }
@@ -70,9 +70,9 @@ mod tests {
     fn gate_closes_until_the_recheck_is_due() {
         let t0 = Instant::now();
         let b = Blocked { lb_id: None, why: "ERROR".into(), since: t0, checked: t0 };
-        assert_eq!(gate(None, t0), Gate::Open);
-        assert_eq!(gate(Some(&b), t0 + Duration::from_secs(29)), Gate::Closed);
-        assert_eq!(gate(Some(&b), t0 + RECHECK), Gate::Recheck);
+        assert_eq!(gate(None, t0, RECHECK), Gate::Open);
+        assert_eq!(gate(Some(&b), t0 + Duration::from_secs(29), RECHECK), Gate::Closed);
+        assert_eq!(gate(Some(&b), t0 + RECHECK, RECHECK), Gate::Recheck);
     }
 
     #[test]

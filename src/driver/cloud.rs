@@ -17,18 +17,30 @@ pub struct Cloud {
     pub gate: WriteGate,
 }
 
-/// "Still leader?", cheap enough to ask before every Octavia write: the leader election's watch
-/// (see `controller::leader`); always open without leader election.
+/// "May this process still write?", cheap enough to ask before every Octavia write: closed once
+/// the leader lease is lost (the election's watch, see `controller::leader`) or once the process
+/// is stopping (SIGTERM: the write in flight is the last one). Always open when built with
+/// neither.
 #[derive(Clone, Debug, Default)]
-pub struct WriteGate(Option<tokio::sync::watch::Receiver<bool>>);
+pub struct WriteGate {
+    leader: Option<tokio::sync::watch::Receiver<bool>>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+}
 
 impl WriteGate {
+    /// Open while `is_leader` says `true`.
     pub fn new(is_leader: tokio::sync::watch::Receiver<bool>) -> Self {
-        Self(Some(is_leader))
+        Self { leader: Some(is_leader), stop: None }
+    }
+
+    /// Also closed once `stop` says `true`.
+    pub fn stopping_on(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.stop = Some(stop);
+        self
     }
 
     pub fn is_open(&self) -> bool {
-        self.0.as_ref().is_none_or(|rx| *rx.borrow())
+        self.leader.as_ref().is_none_or(|rx| *rx.borrow()) && self.stop.as_ref().is_none_or(|rx| !*rx.borrow())
     }
 }
 

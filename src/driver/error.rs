@@ -42,7 +42,9 @@ pub enum DriverError {
     /// A certificate that translated fine could not be bundled (never expected).
     #[error("certificate: {0}")]
     Certificate(String),
-    #[error("this replica lost its leader lease: no more writes (the new leader continues)")]
+    #[error(
+        "this replica stopped writing (its leader lease is lost, or it is shutting down): the next leader continues"
+    )]
     NotLeader,
     #[error(
         "L7 router {name} ({id}) refuses writes ({why}); writes are skipped until it is ACTIVE again (checked every \

@@ -55,6 +55,8 @@ pub struct Router {
     backoff: Arc<Mutex<WriteBackoff>>,
     /// Set while the router refuses every write (ERROR, or busy beyond `write_timeout`).
     blocked: Arc<Mutex<Option<blocked::Blocked>>>,
+    /// How often a blocked router is looked at again ([`blocked::RECHECK`]).
+    recheck: std::time::Duration,
 }
 
 impl Router {
@@ -67,6 +69,7 @@ impl Router {
             pool_ids: Default::default(),
             backoff: Default::default(),
             blocked: Default::default(),
+            recheck: blocked::RECHECK,
         }
     }
 
@@ -150,7 +153,7 @@ impl Router {
     async fn check_blocked(&self) -> Result<()> {
         let (lb_id, since) = {
             let b = self.blocked.lock().expect("blocked lock");
-            match blocked::gate(b.as_ref(), Instant::now()) {
+            match blocked::gate(b.as_ref(), Instant::now(), self.recheck) {
                 blocked::Gate::Open => return Ok(()),
                 blocked::Gate::Closed => return Err(self.blocked_error(b.as_ref())),
                 blocked::Gate::Recheck => {
@@ -190,7 +193,7 @@ impl Router {
             name: self.cloud.spec.name.clone(),
             id: b.and_then(|b| b.lb_id.clone()).unwrap_or_default(),
             why: b.map(|b| b.why.clone()).unwrap_or_default(),
-            recheck_s: blocked::RECHECK.as_secs(),
+            recheck_s: self.recheck.as_secs(),
         }
     }
 
@@ -208,6 +211,11 @@ impl Router {
             }
         }
         result
+    }
+
+    /// How often a blocked router is looked at again (tests shorten it).
+    pub fn set_blocked_recheck(&mut self, every: std::time::Duration) {
+        self.recheck = every;
     }
 
     /// Whether the router is known to refuse writes (for `/readyz`).
