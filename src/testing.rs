@@ -26,6 +26,8 @@ pub struct SimBackend {
     pub backoff: Arc<Mutex<WriteBackoff>>,
     /// The leader gate, checked before every write.
     pub gate: WriteGate,
+    /// What [`RouterBackend::blocked`] answers (a router refusing every write).
+    pub blocked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SimBackend {
@@ -42,6 +44,7 @@ impl SimBackend {
             refuse: Arc::new(|_| None),
             backoff: Default::default(),
             gate: WriteGate::default(),
+            blocked: Default::default(),
         }
     }
 
@@ -88,6 +91,10 @@ impl RouterBackend for SimBackend {
             w.duration = Duration::ZERO;
         }
         Ok(report)
+    }
+
+    fn blocked(&self) -> bool {
+        self.blocked.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn set_write_gate(&mut self, gate: WriteGate) {
