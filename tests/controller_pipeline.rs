@@ -620,3 +620,32 @@ async fn readiness_is_lost_while_the_router_refuses_writes_and_comes_back() {
     assert_eq!(ready_rx.borrow().missing(), None);
     writer.shutdown().await;
 }
+
+/// Every Ingress status is checked on each resync and patched only where it differs from the
+/// router's address (a router rebuilt elsewhere, a status edited by hand); before, only a
+/// reconcile of that Ingress did it.
+#[tokio::test]
+async fn resync_patches_only_the_ingress_statuses_that_differ() {
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let mut h = harness(kube::Client::new(svc, "default"));
+    let stale = ingress_with(&[FINALIZER], false);
+    let mut current = ingress_with(&[FINALIZER], false);
+    current.metadata.name = Some("current".into());
+    current.status = serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}})).unwrap();
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(stale.clone()));
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(current));
+    let stale_value = serde_json::to_value(&stale).unwrap();
+    let server = tokio::spawn(async move {
+        let patch = serve(
+            &mut handle,
+            Expect { response: Some(stale_value), ..expect(Method::PATCH, format!("{ING}/status")) },
+        )
+        .await;
+        let more = tokio::time::timeout(Duration::from_millis(300), handle.next_request()).await;
+        (patch, more.is_ok())
+    });
+    h.ctx.refresh_statuses(Some("172.24.4.99".parse().unwrap())).await;
+    let ((_, body), more) = server.await.unwrap();
+    assert_eq!(body, json!({"status": {"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}}}));
+    assert!(!more, "the Ingress whose status already matches is not patched");
+}

@@ -175,9 +175,10 @@ pub fn exclude_held(
     let policy = |name: &str| WriteKey::Policy { listener: listener.into(), name: name.into() };
     let mut out = desired.clone();
     out.pools.retain(|name, _| !new_and_held(&WriteKey::Pool(name.clone())));
-    out.policies.retain(|p| !new_and_held(&policy(&p.name)) && out.pools.contains_key(&p.pool));
+    let pool_held = |name: &str| new_and_held(&WriteKey::Pool(name.into()));
+    out.policies.retain(|p| !new_and_held(&policy(&p.name)) && !pool_held(&p.pool));
     out.redirects.retain(|r| !new_and_held(&policy(&r.name)));
-    if out.default_pool.as_ref().is_some_and(|p| !out.pools.contains_key(p)) {
+    if out.default_pool.as_deref().is_some_and(pool_held) {
         out.default_pool = None;
     }
     out
