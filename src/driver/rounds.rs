@@ -109,6 +109,9 @@ pub async fn converge_listener<I: ListenerIo>(
             }
         }
     }
+    // Each round reports the same conflicts again.
+    let mut seen = BTreeSet::new();
+    report.conflicts.retain(|c| seen.insert(c.clone()));
     let next = o.backoff.lock().expect("backoff lock").next_retry(o.now);
     report.retry_after = match (report.retry_after, next) {
         (Some(a), Some(b)) => Some(a.min(b)),
