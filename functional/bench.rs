@@ -308,7 +308,7 @@ async fn fully_populated(fp: &Router, desired: &DesiredRouter) {
     let cold = fp.converge(desired).await.expect("fully-populated cold start");
     assert!(cold.conflicts.is_empty(), "{:?}", cold.conflicts);
     let create = cold.writes.first().map(|w| w.duration).unwrap_or_default();
-    summary("cold start in one write (fully-populated create, Octavia 11.0.1 worker)", &cold);
+    summary("cold start in one write (fully-populated create; children ACTIVE: Octavia 11.0.1+ or 16)", &cold);
     println!(
         "  the create: sent → router ACTIVE {:.1} s; the rest of the converge (children check, floating IP) {:.1} s; \
          bound = 1 write x {:.1} s; ratio wall/bound = {:.2}",

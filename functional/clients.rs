@@ -705,11 +705,12 @@ async fn barbican_pkcs12_secret_lifecycle() {
     assert!(b.list_secrets(&prefix).await.unwrap().is_empty());
 }
 
-/// The start-up preflight on the local Zed stack: the kuryr.conf user (admin) passes, the API
-/// version and its features are reported; `demo2` (member + load-balancer_member, no `creator`)
-/// is reported as missing `creator`: a warning, an error once TLS is used. Reads only.
+/// The start-up preflight on the local stack (Zed: API 2.26; 2025.1: 2.30): the kuryr.conf user
+/// (admin) passes, the API version and its features are reported, HSTS exactly from 2.27 on;
+/// `demo2` (member + load-balancer_member, no `creator`) is reported as missing `creator`: a
+/// warning, an error once TLS is used. Reads only.
 #[tokio::test]
-async fn preflight_on_zed() {
+async fn preflight_on_the_local_stack() {
     use kuryr_l7_router::openstack::preflight::{self, Feature, Severity};
     if !enabled() {
         return;
@@ -719,10 +720,14 @@ async fn preflight_on_zed() {
     let (octavia, _) = kuryr_l7_router::wiring::clients(&settings).unwrap();
     let r = preflight::run(&octavia, &settings.octavia_defaults.provider, true).await.unwrap();
     println!("{}", r.render());
-    assert!(r.findings.is_empty(), "admin on Zed: nothing to report: {:?}", r.findings);
+    assert!(r.findings.is_empty(), "admin: nothing to report: {:?}", r.findings);
     let v = r.api_version.expect("a version");
-    assert!(v >= preflight::ApiVersion::new(2, 26), "Zed is 2.26 or newer: {v}");
+    assert!(v >= preflight::ApiVersion::new(2, 26), "Zed is 2.26, 2025.1 2.30: {v}");
+    if std::env::var("OPENSTACK_RELEASE").as_deref() == Ok("2025.1") {
+        assert_eq!(v, preflight::ApiVersion::new(2, 30), "Octavia 16's newest API version");
+    }
     assert!(r.has(Feature::Tags) && r.has(Feature::RedirectHttpCode) && r.has(Feature::AdditiveOnly));
+    assert_eq!(r.has(Feature::Hsts), v >= preflight::ApiVersion::new(2, 27), "HSTS is gated by 2.27: {}", r.summary());
     assert!(r.providers.iter().any(|p| p == "amphora"), "{:?}", r.providers);
     assert!(r.summary().contains(&format!("Octavia API {v}")), "{}", r.summary());
     let stats = octavia.session().stats();

@@ -13,6 +13,8 @@
 #[path = "common/mod.rs"]
 mod common;
 use common::*;
+#[path = "dataplane/status_answers.rs"]
+mod status_answers;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};

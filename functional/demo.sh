@@ -1,7 +1,9 @@
 #!/bin/bash
 # The kuryr-l7-router demo, end to end on one machine (run as root):
 #
-#   1. a real local OpenStack (Keystone, Neutron, Octavia): functional/openstack.sh start
+#   1. a real local OpenStack (Keystone, Neutron, Octavia, Barbican): functional/openstack.sh start,
+#      2025.1 by default (OPENSTACK_RELEASE=zed for Zed); the demo then runs in that stack's
+#      network namespace (functional/openstack.sh run)
 #   2. cargo build, check-config
 #   3. plan    examples/ -> the L7 policies, pools and zone-weighted members the shop's Ingresses need
 #   4. apply   examples/ -> the router is created on Octavia and every write is printed
@@ -16,13 +18,14 @@
 #   KEEP=1                keep the demo router (inspect it with `kuryr-l7-router show`)
 #   KEEP_STACK=1          leave the OpenStack services running
 #   USE_RUNNING_STACK=1   do not start (nor stop) the stack: use the one already running
+#   OPENSTACK_RELEASE=zed the Zed stack instead of 2025.1
 #   KURYR_CONF=PATH       kuryr.conf to use (default: $ROOT/etc/kuryr/kuryr.conf from openstack.sh)
 #   DEMO_ROUTER_NAME=...  the router's name (default kuryr-l7-router-demo)
 # Exit status: 0 all good; non-zero if any step fails or a request reaches the wrong Service.
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 REPO=$PWD
-export ROOT=${ROOT:-/tmp/ostack}
+# ROOT: set by `functional/openstack.sh run` for the stack of OPENSTACK_RELEASE
 T0=$(date +%s)
 step() { echo; echo "=============================================================================="; \
          echo "=== [$(( $(date +%s) - T0 ))s] $*"; \
@@ -30,11 +33,33 @@ step() { echo; echo "===========================================================
 run() { echo "\$ $*"; "$@"; }
 
 [ "$(id -u)" = 0 ] || [ "${USE_RUNNING_STACK:-0}" = 1 ] || { echo "run as root (apt, daemons)" >&2; exit 2; }
+export OPENSTACK_RELEASE=${OPENSTACK_RELEASE:-2025.1}
+
+# The outer run: start the stack, build, run the demo itself in the stack's world (2025.1: its
+# network namespace, where cargo could not reach a registry), stop the stack.
+if [ -z "${DEMO_IN_STACK:-}" ]; then
+  started=0
+  if [ "${USE_RUNNING_STACK:-0}" != 1 ]; then
+    step "1. local OpenStack $OPENSTACK_RELEASE: functional/openstack.sh start (first time: install, ~3-6 min)"
+    functional/openstack.sh start
+    started=1
+  fi
+  cargo build --quiet --bin kuryr-l7-router
+  rc=0
+  functional/openstack.sh run env DEMO_IN_STACK=$started USE_RUNNING_STACK=1 functional/demo.sh "$@" || rc=$?
+  if [ "$started" = 1 ] && [ "${KEEP_STACK:-0}" != 1 ]; then
+    step "stopping the local OpenStack $OPENSTACK_RELEASE (KEEP_STACK=1 keeps it)"
+    functional/openstack.sh stop || true
+  fi
+  exit "$rc"
+fi
 
 # ---------------------------------------------------------------------------------- 1. stack
 STARTED_STACK=0
-if [ "${USE_RUNNING_STACK:-0}" = 1 ]; then
-  step "1. local OpenStack: using the one already running (USE_RUNNING_STACK=1)"
+if [ "${DEMO_IN_STACK:-}" = 1 ]; then
+  step "1. local OpenStack $OPENSTACK_RELEASE: started above (ROOT=$ROOT)"
+elif [ "${USE_RUNNING_STACK:-0}" = 1 ]; then
+  step "1. local OpenStack $OPENSTACK_RELEASE: using the one already running (USE_RUNNING_STACK=1, ROOT=$ROOT)"
 else
   step "1. local OpenStack: functional/openstack.sh start (apt install the first time, ~3 min)"
   functional/openstack.sh start
@@ -48,7 +73,9 @@ WORK=$(mktemp -d /tmp/kuryr-demo.XXXXXX)
 ROUTER_NAME=${DEMO_ROUTER_NAME:-kuryr-l7-router-demo}
 printf '[octavia_defaults]\nl7_router_name = %s\n' "$ROUTER_NAME" > "$WORK/demo.conf"
 CONF_ARGS=(--config-file "$CONF" --config-file "$WORK/demo.conf")
-BIN=$REPO/target/debug/kuryr-l7-router
+# cargo's target directory (CARGO_TARGET_DIR or a wrapper may move it away from ./target)
+BIN=$(cargo metadata --format-version 1 --no-deps --offline 2>/dev/null |
+      /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' || echo "$REPO/target")/debug/kuryr-l7-router
 OCTAVIA_CONF=${OCTAVIA_CONF:-$ROOT/etc/octavia/octavia.conf}
 LB_ID=""
 

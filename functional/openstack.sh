@@ -1,6 +1,16 @@
 #!/bin/bash
 # shellcheck disable=SC2034  # loop counters of wait loops are intentionally unused
-# Local OpenStack (Zed, Debian 12 packages) for kuryr-l7-router's demo and functional tests:
+# Local OpenStack for kuryr-l7-router's demo and functional tests, either release:
+#   OPENSTACK_RELEASE=2025.1 (default): Debian 13's packages (Keystone 27, Neutron 26, Octavia 16,
+#     Barbican 20) in a debootstrap chroot (/srv/trixie) and a network namespace of its own
+#     (ostack25), state in ROOT=/tmp/ostack25; see functional/openstack25.inc.sh. Reach it with
+#     `functional/openstack.sh run CMD...` (CMD runs in the stack's namespace, with KURYR_CONFIG_FILE,
+#     ROOT, KURYR_MYSQL_SOCKET, OS_CLIENT_CONFIG_FILE set for it).
+#   OPENSTACK_RELEASE=zed: Debian 12's own packages (Octavia 11.0.0) on the host's 127.0.0.1,
+#     state in ROOT=/tmp/ostack.
+# The verbs other than start take the release (and ROOT) of the stack KURYR_CONFIG_FILE (or ROOT)
+# belongs to when OPENSTACK_RELEASE is not set: a fault test acts on the stack it tests.
+# Both stacks:
 #   MariaDB + RabbitMQ + Keystone + Neutron (ML2, L3 router, no agents)
 #   + Barbican API (simple_crypto, random KEK per start) on :9311, Keystone service `key-manager`
 #   + Octavia API/worker (amphora provider, noop amphora/compute drivers, barbican_cert_manager:
@@ -39,7 +49,27 @@
 #       unless the client passes vip_port_id + vip_subnet_id + vip_address of a real port.
 set -euo pipefail
 
-ROOT=${ROOT:-/tmp/ostack}
+# ---------------------------------------------------------------- which stack
+# $ROOT/etc/openstack-release names a stack's release (a Zed stack started before it existed has none)
+release_of() { if [ -f "$1/etc/openstack-release" ]; then cat "$1/etc/openstack-release"; else echo zed; fi; }
+if [ -z "${OPENSTACK_RELEASE:-}" ] && [ "${1:-start}" != start ] && [ "${1:-}" != install ]; then
+  case "${KURYR_CONFIG_FILE:-}" in
+    */etc/kuryr/kuryr.conf) ROOT=${KURYR_CONFIG_FILE%/etc/kuryr/kuryr.conf} ;;
+  esac
+  [ -n "${ROOT:-}" ] && OPENSTACK_RELEASE=$(release_of "$ROOT")
+fi
+OPENSTACK_RELEASE=${OPENSTACK_RELEASE:-2025.1}
+IN=()                              # prefix of every command run in the stack's world
+SYSROOT=""                         # where the stack's packages are, seen from the host
+case "$OPENSTACK_RELEASE" in
+  zed) ROOT=${ROOT:-/tmp/ostack} ;;
+  2025.1)
+    ROOT=${ROOT:-/tmp/ostack25}
+    # shellcheck source=functional/openstack25.inc.sh disable=SC1091
+    . "$(dirname "$(readlink -f "$0")")/openstack25.inc.sh"
+    IN=(ip netns exec "$NS" chroot "$CHROOT" "${CENV[@]}"); SYSROOT=$CHROOT ;;
+  *) echo "OPENSTACK_RELEASE must be 2025.1 or zed, not $OPENSTACK_RELEASE" >&2; exit 2 ;;
+esac
 ETC=$ROOT/etc; DATA=$ROOT/data; LOG=$ROOT/log; RUN=$ROOT/run; BIN=$ROOT/bin
 HERE=$(cd "$(dirname "$(readlink -f "$0")")" && pwd)
 PY=/usr/bin/python3                # Debian's python (the OpenStack libs live there), not pyenv's
@@ -61,7 +91,7 @@ descendants() { local c; for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do echo
 daemon() {
   local name=$1; shift
   # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash
-  setsid bash -c 'echo $$ > "$0"; exec "$@"' "$RUN/$name.pid.tmp" "$@" > "$LOG/$name.out" 2>&1 < /dev/null &
+  setsid bash -c 'echo $$ > "$0"; exec "$@"' "$RUN/$name.pid.tmp" "${IN[@]}" "$@" > "$LOG/$name.out" 2>&1 < /dev/null &
   local i; for i in $(seq 1 50); do [ -s "$RUN/$name.pid.tmp" ] && break; sleep 0.1; done
   local pid; pid=$(cat "$RUN/$name.pid.tmp"); rm -f "$RUN/$name.pid.tmp"
   echo "$pid $(starttime "$pid")" > "$RUN/$name.pid"
@@ -103,7 +133,7 @@ stop_all() {
 wait_http() { # URL NAME TIMEOUT_S
   local i
   for i in $(seq 1 $(($3 * 4))); do
-    curl -m 3 -sf -o /dev/null "$1" && { ts "$2 ready ($1)"; return 0; }
+    "${IN[@]}" curl -m 3 -sf -o /dev/null "$1" && { ts "$2 ready ($1)"; return 0; }
     sleep 0.25
   done
   echo "TIMEOUT waiting for $2 at $1; see $LOG" >&2; return 1
@@ -124,7 +154,8 @@ start_neutron_server() {
 start_octavia_worker() {
   local cmd=(octavia-worker)
   # opt-in: Debian's worker plus Octavia 11.0.1's fully-populated-create fixes (see that file)
-  [ -f "$RUN/octavia-fixes" ] && cmd=("$PY" "$HERE/octavia/worker_zed_11_0_1.py")
+  # (2025.1: Octavia 16 has them; its run dir always holds the marker, the worker stays as shipped)
+  [ "$OPENSTACK_RELEASE" = zed ] && [ -f "$RUN/octavia-fixes" ] && cmd=("$PY" "$HERE/octavia/worker_zed_11_0_1.py")
   daemon octavia-worker "${cmd[@]}" --config-file "$ETC/octavia/octavia.conf" --log-file "$LOG/octavia-worker.log"
 }
 start_octavia_api() {
@@ -141,25 +172,29 @@ start_barbican() {
       --error-logfile "$LOG/barbican-gunicorn.log" --name barbican-api barbican_wsgi:application
 }
 
-# the API casts to the 'octavia_prov' topic; a cast sent before the worker's queue exists is
-# silently dropped (LB stuck in PENDING_CREATE), so wait until the queue has a consumer
+# the API casts to the worker's topic ('octavia_prov' as configured on Zed; Octavia 16 hard-codes
+# 'octavia_provisioning_v2' and ignores [oslo_messaging] topic); a cast sent before the worker's
+# queue exists is silently dropped (LB stuck in PENDING_CREATE), so wait until it has a consumer
+WORKER_TOPIC=octavia_prov
+[ "$OPENSTACK_RELEASE" = zed ] || WORKER_TOPIC=octavia_provisioning_v2
 wait_worker() {
-  $PY - <<'PYEOF'
-import time, kombu
+  "${IN[@]}" env TOPIC="$WORKER_TOPIC" $PY - <<'PYEOF'
+import os, time, kombu
+topic = os.environ["TOPIC"]
 deadline = time.time() + 120
 while True:
     try:
         with kombu.Connection("amqp://guest:guest@127.0.0.1:5672//", connect_timeout=2) as c:
-            _, _, consumers = c.default_channel.queue_declare(queue="octavia_prov", passive=True)
+            _, _, consumers = c.default_channel.queue_declare(queue=topic, passive=True)
             if consumers > 0:
                 break
     except Exception:
         pass
     if time.time() > deadline:
-        raise SystemExit("octavia-worker never consumed from octavia_prov")
+        raise SystemExit("octavia-worker never consumed from " + topic)
     time.sleep(0.25)
 PYEOF
-  ts "octavia-worker consuming from octavia_prov"
+  ts "octavia-worker consuming from $WORKER_TOPIC"
 }
 
 start_service() {
@@ -184,7 +219,17 @@ signal_service() {
 }
 
 case "${1:-start}" in
-  stop) stop_all; exit 0 ;;
+  stop) stop_all; if [ "$OPENSTACK_RELEASE" != zed ]; then mounts_down; netns_down; fi; exit 0 ;;
+  install) if [ "$OPENSTACK_RELEASE" = zed ]; then echo "install: 2025.1 only (zed installs at start)" >&2; exit 2; fi
+           install25; exit 0 ;;
+  run) # run CMD with this stack's settings, in its network namespace (2025.1)
+    shift; [ $# -gt 0 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
+    export OPENSTACK_RELEASE ROOT KURYR_CONFIG_FILE="$ETC/kuryr/kuryr.conf" KURYR_MYSQL_SOCKET="$RUN/mysql.sock" \
+           OS_CLIENT_CONFIG_FILE="$ETC/clouds.yaml"
+    if [ "$OPENSTACK_RELEASE" = zed ]; then exec "$@"; fi
+    # already inside it (a test calling back): the same namespace
+    if [ "$(ip netns identify $$ 2>/dev/null)" = "$NS" ]; then exec "$@"; fi
+    exec ip netns exec "$NS" "$@" ;;
   stop-service) [ -n "${2:-}" ] || { echo "usage: $0 stop-service NAME" >&2; exit 2; }
                 stop_group "$2"; exit 0 ;;
   start-service) [ -n "${2:-}" ] || { echo "usage: $0 start-service NAME" >&2; exit 2; }
@@ -196,6 +241,11 @@ case "${1:-start}" in
     sed -i "s/^expiration = .*/expiration = $secs/" "$ETC/keystone/keystone.conf"
     stop_group keystone; start_service keystone; ts "keystone: [token] expiration = $secs"; exit 0 ;;
   octavia-fixes)
+    if [ "$OPENSTACK_RELEASE" != zed ]; then
+      # Octavia 16's worker has 11.0.1's fixes; Debian 11.0.0's behaviour exists only on Zed
+      case "${2:-}" in on|off) ts "octavia-fixes $2: nothing to do on $OPENSTACK_RELEASE (its worker has the fixes)"; exit 0 ;;
+        *) echo "usage: $0 octavia-fixes on|off" >&2; exit 2 ;; esac
+    fi
     case "${2:-}" in
       on) touch "$RUN/octavia-fixes" ;;
       off) rm -f "$RUN/octavia-fixes" ;;
@@ -205,13 +255,18 @@ case "${1:-start}" in
   status) for f in "$RUN"/*.pid; do [ -f "$f" ] || continue; read -r p s < "$f"
             if alive "$p" "$s"; then echo "$(basename "$f" .pid) running pid $p"; else echo "$(basename "$f" .pid) DEAD"; fi; done; exit 0 ;;
   start) ;;
-  *) echo "usage: $0 [start|stop|status|stop-service|start-service|pause-service|resume-service|token-expiration|octavia-fixes]" >&2; exit 2 ;;
+  *) echo "usage: $0 [start|stop|status|install|run|stop-service|start-service|pause-service|resume-service|token-expiration|octavia-fixes]" >&2; exit 2 ;;
 esac
 
 # ---------------------------------------------------------------- 0. clean + packages
 stop_all
+if [ "$OPENSTACK_RELEASE" != zed ]; then
+  install25; mounts_up; netns_up; link_root25
+  echo "$OPENSTACK_RELEASE" > "$STATE/release"
+fi
 PORTS="3306 4369 5000 5672 9311 9696 9876 25672"
-busy=$(ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E "^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::1?\]):(${PORTS// /|}))$" || true)
+# (2025.1: its own namespace's ports)
+busy=$("${IN[@]:0:4}" ss -Hltn 2>/dev/null | awk '{print $4}' | grep -E "^(127\.0\.0\.1|0\.0\.0\.0|\*|\[::1?\]):(${PORTS// /|}))$" || true)
 if [ -n "$busy" ]; then
   echo "ports already in use by processes this recipe did not record: $busy" >&2
   echo "(not killing unknown processes; stop them yourself)" >&2; exit 1
@@ -219,7 +274,13 @@ fi
 rm -rf "$ETC" "$DATA" "$LOG" "$RUN"
 mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,barbican,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
 [ "${OCTAVIA_FIXES:-0}" = 1 ] && touch "$RUN/octavia-fixes"
+# Octavia 16's worker has 11.0.1's fully-populated-create fixes (functional/common reads the marker)
+[ "$OPENSTACK_RELEASE" = zed ] || touch "$RUN/octavia-fixes"
+echo "$OPENSTACK_RELEASE" > "$ETC/openstack-release"
 
+# The host's own packages, for both releases: Zed's stack, and the host-side tools the tests use
+# on either stack (the data-plane tests render haproxy with python3-octavia's templater and run
+# haproxy; the mariadb client; openssl)
 missing=""
 for p in $PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
 if [ -n "$missing" ]; then
@@ -259,14 +320,20 @@ daemon rabbitmq "${RABBIT_ENV[@]}" /usr/lib/rabbitmq/bin/rabbitmq-server
 ts "rabbitmq starting"
 
 # ---------------------------------------------------------------- 2. MariaDB
-mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
+# MariaDB 11.8 (2025.1's chroot) turns innodb_snapshot_isolation on by default: Octavia's
+# SELECT ... FOR UPDATE of a load balancer another transaction just changed then fails with
+# "1020 Record has changed since last read" (an API 500 on a pool create) instead of waiting as
+# with Zed's MariaDB 10.11, which has no such option
+MARIADB_EXTRA=()
+[ "$OPENSTACK_RELEASE" = zed ] || MARIADB_EXTRA=(--innodb-snapshot-isolation=OFF)
+"${IN[@]}" mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
     --auth-root-authentication-method=normal --skip-test-db > "$LOG/mysql-install.log" 2>&1
 daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DATA/mysql" --socket="$RUN/mysql.sock" \
     --bind-address=127.0.0.1 --port=3306 --user=root --pid-file="$RUN/mariadbd.pid-own" \
     --log-error="$LOG/mysqld.log" --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
-    --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4
-for i in $(seq 1 120); do mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
-mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
+    --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4 "${MARIADB_EXTRA[@]}"
+for i in $(seq 1 120); do "${IN[@]}" mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
+"${IN[@]}" mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
 CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron; CREATE DATABASE barbican;
 CREATE USER 'ostack'@'127.0.0.1' IDENTIFIED BY 'ostack';
 GRANT ALL PRIVILEGES ON keystone.* TO 'ostack'@'127.0.0.1';
@@ -299,6 +366,11 @@ password_hash_rounds = 4
 enabled = true
 backend = dogpile.cache.memory
 EOF
+# Keystone 27 adds `links` to the role dicts it gets from its cache, and the in-process memory
+# backend hands out the cached objects themselves: the next application credential created
+# without explicit roles then fails its own schema check (400 "'links' was unexpected"). A
+# pickling backend hands out copies, as memcached would.
+[ "$OPENSTACK_RELEASE" = zed ] || sed -i 's/^backend = dogpile.cache.memory$/backend = dogpile.cache.memory_pickle/' "$ETC/keystone/keystone.conf"
 
 cat > "$ETC/neutron/neutron.conf" <<EOF
 [DEFAULT]
@@ -348,7 +420,7 @@ vni_ranges = 1:1000
 EOF
 # python3-neutron does not ship /etc/neutron/api-paste.ini (neutron-common does); use the copy under its tests/etc
 # (standard urlmap + noauth/keystone pipelines)
-cp /usr/lib/python3/dist-packages/neutron/tests/etc/api-paste.ini "$ETC/neutron/api-paste.ini"
+cp "$SYSROOT"/usr/lib/python3/dist-packages/neutron/tests/etc/api-paste.ini "$ETC/neutron/api-paste.ini"
 
 # Barbican: store_crypto + simple_crypto; the KEK is a throw-away key made at every start (secrets
 # do not survive a restart anyway: start wipes the database). Legacy policy defaults (Zed):
@@ -382,6 +454,10 @@ kek = $(head -c 32 /dev/urandom | base64)
 driver = noop
 EOF
 )
+# Barbican 20 (2025.1) reads [database] connection only
+if [ "$OPENSTACK_RELEASE" != zed ]; then
+  printf '[database]\nconnection = mysql+pymysql://ostack:ostack@127.0.0.1/barbican\nmax_retries = -1\n' >> "$ETC/barbican/barbican.conf"
+fi
 # python3-barbican ships no paste ini (barbican-api does): the upstream keystone pipeline
 cat > "$ETC/barbican/barbican-api-paste.ini" <<'EOF'
 [composite:main]
@@ -407,7 +483,7 @@ oslo_config_project = barbican
 paste.filter_factory = oslo_middleware:HTTPProxyToWSGI.factory
 EOF
 
-openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj '/CN=octavia-test-ca' \
+"${IN[@]}" openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj '/CN=octavia-test-ca' \
     -keyout "$DATA/octavia/certs/ca.key" -out "$DATA/octavia/certs/ca.pem" > /dev/null 2>&1
 cat > "$ETC/octavia/octavia.conf" <<EOF
 [DEFAULT]
@@ -490,6 +566,8 @@ from keystone.server.wsgi import initialize_public_application
 application = initialize_public_application()
 EOF
 cat > "$ETC/wsgi/octavia_wsgi.py" <<EOF
+import sys
+sys.argv = sys.argv[:1]
 from octavia.api import app
 application = app.setup_app(argv=['octavia-api', '--config-file', '$ETC/octavia/octavia.conf',
                                   '--config-file', '$ETC/octavia/octavia-api.conf',
@@ -525,7 +603,7 @@ clouds:
 EOF
 
 # ---------------------------------------------------------------- 4. schemas (in parallel)
-KM=(keystone-manage --config-file "$ETC/keystone/keystone.conf")
+KM=("${IN[@]}" keystone-manage --config-file "$ETC/keystone/keystone.conf")
 ( "${KM[@]}" db_sync && "${KM[@]}" fernet_setup --keystone-user root --keystone-group root \
   && "${KM[@]}" credential_setup --keystone-user root --keystone-group root \
   && "${KM[@]}" bootstrap --bootstrap-password admin --bootstrap-username admin \
@@ -533,11 +611,11 @@ KM=(keystone-manage --config-file "$ETC/keystone/keystone.conf")
        --bootstrap-region-id RegionOne --bootstrap-admin-url http://127.0.0.1:5000/v3 \
        --bootstrap-public-url http://127.0.0.1:5000/v3 --bootstrap-internal-url http://127.0.0.1:5000/v3
 ) > "$LOG/keystone-manage.log" 2>&1 & KPID=$!
-octavia-db-manage --config-file "$ETC/octavia/octavia.conf" upgrade head > "$LOG/octavia-db-manage.log" 2>&1 & OPID=$!
-$PY -c 'import sys; from neutron.db.migration.cli import main; sys.argv[0]="neutron-db-manage"; sys.exit(main())' \
+"${IN[@]}" octavia-db-manage --config-file "$ETC/octavia/octavia.conf" upgrade head > "$LOG/octavia-db-manage.log" 2>&1 & OPID=$!
+"${IN[@]}" $PY -c 'import sys; from neutron.db.migration.cli import main; sys.argv[0]="neutron-db-manage"; sys.exit(main())' \
     "${NCONF[@]}" upgrade heads > "$LOG/neutron-db-manage.log" 2>&1 & NPID=$!
 # python3-barbican ships no barbican-manage script (barbican-common does): call its main()
-env HOME="$ETC/barbican" $PY -c 'import sys; from barbican.cmd.barbican_manage import main; sys.argv[0]="barbican-manage"; sys.exit(main())' \
+"${IN[@]}" env HOME="$ETC/barbican" $PY -c 'import sys; from barbican.cmd.barbican_manage import main; sys.argv[0]="barbican-manage"; sys.exit(main())' \
     db upgrade > "$LOG/barbican-db-manage.log" 2>&1 & BPID=$!
 wait $KPID || { echo "keystone-manage failed, see $LOG/keystone-manage.log" >&2; exit 1; }
 ts "keystone db_sync + fernet + bootstrap done"
@@ -605,7 +683,7 @@ with open(sys.argv[1], "w") as f:
     f.write(users["octavia"] + "\n")
 print("keystone catalog/users ok")
 EOF
-$PY "$BIN/ks_bootstrap.py" "$ETC/octavia_user_id" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
+"${IN[@]}" $PY "$BIN/ks_bootstrap.py" "$ETC/octavia_user_id" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
 ts "keystone users/roles/services/endpoints created"
 
 wait_http http://127.0.0.1:9696/ neutron 120
@@ -615,7 +693,7 @@ wait_http http://127.0.0.1:9311/ barbican-api 120
 wait_worker
 
 # baseline neutron topology: external 'public' (flat, 172.24.4.0/24), 'private' (vxlan, 10.0.0.0/24), router1
-TOPOLOGY_FILE="$ETC/topology.json" $PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || { cat "$LOG/neutron-bootstrap.log" >&2; exit 1; }
+"${IN[@]}" env TOPOLOGY_FILE="$ETC/topology.json" $PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || { cat "$LOG/neutron-bootstrap.log" >&2; exit 1; }
 import json, urllib.request
 def call(method, url, body=None, tok=None):
     r = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None, method=method)
@@ -654,10 +732,15 @@ ts "neutron topology (public, private, router1) and Octavia availability zone az
 
 # kuryr.conf for this stack: what the demo and the functional tests run with
 mkdir -p "$ETC/kuryr"
-$PY - "$ETC/topology.json" "$ETC/octavia_user_id" > "$ETC/kuryr/kuryr.conf" <<'EOF'
+$PY - "$ETC/topology.json" "$ETC/octavia_user_id" "$OPENSTACK_RELEASE" > "$ETC/kuryr/kuryr.conf" <<'EOF'
 import json, sys
 t = json.load(open(sys.argv[1]))
-print(f"""# Generated by functional/openstack.sh for the local loopback OpenStack.
+zed = sys.argv[3] == "zed"
+fp = ("# Debian's Zed (Octavia 11.0.0) leaves the children of a fully-populated create PENDING_CREATE\n"
+      "fully_populated_create = False") if zed else \
+     ("# Octavia 16 leaves them ACTIVE (the driver checks it on the first create anyway)\n"
+      "fully_populated_create = True")
+print(f"""# Generated by functional/openstack.sh for the local OpenStack {sys.argv[3]}.
 # TLS: Barbican is the catalog's key-manager (http://127.0.0.1:9311); the user below may store
 # secrets (admin; a non-admin user needs the 'creator' role). Octavia adds its own service user
 # (id in {sys.argv[2]}) to a secret's read ACL itself when a listener references the secret.
@@ -675,8 +758,7 @@ external_svc_subnet = {t["public_subnet"]}
 l7_router_name = kuryr-l7-router
 lb_algorithm = ROUND_ROBIN
 provider = amphora
-# Debian's Zed leaves the children of a fully-populated create PENDING_CREATE
-fully_populated_create = False
+{fp}
 availability_zone = az-1
 
 [neutron]
@@ -695,5 +777,10 @@ ts "kuryr.conf written to $ETC/kuryr/kuryr.conf"
 for n in mariadb epmd rabbitmq keystone neutron-server octavia-worker octavia-api barbican-api; do
   read -r pid st < "$RUN/$n.pid"; alive "$pid" "$st" || { echo "$n (pid $pid) died; see $LOG" >&2; exit 1; }
 done
-ts "STACK READY: keystone :5000, neutron :9696, octavia :9876, barbican :9311 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
-echo "export OS_CLIENT_CONFIG_FILE=$ETC/clouds.yaml OS_CLOUD=admin   # for the openstack CLI"
+ts "STACK READY ($OPENSTACK_RELEASE${NS:+, network namespace $NS}): keystone :5000, neutron :9696, octavia :9876, barbican :9311 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
+if [ "$OPENSTACK_RELEASE" = zed ]; then
+  echo "export OS_CLIENT_CONFIG_FILE=$ETC/clouds.yaml OS_CLOUD=admin   # for the openstack CLI"
+else
+  echo "CLI: OPENSTACK_RELEASE=$OPENSTACK_RELEASE $0 run env OS_CLOUD=admin openstack loadbalancer list"
+  echo "tests: OPENSTACK_RELEASE=$OPENSTACK_RELEASE $0 run env KURYR_FUNCTIONAL=1 cargo test --test functional_driver"
+fi

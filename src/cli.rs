@@ -1,4 +1,5 @@
-//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`.
+//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`,
+//! `status-responder`.
 use crate::config::{self as conf, Settings};
 use clap::{Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -65,6 +66,10 @@ pub enum Command {
         #[arg(short = 'o', long = "output", value_enum, default_value = "table")]
         output: OutputFormat,
     },
+    /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
+    /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
+    /// `[DEFAULT]` and `[status_responder]` (no Keystone or Kubernetes options needed).
+    StatusResponder,
 }
 
 pub fn main() -> ExitCode {
@@ -74,6 +79,9 @@ pub fn main() -> ExitCode {
     } else {
         cli.config_files.clone()
     };
+    if matches!(cli.command, Some(Command::StatusResponder)) {
+        return status_responder(&files, cli.log_format);
+    }
     let loaded = conf::load(&files, std::env::vars());
     let log_json = match (cli.log_format, &loaded) {
         (Some(LogFormatArg::Json), _) => true,
@@ -107,6 +115,25 @@ pub fn main() -> ExitCode {
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
         Command::Show { output } => run_async(show(settings, output)),
+        Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
+    }
+}
+
+/// `status-responder`: its own, smaller configuration (its pods mount no Keystone secret).
+fn status_responder(files: &[PathBuf], log_format: Option<LogFormatArg>) -> ExitCode {
+    let loaded = conf::load_status_responder(files, std::env::vars());
+    let json = match (log_format, &loaded) {
+        (Some(f), _) => matches!(f, LogFormatArg::Json),
+        (None, Ok((d, _))) => matches!(d.log_format, conf::LogFormat::Json),
+        (None, Err(_)) => false,
+    };
+    init_logging(json, loaded.as_ref().is_ok_and(|(d, _)| d.debug));
+    match loaded {
+        Ok((_, settings)) => run_async(crate::status_responder::run(settings)),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

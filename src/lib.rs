@@ -9,6 +9,7 @@ pub mod model;
 pub mod openstack;
 pub mod secret;
 pub mod show;
+pub mod status_responder;
 pub mod testing;
 pub mod translate;
 pub mod wiring;

@@ -82,6 +82,15 @@ pub struct Policy {
     pub description: String,
 }
 
+/// The reserved pool answering 404 (no route matches): the listeners' default pool when no
+/// Ingress sets a default backend and a status responder is configured. Reserved names never
+/// collide with Service pools, which are `<namespace>_<service>` (namespaces have no `_`).
+pub const NOT_FOUND_POOL: &str = "kuryr-status-404";
+/// The reserved pool answering 503 for routes whose backend cannot be served (Service missing,
+/// ExternalName, unknown port, not a Service): the status responder's 503 port, or no members
+/// (haproxy's own 503) when no responder is configured.
+pub const UNAVAILABLE_POOL: &str = "kuryr-status-503";
+
 /// One backend member of a pool.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Member {
@@ -131,7 +140,8 @@ pub struct Warning {
 pub struct DesiredRouter {
     /// In position order (position == index + 1).
     pub policies: Vec<Policy>,
-    /// The listener's default pool (from an Ingress `spec.defaultBackend`).
+    /// The listener's default pool: from an Ingress `spec.defaultBackend`, else
+    /// [`NOT_FOUND_POOL`] when a status responder is configured, else none (Octavia's 503).
     pub default_pool: Option<String>,
     /// The Ingresses whose `spec.defaultBackend` names the Service of [`Self::default_pool`]
     /// (the oldest, which set it, and any other naming the same Service), sorted. They route to

@@ -180,6 +180,17 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             ssl_redirect: o.ssl_redirect,
             redirect_code: o.ssl_redirect_code.code(),
         },
+        status_responder: status_responder(&s.status_responder),
         ..TranslateOptions::default()
     }
+}
+
+/// `[status_responder]` as the translation needs it; `None` when `service` is unset.
+fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate::translate::status::StatusResponder> {
+    s.service.as_ref().map(|(namespace, name)| crate::translate::status::StatusResponder {
+        namespace: namespace.clone(),
+        name: name.clone(),
+        not_found_port: s.service_not_found_port.clone(),
+        unavailable_port: s.service_unavailable_port.clone(),
+    })
 }

@@ -428,3 +428,66 @@ fn router_zone_and_overload_threshold_with_their_fallbacks() {
     let s = text("[octavia_defaults]\nzone_overload_factor = 1.5\nzone_overload_threshold = 0.1").unwrap().settings;
     assert_eq!(s.octavia_defaults.zone_overload_threshold, 0.1);
 }
+
+#[test]
+fn status_responder_options_are_read_and_checked() {
+    let base = std::fs::read_to_string(fixture("base.conf")).unwrap();
+    let text = format!(
+        "{base}\n[status_responder]\nservice = kuryr-system/kuryr-status-responder\nnot_found_listen = 127.0.0.1:9404\nunavailable_listen = [::]:9503\n"
+    );
+    let loaded = config::load_texts(&[("k.conf".into(), text)], no_env()).unwrap();
+    let sr = &loaded.settings.status_responder;
+    assert_eq!(sr.service, Some(("kuryr-system".into(), "kuryr-status-responder".into())));
+    assert_eq!(sr.not_found_listen.to_string(), "127.0.0.1:9404");
+    assert_eq!(sr.unavailable_listen.to_string(), "[::]:9503");
+    assert_eq!(sr.health_listen.to_string(), "0.0.0.0:8405", "default");
+    assert_eq!(
+        (sr.service_not_found_port.as_str(), sr.service_unavailable_port.as_str()),
+        ("not-found", "unavailable")
+    );
+    // The controller's translation gets the Service and its ports.
+    let t = kuryr_l7_router::wiring::translate_options(&loaded.settings).status_responder.expect("configured");
+    assert_eq!(
+        (t.namespace.as_str(), t.name.as_str(), t.not_found_port.as_str()),
+        ("kuryr-system", "kuryr-status-responder", "not-found")
+    );
+    // Unset service: no responder.
+    let plain = config::load(&[fixture("base.conf")], no_env()).unwrap();
+    assert_eq!(plain.settings.status_responder.service, None);
+    assert!(kuryr_l7_router::wiring::translate_options(&plain.settings).status_responder.is_none());
+
+    let bad = format!("{base}\n[status_responder]\nservice = no-slash\nhealth_listen = 8405\n");
+    let p = problems(config::load_texts(&[("k.conf".into(), bad)], no_env()));
+    assert_eq!(
+        p,
+        [
+            "k.conf: [status_responder] service = \"no-slash\": expected namespace/name",
+            "k.conf: [status_responder] health_listen = \"8405\": expected IP:port (e.g. 0.0.0.0:8404 or [::]:8404)",
+        ]
+    );
+}
+
+#[test]
+fn the_status_responder_reads_its_section_without_keystone_options() {
+    // Its pods mount kuryr.conf without the Keystone secret: no [neutron] at all here.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("kuryr.conf");
+    std::fs::write(&path, "[DEFAULT]\nlog_format = json\n[status_responder]\nnot_found_listen = 127.0.0.1:9404\n")
+        .unwrap();
+    let (default, sr) = config::load_status_responder(
+        std::slice::from_ref(&path),
+        env(&[("KURYR_STATUS_RESPONDER__HEALTH_LISTEN", "127.0.0.1:9405")]),
+    )
+    .unwrap();
+    assert_eq!(default.log_format, LogFormat::Json);
+    assert_eq!(sr.not_found_listen.to_string(), "127.0.0.1:9404");
+    assert_eq!(sr.health_listen.to_string(), "127.0.0.1:9405", "environment override");
+    assert_eq!(sr.unavailable_listen.to_string(), "0.0.0.0:8503");
+    // The full configuration refuses the same file (the controller needs Keystone).
+    assert!(config::load(std::slice::from_ref(&path), no_env()).is_err());
+    std::fs::write(&path, "[status_responder]\nnot_found_listen = nowhere\n").unwrap();
+    match config::load_status_responder(&[path], no_env()) {
+        Err(ConfigError::Invalid(p)) => assert_eq!(p.len(), 1, "{p:?}"),
+        other => panic!("expected an invalid value, got {other:?}"),
+    }
+}

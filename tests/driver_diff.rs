@@ -557,3 +557,38 @@ proptest! {
         prop_assert_eq!(default_name, second.default_pool.clone());
     }
 }
+
+#[test]
+fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
+    use kuryr_l7_router::model::{NOT_FOUND_POOL, UNAVAILABLE_POOL};
+    let hm = HealthMonitorSpec {
+        monitor_type: "HTTP".into(),
+        delay: 5,
+        timeout: 3,
+        max_retries: 3,
+        url_path: Some("/".into()),
+        expected_codes: Some("200".into()),
+    };
+    let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
+    let mut want = base();
+    for name in [NOT_FOUND_POOL, UNAVAILABLE_POOL] {
+        want.pools.insert(name.into(), Pool { name: name.into(), ..pool(name, vec![member("10.0.9.9", 1)]) });
+    }
+    let mut sim = Simulator::new(empty_router());
+    converge(&mut sim, &want, &with_hm);
+    let codes: BTreeMap<String, Option<String>> = sim
+        .router
+        .pools
+        .iter()
+        .map(|p| (p.name.clone(), p.healthmonitor.as_ref().and_then(|h| h.spec.expected_codes.clone())))
+        .collect();
+    // The responder answers 404 / 503 on every path: a 200-expecting monitor would mark it down.
+    assert_eq!(codes[NOT_FOUND_POOL].as_deref(), Some("404"));
+    assert_eq!(codes[UNAVAILABLE_POOL].as_deref(), Some("503"));
+    assert!(codes.iter().filter(|(n, _)| n.starts_with("default_")).all(|(_, c)| c.as_deref() == Some("200")));
+    assert!(converge(&mut sim, &want, &with_hm).is_empty(), "stable: no update of the reserved monitors");
+    // TCP monitors have no codes to adjust.
+    let tcp = HealthMonitorSpec { monitor_type: "TCP".into(), url_path: None, expected_codes: None, ..hm };
+    let monitor = kuryr_l7_router::driver::diff::pool_monitor(NOT_FOUND_POOL, Some(&tcp)).unwrap();
+    assert_eq!(monitor, tcp);
+}

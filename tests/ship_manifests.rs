@@ -4,7 +4,7 @@
 //! complete and secret-free, and kustomization.yaml lists every file.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, Secret, ServiceAccount};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodSpec, Secret, Service, ServiceAccount};
 use k8s_openapi::api::networking::v1::IngressClass;
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
 use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, PolicyRule, Role, RoleBinding, RoleRef, Subject};
@@ -43,6 +43,7 @@ enum Object {
     Secret(Secret),
     IngressClass(IngressClass),
     PodDisruptionBudget(PodDisruptionBudget),
+    Service(Service),
 }
 
 struct Doc {
@@ -105,6 +106,7 @@ fn parse_doc(file: &str, value: Value) -> Doc {
         "Secret" => Object::Secret(typed(file, &value)),
         "IngressClass" => Object::IngressClass(typed(file, &value)),
         "PodDisruptionBudget" => Object::PodDisruptionBudget(typed(file, &value)),
+        "Service" => Object::Service(typed(file, &value)),
         other => panic!("{file}: kind {other} is not one this test knows; add it to parse_doc"),
     };
     let cluster_scoped = matches!(kind.as_str(), "Namespace" | "ClusterRole" | "ClusterRoleBinding" | "IngressClass");
@@ -149,8 +151,19 @@ fn one<'a, T>(docs: &'a [Doc], pick: impl Fn(&'a Object) -> Option<&'a T>, what:
     found[0]
 }
 
+const CONTROLLER_DEPLOYMENT: &str = "kuryr-l7-router";
+
+/// The Deployment named `name` (the controller's, or the status responder's).
+fn deployment<'a>(docs: &'a [Doc], name: &str) -> &'a Deployment {
+    let named = |o: &'a Object| match o {
+        Object::Deployment(d) if d.metadata.name.as_deref() == Some(name) => Some(d),
+        _ => None,
+    };
+    one(docs, named, &format!("Deployment {name}"))
+}
+
 fn pod_spec(docs: &[Doc]) -> &PodSpec {
-    let d = one(docs, |o| if let Object::Deployment(d) = o { Some(d) } else { None }, "Deployment");
+    let d = deployment(docs, CONTROLLER_DEPLOYMENT);
     d.spec.as_ref().unwrap().template.spec.as_ref().expect("Deployment has a pod spec")
 }
 
@@ -276,7 +289,7 @@ fn rbac_grants_exactly_the_controller_api_calls() {
 #[test]
 fn deployment_is_hardened_highly_available_and_wired() {
     let docs = load_all();
-    let dep = one(&docs, |o| if let Object::Deployment(d) = o { Some(d) } else { None }, "Deployment");
+    let dep = deployment(&docs, CONTROLLER_DEPLOYMENT);
     let spec = dep.spec.as_ref().unwrap();
     assert_eq!(spec.replicas, Some(2));
     let pod = pod_spec(&docs);
@@ -478,4 +491,70 @@ fn termination_grace_period_covers_the_shutdown_and_agrees_with_the_docs() {
         assert!(text.contains(&line), "{doc} must say `{line}` as the manifest does");
         assert!(text.contains(&format!("{budget} s")), "{doc} must state the shutdown budget ({budget} s)");
     }
+}
+
+/// The status responder (docs/deployment.md): hardened like the controller, no credentials and
+/// no Kubernetes API token, probes on its health port, its Service exposing the two answer ports
+/// that kuryr.conf names, all three ports those of `[status_responder]`.
+#[test]
+fn status_responder_is_shipped_hardened_and_wired() {
+    let docs = load_all();
+    let dep = deployment(&docs, "kuryr-status-responder");
+    let spec = dep.spec.as_ref().unwrap();
+    assert_eq!(spec.replicas, Some(2), "one pod down must not turn every 404 into a 503");
+    let pod = spec.template.spec.as_ref().unwrap();
+    let controller = pod_spec(&docs);
+    assert_eq!(pod.security_context, controller.security_context, "same pod securityContext as the controller");
+    assert_eq!(pod.automount_service_account_token, Some(false), "it never calls the Kubernetes API");
+    assert_eq!(pod.enable_service_links, Some(false));
+    assert_eq!(pod.containers.len(), 1);
+    let c = &pod.containers[0];
+    assert_eq!(c.security_context, controller.containers[0].security_context, "same container securityContext");
+    assert_eq!(c.image, controller.containers[0].image, "the same image as the controller");
+    assert_eq!(c.args.as_deref().unwrap_or_default(), ["status-responder", "--config-file", "/etc/kuryr/kuryr.conf"]);
+    assert!(c.env.is_none() && c.env_from.is_none(), "no credentials in the responder");
+    let res = c.resources.as_ref().expect("resources");
+    assert!(res.requests.is_some() && res.limits.is_some());
+
+    // kuryr.conf: the same ConfigMap; its [status_responder] names this Service and its ports.
+    let cm = one(&docs, |o| if let Object::ConfigMap(c) = o { Some(c) } else { None }, "ConfigMap");
+    let vol = pod.volumes.as_deref().unwrap_or_default().iter().find_map(|v| v.config_map.as_ref()).expect("config");
+    assert_eq!(Some(&vol.name), cm.metadata.name.as_ref());
+    let ini = parse_ini(&cm.data.as_ref().unwrap()["kuryr.conf"]);
+    let sr = &ini["status_responder"];
+    let svc = one(&docs, |o| if let Object::Service(s) = o { Some(s) } else { None }, "Service");
+    let svc_name = format!("{}/{}", svc.metadata.namespace.as_deref().unwrap(), svc.metadata.name.as_deref().unwrap());
+    assert_eq!(sr["service"], svc_name);
+    let port_of = |listen: &str| sr[listen].rsplit_once(':').unwrap().1.parse::<i32>().unwrap();
+    let container_port = |name: &str| {
+        c.ports
+            .as_deref()
+            .unwrap_or_default()
+            .iter()
+            .find(|p| p.name.as_deref() == Some(name))
+            .map(|p| p.container_port)
+    };
+    let svc_spec = svc.spec.as_ref().unwrap();
+    for (conf_port, listen) in
+        [("service_not_found_port", "not_found_listen"), ("service_unavailable_port", "unavailable_listen")]
+    {
+        let name = &sr[conf_port];
+        let p = svc_spec.ports.as_deref().unwrap_or_default().iter().find(|p| p.name.as_ref() == Some(name));
+        let p = p.unwrap_or_else(|| panic!("the Service has no port {name}"));
+        let target = match p.target_port.as_ref().expect("targetPort") {
+            IntOrString::String(n) => container_port(n).expect("a named container port"),
+            IntOrString::Int(n) => *n,
+        };
+        assert_eq!(target, port_of(listen), "Service port {name} reaches [status_responder] {listen}");
+    }
+    assert_eq!(container_port("http-health"), Some(port_of("health_listen")));
+    for probe in [&c.liveness_probe, &c.readiness_probe] {
+        let get = probe.as_ref().and_then(|p| p.http_get.as_ref()).expect("HTTP probe");
+        assert_eq!(get.path.as_deref(), Some("/healthz"));
+        assert_eq!(get.port, IntOrString::String("http-health".into()), "probes on the health port, never 404/503");
+    }
+    let labels = spec.template.metadata.as_ref().and_then(|m| m.labels.clone()).unwrap();
+    let selector = svc_spec.selector.clone().expect("selector");
+    assert!(selector.iter().all(|(k, v)| labels.get(k) == Some(v)), "the Service selects the responder pods");
+    assert_eq!(spec.selector.match_labels.as_ref(), Some(&selector));
 }

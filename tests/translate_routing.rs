@@ -30,11 +30,17 @@ fn policies_follow_kubernetes_precedence() {
             (2, "foo.bar.com Exact /api", "shop_web"),
             (3, "foo.bar.com Prefix /api/", "shop_api_80"),
             (4, "foo.bar.com Prefix /", "shop_web"),
-            (5, "ok.example.com Prefix /good", "shop_web"),
-            (6, "ok.example.com guard: paths without a route go to the default backend", "shop_fallback"),
-            (7, "*.bar.com ImplementationSpecific /static", "shop_web"),
-            (8, "*.bar.com guard: paths without a route go to the default backend", "shop_fallback"),
-            (9, "(any host) Exact /healthz", "shop_web"),
+            // broken's routes to a missing Service, an unknown port, an ExternalName Service and a
+            // resource backend are kept, answering 503 (issue 14: no fall-through to the default).
+            (5, "ok.example.com Prefix /missing", "kuryr-status-503"),
+            (6, "ok.example.com Prefix /good", "shop_web"),
+            (7, "ok.example.com Prefix /port", "kuryr-status-503"),
+            (8, "ok.example.com Prefix /ext", "kuryr-status-503"),
+            (9, "ok.example.com Prefix /res", "kuryr-status-503"),
+            (10, "ok.example.com guard: paths without a route go to the default backend", "shop_fallback"),
+            (11, "*.bar.com ImplementationSpecific /static", "shop_web"),
+            (12, "*.bar.com guard: paths without a route go to the default backend", "shop_fallback"),
+            (13, "(any host) Exact /healthz", "shop_web"),
         ]
     );
     assert_eq!(r.default_pool.as_deref(), Some("shop_fallback"));
@@ -208,7 +214,11 @@ fn class_selection() {
 #[test]
 fn pools_and_members_from_endpoint_slices() {
     let r = router(&TranslateOptions::default());
-    assert_eq!(r.pools.keys().collect::<Vec<_>>(), ["shop_api_80", "shop_api_9090", "shop_fallback", "shop_web"]);
+    assert_eq!(
+        r.pools.keys().collect::<Vec<_>>(),
+        ["kuryr-status-503", "shop_api_80", "shop_api_9090", "shop_fallback", "shop_web"]
+    );
+    assert!(r.pools["kuryr-status-503"].members.is_empty(), "no responder configured: haproxy's 503");
     let web = &r.pools["shop_web"];
     assert_eq!(web.service_port, "http");
     let m: Vec<(String, u16, Option<&str>)> =
@@ -323,7 +333,7 @@ fn names_are_bounded_and_stable() {
 fn plan_outputs() {
     let r = router(&TranslateOptions::default());
     let t = render_table(&r);
-    assert!(t.contains("POLICIES (9)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (12)"));
+    assert!(t.contains("POLICIES (13)") && t.contains("DEFAULT POOL: shop_fallback") && t.contains("WARNINGS (12)"));
     let j: serde_json::Value = serde_json::from_str(&render_json(&r)).unwrap();
     assert_eq!(j["policies"][0]["rules"][0]["type"], "HOST_NAME");
     assert_eq!(j["policies"][0]["rules"][0]["compare_type"], "REGEX");

@@ -349,3 +349,25 @@ fn key_material_never_reaches_plan_output_or_debug() {
     let table = render_table(&r);
     assert!(table.contains("HTTPS LISTENER (port 443") && table.contains("sha256: "), "{table}");
 }
+
+#[test]
+fn the_https_listener_also_answers_404_through_the_status_responder() {
+    let pem = valid(&["secure.example.com"]);
+    let inp = inputs(&[
+        secret("shop", "tls-a", &pem),
+        ingress("web", "2026-01-01T00:00:00Z", &["secure.example.com"], &[("tls-a", &["secure.example.com"])], ""),
+    ]);
+    let responder = kuryr_l7_router::translate::status::StatusResponder {
+        namespace: "kuryr-system".into(),
+        name: "kuryr-status-responder".into(),
+        not_found_port: "not-found".into(),
+        unavailable_port: "unavailable".into(),
+    };
+    let r = translate(&inp, &TranslateOptions { status_responder: Some(responder), ..opts() });
+    let not_found = kuryr_l7_router::model::NOT_FOUND_POOL;
+    assert_eq!(r.default_pool.as_deref(), Some(not_found));
+    assert_eq!(r.https.as_ref().unwrap().default_pool.as_deref(), Some(not_found));
+    // Without a responder neither listener has a default pool (Octavia's 503).
+    let plain = translate(&inp, &opts());
+    assert_eq!((plain.default_pool.as_deref(), plain.https.unwrap().default_pool), (None, None));
+}

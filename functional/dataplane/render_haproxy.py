@@ -32,7 +32,8 @@ import warnings
 warnings.filterwarnings("ignore", module="sqlalchemy")
 warnings.filterwarnings("ignore", message=".*relationship.*_tags.*")
 
-DEFAULT_CONF = "/tmp/ostack/etc/octavia/octavia.conf"
+# the stack functional/openstack.sh started (`openstack.sh run` sets ROOT: /tmp/ostack25 for 2025.1)
+DEFAULT_CONF = os.path.join(os.environ.get("ROOT", "/tmp/ostack"), "etc/octavia/octavia.conf")
 
 
 def _init_conf(config_file):

@@ -102,6 +102,7 @@ impl Settings {
             ("neutron", "cafile") => path(&n.cafile),
             ("neutron", "insecure") => secs_bool(n.insecure),
             ("neutron", "timeout") => secs(n.timeout),
+            ("status_responder", key) => return self.status_responder.effective(key),
             _ => return None,
         })
     }

@@ -21,7 +21,7 @@ pub use options::{
 };
 pub use settings::{
     DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,
-    Settings, check_tag, is_uuid, parse_bool, split_list,
+    Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
 };
 
 use settings::{RawEntry, Reader};
@@ -118,6 +118,34 @@ pub fn load_texts(
     files: &[(String, String)],
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<Loaded, ConfigError> {
+    let (settings, warnings) = load_with(files, env, Reader::settings)?;
+    Ok(Loaded { settings, warnings })
+}
+
+/// What `kuryr-l7-router status-responder` reads: `[DEFAULT]` and `[status_responder]` only, so
+/// that its pods need neither the Keystone secret nor any other section of kuryr.conf.
+pub fn load_status_responder(
+    paths: &[PathBuf],
+    env: impl IntoIterator<Item = (String, String)>,
+) -> Result<(DefaultSettings, StatusResponderSettings), ConfigError> {
+    let mut texts = Vec::with_capacity(paths.len());
+    for path in paths {
+        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
+            std::io::ErrorKind::NotFound => ConfigError::NotFound { path: path.clone() },
+            _ => ConfigError::Read { path: path.clone(), source },
+        })?;
+        texts.push((path_label(path), text));
+    }
+    // Unknown options were already reported by the controller reading the same file: not again.
+    load_with(&texts, env, Reader::status_responder_only).map(|(loaded, _)| loaded)
+}
+
+/// Layers `files` and `env`, then reads the typed values with `read`; also the warnings.
+fn load_with<T>(
+    files: &[(String, String)],
+    env: impl IntoIterator<Item = (String, String)>,
+    read: impl FnOnce(Reader) -> Result<T, Vec<ConfigProblem>>,
+) -> Result<(T, Vec<String>), ConfigError> {
     let mut builder = ::config::Config::builder();
     for (origin, text) in files {
         // Parse once up front so that a syntax error is reported with file and line as our own
@@ -174,8 +202,8 @@ pub fn load_texts(
         [] => "configuration".to_owned(),
         files => files.iter().map(|(o, _)| o.as_str()).collect::<Vec<_>>().join(", "),
     };
-    let settings = Reader::new(values, files).settings().map_err(ConfigError::Invalid)?;
-    Ok(Loaded { settings, warnings })
+    let read = read(Reader::new(values, files)).map_err(ConfigError::Invalid)?;
+    Ok((read, warnings))
 }
 
 fn unknown_option(origin: &str, section: &str, key: &str) -> String {

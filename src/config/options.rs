@@ -129,6 +129,8 @@ pub enum OptKind {
     Path { must_exist: bool },
     /// An IPv4 or IPv6 address.
     Ip,
+    /// `IP:port` to listen on (`[::]:port` for IPv6).
+    SocketAddr,
     /// A dashed UUID (8-4-4-4-12 hex digits), as Neutron and Octavia ids are.
     Uuid,
     /// One of a fixed set of strings (case-sensitive, as oslo `choices`).
@@ -153,6 +155,7 @@ impl OptKind {
             OptKind::Path { must_exist: true } => "path to an existing file".into(),
             OptKind::Path { must_exist: false } => "path".into(),
             OptKind::Ip => "IP address".into(),
+            OptKind::SocketAddr => "IP:port".into(),
             OptKind::Uuid => "UUID".into(),
             OptKind::Choice(names) => format!("one of {}", names.join(", ")),
             OptKind::Tag => "tag string".into(),
@@ -198,7 +201,8 @@ const fn opt(
 }
 
 /// The sections we own, in rendering order. Other sections of kuryr.conf are ignored.
-pub const SECTIONS: &[&str] = &["DEFAULT", "kubernetes", "neutron_defaults", "octavia_defaults", "neutron"];
+pub const SECTIONS: &[&str] =
+    &["DEFAULT", "kubernetes", "neutron_defaults", "octavia_defaults", "neutron", "status_responder"];
 
 const PORT: OptKind = OptKind::Int { min: 1, max: 65535 };
 const D: &str = "DEFAULT";
@@ -206,6 +210,7 @@ const K: &str = "kubernetes";
 const ND: &str = "neutron_defaults";
 const OD: &str = "octavia_defaults";
 const N: &str = "neutron";
+const SR: &str = "status_responder";
 const PATH: OptKind = OptKind::Path { must_exist: false };
 
 #[rustfmt::skip]
@@ -287,6 +292,13 @@ static OPTIONS: &[OptionSpec] = &[
     opt(N, "cafile", OptKind::Path { must_exist: true }, None, "CA bundle to verify Keystone, Neutron and Octavia TLS certificates."),
     opt(N, "insecure", OptKind::Bool, Some("false"), "Do not verify TLS certificates (testing only)."),
     opt(N, "timeout", OptKind::Seconds { min: 1 }, Some("30"), "Timeout of one Keystone/Neutron request, in seconds."),
+    // [status_responder]
+    opt(SR, "service", OptKind::Str, None, "`namespace/name` of the status responder's Service (`kuryr-l7-router status-responder`). Its ready endpoints become the members of the reserved pools `kuryr-status-404` (the listeners' default pool when no Ingress sets a default backend: requests no route matches get 404) and `kuryr-status-503` (routes whose backend cannot be served get 503 with a reason). Unset: no responder; requests no route matches get Octavia's 503 and unservable routes an empty pool's 503."),
+    opt(SR, "service_not_found_port", OptKind::Str, Some("not-found"), "Port (name or number) of the responder's Service that answers 404 (the responder's `not_found_listen`)."),
+    opt(SR, "service_unavailable_port", OptKind::Str, Some("unavailable"), "Port (name or number) of the responder's Service that answers 503 (the responder's `unavailable_listen`)."),
+    opt(SR, "not_found_listen", OptKind::SocketAddr, Some("0.0.0.0:8404"), "Where `status-responder` answers 404 Not Found (\"no route for host H path P\") to every request."),
+    opt(SR, "unavailable_listen", OptKind::SocketAddr, Some("0.0.0.0:8503"), "Where `status-responder` answers 503 Service Unavailable (\"the backend of host H path P is unavailable\") to every request."),
+    opt(SR, "health_listen", OptKind::SocketAddr, Some("0.0.0.0:8405"), "Where `status-responder` serves `/healthz` for its own probes (kept off the two answer ports, where every path must get the answer)."),
 ];
 
 /// Every option, grouped by section in [`SECTIONS`] order.

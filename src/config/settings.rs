@@ -16,6 +16,9 @@ use std::str::FromStr;
 use std::time::Duration;
 use url::Url;
 
+mod status_responder;
+pub use status_responder::StatusResponderSettings;
+
 /// `[DEFAULT]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DefaultSettings {
@@ -147,6 +150,7 @@ pub struct Settings {
     pub neutron_defaults: NeutronDefaults,
     pub octavia_defaults: OctaviaDefaults,
     pub neutron: NeutronSettings,
+    pub status_responder: StatusResponderSettings,
 }
 
 /// One raw value after layering, with where it came from.
@@ -528,11 +532,14 @@ impl Reader {
         octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
         self.check_octavia(&octavia_defaults);
         let neutron = self.neutron();
+        let status_responder = self.status_responder();
         if !self.problems.is_empty() {
             return Err(self.problems);
         }
         match neutron {
-            Some(neutron) => Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron }),
+            Some(neutron) => {
+                Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron, status_responder })
+            }
             // `neutron()` records a problem whenever it returns `None`.
             None => Err(self.problems),
         }

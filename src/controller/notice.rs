@@ -70,7 +70,8 @@ impl ServiceNotice {
 ///   default pool, [`DesiredRouter::default_pool_owners`].
 pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRef, ServiceNotice> {
     let mut out: BTreeMap<KubeRef, ServiceNotice> = BTreeMap::new();
-    for pool in desired.pools.values() {
+    // Reserved pools that no Service fills (`status::config_owner`) need no notice.
+    for pool in desired.pools.values().filter(|p| p.service.kind == "Service") {
         let notice = out
             .entry(service_key(&pool.service))
             .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });

@@ -58,7 +58,7 @@ fn on_true(rx: &watch::Receiver<bool>) -> impl Future<Output = ()> + Send + Sync
     }
 }
 
-async fn signal() {
+pub(crate) async fn signal() {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};

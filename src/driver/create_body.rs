@@ -24,10 +24,8 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
                 protocol: "HTTP".into(),
                 lb_algorithm: p.lb_algorithm.clone(),
                 members: p.members.iter().map(|m| member_create(&member_spec(m, &tags))).collect(),
-                healthmonitor: spec
-                    .health_monitor
-                    .as_ref()
-                    .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(h) }),
+                healthmonitor: super::diff::pool_monitor(&p.name, spec.health_monitor.as_ref())
+                    .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
                 tags,
                 ..PoolCreate::default()
             }

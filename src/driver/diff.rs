@@ -239,6 +239,22 @@ fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<
     kept
 }
 
+/// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
+/// monitor of a reserved status pool expects the status its responder always answers (404 or
+/// 503), so that a live responder is not taken for a dead one.
+pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
+    let mut spec = spec?.clone();
+    let code = match name {
+        crate::model::NOT_FOUND_POOL => "404",
+        crate::model::UNAVAILABLE_POOL => "503",
+        _ => return Some(spec),
+    };
+    if spec.expected_codes.is_some() {
+        spec.expected_codes = Some(code.to_string());
+    }
+    Some(spec)
+}
+
 fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
     let tags = opts.ownership.tags_for(&pool.service);
     writes.push(Write::CreatePool {
@@ -253,7 +269,7 @@ fn plan_new_pool(pool: &Pool, opts: &DiffOptions, writes: &mut Vec<Write>) {
             members: pool.members.iter().map(|m| member_spec(m, &tags)).collect(),
         });
     }
-    if let Some(spec) = &opts.health_monitor {
+    if let Some(spec) = &pool_monitor(&pool.name, opts.health_monitor.as_ref()) {
         writes.push(Write::CreateHealthMonitor {
             pool: PoolRef::New(pool.name.clone()),
             pool_name: pool.name.clone(),
@@ -276,7 +292,7 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
 
     writes.extend(plan_members(pool, actual, opts));
 
-    match (&opts.health_monitor, &actual.healthmonitor) {
+    match (&pool_monitor(&pool.name, opts.health_monitor.as_ref()), &actual.healthmonitor) {
         (Some(spec), None) => writes.push(Write::CreateHealthMonitor {
             pool: PoolRef::Id(actual.id.clone()),
             pool_name: pool.name.clone(),

@@ -13,6 +13,7 @@ pub mod names;
 pub mod render;
 pub mod routes;
 pub mod rules;
+pub mod status;
 pub mod tls;
 pub mod zone;
 
@@ -89,6 +90,10 @@ pub struct TranslateOptions {
     /// HTTPS listener and redirects (`[tls]`).
     #[serde(default)]
     pub tls: tls::TlsOptions,
+    /// `[status_responder]`: the Service whose endpoints fill the reserved 404/503 pools; `None`:
+    /// no responder (see [`status`]).
+    #[serde(default)]
+    pub status_responder: Option<status::StatusResponder>,
 }
 
 impl Default for TranslateOptions {
@@ -107,6 +112,7 @@ impl Default for TranslateOptions {
             lb_algorithm: "ROUND_ROBIN".into(),
             vip_family: IpFamily::V4,
             tls: tls::TlsOptions::default(),
+            status_responder: None,
         }
     }
 }

@@ -115,7 +115,8 @@ struct Route {
     path: String,
     /// Exact: the path; Prefix: without trailing slashes. Its length is the precedence.
     match_path: String,
-    pool: PoolKey,
+    /// `None`: the backend cannot be served; the route answers 503 ([`crate::model::UNAVAILABLE_POOL`]).
+    pool: Option<PoolKey>,
     owner: KubeRef,
 }
 
@@ -221,10 +222,20 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let default_pool_owners = default_key.as_ref().map_or_else(Vec::new, |k| default_backend_owners(&ours, k));
     let routes: Vec<Route> = claimed.into_values().collect();
     let tls = super::tls::translate_tls(&ours, inputs, opts, &mut warnings);
-    let mut pool_keys: BTreeSet<PoolKey> = routes.iter().map(|r| r.pool.clone()).collect();
+    let mut pool_keys: BTreeSet<PoolKey> = routes.iter().filter_map(|r| r.pool.clone()).collect();
     pool_keys.extend(default_key.clone());
-    let names = pool_names(&pool_keys);
-    let default_pool = default_key.as_ref().map(|k| names[k].clone());
+    let mut names = pool_names(&pool_keys);
+    let reserved = super::status::reserved(
+        opts.status_responder.as_ref(),
+        &services,
+        routes.iter().any(|r| r.pool.is_none()),
+        &opts.lb_algorithm,
+        &mut warnings,
+    );
+    pool_keys.extend(reserved.from_service.keys().cloned());
+    names.extend(reserved.from_service);
+    // No default backend: requests no route matches go to the 404 pool, when there is one.
+    let default_pool = default_key.as_ref().map(|k| names[k].clone()).or(reserved.not_found);
     let https = tls.https.map(|mut https| {
         let on_https = routes.iter().filter(|r| super::tls::on_https(&r.host, &tls.tls_hosts)).cloned().collect();
         // Warnings of the HTTPS ordering repeat the HTTP ones (same routes): not collected twice.
@@ -233,7 +244,8 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         https
     });
     let policies = order_policies(routes, &names, default_pool.as_deref(), &mut warnings);
-    let pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
+    let mut pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
+    pools.extend(reserved.empty.into_iter().map(|p| (p.name.clone(), p)));
 
     warnings.sort();
     warnings.dedup();
@@ -304,11 +316,13 @@ fn path_route(
         warn(warnings, owner, "InvalidRuleValue", format!("{owner}: {where_} dropped: {why}"));
         return None;
     }
+    // A backend that cannot be served keeps its route, answering 503: dropping it would send its
+    // paths to another route of the host (`/admin` to `/`).
     let pool = match resolve_backend(owner, where_, &p.backend, services) {
-        Ok(k) => k,
+        Ok(k) => Some(k),
         Err((reason, msg)) => {
-            warn(warnings, owner, reason, format!("{msg}; route dropped"));
-            return None;
+            warn(warnings, owner, reason, format!("{msg}; its requests get HTTP 503"));
+            None
         }
     };
     Some(Route {
@@ -463,7 +477,7 @@ fn route_policy(
     Policy {
         name: policy_name(&r.owner, &r.host, &r.path_type, &r.path),
         position: 0,
-        pool: names[&r.pool].clone(),
+        pool: r.pool.as_ref().map_or_else(|| crate::model::UNAVAILABLE_POOL.to_string(), |k| names[k].clone()),
         rules,
         owner: r.owner.clone(),
         description: r.describe(),
