@@ -298,7 +298,7 @@ async fn create_then_idempotent_with_one_floating_ip() {
         assert_eq!(after_restart.writes.len(), 0);
         assert_eq!(after_restart.floating_ip, Some(fip));
         let q = ListQuery {
-            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
+            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &r.spec().name))],
             ..ListQuery::default()
         };
         assert_eq!(r.neutron().list_floating_ips(&q).await.unwrap().len(), 1, "exactly one floating IP for the router");
@@ -683,7 +683,7 @@ async fn apply_killed_at_random_points_converges_without_duplicates() {
             assert_eq!(m.len(), want.pools[&p.name].members.len(), "members of {}", p.name);
         }
         let q = ListQuery {
-            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
+            extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &r.spec().name))],
             ..ListQuery::default()
         };
         assert_eq!(r.neutron().list_floating_ips(&q).await.unwrap().len(), 1, "one floating IP, none leaked");

@@ -144,7 +144,9 @@ async fn unknown_lb_subnet_fails_cleanly() {
 /// 2. a member deleted by hand → restored;
 /// 3. an untagged foreign pool + member added by hand → never modified nor deleted;
 /// 4. a rule value with a space (bypassing the translation's validation) → Octavia's 400 with
-///    the faultstring and the failed write; the next converge of a good state succeeds;
+///    the faultstring and the failed write, reported in the convergence's `failures` (its
+///    object on hold, the convergence itself succeeds); the next converge of a good state
+///    succeeds;
 /// 5. l7_router_ip that does not exist → FloatingIpNotFound;
 /// 6. l7_router_ip bound to another port → FloatingIpInUse naming both ports, FIP untouched.
 ///
@@ -233,10 +235,12 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     );
     assert_eq!(observe(&r).await.0, want.0, "our policies unchanged");
 
-    // 4. A rule value Octavia refuses.
-    let err = r.converge(&shop("/bad value")).await.unwrap_err();
-    let msg = err.to_string();
-    assert!(matches!(err, DriverError::Write { .. }), "{msg}");
+    // 4. A rule value Octavia refuses: reported against its object (put on hold), the
+    // convergence itself goes on (issue 14: one refusal never stops the other changes).
+    let rep = r.converge(&shop("/bad value")).await.unwrap();
+    assert_eq!(rep.failures.len(), 1, "{:?}", rep.failures);
+    let msg = format!("{} {}", rep.failures[0].write, rep.failures[0].message);
+    assert_eq!(rep.failures[0].reason, "invalid", "{msg}");
     assert!(msg.contains("HTTP 400"), "{msg}");
     assert!(msg.contains("shop:api"), "names the write: {msg}");
     assert_eq!(r.find().await.unwrap().unwrap().provisioning_status, "ACTIVE", "router not poisoned");

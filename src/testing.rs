@@ -2,13 +2,15 @@
 //! A plain public module (not a cargo feature) so that `cargo test` needs no extra flag.
 
 use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
-use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members, plan_writes};
-use crate::driver::sim::Simulator;
-use crate::driver::{ConvergeReport, WriteRecord};
+use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
+use crate::driver::isolation::WriteBackoff;
+use crate::driver::rounds::{RoundOptions, converge_listener};
+use crate::driver::sim::{Refuse, SimListener, Simulator};
+use crate::driver::{ConvergeReport, WriteGate};
 use crate::model::{DesiredRouter, Pool};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// [`RouterBackend`] on the driver's [`Simulator`]: plans with the real diff and applies the
 /// writes as Octavia would, without a cloud. `fail` makes the next calls fail.
@@ -21,6 +23,14 @@ pub struct SimBackend {
     pub delay: Duration,
     /// Batch member PUTs applied so far (Members jobs and the member writes of Syncs).
     pub member_puts: Arc<AtomicUsize>,
+    /// Writes the simulated Octavia refuses (none by default): see [`SimListener`].
+    pub refuse: Refuse,
+    /// Objects on hold after a refusal (see `driver::isolation`).
+    pub backoff: Arc<Mutex<WriteBackoff>>,
+    /// The leader gate, checked before every write.
+    pub gate: WriteGate,
+    /// What [`RouterBackend::blocked`] answers (a router refusing every write).
+    pub blocked: Arc<std::sync::atomic::AtomicBool>,
 }
 
 impl SimBackend {
@@ -35,6 +45,10 @@ impl SimBackend {
             fail: Arc::new(Mutex::new(None)),
             delay: Duration::ZERO,
             member_puts: Arc::new(AtomicUsize::new(0)),
+            refuse: Arc::new(|_| None),
+            backoff: Default::default(),
+            gate: WriteGate::default(),
+            blocked: Default::default(),
         }
     }
 
@@ -58,28 +72,47 @@ impl SimBackend {
 impl RouterBackend for SimBackend {
     async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
         self.before_job().await?;
-        let mut sim = self.state.lock().expect("sim lock");
-        let plan = plan_writes(desired, &sim.router, &self.opts);
-        sim.apply_all(&plan.writes).map_err(|e| WriteError::new("sim", e))?;
-        let puts = plan.writes.iter().filter(|w| w.kind() == "batch_members").count();
-        self.member_puts.fetch_add(puts, Ordering::SeqCst);
-        Ok(ConvergeReport {
+        // The real driver's rounds (isolation, leader gate) on the simulated listener.
+        let mut io = SimListener { state: self.state.clone(), refuse: self.refuse.clone(), gate: self.gate.clone() };
+        let opts = RoundOptions {
+            listener: "listener",
+            diff: &self.opts,
+            verify: false,
+            backoff: &self.backoff,
+            now: Instant::now(),
+        };
+        let mut report = ConvergeReport {
             lb_id: "sim-router".into(),
             listener_id: "listener".into(),
-            writes: plan
-                .writes
-                .iter()
-                .map(|w| WriteRecord { kind: w.kind(), description: w.to_string(), duration: Duration::ZERO })
-                .collect(),
-            conflicts: plan.conflicts.into_iter().map(|c| c.message).collect(),
             address: self.address,
             vip_address: self.address,
             ..ConvergeReport::default()
-        })
+        };
+        converge_listener(&mut io, desired, &opts, &mut report)
+            .await
+            .map_err(|e| WriteError::new(e.label(), e.to_string()))?;
+        for w in &mut report.writes {
+            w.duration = Duration::ZERO;
+        }
+        let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
+        self.member_puts.fetch_add(puts, Ordering::SeqCst);
+        Ok(report)
+    }
+
+    fn blocked(&self) -> bool {
+        self.blocked.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn set_write_gate(&mut self, gate: WriteGate) {
+        self.gate = gate;
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {
         self.before_job().await?;
+        if !self.gate.is_open() {
+            let e = crate::driver::DriverError::NotLeader;
+            return Err(WriteError::new(e.label(), e.to_string()));
+        }
         let mut sim = self.state.lock().expect("sim lock");
         let Some(actual) =
             sim.router.pools.iter().find(|p| p.name == pool.name && self.opts.ownership.owns(&p.tags)).cloned()

@@ -532,3 +532,121 @@ fn inputs_leave_out_ingresses_being_deleted() {
     let names: Vec<_> = stores.inputs().ingresses.iter().map(|i| i.metadata.name.clone().unwrap()).collect();
     assert_eq!(names, ["live"]);
 }
+
+// ------------------------------------------------------------------ issue 14: isolation, blocked router
+
+/// A write Octavia refuses for good for the Ingress's policy: the reconcile succeeds (the rest
+/// converged), a Warning `OctaviaWriteRefused` names the object and Octavia's answer, the failure
+/// is counted by reason, and the Ingress is synced again when the hold ends (today: the whole
+/// Sync fails and stops every later change).
+#[tokio::test]
+async fn a_refused_write_is_a_warning_event_a_metric_and_a_requeue_not_a_failed_sync() {
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let mut h = harness(kube::Client::new(svc, "default"));
+    let ing = ingress_with(&[FINALIZER], false);
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(ing.clone()));
+    let mut backend = sim();
+    backend.refuse = Arc::new(|w: &Write| {
+        matches!(w, Write::CreatePolicy { .. }).then(|| kuryr_l7_router::openstack::Error::Api {
+            service: kuryr_l7_router::openstack::Service::LoadBalancer,
+            method: "POST".into(),
+            path: "/v2/lbaas/l7policies".into(),
+            status: 400,
+            message: "Invalid input for field/attribute value".into(),
+        })
+    });
+    let state = backend.state.clone();
+    let writer = Writer::spawn(backend, WriterMetrics::default());
+    let metrics = Metrics::default();
+    let client = h.ctx.client.clone();
+    let (_ready, ready_rx) = watch::channel(true);
+    let ctx = Arc::new(Context::new(
+        client.clone(),
+        h.ctx.stores.clone(),
+        writer.handle(),
+        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
+        metrics.clone(),
+        h.ctx.opts.clone(),
+        "router-1".into(),
+        ready_rx,
+        None,
+    ));
+    let ing_value = serde_json::to_value(&ing).unwrap();
+    let server = tokio::spawn(async move {
+        let refused = serve(&mut handle, expect(Method::POST, EVENTS)).await;
+        serve(&mut handle, expect(Method::PATCH, SVC)).await;
+        serve(&mut handle, Expect { response: Some(ing_value), ..expect(Method::PATCH, format!("{ING}/status")) })
+            .await;
+        let synced = serve(&mut handle, expect(Method::POST, EVENTS)).await;
+        (refused, synced)
+    });
+    let action = ingress::reconcile(Arc::new(ing), ctx).await.unwrap();
+    let ((_, refused), (_, synced)) = server.await.unwrap();
+    assert_eq!((refused["type"].as_str(), refused["reason"].as_str()), (Some("Warning"), Some("OctaviaWriteRefused")));
+    let note = refused["note"].as_str().unwrap();
+    assert!(note.contains("L7 policy") && note.contains("HTTP 400"), "{note}");
+    assert_eq!(synced["reason"], "Synced");
+    assert_eq!(action, Action::requeue(Duration::from_secs(11)), "synced again once the 10 s hold ends");
+    assert_eq!(
+        metrics
+            .write_failures
+            .get_or_create(&kuryr_l7_router::controller::metrics::ReasonLabels { reason: "invalid".into() })
+            .get(),
+        1
+    );
+    // The pool (the rest of the change) was written.
+    assert_eq!(state.lock().unwrap().router.pools.len(), 1);
+}
+
+/// `/readyz` follows whether the router refuses writes: not ready while it does, ready again by
+/// itself after the next job finds it writable (today: stays ready while every job waits out
+/// `write_timeout`).
+#[tokio::test]
+async fn readiness_is_lost_while_the_router_refuses_writes_and_comes_back() {
+    use kuryr_l7_router::controller::health::Readiness;
+    let backend = sim();
+    let blocked = backend.blocked.clone();
+    let (ready_tx, ready_rx) =
+        watch::channel(Readiness { caches_synced: true, router_ready: true, router_blocked: false });
+    let writer = Writer::spawn(backend, WriterMetrics { metrics: None, readiness: Some(ready_tx) });
+    let h = writer.handle();
+    blocked.store(true, std::sync::atomic::Ordering::SeqCst);
+    h.sync(DesiredRouter::default()).await.unwrap();
+    assert_eq!(
+        ready_rx.borrow().missing().as_deref(),
+        Some("router refuses writes (provisioning_status ERROR or immutable)")
+    );
+    blocked.store(false, std::sync::atomic::Ordering::SeqCst);
+    h.members(pool("zz", vec![])).await.unwrap();
+    assert_eq!(ready_rx.borrow().missing(), None);
+    writer.shutdown().await;
+}
+
+/// Every Ingress status is checked on each resync and patched only where it differs from the
+/// router's address (a router rebuilt elsewhere, a status edited by hand); before, only a
+/// reconcile of that Ingress did it.
+#[tokio::test]
+async fn resync_patches_only_the_ingress_statuses_that_differ() {
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let mut h = harness(kube::Client::new(svc, "default"));
+    let stale = ingress_with(&[FINALIZER], false);
+    let mut current = ingress_with(&[FINALIZER], false);
+    current.metadata.name = Some("current".into());
+    current.status = serde_json::from_value(json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}})).unwrap();
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(stale.clone()));
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(current));
+    let stale_value = serde_json::to_value(&stale).unwrap();
+    let server = tokio::spawn(async move {
+        let patch = serve(
+            &mut handle,
+            Expect { response: Some(stale_value), ..expect(Method::PATCH, format!("{ING}/status")) },
+        )
+        .await;
+        let more = tokio::time::timeout(Duration::from_millis(300), handle.next_request()).await;
+        (patch, more.is_ok())
+    });
+    h.ctx.refresh_statuses(Some("172.24.4.99".parse().unwrap())).await;
+    let ((_, body), more) = server.await.unwrap();
+    assert_eq!(body, json!({"status": {"loadBalancer": {"ingress": [{"ip": "172.24.4.99"}]}}}));
+    assert!(!more, "the Ingress whose status already matches is not patched");
+}

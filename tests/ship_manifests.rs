@@ -474,6 +474,25 @@ fn kustomization_lists_every_manifest() {
     assert!(images.iter().any(|i| i["name"] == image.as_str()), "images: does not rewrite {image}");
 }
 
+/// The shipped grace period covers what the shutdown path needs after SIGTERM (no write after
+/// the one in flight, bounded drain, handlers, lease release: `SHUTDOWN_BUDGET`), and the docs
+/// state the same number (before: 30 s shipped while the docs asked for more than
+/// `write_timeout`, 300 s, and the writer drained its whole job).
+#[test]
+fn termination_grace_period_covers_the_shutdown_and_agrees_with_the_docs() {
+    let docs = load_all();
+    let grace = pod_spec(&docs).termination_grace_period_seconds.expect("terminationGracePeriodSeconds is set");
+    let budget = kuryr_l7_router::controller::runtime::SHUTDOWN_BUDGET.as_secs() as i64;
+    assert!(grace > budget, "terminationGracePeriodSeconds {grace} must exceed the shutdown budget {budget} s");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let line = format!("terminationGracePeriodSeconds: {grace}");
+    for doc in ["docs/operations.md", "docs/deployment.md"] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        assert!(text.contains(&line), "{doc} must say `{line}` as the manifest does");
+        assert!(text.contains(&format!("{budget} s")), "{doc} must state the shutdown budget ({budget} s)");
+    }
+}
+
 /// The status responder (docs/deployment.md): hardened like the controller, no credentials and
 /// no Kubernetes API token, probes on its health port, its Service exposing the two answer ports
 /// that kuryr.conf names, all three ports those of `[status_responder]`.

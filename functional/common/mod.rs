@@ -139,7 +139,7 @@ pub async fn remove_lb(r: &Router, lb: &kuryr_l7_router::openstack::octavia::Loa
         }
     }
     let q = ListQuery {
-        extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &lb.id))],
+        extra: vec![("description".into(), floating_ip_description(&r.spec().ownership, &r.spec().name))],
         ..ListQuery::default()
     };
     for f in r.neutron().list_floating_ips(&q).await.unwrap_or_default() {

@@ -5,7 +5,7 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
-use crate::controller::metrics::Metrics;
+use crate::controller::metrics::{Metrics, ReasonLabels};
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
 use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{WriteError, WriterHandle};
@@ -17,10 +17,11 @@ use crate::translate::{Inputs, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::Resource;
 use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use std::collections::{BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
@@ -266,7 +267,14 @@ impl Context {
             Some(r) => r,
             None => {
                 let report = self.writer.sync(desired.clone()).await.map_err(HandlerError::Octavia)?;
-                *self.last_sync.lock().expect("lock") = Some((desired.clone(), report.clone()));
+                self.report_refusals(&report).await;
+                // With an object on hold the same desired state must be synced again (after
+                // `retry_after`), not answered from this report.
+                if report.failures.is_empty() && report.held.is_empty() {
+                    *self.last_sync.lock().expect("lock") = Some((desired.clone(), report.clone()));
+                } else {
+                    *self.last_sync.lock().expect("lock") = None;
+                }
                 if let Some(r) = &self.readiness {
                     r.send_modify(|r| r.router_ready = true);
                 }
@@ -318,6 +326,44 @@ impl Context {
             }
         }
         Ok(())
+    }
+
+    /// Each write Octavia refused for good in `report`: a Warning Event on every Ingress its
+    /// object serves, and the failure metric by reason. The other changes went on.
+    async fn report_refusals(&self, report: &ConvergeReport) {
+        for f in &report.failures {
+            self.metrics.write_failures.get_or_create(&ReasonLabels { reason: f.reason.into() }).inc();
+            let message = format!(
+                "Octavia refused a write for {} ({}): {}; it is retried with backoff, the other changes were made",
+                f.object, f.write, f.message
+            );
+            for owner in &f.owners {
+                let key = ObjectRef::<Ingress>::new(&owner.name).within(&owner.namespace);
+                if let Some(ing) = self.stores.ingresses.get(&key) {
+                    self.publish(&UserEvent::warning("OctaviaWriteRefused", "Sync", &message), &ing.object_ref(&()))
+                        .await;
+                }
+            }
+        }
+    }
+
+    /// The status address of every Ingress of ours made equal to the router's (patched only
+    /// where it differs): on each resync, so that a router rebuilt on another address, or a
+    /// status changed by hand, is corrected without an Ingress change.
+    pub async fn refresh_statuses(&self, address: Option<std::net::IpAddr>) {
+        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+        for ing in self.stores.ingresses.state() {
+            let ours = crate::translate::routes::is_ours(&ing, &classes, &self.opts);
+            if !ours || !patches::has_finalizer(ing.as_ref()) || ing.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
+            match patches::patch_ingress_status(&api, &ing, address).await {
+                Ok(Some(_)) => tracing::info!(ingress = %ing.name_any(), ?address, "ingress status corrected"),
+                Ok(None) => {}
+                Err(e) => tracing::warn!(ingress = %ing.name_any(), error = %e, "cannot patch the ingress status"),
+            }
+        }
     }
 
     /// Publishes an Event, logging (never failing on) errors.

@@ -26,6 +26,9 @@ pub struct Readiness {
     pub caches_synced: bool,
     /// The router load balancer exists (found or created) in Octavia.
     pub router_ready: bool,
+    /// The router refuses every write (ERROR, or busy beyond `write_timeout`): not ready while
+    /// it lasts, ready again by itself once the router is ACTIVE.
+    pub router_blocked: bool,
 }
 
 impl Readiness {
@@ -37,6 +40,9 @@ impl Readiness {
         }
         if !self.router_ready {
             reasons.push("router not ready");
+        }
+        if self.router_blocked {
+            reasons.push("router refuses writes (provisioning_status ERROR or immutable)");
         }
         (!reasons.is_empty()).then(|| reasons.join("\n"))
     }
@@ -92,9 +98,14 @@ mod tests {
 
     #[test]
     fn missing_names_each_reason() {
-        assert_eq!(Readiness { caches_synced: true, router_ready: true }.missing(), None);
-        assert_eq!(Readiness { caches_synced: false, router_ready: true }.missing().unwrap(), "caches not synced");
-        assert_eq!(Readiness { caches_synced: true, router_ready: false }.missing().unwrap(), "router not ready");
+        let r = |caches_synced, router_ready, router_blocked| Readiness { caches_synced, router_ready, router_blocked };
+        assert_eq!(r(true, true, false).missing(), None);
+        assert_eq!(r(false, true, false).missing().unwrap(), "caches not synced");
+        assert_eq!(r(true, false, false).missing().unwrap(), "router not ready");
+        assert_eq!(
+            r(true, true, true).missing().unwrap(),
+            "router refuses writes (provisioning_status ERROR or immutable)"
+        );
         assert_eq!(Readiness::default().missing().unwrap(), "caches not synced\nrouter not ready");
     }
 }

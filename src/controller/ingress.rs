@@ -13,6 +13,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// What the Ingress handler must do with an Ingress, decided from its finalizers, its deletion
 /// timestamp and whether it is of our class (decided by the caller from IngressClass/config).
@@ -131,7 +132,8 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
                 &regarding,
             )
             .await;
-            Ok(Action::await_change())
+            // An object on hold after a refused write: sync again when its delay is over.
+            Ok(report.retry_after.map_or_else(Action::await_change, |d| Action::requeue(d + Duration::from_secs(1))))
         }
         IngressStep::Cleanup => {
             // The caches' Ingress is being deleted (left out of the inputs) or no longer ours

@@ -57,6 +57,12 @@ pub struct JobLabels {
     pub result: String,
 }
 
+/// Why Octavia refused a write for good (see `driver::isolation::failure_reason`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabels {
     pub status: String,
@@ -85,6 +91,10 @@ pub struct Metrics {
     pub octavia_write_job_duration: HistogramFamily<JobLabels>,
     /// Pools of the desired router by weighting rule (zone-aware kinds and each even fallback).
     pub pool_weighting: Family<WeightingLabels, Gauge>,
+    /// Writes Octavia refused for good (their object put on hold), by reason.
+    pub write_failures: Family<ReasonLabels, Counter>,
+    /// 1 while the router refuses every write (ERROR, or busy beyond write_timeout).
+    pub router_writes_blocked: Gauge,
 }
 
 impl Default for Metrics {
@@ -108,6 +118,8 @@ impl Default for Metrics {
                 Histogram::new(exponential_buckets(0.05, 2.0, 14))
             }),
             pool_weighting: Family::default(),
+            write_failures: Family::default(),
+            router_writes_blocked: Gauge::default(),
         }
     }
 }
@@ -118,6 +130,16 @@ impl Metrics {
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         registry.register("reconciles", "Reconciles by handler and result", m.reconciles.clone());
+        registry.register(
+            "write_failures",
+            "Octavia writes refused for good (their object put on hold, the others go on), by reason",
+            m.write_failures.clone(),
+        );
+        registry.register(
+            "router_writes_blocked",
+            "1 while the L7 router refuses every write (provisioning_status ERROR or busy beyond write_timeout)",
+            m.router_writes_blocked.clone(),
+        );
         registry.register_with_unit(
             "reconcile_duration",
             "Reconcile duration by handler",

@@ -20,6 +20,7 @@ use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
+use crate::driver::WriteGate;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
@@ -141,7 +142,7 @@ where
 
     if !settings.kubernetes.enable_ingress {
         tracing::info!("ingress handlers disabled ([kubernetes] enable_ingress = False)");
-        ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true });
+        ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
         on_true(&stop_rx).await;
         return finish_server(server).await;
     }
@@ -166,7 +167,17 @@ where
     };
 
     let result = match backend(&settings, &metrics) {
-        Ok(b) => run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await,
+        Ok(mut b) => {
+            // A lost lease stops the writes before the next one, not after the job (see
+            // driver::rounds); the handlers stop on it too (acquire_leadership).
+            // On SIGTERM too: the write in flight is the last one (see SHUTDOWN_BUDGET).
+            let gate = match &leadership {
+                Some(l) => WriteGate::new(l.is_leader()),
+                None => WriteGate::default(),
+            };
+            b.set_write_gate(gate.stopping_on(stop_rx.clone()));
+            run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await
+        }
         Err(e) => Err(e),
     };
     let lost = leadership.as_ref().is_some_and(|l| !*l.is_leader().borrow());
@@ -198,7 +209,7 @@ async fn acquire_leadership(
     // A standby is "ready" as a standby: nothing routes traffic to this pod, and a standby that
     // never turned ready would block rolling updates. /readyz of the leader reports its caches
     // and router.
-    ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true });
+    ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
     tracing::info!(lease = %k.lease_name, %identity, "waiting for leadership");
     tokio::select! {
         r = l.acquired() => r?,
@@ -339,7 +350,8 @@ async fn run_leader<B: RouterBackend>(
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
     let quota_client = backend.quota_client();
-    let writer = Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()) });
+    let writer =
+        Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) });
     let k = &settings.kubernetes;
     let config = ControllerConfig::default().debounce(Duration::from_millis(500));
     let ing_ctl =
@@ -465,6 +477,7 @@ async fn resync_loop(
         let span = reconcile_span("resync", "", "");
         match tracing::Instrument::instrument(ctx.sync(true), span).await {
             Ok((desired, report)) => {
+                ctx.refresh_statuses(report.address).await;
                 ctx.metrics.reconcile_result("resync", "ok");
                 tracing::info!(writes = report.writes.len(), "resync done");
                 crate::controller::conflicts::publish_conflicts(&ctx, &desired, None).await;
@@ -503,6 +516,18 @@ async fn refresh_budget(ctx: &Context, octavia: &crate::openstack::Octavia) {
     }
 }
 
+/// How long the writer's job in flight may go on after SIGTERM: the gate is closed, so it makes
+/// no further write; this bounds the Octavia request in flight and the wait for ACTIVE after it
+/// (cut short: Octavia completes the write anyway, and the next leader waits for ACTIVE before
+/// its first write).
+pub const WRITER_DRAIN: Duration = Duration::from_secs(10);
+/// How long the handlers get to finish their Kubernetes writes once the writer answered.
+pub const HANDLERS_GRACE: Duration = Duration::from_secs(15);
+/// The whole shutdown after SIGTERM at most: writer, handlers, then the lease release and the
+/// health server (5 s). `terminationGracePeriodSeconds` must exceed it
+/// (tests/ship_manifests.rs); it need not exceed `write_timeout`.
+pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(WRITER_DRAIN.as_secs() + HANDLERS_GRACE.as_secs() + 5);
+
 /// Stop the leader's work once the Controllers stopped taking new work (graceful_shutdown_on).
 /// The writer finishes the write in flight and answers queued jobs with `shutdown`, which ends
 /// the reconciles waiting on it; then the reconciles' own Kubernetes writes get a bounded time to
@@ -515,8 +540,8 @@ async fn drain(
     background: Vec<JoinHandle<()>>,
     ctx: &Context,
 ) {
-    tracing::info!("stopping: draining the router writer (the write in flight finishes)");
-    writer.shutdown().await;
+    tracing::info!("stopping: draining the router writer (no write after the one in flight)");
+    writer.shutdown_within(WRITER_DRAIN).await;
     let aborts: Vec<_> = handlers.iter().map(JoinHandle::abort_handle).collect();
     let finished = async {
         for h in handlers {
@@ -525,7 +550,7 @@ async fn drain(
         let _ = resync.await;
     };
     // Before the caches synced no reconcile got past `wait_caches`: nothing to wait for.
-    let grace = if *ctx.caches_ready.borrow() { Duration::from_secs(20) } else { Duration::ZERO };
+    let grace = if *ctx.caches_ready.borrow() { HANDLERS_GRACE } else { Duration::ZERO };
     if tokio::time::timeout(grace, finished).await.is_err() {
         tracing::info!(grace_s = grace.as_secs(), "handlers did not stop within the grace period; aborting them");
         for a in aborts {

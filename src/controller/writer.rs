@@ -13,14 +13,15 @@
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
+use crate::controller::health::Readiness;
 use crate::controller::metrics::{JobLabels, Metrics};
-use crate::driver::{ConvergeReport, DriverError, MembersChange, Router};
+use crate::driver::{ConvergeReport, DriverError, MembersChange, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
-use tokio::sync::{Notify, oneshot};
+use tokio::sync::{Notify, oneshot, watch};
 use tokio::task::JoinHandle;
 
 /// A failed write, cloneable so every coalesced waiter gets it.
@@ -83,6 +84,12 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn quota_client(&self) -> Option<crate::openstack::Octavia> {
         None
     }
+    /// Whether the router refuses every write now (see `driver::blocked`), for `/readyz`.
+    fn blocked(&self) -> bool {
+        false
+    }
+    /// Write only while `gate` is open (the leader lease), checked before every write.
+    fn set_write_gate(&mut self, _gate: WriteGate) {}
 }
 
 /// One queued job with its waiters.
@@ -206,6 +213,8 @@ fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
     pub metrics: Option<Metrics>,
+    /// `/readyz`: not ready while the router refuses every write.
+    pub readiness: Option<watch::Sender<Readiness>>,
 }
 
 struct Shared {
@@ -215,6 +224,16 @@ struct Shared {
 }
 
 impl Shared {
+    /// After each job: `/readyz` and the gauge follow whether the router refuses writes.
+    fn blocked_is(&self, blocked: bool) {
+        if let Some(r) = &self.metrics.readiness {
+            r.send_if_modified(|r| std::mem::replace(&mut r.router_blocked, blocked) != blocked);
+        }
+        if let Some(m) = &self.metrics.metrics {
+            m.router_writes_blocked.set(i64::from(blocked));
+        }
+    }
+
     fn depth_changed(&self, depth: usize) {
         if let Some(m) = &self.metrics.metrics {
             m.octavia_write_queue_depth.set(depth as i64);
@@ -299,6 +318,22 @@ impl Writer {
             tracing::error!(error = %e, "router writer task failed");
         }
     }
+
+    /// [`Writer::shutdown`], the job in flight given at most `limit` (then dropped: a write
+    /// already sent completes in Octavia anyway; queued waiters get a `shutdown` error).
+    pub async fn shutdown_within(mut self, limit: std::time::Duration) {
+        self.handle.shared.queue.lock().expect("writer lock").closed = true;
+        self.handle.shared.notify.notify_one();
+        match tokio::time::timeout(limit, &mut self.task).await {
+            Ok(Err(e)) => tracing::error!(error = %e, "router writer task failed"),
+            Ok(Ok(())) => {}
+            Err(_) => {
+                tracing::warn!(limit_s = limit.as_secs(), "the job in flight did not end in time: dropped");
+                self.task.abort();
+                self.handle.shared.queue.lock().expect("writer lock").fail_all(&WriteError::shutdown());
+            }
+        }
+    }
 }
 
 async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
@@ -368,6 +403,7 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 label
             }
         };
+        shared.blocked_is(backend.blocked());
         let retries = backend.conflict_retries();
         if let Some(m) = &shared.metrics.metrics {
             m.octavia_write_job_duration
@@ -418,5 +454,13 @@ impl RouterBackend for OctaviaBackend {
 
     fn conflict_retries(&self) -> u64 {
         self.router.conflict_retries()
+    }
+
+    fn blocked(&self) -> bool {
+        self.router.is_blocked()
+    }
+
+    fn set_write_gate(&mut self, gate: WriteGate) {
+        self.router.set_write_gate(gate);
     }
 }

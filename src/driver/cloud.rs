@@ -13,6 +13,35 @@ pub struct Cloud {
     /// Where TLS certificates are stored; None when the cloud has no key manager.
     pub barbican: Option<Barbican>,
     pub spec: RouterSpec,
+    /// Whether this process may write (the leader lease): checked before every write.
+    pub gate: WriteGate,
+}
+
+/// "May this process still write?", cheap enough to ask before every Octavia write: closed once
+/// the leader lease is lost (the election's watch, see `controller::leader`) or once the process
+/// is stopping (SIGTERM: the write in flight is the last one). Always open when built with
+/// neither.
+#[derive(Clone, Debug, Default)]
+pub struct WriteGate {
+    leader: Option<tokio::sync::watch::Receiver<bool>>,
+    stop: Option<tokio::sync::watch::Receiver<bool>>,
+}
+
+impl WriteGate {
+    /// Open while `is_leader` says `true`.
+    pub fn new(is_leader: tokio::sync::watch::Receiver<bool>) -> Self {
+        Self { leader: Some(is_leader), stop: None }
+    }
+
+    /// Also closed once `stop` says `true`.
+    pub fn stopping_on(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+        self.stop = Some(stop);
+        self
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.leader.as_ref().is_none_or(|rx| *rx.borrow()) && self.stop.as_ref().is_none_or(|rx| !*rx.borrow())
+    }
 }
 
 impl Cloud {

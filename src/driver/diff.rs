@@ -39,8 +39,14 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     // or modify it, and policies that need it are skipped. Two of ours with one name are the trace
     // of a create whose sender died before it saw the answer (or whose snapshot was taken before
     // the dying sender's create landed): one is kept, the others are deleted at the end.
+    // The policies of Ingresses that route nothing any more (deleted, or all their routes gone)
+    // are deleted FIRST: nothing replaces them, so no traffic gap, and on a router at its quota
+    // they make room for the creates (a full router never deadlocks: deleting an Ingress always
+    // works). The others' stale policies stay last (create before delete).
+    let (removed, policies) = removal_only(desired, &actual.policies, own);
+    plan.writes.extend(removed.iter().map(|p| Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() }));
     let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
-    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(&actual.policies, own);
+    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(&policies, own);
     let foreign_pool_names: BTreeSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
@@ -69,13 +75,33 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     // Routes, then redirects: haproxy runs every redirect before any route whatever the order, so
     // redirects go last, where adding or removing one moves no route.
     let wanted = Wanted::all(desired);
-    plan_listener_policies(&wanted, &actual.policies, own, &ours_policies, &pool_refs, &mut plan);
+    plan_listener_policies(&wanted, &policies, own, &ours_policies, &pool_refs, &mut plan);
 
     plan_default_pool(desired.default_pool.as_deref(), actual, own, &pool_refs, &mut plan);
 
     // Deletes last: stale policies, then pools nothing references any more.
-    plan_deletes(desired, &wanted, actual, own, &ours_policies, &ours_pools, &mut plan);
+    plan_deletes(desired, &wanted, actual, &policies, own, &ours_policies, &ours_pools, &mut plan);
     plan
+}
+
+/// Our policies whose owner Ingress has no policy in `desired` any more (split off the rest,
+/// which keep their order): see [`plan_writes`]. A policy without an owner tag stays with the rest.
+fn removal_only(
+    desired: &DesiredRouter,
+    actual: &[ActualPolicy],
+    own: &Ownership,
+) -> (Vec<ActualPolicy>, Vec<ActualPolicy>) {
+    let live: BTreeSet<String> = desired
+        .policies
+        .iter()
+        .map(|p| owner_tag(&p.owner))
+        .chain(desired.redirects.iter().map(|r| owner_tag(&r.owner)))
+        .collect();
+    actual.iter().cloned().partition(|p| {
+        own.owns(&p.tags)
+            && p.tags.iter().any(|t| t.starts_with("ingress:"))
+            && !p.tags.iter().any(|t| live.contains(t))
+    })
 }
 
 /// Our objects in ERROR, reported: Octavia does not retry a failed object, so the plan replaces
@@ -142,10 +168,12 @@ fn plan_default_pool(
 
 /// The deletes, planned last: our policies no longer desired (or duplicates), then our pools
 /// nothing references any more (or duplicates, or in ERROR).
+#[allow(clippy::too_many_arguments)]
 fn plan_deletes(
     desired: &DesiredRouter,
     wanted: &[Wanted<'_>],
     actual: &ActualRouter,
+    policies: &[ActualPolicy],
     own: &Ownership,
     ours_policies: &BTreeMap<&str, &ActualPolicy>,
     ours_pools: &BTreeMap<&str, &ActualPool>,
@@ -153,7 +181,7 @@ fn plan_deletes(
 ) {
     let desired_policy_names: BTreeSet<&str> = wanted.iter().map(|w| w.name).collect();
     let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
-    for p in actual.policies.iter().filter(|p| own.owns(&p.tags)) {
+    for p in policies.iter().filter(|p| own.owns(&p.tags)) {
         if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(p.id.as_str()) {
             plan.writes.push(Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() });
         }

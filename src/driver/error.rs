@@ -42,6 +42,18 @@ pub enum DriverError {
     /// A certificate that translated fine could not be bundled (never expected).
     #[error("certificate: {0}")]
     Certificate(String),
+    #[error(
+        "this replica stopped writing (its leader lease is lost, or it is shutting down): the next leader continues"
+    )]
+    NotLeader,
+    #[error(
+        "L7 router {name} ({id}) refuses writes ({why}); writes are skipped until it is ACTIVE again (checked every \
+         {recheck_s} s)"
+    )]
+    RouterBlocked { name: String, id: String, why: String, recheck_s: u64 },
+    /// A write the in-memory Octavia (`super::sim`) cannot apply (tests only).
+    #[error("simulated Octavia: {0}")]
+    Simulated(String),
     #[error("write failed: {write}: {source}")]
     Write {
         write: String,
@@ -56,6 +68,9 @@ impl DriverError {
         match self {
             DriverError::OpenStack(e) | DriverError::Write { source: e, .. } => e.label(),
             DriverError::RouterInError { .. } => "router_error",
+            DriverError::RouterBlocked { .. } => "router_blocked",
+            DriverError::NotLeader => "not_leader",
+            DriverError::Simulated(_) => "sim",
             DriverError::AdoptedRouterNotFound(_) => "router_not_found",
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",

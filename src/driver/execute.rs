@@ -1,46 +1,78 @@
 //! Making the writes of a plan on the router, in order, one at a time, each followed by a wait
-//! for the router to be ACTIVE again (see [`Cloud::settle`]).
+//! for the router to be ACTIVE again (see [`Cloud::settle`]); the rounds, the failure isolation
+//! and the leader gate are [`super::rounds`]'.
 
+use super::actual::ActualRouter;
 use super::cloud::Cloud;
 use super::create_body::{health_monitor_create, member_body, rule_create};
 use super::error::{DriverError, Result};
-use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write, WritePlan};
-use super::report::{ConvergeReport, WriteRecord};
+use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write};
+use super::read;
+use super::read_cache::ReadCache;
+use super::report::WriteRecord;
+use super::rounds::ListenerIo;
 use crate::openstack::Error as OsError;
 use crate::openstack::octavia::{
-    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
-    PoolUpdate,
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, Listener, ListenerUpdate, MemberCreate,
+    PoolCreate, PoolUpdate,
 };
 use std::collections::BTreeMap;
+use std::sync::Mutex;
 use std::time::Instant;
 
-/// Where the writes of one plan go, and the ids of the objects it created so far (later writes
+/// Where the writes of one listener go, and the ids of the objects created so far (later writes
 /// name them by [`PoolRef::New`] / [`PolicyRef::New`]).
-struct Target<'a> {
-    lb_id: &'a str,
-    listener_id: &'a str,
+struct Target {
+    lb_id: String,
+    listener_id: String,
     new_pools: BTreeMap<String, String>,
     new_policies: BTreeMap<String, String>,
 }
 
-/// Make the writes of `plan` on the listener `listener_id` of the router `lb_id`, in order,
-/// waiting for ACTIVE after each; each one is recorded in `report`.
-pub async fn execute(
-    cloud: &Cloud,
-    lb_id: &str,
-    listener_id: &str,
-    plan: &WritePlan,
-    report: &mut ConvergeReport,
-) -> Result<()> {
-    report.conflicts.extend(plan.conflicts.iter().map(|c| c.message.clone()));
-    let mut target = Target { lb_id, listener_id, new_pools: BTreeMap::new(), new_policies: BTreeMap::new() };
-    for w in &plan.writes {
-        let t = Instant::now();
-        write_one(cloud, &mut target, w).await.map_err(|source| DriverError::Write { write: w.to_string(), source })?;
-        cloud.settle(lb_id).await?;
-        report.writes.push(record(w, t));
+/// One listener of the router on the real Octavia, for [`super::rounds::converge_listener`]:
+/// reads through the read cache, writes one at a time, each waited for (see [`Cloud::settle`]).
+pub struct OctaviaListener<'a> {
+    cloud: &'a Cloud,
+    reads: &'a Mutex<ReadCache>,
+    listener: Listener,
+    target: Target,
+}
+
+impl<'a> OctaviaListener<'a> {
+    pub fn new(cloud: &'a Cloud, reads: &'a Mutex<ReadCache>, lb_id: &str, listener: Listener) -> Self {
+        let target = Target {
+            lb_id: lb_id.into(),
+            listener_id: listener.id.clone(),
+            new_pools: BTreeMap::new(),
+            new_policies: BTreeMap::new(),
+        };
+        Self { cloud, reads, listener, target }
     }
-    Ok(())
+}
+
+impl ListenerIo for OctaviaListener<'_> {
+    async fn read(&mut self, round: usize) -> Result<ActualRouter> {
+        if round > 1 {
+            // Its default pool may have been one of the writes.
+            self.listener = self.cloud.octavia.get_listener(&self.listener.id).await?;
+        }
+        read::read_actual(self.cloud, self.reads, &self.listener).await
+    }
+
+    async fn send(&mut self, w: &Write) -> Result<()> {
+        write_one(self.cloud, &mut self.target, w)
+            .await
+            .map_err(|source| DriverError::Write { write: w.to_string(), source })?;
+        self.cloud.settle(&self.target.lb_id).await
+    }
+
+    fn busy(&self) -> u64 {
+        self.cloud.octavia.session().stats().conflict_retries
+    }
+
+    fn may_write(&self) -> bool {
+        self.cloud.gate.is_open()
+    }
 }
 
 /// One batch member update of an existing pool (`pool_id`) of the router `lb_id`, waited for.
@@ -48,6 +80,9 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
     let Write::SetMembers { members, .. } = write else {
         unreachable!("replace_members is given the SetMembers write of plan_members")
     };
+    if !cloud.gate.is_open() {
+        return Err(DriverError::NotLeader);
+    }
     let t = Instant::now();
     cloud
         .octavia
@@ -68,7 +103,7 @@ fn member_bodies(cloud: &Cloud, members: &[MemberSpec]) -> Vec<MemberCreate> {
 }
 
 /// One write: a plain `match` from the planned write to its Octavia call.
-async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<(), OsError> {
+async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), OsError> {
     let o = &cloud.octavia;
     let pool_id = |r: &PoolRef| match r {
         PoolRef::Id(id) => id.clone(),
@@ -83,7 +118,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<
             let p = o
                 .create_pool(&PoolCreate {
                     name: Some(name.clone()),
-                    loadbalancer_id: Some(target.lb_id.into()),
+                    loadbalancer_id: Some(target.lb_id.clone()),
                     protocol: "HTTP".into(),
                     lb_algorithm: lb_algorithm.clone(),
                     tags: tags.clone(),
@@ -132,7 +167,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target<'_>, w: &Write) -> Result<
                 .create_l7policy(&L7PolicyCreate {
                     name: Some(name.clone()),
                     description: Some(description.clone()),
-                    listener_id: Some(target.listener_id.into()),
+                    listener_id: Some(target.listener_id.clone()),
                     action: action.into(),
                     redirect_pool_id,
                     redirect_prefix,

@@ -1,5 +1,7 @@
 //! The router's floating IP: the configured one, or one allocated for it and recognised again
-//! after a restart by its description.
+//! by its description, which names the router (cluster tag and router name), not its load
+//! balancer: a router deleted by hand or replaced after ERROR is rebuilt on the SAME address,
+//! and no address is ever allocated twice for one router.
 
 use super::cloud::Cloud;
 use super::error::{DriverError, Result};
@@ -18,9 +20,12 @@ pub async fn of_port(neutron: &Neutron, port: &str) -> Result<Option<FloatingIp>
     Ok(neutron.list_floating_ips(&by("port_id", port)).await?.into_iter().next())
 }
 
-/// How a floating IP we allocated is recognised after a restart.
-pub fn floating_ip_description(own: &Ownership, lb_id: &str) -> String {
-    format!("{PRODUCT_TAG} {} router {lb_id}", own.cluster_tag())
+/// How a floating IP we allocated is recognised after a restart or a rebuild of the router:
+/// by the router's name (`router_name`), never by its load balancer (which a rebuild replaces).
+/// Releases before 0.x described it with the load balancer's id instead; such an address is
+/// re-described the first time it is found on the router's VIP port.
+pub fn floating_ip_description(own: &Ownership, router_name: &str) -> String {
+    format!("{PRODUCT_TAG} {} router {router_name}", own.cluster_tag())
 }
 
 /// Put the router's floating IP on its VIP port and return its address.
@@ -50,13 +55,31 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
         return Ok(Some(ip));
     }
     let Some(subnet) = &cloud.spec.external_svc_subnet else { return Ok(None) };
+    let marker = floating_ip_description(&cloud.spec.ownership, &cloud.spec.name);
     if let Some(fip) = of_port(n, &vip_port).await? {
+        if fip.description != marker && fip.description == floating_ip_description(&cloud.spec.ownership, &lb.id) {
+            // Described by an earlier release with the load balancer's id: re-described by the
+            // router's name, so that a rebuild of the router finds it again.
+            n.describe_floating_ip(&fip.id, &marker).await?;
+        }
         return Ok(fip.floating_ip_address.parse().ok());
     }
-    let marker = floating_ip_description(&cloud.spec.ownership, &lb.id);
-    if let Some(fip) = n.list_floating_ips(&by("description", &marker)).await?.into_iter().next() {
-        // Allocated by an earlier run that stopped before associating it.
+    let legacy = floating_ip_description(&cloud.spec.ownership, &lb.id);
+    let mut ours = n.list_floating_ips(&by("description", &marker)).await?;
+    ours.extend(n.list_floating_ips(&by("description", &legacy)).await?);
+    // The free one first; one still on another port is on the VIP port of a load balancer
+    // deleted by hand (a network driver that leaves the port behind) or of the router in ERROR
+    // being replaced: the address is moved to the new VIP port.
+    ours.sort_by_key(|f| f.port_id.is_some());
+    if let Some(fip) = ours.into_iter().next() {
+        tracing::info!(address = %fip.floating_ip_address, from_port = ?fip.port_id, "reusing the router's floating IP");
+        if fip.port_id.is_some() {
+            n.disassociate_floating_ip(&fip.id).await?;
+        }
         n.associate_floating_ip(&fip.id, &vip_port).await?;
+        if fip.description != marker {
+            n.describe_floating_ip(&fip.id, &marker).await?;
+        }
         return Ok(fip.floating_ip_address.parse().ok());
     }
     let network = n.get_subnet(subnet).await?.network_id;

@@ -10,6 +10,7 @@
 //! - the types the callers see: [`spec::RouterSpec`], [`error::DriverError`], [`report`].
 
 pub mod actual;
+pub mod blocked;
 pub mod certificates;
 mod cloud;
 mod create_body;
@@ -19,6 +20,7 @@ mod execute;
 mod floating_ip;
 pub mod health_monitor;
 mod https;
+pub mod isolation;
 mod lifecycle;
 pub mod ownership;
 pub mod plan;
@@ -26,13 +28,17 @@ pub mod quota;
 mod read;
 pub mod read_cache;
 pub mod report;
+pub mod rounds;
 pub mod router;
 pub mod sim;
 pub mod spec;
 
+pub use cloud::WriteGate;
 pub use create_body::{member_body, populated_create};
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
-pub use report::{CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteRecord};
+pub use report::{
+    CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteFailure, WriteRecord,
+};
 pub use router::Router;
 pub use spec::RouterSpec;

@@ -38,6 +38,28 @@ pub struct ConvergeReport {
     /// `Router::converge`).
     pub rounds: usize,
     pub elapsed: Duration,
+    /// Writes Octavia refused for good in this convergence: their objects are on hold, every
+    /// other change went on (see `super::isolation`).
+    pub failures: Vec<WriteFailure>,
+    /// Objects still on hold from an earlier refusal: none of their writes was sent.
+    pub held: Vec<WriteFailure>,
+    /// When the first object on hold may be tried again (the controller syncs again then).
+    pub retry_after: Option<Duration>,
+}
+
+/// A write Octavia refused for good, or an object on hold since such a refusal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WriteFailure {
+    /// The object (`L7 policy <name>`, `pool <name>`, `listener default pool`).
+    pub object: String,
+    /// The write refused (empty for an object on hold).
+    pub write: String,
+    /// Metric label: `invalid`, `quota`, `conflict`, `rejected`.
+    pub reason: &'static str,
+    /// Octavia's answer.
+    pub message: String,
+    /// The Ingresses the object serves (to tell them).
+    pub owners: Vec<crate::model::KubeRef>,
 }
 
 impl ConvergeReport {

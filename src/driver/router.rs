@@ -10,11 +10,14 @@
 //! members, health monitors, policies and rules in a single call.
 
 use super::actual::ActualRouter;
+use super::blocked;
 use super::cloud::Cloud;
-use super::diff::{plan_members, plan_writes};
+pub use super::cloud::WriteGate;
+use super::diff::plan_members;
+use super::isolation::WriteBackoff;
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
-use super::{execute, floating_ip, https, lifecycle, read};
+use super::{execute, floating_ip, https, lifecycle, read, rounds};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
 use crate::openstack::{Barbican, Neutron, Octavia};
@@ -48,20 +51,31 @@ pub struct Router {
     /// For the Members path: forgotten after every convergence (pools may have come or gone)
     /// and on a miss.
     pool_ids: Arc<tokio::sync::Mutex<Option<PoolIds>>>,
+    /// Objects whose write Octavia refused for good, on hold (see [`super::isolation`]).
+    backoff: Arc<Mutex<WriteBackoff>>,
+    /// Set while the router refuses every write (ERROR, or busy beyond `write_timeout`).
+    blocked: Arc<Mutex<Option<blocked::Blocked>>>,
+    /// How often a blocked router is looked at again ([`blocked::RECHECK`]).
+    recheck: std::time::Duration,
 }
-
-/// Read → plan → write rounds of one convergence at most (see [`Router::converge`]).
-const MAX_ROUNDS: usize = 3;
 
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
         Self {
-            cloud: Cloud { octavia, neutron, barbican: None, spec },
+            cloud: Cloud { octavia, neutron, barbican: None, spec, gate: WriteGate::default() },
             verified: Default::default(),
             has_https: Default::default(),
             reads: Default::default(),
             pool_ids: Default::default(),
+            backoff: Default::default(),
+            blocked: Default::default(),
+            recheck: blocked::RECHECK,
         }
+    }
+
+    /// Write only while `gate` is open (the leader lease): checked before every write.
+    pub fn set_write_gate(&mut self, gate: WriteGate) {
+        self.cloud.gate = gate;
     }
 
     /// Store TLS certificates in this Barbican (the HTTPS listener needs it).
@@ -127,10 +141,86 @@ impl Router {
     /// Converge the router to `desired`: create it fully populated if it does not exist, else
     /// read it, plan the writes and make them; then make sure it has its floating IP.
     pub async fn converge(&self, desired: &DesiredRouter) -> Result<ConvergeReport> {
+        self.check_blocked().await?;
         let result = self.converge_once(desired).await;
         // Pools may have been created or deleted: resolve them again on the next Members job.
         *self.pool_ids.lock().await = None;
+        self.note_blocking(result)
+    }
+
+    /// Whether the router refuses writes now (see [`blocked`]): `Err` at once while it is
+    /// blocked, one GET of the load balancer every [`blocked::RECHECK`] to lift it.
+    async fn check_blocked(&self) -> Result<()> {
+        let (lb_id, since) = {
+            let b = self.blocked.lock().expect("blocked lock");
+            match blocked::gate(b.as_ref(), Instant::now(), self.recheck) {
+                blocked::Gate::Open => return Ok(()),
+                blocked::Gate::Closed => return Err(self.blocked_error(b.as_ref())),
+                blocked::Gate::Recheck => {
+                    let b = b.as_ref().expect("blocked");
+                    (b.lb_id.clone(), b.since)
+                }
+            }
+        };
+        let lb = match &lb_id {
+            Some(id) => match self.cloud.octavia.get_load_balancer(id).await {
+                Ok(lb) => Some(lb),
+                Err(e) if e.is_not_found() => None,
+                Err(e) => return Err(e.into()),
+            },
+            None => self.find().await?,
+        };
+        let mut b = self.blocked.lock().expect("blocked lock");
+        match lb {
+            Some(lb) if lb.provisioning_status != "ACTIVE" => {
+                if let Some(b) = b.as_mut() {
+                    b.checked = Instant::now();
+                    b.lb_id = Some(lb.id);
+                }
+                Err(self.blocked_error(b.as_ref()))
+            }
+            // ACTIVE again, or gone (the next convergence creates it).
+            _ => {
+                tracing::warn!(blocked_s = since.elapsed().as_secs(), "L7 router writable again: writes resume");
+                *b = None;
+                Ok(())
+            }
+        }
+    }
+
+    fn blocked_error(&self, b: Option<&blocked::Blocked>) -> DriverError {
+        DriverError::RouterBlocked {
+            name: self.cloud.spec.name.clone(),
+            id: b.and_then(|b| b.lb_id.clone()).unwrap_or_default(),
+            why: b.map(|b| b.why.clone()).unwrap_or_default(),
+            recheck_s: self.recheck.as_secs(),
+        }
+    }
+
+    /// Remembers a router that refuses every write (reported once, here); passes `result` on.
+    fn note_blocking<T>(&self, result: Result<T>) -> Result<T> {
+        if let Err(e) = &result
+            && let Some((lb_id, why)) = blocked::blocking(e)
+        {
+            let mut b = self.blocked.lock().expect("blocked lock");
+            if b.is_none() {
+                tracing::error!(router = %self.cloud.spec.name, %why, error = %e,
+                    "L7 router refuses writes: later jobs fail at once until it is ACTIVE again");
+                let now = Instant::now();
+                *b = Some(blocked::Blocked { lb_id, why, since: now, checked: now });
+            }
+        }
         result
+    }
+
+    /// How often a blocked router is looked at again (tests shorten it).
+    pub fn set_blocked_recheck(&mut self, every: std::time::Duration) {
+        self.recheck = every;
+    }
+
+    /// Whether the router is known to refuse writes (for `/readyz`).
+    pub fn is_blocked(&self) -> bool {
+        self.blocked.lock().expect("blocked lock").is_some()
     }
 
     async fn converge_once(&self, desired: &DesiredRouter) -> Result<ConvergeReport> {
@@ -193,42 +283,34 @@ impl Router {
         }
     }
 
-    /// Read → plan → write on the router's children, in rounds.
+    /// Read → plan → write on the router's children, in rounds (see [`rounds`]).
     ///
     /// The snapshot a plan is made from can be stale in one way that matters: a create sent by a
     /// process that died (or a leader that lost its lease) just before this one read the router
     /// lands after the read, and the plan creates the object a second time. That is visible
     /// afterwards only: the write of this round waited for the router (409 busy retries), or this
     /// is the first convergence of the process. Then the router is read again and the copies are
-    /// deleted (plan_writes keeps one of each name), within MAX_ROUNDS.
+    /// deleted (plan_writes keeps one of each name), within `rounds::MAX_ROUNDS`.
     async fn converge_children(
         &self,
         desired: &DesiredRouter,
         lb: &LoadBalancer,
-        mut listener: Listener,
+        listener: Listener,
         report: &mut ConvergeReport,
     ) -> Result<()> {
         let c = &self.cloud;
-        let busy = || c.octavia.session().stats().conflict_retries;
-        for round in 1..=MAX_ROUNDS {
-            let busy_before = busy();
-            if round > 1 {
-                // Its default pool may have been one of the writes.
-                listener = c.octavia.get_listener(&listener.id).await?;
-            }
-            let actual = self.read_actual(&listener).await?;
-            let plan = plan_writes(desired, &actual, &c.spec.diff_options());
-            report.rounds = round;
-            if plan.writes.is_empty() && round > 1 {
-                break;
-            }
-            execute::execute(c, &lb.id, &listener.id, &plan, report).await?;
-            let first = !self.verified.swap(true, Ordering::SeqCst);
-            let raced = busy() > busy_before;
-            if plan.writes.is_empty() || !(first || raced) {
-                break;
-            }
-        }
+        let listener_id = listener.id.clone();
+        let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener);
+        let diff = c.spec.diff_options();
+        let opts = rounds::RoundOptions {
+            listener: &listener_id,
+            diff: &diff,
+            verify: !self.verified.load(Ordering::SeqCst),
+            backoff: &self.backoff,
+            now: Instant::now(),
+        };
+        rounds::converge_listener(&mut io, desired, &opts, report).await?;
+        self.verified.store(true, Ordering::SeqCst);
         let mut seen = BTreeSet::new();
         report.conflicts.retain(|c| seen.insert(c.clone()));
         Ok(())
@@ -237,6 +319,12 @@ impl Router {
     /// Make `pool`'s members exactly `pool.members`: one batch member update if they differ (the
     /// same member diff as [`Router::converge`]), none if they do not.
     pub async fn set_members(&self, pool: &Pool) -> Result<MembersChange> {
+        self.check_blocked().await?;
+        let result = self.set_members_unblocked(pool).await;
+        self.note_blocking(result)
+    }
+
+    async fn set_members_unblocked(&self, pool: &Pool) -> Result<MembersChange> {
         if self.has_https.load(Ordering::SeqCst) {
             // A member write makes Octavia's worker read the router's certificates: with Barbican
             // down it would never complete (see converge). One cheap read of ours first.

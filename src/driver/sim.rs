@@ -259,3 +259,32 @@ impl Simulator {
         Ok(())
     }
 }
+
+/// A refusal injected into a [`SimListener`]: `Some(error)` for a write Octavia would refuse.
+pub type Refuse = std::sync::Arc<dyn Fn(&Write) -> Option<crate::openstack::Error> + Send + Sync>;
+
+/// One listener on a shared [`Simulator`] for [`super::rounds::converge_listener`]: the same
+/// rounds, isolation and leader gate as the real driver, without a cloud. `refuse` injects
+/// Octavia's refusals (called before each write; a test may also flip the gate from it).
+pub struct SimListener {
+    pub state: std::sync::Arc<std::sync::Mutex<Simulator>>,
+    pub refuse: Refuse,
+    pub gate: super::cloud::WriteGate,
+}
+
+impl super::rounds::ListenerIo for SimListener {
+    async fn read(&mut self, _round: usize) -> super::error::Result<ActualRouter> {
+        Ok(self.state.lock().expect("sim lock").router.clone())
+    }
+
+    async fn send(&mut self, w: &Write) -> super::error::Result<()> {
+        if let Some(source) = (self.refuse)(w) {
+            return Err(super::error::DriverError::Write { write: w.to_string(), source });
+        }
+        self.state.lock().expect("sim lock").apply(w).map_err(super::error::DriverError::Simulated)
+    }
+
+    fn may_write(&self) -> bool {
+        self.gate.is_open()
+    }
+}

@@ -177,6 +177,11 @@ impl Neutron {
     pub async fn associate_floating_ip(&self, id: &str, port_id: &str) -> Result<FloatingIp> {
         self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": port_id })).await
     }
+    /// Sets the floating IP's description (how the router recognises its address).
+    pub async fn describe_floating_ip(&self, id: &str, description: &str) -> Result<FloatingIp> {
+        self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "description": description }))
+            .await
+    }
     pub async fn disassociate_floating_ip(&self, id: &str) -> Result<FloatingIp> {
         self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": null })).await
     }

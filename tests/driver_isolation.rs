@@ -1,0 +1,233 @@
+//! Failure isolation, removal-first deletes and the leader gate in the driver's rounds, on the
+//! in-memory Octavia (the same rounds the real driver runs; see src/driver/rounds.rs).
+
+use kuryr_l7_router::driver::diff::{ActualListener, DiffOptions, Ownership, Write};
+use kuryr_l7_router::driver::isolation::WriteBackoff;
+use kuryr_l7_router::driver::rounds::{RoundOptions, converge_listener};
+use kuryr_l7_router::driver::sim::{SimListener, Simulator};
+use kuryr_l7_router::driver::{ConvergeReport, DriverError, WriteGate};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::openstack::{Error as OsError, Service};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+fn opts() -> DiffOptions {
+    DiffOptions { ownership: Ownership::new("test"), health_monitor: None }
+}
+
+fn pool(svc: &str) -> Pool {
+    Pool {
+        name: format!("default_{svc}"),
+        service: KubeRef::new("Service", "default", svc),
+        service_port: "http".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members: vec![Member {
+            address: "10.0.0.1".parse().unwrap(),
+            protocol_port: 8080,
+            weight: 1,
+            backup: false,
+            zone: None,
+            target: None,
+        }],
+        weighting: "even".into(),
+    }
+}
+
+/// The policy of Ingress `ing` for `host`, routing to Service `svc`.
+fn route(ing: &str, host: &str, svc: &str) -> Policy {
+    Policy {
+        name: format!("default_{ing}_{host}"),
+        position: 0,
+        pool: format!("default_{svc}"),
+        rules: vec![
+            Rule {
+                rule_type: RuleType::HostName,
+                compare_type: CompareType::EqualTo,
+                value: host.into(),
+                invert: false,
+            },
+            Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false },
+        ],
+        owner: KubeRef::new("Ingress", "default", ing),
+        description: host.into(),
+    }
+}
+
+fn desired(routes: Vec<Policy>) -> DesiredRouter {
+    let mut d = DesiredRouter::default();
+    for (i, mut p) in routes.into_iter().enumerate() {
+        p.position = i as u32 + 1;
+        let svc = p.pool.trim_start_matches("default_").to_string();
+        d.pools.insert(p.pool.clone(), pool(&svc));
+        d.policies.push(p);
+    }
+    d
+}
+
+fn api(status: u16, message: &str) -> OsError {
+    OsError::Api {
+        service: Service::LoadBalancer,
+        method: "POST".into(),
+        path: "/v2/lbaas/l7policies".into(),
+        status,
+        message: message.into(),
+    }
+}
+
+struct Sim {
+    state: Arc<Mutex<Simulator>>,
+    backoff: Mutex<WriteBackoff>,
+    /// Every write sent (refused ones included), as displayed.
+    sent: Arc<Mutex<Vec<String>>>,
+}
+
+impl Sim {
+    fn new() -> Self {
+        let mut sim = Simulator::default();
+        sim.router.listener =
+            ActualListener { id: "listener".into(), default_pool_id: None, tags: Ownership::new("test").router_tags() };
+        Self { state: Arc::new(Mutex::new(sim)), backoff: Mutex::default(), sent: Arc::default() }
+    }
+
+    /// One convergence at `now`, the writes matching `refuse` refused with `error`.
+    async fn converge(
+        &self,
+        want: &DesiredRouter,
+        now: Instant,
+        refuse: impl Fn(&Write) -> Option<OsError> + Send + Sync + 'static,
+        gate: WriteGate,
+    ) -> Result<ConvergeReport, DriverError> {
+        let sent = self.sent.clone();
+        let mut io = SimListener {
+            state: self.state.clone(),
+            refuse: Arc::new(move |w| {
+                sent.lock().unwrap().push(w.to_string());
+                refuse(w)
+            }),
+            gate,
+        };
+        let diff = opts();
+        let o = RoundOptions { listener: "listener", diff: &diff, verify: false, backoff: &self.backoff, now };
+        let mut report = ConvergeReport::default();
+        converge_listener(&mut io, want, &o, &mut report).await.map(|()| report)
+    }
+
+    fn policy_names(&self) -> Vec<String> {
+        self.state.lock().unwrap().router.policies.iter().map(|p| p.name.clone()).collect()
+    }
+}
+
+fn names(d: &DesiredRouter) -> Vec<String> {
+    d.policies.iter().map(|p| p.name.clone()).collect()
+}
+
+/// A write Octavia refuses with a 400 (here every write of Ingress `bad`'s policy) is reported
+/// against its Ingress and put on hold; the other Ingresses' changes converge in the same sync,
+/// in the right order (today the first refusal stops the whole plan).
+#[tokio::test]
+async fn a_refused_write_stops_only_its_own_object() {
+    let sim = Sim::new();
+    let want = desired(vec![
+        route("a", "a.example", "svc-a"),
+        route("bad", "bad.example", "svc-b"),
+        route("c", "c.example", "svc-c"),
+    ]);
+    let refuse_bad = |w: &Write| w.to_string().contains("bad.example").then(|| api(400, "Invalid input for value"));
+    let t0 = Instant::now();
+    let report = sim.converge(&want, t0, refuse_bad, WriteGate::default()).await.unwrap();
+
+    assert_eq!(sim.policy_names(), ["default_a_a.example", "default_c_c.example"]);
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let f = &report.failures[0];
+    assert_eq!((f.object.as_str(), f.reason), ("L7 policy default_bad_bad.example", "invalid"));
+    assert_eq!(f.owners, [KubeRef::new("Ingress", "default", "bad")]);
+    assert_eq!(report.retry_after, Some(Duration::from_secs(10)));
+
+    // Within its delay the held policy is not tried again (no write names it), and nothing else
+    // is written: the router is converged but for it.
+    sim.sent.lock().unwrap().clear();
+    let again = sim.converge(&want, t0 + Duration::from_secs(5), refuse_bad, WriteGate::default()).await.unwrap();
+    assert!(again.writes.is_empty() && again.failures.is_empty(), "{:?}", again.writes);
+    assert_eq!(again.held.len(), 1);
+    assert!(sim.sent.lock().unwrap().is_empty(), "{:?}", sim.sent.lock().unwrap());
+
+    // After its delay it is tried again; once Octavia accepts it, it lands at its position.
+    let fixed = sim.converge(&want, t0 + Duration::from_secs(11), |_| None, WriteGate::default()).await.unwrap();
+    assert!(fixed.failures.is_empty() && fixed.held.is_empty());
+    assert_eq!(sim.policy_names(), names(&want));
+    assert_eq!(fixed.retry_after, None);
+}
+
+/// The rules of a policy whose create was refused are never sent (they cannot be written), and a
+/// refused new pool holds back the policies routing to it, not the others.
+#[tokio::test]
+async fn writes_that_need_a_refused_object_are_not_sent() {
+    let sim = Sim::new();
+    let want = desired(vec![route("a", "a.example", "svc-a"), route("b", "b.example", "svc-b")]);
+    let refuse_pool_b = |w: &Write| {
+        matches!(w, Write::CreatePool { name, .. } if name == "default_svc-b").then(|| api(403, "Quota has been met"))
+    };
+    let report = sim.converge(&want, Instant::now(), refuse_pool_b, WriteGate::default()).await.unwrap();
+    assert_eq!(sim.policy_names(), ["default_a_a.example"]);
+    assert_eq!(report.failures[0].reason, "quota");
+    assert_eq!(report.failures[0].owners, [KubeRef::new("Ingress", "default", "b")]);
+    let sent = sim.sent.lock().unwrap();
+    assert!(!sent.iter().any(|w| w.contains("b.example")), "a policy of the refused pool was sent: {sent:?}");
+}
+
+/// Transient errors (5xx, busy 409) keep today's behaviour: the convergence fails as a whole and
+/// nothing is put on hold.
+#[tokio::test]
+async fn transient_errors_fail_the_convergence_without_a_hold() {
+    let sim = Sim::new();
+    let want = desired(vec![route("a", "a.example", "svc-a")]);
+    let err = sim
+        .converge(&want, Instant::now(), |_| Some(api(409, "Load Balancer x is immutable")), WriteGate::default())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, DriverError::Write { .. }), "{err}");
+    assert!(sim.backoff.lock().unwrap().held(Instant::now()).is_empty());
+}
+
+/// On a router at its policy quota, an Ingress deleted and another added in the same sync: the
+/// deleted Ingress's policy goes first (removal-only deletes before creates), so the create fits
+/// (today: creates first, refused by the quota, the delete never sent).
+#[tokio::test]
+async fn removal_only_deletes_go_before_creates_on_a_full_router() {
+    let sim = Sim::new();
+    let quota = 2;
+    let before = desired(vec![route("a", "a.example", "svc-a"), route("old", "old.example", "svc-o")]);
+    sim.converge(&before, Instant::now(), |_| None, WriteGate::default()).await.unwrap();
+    let state = sim.state.clone();
+    let over_quota = move |w: &Write| {
+        let full = state.lock().unwrap().router.policies.len() >= quota;
+        (matches!(w, Write::CreatePolicy { .. }) && full)
+            .then(|| api(403, "Quota has been met for resources: L7 Policy"))
+    };
+    let after = desired(vec![route("a", "a.example", "svc-a"), route("new", "new.example", "svc-n")]);
+    let report = sim.converge(&after, Instant::now(), over_quota, WriteGate::default()).await.unwrap();
+    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert_eq!(sim.policy_names(), names(&after));
+    assert!(report.writes[0].description.starts_with("delete policy default_old"), "{:?}", report.writes[0]);
+}
+
+/// A leader that loses its lease mid-sync stops before its next write (today: after the job).
+#[tokio::test]
+async fn a_lost_lease_stops_the_writes_before_the_next_one() {
+    let sim = Sim::new();
+    let want = desired(vec![route("a", "a.example", "svc-a"), route("b", "b.example", "svc-b")]);
+    let (leader_tx, leader_rx) = tokio::sync::watch::channel(true);
+    let count = Arc::new(AtomicUsize::new(0));
+    let c = count.clone();
+    // The lease is lost while the 2nd write is in flight.
+    let lose_at_second = move |_: &Write| {
+        if c.fetch_add(1, Ordering::SeqCst) == 1 {
+            leader_tx.send_replace(false);
+        }
+        None
+    };
+    let err = sim.converge(&want, Instant::now(), lose_at_second, WriteGate::new(leader_rx)).await.unwrap_err();
+    assert!(matches!(err, DriverError::NotLeader), "{err}");
+    assert_eq!(count.load(Ordering::SeqCst), 2, "no write after the lease was lost");
+}
