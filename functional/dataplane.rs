@@ -15,8 +15,7 @@ mod common;
 use common::*;
 #[path = "dataplane/status_answers.rs"]
 mod status_answers;
-
-#[path = "dataplane_zones.rs"]
+#[path = "dataplane/zones.rs"]
 mod zones;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
