@@ -72,7 +72,16 @@ fn echo_names(d: &DesiredRouter) -> BTreeMap<String, String> {
 /// Send `requests` (run.py's request objects) through the router's data plane: the results, and
 /// whether run.py says every expectation was met (its `ok` and its exit status).
 fn send(lb_id: &str, desired: &DesiredRouter, requests: &[serde_json::Value]) -> (Vec<serde_json::Value>, bool) {
-    let echo = serde_json::to_string(&echo_names(desired)).unwrap();
+    run_py(lb_id, &echo_names(desired), requests)
+}
+
+/// Runs run.py for `requests`, with `echo` naming each backend (address:port → name).
+fn run_py(
+    lb_id: &str,
+    echo: &BTreeMap<String, String>,
+    requests: &[serde_json::Value],
+) -> (Vec<serde_json::Value>, bool) {
+    let echo = serde_json::to_string(echo).unwrap();
     let mut child = Command::new("/usr/bin/python3")
         .arg(repo().join("functional/dataplane/run.py"))
         .args([lb_id, "--echo", &echo, "--requests", "-"])

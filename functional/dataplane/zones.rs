@@ -6,15 +6,13 @@
 //! computed here by the function `plan` uses (`zone::shares_of` over the translated weights). The
 //! terminating endpoint must get no request at all.
 
-use super::{converge, repo, with_router};
+use super::{converge, with_router};
 use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::zone::shares_of;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
 
 /// Requests per measured pool.
 const REQUESTS: usize = 2000;
@@ -133,7 +131,7 @@ fn answers(lb_id: &str, d: &DesiredRouter, paths: &[(&str, usize)]) -> Vec<BTree
         .flat_map(|p| p.members.iter().map(|m| format!("{}:{}", m.address, m.protocol_port)))
         .map(|a| (a.clone(), a))
         .collect();
-    let results = run_py(lb_id, &echo, &requests);
+    let (results, _) = super::run_py(lb_id, &echo, &requests);
     let mut out = vec![BTreeMap::new(); paths.len()];
     for r in &results {
         let path = r["request"]["path"].as_str().expect("request path");
@@ -142,28 +140,6 @@ fn answers(lb_id: &str, d: &DesiredRouter, paths: &[(&str, usize)]) -> Vec<BTree
         *out[i].entry(b.to_string()).or_insert(0) += 1;
     }
     out
-}
-
-/// run.py with one echo server per member, named by its `address:port`: the results.
-fn run_py(lb_id: &str, echo: &BTreeMap<String, String>, requests: &[serde_json::Value]) -> Vec<serde_json::Value> {
-    let mut child = Command::new("/usr/bin/python3")
-        .arg(repo().join("functional/dataplane/run.py"))
-        .args([lb_id, "--echo", &serde_json::to_string(echo).unwrap(), "--requests", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run /usr/bin/python3 functional/dataplane/run.py");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(requests).unwrap().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!("run.py exit {:?}: {e}\nstdout: {stdout}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr))
-    });
-    assert!(result.get("error").is_none(), "data plane failed: {result:#}");
-    let results = result["results"].as_array().expect("results").clone();
-    assert_eq!(results.len(), requests.len());
-    results
 }
 
 /// Measured vs planned share per zone; panics beyond the tolerance. Returns the table rows.

@@ -123,6 +123,11 @@ pub fn load_as(
     env: impl IntoIterator<Item = (String, String)>,
     needs: Needs,
 ) -> Result<Loaded, ConfigError> {
+    load_texts_as(&read_files(paths)?, env, needs)
+}
+
+/// Each file's `(origin, text)`, in order.
+fn read_files(paths: &[PathBuf]) -> Result<Vec<(String, String)>, ConfigError> {
     let mut texts = Vec::with_capacity(paths.len());
     for path in paths {
         let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
@@ -131,7 +136,7 @@ pub fn load_as(
         })?;
         texts.push((path_label(path), text));
     }
-    load_texts_as(&texts, env, needs)
+    Ok(texts)
 }
 
 fn path_label(path: &Path) -> String {
@@ -165,14 +170,7 @@ pub fn load_status_responder(
     paths: &[PathBuf],
     env: impl IntoIterator<Item = (String, String)>,
 ) -> Result<(DefaultSettings, StatusResponderSettings), ConfigError> {
-    let mut texts = Vec::with_capacity(paths.len());
-    for path in paths {
-        let text = std::fs::read_to_string(path).map_err(|source| match source.kind() {
-            std::io::ErrorKind::NotFound => ConfigError::NotFound { path: path.clone() },
-            _ => ConfigError::Read { path: path.clone(), source },
-        })?;
-        texts.push((path_label(path), text));
-    }
+    let texts = read_files(paths)?;
     // Unknown options were already reported by the controller reading the same file: not again.
     load_with(&texts, env, Reader::status_responder_only).map(|(loaded, _)| loaded)
 }
