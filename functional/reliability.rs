@@ -509,7 +509,7 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
     assert!(f.message.contains("403"), "{f:?}");
     let refused_policy = f.object.strip_prefix("L7 policy ").unwrap_or_else(|| panic!("a policy: {f:?}"));
     let refused_owner = within.policies.iter().find(|p| p.name == refused_policy).unwrap().owner.clone();
-    assert_eq!(f.owners, [refused_owner.clone()], "{f:?}");
+    assert_eq!(f.owners, std::slice::from_ref(&refused_owner), "{f:?}");
     let (policies, _) = observe(&r).await;
     let have: std::collections::BTreeSet<String> = policies.iter().map(|p| p.0.clone()).collect();
     let mut want = names(&within);
