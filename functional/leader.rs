@@ -147,16 +147,32 @@ async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) 
 }
 
 /// Replica A leads and starts the router's first sync (one write per object: fully-populated
-/// create off); after its 4th write its API address is partitioned (503, its lease renewals
-/// included). Asserts: A sends no write once its gate closed (the lease lost; at most the
+/// create off); after its 4th write (the pools) its API address is partitioned (503, its lease
+/// renewals included). Asserts: A sends no write once its gate closed (the lease lost; at most the
 /// write in flight finishes), B takes over after the lease expired and converges, and the router
 /// ends exactly as desired: one load balancer, one policy per Ingress, one pool per Service with
 /// its member, no copy left.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lease_lost_mid_sync_stops_the_writes_and_the_standby_converges() {
+    lease_lost_after(4).await;
+}
+
+/// The same with the partition after A's first write (the router's create): the writes outside
+/// the plan's rounds (the listener, the floating IP) are gated too.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_lost_during_the_router_create_stops_the_writes_too() {
+    lease_lost_after(1).await;
+}
+
+async fn lease_lost_after(partition_after: usize) {
     if !enabled() {
         return;
     }
+    // `RUST_LOG=info` shows both replicas' logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let started = Instant::now();
     let router_name = unique("fct-lease", "router");
     let fake = Fake::new();
@@ -195,12 +211,10 @@ async fn a_lease_lost_mid_sync_stops_the_writes_and_the_standby_converges() {
     let (fake2, rec_a2) = (fake.clone(), rec_a.clone());
     let body = async move {
         let (fake, rec_a) = (fake2, rec_a2);
-        eventually("pod-a's 4th write", 120, || (rec_a.writes().len() >= 4).then_some(())).await;
+        eventually("pod-a's writes", 120, || (rec_a.writes().len() >= partition_after).then_some(())).await;
         down_a.store(true, Ordering::SeqCst);
         let partitioned = Instant::now();
-        let a_result = tokio::time::timeout(Duration::from_secs(30), a).await.expect("pod-a stops").unwrap();
-        assert!(a_result.is_err(), "pod-a reports its lost lease: {a_result:?}");
-        let closed = rec_a.gate_closed.lock().unwrap().expect("pod-a's write gate closed");
+        let closed = eventually("pod-a's write gate closes", 10, || *rec_a.gate_closed.lock().unwrap()).await;
         eventually("pod-b leads", 10, || (holder(&fake).as_deref() == Some("pod-b")).then_some(())).await;
         // B converged: every Ingress's status carries the router's address (patched after a sync).
         eventually("pod-b converges", 120, || {
@@ -214,6 +228,10 @@ async fn a_lease_lost_mid_sync_stops_the_writes_and_the_standby_converges() {
         })
         .await;
         let converged = Instant::now();
+        // A ends by itself (its release of the lease waits for kube's retries on its partition).
+        let a_result = tokio::time::timeout(Duration::from_secs(30), a).await.expect("pod-a stops").unwrap();
+        assert!(a_result.is_err(), "pod-a reports its lost lease: {a_result:?}");
+        println!("pod-a's run_with ended {:?} after the partition: {a_result:?}", partitioned.elapsed());
         let _ = stop_b.send(());
         let _ = tokio::time::timeout(Duration::from_secs(30), b).await;
         (partitioned, closed, converged)
@@ -226,7 +244,7 @@ async fn a_lease_lost_mid_sync_stops_the_writes_and_the_standby_converges() {
     };
     let _ = stop_a.send(());
     cleanup(&cleanup_router).await;
-    println!("total {:?}", started.elapsed());
+    println!("partition after {partition_after} write(s): total {:?}", started.elapsed());
     match outcome {
         Err(e) => std::panic::resume_unwind(e.into_panic()),
         Ok(Err(_)) => panic!("timed out; pod-a wrote {writes_a:?}, pod-b wrote {writes_b:?}"),
