@@ -173,7 +173,7 @@ async fn a_hold_counts_from_the_refusal_not_from_the_start_of_the_sync() {
             return Some(api(400, "Invalid input for value"));
         }
         if matches!(w, Write::CreatePool { .. }) {
-            std::thread::sleep(Duration::from_millis(1100 / 2));
+            std::thread::sleep(Duration::from_millis(550)); // two pools: 1.1 s
         }
         None
     };
