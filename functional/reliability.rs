@@ -14,6 +14,7 @@ use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia::{MemberCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -344,59 +345,194 @@ async fn debug_logs_of_a_smoke_run_hold_no_secret() {
     }
 }
 
-/// The project's l7policy quota (set with the admin credentials, restored afterwards) leaves room
-/// for the oldest tenant's Ingress only: the budget read from Octavia refuses the two newer
-/// Ingresses as a whole before any write, and the router converges without a 403. Converging the
-/// whole router anyway (what the controller did before) is refused by Octavia's quota.
+/// A project of its own for a quota test (a fresh Keystone project, and a user with the admin
+/// role on it): its quotas and Octavia's in-use counters are the test's alone, whatever the
+/// other tests of the binary (running in parallel in the admin project) create.
+struct ScratchProject {
+    admin: Session,
+    project: String,
+    user: String,
+    name: String,
+}
+
+impl ScratchProject {
+    async fn create(prefix: &str) -> Self {
+        let admin = session("admin", "admin");
+        let name = unique(prefix, "project");
+        let post = |path: &str, body: Value| {
+            let (admin, path) = (admin.clone(), path.to_string());
+            async move { admin.send_json::<Value>(&Request::new(Service::Identity, Method::POST, path).json(body)).await }
+        };
+        let p = post("/projects", json!({"project": {"name": name, "domain_id": "default"}})).await.unwrap();
+        let project = p["project"]["id"].as_str().unwrap().to_string();
+        let u =
+            post("/users", json!({"user": {"name": name, "password": name, "domain_id": "default"}})).await.unwrap();
+        let user = u["user"]["id"].as_str().unwrap().to_string();
+        let roles: Value =
+            admin.send_json(&Request::new(Service::Identity, Method::GET, "/roles?name=admin")).await.unwrap();
+        let role = roles["roles"][0]["id"].as_str().unwrap();
+        let assign = format!("/projects/{project}/users/{user}/roles/{role}");
+        admin.send(&Request::new(Service::Identity, Method::PUT, assign)).await.unwrap();
+        ScratchProject { admin, project, user, name }
+    }
+
+    fn session(&self) -> Session {
+        let mut auth = AuthOptions::password(AUTH_URL, &self.name, Secret::new(&self.name), &self.name, "Default");
+        auth.region_name = Some("RegionOne".into());
+        Session::new(auth).unwrap()
+    }
+
+    async fn delete(&self) {
+        for path in [format!("/users/{}", self.user), format!("/projects/{}", self.project)] {
+            let _ = self.admin.send(&Request::new(Service::Identity, Method::DELETE, path)).await;
+        }
+    }
+}
+
+/// Octavia's in-use counters of `project` (`quotas.in_use_l7policy`, `in_use_l7rule`; "NULL"
+/// when unset, "" without a quota row).
+fn in_use_counters(project: &str) -> String {
+    mariadb(&format!("SELECT in_use_l7policy, in_use_l7rule FROM quotas WHERE project_id='{project}'"))
+}
+
+/// Octavia's in-use counters made true: NULL makes Octavia count the project's objects that are
+/// not DELETED on the next quota check, and store that count (`check_quota_met`, "the upgrade
+/// case"; 0 does the same).
+fn true_counters(project: &str) {
+    mariadb(&format!("UPDATE quotas SET in_use_l7policy=NULL, in_use_l7rule=NULL WHERE project_id='{project}'"));
+}
+
+/// Octavia's l7policy counter set `by` above the project's real policies, as Octavia's own
+/// drift leaves it (docs/reliability.md).
+fn drift_l7policy_counter(project: &str, by: u32) {
+    mariadb(&format!(
+        "UPDATE quotas SET in_use_l7policy = (SELECT COUNT(*) FROM l7policy WHERE project_id='{project}' \
+         AND provisioning_status <> 'DELETED') + {by} WHERE project_id='{project}'"
+    ));
+}
+
+/// The quota budget against the real Octavia, in a project of its own (its quotas and Octavia's
+/// in-use counters are the test's alone; all restored or removed afterwards):
+/// 1. Octavia's in-use counters made true (NULL in its database: it counts the policies that
+///    exist), the `l7policy` quota set to room for the oldest tenant's Ingress only: the budget
+///    read from Octavia refuses the two newer Ingresses as a whole before any write, and the
+///    router converges with no refusal (no 403).
+/// 2. The quota raised to what the whole router needs (the budget now refuses nothing) and
+///    Octavia's counter drifted one above the policies that exist, as Octavia's own bugs leave
+///    it: Octavia refuses the last policy create with a 403 although the budget allows it. That
+///    policy alone is reported (`quota`, naming its Ingress) and put on hold; every other policy,
+///    the other new Ingress's included, is created in the same sync; the next sync sends nothing
+///    for it while it is held.
 #[tokio::test]
-#[ignore = "Octavia enforces quotas against its own in-use counter (quotas.in_use_l7policy), which drifts from the policies that exist (70 vs 5 on the local stack, 2026-11-23) and is not in the API: the budget from listing the project's policies is too optimistic there (docs/reliability.md)"]
 async fn quota_refuses_the_newest_ingresses_before_writing() {
-    use kuryr_l7_router::driver::quota::{read_budget, usage_elsewhere};
-    use kuryr_l7_router::translate::budget::{QUOTA_EXCEEDED, translate_within, usage};
-    use kuryr_l7_router::translate::{TranslateOptions, load_manifests, translate};
+    use kuryr_l7_router::translate::load_manifests;
     if !enabled() {
         return;
     }
-    let r = local_router("kq", "quota").await;
+    let t = std::time::Instant::now();
+    let tenant = ScratchProject::create("kq").await;
+    let r = local_router_as("kq", "quota", tenant.session()).await;
     let octavia = r.octavia().clone();
-    let project = octavia.session().token_info().await.unwrap().project_id.unwrap();
-    let quota_path = format!("/v2/lbaas/quotas/{project}");
+    let project = tenant.project.clone();
     let before = octavia.get_quota(&project).await.unwrap();
+    let counters_before = in_use_counters(&project);
     let inputs = load_manifests(&["tests/fixtures/tenancy/tenants.yaml".into()]).unwrap();
+    let result = tokio::spawn(quota_steps(r.clone(), project.clone(), inputs)).await;
+    let quota_path = format!("/v2/lbaas/quotas/{project}");
+    let restore = json!({"quota": {"l7policy": before.l7policy.unwrap_or(-1), "l7rule": before.l7rule.unwrap_or(-1)}});
+    let put = Request::new(Service::LoadBalancer, Method::PUT, quota_path).json(restore);
+    let restored = octavia.session().send(&put).await;
+    cleanup(&r).await;
+    // The counters as found (a cascade delete leaves the router's policies in them: see
+    // docs/reliability.md), then the project.
+    let (policy, rule) = counters_before.split_once('\t').unwrap_or(("NULL", "NULL"));
+    mariadb(&format!("UPDATE quotas SET in_use_l7policy={policy}, in_use_l7rule={rule} WHERE project_id='{project}'"));
+    tenant.delete().await;
+    println!("quota case: {:?}", t.elapsed());
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+    restored.unwrap();
+}
+
+async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::translate::Inputs) {
+    use kuryr_l7_router::driver::quota::{read_budget, usage_elsewhere};
+    use kuryr_l7_router::translate::budget::{QUOTA_EXCEEDED, translate_within, usage};
+    use kuryr_l7_router::translate::{TranslateOptions, translate};
+    let octavia = r.octavia().clone();
+    let set = |v: Value| {
+        let req = Request::new(Service::LoadBalancer, Method::PUT, format!("/v2/lbaas/quotas/{project}"));
+        let octavia = octavia.clone();
+        async move { octavia.session().send(&req.json(json!({"quota": v}))).await.unwrap() }
+    };
     let opts = TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() };
     let full = translate(&inputs, &opts);
     let mut oldest = inputs.clone();
     oldest.ingresses.retain(|i| i.metadata.namespace.as_deref() == Some("beta"));
     let room = usage(&translate(&oldest, &opts)).l7policies;
-    assert!(room < usage(&full).l7policies);
+    let need = usage(&full).l7policies;
+    assert!(room < need);
     let q = ListQuery { extra: vec![("project_id".into(), project.clone())], ..ListQuery::default() };
     let elsewhere = usage_elsewhere(&octavia.list_l7policies(&q).await.unwrap(), &Default::default());
-    let set = |v: Value| Request::new(Service::LoadBalancer, Method::PUT, quota_path.clone()).json(json!({"quota": v}));
-    octavia.session().send(&set(json!({"l7policy": elsewhere.l7policies + room}))).await.unwrap();
-    let t = std::time::Instant::now();
-    let body = {
-        let (octavia, inputs, opts) = (octavia.clone(), inputs.clone(), opts.clone());
-        move |r: Router| async move {
-            // No listener of ours yet: every policy of the project is someone else's.
-            let budget = read_budget(&octavia, &Default::default()).await.unwrap().expect("a quota is set");
-            assert_eq!(budget.l7policies, Some(room));
-            let within = translate_within(&inputs, &opts, Some(&budget));
-            let refused: Vec<String> =
-                within.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED).map(|w| w.object.to_string()).collect();
-            assert_eq!(refused, ["Ingress alpha/site", "Ingress gamma/site"]);
-            r.converge(&within).await.expect("the budgeted router fits the quota");
-            let (policies, _) = observe(&r).await;
-            assert_eq!(policies.len() as u64, room, "{policies:?}");
-            let e = r.converge(&full).await.expect_err("the whole router exceeds the quota").to_string();
-            assert!(e.contains("403") || e.to_lowercase().contains("quota"), "{e}");
-        }
-    };
-    let result = tokio::spawn(body(r.clone())).await;
-    let restore = json!({"l7policy": before.l7policy.unwrap_or(-1), "l7rule": before.l7rule.unwrap_or(-1)});
-    octavia.session().send(&set(restore)).await.unwrap();
-    cleanup(&r).await;
-    println!("quota case: {:?}", t.elapsed());
-    if let Err(e) = result {
-        std::panic::resume_unwind(e.into_panic());
-    }
+
+    // 1. True counters, room for the oldest Ingress: refused before writing, no 403.
+    set(json!({"l7policy": elsewhere.l7policies + room})).await;
+    true_counters(&project);
+    // No listener of ours yet: every policy of the project is someone else's.
+    let budget = read_budget(&octavia, &Default::default()).await.unwrap().expect("a quota is set");
+    assert_eq!(budget.l7policies, Some(room));
+    let within = translate_within(&inputs, &opts, Some(&budget));
+    let refused: Vec<String> =
+        within.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED).map(|w| w.object.to_string()).collect();
+    assert_eq!(refused, ["Ingress alpha/site", "Ingress gamma/site"]);
+    let rep = r.converge(&within).await.expect("the budgeted router fits the quota");
+    assert!(rep.failures.is_empty(), "no refusal, no 403: {:?}", rep.failures);
+    let (policies, _) = observe(&r).await;
+    let names =
+        |d: &DesiredRouter| d.policies.iter().map(|p| p.name.clone()).collect::<std::collections::BTreeSet<_>>();
+    assert_eq!(policies.iter().map(|p| p.0.clone()).collect::<std::collections::BTreeSet<_>>(), names(&within));
+    assert_eq!(policies.len() as u64, room, "{policies:?}");
+    println!("counters after step 1: {} ({} policies exist)", in_use_counters(&project), policies.len());
+
+    // 2. Room for everything, but Octavia's counter one above the truth: its 403 is isolated.
+    set(json!({"l7policy": elsewhere.l7policies + need})).await;
+    drift_l7policy_counter(&project, 1);
+    let ours: std::collections::BTreeSet<String> = [rep.listener_id.clone()].into();
+    let budget = read_budget(&octavia, &ours).await.unwrap().expect("a quota is set");
+    assert_eq!(budget.l7policies, Some(need));
+    let within = translate_within(&inputs, &opts, Some(&budget));
+    assert!(within.warnings.iter().all(|w| w.reason != QUOTA_EXCEEDED), "{:?}", within.warnings);
+    let rep = r.converge(&within).await.expect("a refused policy does not fail the sync");
+    assert_eq!(rep.failures.len(), 1, "{:?}", rep.failures);
+    let f = &rep.failures[0];
+    assert_eq!(f.reason, "quota", "{f:?}");
+    assert!(f.message.contains("403"), "{f:?}");
+    let refused_policy = f.object.strip_prefix("L7 policy ").unwrap_or_else(|| panic!("a policy: {f:?}"));
+    let refused_owner = within.policies.iter().find(|p| p.name == refused_policy).unwrap().owner.clone();
+    assert_eq!(f.owners, std::slice::from_ref(&refused_owner), "{f:?}");
+    let (policies, _) = observe(&r).await;
+    let have: std::collections::BTreeSet<String> = policies.iter().map(|p| p.0.clone()).collect();
+    let mut want = names(&within);
+    want.remove(refused_policy);
+    assert_eq!(have, want, "every other policy converged in the same sync");
+    let other_new = within
+        .policies
+        .iter()
+        .filter(|p| p.owner != refused_owner && p.owner.namespace != "beta")
+        .map(|p| p.name.clone())
+        .collect::<Vec<_>>();
+    assert!(!other_new.is_empty() && other_new.iter().all(|n| have.contains(n)), "{other_new:?} {have:?}");
+    println!(
+        "refused: {} of {refused_owner} (403 on a drifted counter, {}); created in the same sync: {other_new:?}",
+        f.object,
+        in_use_counters(&project)
+    );
+    // On hold: the next sync sends nothing for it.
+    let again = r.converge(&within).await.unwrap();
+    assert!(again.failures.is_empty() && again.writes.is_empty(), "{:?} {:?}", again.failures, again.writes);
+    assert_eq!(
+        again.held.iter().map(|h| (h.object.as_str(), h.reason)).collect::<Vec<_>>(),
+        [(f.object.as_str(), "quota")]
+    );
+    assert!(again.retry_after.is_some());
 }

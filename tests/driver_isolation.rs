@@ -159,6 +159,32 @@ async fn a_refused_write_stops_only_its_own_object() {
     assert_eq!(fixed.retry_after, None);
 }
 
+/// A hold counts from the refusal, not from the start of the sync: after a sync that wrote for
+/// a while before the refusal (here 1.1 s; a dozen writes on a slow Octavia last longer than the
+/// 10 s hold), the object is still held 10 s after the refusal, and `retry_after` says 10 s
+/// (before: the hold ended 10 s after the sync's start, so the next sync retried at once).
+#[tokio::test]
+async fn a_hold_counts_from_the_refusal_not_from_the_start_of_the_sync() {
+    let sim = Sim::new();
+    let want = desired(vec![route("a", "a.example", "svc-a"), route("bad", "bad.example", "svc-b")]);
+    let slow_then_refuse = |w: &Write| {
+        let s = w.to_string();
+        if s.contains("bad.example") {
+            return Some(api(400, "Invalid input for value"));
+        }
+        if matches!(w, Write::CreatePool { .. }) {
+            std::thread::sleep(Duration::from_millis(550)); // two pools: 1.1 s
+        }
+        None
+    };
+    let t0 = Instant::now();
+    let report = sim.converge(&want, t0, slow_then_refuse, WriteGate::default()).await.unwrap();
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    assert_eq!(report.retry_after, Some(Duration::from_secs(10)));
+    let held = sim.backoff.lock().unwrap().held(t0 + Duration::from_millis(10_500));
+    assert_eq!(held.len(), 1, "still held 10.5 s after the sync's start (refused 1 s in)");
+}
+
 /// The rules of a policy whose create was refused are never sent (they cannot be written), and a
 /// refused new pool holds back the policies routing to it, not the others.
 #[tokio::test]

@@ -42,7 +42,11 @@ pub async fn subnet_id(n: &Neutron, name: &str) -> String {
 /// `public-subnet`. Debian's Octavia 11.0.0 leaves the children of a fully-populated create
 /// PENDING_CREATE, so it is off unless `KURYR_FULLY_POPULATED=1`.
 pub async fn local_router(prefix: &str, tag: &str) -> Router {
-    let s = session("admin", "admin");
+    local_router_as(prefix, tag, session("admin", "admin")).await
+}
+
+/// [`local_router`] with the credentials of `s` (its project owns the router).
+pub async fn local_router_as(prefix: &str, tag: &str, s: Session) -> Router {
     let octavia = Octavia::new(s.clone(), OctaviaOptions::default());
     let neutron = Neutron::new(s);
     let name = unique(prefix, tag);
@@ -98,13 +102,19 @@ pub fn touch(table: &str, id: &str) {
     ));
 }
 
-fn mariadb(sql: &str) {
-    let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| "/tmp/ostack/run/mysql.sock".into());
-    let st = std::process::Command::new("mariadb")
-        .args(["--socket", &sock, "-uroot", "octavia", "-e", sql])
-        .status()
+/// Run `sql` on Octavia's database (`KURYR_MYSQL_SOCKET`, else `$ROOT/run/mysql.sock`, else the
+/// default Zed stack's); its output, tab-separated, without column names.
+pub fn mariadb(sql: &str) -> String {
+    let sock = std::env::var("KURYR_MYSQL_SOCKET").unwrap_or_else(|_| {
+        let root = std::env::var("ROOT").unwrap_or_else(|_| "/tmp/ostack".into());
+        format!("{root}/run/mysql.sock")
+    });
+    let out = std::process::Command::new("mariadb")
+        .args(["--socket", &sock, "-uroot", "-N", "-B", "octavia", "-e", sql])
+        .output()
         .expect("mariadb client");
-    assert!(st.success(), "mariadb: {sql} failed");
+    assert!(out.status.success(), "mariadb: {sql} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// Delete the router (cascade), its VIP port and the floating IPs on it or allocated for it.

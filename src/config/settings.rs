@@ -47,6 +47,10 @@ pub struct KubernetesSettings {
     pub leader_election: bool,
     pub lease_name: String,
     pub lease_namespace: String,
+    /// Leader election as code sets it, not kuryr.conf (`None`: this lease, the identity from
+    /// `POD_NAME` or `HOSTNAME`, the default timings): tests that run two replicas in one
+    /// process give each its identity and short timings.
+    pub leader_override: Option<crate::controller::leader::LeaderSettings>,
     pub health_port: u16,
     /// Namespaces allowed to set the router-wide default backend; empty: all.
     pub default_backend_namespaces: Vec<String>,
@@ -482,6 +486,7 @@ impl Reader {
             leader_election: self.value(k, "leader_election"),
             lease_name: self.value(k, "lease_name"),
             lease_namespace: self.value(k, "lease_namespace"),
+            leader_override: None,
             health_port: self.value(k, "health_port"),
             default_backend_namespaces: self.value(k, "default_backend_namespaces"),
             host_ownership: self.value(k, "host_ownership"),

@@ -204,8 +204,11 @@ async fn acquire_leadership(
     stop_tx: &watch::Sender<bool>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<Option<Leadership>, ControllerError> {
-    let identity = default_identity("kuryr-l7-router");
-    let l = Leadership::start(client.clone(), LeaderSettings::new(&k.lease_name, &k.lease_namespace, &identity))?;
+    let ls = k.leader_override.clone().unwrap_or_else(|| {
+        LeaderSettings::new(&k.lease_name, &k.lease_namespace, &default_identity("kuryr-l7-router"))
+    });
+    let identity = ls.identity.clone();
+    let l = Leadership::start(client.clone(), ls)?;
     // A standby is "ready" as a standby: nothing routes traffic to this pod, and a standby that
     // never turned ready would block rolling updates. /readyz of the leader reports its caches
     // and router.

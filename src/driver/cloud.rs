@@ -45,6 +45,13 @@ impl WriteGate {
 }
 
 impl Cloud {
+    /// `Err(NotLeader)` once the write gate is closed: asked before every write outside the
+    /// plan's rounds too (the router's create, its listeners, its floating IP, a member update,
+    /// Barbican secrets), so that a replica that lost its lease stops before its next write.
+    pub fn writable(&self) -> Result<()> {
+        if self.gate.is_open() { Ok(()) } else { Err(DriverError::NotLeader) }
+    }
+
     /// Wait for the router to be ACTIVE again after one of our writes. Octavia refuses any other
     /// write meanwhile (409), so waiting here keeps the next write from burning retries; a router
     /// that went to ERROR is reported as such (it is never modified automatically).

@@ -49,6 +49,7 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
                 return Err(DriverError::FloatingIpInUse { ip, port: p.to_string(), vip_port });
             }
             None => {
+                cloud.writable()?;
                 n.associate_floating_ip(&fip.id, &vip_port).await?;
             }
         }
@@ -60,6 +61,7 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
         if fip.description != marker && fip.description == floating_ip_description(&cloud.spec.ownership, &lb.id) {
             // Described by an earlier release with the load balancer's id: re-described by the
             // router's name, so that a rebuild of the router finds it again.
+            cloud.writable()?;
             n.describe_floating_ip(&fip.id, &marker).await?;
         }
         return Ok(fip.floating_ip_address.parse().ok());
@@ -73,6 +75,7 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
     ours.sort_by_key(|f| f.port_id.is_some());
     if let Some(fip) = ours.into_iter().next() {
         tracing::info!(address = %fip.floating_ip_address, from_port = ?fip.port_id, "reusing the router's floating IP");
+        cloud.writable()?;
         if fip.port_id.is_some() {
             n.disassociate_floating_ip(&fip.id).await?;
         }
@@ -83,6 +86,7 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
         return Ok(fip.floating_ip_address.parse().ok());
     }
     let network = n.get_subnet(subnet).await?.network_id;
+    cloud.writable()?;
     let fip = n
         .create_floating_ip(&FloatingIpCreate {
             floating_network_id: network,

@@ -162,6 +162,7 @@ async fn store(
     content: &crate::model::CertificateContent,
 ) -> Result<String> {
     let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
+    cloud.writable()?;
     let secret_ref =
         barbican.create_secret(name, &bundle).await.map_err(|source| DriverError::KeyManager { source })?;
     // Public facts only, for `show` and for an operator browsing Barbican.
@@ -305,6 +306,7 @@ async fn write<T>(
     report: &mut ConvergeReport,
     call: impl std::future::Future<Output = crate::openstack::Result<T>>,
 ) -> Result<T> {
+    cloud.writable()?;
     let t = Instant::now();
     let out = call.await.map_err(|source| DriverError::Write { write: description.clone(), source })?;
     cloud.settle(&lb.id).await?;
@@ -317,6 +319,7 @@ pub async fn collect_garbage(cloud: &Cloud, state: &HttpsState, report: &mut Con
     let Some(barbican) = &cloud.barbican else { return Ok(()) };
     let keep = state.listener.as_ref().map(listener_secret_refs).unwrap_or_default();
     for s in garbage(&cloud.spec.ownership.cluster, &state.stored, &keep) {
+        cloud.writable()?;
         let t = Instant::now();
         barbican.delete_secret(&s.secret_ref).await.map_err(|source| DriverError::KeyManager { source })?;
         report.writes.push(WriteRecord {

@@ -203,6 +203,7 @@ async fn create_router(
     description: String,
     report: &mut ConvergeReport,
 ) -> Result<LoadBalancer> {
+    cloud.writable()?;
     let t = Instant::now();
     // The API answers a create only once it has written the whole graph: give that request the
     // router's create timeout, not the session's per-request one. A create abandoned by the
@@ -228,6 +229,7 @@ async fn children_active(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
 
 /// Delete a router this very convergence created (and so holds no traffic yet).
 async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> Result<()> {
+    cloud.writable()?;
     cloud.octavia.delete_load_balancer(&lb.id, true).await?;
     cloud.octavia.wait_deleted(&lb.id, cloud.spec.create_timeout).await?;
     if let Some(port) = &lb.vip_port_id {
@@ -263,6 +265,7 @@ pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut
     }
     let body = ListenerCreate { loadbalancer_id: Some(lb.id.clone()), ..http_listener_create(&cloud.spec) };
     let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
+    cloud.writable()?;
     let t = Instant::now();
     let l = cloud
         .octavia
@@ -287,6 +290,7 @@ async fn update_headers(
         return Ok(l);
     }
     let description = format!("update HTTP listener {}: insert_headers {:?}", l.id, want.clone().unwrap_or_default());
+    cloud.writable()?;
     let t = Instant::now();
     let update = ListenerUpdate { insert_headers: Some(want.unwrap_or_default()), ..ListenerUpdate::default() };
     let updated = cloud

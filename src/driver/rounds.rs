@@ -60,6 +60,15 @@ pub struct RoundOptions<'a> {
     pub now: Instant,
 }
 
+impl RoundOptions<'_> {
+    /// `now` advanced by the whole seconds since `started` (the convergence's start): a hold
+    /// counts from the refusal, not from the start of a sync that may last longer than the hold
+    /// on a slow Octavia (whole seconds: a table test's time stays exactly what it gives).
+    fn clock(&self, started: Instant) -> Instant {
+        self.now + std::time::Duration::from_secs(started.elapsed().as_secs())
+    }
+}
+
 /// Converge one listener's children to `desired`, in rounds (see the module docs).
 pub async fn converge_listener<I: ListenerIo>(
     io: &mut I,
@@ -67,12 +76,13 @@ pub async fn converge_listener<I: ListenerIo>(
     o: &RoundOptions<'_>,
     report: &mut ConvergeReport,
 ) -> Result<()> {
+    let started = Instant::now();
     let mut rounds = 0;
     let mut refused = 0;
     for round in 1.. {
         let busy_before = io.busy();
         let actual = io.read(round).await?;
-        let held = o.backoff.lock().expect("backoff lock").held(o.now);
+        let held = o.backoff.lock().expect("backoff lock").held(o.clock(started));
         let held_keys: BTreeSet<WriteKey> = held.keys().cloned().collect();
         let existing = existing_keys(&actual, o);
         let plan = plan_writes(&exclude_held(desired, o.listener, &held_keys, &existing), &actual, o.diff);
@@ -91,7 +101,7 @@ pub async fn converge_listener<I: ListenerIo>(
         if writes.is_empty() && round > 1 {
             break;
         }
-        let failure = run_writes(io, &writes, desired, o, report).await?;
+        let failure = run_writes(io, &writes, desired, o, started, report).await?;
         let raced = io.busy() > busy_before;
         match failure {
             Some(f) => {
@@ -112,7 +122,7 @@ pub async fn converge_listener<I: ListenerIo>(
     // Each round reports the same conflicts again.
     let mut seen = BTreeSet::new();
     report.conflicts.retain(|c| seen.insert(c.clone()));
-    let next = o.backoff.lock().expect("backoff lock").next_retry(o.now);
+    let next = o.backoff.lock().expect("backoff lock").next_retry(o.clock(started));
     report.retry_after = match (report.retry_after, next) {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
@@ -139,6 +149,7 @@ async fn run_writes<I: ListenerIo>(
     writes: &[Write],
     desired: &DesiredRouter,
     o: &RoundOptions<'_>,
+    started: Instant,
     report: &mut ConvergeReport,
 ) -> Result<Option<WriteFailure>> {
     let mut done: BTreeSet<WriteKey> = BTreeSet::new();
@@ -158,7 +169,12 @@ async fn run_writes<I: ListenerIo>(
             Err(DriverError::Write { write, source }) if is_permanent(&source) => {
                 let reason = failure_reason(&source);
                 let message = source.to_string();
-                let delay = o.backoff.lock().expect("backoff lock").failed(key.clone(), reason, message.clone(), o.now);
+                let delay = o.backoff.lock().expect("backoff lock").failed(
+                    key.clone(),
+                    reason,
+                    message.clone(),
+                    o.clock(started),
+                );
                 tracing::warn!(%write, object = %key, reason, retry_in_s = delay.as_secs(), error = %source,
                     "octavia refused a write: its object is on hold, the other changes go on");
                 return Ok(Some(WriteFailure {
