@@ -21,9 +21,10 @@ use kube::runtime::watcher;
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::notice::ServiceNotice;
+use kuryr_l7_router::controller::notice::notice_annotation;
 use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
 use kuryr_l7_router::controller::writer::{OctaviaBackend, Writer, WriterMetrics};
-use kuryr_l7_router::controller::{FINALIZER, NOTICE_ANNOTATION, ingress, service};
+use kuryr_l7_router::controller::{FINALIZER, ingress, service};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::translate::TranslateOptions;
 use serde_json::{Value, json};
@@ -121,7 +122,7 @@ fn service(name: &str, notice: Option<&ServiceNotice>) -> Service {
         "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
     });
     if let Some(n) = notice {
-        v["metadata"]["annotations"] = json!({NOTICE_ANNOTATION: n.to_annotation()});
+        v["metadata"]["annotations"] = json!({notice_annotation(&n.router): n.to_annotation()});
     }
     serde_json::from_value(v).unwrap()
 }
@@ -174,13 +175,14 @@ async fn weights(r: &Router, pool: &str) -> BTreeMap<String, u16> {
     p.members.iter().map(|m| (format!("{}:{}", m.address, m.protocol_port), m.weight)).collect()
 }
 
-/// The notice patches among `reqs`: service name → notice (None: removed).
-fn notice_patches(reqs: &[(String, String, Value)]) -> BTreeMap<String, Option<ServiceNotice>> {
+/// The notice each Service PATCH in `reqs` writes under `router`'s own key (None: removed).
+fn notice_patches(reqs: &[(String, String, Value)], router: &str) -> BTreeMap<String, Option<ServiceNotice>> {
+    let key = notice_annotation(router);
     reqs.iter()
         .filter(|(m, p, _)| m == "PATCH" && p.contains("/services/"))
         .map(|(_, p, b)| {
             let name = p.rsplit('/').next().unwrap().to_string();
-            let n = b["metadata"]["annotations"][NOTICE_ANNOTATION].as_str().map(|s| ServiceNotice::parse(s).unwrap());
+            let n = b["metadata"]["annotations"][key.as_str()].as_str().map(|s| ServiceNotice::parse(s).unwrap());
             (name, n)
         })
         .collect()
@@ -251,7 +253,8 @@ async fn story(r: Router) {
         ingresses: ings.iter().map(|s| s.to_string()).collect(),
     };
 
-    // 1. Ingress before its Service: the router is created, the route waits (ServiceNotFound).
+    // 1. Ingress before its Service: the router is created, the route answers 503 from the
+    //    reserved pool (no responder configured: an empty pool) until the Service exists.
     println!("1. Ingress a before Service web");
     let a = ingress("a", "a.example.com", "web", "kuryr-l7-router", false);
     w.ingresses.apply_watcher_event(&watcher::Event::Apply(a.clone()));
@@ -261,7 +264,9 @@ async fn story(r: Router) {
     assert!(events(&reqs).contains(&"Normal Synced".to_string()));
     assert!(paths(&reqs).contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/a/status".into()));
     let (policies, pools) = observe(&r).await;
-    assert!(policies.is_empty() && pools.is_empty(), "{policies:?} {pools:?}");
+    let unavailable = kuryr_l7_router::model::UNAVAILABLE_POOL;
+    assert!(policies.len() == 1 && policies.values().all(|p| p == unavailable), "{policies:?}");
+    assert!(pools.len() == 1 && pools.get(unavailable).is_some_and(|m| m.is_empty()), "{pools:?}");
 
     // The Service and its endpoints appear: the Service handler syncs and writes the notice.
     println!("   Service web appears");
@@ -275,7 +280,7 @@ async fn story(r: Router) {
     let pool_name = pools.keys().next().expect("a pool").clone();
     assert_eq!(pools[&pool_name], ["10.0.0.5:8080"]);
     let web_notice = notice(&[&pool_name], &["shop/a"]);
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
+    assert_eq!(notice_patches(&reqs, &router_name), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
     w.services.apply_watcher_event(&watcher::Event::Apply(service("web", Some(&web_notice))));
 
     // 2. Endpoints scaled: one batch member write, no Kubernetes write.
@@ -300,7 +305,7 @@ async fn story(r: Router) {
     assert!(policies.values().all(|p| *p == pool_name));
     assert_eq!(pools.len(), 1);
     let both = notice(&[&pool_name], &["shop/a", "shop/bb"]);
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(both.clone()))]));
+    assert_eq!(notice_patches(&reqs, &router_name), BTreeMap::from([("web".to_string(), Some(both.clone()))]));
     w.services.apply_watcher_event(&watcher::Event::Apply(service("web", Some(&both))));
 
     // 4. The second Ingress's class changes away: its policy goes, status cleared, finalizer removed.
@@ -314,7 +319,7 @@ async fn story(r: Router) {
     let (policies, pools) = observe(&r).await;
     assert_eq!(policies.len(), 1);
     assert_eq!(pools.len(), 1);
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
+    assert_eq!(notice_patches(&reqs, &router_name), BTreeMap::from([("web".to_string(), Some(web_notice.clone()))]));
     let p = paths(&reqs);
     assert!(p.contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/bb/status".into()), "{p:?}");
     assert!(p.contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/bb".into()), "{p:?}");
@@ -328,7 +333,7 @@ async fn story(r: Router) {
     let reqs = rec.take();
     let (policies, pools) = observe(&r).await;
     assert!(policies.is_empty() && pools.is_empty(), "{policies:?} {pools:?}");
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("web".to_string(), None)]));
+    assert_eq!(notice_patches(&reqs, &router_name), BTreeMap::from([("web".to_string(), None)]));
     assert!(paths(&reqs).contains(&"PATCH /apis/networking.k8s.io/v1/namespaces/shop/ingresses/a".into()));
     w.ingresses.apply_watcher_event(&watcher::Event::Delete(a));
     w.services.apply_watcher_event(&watcher::Event::Apply(service("web", None)));
@@ -348,7 +353,10 @@ async fn story(r: Router) {
     assert_eq!(policies.len(), 1);
     let api_pool = pools.keys().next().unwrap().clone();
     assert_eq!(pools[&api_pool], ["10.0.1.5:8080"]);
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("api".to_string(), Some(notice(&[&api_pool], &["shop/c"])))]));
+    assert_eq!(
+        notice_patches(&reqs, &router_name),
+        BTreeMap::from([("api".to_string(), Some(notice(&[&api_pool], &["shop/c"])))])
+    );
 
     // 7. Resync repairs drift: a policy deleted by hand comes back.
     println!("7. resync restores a hand-deleted policy");
@@ -383,7 +391,10 @@ async fn story(r: Router) {
     let (_, pools) = observe(&r).await;
     let zoned_pool = pools.keys().find(|p| p.contains("zoned")).expect("the zoned pool").clone();
     let zoned_notice = notice(&[&zoned_pool], &["shop/z"]);
-    assert_eq!(notice_patches(&reqs), BTreeMap::from([("zoned".to_string(), Some(zoned_notice.clone()))]));
+    assert_eq!(
+        notice_patches(&reqs, &router_name),
+        BTreeMap::from([("zoned".to_string(), Some(zoned_notice.clone()))])
+    );
     w.services.apply_watcher_event(&watcher::Event::Apply(zoned_service("zoned", Some(&zoned_notice))));
     // 1 local of 3 in 3 equal zones, threshold 20%: the local takes 1.2 × 1/3 = 40%, the
     // others 30% each → 4:3:3.
