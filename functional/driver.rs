@@ -842,7 +842,9 @@ async fn a_router_in_error_is_reported_and_left_alone() {
     if !enabled() {
         return;
     }
-    with_router("error", None, |r| async move {
+    with_router("error", None, |mut r| async move {
+        // A blocked router is looked at again at once here (every 30 s in the controller).
+        r.set_blocked_recheck(std::time::Duration::ZERO);
         let want = shop();
         converge(&r, &want).await;
         let lb = r.find().await.unwrap().unwrap();
