@@ -17,6 +17,10 @@ use common::*;
 mod status_answers;
 #[path = "dataplane/zones.rs"]
 mod zones;
+#[path = "dataplane/forwarded.rs"]
+mod forwarded;
+#[path = "dataplane/rotation.rs"]
+mod rotation;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};

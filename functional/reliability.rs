@@ -414,15 +414,17 @@ fn drift_l7policy_counter(project: &str, by: u32) {
 /// The quota budget against the real Octavia, in a project of its own (its quotas and Octavia's
 /// in-use counters are the test's alone; all restored or removed afterwards):
 /// 1. Octavia's in-use counters made true (NULL in its database: it counts the policies that
-///    exist), the `l7policy` quota set to room for the oldest tenant's Ingress only: the budget
-///    read from Octavia refuses the two newer Ingresses as a whole before any write, and the
-///    router converges with no refusal (no 403).
+///    exist), the `l7policy` quota set to room for the oldest tenant's Ingress only: with the
+///    budget read from Octavia, the two newer Ingresses wait (not created, reported for their
+///    `QuotaExceeded` Event), and the router converges with no refusal (no 403).
 /// 2. The quota raised to what the whole router needs (the budget now refuses nothing) and
 ///    Octavia's counter drifted one above the policies that exist, as Octavia's own bugs leave
 ///    it: Octavia refuses the last policy create with a 403 although the budget allows it. That
 ///    policy alone is reported (`quota`, naming its Ingress) and put on hold; every other policy,
 ///    the other new Ingress's included, is created in the same sync; the next sync sends nothing
 ///    for it while it is held.
+/// 3. The quota lowered to leave the router nothing (another team's load balancers): every
+///    policy on the router stays, no write.
 #[tokio::test]
 async fn quota_refuses_the_newest_ingresses_before_writing() {
     use kuryr_l7_router::translate::load_manifests;
@@ -457,7 +459,7 @@ async fn quota_refuses_the_newest_ingresses_before_writing() {
 
 async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::translate::Inputs) {
     use kuryr_l7_router::driver::quota::{read_budget, usage_elsewhere};
-    use kuryr_l7_router::translate::budget::{QUOTA_EXCEEDED, translate_within, usage};
+    use kuryr_l7_router::translate::budget::{translate_within, usage};
     use kuryr_l7_router::translate::{TranslateOptions, translate};
     let octavia = r.octavia().clone();
     let set = |v: Value| {
@@ -482,15 +484,15 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
     let budget = read_budget(&octavia, &Default::default()).await.unwrap().expect("a quota is set");
     assert_eq!(budget.l7policies, Some(room));
     let within = translate_within(&inputs, &opts, Some(&budget));
-    let refused: Vec<String> =
-        within.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED).map(|w| w.object.to_string()).collect();
-    assert_eq!(refused, ["Ingress alpha/site", "Ingress gamma/site"]);
     let rep = r.converge(&within).await.expect("the budgeted router fits the quota");
+    let waiting: Vec<String> = rep.quota_waiting.iter().map(|w| w.owner.to_string()).collect();
+    assert_eq!(waiting, ["Ingress alpha/site", "Ingress gamma/site"]);
     assert!(rep.failures.is_empty(), "no refusal, no 403: {:?}", rep.failures);
     let (policies, _) = observe(&r).await;
     let names =
         |d: &DesiredRouter| d.policies.iter().map(|p| p.name.clone()).collect::<std::collections::BTreeSet<_>>();
-    assert_eq!(policies.iter().map(|p| p.0.clone()).collect::<std::collections::BTreeSet<_>>(), names(&within));
+    let oldest_alone = translate(&oldest, &opts);
+    assert_eq!(policies.iter().map(|p| p.0.clone()).collect::<std::collections::BTreeSet<_>>(), names(&oldest_alone));
     assert_eq!(policies.len() as u64, room, "{policies:?}");
     println!("counters after step 1: {} ({} policies exist)", in_use_counters(&project), policies.len());
 
@@ -501,8 +503,8 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
     let budget = read_budget(&octavia, &ours).await.unwrap().expect("a quota is set");
     assert_eq!(budget.l7policies, Some(need));
     let within = translate_within(&inputs, &opts, Some(&budget));
-    assert!(within.warnings.iter().all(|w| w.reason != QUOTA_EXCEEDED), "{:?}", within.warnings);
     let rep = r.converge(&within).await.expect("a refused policy does not fail the sync");
+    assert!(rep.quota_waiting.is_empty(), "{:?}", rep.quota_waiting);
     assert_eq!(rep.failures.len(), 1, "{:?}", rep.failures);
     let f = &rep.failures[0];
     assert_eq!(f.reason, "quota", "{f:?}");
@@ -535,4 +537,18 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
         [(f.object.as_str(), "quota")]
     );
     assert!(again.retry_after.is_some());
+
+    // 3. Another team fills the project: the quota leaves the router nothing. Every policy on
+    //    the router stays (no write at all); before, the translation refused the two newer
+    //    Ingresses as a whole and the driver deleted their serving policies.
+    let (serving, _) = observe(&r).await;
+    set(json!({"l7policy": elsewhere.l7policies})).await;
+    let budget = read_budget(&octavia, &ours).await.unwrap().expect("a quota is set");
+    assert_eq!(budget.l7policies, Some(0));
+    let rep = r.converge(&translate_within(&inputs, &opts, Some(&budget))).await.unwrap();
+    assert!(rep.writes.is_empty(), "no write over the quota: {:?}", rep.writes);
+    let (after, _) = observe(&r).await;
+    assert_eq!(after, serving, "every serving policy stays");
+    let waiting: Vec<String> = rep.quota_waiting.iter().map(|w| w.owner.to_string()).collect();
+    println!("over quota: {} policies kept, waiting: {waiting:?}", after.len());
 }

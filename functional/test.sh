@@ -36,8 +36,21 @@ stop_stack() {
 }
 [ "${KEEP_STACK:-0}" = 1 ] || trap stop_stack EXIT
 
+# Each phase's `cargo test` output is kept to count what ran and what was skipped (a functional
+# test without KURYR_FUNCTIONAL=1 returns early, and libtest would count it as passed; see
+# functional/summary.sh). A functional phase that ran no test fails the run.
+LOGS=$(mktemp -d)
+SUMMARY=()
+summarise() { # PHASE LOG [--require-run]
+  local out
+  out=$(functional/summary.sh "$@") || { echo "$out"; exit 1; }
+  echo "$out"
+  SUMMARY+=("$(head -n 1 <<<"$out")")
+}
+
 step "unit and integration tests (no network)"
-cargo test --all-targets --no-fail-fast
+cargo test --all-targets --no-fail-fast 2>&1 | tee "$LOGS/unit.log"
+summarise "unit phase (functional tests skipped here run below)" "$LOGS/unit.log"
 # build the functional tests now: `openstack.sh run` runs them in the 2025.1 stack's network
 # namespace, where cargo could not reach a registry
 # shellcheck disable=SC2086  # $FTESTS: --test NAME pairs
@@ -52,12 +65,14 @@ for release in $RELEASES; do
   if [ "$release" = zed ]; then
     step "functional tests on Zed: the part that differs by release (${ZED_FILTERS[*]})"
     # shellcheck disable=SC2086
-    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${ZED_FILTERS[@]}"
+    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${ZED_FILTERS[@]}" 2>&1 | tee "$LOGS/$release.log"
+    summarise "functional phase on $release" "$LOGS/$release.log" --require-run
   else
     step "functional tests on $release: the whole suite (skipped: ${ZED_ONLY[*]})"
     skips=(); for t in "${ZED_ONLY[@]}"; do skips+=(--skip "$t"); done
     # shellcheck disable=SC2086
-    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${skips[@]}"
+    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${skips[@]}" 2>&1 | tee "$LOGS/$release.log"
+    summarise "functional phase on $release" "$LOGS/$release.log" --require-run
     if [ -x functional/dataplane/selftest.sh ]; then
       step "data-plane self-test on $release: Octavia-rendered haproxy routing real HTTP and HTTPS requests"
       "${run[@]}" functional/dataplane/selftest.sh
@@ -67,3 +82,4 @@ for release in $RELEASES; do
   if [ "${KEEP_STACK:-0}" != 1 ] || [ "$release" != "${RELEASES##* }" ]; then stop_stack; fi
 done
 step "all tests passed"
+printf '%s\n' "${SUMMARY[@]}"

@@ -205,6 +205,12 @@ pub struct DesiredRouter {
     /// the global `[octavia_defaults] health_monitor*` (or none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub health_monitors: BTreeMap<String, PoolHealthMonitor>,
+    /// What the project's Octavia quota leaves for the router's L7 policies and rules, with our
+    /// Ingresses oldest first: the driver creates routes that are not on the router yet within
+    /// it, oldest Ingress first, and never removes a route for it (see `driver::admission`).
+    /// `None`: unlimited, or not read yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub quota: Option<crate::translate::budget::RouterQuota>,
 }
 
 /// What a Kubernetes TLS Secret holds now, checked. The key material stays inside

@@ -3,6 +3,7 @@
 
 use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
 use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
+use crate::driver::admission::QuotaLedger;
 use crate::driver::isolation::WriteBackoff;
 use crate::driver::rounds::{RoundOptions, converge_listener};
 use crate::driver::sim::{Refuse, SimListener, Simulator};
@@ -27,6 +28,8 @@ pub struct SimBackend {
     pub refuse: Refuse,
     /// Objects on hold after a refusal (see `driver::isolation`).
     pub backoff: Arc<Mutex<WriteBackoff>>,
+    /// The project's L7 quota as the driver applies it (see `driver::admission`).
+    pub quota: Arc<Mutex<QuotaLedger>>,
     /// The leader gate, checked before every write.
     pub gate: WriteGate,
     /// What [`RouterBackend::blocked`] answers (a router refusing every write).
@@ -47,6 +50,7 @@ impl SimBackend {
             member_puts: Arc::new(AtomicUsize::new(0)),
             refuse: Arc::new(|_| None),
             backoff: Default::default(),
+            quota: Default::default(),
             gate: WriteGate::default(),
             blocked: Default::default(),
         }
@@ -74,12 +78,14 @@ impl RouterBackend for SimBackend {
         self.before_job().await?;
         // The real driver's rounds (isolation, leader gate) on the simulated listener.
         let mut io = SimListener { state: self.state.clone(), refuse: self.refuse.clone(), gate: self.gate.clone() };
+        crate::driver::rounds::begin_convergence(&self.backoff, &self.quota, desired);
         let opts = RoundOptions {
             listener: "listener",
             diff: &self.opts,
             verify: false,
             backoff: &self.backoff,
             now: Instant::now(),
+            quota: &self.quota,
         };
         let mut report = ConvergeReport {
             lb_id: "sim-router".into(),

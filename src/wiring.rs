@@ -144,9 +144,6 @@ pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Route
     Ok(Router::new(octavia, neutron, router_spec(s)).with_barbican(barbican))
 }
 
-/// `[kubernetes]` and `[octavia_defaults]` as translation options. The router's VIP family is
-/// IPv4 unless `l7_router_ip` says otherwise (the VIP subnet is not read here: `plan` runs
-/// without OpenStack).
 /// "router zone: zone-a ([octavia_defaults] router_zone)": which zone zone-aware weighting uses
 /// and where it comes from, for `plan`.
 pub fn router_zone_text(s: &Settings) -> String {
@@ -162,8 +159,23 @@ pub fn router_zone_text(s: &Settings) -> String {
     }
 }
 
+/// The address family of the router's VIP, which picks the endpoints' addresses: the VIP
+/// subnet's `ip_version` as read from Neutron (`run` reads it at start), else the family of
+/// `l7_router_ip` (`plan`, which runs without OpenStack), else IPv4.
+pub fn vip_family(s: &Settings) -> crate::translate::IpFamily {
+    use crate::translate::IpFamily;
+    match (s.neutron_defaults.vip_ip_version, s.neutron_defaults.l7_router_ip) {
+        (Some(6), _) => IpFamily::V6,
+        (Some(_), _) => IpFamily::V4,
+        (None, Some(std::net::IpAddr::V6(_))) => IpFamily::V6,
+        (None, _) => IpFamily::V4,
+    }
+}
+
+/// `[kubernetes]` and `[octavia_defaults]` as translation options (the VIP family: see
+/// [`vip_family`]).
 pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
-    use crate::translate::{IpFamily, TranslateOptions, ZoneMode};
+    use crate::translate::{TranslateOptions, ZoneMode};
     let k = &s.kubernetes;
     let o = &s.octavia_defaults;
     TranslateOptions {
@@ -180,10 +192,7 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             crate::config::ZoneWeightingMode::Backup => ZoneMode::Backup,
         },
         lb_algorithm: o.lb_algorithm.as_str().to_string(),
-        vip_family: match s.neutron_defaults.l7_router_ip {
-            Some(std::net::IpAddr::V6(_)) => IpFamily::V6,
-            _ => IpFamily::V4,
-        },
+        vip_family: vip_family(s),
         tls: crate::translate::tls::TlsOptions {
             https_port: o.https_listener_port,
             default_certificate: o.default_tls_secret.clone(),

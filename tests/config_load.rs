@@ -548,3 +548,28 @@ fn the_status_responder_reads_its_section_without_keystone_options() {
         other => panic!("expected an invalid value, got {other:?}"),
     }
 }
+
+/// The VIP's address family comes from its subnet (read from Neutron at start): an IPv6 VIP
+/// subnet takes the endpoints' IPv6 addresses even with an IPv4 floating IP (`l7_router_ip`),
+/// which alone decided it before. Without the subnet read (`plan`), `l7_router_ip`, else IPv4.
+#[test]
+fn the_vip_family_comes_from_the_vip_subnet() {
+    use kuryr_l7_router::translate::IpFamily;
+    use kuryr_l7_router::wiring::translate_options;
+    // (l7_router_ip, the subnet's ip_version, family)
+    let cases = [
+        ("", None, IpFamily::V4),
+        ("203.0.113.10", None, IpFamily::V4),
+        ("2001:db8::10", None, IpFamily::V6),
+        ("", Some(6), IpFamily::V6),
+        ("203.0.113.10", Some(6), IpFamily::V6),
+        ("2001:db8::10", Some(4), IpFamily::V4),
+        ("", Some(4), IpFamily::V4),
+    ];
+    for (ip, version, family) in cases {
+        let body = if ip.is_empty() { String::new() } else { format!("[neutron_defaults]\nl7_router_ip = {ip}") };
+        let mut s = text(&body).unwrap().settings;
+        s.neutron_defaults.vip_ip_version = version;
+        assert_eq!(translate_options(&s).vip_family, family, "{ip:?} {version:?}");
+    }
+}

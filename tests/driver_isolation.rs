@@ -108,7 +108,8 @@ impl Sim {
             gate,
         };
         let diff = opts();
-        let o = RoundOptions { listener: "listener", diff: &diff, verify: false, backoff: &self.backoff, now };
+        let quota = Mutex::default();
+        let o = RoundOptions { listener: "listener", diff: &diff, verify: false, backoff: &self.backoff, now, quota: &quota };
         let mut report = ConvergeReport::default();
         converge_listener(&mut io, want, &o, &mut report).await.map(|()| report)
     }

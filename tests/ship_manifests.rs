@@ -425,9 +425,15 @@ fn configmap_kuryr_conf_is_complete_and_secret_free() {
     if let Some(ip) = ini["neutron_defaults"].get("l7_router_ip") {
         ip.parse::<std::net::IpAddr>().expect("[neutron_defaults] l7_router_ip is an IP address");
     }
-    for k in ["l7_router_name", "lb_algorithm", "availability_zone"] {
+    for k in ["l7_router_name", "lb_algorithm", "router_zone"] {
         assert!(!get("octavia_defaults", k).is_empty());
     }
+    // availability_zone is sent to Octavia: on a cloud without Octavia availability zones the
+    // load balancer create fails. The shipped config names the zone for weighting only.
+    assert!(
+        !ini["octavia_defaults"].contains_key("availability_zone"),
+        "[octavia_defaults] availability_zone makes the router create fail on clouds without Octavia AZs: use router_zone"
+    );
     assert!(["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP"].contains(&get("octavia_defaults", "lb_algorithm")));
     assert!(get("neutron", "auth_url").starts_with("http"));
     assert_eq!(get("neutron", "auth_type"), "v3applicationcredential");

@@ -1,10 +1,13 @@
-//! Project quotas for L7 policies and rules (src/translate/budget.rs): an Ingress that would take
-//! the router over the budget is refused as a whole, newest first, with a `QuotaExceeded`
-//! warning; the older ones are served as they would be alone.
+//! Project quotas for L7 policies and rules (src/translate/budget.rs, src/driver/admission.rs):
+//! routes on the router stay whatever the budget; new Ingresses are created within it, oldest
+//! first, and the others wait with a `QuotaExceeded` Event.
 
 use std::path::PathBuf;
 
+use kuryr_l7_router::controller::writer::RouterBackend;
+use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
 use kuryr_l7_router::model::{DesiredRouter, Policy};
+use kuryr_l7_router::testing::SimBackend;
 use kuryr_l7_router::translate::budget::{Budget, QUOTA_EXCEEDED, Usage, translate_within, usage};
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
 
@@ -44,41 +47,57 @@ fn budget_from_quota() {
     }
 }
 
+/// The translation no longer refuses anything for the quota: every route is translated and the
+/// budget travels with the desired router, with our Ingresses oldest first, for the driver.
 #[test]
-fn newest_ingresses_are_refused_as_a_whole() {
+fn the_translation_keeps_every_route_and_attaches_the_budget() {
     let full = translate(&inputs(), &opts());
+    let budget = Budget { l7policies: Some(0), l7rules: Some(0) };
+    let r = translate_within(&inputs(), &opts(), Some(&budget));
+    assert_eq!(r.policies, full.policies);
+    assert!(!r.warnings.iter().any(|w| w.reason == QUOTA_EXCEEDED));
+    let q = r.quota.expect("budget attached");
+    assert_eq!(q.budget, budget);
+    let order: Vec<&str> = q.oldest_first.iter().map(|k| k.namespace.as_str()).collect();
+    assert_eq!(order, ["beta", "alpha", "gamma"], "creationTimestamp order");
+    assert_eq!(translate_within(&inputs(), &opts(), None), full);
+}
+
+/// The project goes over the quota after the router converged (another team's load balancers
+/// took the policies): every route that is on the router stays. Before, the newest Ingresses
+/// were refused as a whole by the translation, and the driver deleted their working policies.
+#[tokio::test]
+async fn a_budget_below_what_the_router_holds_removes_no_serving_route() {
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, None);
+    let full = translate(&inputs(), &opts());
+    sim.sync(&translate_within(&inputs(), &opts(), None)).await.unwrap();
+    let serving: Vec<String> = sim.actual().policies.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(serving.len(), full.policies.len() + full.redirects.len());
     let need = usage(&full);
-    // Ages in the fixture: beta (oldest), alpha, gamma (newest).
-    let beta = usage(&alone(&["beta"]));
-    let beta_alpha = usage(&alone(&["beta", "alpha"]));
-    assert!(beta.l7policies < beta_alpha.l7policies && beta_alpha.l7policies < need.l7policies);
-    let limit = |p: u64, r: u64| Budget { l7policies: Some(p), l7rules: Some(r) };
-    // (budget, namespaces kept, namespaces refused)
-    let cases: Vec<(Option<Budget>, &[&str], &[&str])> = vec![
-        (None, &["beta", "alpha", "gamma"], &[]),
-        (Some(limit(need.l7policies, need.l7rules)), &["beta", "alpha", "gamma"], &[]),
-        (Some(limit(need.l7policies - 1, need.l7rules)), &["beta", "alpha"], &["gamma"]),
-        (Some(Budget { l7policies: None, l7rules: Some(need.l7rules - 1) }), &["beta", "alpha"], &["gamma"]),
-        (Some(limit(beta_alpha.l7policies - 1, 1000)), &["beta"], &["alpha", "gamma"]),
-        (Some(limit(beta.l7policies, beta.l7rules)), &["beta"], &["alpha", "gamma"]),
-        (Some(limit(0, 0)), &[], &["beta", "alpha", "gamma"]),
-    ];
-    for (budget, kept, refused) in cases {
-        let r = translate_within(&inputs(), &opts(), budget.as_ref());
-        // The kept Ingresses are served exactly as they would be alone.
-        assert_eq!(policies_without_positions(&r), policies_without_positions(&alone(kept)), "{budget:?}");
-        if let Some(b) = budget {
-            assert!(b.fits(usage(&r)), "{budget:?}: {:?}", usage(&r));
-        }
-        let mut got: Vec<&str> =
-            r.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED).map(|w| w.object.namespace.as_str()).collect();
-        got.sort();
-        let mut want = refused.to_vec();
-        want.sort();
-        assert_eq!(got, want, "{budget:?}");
-        for w in r.warnings.iter().filter(|w| w.reason == QUOTA_EXCEEDED) {
-            assert!(w.message.starts_with(&w.object.to_string()) && w.message.contains("refused as a whole"));
-            assert!(w.message.contains(&format!("need {} L7 policies", need.l7policies)), "{}", w.message);
-        }
+    for budget in [
+        Budget { l7policies: Some(need.l7policies - 1), l7rules: None },
+        Budget { l7policies: None, l7rules: Some(need.l7rules - 1) },
+        Budget { l7policies: Some(0), l7rules: Some(0) },
+    ] {
+        let r = sim.sync(&translate_within(&inputs(), &opts(), Some(&budget))).await.unwrap();
+        let now: Vec<String> = sim.actual().policies.iter().map(|p| p.name.clone()).collect();
+        assert_eq!(now, serving, "{budget:?}: a serving route was removed");
+        assert!(r.writes.is_empty(), "{budget:?}: {:?}", r.writes);
     }
+}
+
+/// From an empty router under a budget: the oldest Ingresses are created within it, the others
+/// wait (reported, for their `QuotaExceeded` Event), as the translation refused them before.
+#[tokio::test]
+async fn new_ingresses_wait_oldest_first_within_the_budget() {
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, None);
+    let beta = usage(&alone(&["beta"]));
+    let budget = Budget { l7policies: Some(beta.l7policies), l7rules: None };
+    let r = sim.sync(&translate_within(&inputs(), &opts(), Some(&budget))).await.unwrap();
+    let mut waiting: Vec<&str> = r.quota_waiting.iter().map(|w| w.owner.namespace.as_str()).collect();
+    waiting.sort();
+    assert_eq!(waiting, ["alpha", "gamma"]);
+    let on_router: Vec<String> = sim.actual().policies.iter().map(|p| p.name.clone()).collect();
+    let want: Vec<String> = policies_without_positions(&alone(&["beta"])).into_iter().map(|p| p.name).collect();
+    assert_eq!(on_router, want);
 }

@@ -11,15 +11,29 @@ use std::time::Duration;
 pub const AUTH_URL: &str = "http://127.0.0.1:5000/v3";
 
 /// Functional tests run only with `KURYR_FUNCTIONAL=1` (functional/test.sh sets it after starting
-/// the stack); otherwise they say so and pass.
+/// the stack); otherwise they return at once and libtest counts them as passed. So that a skip
+/// is never mistaken for a pass, each one writes [`SKIP_MARKER`] and its name to the process's
+/// stderr directly (libtest captures `println!`, not the file descriptor): functional/test.sh
+/// counts these lines and reports them as skipped, and fails when a functional phase ran none.
 pub fn enabled() -> bool {
     if std::env::var("KURYR_FUNCTIONAL").as_deref() == Ok("1") {
         let _ = rustls::crypto::ring::default_provider().install_default();
         true
     } else {
-        println!("skipped: set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
+        skipped("set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start");
         false
     }
+}
+
+/// What a skipped functional test writes, then its name and why (see [`enabled`]).
+pub const SKIP_MARKER: &str = "FUNCTIONAL TEST SKIPPED:";
+
+/// Says, past libtest's capture, that the current test is skipped and why.
+pub fn skipped(why: &str) {
+    use std::io::Write;
+    let thread = std::thread::current();
+    let name = thread.name().unwrap_or("unnamed test");
+    let _ = writeln!(std::io::stderr().lock(), "{SKIP_MARKER} {name} ({why})");
 }
 
 /// `<prefix>-<tag>-<nanos><pid>`: names and cluster tags that no other test run shares.

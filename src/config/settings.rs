@@ -80,6 +80,9 @@ pub struct NeutronDefaults {
     pub lb_subnet: Option<String>,
     pub pod_subnet: Option<String>,
     pub resource_tags: Vec<String>,
+    /// Not an option: the `ip_version` of the `lb_subnet` as Neutron has it, read at start by
+    /// `run` (`controller::runtime::preflight`); it decides the VIP's address family.
+    pub vip_ip_version: Option<u8>,
 }
 
 /// `[octavia_defaults]`.
@@ -508,6 +511,7 @@ impl Reader {
             lb_subnet: self.get(nd, "lb_subnet"),
             pod_subnet: self.get(nd, "pod_subnet"),
             resource_tags: self.value(nd, "resource_tags"),
+            vip_ip_version: None,
         };
         // The VIP subnet is needed to create the router, not to plan it.
         if kubernetes.enable_ingress && neutron_defaults.lb_subnet.is_none() && !self.keystone_optional {

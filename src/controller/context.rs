@@ -5,6 +5,7 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
+use crate::controller::last_sync::LastSync;
 use crate::controller::metrics::{Metrics, ReasonLabels};
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
 use crate::controller::service_events::{self, ServiceWarnings};
@@ -175,7 +176,7 @@ pub struct Context {
     pub readiness: Option<watch::Sender<Readiness>>,
     /// The desired state and report of the last successful Sync: a reconcile whose desired state
     /// is unchanged reuses it instead of re-reading the router (drift is the resync's business).
-    last_sync: Mutex<Option<(DesiredRouter, ConvergeReport)>>,
+    last_sync: Mutex<Option<LastSync>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
     /// The translation's warnings about Services already published as Events on them.
@@ -235,7 +236,10 @@ impl Context {
     /// not the project's other load balancers').
     pub fn router_listeners(&self) -> Option<std::collections::BTreeSet<String>> {
         let last = self.last_sync.lock().expect("lock");
-        last.as_ref().map(|(_, r)| std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect())
+        last.as_ref().map(|l| {
+            let r = &l.report;
+            std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect()
+        })
     }
 
     /// Waits until every cache is synced.
@@ -261,20 +265,17 @@ impl Context {
         let cached = if force {
             None
         } else {
-            self.last_sync.lock().expect("lock").as_ref().filter(|(d, _)| *d == desired).map(|(_, r)| r.clone())
+            self.last_sync.lock().expect("lock").as_ref().and_then(|l| l.reuse(&desired, std::time::Instant::now()))
         };
         let report = match cached {
             Some(r) => r,
             None => {
                 let report = self.writer.sync(desired.clone()).await.map_err(HandlerError::Octavia)?;
                 self.report_refusals(&report).await;
-                // With an object on hold the same desired state must be synced again (after
-                // `retry_after`), not answered from this report.
-                if report.failures.is_empty() && report.held.is_empty() {
-                    *self.last_sync.lock().expect("lock") = Some((desired.clone(), report.clone()));
-                } else {
-                    *self.last_sync.lock().expect("lock") = None;
-                }
+                // With an object on hold the same desired state is synced again once the hold's
+                // delay is over (see `LastSync::reuse`), not on every event before.
+                let last = LastSync::new(desired.clone(), report.clone(), std::time::Instant::now());
+                *self.last_sync.lock().expect("lock") = Some(last);
                 if let Some(r) = &self.readiness {
                     r.send_modify(|r| r.router_ready = true);
                 }
@@ -291,8 +292,8 @@ impl Context {
     /// jobs. True before the first Sync (the start-up resync writes them).
     pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
         let last = self.last_sync.lock().expect("lock");
-        last.as_ref().is_none_or(|(synced, _)| {
-            pools.iter().all(|p| synced.health_monitors.get(p) == desired.health_monitors.get(p))
+        last.as_ref().is_none_or(|l| {
+            pools.iter().all(|p| l.desired.health_monitors.get(p) == desired.health_monitors.get(p))
         })
     }
 
@@ -331,6 +332,14 @@ impl Context {
     /// Each write Octavia refused for good in `report`: a Warning Event on every Ingress its
     /// object serves, and the failure metric by reason. The other changes went on.
     async fn report_refusals(&self, report: &ConvergeReport) {
+        self.metrics.ingresses_waiting_for_quota.set(report.quota_waiting.len() as i64);
+        for w in &report.quota_waiting {
+            let key = ObjectRef::<Ingress>::new(&w.owner.name).within(&w.owner.namespace);
+            if let Some(ing) = self.stores.ingresses.get(&key) {
+                let ev = UserEvent::warning(crate::translate::budget::QUOTA_EXCEEDED, "Sync", &w.message());
+                self.publish(&ev, &ing.object_ref(&())).await;
+            }
+        }
         for f in &report.failures {
             self.metrics.write_failures.get_or_create(&ReasonLabels { reason: f.reason.into() }).inc();
             let message = format!(

@@ -95,6 +95,8 @@ pub struct Metrics {
     pub write_failures: Family<ReasonLabels, Counter>,
     /// 1 while the router refuses every write (ERROR, or busy beyond write_timeout).
     pub router_writes_blocked: Gauge,
+    /// Ingresses whose new routes wait for the project's L7 quota (as of the last Sync).
+    pub ingresses_waiting_for_quota: Gauge,
 }
 
 impl Default for Metrics {
@@ -120,6 +122,7 @@ impl Default for Metrics {
             pool_weighting: Family::default(),
             write_failures: Family::default(),
             router_writes_blocked: Gauge::default(),
+            ingresses_waiting_for_quota: Gauge::default(),
         }
     }
 }
@@ -139,6 +142,11 @@ impl Metrics {
             "router_writes_blocked",
             "1 while the L7 router refuses every write (provisioning_status ERROR or busy beyond write_timeout)",
             m.router_writes_blocked.clone(),
+        );
+        registry.register(
+            "ingresses_waiting_for_quota",
+            "Ingresses whose routes not yet on the L7 router wait for the project's Octavia L7 quota (their routes on the router stay)",
+            m.ingresses_waiting_for_quota.clone(),
         );
         registry.register_with_unit(
             "reconcile_duration",

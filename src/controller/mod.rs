@@ -24,6 +24,7 @@ pub mod error;
 pub mod events;
 pub mod health;
 pub mod ingress;
+pub mod last_sync;
 pub mod leader;
 pub mod metrics;
 pub mod notice;

@@ -95,8 +95,9 @@ pub async fn preflight(mut settings: Settings) -> Result<Settings, ControllerErr
     if !settings.kubernetes.enable_ingress {
         return Ok(settings);
     }
-    let (octavia, _) = crate::wiring::clients(&settings)
+    let (octavia, neutron) = crate::wiring::clients(&settings)
         .map_err(|e| ControllerError::ClientConfig(format!("OpenStack session: {e}")))?;
+    vip_ip_version(&mut settings, &neutron).await;
     // Whether an Ingress has TLS is known only once the caches are filled: a missing `creator`
     // role is a warning here and an error naming the role on the first certificate stored.
     let report = preflight::run(&octavia, &settings.octavia_defaults.provider, false)
@@ -110,6 +111,21 @@ pub async fn preflight(mut settings: Settings) -> Result<Settings, ControllerErr
         settings.octavia_defaults.ssl_redirect = false;
     }
     Ok(settings)
+}
+
+/// Reads the VIP subnet's `ip_version`: the VIP's address family, which picks the endpoints'
+/// addresses (see `wiring::vip_family`). Unreadable: a warning, and the family of
+/// `l7_router_ip` (else IPv4) as before.
+async fn vip_ip_version(settings: &mut Settings, neutron: &crate::openstack::Neutron) {
+    let Some(id) = settings.neutron_defaults.lb_subnet.clone() else { return };
+    match neutron.get_subnet(&id).await {
+        Ok(subnet) => {
+            tracing::info!(subnet = %id, ip_version = subnet.ip_version, "VIP subnet read: its address family is the router's");
+            settings.neutron_defaults.vip_ip_version = Some(subnet.ip_version);
+        }
+        Err(e) => tracing::warn!(subnet = %id, error = %e,
+            "cannot read the VIP subnet ([neutron_defaults] lb_subnet): its address family is taken from l7_router_ip, else IPv4"),
+    }
 }
 
 /// [`run`] with its two outside ends given: `backend` builds the router writer's backend once

@@ -160,6 +160,29 @@ impl WriteBackoff {
     pub fn retain(&mut self, keep: impl Fn(&WriteKey) -> bool) {
         self.holds.retain(|k, _| keep(k));
     }
+
+    /// Forgets the holds of `listener`'s policies that `desired`, its desired state, no longer
+    /// has: a deleted Ingress leaves no hold behind, and its re-created namesake (whose policies
+    /// get the same names) starts without one. Other listeners' holds are kept.
+    pub fn forget_undesired_policies(&mut self, listener: &str, desired: &DesiredRouter) {
+        let policy = |name: &str| {
+            desired.policies.iter().any(|p| p.name == name) || desired.redirects.iter().any(|r| r.name == name)
+        };
+        self.retain(|k| match k {
+            WriteKey::Policy { listener: l, name } if l == listener => policy(name),
+            _ => true,
+        });
+    }
+
+    /// Forgets the holds of pools that the whole desired router no longer has (pools are shared
+    /// by the listeners: only the whole router says a pool is gone).
+    pub fn forget_undesired_pools(&mut self, desired: &DesiredRouter) {
+        self.retain(|k| match k {
+            WriteKey::Pool(name) => desired.pools.contains_key(name),
+            _ => true,
+        });
+    }
+
 }
 
 /// `desired` without the held objects that do not exist yet (`existing`: the pools and policies

@@ -10,6 +10,7 @@
 //! - the types the callers see: [`spec::RouterSpec`], [`error::DriverError`], [`report`].
 
 pub mod actual;
+pub mod admission;
 pub mod blocked;
 pub mod certificates;
 mod cloud;

@@ -45,6 +45,9 @@ pub struct ConvergeReport {
     pub held: Vec<WriteFailure>,
     /// When the first object on hold may be tried again (the controller syncs again then).
     pub retry_after: Option<Duration>,
+    /// Ingresses whose routes not yet on the router wait for the project's L7 quota (their
+    /// routes on the router stay; see `super::admission`).
+    pub quota_waiting: Vec<super::admission::Waiting>,
 }
 
 /// A write Octavia refused for good, or an object on hold since such a refusal.

@@ -10,6 +10,7 @@
 //! [`Simulator`]: super::sim::Simulator
 
 use super::actual::ActualRouter;
+use super::admission::QuotaLedger;
 use super::diff::plan_writes;
 use super::error::{DriverError, Result};
 use super::isolation::{
@@ -58,6 +59,8 @@ pub struct RoundOptions<'a> {
     pub backoff: &'a Mutex<WriteBackoff>,
     /// The time of this convergence (injected: the holds are measured against it).
     pub now: Instant,
+    /// The project's L7 quota and what the router's listeners hold (see [`super::admission`]).
+    pub quota: &'a Mutex<QuotaLedger>,
 }
 
 impl RoundOptions<'_> {
@@ -67,6 +70,14 @@ impl RoundOptions<'_> {
     fn clock(&self, started: Instant) -> Instant {
         self.now + std::time::Duration::from_secs(started.elapsed().as_secs())
     }
+}
+
+/// What a convergence of the whole router does before its listeners' rounds: forgets the holds
+/// of pools no longer desired (pools are the router's, not one listener's) and takes the
+/// project's L7 quota as the translation attached it (see [`super::admission`]).
+pub fn begin_convergence(backoff: &Mutex<WriteBackoff>, quota: &Mutex<QuotaLedger>, desired: &DesiredRouter) {
+    backoff.lock().expect("backoff lock").forget_undesired_pools(desired);
+    quota.lock().expect("quota lock").quota = desired.quota.clone();
 }
 
 /// Converge one listener's children to `desired`, in rounds (see the module docs).
@@ -79,14 +90,24 @@ pub async fn converge_listener<I: ListenerIo>(
     let started = Instant::now();
     let mut rounds = 0;
     let mut refused = 0;
+    // A hold on a policy no longer desired is dropped (an Ingress deleted, or re-created: the
+    // finalizer makes a convergence without it run before its name can be used again). Pools:
+    // see `WriteBackoff::forget_undesired_pools`, called once per convergence.
+    o.backoff.lock().expect("backoff lock").forget_undesired_policies(o.listener, desired);
+    let mut waiting = Vec::new();
     for round in 1.. {
         let busy_before = io.busy();
         let actual = io.read(round).await?;
         let held = o.backoff.lock().expect("backoff lock").held(o.clock(started));
         let held_keys: BTreeSet<WriteKey> = held.keys().cloned().collect();
         let existing = existing_keys(&actual, o);
-        let plan = plan_writes(&exclude_held(desired, o.listener, &held_keys, &existing), &actual, o.diff);
+        let without_held = exclude_held(desired, o.listener, &held_keys, &existing);
+        let admission = o.quota.lock().expect("quota lock").admit(o.listener, &without_held, &actual, &o.diff.ownership);
+        let plan = plan_writes(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
         let (writes, _) = filter_held(plan.writes, o.listener, &held_keys);
+        // Room freed by this round's deletes is for what waits: one more round then.
+        let frees_room = !admission.waiting.is_empty() && writes.iter().any(|w| matches!(w, Write::DeletePolicy { .. }));
+        waiting = admission.waiting;
         report.conflicts.extend(plan.conflicts.iter().map(|c| c.message.clone()));
         if round == 1 {
             report.held.extend(held.iter().map(|(k, h)| WriteFailure {
@@ -113,10 +134,17 @@ pub async fn converge_listener<I: ListenerIo>(
             }
             None => {
                 rounds += 1;
-                if writes.is_empty() || !(o.verify && rounds == 1 || raced) || rounds >= MAX_ROUNDS {
+                let again = o.verify && rounds == 1 || raced || frees_room;
+                if writes.is_empty() || !again || rounds >= MAX_ROUNDS {
                     break;
                 }
             }
+        }
+    }
+    // What still waits after the last round (an Ingress waits on either listener once).
+    for w in waiting {
+        if !report.quota_waiting.iter().any(|r| r.owner == w.owner) {
+            report.quota_waiting.push(w);
         }
     }
     // Each round reports the same conflicts again.

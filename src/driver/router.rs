@@ -14,6 +14,7 @@ use super::blocked;
 use super::cloud::Cloud;
 pub use super::cloud::WriteGate;
 use super::diff::plan_members;
+use super::admission::QuotaLedger;
 use super::isolation::WriteBackoff;
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
@@ -53,6 +54,8 @@ pub struct Router {
     pool_ids: Arc<tokio::sync::Mutex<Option<PoolIds>>>,
     /// Objects whose write Octavia refused for good, on hold (see [`super::isolation`]).
     backoff: Arc<Mutex<WriteBackoff>>,
+    /// The project's L7 quota and what our listeners hold (see [`super::admission`]).
+    quota: Arc<Mutex<QuotaLedger>>,
     /// Set while the router refuses every write (ERROR, or busy beyond `write_timeout`).
     blocked: Arc<Mutex<Option<blocked::Blocked>>>,
     /// How often a blocked router is looked at again ([`blocked::RECHECK`]).
@@ -68,6 +71,7 @@ impl Router {
             reads: Default::default(),
             pool_ids: Default::default(),
             backoff: Default::default(),
+            quota: Default::default(),
             blocked: Default::default(),
             recheck: blocked::RECHECK,
         }
@@ -142,6 +146,7 @@ impl Router {
     /// read it, plan the writes and make them; then make sure it has its floating IP.
     pub async fn converge(&self, desired: &DesiredRouter) -> Result<ConvergeReport> {
         self.check_blocked().await?;
+        rounds::begin_convergence(&self.backoff, &self.quota, desired);
         let result = self.converge_once(desired).await;
         // Pools may have been created or deleted: resolve them again on the next Members job.
         *self.pool_ids.lock().await = None;
@@ -308,6 +313,7 @@ impl Router {
             verify: !self.verified.load(Ordering::SeqCst),
             backoff: &self.backoff,
             now: Instant::now(),
+            quota: &self.quota,
         };
         rounds::converge_listener(&mut io, desired, &opts, report).await?;
         self.verified.store(true, Ordering::SeqCst);

@@ -1,21 +1,23 @@
-//! Octavia's project quotas for L7 policies and rules, applied before any write: when the
-//! router would need more than the project has left, the newest Ingresses are refused as a whole
-//! (a `QuotaExceeded` warning each) and the others converge. Without this, the write that hits
-//! the quota fails with a 403 and every later change waits behind it.
+//! Octavia's project quotas for L7 policies and rules: the budget (how many policies and rules
+//! the router may hold) is the project quota minus what the project's other load balancers use;
+//! the controller reads both (`GET /v2/lbaas/quotas/{project}`, the project's L7 policies) at each
+//! resync. Without it, the write that hits the quota fails with a 403 and is held.
 //!
-//! The budget (how many policies and rules the router may hold) is the project quota minus what
-//! the project's other load balancers use; the controller reads both (`GET
-//! /v2/lbaas/quotas/{project}`, the project's L7 policies) at each resync. Refusing is a pure
-//! function of the inputs and the budget: the oldest Ingresses (creationTimestamp, then
-//! namespace/name, as for every conflict) are kept as long as the router fits.
+//! The translation only attaches the budget and the age order of our Ingresses (creationTimestamp,
+//! then namespace/name, as for every conflict) to the desired router. The driver applies it
+//! (`driver::admission`), because only it knows what is on the router: routes that are on the
+//! router stay whatever the budget (another team's load balancers filling the project must never
+//! take a serving route off), and new ones are created within what is left, oldest Ingress first;
+//! the others wait with a `QuotaExceeded` Event.
 
 use serde::{Deserialize, Serialize};
 
 use super::routes::{age, is_ours};
 use super::{Inputs, TranslateOptions, namespace_of, translate};
-use crate::model::{DesiredRouter, KubeRef, Warning};
+use crate::model::{DesiredRouter, KubeRef};
 
-/// The Event reason of an Ingress refused because the router would exceed the project quota.
+/// The Event reason of an Ingress whose new routes wait because the router would exceed the
+/// project quota.
 pub const QUOTA_EXCEEDED: &str = "QuotaExceeded";
 
 /// What the router may hold; `None`: unlimited.
@@ -64,54 +66,27 @@ pub fn usage(r: &DesiredRouter) -> Usage {
     Usage { l7policies: n, l7rules: rules }
 }
 
-/// [`translate`], refusing the newest Ingresses of ours as a whole while the router exceeds the
-/// budget. Only when the full router does not fit is anything translated again (a binary search
-/// over how many of the oldest Ingresses are kept: about log2(n) translations).
+/// The budget as the driver applies it: the limits, and our Ingresses oldest first (the order
+/// in which their new routes are admitted).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterQuota {
+    pub budget: Budget,
+    pub oldest_first: Vec<KubeRef>,
+}
+
+/// [`translate`], with the budget attached for the driver (`desired.quota`). Every route is
+/// translated: only the driver knows which routes are on the router already, and those are never
+/// removed for the quota (see `driver::admission`); the new ones wait, oldest Ingress first.
 pub fn translate_within(inputs: &Inputs, opts: &TranslateOptions, budget: Option<&Budget>) -> DesiredRouter {
-    let full = translate(inputs, opts);
-    let Some(budget) = budget else { return full };
-    let need = usage(&full);
-    if budget.fits(need) {
-        return full;
-    }
-    let mut ours: Vec<usize> =
-        (0..inputs.ingresses.len()).filter(|i| is_ours(&inputs.ingresses[*i], &inputs.ingress_classes, opts)).collect();
-    ours.sort_by(|a, b| age(&inputs.ingresses[*a]).cmp(&age(&inputs.ingresses[*b])));
-    let keeping = |k: usize| {
-        let refused: std::collections::BTreeSet<usize> = ours[k..].iter().copied().collect();
-        let mut kept = inputs.clone();
-        kept.ingresses =
-            (0..inputs.ingresses.len()).filter(|i| !refused.contains(i)).map(|i| inputs.ingresses[i].clone()).collect();
-        translate(&kept, opts)
-    };
-    // Invariant: keeping `lo` fits (0 does, or nothing can), keeping `hi` does not.
-    let (mut lo, mut hi) = (0, ours.len());
-    while hi - lo > 1 {
-        let mid = lo + (hi - lo) / 2;
-        if budget.fits(usage(&keeping(mid))) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    let mut r = keeping(lo);
-    let have = usage(&r);
-    for i in &ours[lo..] {
-        let m = &inputs.ingresses[*i].metadata;
-        let object = KubeRef::new("Ingress", namespace_of(m), m.name.as_deref().unwrap_or(""));
-        let limit = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |v| v.to_string());
-        let message = format!(
-            "{object}: refused as a whole: the L7 router would need {} L7 policies and {} L7 rules with every Ingress, and the project's Octavia quota leaves {} policies and {} rules for it; older Ingresses are served first ({} policies, {} rules)",
-            need.l7policies,
-            need.l7rules,
-            limit(budget.l7policies),
-            limit(budget.l7rules),
-            have.l7policies,
-            have.l7rules
-        );
-        r.warnings.push(Warning { object, reason: QUOTA_EXCEEDED.into(), message });
-    }
-    r.warnings.sort();
-    r.warnings.dedup();
+    let mut r = translate(inputs, opts);
+    let Some(budget) = budget else { return r };
+    let mut ours: Vec<_> =
+        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).map(|i| (age(i), i)).collect();
+    ours.sort_by(|a, b| a.0.cmp(&b.0));
+    let oldest_first = ours
+        .into_iter()
+        .map(|(_, i)| KubeRef::new("Ingress", namespace_of(&i.metadata), i.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    r.quota = Some(RouterQuota { budget: *budget, oldest_first });
     r
 }

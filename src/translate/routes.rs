@@ -279,6 +279,7 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         https,
         redirects: tls.redirects,
         health_monitors,
+        quota: None,
     }
 }
 
