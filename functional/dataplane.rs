@@ -13,14 +13,14 @@
 #[path = "common/mod.rs"]
 mod common;
 use common::*;
-#[path = "dataplane/status_answers.rs"]
-mod status_answers;
-#[path = "dataplane/zones.rs"]
-mod zones;
 #[path = "dataplane/forwarded.rs"]
 mod forwarded;
 #[path = "dataplane/rotation.rs"]
 mod rotation;
+#[path = "dataplane/status_answers.rs"]
+mod status_answers;
+#[path = "dataplane/zones.rs"]
+mod zones;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
 use kuryr_l7_router::driver::router::{ConvergeReport, Router};

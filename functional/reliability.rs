@@ -505,7 +505,10 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
     let within = translate_within(&inputs, &opts, Some(&budget));
     let rep = r.converge(&within).await.expect("a refused policy does not fail the sync");
     assert!(rep.quota_waiting.is_empty(), "{:?}", rep.quota_waiting);
-    assert_eq!(rep.failures.len(), 1, "{:?}", rep.failures);
+    // One object refused; on a loaded stack a round can outlast its 10-s hold, and the same
+    // policy is then tried and refused once more in the same convergence.
+    let refused_objects: std::collections::BTreeSet<&str> = rep.failures.iter().map(|f| f.object.as_str()).collect();
+    assert_eq!(refused_objects.len(), 1, "{:?}", rep.failures);
     let f = &rep.failures[0];
     assert_eq!(f.reason, "quota", "{f:?}");
     assert!(f.message.contains("403"), "{f:?}");

@@ -2,8 +2,8 @@
 //! A plain public module (not a cargo feature) so that `cargo test` needs no extra flag.
 
 use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
-use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
 use crate::driver::admission::QuotaLedger;
+use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
 use crate::driver::isolation::WriteBackoff;
 use crate::driver::rounds::{RoundOptions, converge_listener};
 use crate::driver::sim::{Refuse, SimListener, Simulator};

@@ -36,7 +36,12 @@ fn pool(svc: &str) -> Pool {
 
 /// Ingress `ing`'s route for `host` to the Service of the same name.
 fn route(ing: &str, host: &str) -> Policy {
-    let rule = |rule_type, value: &str| Rule { rule_type, compare_type: CompareType::EqualTo, value: value.into(), invert: false };
+    let rule = |rule_type, value: &str| Rule {
+        rule_type,
+        compare_type: CompareType::EqualTo,
+        value: value.into(),
+        invert: false,
+    };
     Policy {
         name: format!("default_{ing}_{host}"),
         position: 0,

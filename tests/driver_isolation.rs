@@ -109,7 +109,14 @@ impl Sim {
         };
         let diff = opts();
         let quota = Mutex::default();
-        let o = RoundOptions { listener: "listener", diff: &diff, verify: false, backoff: &self.backoff, now, quota: &quota };
+        let o = RoundOptions {
+            listener: "listener",
+            diff: &diff,
+            verify: false,
+            backoff: &self.backoff,
+            now,
+            quota: &quota,
+        };
         let mut report = ConvergeReport::default();
         converge_listener(&mut io, want, &o, &mut report).await.map(|()| report)
     }

@@ -28,7 +28,8 @@ fn summary(log: &str, require_run: bool) -> (bool, String) {
     (out.status.success(), format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))
 }
 
-const SKIP: &str = "FUNCTIONAL TEST SKIPPED: create_and_converge (set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start)";
+const SKIP: &str =
+    "FUNCTIONAL TEST SKIPPED: create_and_converge (set KURYR_FUNCTIONAL=1 and run functional/openstack.sh start)";
 
 #[test]
 fn skipped_tests_are_counted_as_skipped_and_a_phase_that_ran_none_fails() {
@@ -38,7 +39,12 @@ fn skipped_tests_are_counted_as_skipped_and_a_phase_that_ran_none_fails() {
     let filtered = "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 7 filtered out; finished in 0.00s";
     // (log, --require-run, succeeds, first line)
     let cases = [
-        (format!("{SKIP}\ntest create_and_converge ... ok\n{}\n", result(1, 0, 0)), true, false, "0 ran (0 passed, 0 failed), 1 skipped"),
+        (
+            format!("{SKIP}\ntest create_and_converge ... ok\n{}\n", result(1, 0, 0)),
+            true,
+            false,
+            "0 ran (0 passed, 0 failed), 1 skipped",
+        ),
         (format!("{}\n{filtered}\n", result(3, 0, 1)), true, true, "3 ran (3 passed, 0 failed), 0 skipped, 1 ignored"),
         (format!("{SKIP}\n{}\n", result(2, 0, 0)), true, true, "1 ran (1 passed, 0 failed), 1 skipped"),
         (format!("{filtered}\n"), true, false, "0 ran"),

@@ -59,10 +59,14 @@ async fn forwarded_headers_reach_the_backend_on_both_listeners() {
         let port = |listener: u16| out["port_map"][listener.to_string()].as_u64().expect("port map").to_string();
         let https_port = desired.https.as_ref().expect("TLS listener").port;
         let want = |proto: &str, port: String| -> BTreeMap<String, String> {
-            [("x-forwarded-for", "127.0.0.1".to_string()), ("x-forwarded-port", port), ("x-forwarded-proto", proto.into())]
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
-                .collect()
+            [
+                ("x-forwarded-for", "127.0.0.1".to_string()),
+                ("x-forwarded-port", port),
+                ("x-forwarded-proto", proto.into()),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
         };
         let results = out["results"].as_array().unwrap();
         println!("http: {:?}\nhttps: {:?}", forwarded(&results[0]), forwarded(&results[1]));

@@ -69,7 +69,8 @@ async fn certificate_rotation_serves_every_handshake_and_then_the_new_certificat
         assert!(!rotation.writes.is_empty(), "the rotation wrote nothing");
         assert_eq!(out["failures"], serde_json::json!([]), "a request failed during the rotation");
         assert_eq!(out["render_failures"], serde_json::json!([]), "the data plane could not be rendered");
-        let served: Vec<&str> = out["served"].as_array().unwrap().iter().filter_map(|s| s["fingerprint"].as_str()).collect();
+        let served: Vec<&str> =
+            out["served"].as_array().unwrap().iter().filter_map(|s| s["fingerprint"].as_str()).collect();
         let (old, new) = (fingerprint_of(&before, "secure.example.com"), fingerprint_of(&after, "secure.example.com"));
         assert_eq!(served, [old.as_str(), new.as_str()], "the old certificate, then the new one, nothing else");
         assert_eq!(out["last_fingerprint"], new.as_str(), "the new certificate is served after the rotation");

@@ -292,9 +292,8 @@ impl Context {
     /// jobs. True before the first Sync (the start-up resync writes them).
     pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
         let last = self.last_sync.lock().expect("lock");
-        last.as_ref().is_none_or(|l| {
-            pools.iter().all(|p| l.desired.health_monitors.get(p) == desired.health_monitors.get(p))
-        })
+        last.as_ref()
+            .is_none_or(|l| pools.iter().all(|p| l.desired.health_monitors.get(p) == desired.health_monitors.get(p)))
     }
 
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
@@ -336,7 +335,7 @@ impl Context {
         for w in &report.quota_waiting {
             let key = ObjectRef::<Ingress>::new(&w.owner.name).within(&w.owner.namespace);
             if let Some(ing) = self.stores.ingresses.get(&key) {
-                let ev = UserEvent::warning(crate::translate::budget::QUOTA_EXCEEDED, "Sync", &w.message());
+                let ev = UserEvent::warning(crate::translate::budget::QUOTA_EXCEEDED, "Sync", w.message());
                 self.publish(&ev, &ing.object_ref(&())).await;
             }
         }

@@ -70,7 +70,13 @@ pub struct Admission {
 impl QuotaLedger {
     /// `desired` for `listener` within the quota, given what the listener holds (`actual`); what
     /// the listener will hold afterwards is recorded for the other listeners' admission.
-    pub fn admit(&mut self, listener: &str, desired: &DesiredRouter, actual: &ActualRouter, own: &Ownership) -> Admission {
+    pub fn admit(
+        &mut self,
+        listener: &str,
+        desired: &DesiredRouter,
+        actual: &ActualRouter,
+        own: &Ownership,
+    ) -> Admission {
         let others = self.planned.iter().filter(|(l, _)| l.as_str() != listener).map(|(_, u)| *u);
         let elsewhere = others.fold(Usage::default(), add);
         let result = match &self.quota {
@@ -80,6 +86,16 @@ impl QuotaLedger {
         let after = usage_of(result.admitted.as_ref().unwrap_or(desired));
         self.planned.insert(listener.to_string(), after);
         result
+    }
+}
+
+impl QuotaLedger {
+    /// The HTTP side of `desired` for the create of a new router (nothing on it yet), when the
+    /// quota leaves something out (`None`: all of it fits). Nothing is recorded: the rounds
+    /// after the create admit and report as usual.
+    pub fn admit_new_router(&self, desired: &DesiredRouter, own: &Ownership) -> Option<DesiredRouter> {
+        let q = self.quota.as_ref()?;
+        admit(desired, &ActualRouter::default(), own, &q.budget, Usage::default(), &q.oldest_first).admitted
     }
 }
 
@@ -170,7 +186,8 @@ mod tests {
 
     /// Ingress `ing`'s route `n`, with `rules` rules.
     fn route(ing: &str, n: u32, rules: usize) -> Policy {
-        let rule = Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false };
+        let rule =
+            Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false };
         Policy {
             name: format!("{ing}-{n}"),
             position: 0,
@@ -188,7 +205,9 @@ mod tests {
                 id: p.name.clone(),
                 name: p.name.clone(),
                 tags: own().tags_for(&p.owner),
-                rules: (0..p.rules.len()).map(|i| ActualRule { id: format!("{}-{i}", p.name), ..Default::default() }).collect(),
+                rules: (0..p.rules.len())
+                    .map(|i| ActualRule { id: format!("{}-{i}", p.name), ..Default::default() })
+                    .collect(),
                 ..Default::default()
             });
         }
@@ -219,7 +238,12 @@ mod tests {
         // (budget, used by our other listeners, admitted, waiting)
         let cases: Vec<(Budget, Usage, &[&str], &[&str])> = vec![
             (limit(4, 7), Usage::default(), &["old-1", "old-2", "mid-1", "young-1"], &[]),
-            (Budget { l7policies: None, l7rules: None }, Usage::default(), &["old-1", "old-2", "mid-1", "young-1"], &[]),
+            (
+                Budget { l7policies: None, l7rules: None },
+                Usage::default(),
+                &["old-1", "old-2", "mid-1", "young-1"],
+                &[],
+            ),
             // Room for one more Ingress: the older one.
             (limit(3, 100), Usage::default(), &["old-1", "old-2", "mid-1"], &["young"]),
             // The older one does not fit: the younger one waits behind it, though it would fit.

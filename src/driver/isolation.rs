@@ -182,7 +182,6 @@ impl WriteBackoff {
             _ => true,
         });
     }
-
 }
 
 /// `desired` without the held objects that do not exist yet (`existing`: the pools and policies

@@ -102,11 +102,13 @@ pub async fn converge_listener<I: ListenerIo>(
         let held_keys: BTreeSet<WriteKey> = held.keys().cloned().collect();
         let existing = existing_keys(&actual, o);
         let without_held = exclude_held(desired, o.listener, &held_keys, &existing);
-        let admission = o.quota.lock().expect("quota lock").admit(o.listener, &without_held, &actual, &o.diff.ownership);
+        let admission =
+            o.quota.lock().expect("quota lock").admit(o.listener, &without_held, &actual, &o.diff.ownership);
         let plan = plan_writes(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
         let (writes, _) = filter_held(plan.writes, o.listener, &held_keys);
         // Room freed by this round's deletes is for what waits: one more round then.
-        let frees_room = !admission.waiting.is_empty() && writes.iter().any(|w| matches!(w, Write::DeletePolicy { .. }));
+        let frees_room =
+            !admission.waiting.is_empty() && writes.iter().any(|w| matches!(w, Write::DeletePolicy { .. }));
         waiting = admission.waiting;
         report.conflicts.extend(plan.conflicts.iter().map(|c| c.message.clone()));
         if round == 1 {

@@ -10,11 +10,11 @@
 //! members, health monitors, policies and rules in a single call.
 
 use super::actual::ActualRouter;
+use super::admission::QuotaLedger;
 use super::blocked;
 use super::cloud::Cloud;
 pub use super::cloud::WriteGate;
 use super::diff::plan_members;
-use super::admission::QuotaLedger;
 use super::isolation::WriteBackoff;
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
@@ -234,9 +234,16 @@ impl Router {
         let requests_before = c.octavia.session().stats().requests;
         let mut report = ConvergeReport::default();
 
+        let mut waits_for_quota = false;
         let lb = match lifecycle::find_clearing_duplicates(c, &mut report).await? {
             Some(lb) => lifecycle::ready(c, lb).await?,
-            None => lifecycle::create(c, desired, &mut report).await?,
+            None => {
+                // A new router is created within the project's quota too: what waits is left out
+                // of the fully-populated create and reported by the rounds below.
+                let admitted = self.quota.lock().expect("quota lock").admit_new_router(desired, &c.spec.ownership);
+                waits_for_quota = admitted.is_some();
+                lifecycle::create(c, admitted.as_ref().unwrap_or(desired), &mut report).await?
+            }
         };
         report.lb_id = lb.id.clone();
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
@@ -252,7 +259,7 @@ impl Router {
             return Err(DriverError::WritesHeld { source: Box::new(error) });
         }
         // A router created fully populated has everything but its HTTPS side and redirects.
-        if !report.created_router || desired.https.is_some() || !desired.redirects.is_empty() {
+        if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase);
             self.converge_children(&http, &lb, listener, &mut report).await?;
         }
