@@ -532,13 +532,15 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
         f.object,
         in_use_counters(&project)
     );
-    // On hold: the next sync sends nothing for it.
+    // On hold: the next sync sends nothing for it. On a loaded stack the sync above can outlast
+    // the hold (10 s, then 20 s): the policy is then tried once more and refused again, and
+    // nothing else is written either way.
     let again = r.converge(&within).await.unwrap();
-    assert!(again.failures.is_empty() && again.writes.is_empty(), "{:?} {:?}", again.failures, again.writes);
-    assert_eq!(
-        again.held.iter().map(|h| (h.object.as_str(), h.reason)).collect::<Vec<_>>(),
-        [(f.object.as_str(), "quota")]
-    );
+    assert!(again.writes.is_empty(), "{:?}", again.writes);
+    let named: Vec<(&str, &str)> =
+        again.held.iter().chain(&again.failures).map(|h| (h.object.as_str(), h.reason)).collect();
+    assert!(!named.is_empty() && named.iter().all(|n| *n == (f.object.as_str(), "quota")), "{named:?}");
+    println!("next sync: {} held, {} refused again (its hold was over)", again.held.len(), again.failures.len());
     assert!(again.retry_after.is_some());
 
     // 3. Another team fills the project: the quota leaves the router nothing. Every policy on
