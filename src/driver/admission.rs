@@ -97,6 +97,11 @@ impl QuotaLedger {
         let q = self.quota.as_ref()?;
         admit(desired, &ActualRouter::default(), own, &q.budget, Usage::default(), &q.oldest_first).admitted
     }
+
+    /// Forgets what listeners other than `listeners` held (deleted ones hold nothing).
+    pub fn keep_listeners(&mut self, listeners: &[&str]) {
+        self.planned.retain(|l, _| listeners.contains(&l.as_str()));
+    }
 }
 
 fn add(a: Usage, b: Usage) -> Usage {
@@ -294,5 +299,8 @@ mod tests {
         let a = ledger.admit("https", &https, &empty, &own());
         assert_eq!(waiting(&a), ["y"]);
         assert_eq!(names(&a, &https), Vec::<String>::new());
+        // The HTTP listener deleted: its share is freed.
+        ledger.keep_listeners(&["https"]);
+        assert!(ledger.admit("https", &https, &empty, &own()).waiting.is_empty());
     }
 }

@@ -282,6 +282,9 @@ impl Router {
             }
         }
 
+        // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
+        let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
+        self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().collect::<Vec<_>>());
         report.floating_ip = floating_ip::ensure(c, &lb).await?;
         report.address = report.floating_ip.or(report.vip_address);
         if report.writes.first().is_some_and(|w| w.kind == "create_router") && c.spec.uuid.is_none() {
