@@ -17,7 +17,7 @@ markers=$(grep -o 'FUNCTIONAL TEST SKIPPED: [^ ]*' "$log" || true)
 skipped=$(grep -c . <<<"$markers" || true)
 ran=$((passed + failed - skipped))
 echo "$phase: $ran ran ($((passed - skipped)) passed, $failed failed), $skipped skipped, $ignored ignored"
-if [ "$skipped" -gt 0 ]; then sed 's/^FUNCTIONAL TEST SKIPPED: /  skipped: /' <<<"$markers" | sort -u | head -n 20; fi
+if [ "$skipped" -gt 0 ]; then sed 's/^FUNCTIONAL TEST SKIPPED: /  skipped: /' <<<"$markers" | sort -u | awk 'NR <= 20'; fi
 if [ "$require" = --require-run ] && [ "$ran" -le 0 ]; then
   echo "$phase: no test ran: the functional phase proves nothing (is KURYR_FUNCTIONAL=1 set, the stack up, the filter right?)" >&2
   exit 1
