@@ -365,7 +365,8 @@ async fn a_member_update_during_a_barbican_outage_is_held_without_a_failed_sync_
         converge(&r, &want).await;
         let mut pool = want.pools["shop_web"].clone();
         pool.members[0].weight = 7;
-        let restarted = Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican());
+        let restarted =
+            Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican());
         {
             let _up = Fault::inject(&["stop-service", "barbican-api"], &["start-service", "barbican-api"]);
             let err = r.set_members(&pool).await.expect_err("held: the router has an HTTPS listener");

@@ -25,7 +25,11 @@ fn secret_name(_cluster: &str, cert: &str, content: &str) -> String {
 
 /// A secret named after the cluster alone, as the versions before per-router names stored them.
 fn legacy(uuid: &str, cert: &str, content: &str) -> StoredSecret {
-    StoredSecret { secret_ref: r(uuid), name: format!("kuryr-l7-router:{CLUSTER}:{cert}:{content}"), created: "t".into() }
+    StoredSecret {
+        secret_ref: r(uuid),
+        name: format!("kuryr-l7-router:{CLUSTER}:{cert}:{content}"),
+        created: "t".into(),
+    }
 }
 
 fn content(id: &str) -> CertificateContent {

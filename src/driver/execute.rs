@@ -60,9 +60,7 @@ impl ListenerIo for OctaviaListener<'_> {
     }
 
     async fn send(&mut self, w: &Write) -> Result<()> {
-        write_one(self.cloud, &mut self.target, w)
-            .await
-            .map_err(|source| DriverError::write(w.to_string(), source))?;
+        write_one(self.cloud, &mut self.target, w).await.map_err(|source| DriverError::write(w.to_string(), source))?;
         self.cloud.settle(&self.target.lb_id).await
     }
 

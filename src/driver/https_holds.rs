@@ -62,12 +62,8 @@ impl HttpsHolds<'_> {
         owners: Vec<KubeRef>,
         report: &mut ConvergeReport,
     ) {
-        let delay = self.backoff.lock().expect("https backoff lock").failed(
-            key.clone(),
-            reason,
-            message.clone(),
-            self.now,
-        );
+        let delay =
+            self.backoff.lock().expect("https backoff lock").failed(key.clone(), reason, message.clone(), self.now);
         tracing::warn!(%write, object = %key, reason, retry_in_s = delay.as_secs(), error = %message,
             "a write of the HTTPS side was refused: its object is on hold, the other changes go on");
         report.failures.push(WriteFailure { object: key.to_string(), write, reason, message, owners });

@@ -267,11 +267,8 @@ pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut
     let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
     cloud.writable()?;
     let t = Instant::now();
-    let l = cloud
-        .octavia
-        .create_listener(&body)
-        .await
-        .map_err(|source| DriverError::write(description.clone(), source))?;
+    let l =
+        cloud.octavia.create_listener(&body).await.map_err(|source| DriverError::write(description.clone(), source))?;
     cloud.octavia.wait_active(&lb.id, cloud.spec.write_timeout).await?;
     report.writes.push(WriteRecord { kind: "create_listener", description, duration: t.elapsed() });
     Ok(l)
