@@ -91,3 +91,57 @@ impl HttpsHolds<'_> {
         };
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openstack::{Error as OsError, Service};
+    use std::time::Duration;
+
+    fn api(service: Service, status: u16, message: &str) -> OsError {
+        OsError::Api { service, method: "POST".into(), path: "/x".into(), status, message: message.into() }
+    }
+
+    #[test]
+    fn refusals_are_the_errors_that_repeat() {
+        let write =
+            |status, m: &str| DriverError::Write { write: "w".into(), source: api(Service::LoadBalancer, status, m) };
+        let barbican = |status, m: &str| DriverError::KeyManager { source: api(Service::Barbican, status, m) };
+        assert_eq!(refusal(&write(400, "Could not retrieve certificate")).map(|r| r.0), Some("invalid"));
+        assert_eq!(refusal(&write(409, "Another Listener ... protocol_port 80")).map(|r| r.0), Some("conflict"));
+        assert_eq!(refusal(&barbican(403, "Quota exceeded")).map(|r| r.0), Some("quota"));
+        assert_eq!(refusal(&DriverError::Certificate("no key".into())).map(|r| r.0), Some("invalid"));
+        // Transient: the whole convergence is retried and reported at its end.
+        assert!(refusal(&write(409, "Load Balancer x is immutable and cannot be updated.")).is_none());
+        assert!(refusal(&barbican(503, "Service Unavailable")).is_none());
+        assert!(refusal(&DriverError::NotLeader).is_none());
+    }
+
+    #[test]
+    fn a_refusal_is_held_reported_and_released_on_success() {
+        let backoff = Mutex::new(WriteBackoff::default());
+        let t0 = Instant::now();
+        let holds = HttpsHolds { backoff: &backoff, now: t0 };
+        let mut report = ConvergeReport::default();
+        let owner = KubeRef::new("Ingress", "shop", "web");
+        holds.refused(
+            WriteKey::HttpsListener,
+            "create".into(),
+            ("invalid", "400".into()),
+            vec![owner.clone()],
+            &mut report,
+        );
+        assert_eq!(report.failures.len(), 1);
+        assert_eq!(report.failures[0].object, "HTTPS listener");
+        assert_eq!(report.failures[0].owners, vec![owner.clone()]);
+        assert!(holds.is_held(&WriteKey::HttpsListener));
+        let mut next = ConvergeReport::default();
+        holds.report(&mut next, |_| vec![owner.clone()]);
+        assert_eq!(next.held.len(), 1);
+        assert_eq!(next.retry_after, Some(Duration::from_secs(10)));
+        let later = HttpsHolds { backoff: &backoff, now: t0 + Duration::from_secs(10) };
+        assert!(!later.is_held(&WriteKey::HttpsListener), "tried again once the delay is over");
+        later.succeeded(&WriteKey::HttpsListener);
+        assert!(backoff.lock().unwrap().next_retry(t0).is_none());
+    }
+}
