@@ -14,6 +14,10 @@
 //! certificate of the load balancer for most writes (members, pools, the HTTPS listener's
 //! policies), and with Barbican down such a write never completes, leaving the router
 //! PENDING_UPDATE for good (measured on Zed, docs/tls-barbican-notes.md).
+//!
+//! Refusals (a 4xx that will repeat) of the listener's write or of a secret's store or delete are
+//! isolated instead ([`super::https_holds`]): the object is on hold and reported, and the
+//! convergence goes on (the HTTP side, the floating IP, the statuses).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
