@@ -446,7 +446,8 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
     })
     .await;
     let b = Barbican::new(session("admin", "admin"));
-    for s in b.list_secrets(&kuryr_l7_router::driver::certificates::secret_prefix(&cluster)).await.unwrap_or_default() {
+    let prefix = kuryr_l7_router::driver::certificates::SecretScope::new(&cluster, "").cluster_prefix();
+    for s in b.list_secrets(&prefix).await.unwrap_or_default() {
         let _ = b.delete_secret(&s.secret_ref).await;
     }
 }

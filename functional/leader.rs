@@ -321,3 +321,59 @@ async fn verify(
     })
     .await
 }
+
+/// The fence with busy 409s in play: a write of the leader is retrying "load balancer busy"
+/// (the router held PENDING_UPDATE, as the new leader's own writes keep it) when its lease is
+/// lost. Asserts: the retries stop at the next one (the write gate is asked before every
+/// attempt), the write ends as "not leader" within one backoff step, at most the attempt in
+/// flight is sent after the gate closed, and once the router is writable again the stale write
+/// never lands. Before, the retries went on for `write_timeout` (180 s here) and the write
+/// landed as soon as the router was ACTIVE again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deposed_leaders_busy_retries_stop_at_the_gate_and_its_write_never_lands() {
+    if !enabled() {
+        return;
+    }
+    let mut r = local_router("hardening-fence", "router").await;
+    let (leader, is_leader) = tokio::sync::watch::channel(true);
+    r.set_write_gate(WriteGate::new(is_leader));
+    with_router(r, move |r| async move {
+        r.converge(&DesiredRouter::default()).await.expect("the router converges");
+        let lb = r.find().await.unwrap().expect("router");
+        // Busy for anyone: what the new leader's writes do to the old leader's retries.
+        set_provisioning_status("load_balancer", &lb.id, "PENDING_UPDATE");
+        let before = r.octavia().session().stats();
+        let (o, id) = (r.octavia().clone(), lb.id.clone());
+        let stale = kuryr_l7_router::openstack::octavia::LoadBalancerUpdate {
+            description: Some("stale write of a deposed leader".into()),
+            ..Default::default()
+        };
+        let write = tokio::spawn(async move { o.update_load_balancer(&id, &stale).await });
+        eventually("busy 409 retries", 30, || {
+            (r.octavia().session().stats().conflict_retries >= before.conflict_retries + 3).then_some(())
+        })
+        .await;
+        let at_close = r.octavia().session().stats();
+        leader.send(false).unwrap();
+        let closed = Instant::now();
+        let ended = tokio::time::timeout(Duration::from_secs(10), write).await;
+        let stopped_after = closed.elapsed();
+        // Writable again: a write still retrying would land now.
+        set_provisioning_status("load_balancer", &lb.id, "ACTIVE");
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        let after = r.octavia().session().stats();
+        let described = r.octavia().get_load_balancer(&lb.id).await.unwrap().description;
+        println!(
+            "busy retries before the gate closed: {}; the write ended {stopped_after:?} after it; writes sent after \
+             it: {}",
+            at_close.conflict_retries - before.conflict_retries,
+            after.writes - at_close.writes
+        );
+        let result = ended.expect("the write ends at its next retry, not after write_timeout").unwrap();
+        let err = result.expect_err("the stale write is not sent");
+        assert!(matches!(err, kuryr_l7_router::openstack::Error::Fenced), "{err}");
+        assert!(after.writes - at_close.writes <= 1, "at most the attempt in flight: {at_close:?} → {after:?}");
+        assert_ne!(described, "stale write of a deposed leader", "the deposed leader's write landed");
+    })
+    .await;
+}

@@ -11,7 +11,7 @@ mod common;
 use common::*;
 
 use kuryr_l7_router::driver::ConvergeReport;
-use kuryr_l7_router::driver::certificates::{secret_name, secret_prefix, secret_uuid};
+use kuryr_l7_router::driver::certificates::{SecretScope, secret_uuid};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::openstack::{Barbican, ListQuery};
@@ -119,8 +119,13 @@ fn barbican() -> Barbican {
     Barbican::new(session("admin", "admin"))
 }
 
+fn scope(r: &Router) -> SecretScope {
+    SecretScope::new(&r.spec().ownership.cluster, &r.spec().name)
+}
+
+/// The router's own secrets (by its per-router prefix).
 async fn our_secrets(r: &Router) -> Vec<(String, String)> {
-    let prefix = secret_prefix(&r.spec().ownership.cluster);
+    let prefix = scope(r).prefix();
     let mut out: Vec<_> = barbican()
         .list_secrets(&prefix)
         .await
@@ -148,9 +153,10 @@ where
     F: FnOnce(Router) -> Fut,
     Fut: std::future::Future<Output = ()> + Send + 'static,
 {
-    let cluster = r.spec().ownership.cluster.clone();
+    // The test's cluster is its own (unique): every secret named after it goes.
+    let prefix = scope(&r).cluster_prefix();
     with_router(r, body).await;
-    for s in barbican().list_secrets(&secret_prefix(&cluster)).await.unwrap_or_default() {
+    for s in barbican().list_secrets(&prefix).await.unwrap_or_default() {
         let _ = barbican().delete_secret(&s.secret_ref).await;
     }
 }
@@ -169,7 +175,7 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
     let r = r.with_barbican(barbican());
     with_tls_router(r, move |r| async move {
         let (a, b) = (pem("a.example.com"), pem("b.example.com"));
-        let cluster = r.spec().ownership.cluster.clone();
+        let scope = scope(&r);
 
         println!("1. TLS for two hosts on an existing HTTP router");
         converge(&r, &desired(&a, &b, false, "")).await;
@@ -246,8 +252,8 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         let want = desired(&a2, &b2, true, "");
         let content = want.https.as_ref().unwrap().certificates["shop_b"].content.clone().unwrap();
         let bundle = content.parsed().pkcs12().unwrap();
-        barbican().create_secret(&secret_name(&cluster, "shop_b", &content.content_id), &bundle).await.unwrap();
-        barbican().create_secret(&secret_name(&cluster, "shop_gone", "0000"), &bundle).await.unwrap();
+        barbican().create_secret(&scope.name("shop_b", &content.content_id), &bundle).await.unwrap();
+        barbican().create_secret(&scope.name("shop_gone", "0000"), &bundle).await.unwrap();
         let report = converge(&r, &want).await;
         assert_eq!(count(&report, "create_secret"), 0, "the secret the killed run stored is adopted");
         assert_eq!(count(&report, "update_listener"), 1);
@@ -282,6 +288,141 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         assert!(https_listener(&r).await.is_none());
         assert!(our_secrets(&r).await.is_empty());
         assert!(read_router(&r).await.policies.iter().all(|p| p.action != "REDIRECT_PREFIX"));
+    })
+    .await;
+}
+
+/// Two routers of one cluster and project (another IngressClass, another node pool): each owns
+/// its certificates by name, so neither collects the other's. Router B syncs without any TLS
+/// Ingress (the case that deleted A's certificates on every Sync when secrets were owned by the
+/// cluster), then serves the same TLS Secrets with copies of its own; A drops TLS and only its
+/// own secrets go; every ref on B's listener still exists and B converges without a write.
+#[tokio::test]
+async fn two_routers_of_one_cluster_keep_their_certificates_through_each_others_syncs() {
+    if !enabled() {
+        return;
+    }
+    let a = local_router("hardening-tls", "a").await.with_barbican(barbican());
+    let mut b = local_router("hardening-tls", "b").await;
+    b.spec_mut().ownership = a.spec().ownership.clone();
+    let b = b.with_barbican(barbican());
+    with_tls_router(a, move |a| async move {
+        with_router(b, move |b| async move {
+            let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
+            println!("1. router A serves TLS");
+            converge(&a, &desired(&ca, &cb, true, "")).await;
+            let a_secrets = our_secrets(&a).await;
+            assert_eq!(a_secrets.len(), 2, "{a_secrets:?}");
+
+            println!("2. router B, same cluster, no TLS Ingress: two Syncs");
+            for _ in 0..2 {
+                let report = converge(&b, &desired(&ca, &cb, false, "")).await;
+                assert_eq!(count(&report, "delete_secret"), 0, "B deleted secrets: {:?}", kinds_of(&report));
+            }
+            assert_eq!(our_secrets(&a).await, a_secrets, "A keeps its certificates");
+
+            println!("3. B serves the same TLS Secrets with its own copies; A syncs again");
+            let report = converge(&b, &desired(&ca, &cb, true, "")).await;
+            assert_eq!(count(&report, "create_secret"), 2, "B's own copies");
+            let b_secrets = our_secrets(&b).await;
+            assert_eq!(b_secrets.len(), 2, "{b_secrets:?}");
+            assert!(b_secrets.iter().all(|s| !a_secrets.contains(s)), "{b_secrets:?} vs {a_secrets:?}");
+            let again = converge(&a, &desired(&ca, &cb, true, "")).await;
+            assert!(again.writes.is_empty(), "A unchanged: {:?}", kinds_of(&again));
+            assert_eq!(our_secrets(&b).await, b_secrets, "B keeps its certificates");
+
+            println!("4. A drops TLS: only A's secrets go, B's listener keeps serving");
+            let report = converge(&a, &desired(&ca, &cb, false, "")).await;
+            assert_eq!(count(&report, "delete_secret"), 2, "{:?}", kinds_of(&report));
+            assert!(our_secrets(&a).await.is_empty());
+            assert_eq!(our_secrets(&b).await, b_secrets, "B keeps its certificates");
+            let l = https_listener(&b).await.expect("B's HTTPS listener");
+            for r in kuryr_l7_router::driver::certificates::listener_refs_of(&l) {
+                barbican().get_secret(&r).await.unwrap_or_else(|e| panic!("B's listener ref {r} is gone: {e}"));
+            }
+            let b_again = converge(&b, &desired(&ca, &cb, true, "")).await;
+            assert!(b_again.writes.is_empty(), "B unchanged: {:?}", kinds_of(&b_again));
+            assert_eq!(b.find().await.unwrap().unwrap().provisioning_status, "ACTIVE");
+        })
+        .await;
+    })
+    .await;
+}
+
+/// A router that converged healthily and then loses Barbican: its next member update is held
+/// (Octavia's worker would read every certificate for it and never finish), without any failed
+/// Sync first; so is the first member update of a fresh process (a restart) that has not
+/// converged yet. Once Barbican answers, the update goes through and the router is ACTIVE.
+#[tokio::test]
+async fn a_member_update_during_a_barbican_outage_is_held_without_a_failed_sync_first() {
+    if !enabled() {
+        return;
+    }
+    let r = local_router("hardening-tls", "outage").await.with_barbican(barbican());
+    with_tls_router(r, move |r| async move {
+        let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
+        let want = desired(&ca, &cb, true, "");
+        converge(&r, &want).await;
+        let mut pool = want.pools["shop_web"].clone();
+        pool.members[0].weight = 7;
+        let restarted =
+            Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican());
+        {
+            let _up = Fault::inject(&["stop-service", "barbican-api"], &["start-service", "barbican-api"]);
+            let err = r.set_members(&pool).await.expect_err("held: the router has an HTTPS listener");
+            assert!(err.to_string().contains("held"), "{err}");
+            let err = restarted.set_members(&pool).await.expect_err("held on a fresh process too");
+            assert!(err.to_string().contains("held"), "{err}");
+        }
+        assert_eq!(r.find().await.unwrap().unwrap().provisioning_status, "ACTIVE", "nothing was written");
+        let mut changed = None;
+        for _ in 0..30 {
+            match r.set_members(&pool).await {
+                Ok(c) => {
+                    changed = Some(c);
+                    break;
+                }
+                // Barbican is starting again.
+                Err(e) if e.to_string().contains("held") => tokio::time::sleep(std::time::Duration::from_secs(1)).await,
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(changed, Some(kuryr_l7_router::driver::report::MembersChange::Updated));
+        let id = r.find().await.unwrap().unwrap().id;
+        let lb = r.octavia().wait_active(&id, std::time::Duration::from_secs(60)).await.unwrap();
+        assert_eq!(lb.provisioning_status, "ACTIVE");
+    })
+    .await;
+}
+
+/// An HTTPS listener Octavia refuses for good (here: its port is the HTTP listener's, a 409
+/// that is not "busy"; an application credential gives a 400 the same way) fails softly: the
+/// convergence succeeds with the refusal reported on the TLS Ingress (Event, metric) and the
+/// listener on hold; the HTTP side, its routes and the floating IP converge. The next Sync within
+/// the hold does not send the listener again and still reports the hold.
+#[tokio::test]
+async fn a_refused_https_listener_is_held_and_the_http_side_converges() {
+    if !enabled() {
+        return;
+    }
+    let r = local_router("hardening-tls", "soft").await.with_barbican(barbican());
+    with_tls_router(r, move |r| async move {
+        let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
+        let mut want = desired(&ca, &cb, true, "");
+        want.https.as_mut().unwrap().port = 80;
+        let report = r.converge(&want).await.unwrap_or_else(|e| panic!("the HTTP side converges: {e}"));
+        println!("failures: {:?}", report.failures);
+        let f = report.failures.iter().find(|f| f.object == "HTTPS listener").expect("the refusal reported");
+        assert!(f.owners.iter().any(|o| o.name == "web"), "told to the TLS Ingress: {f:?}");
+        assert!(report.floating_ip.is_some(), "the floating IP step ran");
+        assert!(report.retry_after.is_some(), "retried after the hold");
+        let http = read_router(&r).await;
+        assert!(http.policies.iter().any(|p| p.action == "REDIRECT_TO_POOL"), "HTTP routes written");
+        assert!(http.policies.iter().all(|p| p.action != "REDIRECT_PREFIX"), "no redirect to an unserved port");
+        assert!(https_listener(&r).await.is_none());
+        let again = r.converge(&want).await.expect("converges again");
+        assert!(again.writes.iter().all(|w| w.kind != "create_listener"), "held: {:?}", kinds_of(&again));
+        assert!(again.held.iter().any(|h| h.object == "HTTPS listener"), "{:?}", again.held);
     })
     .await;
 }

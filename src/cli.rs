@@ -179,7 +179,11 @@ fn run_async<F: std::future::Future<Output = Result<(), String>>>(f: F) -> ExitC
 /// `check-config --online`: the controller's start-up preflight, printed.
 async fn check_online(settings: Settings) -> Result<(), String> {
     let (octavia, _) = crate::wiring::clients(&settings).map_err(|e| e.to_string())?;
-    let report = crate::openstack::preflight::run(&octavia, &settings.octavia_defaults.provider, false)
+    let checks = crate::openstack::preflight::Checks {
+        octavia_roles: settings.octavia_defaults.preflight_role_check,
+        ..Default::default()
+    };
+    let report = crate::openstack::preflight::run_with(&octavia, &settings.octavia_defaults.provider, &checks)
         .await
         .map_err(|e| format!("preflight: cannot read the cloud's capabilities: {e}"))?;
     print!("{}", report.render());

@@ -3,12 +3,34 @@
 //! the planner looks at: the content id.
 
 use kuryr_l7_router::driver::certificates::{
-    StoredSecret, garbage, listener_refs, parse_secret_name, plan_certificates, secret_name, secret_uuid,
+    SecretScope, StoredSecret, garbage, has_legacy, listener_refs, plan_certificates, secret_uuid,
 };
 use kuryr_l7_router::model::{Certificate, CertificateContent, HttpsListener, KubeRef};
 use std::collections::BTreeMap;
 
 const CLUSTER: &str = "c1";
+
+/// The router under test, and another router of the same cluster.
+fn scope() -> SecretScope {
+    SecretScope::new(CLUSTER, "r1")
+}
+
+fn other_router() -> SecretScope {
+    SecretScope::new(CLUSTER, "r2")
+}
+
+fn secret_name(_cluster: &str, cert: &str, content: &str) -> String {
+    scope().name(cert, content)
+}
+
+/// A secret named after the cluster alone, as the versions before per-router names stored them.
+fn legacy(uuid: &str, cert: &str, content: &str) -> StoredSecret {
+    StoredSecret {
+        secret_ref: r(uuid),
+        name: format!("kuryr-l7-router:{CLUSTER}:{cert}:{content}"),
+        created: "t".into(),
+    }
+}
 
 fn content(id: &str) -> CertificateContent {
     serde_json::from_value(serde_json::json!({
@@ -52,12 +74,16 @@ fn r(uuid: &str) -> String {
 
 #[test]
 fn names_round_trip_and_foreign_names_are_not_ours() {
-    let n = secret_name(CLUSTER, "shop_tls", "0123abcd");
-    assert_eq!(n, "kuryr-l7-router:c1:shop_tls:0123abcd");
-    assert_eq!(parse_secret_name(CLUSTER, &n), Some(("shop_tls", "0123abcd")));
-    assert_eq!(parse_secret_name("c2", &n), None, "another cluster's secret");
-    assert_eq!(parse_secret_name(CLUSTER, "my-own-secret"), None);
-    assert_eq!(parse_secret_name(CLUSTER, "kuryr-l7-router:c1:"), None);
+    let n = scope().name("shop_tls", "0123abcd");
+    assert_eq!(n, "kuryr-l7-router:c1:r1:shop_tls:0123abcd");
+    assert_eq!(scope().parse(&n), Some(("shop_tls", "0123abcd")));
+    assert_eq!(scope().parse_legacy(&n), None, "a router's secret is not a legacy one");
+    assert_eq!(other_router().parse(&n), None, "another router's secret");
+    assert_eq!(SecretScope::new("c2", "r1").parse(&n), None, "another cluster's secret");
+    assert_eq!(scope().parse("my-own-secret"), None);
+    assert_eq!(scope().parse("kuryr-l7-router:c1:r1:"), None);
+    assert_eq!(scope().parse_legacy("kuryr-l7-router:c1:shop_tls:0123abcd"), Some(("shop_tls", "0123abcd")));
+    assert_eq!(scope().parse("kuryr-l7-router:c1:shop_tls:0123abcd"), None);
     assert_eq!(secret_uuid("http://h:9311/v1/secrets/abc/"), "abc");
 }
 
@@ -65,7 +91,7 @@ fn names_round_trip_and_foreign_names_are_not_ours() {
 fn new_contents_are_created_and_stored_ones_reused() {
     let want = listener(&[cert("shop_a", Some("aaaa")), cert("shop_b", Some("bbbb"))], "shop_a");
     let have = [stored("u1", "shop_a", "aaaa", "2026-01-01T00:00:00")];
-    let plan = plan_certificates(&want, CLUSTER, &have, &[]);
+    let plan = plan_certificates(&want, &scope(), &have, &[]);
     assert_eq!(plan.refs, BTreeMap::from([("shop_a".to_string(), r("u1"))]));
     assert_eq!(plan.create, vec![("shop_b".to_string(), secret_name(CLUSTER, "shop_b", "bbbb"))]);
     assert!(plan.unavailable.is_empty());
@@ -75,16 +101,16 @@ fn new_contents_are_created_and_stored_ones_reused() {
 fn rotation_creates_the_new_content_and_the_old_one_becomes_garbage_after_the_switch() {
     let want = listener(&[cert("shop_a", Some("new1"))], "shop_a");
     let have = [stored("old", "shop_a", "old1", "2026-01-01T00:00:00")];
-    let plan = plan_certificates(&want, CLUSTER, &have, &[r("old")]);
+    let plan = plan_certificates(&want, &scope(), &have, &[r("old")]);
     assert_eq!(plan.create, vec![("shop_a".to_string(), secret_name(CLUSTER, "shop_a", "new1"))]);
     assert!(plan.refs.is_empty(), "the old content is not used for a certificate that has new content");
     // After the new secret exists and the listener was switched to it:
     let mut after = have.to_vec();
     after.push(stored("new", "shop_a", "new1", "2026-02-01T00:00:00"));
-    let again = plan_certificates(&want, CLUSTER, &after, &[r("old")]);
+    let again = plan_certificates(&want, &scope(), &after, &[r("old")]);
     assert_eq!(again.refs["shop_a"], r("new"));
     assert!(again.create.is_empty(), "a restart after the create does not create it twice");
-    let gone: Vec<_> = garbage(CLUSTER, &after, &[r("new")]).iter().map(|s| s.secret_ref.clone()).collect();
+    let gone: Vec<_> = garbage(&scope(), &after, &[r("new")], &[]).iter().map(|s| s.secret_ref.clone()).collect();
     assert_eq!(gone, vec![r("old")]);
 }
 
@@ -94,12 +120,12 @@ fn a_broken_secret_keeps_the_last_good_content() {
     let have =
         [stored("a1", "shop_a", "c1", "2026-01-01T00:00:00"), stored("a2", "shop_a", "c2", "2026-03-01T00:00:00")];
     // The listener uses a1: keep it, even though a2 is newer.
-    let plan = plan_certificates(&want, CLUSTER, &have, &[r("a1")]);
+    let plan = plan_certificates(&want, &scope(), &have, &[r("a1")]);
     assert_eq!(plan.refs["shop_a"], r("a1"));
     assert_eq!(plan.unavailable, vec!["shop_b".to_string()], "never stored: nothing to serve");
     assert!(plan.create.is_empty());
     // Not in use (e.g. the listener was deleted by hand): the newest stored content.
-    let plan = plan_certificates(&want, CLUSTER, &have, &[]);
+    let plan = plan_certificates(&want, &scope(), &have, &[]);
     assert_eq!(plan.refs["shop_a"], r("a2"));
 }
 
@@ -108,19 +134,49 @@ fn copies_of_one_content_keep_the_one_in_use_else_the_oldest_and_the_rest_is_gar
     let want = listener(&[cert("shop_a", Some("c1"))], "shop_a");
     let have =
         [stored("late", "shop_a", "c1", "2026-01-02T00:00:00"), stored("early", "shop_a", "c1", "2026-01-01T00:00:00")];
-    assert_eq!(plan_certificates(&want, CLUSTER, &have, &[]).refs["shop_a"], r("early"));
-    assert_eq!(plan_certificates(&want, CLUSTER, &have, &[r("late")]).refs["shop_a"], r("late"));
-    let gone: Vec<_> = garbage(CLUSTER, &have, &[r("early")]).iter().map(|s| s.secret_ref.clone()).collect();
+    assert_eq!(plan_certificates(&want, &scope(), &have, &[]).refs["shop_a"], r("early"));
+    assert_eq!(plan_certificates(&want, &scope(), &have, &[r("late")]).refs["shop_a"], r("late"));
+    let gone: Vec<_> = garbage(&scope(), &have, &[r("early")], &[]).iter().map(|s| s.secret_ref.clone()).collect();
     assert_eq!(gone, vec![r("late")]);
 }
 
 #[test]
-fn garbage_never_includes_foreign_or_other_cluster_secrets() {
+fn garbage_never_includes_foreign_other_cluster_or_other_router_secrets() {
     let mut have = vec![stored("mine", "shop_a", "c1", "t")];
     have.push(StoredSecret { secret_ref: r("foreign"), name: "db-password".into(), created: "t".into() });
-    have.push(StoredSecret { secret_ref: r("other"), name: secret_name("c2", "shop_a", "c1"), created: "t".into() });
-    let gone: Vec<_> = garbage(CLUSTER, &have, &[]).iter().map(|s| s.secret_ref.clone()).collect();
+    let other_cluster = SecretScope::new("c2", "r1").name("shop_a", "c1");
+    have.push(StoredSecret { secret_ref: r("other"), name: other_cluster, created: "t".into() });
+    // Another router of the same cluster (another IngressClass, another node pool), even one
+    // serving the same TLS Secret: its certificates are never ours to collect.
+    let neighbour = other_router().name("shop_a", "c1");
+    have.push(StoredSecret { secret_ref: r("neighbour"), name: neighbour, created: "t".into() });
+    let gone: Vec<_> = garbage(&scope(), &have, &[], &[]).iter().map(|s| s.secret_ref.clone()).collect();
     assert_eq!(gone, vec![r("mine")]);
+}
+
+#[test]
+fn a_legacy_secret_is_replaced_by_the_routers_own_and_kept_while_any_listener_references_it() {
+    let want = listener(&[cert("shop_a", Some("c1")), cert("shop_b", None)], "shop_a");
+    // Before the upgrade: the listener serves the cluster-named secrets.
+    let have = vec![legacy("old-a", "shop_a", "c1"), legacy("old-b", "shop_b", "c9")];
+    assert!(has_legacy(&scope(), &have));
+    let plan = plan_certificates(&want, &scope(), &have, &[r("old-a"), r("old-b")]);
+    // A certificate with content gets this router's own copy (switched in one listener PUT);
+    // a broken one keeps serving the legacy secret, its last good content.
+    assert_eq!(plan.create, vec![("shop_a".to_string(), scope().name("shop_a", "c1"))]);
+    assert_eq!(plan.refs, BTreeMap::from([("shop_b".to_string(), r("old-b"))]));
+    let mut after = have.clone();
+    after.push(stored("new-a", "shop_a", "c1", "t"));
+    // After the switch: old-a is still on another router's listener (it shared the cluster name).
+    let keep = [r("new-a"), r("old-b")];
+    let elsewhere = [r("new-a"), r("old-b"), r("old-a")];
+    assert!(garbage(&scope(), &after, &keep, &elsewhere).is_empty());
+    // Once no listener references it, the legacy secret is collected.
+    let gone: Vec<_> = garbage(&scope(), &after, &keep, &keep).iter().map(|s| s.secret_ref.clone()).collect();
+    assert_eq!(gone, vec![r("old-a")]);
+    // Another router of the cluster never collects this router's own secrets, legacy or not.
+    let theirs: Vec<_> = garbage(&other_router(), &after, &[], &keep).iter().map(|s| s.secret_ref.clone()).collect();
+    assert_eq!(theirs, vec![r("old-a")], "only the unreferenced legacy one");
 }
 
 #[test]

@@ -147,6 +147,43 @@ async fn project_busy_503_is_retried_until_the_write_goes_through() {
     assert_eq!(stats.writes, 3);
 }
 
+fn lb_busy() -> Answer {
+    let msg = "Load Balancer lb-1 is immutable and cannot be updated.";
+    answer(409, json!({"faultcode": "Client", "faultstring": msg, "debuginfo": null}))
+}
+
+/// A write already retrying busy 409s asks the write permit before every retry: once it closes
+/// (the leader lease lost), no further attempt is sent and the write ends as fenced, instead of
+/// retrying for `busy_retry` and landing after the new leader has planned.
+#[tokio::test]
+async fn a_closed_write_permit_stops_the_busy_retries_of_a_write_in_progress() {
+    let cloud = Cloud::start(vec![lb_busy()]).await;
+    let open = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let permit = {
+        let open = open.clone();
+        WritePermit::new(move || open.load(std::sync::atomic::Ordering::SeqCst))
+    };
+    let o = cloud.octavia(Duration::from_secs(5)).with_write_permit(permit);
+    let write = tokio::spawn(async move { o.create_load_balancer(&router_body()).await });
+    while cloud.seen().len() < 3 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    open.store(false, std::sync::atomic::Ordering::SeqCst);
+    let closed = Instant::now();
+    let err = tokio::time::timeout(Duration::from_secs(2), write)
+        .await
+        .expect("the write ends at its next retry, not after busy_retry (5 s)")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, Error::Fenced), "{err}");
+    // At most the attempt in flight when the permit closed arrives after it.
+    let late = cloud.arrivals().iter().filter(|t| **t > closed).count();
+    assert!(late <= 1, "{late} attempts after the permit closed: {:?}", cloud.seen());
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = cloud.arrivals().iter().filter(|t| **t > closed).count();
+    assert_eq!(after, late, "no attempt once the write ended");
+}
+
 #[tokio::test]
 async fn other_503s_are_reported_not_retried() {
     let down = answer(503, json!({"faultcode": "Server", "faultstring": "Service Unavailable"}));

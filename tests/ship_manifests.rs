@@ -352,12 +352,14 @@ fn deployment_is_hardened_highly_available_and_wired() {
     let secret_keys: BTreeSet<&String> =
         secret.string_data.iter().flat_map(|m| m.keys()).chain(secret.data.iter().flat_map(|m| m.keys())).collect();
     let secret_ref = |n: &str| var(n).value_from.as_ref().and_then(|v| v.secret_key_ref.clone());
-    let app = secret_ref("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET").expect("credential from a Secret");
-    assert_eq!(Some(app.name.as_str()), secret.metadata.name.as_deref());
-    assert!(secret_keys.contains(&app.key), "the Secret has no key {}", app.key);
-    assert_eq!(app.key, "application_credential_secret");
-    let pw = secret_ref("KURYR_NEUTRON__PASSWORD").expect("password override from the Secret");
-    assert_eq!(pw.optional, Some(true), "the password key is optional (application credentials are the default)");
+    // Password authentication is the default: TLS listeners fail with an application credential
+    // (Octavia cannot re-scope its token, docs/tls.md).
+    let pw = secret_ref("KURYR_NEUTRON__PASSWORD").expect("password from a Secret");
+    assert_eq!(Some(pw.name.as_str()), secret.metadata.name.as_deref());
+    assert!(secret_keys.contains(&pw.key), "the Secret has no key {}", pw.key);
+    assert_eq!(pw.key, "password");
+    let app = secret_ref("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET").expect("app credential override");
+    assert_eq!(app.optional, Some(true), "the application credential key is optional (HTTP-only deployments)");
     for e in env {
         assert!(e.value.is_none() || !e.name.contains("SECRET") && !e.name.contains("PASSWORD"), "{} inline", e.name);
     }
@@ -436,8 +438,8 @@ fn configmap_kuryr_conf_is_complete_and_secret_free() {
     );
     assert!(["ROUND_ROBIN", "LEAST_CONNECTIONS", "SOURCE_IP"].contains(&get("octavia_defaults", "lb_algorithm")));
     assert!(get("neutron", "auth_url").starts_with("http"));
-    assert_eq!(get("neutron", "auth_type"), "v3applicationcredential");
-    for k in ["application_credential_id", "region_name", "interface"] {
+    assert_eq!(get("neutron", "auth_type"), "password", "TLS listeners need password authentication");
+    for k in ["username", "project_name", "region_name", "interface"] {
         assert!(!get("neutron", k).is_empty());
     }
     for (s, keys) in &ini {

@@ -82,6 +82,7 @@ impl Settings {
             ("octavia_defaults", "ssl_redirect_code") => s(od.ssl_redirect_code.as_str()),
             ("octavia_defaults", "insert_forwarded_headers") => secs_bool(od.insert_forwarded_headers),
             ("octavia_defaults", "tls_secret_read_users") => Some(od.tls_secret_read_users.join(", ")),
+            ("octavia_defaults", "preflight_role_check") => secs_bool(od.preflight_role_check),
             ("octavia_defaults", "health_monitor_max_retries") => Some(od.health_monitor_max_retries.to_string()),
             ("neutron", "auth_url") => n.auth_url.as_ref().map(|u| u.to_string()),
             ("neutron", "auth_type") => s(n.auth_type.as_str()),

@@ -272,6 +272,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "ssl_redirect", OptKind::Bool, Some("true"), "Redirect plain-HTTP requests for TLS hosts to HTTPS (never `/.well-known/acme-challenge/`). An Ingress overrides it with the annotation `kuryr-l7-router.openstack.org/ssl-redirect: \"true\"|\"false\"`."),
     opt(OD, "ssl_redirect_code", OptKind::Choice(RedirectCode::NAMES), Some("308"), "HTTP status of the HTTP to HTTPS redirect (Octavia `redirect_http_code`, API 2.9)."),
     opt(OD, "tls_secret_read_users", OptKind::TagList, Some(""), "Keystone user IDs put in the read ACL of every certificate secret the controller stores in Barbican (comma-separated), e.g. Octavia's service user. Octavia adds its own user when it first uses a secret, with the controller's token; set this where that is not allowed (docs/tls.md, Roles and ACLs)."),
+    opt(OD, "preflight_role_check", OptKind::Bool, Some("true"), "At start-up, warn when the token has none of the roles Octavia's default policy lets write load balancers (`load-balancer_member`, `load-balancer_admin`, `admin`). Never a refusal: clouds with Octavia's keystone-default-roles policy let `member` write. `false` skips the check."),
     opt(OD, "insert_forwarded_headers", OptKind::Bool, Some("true"), "Insert X-Forwarded-For, X-Forwarded-Port and X-Forwarded-Proto into requests on both listeners."),
     opt(OD, "health_monitor_max_retries", OptKind::Int { min: 1, max: 10 }, Some("3"), "Successful probes needed to mark a member ONLINE (Octavia: 1..10)."),
     // [neutron]

@@ -124,6 +124,8 @@ pub struct OctaviaDefaults {
     pub ssl_redirect_code: RedirectCode,
     pub insert_forwarded_headers: bool,
     pub tls_secret_read_users: Vec<String>,
+    /// Whether the preflight looks at the token's Octavia roles (a warning at most).
+    pub preflight_role_check: bool,
 }
 
 /// `[neutron]`: Keystone authentication for Neutron and Octavia. Validated per `auth_type`:
@@ -556,6 +558,7 @@ impl Reader {
             ssl_redirect_code: self.choice(od, "ssl_redirect_code"),
             insert_forwarded_headers: self.value(od, "insert_forwarded_headers"),
             tls_secret_read_users: self.value(od, "tls_secret_read_users"),
+            preflight_role_check: self.value(od, "preflight_role_check"),
         };
         octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
         if octavia_defaults.member_mode == MemberMode::L2 && neutron_defaults.pod_subnet.is_none() {

@@ -100,7 +100,11 @@ pub async fn preflight(mut settings: Settings) -> Result<Settings, ControllerErr
     vip_ip_version(&mut settings, &neutron).await;
     // Whether an Ingress has TLS is known only once the caches are filled: a missing `creator`
     // role is a warning here and an error naming the role on the first certificate stored.
-    let report = preflight::run(&octavia, &settings.octavia_defaults.provider, false)
+    let checks = preflight::Checks {
+        octavia_roles: settings.octavia_defaults.preflight_role_check,
+        ..preflight::Checks::default()
+    };
+    let report = preflight::run_with(&octavia, &settings.octavia_defaults.provider, &checks)
         .await
         .map_err(|e| ControllerError::Preflight(format!("preflight: cannot read the cloud's capabilities: {e}")))?;
     report.log();

@@ -45,6 +45,11 @@ impl WriteGate {
 }
 
 impl Cloud {
+    /// Whose Barbican secrets this router owns (see [`super::certificates`]).
+    pub fn secret_scope(&self) -> super::certificates::SecretScope {
+        super::certificates::SecretScope::new(&self.spec.ownership.cluster, &self.spec.name)
+    }
+
     /// `Err(NotLeader)` once the write gate is closed: asked before every write outside the
     /// plan's rounds too (the router's create, its listeners, its floating IP, a member update,
     /// Barbican secrets), so that a replica that lost its lease stops before its next write.

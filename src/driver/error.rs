@@ -6,7 +6,7 @@ use std::net::IpAddr;
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
     #[error(transparent)]
-    OpenStack(#[from] OsError),
+    OpenStack(OsError),
     #[error(
         "L7 router {name} ({id}) is in provisioning_status ERROR; it is not modified nor deleted automatically: \
          see docs/operations.md (\"A router in ERROR\") for the explicit recovery"
@@ -62,7 +62,26 @@ pub enum DriverError {
     },
 }
 
+/// A write the write permit stopped is the lost lease, whatever call it came from.
+impl From<OsError> for DriverError {
+    fn from(e: OsError) -> Self {
+        match e {
+            OsError::Fenced => DriverError::NotLeader,
+            e => DriverError::OpenStack(e),
+        }
+    }
+}
+
 impl DriverError {
+    /// A write refused by OpenStack, named; [`DriverError::NotLeader`] when it was never sent
+    /// because the write gate closed (before it, or between two busy retries).
+    pub fn write(write: String, source: OsError) -> Self {
+        match source {
+            OsError::Fenced => DriverError::NotLeader,
+            source => DriverError::Write { write, source },
+        }
+    }
+
     /// Low-cardinality label for metrics.
     pub fn label(&self) -> &'static str {
         match self {

@@ -60,9 +60,7 @@ impl ListenerIo for OctaviaListener<'_> {
     }
 
     async fn send(&mut self, w: &Write) -> Result<()> {
-        write_one(self.cloud, &mut self.target, w)
-            .await
-            .map_err(|source| DriverError::Write { write: w.to_string(), source })?;
+        write_one(self.cloud, &mut self.target, w).await.map_err(|source| DriverError::write(w.to_string(), source))?;
         self.cloud.settle(&self.target.lb_id).await
     }
 
@@ -88,7 +86,7 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
         .octavia
         .replace_members(pool_id, &member_bodies(cloud, members))
         .await
-        .map_err(|source| DriverError::Write { write: write.to_string(), source })?;
+        .map_err(|source| DriverError::write(write.to_string(), source))?;
     cloud.settle(lb_id).await?;
     Ok(record(write, t))
 }

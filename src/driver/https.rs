@@ -14,16 +14,22 @@
 //! certificate of the load balancer for most writes (members, pools, the HTTPS listener's
 //! policies), and with Barbican down such a write never completes, leaving the router
 //! PENDING_UPDATE for good (measured on Zed, docs/tls-barbican-notes.md).
+//!
+//! Refusals (a 4xx that will repeat) of the listener's write or of a secret's store or delete are
+//! isolated instead ([`super::https_holds`]): the object is on hold and reported, and the
+//! convergence goes on (the HTTP side, the floating IP, the statuses).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
 use super::certificates::{
-    CertificatePlan, StoredSecret, garbage, listener_refs, plan_certificates, secret_prefix, secret_uuid,
+    CertificatePlan, StoredSecret, garbage, has_legacy, listener_refs, plan_certificates, secret_uuid,
 };
 use super::cloud::Cloud;
 use super::error::{DriverError, Result};
+use super::https_holds::{HttpsHolds, certificate_owners, refusal};
+use super::isolation::WriteKey;
 use super::lifecycle::choose_listener;
 use super::report::{ConvergeReport, WriteRecord};
 use crate::model::{DesiredRouter, HttpsListener};
@@ -44,6 +50,24 @@ pub enum Phase {
         error: DriverError,
     },
     Ready(Box<HttpsState>),
+}
+
+impl Phase {
+    /// Whether the router has an HTTPS listener as found.
+    pub fn has_listener(&self) -> bool {
+        match self {
+            Phase::Off => false,
+            Phase::Unavailable { has_listener, .. } => *has_listener,
+            Phase::Ready(state) => state.listener.is_some(),
+        }
+    }
+}
+
+/// Whether the router has any TERMINATED_HTTPS listener (ours or not: Octavia's worker reads
+/// its certificates for a member write all the same).
+pub async fn has_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    Ok(cloud.octavia.list_listeners(&q).await?.iter().any(|l| l.protocol == TERMINATED_HTTPS))
 }
 
 /// Our secrets, the certificate plan (with the refs of the secrets just created) and the
@@ -90,11 +114,14 @@ async fn https_listener(cloud: &Cloud, lb: &LoadBalancer, port: Option<u16>) -> 
     })
 }
 
-/// Phase 1: see the module docs.
+/// Phase 1: see the module docs. A secret Barbican refuses to store for good (or one on hold
+/// after such a refusal) is not retried until its hold ends: its certificate serves its last
+/// good content meanwhile, if any (see [`super::https_holds`]).
 pub async fn prepare(
     cloud: &Cloud,
     lb: &LoadBalancer,
     desired: Option<&HttpsListener>,
+    holds: &HttpsHolds<'_>,
     report: &mut ConvergeReport,
 ) -> Result<Phase> {
     let listener = https_listener(cloud, lb, desired.map(|d| d.port)).await?;
@@ -114,16 +141,32 @@ pub async fn prepare(
         return Ok(Phase::Ready(Box::new(HttpsState { stored, plan: CertificatePlan::default(), listener })));
     };
     let in_use = listener.as_ref().map(listener_secret_refs).unwrap_or_default();
-    let mut plan = plan_certificates(desired, &cloud.spec.ownership.cluster, &stored, &in_use);
+    let scope = cloud.secret_scope();
+    let mut plan = plan_certificates(desired, &scope, &stored, &in_use);
     let mut stored = stored;
     for (cert, name) in std::mem::take(&mut plan.create) {
+        let key = WriteKey::Secret(name.clone());
         let content = desired.certificates[&cert].content.as_ref().expect("only certificates with content are created");
         let t = Instant::now();
-        let created = store(cloud, barbican, &name, content).await;
+        let created = if holds.is_held(&key) { None } else { Some(store(cloud, barbican, &name, content).await) };
         let secret_ref = match created {
-            Ok(r) => r,
-            Err(error) => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
+            Some(Ok(r)) => r,
+            Some(Err(error)) => match refusal(&error) {
+                None => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
+                Some(refused) => {
+                    let write = format!("store certificate {cert} in Barbican ({name})");
+                    let owners = certificate_owners(Some(desired), Some(&[cert.as_str()][..]));
+                    holds.refused(key, write, refused, owners, report);
+                    serve_last_good(desired, &cert, &scope, &stored, &in_use, &mut plan);
+                    continue;
+                }
+            },
+            None => {
+                serve_last_good(desired, &cert, &scope, &stored, &in_use, &mut plan);
+                continue;
+            }
         };
+        holds.succeeded(&key);
         report.writes.push(WriteRecord {
             kind: "create_secret",
             description: format!("store certificate {cert} in Barbican ({}, sha256 {})", name, content.fingerprint),
@@ -135,6 +178,32 @@ pub async fn prepare(
     Ok(Phase::Ready(Box::new(HttpsState { stored, plan, listener })))
 }
 
+/// `cert`'s new content cannot be stored (yet): the secret the listener uses for it, else its
+/// newest stored one, else nothing to serve.
+fn serve_last_good(
+    desired: &HttpsListener,
+    cert: &str,
+    scope: &super::certificates::SecretScope,
+    stored: &[StoredSecret],
+    in_use: &[String],
+    plan: &mut CertificatePlan,
+) {
+    let Some(c) = desired.certificates.get(cert) else { return };
+    let one = HttpsListener {
+        certificates: BTreeMap::from([(cert.to_string(), crate::model::Certificate { content: None, ..c.clone() })]),
+        port: desired.port,
+        default_certificate: desired.default_certificate.clone(),
+        policies: Vec::new(),
+        default_pool: None,
+    };
+    match plan_certificates(&one, scope, stored, in_use).refs.remove(cert) {
+        Some(r) => {
+            plan.refs.insert(cert.to_string(), r);
+        }
+        None => plan.unavailable.push(cert.to_string()),
+    }
+}
+
 /// Whether Barbican answers (one listing of our secrets).
 pub async fn probe(cloud: &Cloud) -> Result<()> {
     let Some(barbican) = &cloud.barbican else { return Err(DriverError::NoKeyManager) };
@@ -142,7 +211,9 @@ pub async fn probe(cloud: &Cloud) -> Result<()> {
 }
 
 async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Result<Vec<StoredSecret>> {
-    let prefix = secret_prefix(&cloud.spec.ownership.cluster);
+    // The cluster's prefix: this router's secrets and the legacy ones it may adopt or collect
+    // (other routers' are listed too, and left alone).
+    let prefix = cloud.secret_scope().cluster_prefix();
     let listed = barbican.list_secrets(&prefix).await.map_err(|source| DriverError::KeyManager { source })?;
     Ok(listed
         .into_iter()
@@ -168,6 +239,7 @@ async fn store(
     // Public facts only, for `show` and for an operator browsing Barbican.
     let metadata = BTreeMap::from([
         ("cluster".to_string(), cloud.spec.ownership.cluster.clone()),
+        ("router".to_string(), cloud.spec.name.clone()),
         ("subject".to_string(), content.subject.clone()),
         ("sha256".to_string(), content.fingerprint.clone()),
         ("not-after".to_string(), content.not_after.clone()),
@@ -184,15 +256,17 @@ async fn store(
 
 /// Every secret ref a listener holds.
 pub fn listener_secret_refs(l: &Listener) -> Vec<String> {
-    l.default_tls_container_ref.iter().chain(l.sni_container_refs.iter()).cloned().collect()
+    super::certificates::listener_refs_of(l)
 }
 
 /// The HTTP listener's desired state: redirects only for hosts whose certificate has something
-/// to serve (a redirect to a host the HTTPS listener cannot serve would break the site).
+/// to serve (a redirect to a host the HTTPS listener cannot serve would break the site), and none
+/// while the HTTPS listener does not exist and its create is on hold (`listener_held`).
 /// Borrowed when every redirect can be written (the usual case): the desired router, which can
 /// hold thousands of policies, is not copied on every convergence.
-pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase) -> Cow<'a, DesiredRouter> {
+pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: bool) -> Cow<'a, DesiredRouter> {
     let servable: BTreeSet<&str> = match phase {
+        Phase::Ready(state) if state.listener.is_none() && listener_held => BTreeSet::new(),
         Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
         // Barbican unknown: keep the redirects while an HTTPS listener exists to serve them.
         Phase::Unavailable { has_listener: true, .. } => {
@@ -297,6 +371,56 @@ pub async fn ensure_listener(
     Ok(Some(updated))
 }
 
+/// [`ensure_listener`] with its refusal isolated: a listener write Octavia refuses for good (or
+/// one on hold after such a refusal) leaves the listener as it is, reported and on hold. Returns
+/// the listener as it is now, and whether it is as desired (only then are unused secrets
+/// collected: a secret stored for a switch that did not happen is not garbage).
+pub async fn ensure_listener_isolated(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    desired: Option<&HttpsListener>,
+    state: &mut HttpsState,
+    holds: &HttpsHolds<'_>,
+    report: &mut ConvergeReport,
+) -> Result<(Option<Listener>, bool)> {
+    let key = WriteKey::HttpsListener;
+    if holds.is_held(&key) {
+        return Ok((state.listener.clone(), false));
+    }
+    match ensure_listener(cloud, lb, desired, state, report).await {
+        Ok(l) => {
+            holds.succeeded(&key);
+            Ok((l, true))
+        }
+        Err(error) => {
+            let Some(refused) = refusal(&error) else { return Err(error) };
+            let write = match &error {
+                DriverError::Write { write, .. } => write.clone(),
+                _ => "HTTPS listener".into(),
+            };
+            holds.refused(key, write, refused, certificate_owners(desired, None), report);
+            Ok((state.listener.clone(), false))
+        }
+    }
+}
+
+/// The Ingresses to tell about an HTTPS hold: every TLS Ingress for the listener, a
+/// certificate's for its secret.
+pub fn hold_owners(
+    key: &WriteKey,
+    desired: Option<&HttpsListener>,
+    scope: &super::certificates::SecretScope,
+) -> Vec<crate::model::KubeRef> {
+    match key {
+        WriteKey::HttpsListener => certificate_owners(desired, None),
+        WriteKey::Secret(name) => match scope.parse(name).or_else(|| scope.parse_legacy(name)) {
+            Some((cert, _)) => certificate_owners(desired, Some(&[cert][..])),
+            None => Vec::new(),
+        },
+        _ => Vec::new(),
+    }
+}
+
 /// One Octavia write of this file, waited for and recorded.
 async fn write<T>(
     cloud: &Cloud,
@@ -308,20 +432,46 @@ async fn write<T>(
 ) -> Result<T> {
     cloud.writable()?;
     let t = Instant::now();
-    let out = call.await.map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    let out = call.await.map_err(|source| DriverError::write(description.clone(), source))?;
     cloud.settle(&lb.id).await?;
     report.writes.push(WriteRecord { kind, description, duration: t.elapsed() });
     Ok(out)
 }
 
-/// Delete our secrets that the listener does not use (after its last write).
-pub async fn collect_garbage(cloud: &Cloud, state: &HttpsState, report: &mut ConvergeReport) -> Result<()> {
+/// Delete our secrets that the listener does not use (after its last write). A delete Barbican
+/// refuses for good puts that secret on hold (reported, retried with backoff).
+pub async fn collect_garbage(
+    cloud: &Cloud,
+    state: &HttpsState,
+    holds: &HttpsHolds<'_>,
+    report: &mut ConvergeReport,
+) -> Result<()> {
     let Some(barbican) = &cloud.barbican else { return Ok(()) };
     let keep = state.listener.as_ref().map(listener_secret_refs).unwrap_or_default();
-    for s in garbage(&cloud.spec.ownership.cluster, &state.stored, &keep) {
+    let scope = cloud.secret_scope();
+    // A legacy secret (named after the cluster alone) may serve another router of the cluster:
+    // it goes only when no listener of the project references it.
+    let referenced = if has_legacy(&scope, &state.stored) {
+        let all = cloud.octavia.list_listeners(&ListQuery::default()).await?;
+        all.iter().filter(|l| l.protocol == TERMINATED_HTTPS).flat_map(listener_secret_refs).collect()
+    } else {
+        Vec::new()
+    };
+    for s in garbage(&scope, &state.stored, &keep, &referenced) {
+        let key = WriteKey::Secret(s.name.clone());
+        if holds.is_held(&key) {
+            continue;
+        }
         cloud.writable()?;
         let t = Instant::now();
-        barbican.delete_secret(&s.secret_ref).await.map_err(|source| DriverError::KeyManager { source })?;
+        if let Err(source) = barbican.delete_secret(&s.secret_ref).await {
+            let error = DriverError::KeyManager { source };
+            let refused = refusal(&error).ok_or(error)?;
+            let write = format!("delete Barbican secret {} ({})", s.name, secret_uuid(&s.secret_ref));
+            holds.refused(key, write, refused, Vec::new(), report);
+            continue;
+        }
+        holds.succeeded(&key);
         report.writes.push(WriteRecord {
             kind: "delete_secret",
             description: format!("delete Barbican secret {} ({}): no longer used", s.name, secret_uuid(&s.secret_ref)),

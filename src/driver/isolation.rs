@@ -28,6 +28,10 @@ pub enum WriteKey {
     Policy { listener: String, name: String },
     /// The listener's default pool.
     DefaultPool { listener: String },
+    /// The router's HTTPS listener (its create, or the switch of its certificates).
+    HttpsListener,
+    /// One Barbican secret of ours, by name (its create, or its delete once unused).
+    Secret(String),
 }
 
 impl std::fmt::Display for WriteKey {
@@ -36,6 +40,8 @@ impl std::fmt::Display for WriteKey {
             WriteKey::Pool(name) => write!(f, "pool {name}"),
             WriteKey::Policy { name, .. } => write!(f, "L7 policy {name}"),
             WriteKey::DefaultPool { .. } => write!(f, "listener default pool"),
+            WriteKey::HttpsListener => write!(f, "HTTPS listener"),
+            WriteKey::Secret(name) => write!(f, "Barbican secret {name}"),
         }
     }
 }
@@ -231,6 +237,8 @@ pub fn owners(key: &WriteKey, desired: &DesiredRouter) -> Vec<KubeRef> {
             }
         }
         WriteKey::DefaultPool { .. } => out.extend(desired.default_pool_owners.iter().cloned()),
+        // The HTTPS side's holds are reported by the HTTPS phase, which knows the certificates.
+        WriteKey::HttpsListener | WriteKey::Secret(_) => {}
     }
     out.into_iter().collect()
 }

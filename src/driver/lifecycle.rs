@@ -212,7 +212,7 @@ async fn create_router(
         .octavia
         .create_load_balancer_within(body, cloud.spec.create_timeout)
         .await
-        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+        .map_err(|source| DriverError::write(description.clone(), source))?;
     let lb = ready(cloud, created).await?;
     report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
     Ok(lb)
@@ -267,11 +267,8 @@ pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut
     let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
     cloud.writable()?;
     let t = Instant::now();
-    let l = cloud
-        .octavia
-        .create_listener(&body)
-        .await
-        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+    let l =
+        cloud.octavia.create_listener(&body).await.map_err(|source| DriverError::write(description.clone(), source))?;
     cloud.octavia.wait_active(&lb.id, cloud.spec.write_timeout).await?;
     report.writes.push(WriteRecord { kind: "create_listener", description, duration: t.elapsed() });
     Ok(l)
@@ -297,7 +294,7 @@ async fn update_headers(
         .octavia
         .update_listener(&l.id, &update)
         .await
-        .map_err(|source| DriverError::Write { write: description.clone(), source })?;
+        .map_err(|source| DriverError::write(description.clone(), source))?;
     cloud.settle(&lb.id).await?;
     report.writes.push(WriteRecord { kind: "update_listener", description, duration: t.elapsed() });
     Ok(updated)

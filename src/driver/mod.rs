@@ -21,6 +21,7 @@ mod execute;
 mod floating_ip;
 pub mod health_monitor;
 mod https;
+mod https_holds;
 pub mod isolation;
 mod lifecycle;
 pub mod ownership;

@@ -15,7 +15,8 @@ use super::blocked;
 use super::cloud::Cloud;
 pub use super::cloud::WriteGate;
 use super::diff::plan_members;
-use super::isolation::WriteBackoff;
+use super::https_holds::HttpsHolds;
+use super::isolation::{WriteBackoff, WriteKey};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
 use super::{execute, floating_ip, https, lifecycle, read, rounds};
@@ -23,7 +24,7 @@ use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
 use crate::openstack::{Barbican, Neutron, Octavia};
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -37,6 +38,19 @@ pub use super::spec::RouterSpec;
 /// The router's id and our pools' ids by name, as last looked up by [`Router::set_members`].
 type PoolIds = (String, BTreeMap<String, String>);
 
+/// Values of `Router::has_https`.
+struct HttpsKnown;
+
+impl HttpsKnown {
+    const UNKNOWN: u8 = 0;
+    const NO: u8 = 1;
+    const YES: u8 = 2;
+
+    fn of(has: bool) -> u8 {
+        if has { Self::YES } else { Self::NO }
+    }
+}
+
 /// The driver both handlers share (clones share the caches).
 #[derive(Clone, Debug)]
 pub struct Router {
@@ -44,9 +58,11 @@ pub struct Router {
     /// Whether a convergence of this process has already read its writes back (see
     /// [`Router::converge`]).
     verified: Arc<AtomicBool>,
-    /// Whether the router has an HTTPS listener (as of the last convergence): then every write
-    /// waits for Barbican to answer (see [`Router::set_members`] and [`https::Phase`]).
-    has_https: Arc<AtomicBool>,
+    /// Whether the router has an HTTPS listener ([`HttpsKnown`]): then every write waits for
+    /// Barbican to answer (see [`Router::set_members`] and [`https::Phase`]). Set by every
+    /// convergence as soon as it knows, and read from Octavia by the first member job of a
+    /// process that has not converged yet.
+    has_https: Arc<AtomicU8>,
     /// Rules and members as last read, by parent stamp (see [`super::read_cache`]).
     reads: Arc<Mutex<ReadCache>>,
     /// For the Members path: forgotten after every convergence (pools may have come or gone)
@@ -56,6 +72,8 @@ pub struct Router {
     backoff: Arc<Mutex<WriteBackoff>>,
     /// The project's L7 quota and what our listeners hold (see [`super::admission`]).
     quota: Arc<Mutex<QuotaLedger>>,
+    /// Holds for the HTTPS listener and our Barbican secrets (see [`super::https_holds`]).
+    https_backoff: Arc<Mutex<WriteBackoff>>,
     /// Set while the router refuses every write (ERROR, or busy beyond `write_timeout`).
     blocked: Arc<Mutex<Option<blocked::Blocked>>>,
     /// How often a blocked router is looked at again ([`blocked::RECHECK`]).
@@ -72,13 +90,18 @@ impl Router {
             pool_ids: Default::default(),
             backoff: Default::default(),
             quota: Default::default(),
+            https_backoff: Default::default(),
             blocked: Default::default(),
             recheck: blocked::RECHECK,
         }
     }
 
-    /// Write only while `gate` is open (the leader lease): checked before every write.
+    /// Write only while `gate` is open (the leader lease): checked before every write, and by
+    /// the Octavia client before each busy retry of a write already started.
     pub fn set_write_gate(&mut self, gate: WriteGate) {
+        let permit = gate.clone();
+        self.cloud.octavia =
+            self.cloud.octavia.clone().with_write_permit(crate::openstack::WritePermit::new(move || permit.is_open()));
         self.cloud.gate = gate;
     }
 
@@ -248,23 +271,26 @@ impl Router {
         report.lb_id = lb.id.clone();
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
 
-        let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &mut report).await?;
+        let holds = HttpsHolds { backoff: &self.https_backoff, now: Instant::now() };
+        let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &holds, &mut report).await?;
         let listener = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
+        self.has_https.store(HttpsKnown::of(phase.has_listener()), Ordering::SeqCst);
         if let https::Phase::Unavailable { has_listener: true, error } = phase {
             // Octavia's worker reads every certificate of the router for most writes (members,
             // pools, policies of the HTTPS listener): with Barbican down such a write never
             // completes and leaves the router PENDING_UPDATE for good. Nothing is written.
-            self.has_https.store(true, Ordering::SeqCst);
             return Err(DriverError::WritesHeld { source: Box::new(error) });
         }
         // A router created fully populated has everything but its HTTPS side and redirects.
+        let listener_held = holds.is_held(&WriteKey::HttpsListener);
         if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
-            let http = https::http_view(desired, &phase);
-            self.converge_children(&http, &lb, listener, &mut report).await?;
+            let http = https::http_view(desired, &phase, listener_held);
+            self.converge_children(&http, &lb, listener.clone(), &mut report).await?;
         }
-        // The HTTP side is converged either way; an HTTPS side that waits for Barbican fails the
-        // convergence at the end, so that it is retried and reported.
+        // The HTTP side is converged either way. The HTTPS side's refusals are isolated (held,
+        // reported); its transient failures (Barbican down, a 5xx) fail the convergence at the
+        // end, after the floating IP, so that it is retried and reported.
         let mut deferred = None;
         match &mut phase {
             https::Phase::Off => {}
@@ -272,14 +298,17 @@ impl Router {
                 deferred = Some(std::mem::replace(error, DriverError::NoKeyManager));
             }
             https::Phase::Ready(state) => {
-                let want = desired.https.as_ref();
-                if let (Some(l), Some(https)) = (https::ensure_listener(c, &lb, want, state, &mut report).await?, want)
-                {
-                    report.https_listener_id = Some(l.id.clone());
-                    self.converge_children(&https::https_view(desired, https), &lb, l, &mut report).await?;
+                if let Err(e) = self.converge_https(desired, &lb, state, &mut report).await {
+                    deferred = Some(stop_or_defer(e)?);
                 }
-                https::collect_garbage(c, state, &mut report).await?;
             }
+        }
+        // The HTTPS listener's create was refused just now: the redirects written above would
+        // send clients to a port nothing serves; they go again until it exists.
+        let refused_now = !listener_held && holds.is_held(&WriteKey::HttpsListener);
+        if refused_now && !phase.has_listener() && !desired.redirects.is_empty() {
+            let http = https::http_view(desired, &phase, true);
+            self.converge_children(&http, &lb, listener, &mut report).await?;
         }
 
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
@@ -296,6 +325,36 @@ impl Router {
             Some(e) => Err(e),
             None => Ok(report),
         }
+    }
+
+    /// Phase 2 of the HTTPS side (see [`https`]): the listener, its policies, the garbage; a
+    /// refused write is on hold (see [`super::https_holds`]), a transient failure is returned.
+    async fn converge_https(
+        &self,
+        desired: &DesiredRouter,
+        lb: &LoadBalancer,
+        state: &mut https::HttpsState,
+        report: &mut ConvergeReport,
+    ) -> Result<()> {
+        let c = &self.cloud;
+        let want = desired.https.as_ref();
+        let holds = HttpsHolds { backoff: &self.https_backoff, now: Instant::now() };
+        let result = async {
+            let (listener, as_desired) = https::ensure_listener_isolated(c, lb, want, state, &holds, report).await?;
+            self.has_https.store(HttpsKnown::of(state.listener.is_some()), Ordering::SeqCst);
+            if let (Some(l), Some(https)) = (listener, want) {
+                report.https_listener_id = Some(l.id.clone());
+                self.converge_children(&https::https_view(desired, https), lb, l, report).await?;
+            }
+            if as_desired {
+                https::collect_garbage(c, state, &holds, report).await?;
+            }
+            Ok::<(), DriverError>(())
+        }
+        .await;
+        let scope = c.secret_scope();
+        holds.report(report, |k| https::hold_owners(k, want, &scope));
+        result
     }
 
     /// Read → plan → write on the router's children, in rounds (see [`rounds`]).
@@ -341,7 +400,7 @@ impl Router {
     }
 
     async fn set_members_unblocked(&self, pool: &Pool) -> Result<MembersChange> {
-        if self.has_https.load(Ordering::SeqCst) {
+        if self.has_https_listener().await? {
             // A member write makes Octavia's worker read the router's certificates: with Barbican
             // down it would never complete (see converge). One cheap read of ours first.
             https::probe(&self.cloud).await.map_err(|e| DriverError::WritesHeld { source: Box::new(e) })?;
@@ -372,6 +431,26 @@ impl Router {
         }
     }
 
+    /// Whether the router has an HTTPS listener: as the last convergence left it, else (a process
+    /// whose first job is a member update) as Octavia lists the router's listeners.
+    async fn has_https_listener(&self) -> Result<bool> {
+        match self.has_https.load(Ordering::SeqCst) {
+            HttpsKnown::YES => return Ok(true),
+            HttpsKnown::NO => return Ok(false),
+            _ => {}
+        }
+        let Some(lb) = self.find().await? else { return Ok(false) };
+        let has = https::has_listener(&self.cloud, &lb).await?;
+        // A convergence that finished meanwhile knows better.
+        let _ = self.has_https.compare_exchange(
+            HttpsKnown::UNKNOWN,
+            HttpsKnown::of(has),
+            Ordering::SeqCst,
+            Ordering::SeqCst,
+        );
+        Ok(has)
+    }
+
     /// (router id, pool id) of our pool `name`, looked up again when not cached.
     async fn pool_id(&self, name: &str) -> Result<Option<(String, String)>> {
         let mut cache = self.pool_ids.lock().await;
@@ -391,5 +470,15 @@ impl Router {
         let found = pools.get(name).map(|id| (lb.clone(), id.clone()));
         *cache = Some((lb, pools));
         Ok(found)
+    }
+}
+
+/// An error of the HTTPS side that ends the convergence at once (the lease lost, the router
+/// refusing every write), or else the one to report after the floating IP.
+fn stop_or_defer(e: DriverError) -> Result<DriverError> {
+    match e {
+        DriverError::NotLeader | DriverError::RouterInError { .. } | DriverError::RouterBlocked { .. } => Err(e),
+        e if blocked::blocking(&e).is_some() => Err(e),
+        e => Ok(e),
     }
 }

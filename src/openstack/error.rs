@@ -78,6 +78,10 @@ pub enum Error {
     /// Bad client options (CA file unreadable, bad URL, ...).
     #[error("OpenStack client configuration: {0}")]
     Config(String),
+    /// A write (or its next busy retry) not sent: the process may no longer write (its leader
+    /// lease is lost, or it is stopping).
+    #[error("octavia write not sent: this process may no longer write")]
+    Fenced,
 }
 
 impl Error {
@@ -142,6 +146,7 @@ impl Error {
             Error::Provisioning { .. } => "provisioning_error",
             Error::WaitTimeout { .. } => "wait_timeout",
             Error::Config(_) => "config",
+            Error::Fenced => "not_leader",
         }
     }
 }

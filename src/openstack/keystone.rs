@@ -253,6 +253,8 @@ pub struct TokenInfo {
     pub project_id: Option<String>,
     pub expires_at: String,
     pub roles: Vec<String>,
+    /// How the token was obtained (`password`, `application_credential`, `token`, ...).
+    pub methods: Vec<String>,
 }
 
 struct Inner {
@@ -419,6 +421,8 @@ impl Session {
             project: Option<IdOnly>,
             #[serde(default)]
             roles: Vec<Named>,
+            #[serde(default)]
+            methods: Vec<String>,
         }
         #[derive(Deserialize)]
         struct IdOnly {
@@ -461,6 +465,7 @@ impl Session {
                 project_id: b.token.project.map(|p| p.id),
                 expires_at: b.token.expires_at,
                 roles: b.token.roles.into_iter().map(|r| r.name).collect(),
+                methods: b.token.methods,
             },
             received: Instant::now(),
             lifetime,

@@ -17,4 +17,4 @@ pub use error::{Error, Result, Service};
 pub use http::{ListQuery, Observer, RequestRecord, Stats};
 pub use keystone::{AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Interface, ProjectScope, Session, UserRef};
 pub use neutron::Neutron;
-pub use octavia::{Octavia, OctaviaOptions};
+pub use octavia::{Octavia, OctaviaOptions, WritePermit};

@@ -209,16 +209,47 @@ pub fn poll_delay(backoff: Duration, last_get: Duration) -> Duration {
     backoff.max(last_get)
 }
 
+/// "May this process still write?", asked before every attempt of a write: the first one and
+/// each retry after a busy 409. A leader that lost its lease must not land a write minutes later
+/// because the new leader's own writes kept its retries going (see docs/reliability.md, "the
+/// leader fence").
+#[derive(Clone)]
+pub struct WritePermit(std::sync::Arc<dyn Fn() -> bool + Send + Sync>);
+
+impl WritePermit {
+    pub fn new(may_write: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        Self(std::sync::Arc::new(may_write))
+    }
+
+    pub fn allows(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl std::fmt::Debug for WritePermit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WritePermit")
+    }
+}
+
 /// The Octavia client; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Octavia {
     session: Session,
     opts: OctaviaOptions,
+    permit: Option<WritePermit>,
 }
 
 impl Octavia {
     pub fn new(session: Session, opts: OctaviaOptions) -> Self {
-        Self { session, opts }
+        Self { session, opts, permit: None }
+    }
+
+    /// Ask `permit` before every write attempt (see [`WritePermit`]); a refused attempt ends
+    /// the write with [`Error::Fenced`].
+    pub fn with_write_permit(mut self, permit: WritePermit) -> Self {
+        self.permit = Some(permit);
+        self
     }
 
     pub fn session(&self) -> &Session {
@@ -240,13 +271,26 @@ impl Octavia {
     /// Runs a write, retrying while Octavia answers "load balancer busy" (409) or "project busy"
     /// (503, see [`Error::is_project_busy`]), with exponential backoff until
     /// [`OctaviaOptions::busy_retry`]; every retry is counted in [`super::Stats::conflict_retries`].
-    pub async fn retry_busy<T, F, Fut>(&self, op: F) -> Result<T>
+    /// The write permit is asked before every attempt: a closed one ends the retries at once.
+    pub async fn retry_busy<T, F, Fut>(&self, mut op: F) -> Result<T>
     where
         F: FnMut() -> Fut,
         Fut: Future<Output = Result<T>>,
     {
         let counters = self.session.counters();
-        op.retry(self.backoff().with_total_delay(Some(self.opts.busy_retry)))
+        let permit = self.permit.clone();
+        let attempt = move || {
+            let allowed = permit.as_ref().is_none_or(WritePermit::allows);
+            let call = allowed.then(&mut op);
+            async move {
+                match call {
+                    Some(call) => call.await,
+                    None => Err(Error::Fenced),
+                }
+            }
+        };
+        attempt
+            .retry(self.backoff().with_total_delay(Some(self.opts.busy_retry)))
             .sleep(tokio::time::sleep)
             .when(Error::is_busy)
             .notify(|e, delay| {

@@ -181,15 +181,25 @@ pub fn missing_creator_message() -> String {
 }
 
 /// The token's roles against Octavia's and Barbican's default policies. `tls_in_use`: some Ingress
-/// has TLS, so a missing `creator` is an error rather than a warning.
+/// has TLS, so a missing `creator` is an error rather than a warning. A token without Octavia's
+/// write roles is only a warning: a cloud with Octavia's keystone-default-roles policy lets
+/// `member` write, which the roles alone cannot tell (`[octavia_defaults] preflight_role_check =
+/// false` skips it, see [`check_roles_with`]).
 pub fn check_roles(roles: &[String], tls_in_use: bool) -> Vec<Finding> {
+    check_roles_with(roles, tls_in_use, true)
+}
+
+/// [`check_roles`], the Octavia roles looked at only when `octavia_roles`.
+pub fn check_roles_with(roles: &[String], tls_in_use: bool, octavia_roles: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let list = if roles.is_empty() { "none".to_string() } else { roles.join(", ") };
-    if !has_any(roles, OCTAVIA_WRITE_ROLES) {
+    if octavia_roles && !has_any(roles, OCTAVIA_WRITE_ROLES) {
         let why = if has_any(roles, OCTAVIA_READ_ROLES) { " (its roles only allow reading)" } else { "" };
-        out.push(Finding::error(format!(
-            "the OpenStack user cannot write load balancers{why}: Octavia's default policy needs the role {} \
-             (token roles: {list})",
+        out.push(Finding::warning(format!(
+            "the OpenStack user may not be able to write load balancers{why}: Octavia's default policy needs the \
+             role {} (token roles: {list}); a cloud with Octavia's keystone-default-roles policy lets `member` \
+             write. If writes are refused (403), add the role; if they are not, set [octavia_defaults] \
+             preflight_role_check = false to skip this check",
             OCTAVIA_WRITE_ROLES.join(" or ")
         )));
     }
@@ -202,6 +212,29 @@ pub fn check_roles(roles: &[String], tls_in_use: bool) -> Vec<Finding> {
         });
     }
     out
+}
+
+/// The Keystone method of an application credential's token.
+pub const APPLICATION_CREDENTIAL: &str = "application_credential";
+
+/// The message for TLS with an application credential (measured in docs/tls.md).
+pub fn application_credential_tls_message() -> String {
+    "the OpenStack credentials are an application credential: Octavia cannot re-scope its token to read TLS \
+     certificates from Barbican (\"Using a delegated token to create another token is not allowed\"), so every \
+     HTTPS listener create is refused (400) and TLS Ingresses are not served (their HTTP routes are). Fix: use \
+     password authentication ([neutron] auth_type = password, username, project_name, and the password from \
+     the Secret as KURYR_NEUTRON__PASSWORD; docs/deployment.md)"
+        .to_string()
+}
+
+/// How the token was obtained (`methods`) against TLS: an application credential cannot serve it.
+/// `tls_in_use`: some Ingress has TLS, so it is an error rather than a warning.
+pub fn check_auth(methods: &[String], tls_in_use: bool) -> Vec<Finding> {
+    if !methods.iter().any(|m| m == APPLICATION_CREDENTIAL) {
+        return Vec::new();
+    }
+    let msg = application_credential_tls_message();
+    vec![if tls_in_use { Finding::error(msg) } else { Finding::warning(msg) }]
 }
 
 /// Findings for missing features the router uses: tags are an error (without them nothing we
@@ -234,6 +267,21 @@ pub struct Report {
     pub findings: Vec<Finding>,
 }
 
+/// What the preflight looks at beyond the cloud's capabilities.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checks {
+    /// Some Ingress has TLS (then what TLS needs is an error, not a warning).
+    pub tls_in_use: bool,
+    /// `[octavia_defaults] preflight_role_check`.
+    pub octavia_roles: bool,
+}
+
+impl Default for Checks {
+    fn default() -> Self {
+        Self { tls_in_use: false, octavia_roles: true }
+    }
+}
+
 impl Report {
     /// Decides from what was read.
     pub fn decide(
@@ -243,10 +291,24 @@ impl Report {
         configured_provider: &str,
         tls_in_use: bool,
     ) -> Self {
+        let checks = Checks { tls_in_use, ..Checks::default() };
+        Self::decide_with(versions, providers, roles, &[], configured_provider, &checks)
+    }
+
+    /// [`Report::decide`] with the token's `methods` and the [`Checks`].
+    pub fn decide_with(
+        versions: &[VersionEntry],
+        providers: &[Provider],
+        roles: &[String],
+        methods: &[String],
+        configured_provider: &str,
+        checks: &Checks,
+    ) -> Self {
         let api_version = newest_version(versions);
         let features = enabled_features(versions);
         let mut findings = check_provider(configured_provider, providers);
-        findings.extend(check_roles(roles, tls_in_use));
+        findings.extend(check_roles_with(roles, checks.tls_in_use, checks.octavia_roles));
+        findings.extend(check_auth(methods, checks.tls_in_use));
         findings.extend(check_features(&features, api_version));
         Self {
             api_version,
@@ -343,10 +405,15 @@ pub async fn read_providers(octavia: &Octavia) -> Result<Vec<Provider>> {
 
 /// The three reads and the decision. A failed read is an error (the cloud cannot be used).
 pub async fn run(octavia: &Octavia, configured_provider: &str, tls_in_use: bool) -> Result<Report> {
+    run_with(octavia, configured_provider, &Checks { tls_in_use, ..Checks::default() }).await
+}
+
+/// [`run`] with the [`Checks`].
+pub async fn run_with(octavia: &Octavia, configured_provider: &str, checks: &Checks) -> Result<Report> {
     let token = octavia.session().token_info().await?;
     let versions = read_versions(octavia).await?;
     let providers = read_providers(octavia).await?;
-    Ok(Report::decide(&versions, &providers, &token.roles, configured_provider, tls_in_use))
+    Ok(Report::decide_with(&versions, &providers, &token.roles, &token.methods, configured_provider, checks))
 }
 
 #[cfg(test)]

@@ -92,9 +92,11 @@ fn roles_table() {
         (&["load-balancer_admin", "creator"], true, &[]),
         (&["member", "load-balancer_member"], false, &[Warning]),
         (&["member", "load-balancer_member"], true, &[Error]),
-        (&["member", "creator"], false, &[Error]),
-        (&["load-balancer_global_observer", "creator"], false, &[Error]),
-        (&[], false, &[Error, Warning]),
+        // Never a refusal for Octavia's roles: keystone-default-roles lets `member` write.
+        (&["member", "creator"], false, &[Warning]),
+        (&["load-balancer_global_observer", "creator"], false, &[Warning]),
+        (&[], false, &[Warning, Warning]),
+        (&[], true, &[Warning, Error]),
     ];
     for (r, tls, want) in cases {
         let got: Vec<Severity> = check_roles(&roles(r), *tls).iter().map(|f| f.severity).collect();
@@ -104,6 +106,22 @@ fn roles_table() {
     assert!(observer[0].message.contains("only allow reading"), "{}", observer[0].message);
     let no_creator = check_roles(&roles(&["load-balancer_member"]), true);
     assert!(no_creator[0].message.contains("`creator`"), "{}", no_creator[0].message);
+    // The option skips the Octavia roles, not Barbican's.
+    let skipped: Vec<Severity> =
+        check_roles_with(&roles(&["member"]), true, false).iter().map(|f| f.severity).collect();
+    assert_eq!(skipped, [Error]);
+}
+
+#[test]
+fn an_application_credential_is_a_warning_then_an_error_once_tls_is_used() {
+    let methods = |m: &[&str]| m.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert!(check_auth(&methods(&["password"]), true).is_empty());
+    assert!(check_auth(&methods(&["token"]), true).is_empty());
+    let w = check_auth(&methods(&["application_credential"]), false);
+    assert_eq!(w.iter().map(|f| f.severity).collect::<Vec<_>>(), [Severity::Warning]);
+    assert!(w[0].message.contains("auth_type = password"), "{}", w[0].message);
+    let e = check_auth(&methods(&["application_credential"]), true);
+    assert_eq!(e.iter().map(|f| f.severity).collect::<Vec<_>>(), [Severity::Error]);
 }
 
 #[test]
@@ -130,5 +148,7 @@ fn report_on_2_8_disables_redirects_with_a_warning() {
 fn refusal_collects_every_error() {
     let r = Report::decide(&up_to(4), &providers(&["ovn"]), &roles(&["member"]), "ovn", false);
     let msg = r.refusal().expect("refused");
-    assert!(msg.contains("ovn") && msg.contains("load-balancer_member") && msg.contains("no tags"), "{msg}");
+    assert!(msg.contains("ovn") && msg.contains("no tags"), "{msg}");
+    assert!(!msg.contains("load-balancer_member"), "the roles are a warning: {msg}");
+    assert!(r.warnings().any(|w| w.message.contains("load-balancer_member")), "{:?}", r.findings);
 }
