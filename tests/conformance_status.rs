@@ -82,15 +82,18 @@ async fn every_conformance_ingress_shows_the_router_address_except_another_class
     let status = |ns: &str, name: &str| {
         fake.get("networking.k8s.io/v1/ingresses", ns, name).map(|o| o["status"]["loadBalancer"].clone())
     };
-    let ours: Vec<&(String, String)> =
-        ingresses.iter().filter(|(ns, _)| ns != "conformance-ingress-class").collect();
+    let ours: Vec<&(String, String)> = ingresses.iter().filter(|(ns, _)| ns != "conformance-ingress-class").collect();
     let t = Instant::now();
     loop {
         let shown = ours.iter().filter(|(ns, n)| status(ns, n) == Some(json!({"ingress": [{"ip": "172.24.4.10"}]})));
         if shown.count() == ours.len() {
             break;
         }
-        assert!(t.elapsed() < Duration::from_secs(20), "statuses: {:?}", ours.iter().map(|(ns, n)| status(ns, n)).collect::<Vec<_>>());
+        assert!(
+            t.elapsed() < Duration::from_secs(20),
+            "statuses: {:?}",
+            ours.iter().map(|(ns, n)| status(ns, n)).collect::<Vec<_>>()
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     // "The Ingress status should not contain the IP address or FQDN": never written.

@@ -329,7 +329,11 @@ fn host_ownership_survives_the_owners_re_creation_within_the_grace_period() {
         inp.now = Some(now);
         if let Some(v) = stored {
             let class = inp.ingress_classes.iter_mut().find(|c| c.metadata.name.as_deref() == Some("kuryr")).unwrap();
-            class.metadata.annotations.get_or_insert_with(Default::default).insert(HOST_OWNERS_ANNOTATION.into(), v.into());
+            class
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(HOST_OWNERS_ANNOTATION.into(), v.into());
         }
         let written = remembered_owners(&inp, &o);
         (translate(&inp, &o), written)

@@ -61,17 +61,49 @@ const SCENARIOS: &[Scenario] = &[
     // default_backend.feature: "An Ingress with no rules should send all requests to the default
     // backend" (Scenario Outline, 6 Examples rows).
     sc(DEFAULT_BACKEND, "no rules: GET my-host /", ("GET", "http", "my-host", "/", Service("echo-service"))),
-    sc(DEFAULT_BACKEND, "no rules: GET my-host /sub-path", ("GET", "http", "my-host", "/sub-path", Service("echo-service"))),
+    sc(
+        DEFAULT_BACKEND,
+        "no rules: GET my-host /sub-path",
+        ("GET", "http", "my-host", "/sub-path", Service("echo-service")),
+    ),
     sc(DEFAULT_BACKEND, "no rules: POST some-host /", ("POST", "http", "some-host", "/", Service("echo-service"))),
     sc(DEFAULT_BACKEND, "no rules: PUT (no host) /resource", ("PUT", "http", "", "/resource", Service("echo-service"))),
-    sc(DEFAULT_BACKEND, "no rules: DELETE some-host /resource", ("DELETE", "http", "some-host", "/resource", Service("echo-service"))),
-    sc(DEFAULT_BACKEND, "no rules: PATCH my-host /resource", ("PATCH", "http", "my-host", "/resource", Service("echo-service"))),
+    sc(
+        DEFAULT_BACKEND,
+        "no rules: DELETE some-host /resource",
+        ("DELETE", "http", "some-host", "/resource", Service("echo-service")),
+    ),
+    sc(
+        DEFAULT_BACKEND,
+        "no rules: PATCH my-host /resource",
+        ("PATCH", "http", "my-host", "/resource", Service("echo-service")),
+    ),
     // host_rules.feature
-    sc(HOST_RULES, "host rule: TLS traffic to the matching backend", ("GET", "https", "foo.bar.com", "/", Service("foo-bar-com"))),
-    sc(HOST_RULES, "host rule: traffic to the matching backend", ("GET", "http", "foo.bar.com", "/", Service("foo-bar-com"))),
-    sc(HOST_RULES, "host rule: no route when the hostname does not match", ("GET", "http", "subdomain.bar.com", "/", NotFound)),
-    sc(HOST_RULES, "wildcard host rule: traffic to the matching backend", ("GET", "http", "bar.foo.com", "/", Service("wildcard-foo-com"))),
-    sc(HOST_RULES, "wildcard host rule: not more than a single DNS label", ("GET", "http", "baz.bar.foo.com", "/", NotFound)),
+    sc(
+        HOST_RULES,
+        "host rule: TLS traffic to the matching backend",
+        ("GET", "https", "foo.bar.com", "/", Service("foo-bar-com")),
+    ),
+    sc(
+        HOST_RULES,
+        "host rule: traffic to the matching backend",
+        ("GET", "http", "foo.bar.com", "/", Service("foo-bar-com")),
+    ),
+    sc(
+        HOST_RULES,
+        "host rule: no route when the hostname does not match",
+        ("GET", "http", "subdomain.bar.com", "/", NotFound),
+    ),
+    sc(
+        HOST_RULES,
+        "wildcard host rule: traffic to the matching backend",
+        ("GET", "http", "bar.foo.com", "/", Service("wildcard-foo-com")),
+    ),
+    sc(
+        HOST_RULES,
+        "wildcard host rule: not more than a single DNS label",
+        ("GET", "http", "baz.bar.foo.com", "/", NotFound),
+    ),
     sc(HOST_RULES, "wildcard host rule: not no DNS label", ("GET", "http", "foo.com", "/", NotFound)),
     // path_rules.feature
     sc(PATH_RULES, "exact: /foo matches /foo", ("GET", "http", "exact-path-rules", "/foo", Service("foo-exact"))),
@@ -79,17 +111,53 @@ const SCENARIOS: &[Scenario] = &[
     sc(PATH_RULES, "exact: case sensitive", ("GET", "http", "exact-path-rules", "/FOO", NotFound)),
     sc(PATH_RULES, "exact: no other label", ("GET", "http", "exact-path-rules", "/bar", NotFound)),
     sc(PATH_RULES, "prefix: /foo matches /foo", ("GET", "http", "prefix-path-rules", "/foo", Service("foo-prefix"))),
-    sc(PATH_RULES, "prefix: ignores the request trailing slash", ("GET", "http", "prefix-path-rules", "/foo/", Service("foo-prefix"))),
+    sc(
+        PATH_RULES,
+        "prefix: ignores the request trailing slash",
+        ("GET", "http", "prefix-path-rules", "/foo/", Service("foo-prefix")),
+    ),
     sc(PATH_RULES, "prefix: case sensitive", ("GET", "http", "prefix-path-rules", "/FOO", NotFound)),
-    sc(PATH_RULES, "prefix: longest path, /aaa/bbb", ("GET", "http", "prefix-path-rules", "/aaa/bbb", Service("aaa-slash-bbb-prefix"))),
-    sc(PATH_RULES, "prefix: longest path and subpaths, /aaa/bbb/ccc", ("GET", "http", "prefix-path-rules", "/aaa/bbb/ccc", Service("aaa-slash-bbb-prefix"))),
-    sc(PATH_RULES, "prefix: /aaa matches /aaa/ccc", ("GET", "http", "prefix-path-rules", "/aaa/ccc", Service("aaa-prefix"))),
-    sc(PATH_RULES, "prefix: each label's string prefix, not /aaaccc", ("GET", "http", "prefix-path-rules", "/aaaccc", NotFound)),
-    sc(PATH_RULES, "prefix: ignores the request trailing slash (again)", ("GET", "http", "prefix-path-rules", "/foo/", Service("foo-prefix"))),
+    sc(
+        PATH_RULES,
+        "prefix: longest path, /aaa/bbb",
+        ("GET", "http", "prefix-path-rules", "/aaa/bbb", Service("aaa-slash-bbb-prefix")),
+    ),
+    sc(
+        PATH_RULES,
+        "prefix: longest path and subpaths, /aaa/bbb/ccc",
+        ("GET", "http", "prefix-path-rules", "/aaa/bbb/ccc", Service("aaa-slash-bbb-prefix")),
+    ),
+    sc(
+        PATH_RULES,
+        "prefix: /aaa matches /aaa/ccc",
+        ("GET", "http", "prefix-path-rules", "/aaa/ccc", Service("aaa-prefix")),
+    ),
+    sc(
+        PATH_RULES,
+        "prefix: each label's string prefix, not /aaaccc",
+        ("GET", "http", "prefix-path-rules", "/aaaccc", NotFound),
+    ),
+    sc(
+        PATH_RULES,
+        "prefix: ignores the request trailing slash (again)",
+        ("GET", "http", "prefix-path-rules", "/foo/", Service("foo-prefix")),
+    ),
     sc(PATH_RULES, "mixed: Exact preferred", ("GET", "http", "mixed-path-rules", "/foo", Service("foo-exact"))),
-    sc(PATH_RULES, "trailing slash prefix /aaa/bbb/ matches /aaa/bbb", ("GET", "http", "trailing-slash-path-rules", "/aaa/bbb", Service("aaa-slash-bbb-slash-prefix"))),
-    sc(PATH_RULES, "trailing slash prefix /aaa/bbb/ matches /aaa/bbb/", ("GET", "http", "trailing-slash-path-rules", "/aaa/bbb/", Service("aaa-slash-bbb-slash-prefix"))),
-    sc(PATH_RULES, "trailing slash exact /foo/ does not match /foo", ("GET", "http", "trailing-slash-path-rules", "/foo", NotFound)),
+    sc(
+        PATH_RULES,
+        "trailing slash prefix /aaa/bbb/ matches /aaa/bbb",
+        ("GET", "http", "trailing-slash-path-rules", "/aaa/bbb", Service("aaa-slash-bbb-slash-prefix")),
+    ),
+    sc(
+        PATH_RULES,
+        "trailing slash prefix /aaa/bbb/ matches /aaa/bbb/",
+        ("GET", "http", "trailing-slash-path-rules", "/aaa/bbb/", Service("aaa-slash-bbb-slash-prefix")),
+    ),
+    sc(
+        PATH_RULES,
+        "trailing slash exact /foo/ does not match /foo",
+        ("GET", "http", "trailing-slash-path-rules", "/foo", NotFound),
+    ),
     // ingress_class.feature: the suite checks the status only (tests/conformance_status.rs); the
     // data plane must not route the Ingress either.
     sc(INGRESS_CLASS, "invalid class: not routed", ("GET", "http", "ingress-class", "/", NotFound)),
@@ -106,7 +174,8 @@ fn shipped_options() -> TranslateOptions {
     let conf = cm["data"]["kuryr.conf"].as_str().expect("kuryr.conf in the ConfigMap").to_string();
     // The credential comes from a Secret as an environment variable in the Deployment.
     let env = vec![("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET".to_string(), "unused".to_string())];
-    let loaded = kuryr_l7_router::config::load_texts(&[("configmap.yaml".into(), conf)], env).expect("shipped kuryr.conf");
+    let loaded =
+        kuryr_l7_router::config::load_texts(&[("configmap.yaml".into(), conf)], env).expect("shipped kuryr.conf");
     kuryr_l7_router::wiring::translate_options(&loaded.settings)
 }
 
@@ -176,8 +245,11 @@ fn verdict(s: &Scenario, r: &Value) -> Option<String> {
             if body["path"] != path {
                 bad.push(format!("request path {}", body["path"]));
             }
-            if body["headers"]["User-Agent"] != "Go-http-client/1.1" {
-                bad.push(format!("request User-Agent {}", body["headers"]["User-Agent"]));
+            // haproxy passes header names on in lower case (HTX): names are case-insensitive.
+            let request_headers = body["headers"].as_object().cloned().unwrap_or_default();
+            let agent = request_headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("User-Agent")).map(|(_, v)| v);
+            if agent.is_none_or(|v| v != "Go-http-client/1.1") {
+                bad.push(format!("request User-Agent {agent:?}"));
             }
             if s.feature == HOST_RULES && body["host"] != s.request.2 {
                 bad.push(format!("request host {}", body["host"]));

@@ -4,8 +4,8 @@
 //! mixed case, `/`, a path under B's prefix) get the responder's 404 on both listeners, with host
 //! ownership off and on; only a host that no Ingress names reaches B's Service.
 
-use super::status_answers::{Responder, send_requests};
 use super::converge;
+use super::status_answers::{Responder, send_requests};
 use crate::common::{enabled, local_router, session};
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::manifest::load_str;
@@ -101,7 +101,8 @@ async fn a_named_host_never_reaches_another_namespaces_catch_all_on_either_liste
     load_str(&secret, Path::new("secret.yaml"), &mut inputs).unwrap();
     inputs.now = Some(std::time::SystemTime::now());
     let responder = Responder::start();
-    let r = local_router("fct-dp", "conformance-isolation").await.with_barbican(Barbican::new(session("admin", "admin")));
+    let r =
+        local_router("fct-dp", "conformance-isolation").await.with_barbican(Barbican::new(session("admin", "admin")));
     let cluster = r.spec().ownership.cluster.clone();
     crate::common::with_router(r, |r| async move {
         let mut requests = Vec::new();

@@ -574,9 +574,7 @@ fn order_policies(
     // Hosts that could fall through, and which later hosts they could fall into.
     let needs_stop = |h: &str| -> bool {
         match HostKind::of(h) {
-            HostKind::Exact => {
-                stops.router_default || any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h))
-            }
+            HostKind::Exact => stops.router_default || any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h)),
             HostKind::Wildcard => stops.router_default || any_hostless,
             HostKind::Any => false,
         }

@@ -122,12 +122,7 @@ fn covered_by(wild: &str, host: &str) -> bool {
 impl HostOwners {
     /// The owners from our Ingresses, `ours` sorted oldest first, after the `remembered` owners
     /// still holding their hosts at `now`. Invalid hosts claim nothing.
-    pub fn build(
-        ours: &[&Ingress],
-        remembered: &RememberedOwners,
-        now: Option<SystemTime>,
-        grace: Duration,
-    ) -> Self {
+    pub fn build(ours: &[&Ingress], remembered: &RememberedOwners, now: Option<SystemTime>, grace: Duration) -> Self {
         let mut owners: BTreeMap<String, KubeRef> = BTreeMap::new();
         for (host, r) in remembered.iter().filter(|(_, r)| holds(r, now, grace)) {
             // Named by the oldest Ingress of the namespace that names it, if one does.
