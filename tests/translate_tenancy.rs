@@ -350,7 +350,7 @@ fn host_ownership_survives_the_owners_re_creation_within_the_grace_period() {
     assert_eq!(sync(&[alpha_old, beta.clone()], Some(&stored), t0).1, None, "no write when nothing changes");
     // 2. alpha's Ingress is deleted: beta does not take the host during the grace period.
     let gone = t0 + Duration::from_secs(5);
-    let (r, vacated) = sync(&[beta.clone()], Some(&stored), gone);
+    let (r, vacated) = sync(std::slice::from_ref(&beta), Some(&stored), gone);
     assert_eq!(answer(&r), None, "the host is kept for alpha: {:#?}", r.warnings);
     assert!(r.warnings.iter().any(|w| w.reason == "HostOwnedByOtherNamespace" && w.object.namespace == "beta"));
     let vacated = vacated.expect("the time alpha's last Ingress went is remembered");
@@ -364,7 +364,7 @@ fn host_ownership_survives_the_owners_re_creation_within_the_grace_period() {
     assert_eq!(answer(&r).as_deref(), Some("beta/web"));
     // 4. alpha does not come back within the grace period: the next oldest claimant takes it.
     let late = gone + Duration::from_secs(601);
-    let (r, moved) = sync(&[beta.clone()], Some(&vacated), late);
+    let (r, moved) = sync(std::slice::from_ref(&beta), Some(&vacated), late);
     assert_eq!(answer(&r).as_deref(), Some("beta/web"));
     assert!(moved.unwrap().contains("\"beta\""));
     // The restarted controller reads the same annotation: no state of its own is needed.
