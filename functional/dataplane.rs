@@ -13,8 +13,12 @@
 #[path = "common/mod.rs"]
 mod common;
 use common::*;
+#[path = "dataplane/conformance.rs"]
+mod conformance;
 #[path = "dataplane/forwarded.rs"]
 mod forwarded;
+#[path = "dataplane/isolation.rs"]
+mod isolation;
 #[path = "dataplane/rotation.rs"]
 mod rotation;
 #[path = "dataplane/status_answers.rs"]
@@ -158,9 +162,11 @@ const SHOP: &[(&str, &str, &str)] = &[
     ("auth.shop.example.com", "/login", "auth"),
     ("auth.shop.example.com", "/login/reset", "auth"),
     ("auth.shop.example.com", "/logout", "auth"),
-    ("auth.shop.example.com", "/logout/", "fallback"),
-    ("auth.shop.example.com", "/cart", "fallback"),
-    ("auth.shop.example.com", "/healthz", "fallback"),
+    // A named host's unmatched paths never reach the router-wide default backend (another
+    // Ingress's catch-all): the no-route answer (no responder here: haproxy's 503).
+    ("auth.shop.example.com", "/logout/", "503"),
+    ("auth.shop.example.com", "/cart", "503"),
+    ("auth.shop.example.com", "/healthz", "503"),
     ("acme.shop.example.com", "/", "tenant"),
     ("Globex.Shop.Example.com:443", "/cart", "tenant"),
     ("acme.shop.example.com", "/healthz", "tenant"),
@@ -347,7 +353,7 @@ fn tls_pems(hosts: &[&str]) -> Vec<(String, String)> {
         .collect()
 }
 
-/// secure.example.com and *.wild.example.com with TLS (one Secret each, redirect on by default),
+/// secure.example.com and *.wild.example.com with TLS (one Secret each, redirect on for the class),
 /// plain.example.com without, and a cert-manager HTTP-01 solver Ingress on secure.example.com.
 fn tls_manifests() -> String {
     let pems = tls_pems(&["secure.example.com", "*.wild.example.com"]);
@@ -401,7 +407,10 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         let mut inputs = Inputs::default();
         load_str(&tls_manifests(), Path::new("tls.yaml"), &mut inputs).unwrap();
         inputs.now = Some(std::time::SystemTime::now());
-        let desired = translate(&inputs, &options("kuryr-l7-router"));
+        // Redirects are opt-in ([octavia_defaults] ssl_redirect): this test checks them.
+        let mut opts = options("kuryr-l7-router");
+        opts.tls.ssl_redirect = true;
+        let desired = translate(&inputs, &opts);
         let unexpected: Vec<_> = desired.warnings.iter().filter(|w| w.reason != "RedirectNotPossible").collect();
         assert!(unexpected.is_empty(), "{unexpected:?}");
         let report = converge(&r, &desired).await;

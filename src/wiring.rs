@@ -202,6 +202,7 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
         tenancy: crate::translate::tenancy::TenancyOptions {
             default_backend_namespaces: k.default_backend_namespaces.clone(),
             host_ownership: k.host_ownership,
+            host_ownership_grace: k.host_ownership_grace_period,
         },
         status_responder: status_responder(&s.status_responder),
         health_monitor_defaults: health_monitor_values(s),

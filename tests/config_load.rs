@@ -63,6 +63,9 @@ fn realistic_file_loads_with_defaults() {
     assert_eq!(s.octavia_defaults.lb_algorithm, LbAlgorithm::RoundRobin);
     assert_eq!(s.octavia_defaults.listener_port, 80);
     assert_eq!(s.octavia_defaults.zone_overload_factor, 2.0);
+    // No HTTP→HTTPS redirect unless asked: the Ingress API and the conformance suite expect
+    // plain HTTP for a TLS host to be routed (an upgrade note says so).
+    assert!(!s.octavia_defaults.ssl_redirect);
     assert_eq!(s.neutron.auth_type, AuthType::Password);
     assert_eq!(s.neutron.user_domain_name, "Default");
     assert_eq!(s.neutron.password.as_ref().map(|p| p.expose()), Some("s3cr3t-PaSS"));

@@ -115,7 +115,8 @@ fn inputs(ings: &[GenIngress]) -> Inputs {
 /// then host-less rules), then the longest matching path, Exact over Prefix at equal length;
 /// the oldest Ingress owns a duplicated (host, path). An Ingress's default backend catches the
 /// unmatched paths of its own hosts (as a `/` of that host, after every explicit path, oldest
-/// first); nothing matched → the oldest default backend of an Ingress with a host-less rule.
+/// first); a host that an Ingress names and none of its paths matched → no route; any other
+/// request → the oldest default backend of an Ingress with a host-less rule.
 fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<String> {
     let host = host_header.split(':').next().unwrap().to_ascii_lowercase();
     // (host, exact?, normalized path) -> svc, first (oldest) wins
@@ -164,6 +165,8 @@ fn k8s_match(ings: &[GenIngress], host_header: &str, path: &str) -> Option<Strin
         .max_by_key(|((_, exact, p), _)| (p.len(), *exact));
     match best {
         Some((_, svc)) => Some(format!("svc{svc}")),
+        // A named host's unmatched path never reaches the router-wide default backend.
+        None if !group.is_empty() => None,
         None => ings
             .iter()
             .filter(|g| g.rules.iter().any(|r| HOSTS[r.host].is_empty()))
@@ -239,7 +242,9 @@ fn octavia_eval(
         .map(|(p, _)| p)
         .map(|p| p.pool.clone())
         .or_else(|| router.default_pool.clone())?;
-    Some(router.pools[&pool].service.name.clone())
+    // A reserved pool without members (no responder): haproxy's 503, no route.
+    let service = &router.pools[&pool].service;
+    (service.kind == "Service").then(|| service.name.clone())
 }
 
 proptest! {

@@ -38,7 +38,9 @@ fn policies_follow_kubernetes_precedence() {
             (8, "ok.example.com Prefix /ext", "kuryr-status-503"),
             (9, "ok.example.com Prefix /res", "kuryr-status-503"),
             // ok.example.com's Ingress (broken) has no default backend: the router-wide one.
-            (10, "ok.example.com guard: paths without a route go to the default backend", "shop_web"),
+            // A named host's unmatched paths never reach the router-wide default backend
+            // (copycat's): the no-route answer (no responder: the empty 503 pool).
+            (10, "ok.example.com guard: paths without a route get the no-route answer", "kuryr-status-503"),
             (11, "*.bar.com ImplementationSpecific /static", "shop_web"),
             // shop's default backend catches its own hosts' unmatched paths (foo.bar.com has a
             // Prefix / of its own), not the other hosts'.

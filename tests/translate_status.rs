@@ -111,7 +111,7 @@ fn with_a_responder_unmatched_requests_get_404_and_unservable_routes_503() {
         vec![
             pair("api.example.com Prefix /v1", "app_api"),
             // api.example.com has no catch-all and *.example.com covers it: its other paths get 404.
-            pair("api.example.com guard: paths without a route go to the default backend", NOT_FOUND_POOL),
+            pair("api.example.com guard: paths without a route get the no-route answer", NOT_FOUND_POOL),
             pair("app.example.com Prefix /admin", UNAVAILABLE_POOL),
             pair("app.example.com Prefix /idle", "app_idle"),
             pair("app.example.com Prefix /", "app_web"),

@@ -16,6 +16,8 @@ use kuryr_l7_router::translate::tenancy::TenancyOptions;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
 
 const DIR: &str = "tests/fixtures/tenancy";
+/// A named host's unmatched path without a default backend of its own: the empty 503 pool.
+const NO_ROUTE: &str = haproxy_eval::EMPTY_POOL_503;
 
 fn inputs(with_catch_all: bool) -> Inputs {
     let mut files = vec![PathBuf::from(DIR).join("tenants.yaml")];
@@ -31,6 +33,7 @@ fn opts(allowed: &[&str], ownership: bool) -> TranslateOptions {
         tenancy: TenancyOptions {
             default_backend_namespaces: allowed.iter().map(|s| s.to_string()).collect(),
             host_ownership: ownership,
+            ..TenancyOptions::default()
         },
         ..TranslateOptions::default()
     }
@@ -68,8 +71,13 @@ fn who_answers_each_request() {
         (DEFAULTS, "b.example.com", "/gamma/1", Some("gamma/web")),
         // An exact host inside beta's wildcard is alpha's own (Kubernetes: exact host first).
         (DEFAULTS, "one.apps.example.com", "/y", Some("alpha/web")),
-        // An Ingress with ONLY a default backend catches every request nothing else routes.
-        (WITH_CATCH_ALL, "a.example.com", "/other", Some("ops/not-found")),
+        // An Ingress with ONLY a default backend catches the hosts that no Ingress names, never
+        // a named host's unmatched paths (another tenant's requests, cookies and credentials).
+        (WITH_CATCH_ALL, "a.example.com", "/other", Some(NO_ROUTE)),
+        (WITH_CATCH_ALL, "A.Example.com:80", "/other", Some(NO_ROUTE)),
+        (WITH_CATCH_ALL, "a.example.com", "/", Some(NO_ROUTE)),
+        (WITH_CATCH_ALL, "a.example.com", "/shop/cart", Some(NO_ROUTE)),
+        (WITH_CATCH_ALL, "two.apps.example.com", "/x", Some("beta/web")),
         (WITH_CATCH_ALL, "unknown.example.com", "/", Some("ops/not-found")),
         (WITH_CATCH_ALL, "b.example.com", "/other", Some("beta/fallback")),
         (WITH_CATCH_ALL, "a.example.com", "/app", Some("alpha/web")),
@@ -98,7 +106,7 @@ fn conflict_losers_are_told_who_won() {
             DEFAULTS,
             "Ingress gamma/site",
             "ConflictingDefaultBackend",
-            &["host b.example.com", "b.example.com defaultBackend / of Ingress beta/site already does"],
+            &["host b.example.com", "named first by Ingress beta/site, of another namespace"],
         ),
         (
             CATCH_ALL_NOT_ALLOWED,
@@ -160,7 +168,206 @@ fn https_listener_has_the_same_catch_alls() {
     ];
     for (host, path, want) in cases {
         assert_eq!(haproxy_eval::https(&r, host, path).as_deref(), want, "https {host}{path}");
-        // Plain HTTP is redirected (haproxy redirects before use_backend); its routes agree.
+        // Plain HTTP (no redirect by default) routes the same.
         assert_eq!(haproxy_eval::http(&r, host, path).as_deref(), want, "http {host}{path}");
     }
+}
+
+/// `yaml` added to the tenants (and the catch-all when `catch_all`).
+fn inputs_with(catch_all: bool, yaml: &str) -> Inputs {
+    let mut inp = inputs(catch_all);
+    load_str(yaml, std::path::Path::new("extra.yaml"), &mut inp).unwrap();
+    inp
+}
+
+fn responder() -> kuryr_l7_router::translate::status::StatusResponder {
+    kuryr_l7_router::translate::status::StatusResponder {
+        namespace: "kuryr-system".into(),
+        name: "kuryr-status-responder".into(),
+        not_found_port: "not-found".into(),
+        unavailable_port: "unavailable".into(),
+    }
+}
+
+const RESPONDER_SERVICE: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: kuryr-status-responder, namespace: kuryr-system}
+spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}]}
+"#;
+
+#[test]
+fn a_named_host_never_reaches_another_namespaces_catch_all() {
+    // Tenant A names a-api.example.com with /v1 only (and TLS); ops sets the router-wide
+    // catch-all; gamma (younger) names A's host with a default backend of its own.
+    let extra = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: api, namespace: alpha, creationTimestamp: "2024-02-02T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  tls: [{hosts: [a-api.example.com], secretName: tls}]
+  rules:
+  - host: a-api.example.com
+    http:
+      paths:
+      - {path: /v1, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: squat, namespace: gamma, creationTimestamp: "2024-05-01T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  defaultBackend: {service: {name: fallback, port: {number: 80}}}
+  rules:
+  - host: a-api.example.com
+"#;
+    let key = rcgen::KeyPair::generate().unwrap();
+    let crt = rcgen::CertificateParams::new(vec!["a-api.example.com".to_string()]).unwrap().self_signed(&key).unwrap();
+    let secret = tls_secret_manifest("alpha", "tls", &crt.pem(), &key.serialize_pem());
+    let yaml = format!("{extra}\n---\n{secret}\n---\n{RESPONDER_SERVICE}");
+    let inp = inputs_with(true, &yaml);
+    for ownership in [false, true] {
+        for with_responder in [false, true] {
+            let mut o = opts(&[], ownership);
+            o.status_responder = with_responder.then(responder);
+            let r = translate(&inp, &o);
+            let no_route = if with_responder { "kuryr-system/kuryr-status-responder" } else { NO_ROUTE };
+            // (host, path, answer)
+            let cases = [
+                ("a-api.example.com", "/v1/users", "alpha/web"),
+                ("a-api.example.com", "/other", no_route),
+                ("a-api.example.com", "/", no_route),
+                ("A-Api.Example.com:80", "/other", no_route),
+                ("a-api.example.com:443", "/other", no_route),
+                // a path under another tenant's prefix (beta's /shop on b.example.com)
+                ("a-api.example.com", "/shop/cart", no_route),
+                ("unknown.example.com", "/", "ops/not-found"),
+            ];
+            for (host, path, want) in cases {
+                let what = format!("ownership {ownership}, responder {with_responder}: {host}{path}");
+                assert_eq!(haproxy_eval::http(&r, host, path).as_deref(), Some(want), "http {what}");
+                assert_eq!(haproxy_eval::https(&r, host, path).as_deref(), Some(want), "https {what}");
+            }
+            // beta's host has no TLS: on HTTPS it has no route, and never reaches ops either.
+            let b = haproxy_eval::https(&r, "b.example.com", "/other");
+            assert_eq!(b.as_deref(), Some(no_route), "https b.example.com, ownership {ownership}");
+            let refused = r.warnings.iter().any(|w| {
+                w.object.to_string() == "Ingress gamma/squat"
+                    && ["ConflictingDefaultBackend", "HostOwnedByOtherNamespace"].contains(&w.reason.as_str())
+            });
+            assert!(refused, "gamma is told its default backend does not catch alpha's host: {:#?}", r.warnings);
+        }
+    }
+}
+
+#[test]
+fn a_named_host_falls_back_to_its_own_namespaces_default_backend() {
+    // alpha's second Ingress names alpha's host with a default backend: it catches the host.
+    let extra = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: fallback, namespace: alpha, creationTimestamp: "2024-06-01T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  defaultBackend: {service: {name: web, port: {number: 80}}}
+  rules:
+  - host: a.example.com
+"#;
+    let r = translate(&inputs_with(true, extra), &opts(&[], false));
+    assert_eq!(haproxy_eval::http(&r, "a.example.com", "/other").as_deref(), Some("alpha/web"));
+    assert_eq!(haproxy_eval::http(&r, "unknown.example.com", "/").as_deref(), Some("ops/not-found"));
+}
+
+#[test]
+fn hostless_rules_are_gated_like_the_router_wide_default_backend() {
+    // gamma's host-less Prefix / would catch every unknown host; only ops may do that.
+    let extra = r#"
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: everything, namespace: gamma, creationTimestamp: "2024-05-01T00:00:00Z"}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+"#;
+    let inp = inputs_with(false, extra);
+    let r = translate(&inp, &opts(&["ops"], false));
+    for host in ["unknown.example.com", "a.example.com"] {
+        assert_eq!(haproxy_eval::http(&r, host, "/zzz"), None, "{host}: gamma's host-less rule is refused");
+    }
+    let w = r.warnings.iter().find(|w| w.reason == "HostlessRuleNotAllowed").expect("a warning");
+    assert_eq!(w.object.to_string(), "Ingress gamma/everything");
+    assert!(w.message.contains("rules[0] has no host") && w.message.contains("default_backend_namespaces = ops"));
+    // Allowed namespaces (or none configured) keep the Kubernetes meaning: every unknown host.
+    for allowed in [&[][..], &["gamma"][..]] {
+        let r = translate(&inp, &opts(allowed, false));
+        assert_eq!(haproxy_eval::http(&r, "unknown.example.com", "/zzz").as_deref(), Some("gamma/web"), "{allowed:?}");
+    }
+}
+
+/// alpha owns api.example.com; beta's older Ingress for it is pending. alpha re-creates its
+/// Ingress (a Helm reinstall): younger than beta's now, yet alpha keeps the host.
+#[test]
+fn host_ownership_survives_the_owners_re_creation_within_the_grace_period() {
+    use kuryr_l7_router::translate::tenancy::{HOST_OWNERS_ANNOTATION, remembered_owners};
+    use std::time::{Duration, SystemTime};
+    let ingress = |ns: &str, created: &str| {
+        format!(
+            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: api, namespace: {ns}, creationTimestamp: \"{created}\"}}\n\
+             spec:\n  ingressClassName: kuryr\n  rules:\n  - host: api.example.com\n    http:\n      paths:\n      - {{path: /, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n"
+        )
+    };
+    let t0 = SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+    let mut o = opts(&[], true);
+    o.tenancy.host_ownership_grace = Duration::from_secs(600);
+    // State → (inputs, the annotation written back, if any).
+    let sync = |ingresses: &[String], stored: Option<&str>, now: SystemTime| {
+        let mut inp = inputs_with(false, &ingresses.join("\n---\n"));
+        inp.now = Some(now);
+        if let Some(v) = stored {
+            let class = inp.ingress_classes.iter_mut().find(|c| c.metadata.name.as_deref() == Some("kuryr")).unwrap();
+            class
+                .metadata
+                .annotations
+                .get_or_insert_with(Default::default)
+                .insert(HOST_OWNERS_ANNOTATION.into(), v.into());
+        }
+        let written = remembered_owners(&inp, &o);
+        (translate(&inp, &o), written)
+    };
+    let alpha_old = ingress("alpha", "2024-02-01T00:00:00Z");
+    let beta = ingress("beta", "2024-03-01T00:00:00Z");
+    let alpha_new = ingress("alpha", "2024-04-01T00:00:00Z");
+    let answer = |r: &DesiredRouter| haproxy_eval::http(r, "api.example.com", "/x");
+
+    // 1. alpha is the oldest: it owns the host, and the owner is remembered.
+    let (r, stored) = sync(&[alpha_old.clone(), beta.clone()], None, t0);
+    assert_eq!(answer(&r).as_deref(), Some("alpha/web"));
+    let stored = stored.expect("the owners are written to the IngressClass");
+    assert_eq!(sync(&[alpha_old, beta.clone()], Some(&stored), t0).1, None, "no write when nothing changes");
+    // 2. alpha's Ingress is deleted: beta does not take the host during the grace period.
+    let gone = t0 + Duration::from_secs(5);
+    let (r, vacated) = sync(std::slice::from_ref(&beta), Some(&stored), gone);
+    assert_eq!(answer(&r), None, "the host is kept for alpha: {:#?}", r.warnings);
+    assert!(r.warnings.iter().any(|w| w.reason == "HostOwnedByOtherNamespace" && w.object.namespace == "beta"));
+    let vacated = vacated.expect("the time alpha's last Ingress went is remembered");
+    // 3. alpha re-creates it (younger than beta's now): alpha keeps the host.
+    let back = gone + Duration::from_secs(30);
+    let (r, reclaimed) = sync(&[alpha_new.clone(), beta.clone()], Some(&vacated), back);
+    assert_eq!(answer(&r).as_deref(), Some("alpha/web"), "{:#?}", r.warnings);
+    assert_eq!(reclaimed.as_deref(), Some(stored.as_str()), "held again, no vacated time");
+    // Without the memory (the old rule), beta (older now) would have taken it.
+    let (r, _) = sync(&[alpha_new.clone(), beta.clone()], None, back);
+    assert_eq!(answer(&r).as_deref(), Some("beta/web"));
+    // 4. alpha does not come back within the grace period: the next oldest claimant takes it.
+    let late = gone + Duration::from_secs(601);
+    let (r, moved) = sync(std::slice::from_ref(&beta), Some(&vacated), late);
+    assert_eq!(answer(&r).as_deref(), Some("beta/web"));
+    assert!(moved.unwrap().contains("\"beta\""));
+    // The restarted controller reads the same annotation: no state of its own is needed.
+    let (r, _) = sync(&[alpha_new, beta], Some(&vacated), back);
+    assert_eq!(answer(&r).as_deref(), Some("alpha/web"));
 }

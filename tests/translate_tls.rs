@@ -83,8 +83,12 @@ fn inputs(docs: &[String]) -> Inputs {
     inputs
 }
 
+/// Redirects on for the class: most tables here check them. The default (off) is checked by
+/// `redirect_follows_the_annotation_then_the_class_default`.
 fn opts() -> TranslateOptions {
-    TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() }
+    let mut o = TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() };
+    o.tls.ssl_redirect = true;
+    o
 }
 
 fn reasons(r: &DesiredRouter) -> Vec<(String, String)> {
@@ -185,6 +189,7 @@ fn the_configured_default_certificate_and_port_are_used() {
     o.tls = TlsOptions {
         https_port: 8443,
         default_certificate: Some(("shop".into(), "b".into())),
+        ssl_redirect: true,
         ..TlsOptions::default()
     };
     let r = translate(
@@ -215,10 +220,16 @@ fn redirect_follows_the_annotation_then_the_class_default() {
             ingress("web", "2026-01-01T00:00:00Z", &["a.example.com"], &[("a", &["a.example.com"])], ann),
         ])
     };
+    // The default: no redirect unless asked (the Ingress API does not ask for one); plain HTTP
+    // for a TLS host is routed like any other request.
+    let default = TranslateOptions::default();
+    assert!(!default.tls.ssl_redirect);
+    let r = translate(&docs(""), &default);
+    assert!(r.redirects.is_empty(), "no redirect by default: {:?}", r.redirects);
+    assert!(r.policies.iter().any(|p| p.description.starts_with("a.example.com")), "HTTP routes the host");
     let off = "kuryr-l7-router.openstack.org/ssl-redirect: \"false\"";
     assert!(translate(&docs(off), &opts()).redirects.is_empty());
-    let mut class_off = opts();
-    class_off.tls.ssl_redirect = false;
+    let class_off = default;
     assert!(translate(&docs(""), &class_off).redirects.is_empty());
     let on = "kuryr-l7-router.openstack.org/ssl-redirect: \"true\"";
     assert_eq!(translate(&docs(on), &class_off).redirects.len(), 1, "the annotation wins");
@@ -326,7 +337,52 @@ fn a_host_claimed_with_two_secrets_goes_to_the_oldest_ingress() {
     assert!(reasons(&r).contains(&("ConflictingCertificate".into(), "Ingress shop/young".into())));
     let https = r.https.as_ref().unwrap();
     assert_eq!(https.certificates["shop_first"].hosts, vec!["a.example.com"]);
-    assert!(https.certificates["shop_second"].hosts.is_empty());
+    // The refused certificate is not on the listener: haproxy would pick it by its own SANs.
+    assert!(!https.certificates.contains_key("shop_second"), "{:?}", https.certificates.keys());
+}
+
+#[test]
+fn certificates_that_won_no_host_are_not_on_the_listener() {
+    // b's certificate names a host of another namespace (ownership on), c's covers none of its
+    // hosts: neither is served, whatever SNI a client sends. The configured default stays.
+    let a = valid(&["a.example.com"]);
+    let b = valid(&["a.example.com"]);
+    let c = valid(&["other.example.com"]);
+    let tenant = |doc: String, ns: &str| doc.replacen("namespace: shop", &format!("namespace: {ns}"), 1);
+    let base_services = BASE.replace("namespace: shop", "namespace: tenant-b");
+    let docs = [
+        secret("shop", "a", &a),
+        secret("tenant-b", "b", &b),
+        secret("shop", "c", &c),
+        ingress("a", "2026-01-01T00:00:00Z", &["a.example.com"], &[("a", &["a.example.com"])], ""),
+        tenant(ingress("b", "2026-01-02T00:00:00Z", &["b.example.com"], &[("b", &["a.example.com"])], ""), "tenant-b"),
+        ingress("c", "2026-01-03T00:00:00Z", &["c.example.com"], &[("c", &["c.example.com"])], ""),
+        base_services,
+    ];
+    let mut o = opts();
+    o.tenancy.host_ownership = true;
+    let r = translate(&inputs(&docs), &o);
+    let got = reasons(&r);
+    assert!(got.contains(&("HostOwnedByOtherNamespace".into(), "Ingress tenant-b/b".into())), "{got:?}");
+    assert!(got.contains(&("HostNotCovered".into(), "Ingress shop/c".into())), "{got:?}");
+    let https = r.https.as_ref().unwrap();
+    let names: Vec<&str> = https.certificates.keys().map(String::as_str).collect();
+    assert_eq!(names, ["shop_a"]);
+    assert_eq!(https.default_certificate, "shop_a");
+    // Ownership off: b's entry is a ConflictingCertificate (a is older) and is still left out.
+    let r = translate(&inputs(&docs), &opts());
+    assert!(reasons(&r).contains(&("ConflictingCertificate".into(), "Ingress tenant-b/b".into())));
+    let names: Vec<String> = r.https.as_ref().unwrap().certificates.keys().cloned().collect();
+    assert_eq!(names, ["shop_a"]);
+    // The configured default certificate is kept even when it names no host of an Ingress.
+    let mut with_default = opts();
+    with_default.tls.default_certificate = Some(("shop".into(), "c".into()));
+    let r = translate(&inputs(&docs), &with_default);
+    let https = r.https.as_ref().unwrap();
+    assert_eq!(https.default_certificate, "shop_c");
+    let mut names: Vec<&str> = https.certificates.keys().map(String::as_str).collect();
+    names.sort();
+    assert_eq!(names, ["shop_a", "shop_c"]);
 }
 
 #[test]

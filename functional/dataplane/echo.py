@@ -6,7 +6,7 @@ Usage: echo.py [--host 127.0.0.1] NAME=PORT [NAME=PORT ...]
   to stdout: `READY NAME PORT`, then `READY` alone. Runs until SIGTERM/SIGINT.
 
 Every request (any method) gets 200 with Content-Type application/json and body
-  {"backend": NAME, "method": "GET", "path": "/foo?x=1", "host": "<Host header>",
+  {"backend": NAME, "method": "GET", "path": "/foo?x=1", "proto": "HTTP/1.1", "host": "<Host header>",
    "port": PORT, "headers": {...}}
 and the header X-Echo-Backend: NAME.
 """
@@ -26,6 +26,7 @@ def make_handler(name):
             if n:
                 self.rfile.read(n)
             body = json.dumps({"backend": name, "method": self.command, "path": self.path,
+                               "proto": self.request_version,
                                "host": self.headers.get("Host"),
                                "port": self.server.server_address[1],
                                "headers": dict(self.headers.items())}).encode()

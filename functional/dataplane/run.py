@@ -29,6 +29,7 @@ Output (stdout, one JSON document):
      {"request": {...}, "status": 200, "backend": "svc-a",
       "haproxy_backend": "<pool_id>:<listener_id>", "pool_id": ..., "pool_name": ...,
       "member_id": ..., "member_name": ..., "location": null, "body": {...}|"text",
+      "proto": "HTTP/1.1", "headers": {...},
       "tls": null | {"subject": "CN=...", "subject_cn": ..., "issuer": "CN=...",
                      "san": ["..."], "chain_len": 2, "version": "TLSv1.3"},
       "expect": "svc-a", "match": true}, ...]}
@@ -169,7 +170,9 @@ def send(port, req, timeout):
             c.request(method, req["path"], headers=headers)
         r = c.getresponse()
         raw = r.read()
-        return r.status, dict(r.getheaders()), raw, tls
+        hdrs = dict(r.getheaders())
+        hdrs[":proto"] = "HTTP/%d.%d" % divmod(r.version, 10)
+        return r.status, hdrs, raw, tls
     finally:
         c.close()
 
@@ -265,6 +268,8 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
             try:
                 st, hdrs, raw_body, res["tls"] = send(pm[lport], req, timeout)
                 res["status"] = st
+                res["proto"] = hdrs.pop(":proto")
+                res["headers"] = hdrs
                 res["location"] = hdrs.get("Location") or hdrs.get("location")
                 tag = hdrs.get("X-Dp-Backend") or hdrs.get("x-dp-backend")
                 if tag and "/" in tag:

@@ -16,7 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The shipped binary's `status-responder` on free loopback ports; killed on drop.
-struct Responder {
+pub(super) struct Responder {
     child: Child,
     not_found: u16,
     unavailable: u16,
@@ -24,7 +24,7 @@ struct Responder {
 }
 
 impl Responder {
-    fn start() -> Self {
+    pub(super) fn start() -> Self {
         let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
         let (not_found, unavailable, health) = (free(), free(), free());
         let dir = tempfile::tempdir().unwrap();
@@ -79,6 +79,18 @@ fn send(
     responder: Option<&Responder>,
     cases: &[(&str, &str)],
 ) -> Vec<serde_json::Value> {
+    let requests: Vec<serde_json::Value> =
+        cases.iter().map(|(host, path)| serde_json::json!({"host": host, "path": path})).collect();
+    send_requests(lb_id, desired, responder, &requests)
+}
+
+/// [`send`] with run.py's request objects (method, scheme, headers...).
+pub(super) fn send_requests(
+    lb_id: &str,
+    desired: &DesiredRouter,
+    responder: Option<&Responder>,
+    requests: &[serde_json::Value],
+) -> Vec<serde_json::Value> {
     let mut echo = echo_names(desired);
     let mut member_map = serde_json::Map::new();
     for (pool, port) in
@@ -92,8 +104,6 @@ fn send(
             }
         }
     }
-    let requests: Vec<serde_json::Value> =
-        cases.iter().map(|(host, path)| serde_json::json!({"host": host, "path": path})).collect();
     let mut child = Command::new("/usr/bin/python3")
         .arg(repo().join("functional/dataplane/run.py"))
         .args([lb_id, "--echo", &serde_json::to_string(&echo).unwrap()])
@@ -103,7 +113,7 @@ fn send(
         .stderr(Stdio::piped())
         .spawn()
         .expect("run functional/dataplane/run.py");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(&requests).unwrap().as_bytes()).unwrap();
+    child.stdin.take().unwrap().write_all(serde_json::to_string(requests).unwrap().as_bytes()).unwrap();
     let out = child.wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     let result: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {

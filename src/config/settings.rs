@@ -55,6 +55,7 @@ pub struct KubernetesSettings {
     /// Namespaces allowed to set the router-wide default backend; empty: all.
     pub default_backend_namespaces: Vec<String>,
     pub host_ownership: bool,
+    pub host_ownership_grace_period: Duration,
 }
 
 /// Default IngressClass name when neither `ingress_class` nor `node_pool` is set.
@@ -495,6 +496,7 @@ impl Reader {
             health_port: self.value(k, "health_port"),
             default_backend_namespaces: self.value(k, "default_backend_namespaces"),
             host_ownership: self.value(k, "host_ownership"),
+            host_ownership_grace_period: self.value(k, "host_ownership_grace_period"),
         };
         let class = kubernetes.effective_ingress_class();
         if !is_dns_subdomain(&class) {

@@ -283,8 +283,27 @@ impl Context {
             }
         };
         self.apply_notices(&inputs, &desired).await?;
+        self.remember_host_owners(&inputs).await?;
         service_events::publish(self, &inputs, &desired.warnings).await;
         Ok((desired, report))
+    }
+
+    /// With host ownership on, stores the hosts' owners on our IngressClass when they changed
+    /// (`translate::tenancy`): the next sync, of this or a new leader, reads them from the cache.
+    async fn remember_host_owners(&self, inputs: &Inputs) -> Result<(), HandlerError> {
+        let Some(value) = crate::translate::tenancy::remembered_owners(inputs, &self.opts) else {
+            return Ok(());
+        };
+        let api: Api<IngressClass> = Api::all(self.client.clone());
+        let patch = serde_json::json!({"metadata": {"annotations": {
+            crate::translate::tenancy::HOST_OWNERS_ANNOTATION: value}}});
+        let params = kube::api::PatchParams::default();
+        match api.patch(&self.opts.ingress_class, &params, &kube::api::Patch::Merge(&patch)).await {
+            Ok(_) => tracing::info!(class = %self.opts.ingress_class, "host owners remembered"),
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+        Ok(())
     }
 
     /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks: a

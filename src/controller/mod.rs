@@ -82,6 +82,8 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "ingresses", "patch"),
     ("networking.k8s.io", "ingresses/status", "patch"),
     ("", "services", "patch"),
+    // context.rs: the remembered host owners on our IngressClass ([kubernetes] host_ownership).
+    ("networking.k8s.io", "ingressclasses", "patch"),
     // events.rs: kube-runtime's Recorder (events.k8s.io/v1): create, then patch on repeat.
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),

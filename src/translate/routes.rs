@@ -50,6 +50,30 @@ pub fn is_ours(ing: &Ingress, classes: &[IngressClass], opts: &TranslateOptions)
     })
 }
 
+/// Our IngressClass (right name and controller), if it exists.
+pub fn our_class<'a>(classes: &'a [IngressClass], opts: &TranslateOptions) -> Option<&'a IngressClass> {
+    classes.iter().find(|c| {
+        c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
+            && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
+    })
+}
+
+/// Our Ingresses, oldest first: conflicts are won by the first claimant in this order.
+pub fn ours_by_age<'a>(inputs: &'a Inputs, opts: &TranslateOptions) -> Vec<&'a Ingress> {
+    let mut ours: Vec<&Ingress> =
+        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
+    ours.sort_by(|a, b| age(a).cmp(&age(b)));
+    ours
+}
+
+/// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
+pub(super) fn host_owners(ours: &[&Ingress], inputs: &Inputs, opts: &TranslateOptions) -> Option<HostOwners> {
+    opts.tenancy.host_ownership.then(|| {
+        let remembered = super::tenancy::stored_owners(our_class(&inputs.ingress_classes, opts));
+        HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
+    })
+}
+
 /// A resolved backend: one Service port.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct PoolKey {
@@ -143,18 +167,17 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         .map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
         .collect();
 
-    // Oldest first: conflicts are won by the first claimant in this order.
-    let mut ours: Vec<&Ingress> =
-        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
-    ours.sort_by(|a, b| age(a).cmp(&age(b)));
-
-    let owners = opts.tenancy.host_ownership.then(|| HostOwners::build(&ours));
+    let ours = ours_by_age(inputs, opts);
+    let owners = host_owners(&ours, inputs, opts);
     // Router-wide default backend: the oldest allowed Ingress whose rules name no host.
     let mut default: Option<(PoolKey, KubeRef)> = None;
     // Routes keyed by what they match; first claimant (oldest) wins.
     let mut claimed: BTreeMap<(String, PathKind, String), Route> = BTreeMap::new();
     // Per-host catch-alls of the Ingresses' default backends, claimed after every explicit route.
     let mut catch_alls: Vec<Route> = Vec::new();
+    // The namespace of the oldest Ingress naming each host in its rules: only a default backend
+    // of that namespace may catch the host's unmatched paths.
+    let mut host_namespace: BTreeMap<String, KubeRef> = BTreeMap::new();
     for ing in &ours {
         let owner = ingress_ref(ing);
         let spec = ing.spec.as_ref();
@@ -205,7 +228,17 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
                     warn(&mut warnings, &owner, HOST_OWNED, msg);
                     continue;
                 }
+            } else if !opts.tenancy.may_set_router_default(&owner.namespace) {
+                // A host-less rule catches every host: the same gate as the router-wide default.
+                let msg = format!(
+                    "{owner}: rules[{ri}] has no host, so it would catch requests for every host; namespace {} may not do that ([kubernetes] default_backend_namespaces = {})",
+                    owner.namespace,
+                    opts.tenancy.default_backend_namespaces.join(",")
+                );
+                warn(&mut warnings, &owner, HOSTLESS_NOT_ALLOWED, msg);
+                continue;
             }
+            host_namespace.entry(host.clone()).or_insert_with(|| owner.clone());
             own_hosts.insert(host.clone());
             let Some(http) = rule.http.as_ref() else {
                 continue;
@@ -221,7 +254,15 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
         }
         let Some(key) = default_backend else { continue };
         for host in own_hosts.iter().filter(|h| !h.is_empty()) {
-            catch_alls.push(catch_all_route(&owner, host, key.clone()));
+            match host_namespace.get(host).filter(|first| first.namespace != owner.namespace) {
+                None => catch_alls.push(catch_all_route(&owner, host, key.clone())),
+                Some(first) => {
+                    let msg = format!(
+                        "{owner}: spec.defaultBackend does not catch the unmatched paths of host {host}: the host was named first by {first}, of another namespace"
+                    );
+                    warn(&mut warnings, &owner, "ConflictingDefaultBackend", msg);
+                }
+            }
         }
         if own_hosts.contains("") {
             claim_router_default(&mut default, &owner, key, &opts.tenancy, &mut warnings);
@@ -238,25 +279,54 @@ pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
     let mut pool_keys: BTreeSet<PoolKey> = routes.iter().filter_map(|r| r.pool.clone()).collect();
     pool_keys.extend(default_key.clone());
     let mut names = pool_names(&pool_keys);
+    // With a router-wide default backend and no responder, a named host's unmatched paths are
+    // guarded to the empty 503 pool: they must never reach another tenant's catch-all.
+    let guard_to_unavailable =
+        opts.status_responder.is_none() && default_key.is_some() && routes.iter().any(|r| !r.host.is_empty());
     let reserved = super::status::reserved(
         opts.status_responder.as_ref(),
         &services,
-        routes.iter().any(|r| r.pool.is_none()),
+        guard_to_unavailable || routes.iter().any(|r| r.pool.is_none()),
         &opts.lb_algorithm,
         &mut warnings,
     );
     pool_keys.extend(reserved.from_service.keys().cloned());
     names.extend(reserved.from_service);
     // No default backend: requests no route matches go to the 404 pool, when there is one.
-    let default_pool = default_key.as_ref().map(|k| names[k].clone()).or(reserved.not_found);
+    let default_pool = default_key.as_ref().map(|k| names[k].clone()).or(reserved.not_found.clone());
+    // Where a named host's unmatched paths go (see `order_policies`).
+    let stops = Stops {
+        default_pool: default_pool.as_deref(),
+        guard_pool: reserved
+            .not_found
+            .as_deref()
+            .or_else(|| guard_to_unavailable.then_some(crate::model::UNAVAILABLE_POOL)),
+        router_default: default_key.is_some(),
+    };
     let https = tls.https.map(|mut https| {
-        let on_https = routes.iter().filter(|r| super::tls::on_https(&r.host, &tls.tls_hosts)).cloned().collect();
+        let (on_https, off): (Vec<Route>, Vec<Route>) =
+            routes.iter().cloned().partition(|r| super::tls::on_https(&r.host, &tls.tls_hosts));
+        let any_hostless = on_https.iter().any(|r| r.host.is_empty());
         // Warnings of the HTTPS ordering repeat the HTTP ones (same routes): not collected twice.
-        https.policies = order_policies(on_https, &names, default_pool.as_deref(), &mut Vec::new());
+        let mut policies = order_policies(on_https, &names, &stops, &mut Vec::new());
+        // A named host without TLS has no route on HTTPS; its requests there must not reach
+        // the router-wide catch-all or host-less routes either: a guard each, first (they match
+        // their own host only, and no host on this listener is covered by them).
+        if let Some(gp) = stops.guard_pool
+            && (stops.router_default || any_hostless)
+        {
+            let mut guarded = guard_policies(&off, gp);
+            guarded.append(&mut policies);
+            policies = guarded;
+            for (n, p) in policies.iter_mut().enumerate() {
+                p.position = n as u32 + 1;
+            }
+        }
+        https.policies = policies;
         https.default_pool = default_pool.clone();
         https
     });
-    let policies = order_policies(routes, &names, default_pool.as_deref(), &mut warnings);
+    let policies = order_policies(routes, &names, &stops, &mut warnings);
     let mut pools = build_pools(inputs, opts, &pool_keys, &names, &services, &mut warnings);
     pools.extend(reserved.empty.into_iter().map(|p| (p.name.clone(), p)));
     let health_monitors = pools
@@ -315,6 +385,9 @@ fn claim(
         warn(warnings, owner, "ConflictingDefaultBackend", msg);
     }
 }
+
+/// The Event reason of a host-less rule from a namespace that may not catch every host.
+pub const HOSTLESS_NOT_ALLOWED: &str = "HostlessRuleNotAllowed";
 
 /// Path type shown for the catch-all policy of an Ingress's default backend on one of its hosts.
 pub const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
@@ -469,13 +542,16 @@ pub(super) fn wildcard_covers(wild: &str, host: &str) -> bool {
 /// determinism); within a group, longest match path first, Exact before Prefix at equal length,
 /// then the path text. Kubernetes picks the host before the path, so a host whose own routes do
 /// not match must not fall through to a wildcard or host-less route: a guard policy sends it to
-/// the default pool, or (no default pool) later policies exclude it with inverted host rules.
+/// the 404 answer, or (no default pool) later policies exclude it with inverted host rules.
+/// Nor may it fall into the router-wide default backend (another tenant's catch-all): with one,
+/// every named host without a `Prefix /` of its own gets a guard.
 fn order_policies(
     mut routes: Vec<Route>,
     names: &BTreeMap<PoolKey, String>,
-    default_pool: Option<&str>,
+    stops: &Stops<'_>,
     warnings: &mut Vec<Warning>,
 ) -> Vec<Policy> {
+    let default_pool = stops.default_pool;
     routes.sort_by(|a, b| {
         (HostKind::of(&a.host), &a.host, std::cmp::Reverse(a.match_path.len()), a.kind, &a.match_path).cmp(&(
             HostKind::of(&b.host),
@@ -499,8 +575,8 @@ fn order_policies(
     // Hosts that could fall through, and which later hosts they could fall into.
     let needs_stop = |h: &str| -> bool {
         match HostKind::of(h) {
-            HostKind::Exact => any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h)),
-            HostKind::Wildcard => any_hostless,
+            HostKind::Exact => stops.router_default || any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h)),
+            HostKind::Wildcard => stops.router_default || any_hostless,
             HostKind::Any => false,
         }
     };
@@ -531,18 +607,10 @@ fn order_policies(
         };
         let excl_rules = exclusion_rules(&excluded);
         policies.extend(routes[i..j].iter().map(|r| route_policy(r, names, &excluded, &excl_rules, warnings)));
-        if let Some(dp) = default_pool
+        if let Some(gp) = stops.guard_pool
             && leaky.contains(&host.as_str())
         {
-            let owner = hosts[host.as_str()].1.clone();
-            policies.push(Policy {
-                name: guard_name(&host),
-                position: 0,
-                pool: dp.to_string(),
-                rules: vec![host_rule(&host)],
-                owner,
-                description: format!("{host} guard: paths without a route go to the default backend"),
-            });
+            policies.push(guard_policy(&host, gp, hosts[host.as_str()].1.clone()));
         }
         i = j;
     }
@@ -550,6 +618,41 @@ fn order_policies(
         p.position = n as u32 + 1;
     }
     policies
+}
+
+/// One guard policy (host rule only → `pool`) per named host of `routes`, exact hosts first,
+/// owned by the oldest owner of the host's routes.
+fn guard_policies(routes: &[Route], pool: &str) -> Vec<Policy> {
+    let mut hosts: BTreeMap<(HostKind, &str), &KubeRef> = BTreeMap::new();
+    for r in routes.iter().filter(|r| !r.host.is_empty()) {
+        let e = hosts.entry((HostKind::of(&r.host), r.host.as_str())).or_insert(&r.owner);
+        if r.owner < **e {
+            *e = &r.owner;
+        }
+    }
+    hosts.into_iter().map(|((_, host), owner)| guard_policy(host, pool, owner.clone())).collect()
+}
+
+fn guard_policy(host: &str, pool: &str, owner: KubeRef) -> Policy {
+    Policy {
+        name: guard_name(host),
+        position: 0,
+        pool: pool.to_string(),
+        rules: vec![host_rule(host)],
+        owner,
+        description: format!("{host} guard: paths without a route get the no-route answer"),
+    }
+}
+
+/// Where the requests that a host's routes do not match may go.
+struct Stops<'a> {
+    /// The listeners' default pool: the router-wide default backend, else the 404 pool, if any.
+    default_pool: Option<&'a str>,
+    /// The pool of a host's guard policy: the 404 pool (status responder), else, while a
+    /// router-wide default backend exists, the empty 503 pool; `None`: exclusion rules instead.
+    guard_pool: Option<&'a str>,
+    /// An Ingress set the router-wide default backend: every named host needs a stop.
+    router_default: bool,
 }
 
 /// The policy of one route: its host and path rules, then as many of the host exclusions as

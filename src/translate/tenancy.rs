@@ -14,10 +14,18 @@
 //!   so a younger tenant cannot take `shop.example.com` out of another tenant's wildcard (exact
 //!   hosts win over wildcards in Kubernetes precedence). An exact host claimed before the
 //!   wildcard keeps its owner. Host-less rules name no host and are not subject to ownership.
+//! - Ownership survives the owner's re-creation (a Helm reinstall, `kubectl replace`): the owners
+//!   are remembered in an annotation on our IngressClass ([`HOST_OWNERS_ANNOTATION`], which only
+//!   cluster administrators can edit, read from the cache like every input, so it survives a
+//!   restart and a leader change). A remembered owner keeps its host, whatever the age of other
+//!   namespaces' Ingresses, while it has an Ingress naming it, and for
+//!   `[kubernetes] host_ownership_grace_period` after its last one went; then the oldest claimant
+//!   takes it. The controller writes the annotation when [`remembered_owners`] changes it.
 
 use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
 
-use k8s_openapi::api::networking::v1::Ingress;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
 
 use super::namespace_of;
@@ -25,7 +33,7 @@ use super::rules::{HostKind, host_problem};
 use crate::model::KubeRef;
 
 /// The tenancy part of the translation options (kuryr.conf `[kubernetes]`).
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenancyOptions {
     /// Namespaces whose Ingresses may set the router-wide default backend; empty: all.
     #[serde(default)]
@@ -33,6 +41,62 @@ pub struct TenancyOptions {
     /// The first namespace to claim a host owns it.
     #[serde(default)]
     pub host_ownership: bool,
+    /// How long a remembered owner keeps a host after its last Ingress naming it went.
+    #[serde(default = "default_grace")]
+    pub host_ownership_grace: Duration,
+}
+
+/// `[kubernetes] host_ownership_grace_period` default: long enough for a reinstall or a restore.
+pub const DEFAULT_HOST_OWNERSHIP_GRACE: Duration = Duration::from_secs(3600);
+
+fn default_grace() -> Duration {
+    DEFAULT_HOST_OWNERSHIP_GRACE
+}
+
+impl Default for TenancyOptions {
+    fn default() -> Self {
+        Self {
+            default_backend_namespaces: Vec::new(),
+            host_ownership: false,
+            host_ownership_grace: DEFAULT_HOST_OWNERSHIP_GRACE,
+        }
+    }
+}
+
+/// Annotation of our IngressClass: the remembered owner of each host (JSON [`RememberedOwners`]).
+pub const HOST_OWNERS_ANNOTATION: &str = "kuryr-l7-router.openstack.org/host-owners";
+
+/// A host's remembered owner.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RememberedOwner {
+    pub namespace: String,
+    /// Unix seconds when the namespace's last Ingress naming the host went; absent while it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vacated: Option<u64>,
+}
+
+/// Host → remembered owner.
+pub type RememberedOwners = BTreeMap<String, RememberedOwner>;
+
+fn unix(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+/// The remembered owners stored on `class` (none, or unreadable: none, as before any was stored).
+pub fn stored_owners(class: Option<&IngressClass>) -> RememberedOwners {
+    class
+        .and_then(|c| c.metadata.annotations.as_ref())
+        .and_then(|a| a.get(HOST_OWNERS_ANNOTATION))
+        .and_then(|v| serde_json::from_str(v).ok())
+        .unwrap_or_default()
+}
+
+/// Is a remembered owner still holding its host at `now` (`None`: no clock, it is)?
+fn holds(r: &RememberedOwner, now: Option<SystemTime>, grace: Duration) -> bool {
+    match (r.vacated, now) {
+        (Some(v), Some(now)) => unix(now) < v.saturating_add(grace.as_secs()),
+        _ => true,
+    }
 }
 
 impl TenancyOptions {
@@ -56,9 +120,16 @@ fn covered_by(wild: &str, host: &str) -> bool {
 }
 
 impl HostOwners {
-    /// The owners from our Ingresses, `ours` sorted oldest first. Invalid hosts claim nothing.
-    pub fn build(ours: &[&Ingress]) -> Self {
+    /// The owners from our Ingresses, `ours` sorted oldest first, after the `remembered` owners
+    /// still holding their hosts at `now`. Invalid hosts claim nothing.
+    pub fn build(ours: &[&Ingress], remembered: &RememberedOwners, now: Option<SystemTime>, grace: Duration) -> Self {
         let mut owners: BTreeMap<String, KubeRef> = BTreeMap::new();
+        for (host, r) in remembered.iter().filter(|(_, r)| holds(r, now, grace)) {
+            // Named by the oldest Ingress of the namespace that names it, if one does.
+            let by = ours.iter().find(|i| namespace_of(&i.metadata) == r.namespace && names_host(i, host));
+            let name = by.map_or("", |i| i.metadata.name.as_deref().unwrap_or(""));
+            owners.insert(host.clone(), KubeRef::new("Ingress", &r.namespace, name));
+        }
         for ing in ours {
             let owner =
                 KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""));
@@ -84,11 +155,64 @@ impl HostOwners {
 
     /// The Warning message for a refused claim (`what`: which rule or TLS entry).
     pub fn message(claimant: &KubeRef, what: &str, host: &str, owner: &KubeRef) -> String {
+        let by = if owner.name.is_empty() {
+            "kept for its re-creation during [kubernetes] host_ownership_grace_period".to_string()
+        } else {
+            format!("claimed first by {owner}")
+        };
         format!(
-            "{claimant}: {what} for host {host} refused: the host belongs to namespace {} (claimed first by {owner}); [kubernetes] host_ownership is on",
+            "{claimant}: {what} for host {host} refused: the host belongs to namespace {} ({by}); [kubernetes] host_ownership is on",
             owner.namespace
         )
     }
+
+    /// The owners to remember after this sync: every owned host, `vacated` set (to `now`) when
+    /// its owner's namespace no longer names it, dropped once the grace period is over.
+    pub fn to_remember(
+        &self,
+        ours: &[&Ingress],
+        previous: &RememberedOwners,
+        now: Option<SystemTime>,
+    ) -> RememberedOwners {
+        let mut out = RememberedOwners::new();
+        for (host, owner) in &self.owners {
+            let named = ours.iter().any(|i| namespace_of(&i.metadata) == owner.namespace && names_host(i, host));
+            let vacated = if named {
+                None
+            } else {
+                match previous.get(host).filter(|p| p.namespace == owner.namespace) {
+                    Some(p) if p.vacated.is_some() => p.vacated,
+                    // Owned through a wildcard of the namespace: the wildcard's entry keeps it.
+                    _ if !previous.contains_key(host) => continue,
+                    _ => now.map(unix),
+                }
+            };
+            out.insert(host.clone(), RememberedOwner { namespace: owner.namespace.clone(), vacated });
+        }
+        out
+    }
+}
+
+/// Does the Ingress name `host` in its rules or `spec.tls`?
+fn names_host(ing: &Ingress, host: &str) -> bool {
+    let Some(spec) = ing.spec.as_ref() else { return false };
+    spec.rules.iter().flatten().any(|r| r.host.as_deref() == Some(host))
+        || spec.tls.iter().flatten().any(|t| t.hosts.iter().flatten().any(|h| h == host))
+}
+
+/// The value of [`HOST_OWNERS_ANNOTATION`] that our IngressClass should carry after a sync of
+/// these inputs, when it differs from the stored one (`None`: nothing to write). Host ownership
+/// off: nothing is remembered (a stored value is left alone, for when it is turned back on).
+pub fn remembered_owners(inputs: &super::Inputs, opts: &super::TranslateOptions) -> Option<String> {
+    if !opts.tenancy.host_ownership {
+        return None;
+    }
+    let ours = super::routes::ours_by_age(inputs, opts);
+    let class = super::routes::our_class(&inputs.ingress_classes, opts);
+    let previous = stored_owners(class);
+    let owners = HostOwners::build(&ours, &previous, inputs.now, opts.tenancy.host_ownership_grace);
+    let next = owners.to_remember(&ours, &previous, inputs.now);
+    (next != previous).then(|| serde_json::to_string(&next).expect("plain JSON"))
 }
 
 /// The Event reason of a claim refused by host ownership.
@@ -113,7 +237,9 @@ mod tests {
         let b = ing("b", "mid", 2, &["shop.example.com", "x.apps.example.com", "b.example.com"], &[]);
         let b2 = ing("b", "early-sub", 1, &["y.apps.example.com"], &[]);
         // Sorted oldest first as the translation does: (age, ns, name).
-        let owners = HostOwners::build(&[&a, &b2, &b]);
+        let none = RememberedOwners::new();
+        let grace = DEFAULT_HOST_OWNERSHIP_GRACE;
+        let owners = HostOwners::build(&[&a, &b2, &b], &none, None, grace);
         let cases: &[(&str, &str, Option<&str>)] = &[
             // (namespace asking, host, refused by)
             ("a", "shop.example.com", None),
@@ -135,7 +261,7 @@ mod tests {
         // An exact host claimed before the wildcard keeps its owner.
         let early = ing("b", "early", 1, &["w.apps.example.com"], &[]);
         let late = ing("a", "late", 2, &["*.apps.example.com"], &[]);
-        let owners = HostOwners::build(&[&early, &late]);
+        let owners = HostOwners::build(&[&early, &late], &none, None, grace);
         assert_eq!(
             owners.refuses("a", "w.apps.example.com").map(|o| o.to_string()).as_deref(),
             Some("Ingress b/early")

@@ -11,6 +11,10 @@
 //!   the same precedence as on HTTP; pools are shared with the HTTP listener.
 //! - A Secret that is missing or broken gives a Warning and a certificate without content: the
 //!   driver keeps serving the last good content it stored for that certificate, if any.
+//! - Only certificates that won at least one host (and the configured default) are on the
+//!   listener: haproxy chooses by the certificate's own SANs, so a certificate refused for a host
+//!   (owned by another namespace, claimed first with another Secret, not covered) must not be
+//!   there to be chosen. With no certificate left there is no HTTPS listener.
 //! - Redirects are REDIRECT_PREFIX policies, one per exact TLS host. haproxy evaluates redirects
 //!   before `use_backend` whatever the order, so each one matches its own host only, and never
 //!   `/.well-known/acme-challenge/` (cert-manager's HTTP-01 answers there on plain HTTP). A
@@ -47,7 +51,8 @@ pub struct TlsOptions {
     /// `namespace/name` of the Secret served to clients whose SNI matches no certificate; else
     /// the oldest Ingress's first certificate.
     pub default_certificate: Option<(String, String)>,
-    /// Redirect HTTP to HTTPS for TLS hosts unless an Ingress says otherwise.
+    /// Redirect HTTP to HTTPS for TLS hosts unless an Ingress says otherwise. Off by default:
+    /// the Ingress API does not ask for a redirect, so plain HTTP is served as routed.
     pub ssl_redirect: bool,
     /// 301, 302, 303, 307 or 308.
     pub redirect_code: u16,
@@ -55,7 +60,7 @@ pub struct TlsOptions {
 
 impl Default for TlsOptions {
     fn default() -> Self {
-        Self { https_port: 443, default_certificate: None, ssl_redirect: true, redirect_code: 308 }
+        Self { https_port: 443, default_certificate: None, ssl_redirect: false, redirect_code: 308 }
     }
 }
 
@@ -204,7 +209,7 @@ pub fn translate_tls(
 ) -> TlsRouting {
     let topts = &opts.tls;
     let mut certs: BTreeMap<String, Certificate> = BTreeMap::new();
-    let owners = opts.tenancy.host_ownership.then(|| HostOwners::build(ours));
+    let owners = super::routes::host_owners(ours, inputs, opts);
     let claims = collect_claims(ours, topts, owners.as_ref(), &mut certs, warnings);
     if let Some((ns, name)) = &topts.default_certificate {
         certs.entry(certificate_name(ns, name)).or_insert_with(|| empty_certificate(ns, name));
@@ -282,6 +287,14 @@ pub fn translate_tls(
     for cert in certs.values_mut() {
         cert.hosts.sort();
     }
+    // Only certificates that won a host go on the listener: haproxy picks a certificate by its
+    // own SANs, so a refused one (another namespace's host, a younger conflicting Secret, a host
+    // it does not cover) would be served for a host it lost. The configured default stays.
+    let configured = topts.default_certificate.as_ref().map(|(ns, name)| certificate_name(ns, name));
+    certs.retain(|name, cert| !cert.hosts.is_empty() || configured.as_ref() == Some(name));
+    if certs.is_empty() {
+        return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
+    }
     let default_certificate = pick_default(&certs, &claims, topts);
     let redirects = build_redirects(&host_cert, &claims, topts, warnings);
     let tls_hosts = host_cert.into_keys().collect();
@@ -301,7 +314,11 @@ fn pick_default(certs: &BTreeMap<String, Certificate>, claims: &[Claim], opts: &
     if let Some((ns, name)) = &opts.default_certificate {
         return certificate_name(ns, name);
     }
-    let in_age_order = claims.iter().map(|c| c.certificate.as_str()).chain(certs.keys().map(String::as_str));
+    let in_age_order = claims
+        .iter()
+        .map(|c| c.certificate.as_str())
+        .filter(|n| certs.contains_key(*n))
+        .chain(certs.keys().map(String::as_str));
     let first_good = in_age_order.clone().find(|n| certs[*n].content.is_some());
     first_good.or_else(|| in_age_order.clone().next()).expect("certs is not empty").to_string()
 }

@@ -5,6 +5,10 @@
 
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Policy, Rule, RuleType};
 
+/// The answer of a reserved pool without members (no status responder): haproxy's own 503.
+#[allow(dead_code)]
+pub const EMPTY_POOL_503: &str = "haproxy 503 (empty reserved pool)";
+
 fn rule_matches(r: &Rule, host: &str, path: &str) -> bool {
     let (subject, ci) = match r.rule_type {
         RuleType::HostName => (host.to_ascii_lowercase(), true),
@@ -38,6 +42,10 @@ pub fn answer(
         .map(|p| p.pool.as_str())
         .or(default_pool)?;
     let s = &router.pools[pool].service;
+    if s.kind != "Service" {
+        // A reserved pool that no Service fills: haproxy answers 503 itself.
+        return Some(EMPTY_POOL_503.to_string());
+    }
     Some(format!("{}/{}", s.namespace, s.name))
 }
 
