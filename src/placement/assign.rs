@@ -156,7 +156,8 @@ pub fn place(input: &PlacementInput) -> Placement {
         loads.add(router, group);
         group_router.insert(group.id.clone(), router);
     }
-    over_capacity_warnings(&loads, &warnings.clone(), &mut warnings);
+    let over = over_capacity_warnings(&loads, &warnings);
+    warnings.extend(over);
     let routers = router_fates(input, &loads, &expired);
     let mut host_router = BTreeMap::new();
     let mut ingress_router = BTreeMap::new();
@@ -233,7 +234,8 @@ fn choose_router(
     best.map_or_else(|| loads.new_router(), |(r, _)| r)
 }
 
-fn over_capacity_warnings(loads: &Loads, oversized: &[PlacementWarning], out: &mut Vec<PlacementWarning>) {
+/// Routers over capacity for any reason other than one oversized group placed alone.
+fn over_capacity_warnings(loads: &Loads, oversized: &[PlacementWarning]) -> Vec<PlacementWarning> {
     let alone: BTreeSet<RouterIndex> = oversized
         .iter()
         .filter_map(|w| match w {
@@ -241,6 +243,7 @@ fn over_capacity_warnings(loads: &Loads, oversized: &[PlacementWarning], out: &m
             _ => None,
         })
         .collect();
+    let mut out = Vec::new();
     for (&router, &cost) in &loads.cost {
         let groups = loads.groups.get(&router).cloned().unwrap_or_default();
         let single_oversized = alone.contains(&router) && groups.len() == 1;
@@ -248,6 +251,7 @@ fn over_capacity_warnings(loads: &Loads, oversized: &[PlacementWarning], out: &m
             out.push(PlacementWarning::OverCapacity { router, cost, groups });
         }
     }
+    out
 }
 
 fn router_fates(
