@@ -7,6 +7,7 @@ pub mod controller;
 pub mod driver;
 pub mod model;
 pub mod openstack;
+pub mod placement;
 pub mod secret;
 pub mod show;
 pub mod status_responder;

@@ -1,0 +1,323 @@
+//! Which router each host group goes to.
+//!
+//! The rules (see `docs/scale-out.md`): every host on exactly one router; a placed group stays
+//! where it is (also when its router fills up or other groups go away); a new group goes to the
+//! router with the most room that fits it, else to a new router; a group too big for any router
+//! gets a router of its own and a warning; groups that merge stay on the router holding most of
+//! their hosts and the other parts are moved there, make-before-break; an empty router other
+//! than the first is deleted once it has been empty for a grace period.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::groups::{GroupId, HostGroup, IngressClaim, group_claims};
+use super::{Capacity, Cost, RouterIndex, UnixSeconds};
+
+/// What the placement recorded about an existing router.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterRecord {
+    /// When the router was first seen holding no group (None while it holds groups).
+    pub empty_since: Option<UnixSeconds>,
+}
+
+/// Everything placement depends on; nothing else is read.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PlacementInput {
+    pub claims: Vec<IngressClaim>,
+    /// Cost copied to every router: the router-wide default backend and host-less rules that
+    /// are not in `claims` (host-less claims are added to it).
+    pub shared: Cost,
+    pub capacity: Capacity,
+    /// The recorded placement: host → router. Keyed by host, not by group, because a group's
+    /// identity changes when groups merge or split while each host's router does not.
+    pub current: BTreeMap<String, RouterIndex>,
+    /// The routers that exist (router 0 is always part of the set).
+    pub routers: BTreeMap<RouterIndex, RouterRecord>,
+    pub now: UnixSeconds,
+    /// How long a router other than the first stays empty before it is deleted.
+    pub empty_grace_secs: u64,
+}
+
+/// A part of a group to move to the router of the rest of its group (after a merge).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MoveRequest {
+    pub group: GroupId,
+    pub hosts: BTreeSet<String>,
+    pub from: RouterIndex,
+    pub to: RouterIndex,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PlacementWarning {
+    /// The group alone (with the shared cost) exceeds a router's capacity: it got a router of
+    /// its own and that router is over capacity.
+    OversizedGroup { group: GroupId, cost: Cost, router: RouterIndex },
+    /// A router is over capacity because placed groups grew or merged: nothing moves by
+    /// itself; the operator may move a group.
+    OverCapacity { router: RouterIndex, cost: Cost, groups: BTreeSet<GroupId> },
+    /// The cost copied to every router (default backend, host-less rules) alone exceeds a
+    /// router's capacity: every router is over, and more routers do not help.
+    SharedOverCapacity { cost: Cost },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RouterFate {
+    /// Holds groups, or is the first router: kept.
+    Keep,
+    /// Empty since `since`; deleted once `now >= delete_at`. Record `since` where the next
+    /// leader finds it.
+    Empty { since: UnixSeconds, delete_at: UnixSeconds },
+    /// Empty for the whole grace period: delete it (no group was placed on it).
+    Delete,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterLoad {
+    pub groups: BTreeSet<GroupId>,
+    /// Shared cost plus the cost of its groups.
+    pub cost: Cost,
+    pub fate: RouterFate,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    pub groups: Vec<HostGroup>,
+    pub shared: Cost,
+    pub group_router: BTreeMap<GroupId, RouterIndex>,
+    /// Every host of every group, on exactly one router (after the moves below).
+    pub host_router: BTreeMap<String, RouterIndex>,
+    /// Ingresses with hosts → their router (an Ingress with only host-less rules is on all).
+    pub ingress_router: BTreeMap<String, RouterIndex>,
+    pub routers: BTreeMap<RouterIndex, RouterLoad>,
+    pub moves: Vec<MoveRequest>,
+    pub warnings: Vec<PlacementWarning>,
+}
+
+/// Working state while placing.
+struct Loads {
+    cap: Capacity,
+    shared: Cost,
+    cost: BTreeMap<RouterIndex, Cost>,
+    groups: BTreeMap<RouterIndex, BTreeSet<GroupId>>,
+}
+
+impl Loads {
+    fn add(&mut self, router: RouterIndex, group: &HostGroup) {
+        let shared = self.shared;
+        let c = self.cost.entry(router).or_insert(shared);
+        *c = c.plus(group.cost);
+        self.groups.entry(router).or_default().insert(group.id.clone());
+    }
+
+    fn is_empty(&self, router: RouterIndex) -> bool {
+        self.groups.get(&router).is_none_or(BTreeSet::is_empty)
+    }
+
+    /// The smallest index not in use: the name `<base>-N` of a deleted router is reused.
+    fn new_router(&mut self) -> RouterIndex {
+        let index = (0..).find(|i| !self.cost.contains_key(i)).expect("fewer than u32::MAX routers");
+        self.cost.insert(index, self.shared);
+        index
+    }
+}
+
+/// Places every group. Deterministic: the same inputs in any order give the same placement.
+pub fn place(input: &PlacementInput) -> Placement {
+    let (groups, hostless) = group_claims(&input.claims);
+    let shared = input.shared.plus(hostless);
+    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new() };
+    let known = input.routers.keys().chain(input.current.values()).copied().chain([0]);
+    for r in known {
+        loads.cost.insert(r, shared);
+    }
+    let mut group_router = BTreeMap::new();
+    let mut moves = Vec::new();
+    let mut new_groups = Vec::new();
+    for group in &groups {
+        match keep_placed(group, &input.current, &mut moves) {
+            Some(router) => {
+                loads.add(router, group);
+                group_router.insert(group.id.clone(), router);
+            }
+            None => new_groups.push(group),
+        }
+    }
+    let expired: BTreeSet<RouterIndex> =
+        loads.cost.keys().copied().filter(|&r| r != 0 && loads.is_empty(r) && grace_over(input, r)).collect();
+    let mut warnings = Vec::new();
+    if !shared.fits(input.capacity) {
+        warnings.push(PlacementWarning::SharedOverCapacity { cost: shared });
+    }
+    // Largest first (first-fit decreasing packs tighter), then by id for a total order.
+    new_groups.sort_by(|a, b| b.cost.cmp(&a.cost).then_with(|| a.id.cmp(&b.id)));
+    for group in new_groups {
+        let router = choose_router(&mut loads, &expired, group, &mut warnings);
+        loads.add(router, group);
+        group_router.insert(group.id.clone(), router);
+    }
+    let over = over_capacity_warnings(&loads, &warnings);
+    warnings.extend(over);
+    let routers = router_fates(input, &loads, &expired);
+    let mut host_router = BTreeMap::new();
+    let mut ingress_router = BTreeMap::new();
+    for group in &groups {
+        let router = group_router[&group.id];
+        host_router.extend(group.hosts.iter().map(|h| (h.clone(), router)));
+        ingress_router.extend(group.ingresses.iter().map(|i| (i.clone(), router)));
+    }
+    Placement { groups, shared, group_router, host_router, ingress_router, routers, moves, warnings }
+}
+
+/// The router of an already placed group: the router holding most of its hosts (ties: the
+/// lowest index, the older router). Hosts recorded on other routers (the group merged) are
+/// moved there; hosts not recorded yet (new hosts) simply join.
+fn keep_placed(
+    group: &HostGroup,
+    current: &BTreeMap<String, RouterIndex>,
+    moves: &mut Vec<MoveRequest>,
+) -> Option<RouterIndex> {
+    let mut parts: BTreeMap<RouterIndex, BTreeSet<String>> = BTreeMap::new();
+    for host in &group.hosts {
+        if let Some(&r) = current.get(host) {
+            parts.entry(r).or_default().insert(host.clone());
+        }
+    }
+    let mut anchor: Option<(RouterIndex, usize)> = None;
+    for (&r, hosts) in &parts {
+        if anchor.is_none_or(|(_, n)| hosts.len() > n) {
+            anchor = Some((r, hosts.len()));
+        }
+    }
+    let (anchor, _) = anchor?;
+    for (r, hosts) in parts {
+        if r != anchor {
+            moves.push(MoveRequest { group: group.id.clone(), hosts, from: r, to: anchor });
+        }
+    }
+    Some(anchor)
+}
+
+fn grace_over(input: &PlacementInput, router: RouterIndex) -> bool {
+    let since = input.routers.get(&router).and_then(|r| r.empty_since);
+    since.is_some_and(|t| input.now >= t.saturating_add(input.empty_grace_secs))
+}
+
+/// A router for a group placed for the first time.
+fn choose_router(
+    loads: &mut Loads,
+    expired: &BTreeSet<RouterIndex>,
+    group: &HostGroup,
+    warnings: &mut Vec<PlacementWarning>,
+) -> RouterIndex {
+    let candidates: Vec<RouterIndex> = loads.cost.keys().copied().filter(|r| !expired.contains(r)).collect();
+    if !loads.shared.plus(group.cost).fits(loads.cap) {
+        let router = candidates.iter().copied().find(|&r| loads.is_empty(r)).unwrap_or_else(|| loads.new_router());
+        warnings.push(PlacementWarning::OversizedGroup {
+            group: group.id.clone(),
+            cost: loads.shared.plus(group.cost),
+            router,
+        });
+        return router;
+    }
+    let mut best: Option<(RouterIndex, u64)> = None;
+    for r in candidates {
+        let used = loads.cost[&r];
+        if !used.plus(group.cost).fits(loads.cap) {
+            continue;
+        }
+        let room = loads.cap.room_ppm(used);
+        if best.is_none_or(|(_, b)| room > b) {
+            best = Some((r, room));
+        }
+    }
+    best.map_or_else(|| loads.new_router(), |(r, _)| r)
+}
+
+/// Routers over capacity for any reason other than one oversized group placed alone.
+fn over_capacity_warnings(loads: &Loads, oversized: &[PlacementWarning]) -> Vec<PlacementWarning> {
+    let alone: BTreeSet<RouterIndex> = oversized
+        .iter()
+        .filter_map(|w| match w {
+            PlacementWarning::OversizedGroup { router, .. } => Some(*router),
+            _ => None,
+        })
+        .collect();
+    let mut out = Vec::new();
+    for (&router, &cost) in &loads.cost {
+        let groups = loads.groups.get(&router).cloned().unwrap_or_default();
+        let single_oversized = alone.contains(&router) && groups.len() == 1;
+        if !cost.fits(loads.cap) && !single_oversized && !groups.is_empty() {
+            out.push(PlacementWarning::OverCapacity { router, cost, groups });
+        }
+    }
+    out
+}
+
+fn router_fates(
+    input: &PlacementInput,
+    loads: &Loads,
+    expired: &BTreeSet<RouterIndex>,
+) -> BTreeMap<RouterIndex, RouterLoad> {
+    let mut out = BTreeMap::new();
+    for (&router, &cost) in &loads.cost {
+        let groups = loads.groups.get(&router).cloned().unwrap_or_default();
+        let fate = if router == 0 || !groups.is_empty() {
+            RouterFate::Keep
+        } else if expired.contains(&router) {
+            RouterFate::Delete
+        } else {
+            let since = input.routers.get(&router).and_then(|r| r.empty_since).unwrap_or(input.now);
+            RouterFate::Empty { since, delete_at: since.saturating_add(input.empty_grace_secs) }
+        };
+        out.insert(router, RouterLoad { groups, cost, fate });
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn claim(name: &str, hosts: &[&str], policies: u32) -> IngressClaim {
+        IngressClaim {
+            ingress: name.into(),
+            hosts: hosts.iter().map(|h| h.to_string()).collect(),
+            policies,
+            certificates: BTreeSet::new(),
+        }
+    }
+
+    fn input(claims: Vec<IngressClaim>, current: &[(&str, RouterIndex)]) -> PlacementInput {
+        PlacementInput {
+            claims,
+            shared: Cost::new(1, 0),
+            capacity: Capacity { max_policies: 10, max_certificates: 4 },
+            current: current.iter().map(|(h, r)| (h.to_string(), *r)).collect(),
+            routers: BTreeMap::new(),
+            now: 1000,
+            empty_grace_secs: 600,
+        }
+    }
+
+    #[test]
+    fn merge_keeps_the_router_of_the_larger_part_and_moves_the_other() {
+        let p = place(&input(
+            vec![claim("ns/a", &["a.com", "b.com"], 2), claim("ns/tie", &["b.com", "c.com"], 1)],
+            &[("a.com", 1), ("b.com", 1), ("c.com", 0)],
+        ));
+        assert_eq!(p.group_router["a.com"], 1);
+        assert_eq!(p.host_router["c.com"], 1);
+        assert_eq!(p.moves.len(), 1);
+        assert_eq!(p.moves[0].from, 0);
+        assert_eq!(p.moves[0].to, 1);
+        assert_eq!(p.moves[0].hosts.iter().collect::<Vec<_>>(), ["c.com"]);
+    }
+
+    #[test]
+    fn merge_of_equal_parts_stays_on_the_lower_router() {
+        let p = place(&input(vec![claim("ns/tie", &["x.com", "y.com"], 1)], &[("x.com", 2), ("y.com", 1)]));
+        assert_eq!(p.group_router["x.com"], 1);
+        assert_eq!(p.moves[0].from, 2);
+    }
+}
