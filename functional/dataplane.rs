@@ -454,8 +454,13 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         assert!(results[4]["tls"].is_null() && results[5]["tls"].is_null());
     })
     .await;
+    delete_cluster_secrets(&cluster).await;
+}
+
+/// Deletes every Barbican secret of the test's cluster (each router's and the legacy ones).
+async fn delete_cluster_secrets(cluster: &str) {
     let b = Barbican::new(session("admin", "admin"));
-    let prefix = kuryr_l7_router::driver::certificates::SecretScope::new(&cluster, "").cluster_prefix();
+    let prefix = kuryr_l7_router::driver::certificates::SecretScope::new(cluster, "").cluster_prefix();
     for s in b.list_secrets(&prefix).await.unwrap_or_default() {
         let _ = b.delete_secret(&s.secret_ref).await;
     }

@@ -347,8 +347,5 @@ async fn the_public_ingress_conformance_suite_passes_strict_with_the_default_con
     })
     .await;
     println!("conformance run: {:.0}s", started.elapsed().as_secs_f64());
-    let b = Barbican::new(session("admin", "admin"));
-    for s in b.list_secrets(&kuryr_l7_router::driver::certificates::secret_prefix(&cluster)).await.unwrap_or_default() {
-        let _ = b.delete_secret(&s.secret_ref).await;
-    }
+    super::delete_cluster_secrets(&cluster).await;
 }

@@ -85,12 +85,5 @@ async fn forwarded_headers_reach_the_backend_on_both_listeners() {
         }
     })
     .await;
-    let b = Barbican::new(session("admin", "admin"));
-    for s in b
-        .list_secrets(&kuryr_l7_router::driver::certificates::SecretScope::new(&cluster, "").cluster_prefix())
-        .await
-        .unwrap_or_default()
-    {
-        let _ = b.delete_secret(&s.secret_ref).await;
-    }
+    super::delete_cluster_secrets(&cluster).await;
 }

@@ -168,8 +168,5 @@ async fn a_named_host_never_reaches_another_namespaces_catch_all_on_either_liste
         }
     })
     .await;
-    let b = Barbican::new(session("admin", "admin"));
-    for s in b.list_secrets(&kuryr_l7_router::driver::certificates::secret_prefix(&cluster)).await.unwrap_or_default() {
-        let _ = b.delete_secret(&s.secret_ref).await;
-    }
+    super::delete_cluster_secrets(&cluster).await;
 }

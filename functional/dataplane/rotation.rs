@@ -77,12 +77,5 @@ async fn certificate_rotation_serves_every_handshake_and_then_the_new_certificat
         assert!(out["requests"].as_u64().unwrap() > 20, "{}", out["requests"]);
     })
     .await;
-    let b = Barbican::new(session("admin", "admin"));
-    for s in b
-        .list_secrets(&kuryr_l7_router::driver::certificates::SecretScope::new(&cluster, "").cluster_prefix())
-        .await
-        .unwrap_or_default()
-    {
-        let _ = b.delete_secret(&s.secret_ref).await;
-    }
+    super::delete_cluster_secrets(&cluster).await;
 }
