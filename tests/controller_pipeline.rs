@@ -105,6 +105,29 @@ fn write_queue_coalescing_table() {
     }
 }
 
+/// Syncs from the caches coalesce into one job, forced when any of its waiters asked for it (a
+/// resync's force is never lost to an unforced Sync queued after it), translated when it runs.
+#[test]
+fn write_queue_sync_from_caches_keeps_the_strongest_force() {
+    use kuryr_l7_router::controller::writer::Job;
+    for (first, second, want) in [(true, false, true), (false, true, true), (false, false, false)] {
+        let mut q = WriteQueue::default();
+        let (t1, _r1) = oneshot::channel();
+        let (t2, _r2) = oneshot::channel();
+        q.push_sync_from_caches(first, Some(t1));
+        q.push_members(pool("p", vec![member("10.0.0.1", 1)]), None);
+        q.push_sync_from_caches(second, Some(t2));
+        assert_eq!(q.describe(), ["sync"]);
+        match q.pop() {
+            Some(Job::Sync { desired: None, force, replies, superseded, .. }) => {
+                assert_eq!(force, want, "{first} then {second}");
+                assert_eq!((replies.len(), superseded.len()), (2, 0));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn write_queue_latest_members_win_and_waiters_are_all_answered() {
     let mut q = WriteQueue::default();
@@ -252,8 +275,8 @@ async fn writer_coalesces_syncs_while_one_is_in_flight() {
     let r1 = first.await.unwrap().unwrap();
     let r2 = second.await.unwrap().unwrap();
     let r3 = third.await.unwrap().unwrap();
-    assert_eq!(r1.writes.len(), 1, "create pool a");
-    assert_eq!(r2.writes.len(), r3.writes.len(), "second and third got the same result");
+    assert_eq!(r1.report.writes.len(), 1, "create pool a");
+    assert_eq!(r2.report.writes.len(), r3.report.writes.len(), "second and third got the same result");
     assert_eq!(members_b.await.unwrap().unwrap(), MembersOutcome::Superseded);
     let names: Vec<String> = state.lock().unwrap().router.pools.iter().map(|p| p.name.clone()).collect();
     assert_eq!(names, ["c"], "only the last desired state was applied after the first");

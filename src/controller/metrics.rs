@@ -95,6 +95,8 @@ pub struct Metrics {
     pub write_failures: Family<ReasonLabels, Counter>,
     /// 1 while the router refuses every write (ERROR, or busy beyond write_timeout).
     pub router_writes_blocked: Gauge,
+    /// Translations of the whole cluster (one per Sync job, whatever its waiters).
+    pub translations: Counter,
 }
 
 impl Default for Metrics {
@@ -120,6 +122,7 @@ impl Default for Metrics {
             pool_weighting: Family::default(),
             write_failures: Family::default(),
             router_writes_blocked: Gauge::default(),
+            translations: Counter::default(),
         }
     }
 }
@@ -130,6 +133,11 @@ impl Metrics {
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         registry.register("reconciles", "Reconciles by handler and result", m.reconciles.clone());
+        registry.register(
+            "translations",
+            "Translations of the whole cluster (one per Sync job of the router writer)",
+            m.translations.clone(),
+        );
         registry.register(
             "write_failures",
             "Octavia writes refused for good (their object put on hold, the others go on), by reason",
