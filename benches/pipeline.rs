@@ -2,7 +2,7 @@
 //! writer → simulated Octavia) on the FAKE Kubernetes API server of the tests.
 //!
 //! Run: `cargo bench --bench pipeline` (10k Ingresses, 10k routed Services × 10 endpoints, 10k
-//! unrelated Services, 1,000 Nodes). Without `--bench` in argv (as in `cargo test
+//! unrelated Services, 1,000 Nodes; `KURYR_PIPELINE_INGRESSES=N` scales all of them). Without `--bench` in argv (as in `cargo test
 //! --all-targets`) it runs a smoke-size workload. Results go to docs/benchmarks.md
 //! ("Cost per event through the run pipeline").
 //!
@@ -312,8 +312,10 @@ async fn bench(size: Size) {
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     println!("mode: {}", if full { "full (--bench)" } else { "smoke (no --bench in argv)" });
+    // KURYR_PIPELINE_INGRESSES=N: N Ingresses, N routed and N unrelated Services, N/10 Nodes.
+    let n: usize = std::env::var("KURYR_PIPELINE_INGRESSES").ok().and_then(|v| v.parse().ok()).unwrap_or(10_000);
     let size = if full {
-        Size { ingresses: 10_000, services: 10_000, endpoints: 10, unrelated: 10_000, nodes: 1_000 }
+        Size { ingresses: n, services: n, endpoints: 10, unrelated: n, nodes: (n / 10).max(10) }
     } else {
         Size { ingresses: 40, services: 40, endpoints: 3, unrelated: 40, nodes: 20 }
     };
