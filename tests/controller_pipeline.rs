@@ -288,6 +288,27 @@ async fn writer_coalesces_syncs_while_one_is_in_flight() {
     assert_eq!(h.sync(DesiredRouter::default()).await.unwrap_err().label, "shutdown");
 }
 
+/// A Members job asking for the members the router already holds (as the last clean Sync or
+/// Members job left them) is answered `Unchanged` without a backend call: a Node label change
+/// or a Service update that keeps the members costs no Octavia request. Other members still go
+/// to the backend.
+#[tokio::test]
+async fn writer_skips_members_the_router_already_holds() {
+    let backend = sim();
+    let fail = backend.fail.clone();
+    let writer = Writer::spawn(backend, WriterMetrics::default());
+    let h = writer.handle();
+    h.sync(desired_with(&["c"])).await.unwrap();
+    let held = pool("c", vec![member("10.0.0.1", 1)]);
+    assert_eq!(h.members(held.clone()).await.unwrap(), MembersOutcome::Updated);
+    // From now on the backend fails every call: only a skipped job can succeed.
+    *fail.lock().unwrap() = Some(WriteError::new("octavia", "down"));
+    assert_eq!(h.members(held).await.unwrap(), MembersOutcome::Unchanged, "no backend call");
+    let other = pool("c", vec![member("10.0.0.2", 1)]);
+    assert_eq!(h.members(other).await.unwrap_err().label, "octavia", "new members reach the backend");
+    writer.shutdown().await;
+}
+
 // ------------------------------------------------------------------ Ingress reconcile over a mock API
 
 type Handle = tower_test::mock::Handle<Request<Body>, Response<Body>>;

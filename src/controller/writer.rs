@@ -22,7 +22,7 @@ use crate::controller::health::Readiness;
 use crate::controller::metrics::{JobLabels, Metrics};
 use crate::driver::{ConvergeReport, DriverError, MembersChange, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -274,6 +274,34 @@ struct LastSync {
     /// desired state is answered from it. With an object on hold the same desired state must
     /// be synced again (after `retry_after`), so none is kept then.
     clean: Option<(Arc<DesiredRouter>, ConvergeReport)>,
+    /// A hash of each pool's members as the router was last seen or made to hold them (by a
+    /// clean Sync, or a Members job): a Members job asking for them again is answered
+    /// `Unchanged` without reading the router, so a Node label change or a Service update that
+    /// leaves the members as they are costs no Octavia call (drift is the resync's business).
+    members: HashMap<String, u64>,
+}
+
+fn members_hash(pool: &Pool) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pool.members.hash(&mut h);
+    h.finish()
+}
+
+/// A Members job: skipped when the router already holds these members (see
+/// [`LastSync::members`]), else the backend's batch update.
+async fn set_members<B: RouterBackend>(backend: &B, shared: &Shared, pool: &Pool) -> MembersResult {
+    let hash = members_hash(pool);
+    if shared.last.lock().expect("writer lock").members.get(&pool.name) == Some(&hash) {
+        return Ok(MembersOutcome::Unchanged);
+    }
+    let result = backend.set_members(pool).await;
+    let mut last = shared.last.lock().expect("writer lock");
+    match &result {
+        Ok(MembersOutcome::Updated | MembersOutcome::Unchanged) => last.members.insert(pool.name.clone(), hash),
+        _ => last.members.remove(&pool.name),
+    };
+    result
 }
 
 impl Shared {
@@ -456,7 +484,7 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 label
             }
             Job::Members { pool, since, replies } => {
-                let result = backend.set_members(&pool).await;
+                let result = set_members(&backend, &shared, &pool).await;
                 if let (Ok(MembersOutcome::Updated), Some(m)) = (&result, &shared.metrics.metrics) {
                     m.change_to_active.observe(since.elapsed().as_secs_f64());
                 }
@@ -525,10 +553,18 @@ async fn run_sync<B: RouterBackend>(
             }
             let mut last = shared.last.lock().expect("writer lock");
             last.synced = Some(desired.clone());
-            last.clean = (r.failures.is_empty() && r.held.is_empty()).then(|| (desired.clone(), r.clone()));
+            let clean = r.failures.is_empty() && r.held.is_empty();
+            last.clean = clean.then(|| (desired.clone(), r.clone()));
+            // Only a clean Sync says every pool holds exactly its desired members.
+            last.members = if clean {
+                desired.pools.values().map(|p| (p.name.clone(), members_hash(p))).collect()
+            } else {
+                HashMap::new()
+            };
         }
         Err(e) => {
             tracing::warn!(error = %e, "router sync failed");
+            shared.last.lock().expect("writer lock").members.clear();
             if let Some(m) = &shared.metrics.metrics
                 && e.label == "router_error"
             {
