@@ -105,6 +105,29 @@ fn write_queue_coalescing_table() {
     }
 }
 
+/// Syncs from the caches coalesce into one job, forced when any of its waiters asked for it (a
+/// resync's force is never lost to an unforced Sync queued after it), translated when it runs.
+#[test]
+fn write_queue_sync_from_caches_keeps_the_strongest_force() {
+    use kuryr_l7_router::controller::writer::Job;
+    for (first, second, want) in [(true, false, true), (false, true, true), (false, false, false)] {
+        let mut q = WriteQueue::default();
+        let (t1, _r1) = oneshot::channel();
+        let (t2, _r2) = oneshot::channel();
+        q.push_sync_from_caches(first, Some(t1));
+        q.push_members(pool("p", vec![member("10.0.0.1", 1)]), None);
+        q.push_sync_from_caches(second, Some(t2));
+        assert_eq!(q.describe(), ["sync"]);
+        match q.pop() {
+            Some(Job::Sync { desired: None, force, replies, superseded, .. }) => {
+                assert_eq!(force, want, "{first} then {second}");
+                assert_eq!((replies.len(), superseded.len()), (2, 0));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+}
+
 #[test]
 fn write_queue_latest_members_win_and_waiters_are_all_answered() {
     let mut q = WriteQueue::default();
@@ -252,8 +275,8 @@ async fn writer_coalesces_syncs_while_one_is_in_flight() {
     let r1 = first.await.unwrap().unwrap();
     let r2 = second.await.unwrap().unwrap();
     let r3 = third.await.unwrap().unwrap();
-    assert_eq!(r1.writes.len(), 1, "create pool a");
-    assert_eq!(r2.writes.len(), r3.writes.len(), "second and third got the same result");
+    assert_eq!(r1.report.writes.len(), 1, "create pool a");
+    assert_eq!(r2.report.writes.len(), r3.report.writes.len(), "second and third got the same result");
     assert_eq!(members_b.await.unwrap().unwrap(), MembersOutcome::Superseded);
     let names: Vec<String> = state.lock().unwrap().router.pools.iter().map(|p| p.name.clone()).collect();
     assert_eq!(names, ["c"], "only the last desired state was applied after the first");
@@ -263,6 +286,27 @@ async fn writer_coalesces_syncs_while_one_is_in_flight() {
     assert_eq!(h.members(pool("c", vec![member("10.0.0.1", 1)])).await.unwrap(), MembersOutcome::Unchanged);
     writer.shutdown().await;
     assert_eq!(h.sync(DesiredRouter::default()).await.unwrap_err().label, "shutdown");
+}
+
+/// A Members job asking for the members the router already holds (as the last clean Sync or
+/// Members job left them) is answered `Unchanged` without a backend call: a Node label change
+/// or a Service update that keeps the members costs no Octavia request. Other members still go
+/// to the backend.
+#[tokio::test]
+async fn writer_skips_members_the_router_already_holds() {
+    let backend = sim();
+    let fail = backend.fail.clone();
+    let writer = Writer::spawn(backend, WriterMetrics::default());
+    let h = writer.handle();
+    h.sync(desired_with(&["c"])).await.unwrap();
+    let held = pool("c", vec![member("10.0.0.1", 1)]);
+    assert_eq!(h.members(held.clone()).await.unwrap(), MembersOutcome::Updated);
+    // From now on the backend fails every call: only a skipped job can succeed.
+    *fail.lock().unwrap() = Some(WriteError::new("octavia", "down"));
+    assert_eq!(h.members(held).await.unwrap(), MembersOutcome::Unchanged, "no backend call");
+    let other = pool("c", vec![member("10.0.0.2", 1)]);
+    assert_eq!(h.members(other).await.unwrap_err().label, "octavia", "new members reach the backend");
+    writer.shutdown().await;
 }
 
 // ------------------------------------------------------------------ Ingress reconcile over a mock API

@@ -200,6 +200,9 @@ async fn run_against_a_fake_api_server() {
             reads.iter().any(|r| r.starts_with(&format!("GET {coll}?")) && r.contains("watch=true")),
             "watch {coll}"
         );
+        // Each kind is listed once: one watch feeds its cache and every Controller trigger.
+        let lists = reads.iter().filter(|r| r.starts_with(&format!("GET {coll}?")) && !r.contains("watch=")).count();
+        assert_eq!(lists, 1, "{coll} listed {lists} times: {reads:#?}");
     } // Only TLS Secrets are listed and watched: the field selector is on every Secret read.
     let secret_reads: Vec<&String> = reads.iter().filter(|r| r.starts_with("GET /api/v1/secrets?")).collect();
     assert!(secret_reads.iter().all(|r| r.contains("fieldSelector=type=kubernetes.io/tls")), "{secret_reads:?}");

@@ -5,7 +5,6 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
-use crate::controller::last_sync::LastSync;
 use crate::controller::metrics::{Metrics, ReasonLabels};
 use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
 use crate::controller::service_events::{self, ServiceWarnings};
@@ -23,7 +22,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -174,9 +173,11 @@ pub struct Context {
     pub caches_ready: watch::Receiver<bool>,
     /// Readiness of the process (`router_ready` is set by the first successful Sync).
     pub readiness: Option<watch::Sender<Readiness>>,
-    /// The desired state and report of the last successful Sync: a reconcile whose desired state
-    /// is unchanged reuses it instead of re-reading the router (drift is the resync's business).
-    last_sync: Mutex<Option<LastSync>>,
+    /// The translation of the caches; the writer runs it once per Sync job.
+    translator: Arc<Translator>,
+    /// The Service notices of the last synced desired state (built once per Sync, looked up by
+    /// every Service reconcile until the next one).
+    notices: Mutex<Option<SyncedNotices>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
     /// The translation's warnings about Services already published as Events on them.
@@ -184,9 +185,34 @@ pub struct Context {
     /// `[kubernetes] member_change_window_ms`: how long a Service's member update waits for more
     /// endpoint changes (see `service::reconcile`).
     pub member_change_window: Duration,
+}
+
+/// A desired state and the Service notices it implies.
+type SyncedNotices = (Arc<DesiredRouter>, Arc<BTreeMap<KubeRef, ServiceNotice>>);
+
+/// The whole-router translation from the caches: what the writer runs once per Sync job.
+pub struct Translator {
+    stores: Stores,
+    opts: TranslateOptions,
+    metrics: Metrics,
     /// What the project's Octavia quotas leave for the router (None: unlimited or not read yet);
     /// refreshed by the resync loop (see `translate::budget`).
     budget: Mutex<Option<Budget>>,
+    /// The host owners our IngressClass should remember after the last translation, when they
+    /// changed (`translate::tenancy::remembered_owners`); taken by the next finished Sync.
+    owners: Mutex<Option<String>>,
+}
+
+impl Translator {
+    /// The inputs and the desired router from the caches now.
+    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+        let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
+        let budget = *self.budget.lock().expect("lock");
+        let desired = translate_within(&inputs, &self.opts, budget.as_ref());
+        self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
+        *self.owners.lock().expect("lock") = crate::translate::tenancy::remembered_owners(&inputs, &self.opts);
+        (inputs, desired)
+    }
 }
 
 impl Context {
@@ -202,6 +228,15 @@ impl Context {
         caches_ready: watch::Receiver<bool>,
         readiness: Option<watch::Sender<Readiness>>,
     ) -> Self {
+        let translator = Arc::new(Translator {
+            stores: stores.clone(),
+            opts: opts.clone(),
+            metrics: metrics.clone(),
+            budget: Mutex::new(None),
+            owners: Mutex::new(None),
+        });
+        let t = translator.clone();
+        writer.set_translate(Arc::new(move || t.desired().1));
         Self {
             client,
             stores,
@@ -212,11 +247,11 @@ impl Context {
             router_name,
             caches_ready,
             readiness,
-            last_sync: Mutex::new(None),
+            translator,
+            notices: Mutex::new(None),
             failures: Mutex::new(HashMap::new()),
             service_warnings: Mutex::new(ServiceWarnings::default()),
             member_change_window: Duration::ZERO,
-            budget: Mutex::new(None),
         }
     }
 
@@ -228,18 +263,15 @@ impl Context {
 
     /// Sets the budget the translation refuses Ingresses beyond; true when it changed.
     pub fn set_budget(&self, budget: Option<Budget>) -> bool {
-        let mut b = self.budget.lock().expect("lock");
+        let mut b = self.translator.budget.lock().expect("lock");
         std::mem::replace(&mut *b, budget) != budget
     }
 
     /// The router's listeners as of the last successful Sync (their policies are the router's,
     /// not the project's other load balancers').
     pub fn router_listeners(&self) -> Option<std::collections::BTreeSet<String>> {
-        let last = self.last_sync.lock().expect("lock");
-        last.as_ref().map(|l| {
-            let r = &l.report;
-            std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect()
-        })
+        let last = self.writer.last_sync();
+        last.map(|(_, r)| std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect())
     }
 
     /// Waits until every cache is synced.
@@ -248,50 +280,35 @@ impl Context {
         let _ = rx.wait_for(|r| *r).await;
     }
 
-    /// The inputs and the desired router from the caches now.
+    /// The inputs and the desired router from the caches now (a whole translation: the
+    /// handlers leave it to the writer, once per Sync job; tests and tools call it).
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
-        let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
-        let budget = *self.budget.lock().expect("lock");
-        let desired = translate_within(&inputs, &self.opts, budget.as_ref());
-        self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
-        (inputs, desired)
+        self.translator.desired()
     }
 
     /// Converges the router to the caches (unless `force` is false and the desired state is the
-    /// one last synced), then writes the Service notices that changed.
-    pub async fn sync(&self, force: bool) -> Result<(DesiredRouter, ConvergeReport), HandlerError> {
+    /// one last synced), then writes the Service notices that changed. The writer translates
+    /// once per Sync job; every handler waiting on that job shares its desired state.
+    pub async fn sync(&self, force: bool) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
         self.wait_caches().await;
-        let (inputs, desired) = self.desired();
-        let cached = if force {
-            None
-        } else {
-            self.last_sync.lock().expect("lock").as_ref().and_then(|l| l.reuse(&desired, std::time::Instant::now()))
-        };
-        let report = match cached {
-            Some(r) => r,
-            None => {
-                let report = self.writer.sync(desired.clone()).await.map_err(HandlerError::Octavia)?;
-                self.report_refusals(&report).await;
-                // With an object on hold the same desired state is synced again once the hold's
-                // delay is over (see `LastSync::reuse`), not on every event before.
-                let last = LastSync::new(desired.clone(), report.clone(), std::time::Instant::now());
-                *self.last_sync.lock().expect("lock") = Some(last);
-                if let Some(r) = &self.readiness {
-                    r.send_modify(|r| r.router_ready = true);
-                }
-                report
+        let synced = self.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
+        if synced.written {
+            self.report_refusals(&synced.report).await;
+            if let Some(r) = &self.readiness {
+                r.send_modify(|r| r.router_ready = true);
             }
-        };
-        self.apply_notices(&inputs, &desired).await?;
-        self.remember_host_owners(&inputs).await?;
-        service_events::publish(self, &inputs, &desired.warnings).await;
-        Ok((desired, report))
+        }
+        self.apply_notices(&synced.desired).await?;
+        self.remember_host_owners().await?;
+        service_events::publish(self, &synced.desired.warnings).await;
+        Ok((synced.desired, synced.report))
     }
 
-    /// With host ownership on, stores the hosts' owners on our IngressClass when they changed
-    /// (`translate::tenancy`): the next sync, of this or a new leader, reads them from the cache.
-    async fn remember_host_owners(&self, inputs: &Inputs) -> Result<(), HandlerError> {
-        let Some(value) = crate::translate::tenancy::remembered_owners(inputs, &self.opts) else {
+    /// With host ownership on, stores the hosts' owners on our IngressClass when the last
+    /// translation changed them (`translate::tenancy`): the next sync, of this or a new leader,
+    /// reads them from the cache.
+    async fn remember_host_owners(&self) -> Result<(), HandlerError> {
+        let Some(value) = self.translator.owners.lock().expect("lock").take() else {
             return Ok(());
         };
         let api: Api<IngressClass> = Api::all(self.client.clone());
@@ -306,33 +323,37 @@ impl Context {
         Ok(())
     }
 
-    /// Whether the last successful Sync wrote `pools`' health monitors as `desired` asks: a
-    /// Service's health-monitor annotation changes through a Sync, its endpoints through Members
-    /// jobs. True before the first Sync (the start-up resync writes them).
-    pub fn health_monitors_synced(&self, desired: &DesiredRouter, pools: &[String]) -> bool {
-        let last = self.last_sync.lock().expect("lock");
-        last.as_ref()
-            .is_none_or(|l| pools.iter().all(|p| l.desired.health_monitors.get(p) == desired.health_monitors.get(p)))
+    /// The notice `service` must carry for `synced` (a desired state the writer synced).
+    pub fn notice_for(&self, synced: &Arc<DesiredRouter>, service: &KubeRef) -> Option<ServiceNotice> {
+        let mut cached = self.notices.lock().expect("lock");
+        let notices = match cached.as_ref() {
+            Some((d, n)) if Arc::ptr_eq(d, synced) => n.clone(),
+            _ => {
+                let n = Arc::new(desired_notices(&self.router_name, synced));
+                *cached = Some((synced.clone(), n.clone()));
+                n
+            }
+        };
+        notices.get(service).cloned()
     }
 
     /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
     /// notice key only, plus the removal of a legacy notice naming our router.
-    pub async fn apply_notices(&self, inputs: &Inputs, desired: &DesiredRouter) -> Result<(), HandlerError> {
+    pub async fn apply_notices(&self, desired: &DesiredRouter) -> Result<(), HandlerError> {
         let router = &self.router_name;
         let want = desired_notices(router, desired);
         let key = |s: &Service| {
             KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default())
         };
-        let current: Vec<(KubeRef, ServiceNotice)> = inputs
-            .services
+        let services = self.stores.services.state();
+        let current: Vec<(KubeRef, ServiceNotice)> = services
             .iter()
             .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
             .collect();
-        let legacy: BTreeSet<KubeRef> = inputs
-            .services
+        let legacy: BTreeSet<KubeRef> = services
             .iter()
             .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == *router))
-            .map(key)
+            .map(|s| key(s))
             .collect();
         for change in notice_changes(&want, current.iter().map(|(r, n)| (r.clone(), n)), &legacy) {
             let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);

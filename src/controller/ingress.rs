@@ -59,15 +59,24 @@ pub fn service_names(ing: &Ingress) -> Vec<String> {
     out
 }
 
+/// Whether `ing` routes to the Service `name` (default backend or any path), without building
+/// its list of names: every Service event scans the Ingress cache with it.
+fn names_service(ing: &Ingress, name: &str) -> bool {
+    let Some(spec) = ing.spec.as_ref() else { return false };
+    let is = |b: &k8s_openapi::api::networking::v1::IngressBackend| b.service.as_ref().is_some_and(|s| s.name == name);
+    spec.default_backend.as_ref().is_some_and(is)
+        || spec.rules.iter().flatten().flat_map(|r| r.http.iter().flat_map(|h| &h.paths)).any(|p| is(&p.backend))
+}
+
 /// The Ingresses (from the cache) that name `svc`: a Service appearing, disappearing or changing
 /// its ports changes their routes.
 pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<Ingress>> {
-    let ns = svc.namespace().unwrap_or_default();
-    let name = svc.name_any();
+    let ns = svc.metadata.namespace.as_deref().unwrap_or_default();
+    let name = svc.metadata.name.as_deref().unwrap_or_default();
     store
         .state()
         .iter()
-        .filter(|i| i.namespace().unwrap_or_default() == ns && service_names(i).contains(&name))
+        .filter(|i| i.metadata.namespace.as_deref().unwrap_or_default() == ns && names_service(i, name))
         .map(|i| ObjectRef::from_obj(i.as_ref()))
         .collect()
 }

@@ -10,19 +10,20 @@
 
 use crate::driver::ConvergeReport;
 use crate::model::DesiredRouter;
+use std::sync::Arc;
 use std::time::Instant;
 
 /// The last successful Sync: its desired state, its report, and when its first hold ends.
 #[derive(Clone, Debug)]
 pub struct LastSync {
-    pub desired: DesiredRouter,
+    pub desired: Arc<DesiredRouter>,
     pub report: ConvergeReport,
     retry_at: Option<Instant>,
 }
 
 impl LastSync {
     /// The Sync of `desired` that made `report`, finished at `now`.
-    pub fn new(desired: DesiredRouter, report: ConvergeReport, now: Instant) -> Self {
+    pub fn new(desired: Arc<DesiredRouter>, report: ConvergeReport, now: Instant) -> Self {
         let retry_at = report.retry_after.map(|d| now + d);
         Self { desired, report, retry_at }
     }
@@ -30,7 +31,7 @@ impl LastSync {
     /// The report to answer a Sync of `desired` at `now` with, if no convergence is needed:
     /// the same desired state and no hold whose delay is over (`retry_after` counts from `now`).
     pub fn reuse(&self, desired: &DesiredRouter, now: Instant) -> Option<ConvergeReport> {
-        if self.desired != *desired || self.retry_at.is_some_and(|t| t <= now) {
+        if *self.desired != *desired || self.retry_at.is_some_and(|t| t <= now) {
             return None;
         }
         let mut r = self.report.clone();
@@ -63,7 +64,7 @@ mod tests {
         };
         let desired = DesiredRouter { default_pool: Some("a".into()), ..DesiredRouter::default() };
         let changed = DesiredRouter { default_pool: Some("b".into()), ..DesiredRouter::default() };
-        let last = LastSync::new(desired.clone(), held, t0);
+        let last = LastSync::new(Arc::new(desired.clone()), held, t0);
         let at = |s: u64| t0 + Duration::from_secs(s);
         // (desired, at, reused, retry_after of the answer)
         let cases = [
@@ -81,7 +82,7 @@ mod tests {
             }
         }
         // Without holds: reused as long as the desired state is the same.
-        let clean = LastSync::new(desired.clone(), ConvergeReport::default(), t0);
+        let clean = LastSync::new(Arc::new(desired.clone()), ConvergeReport::default(), t0);
         assert!(clean.reuse(&desired, at(3600)).is_some());
     }
 }

@@ -97,6 +97,8 @@ pub struct Metrics {
     pub router_writes_blocked: Gauge,
     /// Ingresses whose new routes wait for the project's L7 quota (as of the last Sync).
     pub ingresses_waiting_for_quota: Gauge,
+    /// Translations of the whole cluster (one per Sync job, whatever its waiters).
+    pub translations: Counter,
 }
 
 impl Default for Metrics {
@@ -123,6 +125,7 @@ impl Default for Metrics {
             write_failures: Family::default(),
             router_writes_blocked: Gauge::default(),
             ingresses_waiting_for_quota: Gauge::default(),
+            translations: Counter::default(),
         }
     }
 }
@@ -133,6 +136,11 @@ impl Metrics {
     pub fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         registry.register("reconciles", "Reconciles by handler and result", m.reconciles.clone());
+        registry.register(
+            "translations",
+            "Translations of the whole cluster (one per Sync job of the router writer)",
+            m.translations.clone(),
+        );
         registry.register(
             "write_failures",
             "Octavia writes refused for good (their object put on hold, the others go on), by reason",

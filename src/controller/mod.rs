@@ -5,6 +5,8 @@
 //! - [`context`]: what a reconcile needs ([`context::Context`], the caches, the Sync + notices
 //!   step), its one error type and the instrumented wrapper both handlers use;
 //! - [`ingress`], [`service`]: the two handlers, each with its pure step decision;
+//! - [`endpoint_nodes`]: which Services have endpoints on which Node (a Node change's targets);
+//! - [`members`]: the Members path of one Service (its pools refilled from its own endpoints);
 //! - [`writer`]: the serial router writer (one task per router, coalescing queue), the only
 //!   caller of the driver (`converge`, `set_members`);
 //! - [`patches`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status)
@@ -20,12 +22,14 @@
 pub mod client;
 pub mod conflicts;
 pub mod context;
+pub mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod health;
 pub mod ingress;
 pub mod last_sync;
 pub mod leader;
+pub mod members;
 pub mod metrics;
 pub mod notice;
 pub mod patches;

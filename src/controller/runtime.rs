@@ -14,6 +14,7 @@
 
 use crate::config::{KubernetesSettings, Settings};
 use crate::controller::context::Stores;
+use crate::controller::endpoint_nodes::EndpointNodes;
 use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
@@ -28,11 +29,11 @@ use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
-use kube::runtime::reflector::{self, Store};
+use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
@@ -332,18 +333,75 @@ struct NodeLabels {
 }
 
 impl NodeLabels {
-    /// Whether `ev` changes the labels of a Node (or ends the initial listing).
-    fn changed(&mut self, ev: &watcher::Event<Node>) -> bool {
+    /// The Node whose labels `ev` changes (None for a status-only update).
+    fn changed(&mut self, ev: &watcher::Event<Node>) -> Option<Node> {
         match ev {
             watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
                 let name = n.metadata.name.clone().unwrap_or_default();
-                self.seen.insert(name, n.metadata.labels.clone()) != Some(n.metadata.labels.clone())
+                (self.seen.insert(name, n.metadata.labels.clone()) != Some(n.metadata.labels.clone()))
+                    .then(|| n.clone())
             }
-            watcher::Event::Delete(n) => self.seen.remove(n.metadata.name.as_deref().unwrap_or_default()).is_some(),
-            watcher::Event::InitDone => true,
-            watcher::Event::Init => false,
+            watcher::Event::Delete(n) => {
+                self.seen.remove(n.metadata.name.as_deref().unwrap_or_default()).is_some().then(|| n.clone())
+            }
+            watcher::Event::InitDone | watcher::Event::Init => None,
         }
     }
+}
+
+/// The Services a Node label change can re-weight: those with an endpoint on the Node (its zone
+/// or node pool decides their members), and those whose pools the last Sync weighted by zone
+/// (a Node changing zones moves CPU between zones, which weighs every zone-aware pool). Not
+/// the Services weighted evenly elsewhere: their members do not depend on this Node.
+pub fn node_change_targets(
+    index: &EndpointNodes,
+    synced: Option<&crate::model::DesiredRouter>,
+    node: &Node,
+) -> Vec<ObjectRef<Service>> {
+    let mut out = index.services_on(node.metadata.name.as_deref().unwrap_or_default());
+    let even = ["not_zone_aware", "no_endpoints"];
+    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.kind == "Service");
+    for pool in zone_aware.filter(|p| !even.contains(&crate::translate::zone::weighting_rule(&p.weighting))) {
+        out.push(ObjectRef::new(&pool.service.name).within(&pool.service.namespace));
+    }
+    out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    out.dedup();
+    out
+}
+
+/// The objects an event touches (applied or deleted): what a Controller's trigger maps.
+fn touched<K: Clone>(ev: &watcher::Event<K>) -> Option<K> {
+    match ev {
+        watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o) => Some(o.clone()),
+        watcher::Event::Init | watcher::Event::InitDone => None,
+    }
+}
+
+/// ONE watch of `K` feeding its cache (`writer`); `observe` sees each event after the cache
+/// applied it, and every object touched is handed to each of the `consumers` returned (the
+/// Controllers' triggers), so that no kind is watched twice.
+#[allow(clippy::type_complexity)]
+fn watch_shared<K>(
+    writer: reflector::store::Writer<K>,
+    api: Api<K>,
+    config: watcher::Config,
+    consumers: usize,
+    mut observe: impl FnMut(&watcher::Event<K>) + Send + 'static,
+) -> (JoinHandle<()>, Vec<futures::stream::BoxStream<'static, Result<K, watcher::Error>>>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (txs, rxs): (Vec<_>, Vec<_>) = (0..consumers).map(|_| futures::channel::mpsc::unbounded::<K>()).unzip();
+    let task = tokio::spawn(reflect_with(writer, api, config).for_each(move |ev| {
+        observe(&ev);
+        if let Some(obj) = touched(&ev) {
+            for tx in &txs {
+                let _ = tx.unbounded_send(obj.clone());
+            }
+        }
+        futures::future::ready(())
+    }));
+    (task, rxs.into_iter().map(|rx| rx.map(Ok).boxed()).collect())
 }
 
 /// The real router backend: the driver on Octavia and Neutron, every request counted in `metrics`.
@@ -376,22 +434,7 @@ async fn run_leader<B: RouterBackend>(
     let writer =
         Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) });
     let k = &settings.kubernetes;
-    let config = ControllerConfig::default().debounce(Duration::from_millis(500));
-    let ing_ctl =
-        Controller::new(Api::<Ingress>::all(client.clone()), watcher::Config::default()).with_config(config.clone());
-    // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
-    // endpoints; the Service handler's member change window bounds the delay instead.
-    let svc_ctl = Controller::new(Api::<Service>::all(client.clone()), watcher::Config::default())
-        .with_config(config.debounce(Duration::ZERO));
-
-    let (classes, class_w) = reflector::store::<IngressClass>();
-    let (slices, slice_w) = reflector::store::<EndpointSlice>();
-    let (endpoints, ep_w) = reflector::store::<Endpoints>();
-    let (nodes, node_w) = reflector::store::<Node>();
-    let (secrets, secret_w) = reflector::store::<Secret>();
-    let stores =
-        Stores { ingresses: ing_ctl.store(), classes, services: svc_ctl.store(), slices, endpoints, nodes, secrets };
-
+    let (stores, store_writers) = StoreWriters::new();
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
     let ctx = Arc::new(
@@ -408,50 +451,16 @@ async fn run_leader<B: RouterBackend>(
         )
         .with_member_change_window(k.member_change_window),
     );
-
-    // IngressClass changes re-reconcile every Ingress (their class may have changed meaning).
-    let class_changes = reflect(class_w, Api::<IngressClass>::all(client.clone())).map(|_| ());
-    // Node label changes (zone, node pool) re-reconcile the Services: member weights change.
-    let mut node_labels = NodeLabels::default();
-    let node_changes = reflect(node_w, Api::<Node>::all(client.clone()))
-        .filter_map(move |ev| futures::future::ready(node_labels.changed(&ev).then_some(())));
-    // Only TLS Secrets are watched (a field selector on their type): Ingress certificates.
-    let tls_secrets = || watcher::Config::default().fields(&format!("type={TLS_SECRET_TYPE}"));
-    let secret_api = Api::<Secret>::all(client.clone());
-    let mut background =
-        vec![tokio::spawn(reflect_with(secret_w, secret_api.clone(), tls_secrets()).for_each(|_| async {}))];
-    background.push(if k.use_endpoint_slices {
-        tokio::spawn(reflect(slice_w, Api::<EndpointSlice>::all(client.clone())).for_each(|_| async {}))
-    } else {
-        tokio::spawn(reflect(ep_w, Api::<Endpoints>::all(client.clone())).for_each(|_| async {}))
-    });
-
-    // Services appearing, disappearing or changing ports re-reconcile the Ingresses naming them.
-    let ing_store = stores.ingresses.clone();
-    let ing_store_tls = stores.ingresses.clone();
-    // A TLS Secret created, renewed (cert-manager) or deleted re-reconciles the Ingresses naming it.
-    let ing_ctl = ing_ctl
-        .watches(Api::<Service>::all(client.clone()), watcher::Config::default(), move |svc| {
-            ingress::ingresses_naming(&ing_store, &svc)
-        })
-        .watches(secret_api, tls_secrets(), move |secret| ingress::ingresses_naming_secret(&ing_store_tls, &secret))
-        .reconcile_all_on(class_changes)
-        .graceful_shutdown_on(on_true(stop_rx));
-    let svc_ctl = if k.use_endpoint_slices {
-        svc_ctl.watches(
-            Api::<EndpointSlice>::all(client.clone()),
-            watcher::Config::default(),
-            service::service_of_slice,
-        )
-    } else {
-        svc_ctl.watches(Api::<Endpoints>::all(client), watcher::Config::default(), service::service_of_endpoints)
-    }
-    .reconcile_all_on(node_changes)
-    .graceful_shutdown_on(on_true(stop_rx));
-
+    let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
     let handlers = vec![
-        spawn_controller("ingress", ing_ctl.run(ingress::reconcile, error_policy, ctx.clone())),
-        spawn_controller("service", svc_ctl.run(service::reconcile, error_policy, ctx.clone())),
+        spawn_controller(
+            "ingress",
+            ing_ctl.graceful_shutdown_on(on_true(stop_rx)).run(ingress::reconcile, error_policy, ctx.clone()),
+        ),
+        spawn_controller(
+            "service",
+            svc_ctl.graceful_shutdown_on(on_true(stop_rx)).run(service::reconcile, error_policy, ctx.clone()),
+        ),
     ];
 
     let use_slices = k.use_endpoint_slices;
@@ -467,6 +476,78 @@ async fn run_leader<B: RouterBackend>(
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;
     Ok(())
+}
+
+/// The two Controllers over ONE watch per kind (the tasks driving the watches are returned):
+///
+/// - Ingresses: their own changes; IngressClass changes re-reconcile all of them; a Service
+///   appearing, disappearing or changing ports re-reconciles the Ingresses naming it; a TLS
+///   Secret created, renewed (cert-manager) or deleted, the Ingresses naming it.
+/// - Services: their own changes and their EndpointSlices (or Endpoints); a Node label change
+///   (zone, node pool: member weights change) re-reconciles only the Services it can affect
+///   ([`node_change_targets`]).
+fn controllers(
+    client: &kube::Client,
+    k: &KubernetesSettings,
+    ctx: &Arc<Context>,
+    w: StoreWriters,
+) -> (Controller<Ingress>, Controller<Service>, Vec<JoinHandle<()>>) {
+    let stores = &ctx.stores;
+    // Bounded: kube's default runs every queued reconcile at once. A reconcile mostly waits on
+    // the writer (which translates once per Sync job), so the bound caps the Kubernetes calls
+    // and the memory of a rollout over many objects, not the throughput.
+    let config = ControllerConfig::default().debounce(Duration::from_millis(500)).concurrency(RECONCILE_CONCURRENCY);
+    let all = watcher::Config::default;
+    let mut tasks = Vec::new();
+    let (t, mut ingresses) = watch_shared(w.ingresses, Api::<Ingress>::all(client.clone()), all(), 1, |_| {});
+    tasks.push(t);
+    let (t, mut services) = watch_shared(w.services, Api::<Service>::all(client.clone()), all(), 2, |_| {});
+    tasks.push(t);
+    // Only TLS Secrets are watched (a field selector on their type): Ingress certificates.
+    let tls = all().fields(&format!("type={TLS_SECRET_TYPE}"));
+    let (t, mut secrets) = watch_shared(w.secrets, Api::<Secret>::all(client.clone()), tls, 1, |_| {});
+    tasks.push(t);
+    let class_changes = reflect(w.classes, Api::<IngressClass>::all(client.clone())).map(|_| ());
+
+    let endpoint_nodes = Arc::new(Mutex::new(EndpointNodes::default()));
+    let on_nodes = endpoint_nodes.clone();
+    let mut node_labels = NodeLabels::default();
+    let (t, mut nodes) = watch_shared(w.nodes, Api::<Node>::all(client.clone()), all(), 1, |_| {});
+    tasks.push(t);
+    let node_changes = nodes.remove(0).filter_map(move |n| {
+        let ev = n.map(watcher::Event::Apply);
+        futures::future::ready(ev.ok().and_then(|ev| node_labels.changed(&ev)).map(Ok))
+    });
+
+    let ing_store = stores.ingresses.clone();
+    let ing_store_tls = stores.ingresses.clone();
+    let ing_ctl = Controller::for_stream(ingresses.remove(0), stores.ingresses.clone())
+        .with_config(config.clone())
+        .watches_stream(services.remove(1), move |svc| ingress::ingresses_naming(&ing_store, &svc))
+        .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&ing_store_tls, &s))
+        .reconcile_all_on(class_changes);
+    // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
+    // endpoints; the Service handler's member change window bounds the delay instead.
+    let svc_ctl = Controller::for_stream(services.remove(0), stores.services.clone())
+        .with_config(config.debounce(Duration::ZERO))
+        .watches_stream(node_changes, {
+            let writer = ctx.writer.clone();
+            move |n: Node| node_change_targets(&on_nodes.lock().expect("lock"), writer.last_synced().as_deref(), &n)
+        });
+    let svc_ctl = if k.use_endpoint_slices {
+        let api = Api::<EndpointSlice>::all(client.clone());
+        let (t, mut slices) =
+            watch_shared(w.slices, api, all(), 1, move |ev| endpoint_nodes.lock().expect("lock").apply(ev));
+        tasks.push(t);
+        svc_ctl.watches_stream(slices.remove(0), service::service_of_slice)
+    } else {
+        let api = Api::<Endpoints>::all(client.clone());
+        let (t, mut eps) =
+            watch_shared(w.endpoints, api, all(), 1, move |ev| endpoint_nodes.lock().expect("lock").apply(ev));
+        tasks.push(t);
+        svc_ctl.watches_stream(eps.remove(0), service::service_of_endpoints)
+    };
+    (ing_ctl, svc_ctl, tasks)
 }
 
 /// Runs a Controller's stream of reconcile results to its end (errors are the error policy's
@@ -538,6 +619,9 @@ async fn refresh_budget(ctx: &Context, octavia: &crate::openstack::Octavia) {
         Err(e) => tracing::warn!(error = %e, "cannot read the project's Octavia quotas"),
     }
 }
+
+/// Reconciles each Controller (Ingress, Service) runs at once.
+pub const RECONCILE_CONCURRENCY: u16 = 16;
 
 /// How long the writer's job in flight may go on after SIGTERM: the gate is closed, so it makes
 /// no further write; this bounds the Octavia request in flight and the wait for ACTIVE after it

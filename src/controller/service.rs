@@ -5,9 +5,13 @@
 //! ([`crate::controller::notice::notice_annotation`]), so a Service shared by several routers
 //! refreshes the members of each of them on an endpoint change.
 //!
-//! When the Service's notice is not the one the desired router implies (a Service created after
-//! the Ingress naming it, or a route to it removed), the change is structural: a Sync (which also
-//! writes the notice) rather than member updates.
+//! An endpoint change costs O(the Service's pools), never a translation of the cluster: the
+//! Service's notice is compared with the one the LAST Sync's desired state implies, and its pools
+//! are refilled from its own endpoints ([`crate::controller::members`]). When the notice differs
+//! (a route to it added or removed), or a port or health-monitor annotation changed, the change
+//! is structural: a Sync (which also writes the notice) rather than member updates. The Service's
+//! endpoint warnings (`NoEndpoints`, `EndpointPortNotFound`) are published from this path too, at
+//! once rather than at the next Sync.
 //!
 //! Member change window (`[kubernetes] member_change_window_ms`): a member update waits that long
 //! after the change that triggered it and then reads the caches again, so every endpoint change
@@ -20,12 +24,14 @@
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
-use crate::controller::notice::{ServiceNotice, desired_notices};
+use crate::controller::members::{endpoints_of, node_index, service_members};
+use crate::controller::notice::ServiceNotice;
+use crate::controller::service_events;
 use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
 use crate::translate::namespace_of;
 use crate::translate::routes::SERVICE_NAME_LABEL;
-use k8s_openapi::api::core::v1::{Endpoints, Service};
+use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
@@ -81,9 +87,17 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             None
         }
     };
-    let (_, desired) = ctx.desired();
     let me = KubeRef::new("Service", namespace_of(&svc.metadata), &svc.name_any());
-    let want = desired_notices(&ctx.router_name, &desired).remove(&me);
+    // The notice is checked against the last Sync's desired state, not a fresh translation: a
+    // change that alters the routes (an Ingress, this Service's ports) triggers a Sync of its own,
+    // which writes the notice. Before the first Sync only a notice of ours needs one.
+    let Some(synced) = ctx.writer.last_synced() else {
+        if current.as_ref().is_some_and(|c| c.router == ctx.router_name) {
+            ctx.sync(false).await?;
+        }
+        return Ok(Action::await_change());
+    };
+    let want = ctx.notice_for(&synced, &me);
     match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
         ServiceStep::Ignore => Ok(Action::await_change()),
         ServiceStep::Sync => {
@@ -91,56 +105,61 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             ctx.sync(false).await?;
             Ok(Action::await_change())
         }
-        ServiceStep::Members(pools) => {
-            let desired = if ctx.member_change_window.is_zero() {
-                desired
-            } else {
-                // The change window: changes arriving meanwhile are in the caches when it closes,
-                // so they go in this one batch write (the latest endpoints win); those arriving
-                // during the write trigger the next window.
-                tokio::time::sleep(ctx.member_change_window).await;
-                ctx.desired().1
-            };
-            publish_health_monitor_warnings(ctx, &desired, &me, &regarding).await;
-            if !ctx.health_monitors_synced(&desired, &pools) {
-                tracing::info!("service health monitor changed: syncing the router");
-                ctx.sync(false).await?;
-                return Ok(Action::await_change());
-            }
-            let mut updated = 0;
-            for name in pools {
-                let Some(pool) = desired.pools.get(&name) else { continue };
-                match ctx.writer.members(pool.clone()).await {
-                    Ok(MembersOutcome::Updated) => updated += 1,
-                    Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
-                    Ok(MembersOutcome::PoolMissing) => {
-                        tracing::info!(pool = %name, "pool missing on the router: syncing");
-                        ctx.sync(true).await?;
-                        break;
-                    }
-                    Err(e) => {
-                        ctx.publish(&UserEvent::warning("OctaviaError", "UpdateMembers", &e.message), &regarding).await;
-                        return Err(HandlerError::Octavia(e));
-                    }
-                }
-            }
-            if updated > 0 {
-                tracing::info!(pools = updated, "members updated");
-            }
-            Ok(Action::await_change())
-        }
+        ServiceStep::Members(pools) => update_members(svc, ctx, &me, &regarding, &pools).await,
     }
 }
 
-/// A bad health-monitor annotation is a Warning on the Service itself (its pools keep the
-/// monitor they have).
-async fn publish_health_monitor_warnings(
+/// The Members step: the Service's pools refilled from its endpoints (one batch write per pool
+/// that changed), its endpoint warnings published at once.
+async fn update_members(
+    svc: &Service,
     ctx: &Context,
-    desired: &crate::model::DesiredRouter,
     me: &KubeRef,
-    regarding: &k8s_openapi::api::core::v1::ObjectReference,
-) {
-    for w in desired.warnings.iter().filter(|w| w.object == *me && w.reason == "InvalidHealthMonitor") {
-        ctx.publish(&UserEvent::warning(&w.reason, "HealthMonitor", &w.message), regarding).await;
+    regarding: &ObjectReference,
+    pools: &[String],
+) -> Result<Action, HandlerError> {
+    let mut svc = std::borrow::Cow::Borrowed(svc);
+    if !ctx.member_change_window.is_zero() {
+        // The change window: changes arriving meanwhile are in the caches when it closes, so
+        // they go in this one batch write (the latest endpoints win); those arriving during
+        // the write trigger the next window.
+        tokio::time::sleep(ctx.member_change_window).await;
+        match ctx.stores.services.get(&ObjectRef::from_obj(svc.as_ref())) {
+            Some(now) => svc = std::borrow::Cow::Owned((*now).clone()),
+            None => return Ok(Action::await_change()),
+        }
     }
+    let Some(synced) = ctx.writer.last_synced() else { return Ok(Action::await_change()) };
+    let update = {
+        let endpoints = endpoints_of(&svc, &ctx.stores.slices, &ctx.stores.endpoints, &ctx.opts);
+        let nodes = ctx.stores.nodes.state();
+        service_members(&svc, pools, &synced, &endpoints, &node_index(&nodes), &ctx.opts)
+    };
+    service_events::publish_for(ctx, me, &update.warnings).await;
+    if let Some(why) = update.needs_sync {
+        tracing::info!(%why, "service change needs a Sync");
+        ctx.sync(false).await?;
+        return Ok(Action::await_change());
+    }
+    let mut updated = 0;
+    for pool in update.pools {
+        let name = pool.name.clone();
+        match ctx.writer.members(pool).await {
+            Ok(MembersOutcome::Updated) => updated += 1,
+            Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
+            Ok(MembersOutcome::PoolMissing) => {
+                tracing::info!(pool = %name, "pool missing on the router: syncing");
+                ctx.sync(true).await?;
+                break;
+            }
+            Err(e) => {
+                ctx.publish(&UserEvent::warning("OctaviaError", "UpdateMembers", &e.message), regarding).await;
+                return Err(HandlerError::Octavia(e));
+            }
+        }
+    }
+    if updated > 0 {
+        tracing::info!(pools = updated, "members updated");
+    }
+    Ok(Action::await_change())
 }

@@ -14,9 +14,9 @@
 use crate::controller::context::Context;
 use crate::controller::events::UserEvent;
 use crate::model::{KubeRef, Warning};
-use crate::translate::{Inputs, namespace_of};
-use k8s_openapi::api::core::v1::ObjectReference;
+use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use kube::Resource;
+use kube::runtime::reflector::{ObjectRef, Store};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -36,6 +36,18 @@ impl ServiceWarnings {
     pub fn due(&mut self, warnings: &[Warning], now: Instant) -> Vec<Warning> {
         let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.kind == "Service").collect();
         self.published.retain(|w, _| current.contains(&w));
+        self.fresh(current, now)
+    }
+
+    /// [`ServiceWarnings::due`] for the warnings about ONE Service (the Members path computes
+    /// that Service's pools only): the other Services' warnings are left as they are.
+    pub fn due_for(&mut self, service: &KubeRef, warnings: &[Warning], now: Instant) -> Vec<Warning> {
+        let current: Vec<&Warning> = warnings.iter().filter(|w| w.object == *service).collect();
+        self.published.retain(|w, _| w.object != *service || current.contains(&w));
+        self.fresh(current, now)
+    }
+
+    fn fresh(&mut self, current: Vec<&Warning>, now: Instant) -> Vec<Warning> {
         let mut out = Vec::new();
         for w in current {
             let fresh = self.published.get(w).is_none_or(|at| now.saturating_duration_since(*at) >= REPUBLISH_AFTER);
@@ -49,27 +61,36 @@ impl ServiceWarnings {
 }
 
 /// The Event's object: the Service from the caches (with its uid), else a reference by name.
-fn regarding(inputs: &Inputs, service: &KubeRef) -> ObjectReference {
-    inputs
-        .services
-        .iter()
-        .find(|s| namespace_of(&s.metadata) == service.namespace && s.metadata.name.as_deref() == Some(&service.name))
-        .map(|s| s.object_ref(&()))
-        .unwrap_or_else(|| ObjectReference {
+fn regarding(services: &Store<Service>, service: &KubeRef) -> ObjectReference {
+    services.get(&ObjectRef::new(&service.name).within(&service.namespace)).map(|s| s.object_ref(&())).unwrap_or_else(
+        || ObjectReference {
             api_version: Some("v1".into()),
             kind: Some("Service".into()),
             namespace: Some(service.namespace.clone()),
             name: Some(service.name.clone()),
             ..ObjectReference::default()
-        })
+        },
+    )
 }
 
 /// Publishes the Service warnings of `warnings` that are due (see [`ServiceWarnings::due`]).
-pub async fn publish(ctx: &Context, inputs: &Inputs, warnings: &[Warning]) {
+pub async fn publish(ctx: &Context, warnings: &[Warning]) {
     let due = ctx.service_warnings.lock().expect("lock").due(warnings, Instant::now());
+    publish_due(ctx, due, "Sync").await;
+}
+
+/// Publishes the warnings about `service` from its Members path that are due (see
+/// [`ServiceWarnings::due_for`]): a Service that loses its last endpoint says so at once, not
+/// at the next Sync.
+pub async fn publish_for(ctx: &Context, service: &KubeRef, warnings: &[Warning]) {
+    let due = ctx.service_warnings.lock().expect("lock").due_for(service, warnings, Instant::now());
+    publish_due(ctx, due, "UpdateMembers").await;
+}
+
+async fn publish_due(ctx: &Context, due: Vec<Warning>, action: &str) {
     for w in due {
-        let ev = UserEvent::warning(&w.reason, "Sync", &w.message);
-        ctx.publish(&ev, &regarding(inputs, &w.object)).await;
+        let ev = UserEvent::warning(&w.reason, action, &w.message);
+        ctx.publish(&ev, &regarding(&ctx.stores.services, &w.object)).await;
     }
 }
 

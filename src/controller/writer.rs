@@ -3,11 +3,16 @@
 //!
 //! Handlers submit jobs through a [`WriterHandle`] and may await the result:
 //!
-//! - [`Job::Sync`]: converge the whole router to a [`DesiredRouter`] (Ingress handler, resync);
+//! - [`Job::Sync`]: converge the whole router (Ingress handler, Service handler on a structural
+//!   change, resync). A Sync from the caches carries no desired state: the writer translates
+//!   ONCE when it takes the job, from the caches as they are then, and answers every waiter with
+//!   that one [`Synced`] (desired state and report). A Sync whose desired state equals the last
+//!   clean Sync's and that is not forced is answered without touching the router (drift is the
+//!   resync's business);
 //! - [`Job::Members`]: replace one pool's members (Service/Endpoints handler), one batch write.
 //!
-//! Coalescing ([`WriteQueue`], pure and table-tested): a Sync carries the full desired state
-//! computed from the caches *after* everything already queued, so a new Sync replaces a queued
+//! Coalescing ([`WriteQueue`], pure and table-tested): a Sync stands for the full desired state
+//! of the caches *after* everything already queued, so a new Sync replaces a queued
 //! Sync (every waiter gets the result of the one that runs) and makes every queued Members job
 //! redundant (their waiters get [`MembersOutcome::Superseded`] once the Sync succeeded). A newer
 //! Members job for a pool replaces the queued one for the same pool (latest wins). The queue
@@ -17,8 +22,9 @@ use crate::controller::health::Readiness;
 use crate::controller::metrics::{JobLabels, Metrics};
 use crate::driver::{ConvergeReport, DriverError, MembersChange, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio::sync::{Notify, oneshot, watch};
@@ -66,7 +72,22 @@ impl From<MembersChange> for MembersOutcome {
     }
 }
 
+/// What a Sync job answers its waiters: the one desired state it converged to and the report.
+#[derive(Clone, Debug)]
+pub struct Synced {
+    pub desired: Arc<DesiredRouter>,
+    pub report: ConvergeReport,
+    /// False when the job was answered from the last clean Sync (same desired state, not forced).
+    pub written: bool,
+}
+
+/// The translation of the caches as they are now (installed by the controller's `Context`).
+pub type Translate = Arc<dyn Fn() -> DesiredRouter + Send + Sync>;
+
+/// What the backend's convergence returns.
 pub type SyncResult = Result<ConvergeReport, WriteError>;
+/// What a Sync job answers its waiters.
+pub type SyncedResult = Result<Synced, WriteError>;
 pub type MembersResult = Result<MembersOutcome, WriteError>;
 
 /// What the writer needs from the driver; implemented by the real [`Router`] ([`OctaviaBackend`])
@@ -96,10 +117,14 @@ pub trait RouterBackend: Send + Sync + 'static {
 #[derive(Debug)]
 pub enum Job {
     Sync {
-        desired: DesiredRouter,
+        /// None: translate the caches when the job runs (the controller's Syncs); Some: this
+        /// desired state (tests, tools).
+        desired: Option<DesiredRouter>,
+        /// Converge even if the desired state is the last clean Sync's (resync, a missing pool).
+        force: bool,
         /// When the oldest coalesced request was made (change→ACTIVE latency).
         since: Instant,
-        replies: Vec<oneshot::Sender<SyncResult>>,
+        replies: Vec<oneshot::Sender<SyncedResult>>,
         /// Waiters of Members jobs this Sync superseded.
         superseded: Vec<oneshot::Sender<MembersResult>>,
     },
@@ -130,12 +155,23 @@ pub struct WriteQueue {
 }
 
 impl WriteQueue {
-    pub fn push_sync(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncResult>>) {
+    /// Queues a Sync to `desired` (always converged: forced).
+    pub fn push_sync(&mut self, desired: DesiredRouter, reply: Option<oneshot::Sender<SyncedResult>>) {
+        self.push(Some(desired), true, reply);
+    }
+
+    /// Queues a Sync to the caches, translated when the job runs; `force` as in [`Job::Sync`].
+    pub fn push_sync_from_caches(&mut self, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
+        self.push(None, force, reply);
+    }
+
+    fn push(&mut self, desired: Option<DesiredRouter>, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
         let now = Instant::now();
-        let (mut since, mut replies, mut superseded) = match self.sync.take() {
-            Some(Job::Sync { since, replies, superseded, .. }) => (since, replies, superseded),
-            _ => (now, Vec::new(), Vec::new()),
+        let (mut since, mut replies, mut superseded, mut forced) = match self.sync.take() {
+            Some(Job::Sync { since, replies, superseded, force, .. }) => (since, replies, superseded, force),
+            _ => (now, Vec::new(), Vec::new(), false),
         };
+        forced |= force;
         for job in self.members.drain(..) {
             if let Job::Members { replies, since: s, .. } = job {
                 superseded.extend(replies);
@@ -143,7 +179,7 @@ impl WriteQueue {
             }
         }
         replies.extend(reply);
-        self.sync = Some(Job::Sync { desired, since, replies, superseded });
+        self.sync = Some(Job::Sync { desired, force: forced, since, replies, superseded });
     }
 
     pub fn push_members(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
@@ -190,7 +226,7 @@ impl WriteQueue {
     }
 }
 
-fn answer(job: Job, sync_result: SyncResult, err_for_members: &WriteError) {
+fn answer(job: Job, sync_result: SyncedResult, err_for_members: &WriteError) {
     match job {
         Job::Sync { replies, superseded, .. } => {
             let ok = sync_result.is_ok();
@@ -221,6 +257,51 @@ struct Shared {
     queue: Mutex<WriteQueue>,
     notify: Notify,
     metrics: WriterMetrics,
+    /// How a Sync from the caches gets its desired state (None: such a Sync fails).
+    translate: Mutex<Option<Translate>>,
+    /// Translations made so far (one per Sync job from the caches).
+    translations: AtomicU64,
+    last: Mutex<LastSync>,
+}
+
+/// What the last Syncs left, for the handlers between Syncs.
+#[derive(Default)]
+struct LastSync {
+    /// The desired state of the last successful Sync (with or without objects on hold): the
+    /// Members path fills its pools and checks the Service notices against it.
+    synced: Option<Arc<DesiredRouter>>,
+    /// The last successful Sync and its report: an unforced Sync to the same desired state is
+    /// answered from it, with objects on hold too until the first hold's delay is over (see
+    /// [`crate::controller::last_sync`]).
+    reusable: Option<crate::controller::last_sync::LastSync>,
+    /// A hash of each pool's members as the router was last seen or made to hold them (by a
+    /// clean Sync, or a Members job): a Members job asking for them again is answered
+    /// `Unchanged` without reading the router, so a Node label change or a Service update that
+    /// leaves the members as they are costs no Octavia call (drift is the resync's business).
+    members: HashMap<String, u64>,
+}
+
+fn members_hash(pool: &Pool) -> u64 {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    pool.members.hash(&mut h);
+    h.finish()
+}
+
+/// A Members job: skipped when the router already holds these members (see
+/// [`LastSync::members`]), else the backend's batch update.
+async fn set_members<B: RouterBackend>(backend: &B, shared: &Shared, pool: &Pool) -> MembersResult {
+    let hash = members_hash(pool);
+    if shared.last.lock().expect("writer lock").members.get(&pool.name) == Some(&hash) {
+        return Ok(MembersOutcome::Unchanged);
+    }
+    let result = backend.set_members(pool).await;
+    let mut last = shared.last.lock().expect("writer lock");
+    match &result {
+        Ok(MembersOutcome::Updated | MembersOutcome::Unchanged) => last.members.insert(pool.name.clone(), hash),
+        _ => last.members.remove(&pool.name),
+    };
+    result
 }
 
 impl Shared {
@@ -249,8 +330,37 @@ pub struct WriterHandle {
 
 impl WriterHandle {
     /// Queues a Sync; the receiver gets the result of the Sync that actually runs.
-    pub fn submit_sync(&self, desired: DesiredRouter) -> oneshot::Receiver<SyncResult> {
+    pub fn submit_sync(&self, desired: DesiredRouter) -> oneshot::Receiver<SyncedResult> {
         self.submit(|q, tx| q.push_sync(desired, Some(tx)))
+    }
+
+    /// Queues a Sync to the caches (translated by the writer when it takes the job) and waits
+    /// for its result: every waiter coalesced into one job gets the same [`Synced`].
+    pub async fn sync_from_caches(&self, force: bool) -> SyncedResult {
+        self.submit(|q, tx| q.push_sync_from_caches(force, Some(tx)))
+            .await
+            .unwrap_or_else(|_| Err(WriteError::shutdown()))
+    }
+
+    /// Installs how a Sync from the caches gets its desired state.
+    pub fn set_translate(&self, translate: Translate) {
+        *self.shared.translate.lock().expect("writer lock") = Some(translate);
+    }
+
+    /// Translations made so far (one per Sync job from the caches, whatever its waiters).
+    pub fn translations(&self) -> u64 {
+        self.shared.translations.load(Ordering::Relaxed)
+    }
+
+    /// The desired state of the last successful Sync.
+    pub fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
+        self.shared.last.lock().expect("writer lock").synced.clone()
+    }
+
+    /// The last successful Sync (objects on hold or not) and its report.
+    pub fn last_sync(&self) -> Option<(Arc<DesiredRouter>, ConvergeReport)> {
+        let last = self.shared.last.lock().expect("writer lock");
+        last.reusable.as_ref().map(|l| (l.desired.clone(), l.report.clone()))
     }
 
     /// Queue a job (unless the writer is shut down) and wake the writer.
@@ -274,7 +384,7 @@ impl WriterHandle {
     }
 
     /// Queues a Sync and waits for its result.
-    pub async fn sync(&self, desired: DesiredRouter) -> SyncResult {
+    pub async fn sync(&self, desired: DesiredRouter) -> SyncedResult {
         self.submit_sync(desired).await.unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
@@ -302,7 +412,14 @@ pub struct Writer {
 
 impl Writer {
     pub fn spawn<B: RouterBackend>(backend: B, metrics: WriterMetrics) -> Self {
-        let shared = Arc::new(Shared { queue: Mutex::new(WriteQueue::default()), notify: Notify::new(), metrics });
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(WriteQueue::default()),
+            notify: Notify::new(),
+            metrics,
+            translate: Mutex::new(None),
+            translations: AtomicU64::new(0),
+            last: Mutex::new(LastSync::default()),
+        });
         let task = tokio::spawn(run_writer(backend, shared.clone()));
         Self { handle: WriterHandle { shared }, task }
     }
@@ -360,36 +477,15 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
         let started = Instant::now();
         let kind = job.kind();
         let result_label = match job {
-            Job::Sync { desired, since, replies, superseded } => {
-                let result = backend.sync(&desired).await;
-                match &result {
-                    Ok(r) => {
-                        tracing::info!(
-                            writes = r.writes.len(),
-                            elapsed_ms = r.elapsed.as_millis() as u64,
-                            "router synced"
-                        );
-                        if let Some(m) = &shared.metrics.metrics {
-                            m.change_to_active.observe(since.elapsed().as_secs_f64());
-                            m.set_provisioning_status("ACTIVE");
-                        }
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, "router sync failed");
-                        if let Some(m) = &shared.metrics.metrics
-                            && e.label == "router_error"
-                        {
-                            m.set_provisioning_status("ERROR");
-                        }
-                    }
-                }
+            Job::Sync { desired, force, since, replies, superseded } => {
+                let result = run_sync(&backend, &shared, desired, force, since).await;
                 let label = result.as_ref().map_or_else(|e| e.label, |_| "ok");
                 let err = result.as_ref().err().cloned().unwrap_or_else(WriteError::shutdown);
-                answer(Job::Sync { desired: DesiredRouter::default(), since, replies, superseded }, result, &err);
+                answer(Job::Sync { desired: None, force, since, replies, superseded }, result, &err);
                 label
             }
             Job::Members { pool, since, replies } => {
-                let result = backend.set_members(&pool).await;
+                let result = set_members(&backend, &shared, &pool).await;
                 if let (Ok(MembersOutcome::Updated), Some(m)) = (&result, &shared.metrics.metrics) {
                     m.change_to_active.observe(since.elapsed().as_secs_f64());
                 }
@@ -413,6 +509,74 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
         }
         retries_seen = retries;
     }
+}
+
+/// The desired state of a Sync job: the one given, or the caches translated now (off the async
+/// workers: at 10k Ingresses a translation takes a few hundred ms).
+async fn desired_of(shared: &Shared, given: Option<DesiredRouter>) -> Result<DesiredRouter, WriteError> {
+    if let Some(d) = given {
+        return Ok(d);
+    }
+    let translate = shared.translate.lock().expect("writer lock").clone();
+    let translate = translate.ok_or_else(|| WriteError::new("no_translation", "no translation installed"))?;
+    shared.translations.fetch_add(1, Ordering::Relaxed);
+    if let Some(m) = &shared.metrics.metrics {
+        m.translations.inc();
+    }
+    tokio::task::spawn_blocking(move || translate())
+        .await
+        .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))
+}
+
+/// One Sync job: translate once, answer from the last clean Sync when nothing changed (and
+/// the job is not forced), else converge the router.
+async fn run_sync<B: RouterBackend>(
+    backend: &B,
+    shared: &Shared,
+    given: Option<DesiredRouter>,
+    force: bool,
+    since: Instant,
+) -> SyncedResult {
+    let desired = Arc::new(desired_of(shared, given).await?);
+    if !force {
+        let last = shared.last.lock().expect("writer lock").reusable.clone();
+        if let Some(last) = last
+            && let Some(report) = last.reuse(&desired, Instant::now())
+        {
+            return Ok(Synced { desired: last.desired, report, written: false });
+        }
+    }
+    let result = backend.sync(&desired).await;
+    match &result {
+        Ok(r) => {
+            tracing::info!(writes = r.writes.len(), elapsed_ms = r.elapsed.as_millis() as u64, "router synced");
+            if let Some(m) = &shared.metrics.metrics {
+                m.change_to_active.observe(since.elapsed().as_secs_f64());
+                m.set_provisioning_status("ACTIVE");
+            }
+            let mut last = shared.last.lock().expect("writer lock");
+            last.synced = Some(desired.clone());
+            let clean = r.failures.is_empty() && r.held.is_empty();
+            last.reusable =
+                Some(crate::controller::last_sync::LastSync::new(desired.clone(), r.clone(), Instant::now()));
+            // Only a clean Sync says every pool holds exactly its desired members.
+            last.members = if clean {
+                desired.pools.values().map(|p| (p.name.clone(), members_hash(p))).collect()
+            } else {
+                HashMap::new()
+            };
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "router sync failed");
+            shared.last.lock().expect("writer lock").members.clear();
+            if let Some(m) = &shared.metrics.metrics
+                && e.label == "router_error"
+            {
+                m.set_provisioning_status("ERROR");
+            }
+        }
+    }
+    result.map(|report| Synced { desired, report, written: true })
 }
 
 // ------------------------------------------------------------------ the real driver
