@@ -129,7 +129,8 @@ trap cleanup EXIT
 # ---------------------------------------------------------------------------------- 2. build
 # HTTPS: a self-signed certificate made now (never stored in the repo) for a second host,
 # secure.example.com, whose Ingress has spec.tls: the router gets a TERMINATED_HTTPS listener
-# with the certificate in Barbican, and plain HTTP for that host is redirected to HTTPS.
+# with the certificate in Barbican, and plain HTTP for that host is redirected to HTTPS (asked for
+# by the Ingress's ssl-redirect annotation: the redirect is opt-in, `[octavia_defaults] ssl_redirect`).
 mkdir -p "$WORK/tls"
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 -subj "/CN=secure.example.com" \
   -addext "subjectAltName=DNS:secure.example.com" -keyout "$WORK/key.pem" -out "$WORK/crt.pem" 2>/dev/null
@@ -148,7 +149,11 @@ stringData:
 %s---
 apiVersion: networking.k8s.io/v1
 kind: Ingress
-metadata: {name: secure, namespace: shop, creationTimestamp: "2025-03-01T09:00:00Z"}
+metadata:
+  name: secure
+  namespace: shop
+  creationTimestamp: "2025-03-01T09:00:00Z"
+  annotations: {kuryr-l7-router.openstack.org/ssl-redirect: "true"}
 spec:
   ingressClassName: kuryr-l7-router
   tls:
@@ -213,7 +218,7 @@ SHOP.Example.COM	/api/v2/items	api-v2	host names are case-insensitive
 shop.example.com:8080	/api	api	Host with :port still matches the host
 auth.shop.example.com	/login/reset	auth	an exact host beats the wildcard
 auth.shop.example.com	/logout	auth	Exact /logout
-auth.shop.example.com	/cart	fallback	no path of auth.shop.example.com matches: default backend, NOT the wildcard
+auth.shop.example.com	/cart	503	no path of auth.shop.example.com matches: the no-route answer (haproxy's 503 without the status responder), never another Ingress's catch-all nor the wildcard
 acme.shop.example.com	/	tenant	wildcard *.shop.example.com
 Globex.Shop.Example.com:443	/cart	tenant	wildcard, mixed case, with :port
 a.b.shop.example.com	/	fallback	a wildcard covers exactly one label
@@ -269,8 +274,9 @@ echo "every request reached the Service Kubernetes Ingress semantics say it must
 step "7b. HTTPS: secure.example.com over TLS with SNI (certificate from Barbican), plain HTTP redirected"
 cat <<'EOF'
 The same haproxy also renders the TERMINATED_HTTPS listener, with the certificate Octavia reads
-from Barbican written as the amphora writes it. HTTP requests for a TLS host get a 308 to https
-(path and query kept), except cert-manager's /.well-known/acme-challenge/ path.
+from Barbican written as the amphora writes it. This Ingress asks for the redirect (annotation
+kuryr-l7-router.openstack.org/ssl-redirect: "true"; off by default): HTTP requests for its TLS host
+get a 308 to https (path and query kept), except cert-manager's /.well-known/acme-challenge/ path.
 EOF
 cat > "$WORK/https.json" <<'EOF'
 [{"scheme": "https", "host": "secure.example.com", "path": "/", "expect": "web", "expect_subject": "secure.example.com"},
