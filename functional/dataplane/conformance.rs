@@ -173,7 +173,7 @@ fn shipped_options() -> TranslateOptions {
     let cm: Value = serde_saphyr::from_str(&text).expect("configmap.yaml");
     let conf = cm["data"]["kuryr.conf"].as_str().expect("kuryr.conf in the ConfigMap").to_string();
     // The credential comes from a Secret as an environment variable in the Deployment.
-    let env = vec![("KURYR_NEUTRON__APPLICATION_CREDENTIAL_SECRET".to_string(), "unused".to_string())];
+    let env = vec![("KURYR_NEUTRON__PASSWORD".to_string(), "unused".to_string())];
     let loaded =
         kuryr_l7_router::config::load_texts(&[("configmap.yaml".into(), conf)], env).expect("shipped kuryr.conf");
     kuryr_l7_router::wiring::translate_options(&loaded.settings)

@@ -24,6 +24,7 @@
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
+use crate::controller::ingress;
 use crate::controller::members::{endpoints_of, node_index, service_members};
 use crate::controller::notice::ServiceNotice;
 use crate::controller::service_events;
@@ -99,6 +100,17 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
     };
     let want = ctx.notice_for(&synced, &me);
     match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
+        // Neither notice nor route yet, but an Ingress names this Service: it may have just
+        // appeared (or got its port), which the last synced state, translated without it,
+        // cannot tell; a Sync translates it now (the writer answers it without Octavia when
+        // nothing changed).
+        ServiceStep::Ignore
+            if current.is_none() && !ingress::ingresses_naming(&ctx.stores.ingresses, svc).is_empty() =>
+        {
+            tracing::info!("a Service an Ingress names has no route yet: syncing the router");
+            ctx.sync(false).await?;
+            Ok(Action::await_change())
+        }
         ServiceStep::Ignore => Ok(Action::await_change()),
         ServiceStep::Sync => {
             tracing::info!("service routing changed: syncing the router");
