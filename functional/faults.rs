@@ -223,7 +223,8 @@ async fn octavia_api_and_neutron_down_then_back() {
     with_router(r, |r| async move {
         let mut want = examples();
         r.converge(&want).await.unwrap();
-        let pool = want.pools.keys().next().unwrap().clone();
+        // A pool with members (the reserved no-route pool, first by name, has none).
+        let pool = want.pools.iter().find(|(_, p)| !p.members.is_empty()).map(|(k, _)| k.clone()).unwrap();
 
         for (service, named) in [("octavia-api", "octavia"), ("neutron-server", "neutron")] {
             let member = want.pools[&pool].members[0].clone();
