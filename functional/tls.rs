@@ -87,7 +87,10 @@ fn desired_with(a: &(String, String), b: &(String, String), tls: bool, extra: &s
     let mut inputs = Inputs::default();
     load_str(&text, Path::new("tls.yaml"), &mut inputs).unwrap();
     inputs.now = Some(std::time::SystemTime::now());
-    let d = translate(&inputs, &TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() });
+    // Redirects are opt-in ([octavia_defaults] ssl_redirect); these tests check them.
+    let mut opts = TranslateOptions { ingress_class: "kuryr".into(), ..TranslateOptions::default() };
+    opts.tls.ssl_redirect = true;
+    let d = translate(&inputs, &opts);
     let bad: Vec<_> = d.warnings.iter().filter(|w| w.reason != "NoEndpoints").collect();
     assert!(bad.is_empty(), "{bad:?}");
     d
