@@ -89,10 +89,28 @@ fn run_py(
     echo: &BTreeMap<String, String>,
     requests: &[serde_json::Value],
 ) -> (Vec<serde_json::Value>, bool) {
-    let echo = serde_json::to_string(echo).unwrap();
-    let mut child = Command::new("/usr/bin/python3")
-        .arg(repo().join("functional/dataplane/run.py"))
-        .args([lb_id, "--echo", &echo, "--requests", "-"])
+    let (result, exited_ok) = run_py_full(lb_id, echo, None, requests);
+    let results = result["results"].as_array().expect("results").clone();
+    assert_eq!(results.len(), requests.len());
+    (results, result["ok"] == true && exited_ok)
+}
+
+/// run.py's whole answer for `requests` (results, `ok`, `port_map`) and whether it exited 0, with
+/// `echo` naming each backend and `member_map` sending members elsewhere (address:port →
+/// 127.0.0.1:port, e.g. to the status responder). The one place that spawns run.py.
+fn run_py_full(
+    lb_id: &str,
+    echo: &BTreeMap<String, String>,
+    member_map: Option<&serde_json::Map<String, serde_json::Value>>,
+    requests: &[serde_json::Value],
+) -> (serde_json::Value, bool) {
+    let mut cmd = Command::new("/usr/bin/python3");
+    cmd.arg(repo().join("functional/dataplane/run.py")).args([lb_id, "--echo", &serde_json::to_string(echo).unwrap()]);
+    if let Some(map) = member_map {
+        cmd.args(["--member-map", &serde_json::Value::Object(map.clone()).to_string()]);
+    }
+    let mut child = cmd
+        .args(["--requests", "-"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -105,9 +123,7 @@ fn run_py(
         panic!("run.py exit {:?}: {e}\nstdout: {stdout}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr))
     });
     assert!(result.get("error").is_none(), "data plane failed: {result:#}");
-    let results = result["results"].as_array().expect("results").clone();
-    assert_eq!(results.len(), requests.len());
-    (results, result["ok"] == true && out.status.success())
+    (result, out.status.success())
 }
 
 /// Send `(host, path, expected)` through the router's data plane; panic with a table of every

@@ -9,21 +9,8 @@ use super::*;
 /// run.py's whole answer for `requests` (its results and its `port_map`: listener port → the
 /// local port haproxy binds, which is what `%[dst_port]` gives X-Forwarded-Port here).
 fn run_full(lb_id: &str, desired: &DesiredRouter, requests: &[serde_json::Value]) -> serde_json::Value {
-    let echo = serde_json::to_string(&echo_names(desired)).unwrap();
-    let mut child = Command::new("/usr/bin/python3")
-        .arg(repo().join("functional/dataplane/run.py"))
-        .args([lb_id, "--echo", &echo, "--requests", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run /usr/bin/python3 functional/dataplane/run.py");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(requests).unwrap().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let v: serde_json::Value = serde_json::from_str(&stdout)
-        .unwrap_or_else(|e| panic!("run.py: {e}\n{stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert!(v.get("error").is_none() && out.status.success(), "data plane failed: {v:#}");
+    let (v, exited_ok) = run_py_full(lb_id, &echo_names(desired), None, requests);
+    assert!(exited_ok, "data plane failed: {v:#}");
     v
 }
 

@@ -5,12 +5,11 @@
 //! Then the same Ingresses without a responder: the documented fallback (503 everywhere, still no
 //! fall-through).
 
-use super::{converge, echo_names, load, options, repo, with_router};
+use super::{converge, echo_names, load, options, run_py_full, with_router};
 use crate::common::enabled;
 use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL, UNAVAILABLE_POOL};
 use kuryr_l7_router::translate::status::StatusResponder;
 use kuryr_l7_router::translate::{TranslateOptions, translate};
-use std::io::Write;
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -104,22 +103,7 @@ pub(super) fn send_requests(
             }
         }
     }
-    let mut child = Command::new("/usr/bin/python3")
-        .arg(repo().join("functional/dataplane/run.py"))
-        .args([lb_id, "--echo", &serde_json::to_string(&echo).unwrap()])
-        .args(["--member-map", &serde_json::Value::Object(member_map).to_string(), "--requests", "-"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("run functional/dataplane/run.py");
-    child.stdin.take().unwrap().write_all(serde_json::to_string(requests).unwrap().as_bytes()).unwrap();
-    let out = child.wait_with_output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let result: serde_json::Value = serde_json::from_str(&stdout).unwrap_or_else(|e| {
-        panic!("run.py exit {:?}: {e}\nstdout: {stdout}\nstderr: {}", out.status, String::from_utf8_lossy(&out.stderr))
-    });
-    assert!(result.get("error").is_none(), "data plane failed: {result:#}");
+    let (result, _) = run_py_full(lb_id, &echo, Some(&member_map), requests);
     result["results"].as_array().expect("results").clone()
 }
 
