@@ -133,7 +133,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
                     "Sync",
                     format!(
                         "L7 router {} synced: {} policy(ies) for this Ingress, {} Octavia write(s)",
-                        ctx.router_name,
+                        ctx.router().name,
                         policies,
                         report.writes.len()
                     ),

@@ -33,6 +33,7 @@ pub mod members;
 pub mod metrics;
 pub mod notice;
 pub mod patches;
+pub mod routers;
 pub mod runtime;
 pub mod service;
 pub mod service_events;

@@ -80,7 +80,8 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, H
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
     let regarding = svc.object_ref(&());
-    let current = match ServiceNotice::from_service(svc, &ctx.router_name) {
+    let router = ctx.router();
+    let current = match ServiceNotice::from_service(svc, &router.name) {
         Ok(n) => n,
         Err(e) => {
             // Rewritten by the next Sync (a malformed notice is never "equal").
@@ -92,14 +93,14 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
     // The notice is checked against the last Sync's desired state, not a fresh translation: a
     // change that alters the routes (an Ingress, this Service's ports) triggers a Sync of its own,
     // which writes the notice. Before the first Sync only a notice of ours needs one.
-    let Some(synced) = ctx.writer.last_synced() else {
-        if current.as_ref().is_some_and(|c| c.router == ctx.router_name) {
+    let Some(synced) = router.writer.last_synced() else {
+        if current.as_ref().is_some_and(|c| c.router == router.name) {
             ctx.sync(false).await?;
         }
         return Ok(Action::await_change());
     };
-    let want = ctx.notice_for(&synced, &me);
-    match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
+    let want = ctx.notice_for(&router.name, &synced, &me);
+    match service_step(&router.name, current.as_ref(), want.as_ref()) {
         // Neither notice nor route yet, but an Ingress names this Service: it may have just
         // appeared (or got its port), which the last synced state, translated without it,
         // cannot tell; a Sync translates it now (the writer answers it without Octavia when
@@ -141,7 +142,8 @@ async fn update_members(
             None => return Ok(Action::await_change()),
         }
     }
-    let Some(synced) = ctx.writer.last_synced() else { return Ok(Action::await_change()) };
+    let router = ctx.router();
+    let Some(synced) = router.writer.last_synced() else { return Ok(Action::await_change()) };
     let update = {
         let endpoints = endpoints_of(&svc, &ctx.stores.slices, &ctx.stores.endpoints, &ctx.opts);
         let nodes = ctx.stores.nodes.state();
@@ -156,7 +158,7 @@ async fn update_members(
     let mut updated = 0;
     for pool in update.pools {
         let name = pool.name.clone();
-        match ctx.writer.members(pool).await {
+        match router.writer.members(pool).await {
             Ok(MembersOutcome::Updated) => updated += 1,
             Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
             Ok(MembersOutcome::PoolMissing) => {
