@@ -11,6 +11,7 @@ pub mod placement;
 pub mod secret;
 pub mod show;
 pub mod status_responder;
+pub mod reason;
 pub mod testing;
 pub mod translate;
 pub mod wiring;

@@ -6,10 +6,11 @@
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
 use crate::controller::metrics::{Metrics, RouterMetrics};
-use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
+use crate::controller::notice::{ServiceNotice, desired_notices};
+use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
 use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::service_events::{self, ServiceWarnings};
-use crate::controller::writer::{WriteError, WriterHandle};
+use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
@@ -23,7 +24,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -282,23 +283,107 @@ impl Context {
     }
 
     /// Converges the router to the caches (unless `force` is false and the desired state is the
-    /// one last synced), then writes the Service notices that changed. The writer translates
-    /// once per Sync job; every handler waiting on that job shares its desired state.
+    /// one last synced), then applies the Sync-wide outputs (refusals, notices, Service
+    /// warnings). The writer translates once per Sync job; every handler waiting on that job
+    /// shares its desired state.
     pub async fn sync(&self, force: bool) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+        self.sync_for(force, Scope::Sync).await
+    }
+
+    /// [`Context::sync`], then the outputs of `scope` too (see [`outputs::plan`]).
+    pub async fn sync_for(&self, force: bool, scope: Scope<'_>) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
         self.wait_caches().await;
         let slot = self.router();
         let synced = slot.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
         if synced.written {
             slot.take_budget_of(&synced.report);
-            self.report_refusals(slot, &synced.report).await;
+            slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
+            for f in &synced.report.failures {
+                slot.metrics.write_failure(f.reason);
+            }
             if let Some(r) = &self.readiness {
                 slot.mark_ready(r);
             }
         }
-        self.apply_notices(&slot.name, &synced.desired).await?;
-        self.remember_host_owners().await?;
-        service_events::publish(self, &synced.desired.warnings).await;
+        self.apply_outputs(slot, &synced, scope).await?;
         Ok((synced.desired, synced.report))
+    }
+
+    /// The one output step of a finished Sync: plans (purely) and applies its notices,
+    /// statuses and Events. A notice write that fails fails the call; so does the status of the
+    /// reconciled Ingress (it is retried with it), while the resync only logs a status it could
+    /// not write.
+    async fn apply_outputs(&self, slot: &RouterSlot, synced: &Synced, scope: Scope<'_>) -> Result<(), HandlerError> {
+        let services = self.stores.services.state();
+        let key = |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
+        let router = slot.name.as_str();
+        let cached = self.stores.ingresses.state();
+        let facts = Facts {
+            notices: services
+                .iter()
+                .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
+                .collect(),
+            legacy: services.iter().filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router)).map(|s| key(s)).collect(),
+            statuses: match scope {
+                Scope::Ingress(ing) => vec![ing],
+                Scope::Resync => cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
+                Scope::Sync | Scope::Conflicts => vec![],
+            },
+        };
+        let out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        for ev in &out.refusals {
+            self.publish_on_ingress(ev, None).await;
+        }
+        for change in &out.notices {
+            let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
+            match patches::patch_service_notice(&api, router, change).await {
+                Ok(_) => tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written"),
+                Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.remember_host_owners().await?;
+        service_events::publish(self, &out.service_warnings).await;
+        for change in &out.statuses {
+            let Some(ing) = facts.statuses.iter().find(|i| outputs::ingress_ref(i) == change.ingress) else { continue };
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), &change.ingress.namespace);
+            match patches::patch_ingress_status(&api, ing, change.address).await {
+                Ok(_) => tracing::info!(ingress = %change.ingress, address = ?change.address, "ingress status written"),
+                Err(e) if matches!(scope, Scope::Ingress(_)) => return Err(e.into()),
+                Err(e) => tracing::warn!(ingress = %change.ingress, error = %e, "cannot patch the ingress status"),
+            }
+        }
+        let me = match scope {
+            Scope::Ingress(ing) => Some(ing),
+            _ => None,
+        };
+        for ev in &out.events {
+            self.publish_on_ingress(ev, me).await;
+        }
+        Ok(())
+    }
+
+    /// Whether the status of `ing` is ours to keep: of our class, with our finalizer, not
+    /// being deleted.
+    fn keeps_status_of(&self, ing: &Ingress) -> bool {
+        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+        crate::translate::routes::is_ours(ing, &classes, &self.opts)
+            && patches::has_finalizer(ing)
+            && ing.metadata.deletion_timestamp.is_none()
+    }
+
+    /// Publishes `ev` on its Ingress: `me` (the reconciled one) when it is about it, else the
+    /// Ingress from the cache (an Ingress gone meanwhile is told nothing).
+    async fn publish_on_ingress(&self, ev: &PlannedEvent, me: Option<&Ingress>) {
+        let regarding = match me {
+            Some(ing) if outputs::ingress_ref(ing) == ev.regarding => ing.object_ref(&()),
+            _ => {
+                let key = ObjectRef::<Ingress>::new(&ev.regarding.name).within(&ev.regarding.namespace);
+                let Some(ing) = self.stores.ingresses.get(&key) else { return };
+                ing.object_ref(&())
+            }
+        };
+        self.publish(&ev.event, &regarding).await;
     }
 
     /// With host ownership on, stores the hosts' owners on our IngressClass when the last
@@ -335,78 +420,22 @@ impl Context {
         notices.get(service).cloned()
     }
 
-    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
-    /// notice key only, plus the removal of a legacy notice naming our router.
-    pub async fn apply_notices(&self, router: &str, desired: &DesiredRouter) -> Result<(), HandlerError> {
-        let want = desired_notices(router, desired);
-        let key = |s: &Service| {
-            KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default())
-        };
-        let services = self.stores.services.state();
-        let current: Vec<(KubeRef, ServiceNotice)> = services
-            .iter()
-            .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
-            .collect();
-        let legacy: BTreeSet<KubeRef> = services
-            .iter()
-            .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router))
-            .map(|s| key(s))
-            .collect();
-        for change in notice_changes(&want, current.iter().map(|(r, n)| (r.clone(), n)), &legacy) {
-            let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
-            match patches::patch_service_notice(&api, router, &change).await {
-                Ok(_) => {
-                    tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
-                }
-                Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
-
-    /// Each write Octavia refused for good in `report`: a Warning Event on every Ingress its
-    /// object serves, and the failure metric by reason. The other changes went on.
-    async fn report_refusals(&self, slot: &RouterSlot, report: &ConvergeReport) {
-        slot.metrics.waiting_for_quota(report.quota_waiting.len());
-        for w in &report.quota_waiting {
-            let key = ObjectRef::<Ingress>::new(&w.owner.name).within(&w.owner.namespace);
-            if let Some(ing) = self.stores.ingresses.get(&key) {
-                let ev = UserEvent::warning(crate::translate::budget::QUOTA_EXCEEDED, "Sync", w.message());
-                self.publish(&ev, &ing.object_ref(&())).await;
-            }
-        }
-        for f in &report.failures {
-            slot.metrics.write_failure(f.reason);
-            let message = format!(
-                "Octavia refused a write for {} ({}): {}; it is retried with backoff, the other changes were made",
-                f.object, f.write, f.message
-            );
-            for owner in &f.owners {
-                let key = ObjectRef::<Ingress>::new(&owner.name).within(&owner.namespace);
-                if let Some(ing) = self.stores.ingresses.get(&key) {
-                    self.publish(&UserEvent::warning("OctaviaWriteRefused", "Sync", &message), &ing.object_ref(&()))
-                        .await;
-                }
-            }
-        }
-    }
-
     /// The status address of every Ingress of ours made equal to the router's (patched only
-    /// where it differs): on each resync, so that a router rebuilt on another address, or a
-    /// status changed by hand, is corrected without an Ingress change.
+    /// where it differs): what the resync's outputs do (see [`Context::sync_for`]), on its own.
     pub async fn refresh_statuses(&self, address: Option<std::net::IpAddr>) {
-        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-        for ing in self.stores.ingresses.state() {
-            let ours = crate::translate::routes::is_ours(&ing, &classes, &self.opts);
-            if !ours || !patches::has_finalizer(ing.as_ref()) || ing.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-            match patches::patch_ingress_status(&api, &ing, address).await {
-                Ok(Some(_)) => tracing::info!(ingress = %ing.name_any(), ?address, "ingress status corrected"),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(ingress = %ing.name_any(), error = %e, "cannot patch the ingress status"),
+        let cached = self.stores.ingresses.state();
+        let facts = Facts {
+            statuses: cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
+            ..Facts::default()
+        };
+        let report = ConvergeReport { address, ..ConvergeReport::default() };
+        let out = outputs::plan(&self.router().name, &DesiredRouter::default(), &report, false, &facts, Scope::Sync);
+        for change in out.statuses {
+            let Some(ing) = facts.statuses.iter().find(|i| outputs::ingress_ref(i) == change.ingress) else { continue };
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), &change.ingress.namespace);
+            match patches::patch_ingress_status(&api, ing, address).await {
+                Ok(_) => tracing::info!(ingress = %change.ingress, ?address, "ingress status corrected"),
+                Err(e) => tracing::warn!(ingress = %change.ingress, error = %e, "cannot patch the ingress status"),
             }
         }
     }

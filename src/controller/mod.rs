@@ -20,7 +20,6 @@
 //! - [`error`]: [`ControllerError`], with a label per variant for metrics.
 
 pub mod client;
-pub mod conflicts;
 pub mod context;
 pub mod endpoint_nodes;
 pub mod error;
@@ -32,6 +31,7 @@ pub mod leader;
 pub mod members;
 pub mod metrics;
 pub mod notice;
+pub mod outputs;
 pub mod patches;
 pub mod routers;
 pub mod runtime;

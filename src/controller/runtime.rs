@@ -19,6 +19,7 @@ use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
+use crate::controller::outputs::Scope;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
@@ -360,7 +361,7 @@ pub fn node_change_targets(
 ) -> Vec<ObjectRef<Service>> {
     let mut out = index.services_on(node.metadata.name.as_deref().unwrap_or_default());
     let even = ["not_zone_aware", "no_endpoints"];
-    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.kind == "Service");
+    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.is_service());
     for pool in zone_aware.filter(|p| !even.contains(&crate::translate::zone::weighting_rule(&p.weighting))) {
         out.push(ObjectRef::new(&pool.service.name).within(&pool.service.namespace));
     }
@@ -577,12 +578,11 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
             _ = stop.wait_for(|v| *v) => return,
         }
         let span = reconcile_span("resync", "", "");
-        match tracing::Instrument::instrument(ctx.sync(true), span).await {
-            Ok((desired, report)) => {
-                ctx.refresh_statuses(report.address).await;
+        // Every status of ours and every conflict too: they can change without an Ingress event.
+        match tracing::Instrument::instrument(ctx.sync_for(true, Scope::Resync), span).await {
+            Ok((_, report)) => {
                 ctx.metrics.reconcile_result("resync", "ok");
                 tracing::info!(writes = report.writes.len(), "resync done");
-                crate::controller::conflicts::publish_conflicts(&ctx, &desired, None).await;
             }
             Err(e) => {
                 ctx.metrics.reconcile_result("resync", e.metric_label());
@@ -601,9 +601,8 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
 
 /// The resync's report changed the router's budget: converge to it at once.
 async fn converge_to_budget(ctx: &Context) {
-    match ctx.sync(false).await {
-        Ok((desired, _)) => crate::controller::conflicts::publish_conflicts(ctx, &desired, None).await,
-        Err(e) => tracing::warn!(error = %e, "sync after a budget change failed"),
+    if let Err(e) = ctx.sync_for(false, Scope::Conflicts).await {
+        tracing::warn!(error = %e, "sync after a budget change failed");
     }
 }
 

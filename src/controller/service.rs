@@ -30,6 +30,7 @@ use crate::controller::notice::ServiceNotice;
 use crate::controller::service_events;
 use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
+use crate::reason::Reason;
 use crate::translate::namespace_of;
 use crate::translate::routes::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
@@ -85,11 +86,11 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         Ok(n) => n,
         Err(e) => {
             // Rewritten by the next Sync (a malformed notice is never "equal").
-            ctx.publish(&UserEvent::warning("InvalidNotice", "UpdateMembers", e.to_string()), &regarding).await;
+            ctx.publish(&UserEvent::of(Reason::InvalidNotice, "UpdateMembers", e.to_string()), &regarding).await;
             None
         }
     };
-    let me = KubeRef::new("Service", namespace_of(&svc.metadata), &svc.name_any());
+    let me = KubeRef::service(namespace_of(&svc.metadata), &svc.name_any());
     // The notice is checked against the last Sync's desired state, not a fresh translation: a
     // change that alters the routes (an Ingress, this Service's ports) triggers a Sync of its own,
     // which writes the notice. Before the first Sync only a notice of ours needs one.
@@ -167,7 +168,7 @@ async fn update_members(
                 break;
             }
             Err(e) => {
-                ctx.publish(&UserEvent::warning("OctaviaError", "UpdateMembers", &e.message), regarding).await;
+                ctx.publish(&UserEvent::of(Reason::OctaviaError, "UpdateMembers", &e.message), regarding).await;
                 return Err(HandlerError::Octavia(e));
             }
         }

@@ -34,7 +34,7 @@ impl ServiceWarnings {
     /// were not in the previous translation, or were published [`REPUBLISH_AFTER`] ago or more.
     /// Forgets the warnings no longer present (so they are published again if they come back).
     pub fn due(&mut self, warnings: &[Warning], now: Instant) -> Vec<Warning> {
-        let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.kind == "Service").collect();
+        let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.is_service()).collect();
         self.published.retain(|w, _| current.contains(&w));
         self.fresh(current, now)
     }
@@ -89,7 +89,7 @@ pub async fn publish_for(ctx: &Context, service: &KubeRef, warnings: &[Warning])
 
 async fn publish_due(ctx: &Context, due: Vec<Warning>, action: &str) {
     for w in due {
-        let ev = UserEvent::warning(&w.reason, action, &w.message);
+        let ev = UserEvent::of(w.reason, action, &w.message);
         ctx.publish(&ev, &regarding(&ctx.stores.services, &w.object)).await;
     }
 }
@@ -101,7 +101,7 @@ mod tests {
     fn warning(kind: &str, name: &str, reason: &str) -> Warning {
         Warning {
             object: KubeRef::new(kind, "shop", name),
-            reason: reason.into(),
+            reason: crate::reason::Reason::named(reason).unwrap(),
             message: format!("{kind} shop/{name}: {reason}"),
         }
     }
