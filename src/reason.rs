@@ -35,7 +35,7 @@ macro_rules! reasons {
     ($($(#[$doc:meta])* $name:ident),+ $(,)?) => {
         /// An Event reason (see the module docs). [`Reason::Other`] keeps a reason that has no
         /// variant yet, so that a new warning is published (as a Warning) before it gets one.
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
         pub enum Reason {
             $($(#[$doc])* $name,)+
             Other(&'static str),
@@ -147,18 +147,48 @@ impl Reason {
     pub fn route_condition(self) -> Option<RouteCondition> {
         use Reason::*;
         match self {
-            ServiceNotFound | ServicePortNotFound | ExternalNameService | SecretNotFound | SecretWrongType
-            | MissingTlsSecret | NoCertificate | NoKey | MalformedCertificate | MalformedKey | UnsupportedKey
-            | KeyMismatch | HostNotCovered | CertificateExpired | CertificateNotYetValid
+            ServiceNotFound
+            | ServicePortNotFound
+            | ExternalNameService
+            | SecretNotFound
+            | SecretWrongType
+            | MissingTlsSecret
+            | NoCertificate
+            | NoKey
+            | MalformedCertificate
+            | MalformedKey
+            | UnsupportedKey
+            | KeyMismatch
+            | HostNotCovered
+            | CertificateExpired
+            | CertificateNotYetValid
             | CertificateEncodingFailed => Some(RouteCondition::ResolvedRefs),
-            DuplicateRoute | ConflictingDefaultBackend | ConflictingCertificate | DefaultBackendNotAllowed
-            | HostOwnedByOtherNamespace | QuotaExceeded | EmptyIngress | InvalidHost | InvalidPath
-            | InvalidPathType | MissingPathType | InvalidRuleValue | TooManyRules | HostlessRuleNotAllowed
-            | InvalidAnnotation | InvalidHealthMonitor | RedirectNotPossible | UnsupportedBackend => {
-                Some(RouteCondition::Accepted)
-            }
-            Synced | OctaviaError | OctaviaWriteRefused | InvalidNotice | NoEndpoints | EndpointPortNotFound
-            | StatusResponderUnavailable | Other(_) => None,
+            DuplicateRoute
+            | ConflictingDefaultBackend
+            | ConflictingCertificate
+            | DefaultBackendNotAllowed
+            | HostOwnedByOtherNamespace
+            | QuotaExceeded
+            | EmptyIngress
+            | InvalidHost
+            | InvalidPath
+            | InvalidPathType
+            | MissingPathType
+            | InvalidRuleValue
+            | TooManyRules
+            | HostlessRuleNotAllowed
+            | InvalidAnnotation
+            | InvalidHealthMonitor
+            | RedirectNotPossible
+            | UnsupportedBackend => Some(RouteCondition::Accepted),
+            Synced
+            | OctaviaError
+            | OctaviaWriteRefused
+            | InvalidNotice
+            | NoEndpoints
+            | EndpointPortNotFound
+            | StatusResponderUnavailable
+            | Other(_) => None,
         }
     }
 }
@@ -168,6 +198,20 @@ impl Reason {
 impl From<&'static str> for Reason {
     fn from(s: &'static str) -> Self {
         Reason::named(s).unwrap_or(Reason::Other(s))
+    }
+}
+
+/// Ordered by name, as the warnings were when reasons were text (the translation sorts its
+/// warnings, and their order is the order of the Events).
+impl Ord for Reason {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.as_str().cmp(other.as_str())
+    }
+}
+
+impl PartialOrd for Reason {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
     }
 }
 
@@ -217,6 +261,8 @@ mod tests {
         assert_eq!(Reason::from("NotAVariant"), Reason::Other("NotAVariant"));
         assert_eq!(Reason::from("NotAVariant").event_type(), EventType::Warning);
         assert!(serde_json::from_str::<Reason>("\"NotAVariant\"").is_err());
+        // Ordered by name: the translation's warnings keep the order they had as text.
+        assert!(Reason::EndpointPortNotFound < Reason::NoEndpoints && Reason::NoEndpoints < Reason::Synced);
     }
 
     /// The conflicts are exactly the reasons that name another object; each sets Accepted.

@@ -291,7 +291,11 @@ impl Context {
     }
 
     /// [`Context::sync`], then the outputs of `scope` too (see [`outputs::plan`]).
-    pub async fn sync_for(&self, force: bool, scope: Scope<'_>) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+    pub async fn sync_for(
+        &self,
+        force: bool,
+        scope: Scope<'_>,
+    ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
         self.wait_caches().await;
         let slot = self.router();
         let synced = slot.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
@@ -315,7 +319,8 @@ impl Context {
     /// not write.
     async fn apply_outputs(&self, slot: &RouterSlot, synced: &Synced, scope: Scope<'_>) -> Result<(), HandlerError> {
         let services = self.stores.services.state();
-        let key = |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
+        let key =
+            |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
         let router = slot.name.as_str();
         let cached = self.stores.ingresses.state();
         let facts = Facts {
@@ -323,7 +328,11 @@ impl Context {
                 .iter()
                 .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
                 .collect(),
-            legacy: services.iter().filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router)).map(|s| key(s)).collect(),
+            legacy: services
+                .iter()
+                .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router))
+                .map(|s| key(s))
+                .collect(),
             statuses: match scope {
                 Scope::Ingress(ing) => vec![ing],
                 Scope::Resync => cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
@@ -337,7 +346,9 @@ impl Context {
         for change in &out.notices {
             let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
             match patches::patch_service_notice(&api, router, change).await {
-                Ok(_) => tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written"),
+                Ok(_) => {
+                    tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
+                }
                 Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
                 Err(e) => return Err(e.into()),
             }

@@ -2,8 +2,8 @@
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
-use crate::controller::patches::{self, has_finalizer};
 use crate::controller::outputs::Scope;
+use crate::controller::patches::{self, has_finalizer};
 use crate::reason::Reason;
 use crate::translate::namespace_of;
 use crate::translate::routes::is_ours;

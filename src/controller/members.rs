@@ -183,8 +183,7 @@ mod tests {
             let got = service_members(&service(json!({})), &names, &synced, &cache(ips), &Default::default(), &opts);
             assert_eq!(got.needs_sync, None);
             assert_eq!(got.pools, full.pools.values().cloned().collect::<Vec<_>>(), "ips {ips:?}");
-            let about_web: Vec<Warning> =
-                full.warnings.iter().filter(|w| w.object.is_service()).cloned().collect();
+            let about_web: Vec<Warning> = full.warnings.iter().filter(|w| w.object.is_service()).cloned().collect();
             assert_eq!(got.warnings, about_web, "ips {ips:?}");
         }
         let got = service_members(&service(json!({})), &names, &synced, &cache(&[]), &Default::default(), &opts);

@@ -158,7 +158,10 @@ pub fn conflict_warnings<'a>(
     desired: &'a DesiredRouter,
     except: Option<&'a KubeRef>,
 ) -> impl Iterator<Item = &'a Warning> + 'a {
-    desired.warnings.iter().filter(move |w| w.object.is_ingress() && Some(&w.object) != except && w.reason.is_conflict())
+    desired
+        .warnings
+        .iter()
+        .filter(move |w| w.object.is_ingress() && Some(&w.object) != except && w.reason.is_conflict())
 }
 
 #[cfg(test)]
@@ -183,7 +186,8 @@ mod tests {
     /// What each scope adds to the Sync-wide outputs, all decided on typed reasons.
     #[test]
     fn each_scope_plans_its_outputs() {
-        let (me, loser, svc) = (KubeRef::ingress("ns", "me"), KubeRef::ingress("ns", "loser"), KubeRef::service("ns", "web"));
+        let (me, loser, svc) =
+            (KubeRef::ingress("ns", "me"), KubeRef::ingress("ns", "loser"), KubeRef::service("ns", "web"));
         let desired = DesiredRouter {
             warnings: vec![
                 warning(me.clone(), Reason::InvalidPath),
