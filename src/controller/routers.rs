@@ -63,11 +63,10 @@ impl RouterSlot {
     pub fn take_budget_of(&self, report: &ConvergeReport) {
         match &report.budget {
             None => {}
-            Some(Ok(budget)) => {
-                if self.set_budget(*budget) {
-                    tracing::info!(router = %self.name, ?budget, "L7 policy/rule budget under the project quota changed");
-                }
+            Some(Ok(budget)) if self.set_budget(*budget) => {
+                tracing::info!(router = %self.name, ?budget, "L7 policy/rule budget under the project quota changed");
             }
+            Some(Ok(_)) => {}
             Some(Err(e)) => tracing::warn!(router = %self.name, error = %e, "cannot read the project's Octavia quotas"),
         }
     }
