@@ -1,8 +1,8 @@
 //! Warning Events on Services: the translation's warnings about a Service (`NoEndpoints`: a pool
 //! without any ready member; `EndpointPortNotFound`: an EndpointSlice without the Service port's
 //! name) become Kubernetes Events on that Service, so `kubectl describe service` says why its
-//! route answers 503. Before issue 14 they were only in the translation's output and dropped by
-//! the controller.
+//! route answers 503. They are part of every Sync's outputs (`super::outputs`), published
+//! when due.
 //!
 //! Every Sync (an Ingress change, a Service change, the periodic resync) translates again and finds
 //! the same warnings, so publishing each time would post one Event per Sync. [`ServiceWarnings`]
