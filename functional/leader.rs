@@ -60,8 +60,8 @@ impl RouterBackend for Watched {
     fn conflict_retries(&self) -> u64 {
         self.inner.conflict_retries()
     }
-    fn quota_client(&self) -> Option<kuryr_l7_router::openstack::Octavia> {
-        self.inner.quota_client()
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        self.inner.sync_reading_budget(desired).await
     }
     fn blocked(&self) -> bool {
         self.inner.blocked()

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod model;
 pub mod openstack;
 pub mod placement;
+pub mod reason;
 pub mod secret;
 pub mod show;
 pub mod status_responder;

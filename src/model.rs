@@ -24,7 +24,30 @@ impl KubeRef {
     pub fn new(kind: &str, namespace: &str, name: &str) -> Self {
         Self { kind: kind.into(), namespace: namespace.into(), name: name.into() }
     }
+
+    /// The Ingress `namespace/name`.
+    pub fn ingress(namespace: &str, name: &str) -> Self {
+        Self::new(INGRESS, namespace, name)
+    }
+
+    pub fn is_ingress(&self) -> bool {
+        self.kind == INGRESS
+    }
+
+    /// The Service `namespace/name`.
+    pub fn service(namespace: &str, name: &str) -> Self {
+        Self::new(SERVICE, namespace, name)
+    }
+
+    pub fn is_service(&self) -> bool {
+        self.kind == SERVICE
+    }
 }
+
+/// [`KubeRef::kind`] of an Ingress.
+pub const INGRESS: &str = "Ingress";
+/// [`KubeRef::kind`] of a Service.
+pub const SERVICE: &str = "Service";
 
 impl std::fmt::Display for KubeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -172,8 +195,9 @@ pub enum PoolHealthMonitor {
 pub struct Warning {
     /// The object the warning is about (becomes the Kubernetes Event's involvedObject).
     pub object: KubeRef,
-    /// Short CamelCase reason, e.g. `InvalidPath`, `ServiceNotFound` (the Event's reason).
-    pub reason: String,
+    /// Why (the Event's reason, e.g. `InvalidPath`, `ServiceNotFound`), typed: what it implies
+    /// (Event type, conflict, route condition) is the reason's, not its text's.
+    pub reason: crate::reason::Reason,
     /// Full sentence naming the object, the rule and why.
     pub message: String,
 }

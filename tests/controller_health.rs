@@ -10,7 +10,7 @@ async fn endpoints_follow_readiness_and_serve_metrics() {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (registry, metrics) = Metrics::registry();
     metrics.reconcile_result("ingress", "ok");
-    let (ready_tx, ready_rx) = watch::channel(Readiness::default());
+    let (ready_tx, ready_rx) = watch::channel(Readiness::expecting(false, ["r1"]));
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let (addr, serve) = bind("127.0.0.1:0".parse().unwrap(), router(ready_rx, Arc::new(registry)), async {
         let _ = stop_rx.await;
@@ -31,14 +31,15 @@ async fn endpoints_follow_readiness_and_serve_metrics() {
 
     assert_eq!(get("/healthz").await.0, 200);
     let (status, _, body) = get("/readyz").await;
-    assert_eq!((status, body.as_str()), (503, "caches not synced\nrouter not ready\n"));
+    assert_eq!((status, body.as_str()), (503, "caches not synced\nrouter r1: not ready\n"));
 
     ready_tx.send_modify(|r| r.caches_synced = true);
     let (status, _, body) = get("/readyz").await;
-    assert_eq!((status, body.as_str()), (503, "router not ready\n"));
+    assert_eq!((status, body.as_str()), (503, "not ready\nrouter r1: not ready\n"));
 
-    ready_tx.send_modify(|r| r.router_ready = true);
-    assert_eq!(get("/readyz").await.0, 200);
+    ready_tx.send_modify(|r| r.router_mut("r1").ready = true);
+    let (status, _, body) = get("/readyz").await;
+    assert_eq!((status, body.as_str()), (200, "ready\nrouter r1: ready\n"));
     assert_eq!(get("/healthz").await.0, 200);
 
     let (status, ct, body) = get("/metrics").await;

@@ -110,3 +110,78 @@ async fn events_during_a_hold_do_not_read_the_router_again() {
     let _ = ctx.sync(true).await;
     assert_eq!(syncs.load(Ordering::SeqCst), 2);
 }
+
+/// The simulator, its forced Syncs reading the budget `reading` (as the real driver's
+/// `converge_reading_budget` does), counting those reads.
+struct Budgeted {
+    inner: SimBackend,
+    reading: Arc<std::sync::Mutex<kuryr_l7_router::driver::quota::BudgetReading>>,
+    reads: Arc<AtomicUsize>,
+}
+
+impl RouterBackend for Budgeted {
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        self.inner.sync(desired).await
+    }
+
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        let mut report = self.inner.sync(desired).await?;
+        report.budget = Some(self.reading.lock().unwrap().clone());
+        Ok(report)
+    }
+
+    async fn set_members(&self, pool: &Pool) -> MembersResult {
+        self.inner.set_members(pool).await
+    }
+}
+
+/// The router's budget comes from the driver's report of a forced Sync (the resync), not from an
+/// Octavia client of the controller: the slot takes it, flags the change once, keeps it when the
+/// quota is unreadable, and the next translation for that router carries it.
+#[tokio::test]
+async fn the_budget_comes_with_the_report_of_a_forced_sync() {
+    use kuryr_l7_router::translate::budget::Budget;
+    let (svc, handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    drop(handle);
+    let client = kube::Client::new(svc, "default");
+    let (stores, _writers) = StoreWriters::new();
+    let budget = Budget { l7policies: Some(3), l7rules: Some(7) };
+    let reading = Arc::new(std::sync::Mutex::new(Ok(Some(budget))));
+    let reads = Arc::new(AtomicUsize::new(0));
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, None);
+    let backend = Budgeted { inner: sim, reading: reading.clone(), reads: reads.clone() };
+    let writer = Writer::spawn(backend, WriterMetrics::default());
+    let (_ready, ready_rx) = watch::channel(true);
+    let ctx = Context::new(
+        client.clone(),
+        stores,
+        writer.handle(),
+        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
+        Metrics::default(),
+        TranslateOptions::default(),
+        "router-1".into(),
+        ready_rx,
+        None,
+    );
+    let router = ctx.router().clone();
+    assert_eq!(router.name, "router-1");
+    // An unforced Sync (an Ingress event) does not read the quota.
+    let _ = ctx.sync(false).await;
+    assert_eq!((reads.load(Ordering::SeqCst), router.budget()), (0, None));
+    // The resync does, and the budget changed: flagged once, and the next translation carries it.
+    let _ = ctx.sync(true).await;
+    assert_eq!((reads.load(Ordering::SeqCst), router.budget()), (1, Some(budget)));
+    assert!(router.take_budget_change());
+    assert!(!router.take_budget_change());
+    assert_eq!(ctx.desired().1.quota.map(|q| q.budget), Some(budget));
+    // An unreadable quota keeps the last budget, and is no change.
+    *reading.lock().unwrap() = Err("403 Forbidden".into());
+    let _ = ctx.sync(true).await;
+    assert_eq!((router.budget(), router.take_budget_change()), (Some(budget), false));
+    // Unlimited again: no budget.
+    *reading.lock().unwrap() = Ok(None);
+    let _ = ctx.sync(true).await;
+    assert_eq!((router.budget(), router.take_budget_change()), (None, true));
+    writer.shutdown().await;
+}

@@ -116,13 +116,13 @@ async fn waiting_handlers_share_one_translation_per_sync_job() {
         desired.push(w.await.unwrap().0);
     }
     first.await.unwrap();
-    assert_eq!(h.ctx.writer.translations(), 2, "one translation per Sync job");
+    assert_eq!(h.ctx.router().writer.translations(), 2, "one translation per Sync job");
     assert!(desired.iter().all(|d| Arc::ptr_eq(d, &desired[0])), "every waiter got the job's desired state");
     // An unforced Sync to an unchanged cache is answered from the last clean Sync: translated,
     // not written.
-    let jobs_before = h.ctx.writer.translations();
+    let jobs_before = h.ctx.router().writer.translations();
     h.ctx.sync(false).await.unwrap();
-    assert_eq!(h.ctx.writer.translations(), jobs_before + 1);
+    assert_eq!(h.ctx.router().writer.translations(), jobs_before + 1);
 }
 
 /// A Service whose last endpoint goes unready gets its `NoEndpoints` Warning from the Members

@@ -471,7 +471,7 @@ async fn deletion_removes_routes_notice_and_finalizer() {
     let live = ingress_with(&["example.com/other", FINALIZER], false);
     h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(live));
     let (_, desired) = h.ctx.desired();
-    h.ctx.writer.sync(desired.clone()).await.unwrap();
+    h.ctx.router().writer.sync(desired.clone()).await.unwrap();
     let mut svc_obj: Service = serde_json::from_value(fixture("service.json")).unwrap();
     let notice = ServiceNotice {
         router: "router-1".into(),
@@ -634,7 +634,10 @@ async fn a_refused_write_is_a_warning_event_a_metric_and_a_requeue_not_a_failed_
     assert_eq!(
         metrics
             .write_failures
-            .get_or_create(&kuryr_l7_router::controller::metrics::ReasonLabels { reason: "invalid".into() })
+            .get_or_create(&kuryr_l7_router::controller::metrics::ReasonLabels {
+                router: "router-1".into(),
+                reason: "invalid".into()
+            })
             .get(),
         1
     );
@@ -650,15 +653,17 @@ async fn readiness_is_lost_while_the_router_refuses_writes_and_comes_back() {
     use kuryr_l7_router::controller::health::Readiness;
     let backend = sim();
     let blocked = backend.blocked.clone();
-    let (ready_tx, ready_rx) =
-        watch::channel(Readiness { caches_synced: true, router_ready: true, router_blocked: false });
-    let writer = Writer::spawn(backend, WriterMetrics { metrics: None, readiness: Some(ready_tx) });
+    let mut ready = Readiness::expecting(true, ["r1"]);
+    ready.router_mut("r1").ready = true;
+    let (ready_tx, ready_rx) = watch::channel(ready);
+    let writer =
+        Writer::spawn(backend, WriterMetrics { router: "r1".into(), metrics: None, readiness: Some(ready_tx) });
     let h = writer.handle();
     blocked.store(true, std::sync::atomic::Ordering::SeqCst);
     h.sync(DesiredRouter::default()).await.unwrap();
     assert_eq!(
         ready_rx.borrow().missing().as_deref(),
-        Some("router refuses writes (provisioning_status ERROR or immutable)")
+        Some("router r1: refuses writes (provisioning_status ERROR or immutable)")
     );
     blocked.store(false, std::sync::atomic::Ordering::SeqCst);
     h.members(pool("zz", vec![])).await.unwrap();

@@ -261,7 +261,8 @@ async fn run_against_a_fake_api_server() {
     let (syncs, members) = (job_count(&metrics, "sync"), job_count(&metrics, "members"));
     assert!(syncs >= 1, "{metrics}");
     // The zone-aware pool is counted under the TAR rule.
-    assert!(metrics.lines().any(|l| l == "kuryr_l7_router_pool_weighting{rule=\"topology\"} 1"), "{metrics}");
+    let weighting = format!("kuryr_l7_router_pool_weighting{{router=\"{router_name}\",rule=\"topology\"}} 1");
+    assert!(metrics.lines().any(|l| l == weighting), "{metrics}");
     let writes_before = fake.writes().len();
 
     // Node n2 moves to az-1: the Service handler runs (reconcile_all_on Node changes) and makes

@@ -96,6 +96,9 @@ fn check_warnings(name: &str, expects: &[&str], warnings: &[Warning]) {
     }
     for w in warnings {
         assert!(parsed.iter().any(|e| matches(w, *e)), "{name}: unexpected warning {w:#?}");
+        // Every reason the translation raises has its variant (what it implies is typed).
+        let other = matches!(w.reason, kuryr_l7_router::reason::Reason::Other(_));
+        assert!(!other, "{name}: the reason {} has no Reason variant", w.reason);
     }
 }
 

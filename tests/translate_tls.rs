@@ -92,7 +92,7 @@ fn opts() -> TranslateOptions {
 }
 
 fn reasons(r: &DesiredRouter) -> Vec<(String, String)> {
-    r.warnings.iter().map(|w| (w.reason.clone(), w.object.to_string())).collect()
+    r.warnings.iter().map(|w| (w.reason.to_string(), w.object.to_string())).collect()
 }
 
 fn https_routes(r: &DesiredRouter) -> Vec<String> {

@@ -5,10 +5,12 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
-use crate::controller::metrics::{Metrics, ReasonLabels};
-use crate::controller::notice::{ServiceNotice, desired_notices, notice_changes};
+use crate::controller::metrics::{Metrics, RouterMetrics};
+use crate::controller::notice::{ServiceNotice, desired_notices};
+use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
+use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::service_events::{self, ServiceWarnings};
-use crate::controller::writer::{WriteError, WriterHandle};
+use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
@@ -22,7 +24,7 @@ use kube::ResourceExt;
 use kube::api::Api;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -162,21 +164,21 @@ impl HandlerError {
 pub struct Context {
     pub client: kube::Client,
     pub stores: Stores,
-    pub writer: WriterHandle,
+    /// The routers this controller drives, by key: each one's writer, budget, readiness and
+    /// metrics (see [`crate::controller::routers`]).
+    pub routers: Routers,
     pub events: Arc<EventPublisher>,
     pub metrics: Metrics,
     pub opts: TranslateOptions,
-    /// What Service notices name as router (`l7_router_uuid`, else `l7_router_name`).
-    pub router_name: String,
     /// `true` once every cache has listed its objects; reconciles wait for it, since a Sync from
     /// a half-filled cache would delete routes.
     pub caches_ready: watch::Receiver<bool>,
-    /// Readiness of the process (`router_ready` is set by the first successful Sync).
+    /// Readiness of the process (each router's is set by its first successful Sync).
     pub readiness: Option<watch::Sender<Readiness>>,
     /// The translation of the caches; the writer runs it once per Sync job.
     translator: Arc<Translator>,
     /// The Service notices of the last synced desired state (built once per Sync, looked up by
-    /// every Service reconcile until the next one).
+    /// every Service reconcile until the next one), with the router they name.
     notices: Mutex<Option<SyncedNotices>>,
     /// Consecutive failures per object, for the growing requeue delay.
     failures: Mutex<HashMap<String, u32>>,
@@ -188,34 +190,31 @@ pub struct Context {
 }
 
 /// A desired state and the Service notices it implies.
-type SyncedNotices = (Arc<DesiredRouter>, Arc<BTreeMap<KubeRef, ServiceNotice>>);
+type SyncedNotices = (String, Arc<DesiredRouter>, Arc<BTreeMap<KubeRef, ServiceNotice>>);
 
 /// The whole-router translation from the caches: what the writer runs once per Sync job.
 pub struct Translator {
     stores: Stores,
     opts: TranslateOptions,
-    metrics: Metrics,
-    /// What the project's Octavia quotas leave for the router (None: unlimited or not read yet);
-    /// refreshed by the resync loop (see `translate::budget`).
-    budget: Mutex<Option<Budget>>,
     /// The host owners our IngressClass should remember after the last translation, when they
     /// changed (`translate::tenancy::remembered_owners`); taken by the next finished Sync.
     owners: Mutex<Option<String>>,
 }
 
 impl Translator {
-    /// The inputs and the desired router from the caches now.
-    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+    /// The inputs and the desired state of a router (its `budget`, its `metrics`) from the
+    /// caches now.
+    pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Inputs, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
-        let budget = *self.budget.lock().expect("lock");
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
-        self.metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
+        metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
         *self.owners.lock().expect("lock") = crate::translate::tenancy::remembered_owners(&inputs, &self.opts);
         (inputs, desired)
     }
 }
 
 impl Context {
+    /// A context driving one router, `router_name` (its key), through `writer`.
     #[allow(clippy::too_many_arguments)]
     pub fn new(
         client: kube::Client,
@@ -228,23 +227,27 @@ impl Context {
         caches_ready: watch::Receiver<bool>,
         readiness: Option<watch::Sender<Readiness>>,
     ) -> Self {
-        let translator = Arc::new(Translator {
-            stores: stores.clone(),
-            opts: opts.clone(),
-            metrics: metrics.clone(),
-            budget: Mutex::new(None),
-            owners: Mutex::new(None),
-        });
-        let t = translator.clone();
-        writer.set_translate(Arc::new(move || t.desired().1));
+        let translator = Arc::new(Translator { stores: stores.clone(), opts: opts.clone(), owners: Mutex::new(None) });
+        let routers = Routers::new([RouterSlot::new(router_name, writer, &metrics)]);
+        for slot in routers.iter() {
+            // Each writer translates for its own router: its budget, its metrics.
+            let (t, s) = (translator.clone(), slot.clone());
+            slot.writer.set_translate(Arc::new(move || t.desired(s.budget(), &s.metrics).1));
+        }
+        if let Some(r) = &readiness {
+            r.send_modify(|r| {
+                for n in routers.names() {
+                    r.router_mut(n);
+                }
+            });
+        }
         Self {
             client,
             stores,
-            writer,
+            routers,
             events,
             metrics,
             opts,
-            router_name,
             caches_ready,
             readiness,
             translator,
@@ -261,17 +264,9 @@ impl Context {
         self
     }
 
-    /// Sets the budget the translation refuses Ingresses beyond; true when it changed.
-    pub fn set_budget(&self, budget: Option<Budget>) -> bool {
-        let mut b = self.translator.budget.lock().expect("lock");
-        std::mem::replace(&mut *b, budget) != budget
-    }
-
-    /// The router's listeners as of the last successful Sync (their policies are the router's,
-    /// not the project's other load balancers').
-    pub fn router_listeners(&self) -> Option<std::collections::BTreeSet<String>> {
-        let last = self.writer.last_sync();
-        last.map(|(_, r)| std::iter::once(r.listener_id.clone()).chain(r.https_listener_id.clone()).collect())
+    /// The router every Ingress of the class goes to (one today; see [`Routers::primary`]).
+    pub fn router(&self) -> &Arc<RouterSlot> {
+        self.routers.primary()
     }
 
     /// Waits until every cache is synced.
@@ -283,25 +278,123 @@ impl Context {
     /// The inputs and the desired router from the caches now (a whole translation: the
     /// handlers leave it to the writer, once per Sync job; tests and tools call it).
     pub fn desired(&self) -> (Inputs, DesiredRouter) {
-        self.translator.desired()
+        let slot = self.router();
+        self.translator.desired(slot.budget(), &slot.metrics)
     }
 
     /// Converges the router to the caches (unless `force` is false and the desired state is the
-    /// one last synced), then writes the Service notices that changed. The writer translates
-    /// once per Sync job; every handler waiting on that job shares its desired state.
+    /// one last synced), then applies the Sync-wide outputs (refusals, notices, Service
+    /// warnings). The writer translates once per Sync job; every handler waiting on that job
+    /// shares its desired state.
     pub async fn sync(&self, force: bool) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+        self.sync_for(force, Scope::Sync).await
+    }
+
+    /// [`Context::sync`], then the outputs of `scope` too (see [`outputs::plan`]).
+    pub async fn sync_for(
+        &self,
+        force: bool,
+        scope: Scope<'_>,
+    ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
         self.wait_caches().await;
-        let synced = self.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
+        let slot = self.router();
+        let synced = slot.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
         if synced.written {
-            self.report_refusals(&synced.report).await;
+            slot.take_budget_of(&synced.report);
+            slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
+            for f in &synced.report.failures {
+                slot.metrics.write_failure(f.reason);
+            }
             if let Some(r) = &self.readiness {
-                r.send_modify(|r| r.router_ready = true);
+                slot.mark_ready(r);
             }
         }
-        self.apply_notices(&synced.desired).await?;
-        self.remember_host_owners().await?;
-        service_events::publish(self, &synced.desired.warnings).await;
+        self.apply_outputs(slot, &synced, scope).await?;
         Ok((synced.desired, synced.report))
+    }
+
+    /// The one output step of a finished Sync: plans (purely) and applies its notices,
+    /// statuses and Events. A notice write that fails fails the call; so does the status of the
+    /// reconciled Ingress (it is retried with it), while the resync only logs a status it could
+    /// not write.
+    async fn apply_outputs(&self, slot: &RouterSlot, synced: &Synced, scope: Scope<'_>) -> Result<(), HandlerError> {
+        let services = self.stores.services.state();
+        let key =
+            |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
+        let router = slot.name.as_str();
+        let cached = self.stores.ingresses.state();
+        let facts = Facts {
+            notices: services
+                .iter()
+                .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
+                .collect(),
+            legacy: services
+                .iter()
+                .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router))
+                .map(|s| key(s))
+                .collect(),
+            statuses: match scope {
+                Scope::Ingress(ing) => vec![ing],
+                Scope::Resync => cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
+                Scope::Sync | Scope::Conflicts => vec![],
+            },
+        };
+        let out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        for ev in &out.refusals {
+            self.publish_on_ingress(ev, None).await;
+        }
+        for change in &out.notices {
+            let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
+            match patches::patch_service_notice(&api, router, change).await {
+                Ok(_) => {
+                    tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
+                }
+                Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        self.remember_host_owners().await?;
+        service_events::publish(self, &out.service_warnings).await;
+        for change in &out.statuses {
+            let Some(ing) = facts.statuses.iter().find(|i| outputs::ingress_ref(i) == change.ingress) else { continue };
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), &change.ingress.namespace);
+            match patches::patch_ingress_status(&api, ing, change.address).await {
+                Ok(_) => tracing::info!(ingress = %change.ingress, address = ?change.address, "ingress status written"),
+                Err(e) if matches!(scope, Scope::Ingress(_)) => return Err(e.into()),
+                Err(e) => tracing::warn!(ingress = %change.ingress, error = %e, "cannot patch the ingress status"),
+            }
+        }
+        let me = match scope {
+            Scope::Ingress(ing) => Some(ing),
+            _ => None,
+        };
+        for ev in &out.events {
+            self.publish_on_ingress(ev, me).await;
+        }
+        Ok(())
+    }
+
+    /// Whether the status of `ing` is ours to keep: of our class, with our finalizer, not
+    /// being deleted.
+    fn keeps_status_of(&self, ing: &Ingress) -> bool {
+        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+        crate::translate::routes::is_ours(ing, &classes, &self.opts)
+            && patches::has_finalizer(ing)
+            && ing.metadata.deletion_timestamp.is_none()
+    }
+
+    /// Publishes `ev` on its Ingress: `me` (the reconciled one) when it is about it, else the
+    /// Ingress from the cache (an Ingress gone meanwhile is told nothing).
+    async fn publish_on_ingress(&self, ev: &PlannedEvent, me: Option<&Ingress>) {
+        let regarding = match me {
+            Some(ing) if outputs::ingress_ref(ing) == ev.regarding => ing.object_ref(&()),
+            _ => {
+                let key = ObjectRef::<Ingress>::new(&ev.regarding.name).within(&ev.regarding.namespace);
+                let Some(ing) = self.stores.ingresses.get(&key) else { return };
+                ing.object_ref(&())
+            }
+        };
+        self.publish(&ev.event, &regarding).await;
     }
 
     /// With host ownership on, stores the hosts' owners on our IngressClass when the last
@@ -324,92 +417,36 @@ impl Context {
     }
 
     /// The notice `service` must carry for `synced` (a desired state the writer synced).
-    pub fn notice_for(&self, synced: &Arc<DesiredRouter>, service: &KubeRef) -> Option<ServiceNotice> {
+    /// `router` is the key of the router that synced it.
+    pub fn notice_for(&self, router: &str, synced: &Arc<DesiredRouter>, service: &KubeRef) -> Option<ServiceNotice> {
         let mut cached = self.notices.lock().expect("lock");
         let notices = match cached.as_ref() {
-            Some((d, n)) if Arc::ptr_eq(d, synced) => n.clone(),
+            Some((r, d, n)) if r == router && Arc::ptr_eq(d, synced) => n.clone(),
             _ => {
-                let n = Arc::new(desired_notices(&self.router_name, synced));
-                *cached = Some((synced.clone(), n.clone()));
+                let n = Arc::new(desired_notices(router, synced));
+                *cached = Some((router.to_string(), synced.clone(), n.clone()));
                 n
             }
         };
         notices.get(service).cloned()
     }
 
-    /// Writes the notice changes for `desired` (Services gone meanwhile are skipped): our own
-    /// notice key only, plus the removal of a legacy notice naming our router.
-    pub async fn apply_notices(&self, desired: &DesiredRouter) -> Result<(), HandlerError> {
-        let router = &self.router_name;
-        let want = desired_notices(router, desired);
-        let key = |s: &Service| {
-            KubeRef::new("Service", namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default())
-        };
-        let services = self.stores.services.state();
-        let current: Vec<(KubeRef, ServiceNotice)> = services
-            .iter()
-            .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
-            .collect();
-        let legacy: BTreeSet<KubeRef> = services
-            .iter()
-            .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == *router))
-            .map(|s| key(s))
-            .collect();
-        for change in notice_changes(&want, current.iter().map(|(r, n)| (r.clone(), n)), &legacy) {
-            let api: Api<Service> = Api::namespaced(self.client.clone(), &change.service.namespace);
-            match patches::patch_service_notice(&api, router, &change).await {
-                Ok(_) => {
-                    tracing::info!(service = %change.service, set = change.notice.is_some(), "service notice written")
-                }
-                Err(ControllerError::Kube(kube::Error::Api(s))) if s.code == 404 => {}
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Ok(())
-    }
-
-    /// Each write Octavia refused for good in `report`: a Warning Event on every Ingress its
-    /// object serves, and the failure metric by reason. The other changes went on.
-    async fn report_refusals(&self, report: &ConvergeReport) {
-        self.metrics.ingresses_waiting_for_quota.set(report.quota_waiting.len() as i64);
-        for w in &report.quota_waiting {
-            let key = ObjectRef::<Ingress>::new(&w.owner.name).within(&w.owner.namespace);
-            if let Some(ing) = self.stores.ingresses.get(&key) {
-                let ev = UserEvent::warning(crate::translate::budget::QUOTA_EXCEEDED, "Sync", w.message());
-                self.publish(&ev, &ing.object_ref(&())).await;
-            }
-        }
-        for f in &report.failures {
-            self.metrics.write_failures.get_or_create(&ReasonLabels { reason: f.reason.into() }).inc();
-            let message = format!(
-                "Octavia refused a write for {} ({}): {}; it is retried with backoff, the other changes were made",
-                f.object, f.write, f.message
-            );
-            for owner in &f.owners {
-                let key = ObjectRef::<Ingress>::new(&owner.name).within(&owner.namespace);
-                if let Some(ing) = self.stores.ingresses.get(&key) {
-                    self.publish(&UserEvent::warning("OctaviaWriteRefused", "Sync", &message), &ing.object_ref(&()))
-                        .await;
-                }
-            }
-        }
-    }
-
     /// The status address of every Ingress of ours made equal to the router's (patched only
-    /// where it differs): on each resync, so that a router rebuilt on another address, or a
-    /// status changed by hand, is corrected without an Ingress change.
+    /// where it differs): what the resync's outputs do (see [`Context::sync_for`]), on its own.
     pub async fn refresh_statuses(&self, address: Option<std::net::IpAddr>) {
-        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-        for ing in self.stores.ingresses.state() {
-            let ours = crate::translate::routes::is_ours(&ing, &classes, &self.opts);
-            if !ours || !patches::has_finalizer(ing.as_ref()) || ing.metadata.deletion_timestamp.is_some() {
-                continue;
-            }
-            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-            match patches::patch_ingress_status(&api, &ing, address).await {
-                Ok(Some(_)) => tracing::info!(ingress = %ing.name_any(), ?address, "ingress status corrected"),
-                Ok(None) => {}
-                Err(e) => tracing::warn!(ingress = %ing.name_any(), error = %e, "cannot patch the ingress status"),
+        let cached = self.stores.ingresses.state();
+        let facts = Facts {
+            statuses: cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
+            ..Facts::default()
+        };
+        let report = ConvergeReport { address, ..ConvergeReport::default() };
+        let out = outputs::plan(&self.router().name, &DesiredRouter::default(), &report, false, &facts, Scope::Sync);
+        for change in out.statuses {
+            let Some(ing) = facts.statuses.iter().find(|i| outputs::ingress_ref(i) == change.ingress) else { continue };
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), &change.ingress.namespace);
+            match patches::patch_ingress_status(&api, ing, address).await {
+                Ok(_) => tracing::info!(ingress = %change.ingress, ?address, "ingress status corrected"),
+                Err(e) => tracing::warn!(ingress = %change.ingress, error = %e, "cannot patch the ingress status"),
             }
         }
     }

@@ -42,6 +42,15 @@ pub struct UserEvent {
 }
 
 impl UserEvent {
+    /// An Event for `reason`: its type (Normal, Warning) is the reason's.
+    pub fn of(reason: crate::reason::Reason, action: &str, message: impl Into<String>) -> Self {
+        let type_ = match reason.event_type() {
+            crate::reason::EventType::Normal => EventType::Normal,
+            crate::reason::EventType::Warning => EventType::Warning,
+        };
+        Self { type_, reason: reason.as_str().into(), message: message.into(), action: action.into() }
+    }
+
     pub fn normal(reason: &str, action: &str, message: impl Into<String>) -> Self {
         Self { type_: EventType::Normal, reason: reason.into(), message: message.into(), action: action.into() }
     }

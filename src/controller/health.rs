@@ -1,8 +1,9 @@
 //! `/healthz`, `/readyz` and `/metrics` on one small axum server.
 //!
 //! - `/healthz`: 200 while the process serves HTTP (liveness: a wedged runtime fails it).
-//! - `/readyz`: 200 only once the reflector caches are synced *and* the router exists; 503 with a
-//!   body naming what is missing otherwise (readiness gates the Service/rollout, and a standby
+//! - `/readyz`: 200 only once the reflector caches are synced *and* every router the replica
+//!   drives exists and takes writes; 503 otherwise. The body says `ready` (or why not) and then
+//!   has one line per router, `router <key>: ready|not ready|refuses writes (...)` (readiness gates the Service/rollout, and a standby
 //!   replica that is not the leader is still ready: it serves metrics and can take over).
 //! - `/metrics`: OpenMetrics text of the registry.
 
@@ -14,37 +15,80 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use prometheus_client::registry::Registry;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use tokio::sync::watch;
 
-/// What `/readyz` waits for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+/// What `/readyz` waits for: the caches, and each router the controller drives (by key).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Readiness {
     /// Every reflector (Ingress, IngressClass, Service, EndpointSlice/Endpoints, Node) has synced.
     pub caches_synced: bool,
-    /// The router load balancer exists (found or created) in Octavia.
-    pub router_ready: bool,
+    /// The routers this replica drives, by key (see `super::routers`). Empty for a standby or
+    /// with `enable_ingress = False`: nothing is routed through this replica's routers.
+    pub routers: BTreeMap<String, RouterReadiness>,
+}
+
+/// The readiness of one router.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RouterReadiness {
+    /// The router load balancer exists (found or created) in Octavia: a Sync succeeded.
+    pub ready: bool,
     /// The router refuses every write (ERROR, or busy beyond `write_timeout`): not ready while
     /// it lasts, ready again by itself once the router is ACTIVE.
-    pub router_blocked: bool,
+    pub blocked: bool,
+}
+
+impl RouterReadiness {
+    /// `None` when ready, else why not.
+    fn missing(&self) -> Option<&'static str> {
+        if !self.ready {
+            Some("not ready")
+        } else if self.blocked {
+            Some("refuses writes (provisioning_status ERROR or immutable)")
+        } else {
+            None
+        }
+    }
 }
 
 impl Readiness {
-    /// `None` when ready, else the reasons, one per line.
+    /// Caches synced (or not) and the routers `names`, none ready yet.
+    pub fn expecting<'a>(caches_synced: bool, names: impl IntoIterator<Item = &'a str>) -> Self {
+        let routers = names.into_iter().map(|n| (n.to_string(), RouterReadiness::default())).collect();
+        Self { caches_synced, routers }
+    }
+
+    /// The readiness of `router`, added (not ready) if it was not known.
+    pub fn router_mut(&mut self, router: &str) -> &mut RouterReadiness {
+        self.routers.entry(router.to_string()).or_default()
+    }
+
+    /// `None` when ready, else the reasons, one per line (one line per router that is not).
     pub fn missing(&self) -> Option<String> {
         let mut reasons = Vec::new();
         if !self.caches_synced {
-            reasons.push("caches not synced");
+            reasons.push("caches not synced".to_string());
         }
-        if !self.router_ready {
-            reasons.push("router not ready");
-        }
-        if self.router_blocked {
-            reasons.push("router refuses writes (provisioning_status ERROR or immutable)");
+        for (name, r) in &self.routers {
+            reasons.extend(r.missing().map(|why| format!("router {name}: {why}")));
         }
         (!reasons.is_empty()).then(|| reasons.join("\n"))
+    }
+
+    /// The `/readyz` body: `ready` or the reasons, then one line per router.
+    pub fn report(&self) -> String {
+        let mut out = match self.missing() {
+            None => "ready\n".to_string(),
+            Some(_) if !self.caches_synced => "caches not synced\n".to_string(),
+            Some(_) => "not ready\n".to_string(),
+        };
+        for (name, r) in &self.routers {
+            out.push_str(&format!("router {name}: {}\n", r.missing().unwrap_or("ready")));
+        }
+        out
     }
 }
 
@@ -65,11 +109,9 @@ pub fn router(readiness: watch::Receiver<Readiness>, registry: Arc<Registry>) ->
 }
 
 async fn readyz(State(state): State<HealthState>) -> Response {
-    let readiness = *state.readiness.borrow();
-    match readiness.missing() {
-        None => (StatusCode::OK, "ready\n").into_response(),
-        Some(why) => (StatusCode::SERVICE_UNAVAILABLE, format!("{why}\n")).into_response(),
-    }
+    let readiness = state.readiness.borrow().clone();
+    let status = if readiness.missing().is_none() { StatusCode::OK } else { StatusCode::SERVICE_UNAVAILABLE };
+    (status, readiness.report()).into_response()
 }
 
 async fn metrics(State(state): State<HealthState>) -> Response {
@@ -97,15 +139,31 @@ mod tests {
     use super::*;
 
     #[test]
-    fn missing_names_each_reason() {
-        let r = |caches_synced, router_ready, router_blocked| Readiness { caches_synced, router_ready, router_blocked };
-        assert_eq!(r(true, true, false).missing(), None);
-        assert_eq!(r(false, true, false).missing().unwrap(), "caches not synced");
-        assert_eq!(r(true, false, false).missing().unwrap(), "router not ready");
+    fn missing_names_each_reason_per_router() {
+        let r = |ready, blocked| RouterReadiness { ready, blocked };
+        let with = |caches_synced, routers: &[(&str, RouterReadiness)]| Readiness {
+            caches_synced,
+            routers: routers.iter().map(|(n, r)| (n.to_string(), *r)).collect(),
+        };
+        assert_eq!(with(true, &[("a", r(true, false))]).missing(), None);
+        assert_eq!(with(false, &[("a", r(true, false))]).missing().unwrap(), "caches not synced");
+        assert_eq!(with(true, &[("a", r(false, false))]).missing().unwrap(), "router a: not ready");
         assert_eq!(
-            r(true, true, true).missing().unwrap(),
-            "router refuses writes (provisioning_status ERROR or immutable)"
+            with(true, &[("a", r(true, true))]).missing().unwrap(),
+            "router a: refuses writes (provisioning_status ERROR or immutable)"
         );
-        assert_eq!(Readiness::default().missing().unwrap(), "caches not synced\nrouter not ready");
+        assert_eq!(
+            Readiness::expecting(false, ["a", "b"]).missing().unwrap(),
+            "caches not synced\nrouter a: not ready\nrouter b: not ready"
+        );
+        // One router's trouble is named; the other router's line says it is fine.
+        let two = with(true, &[("a", r(true, false)), ("b", r(true, true))]);
+        assert_eq!(
+            two.report(),
+            "not ready\nrouter a: ready\nrouter b: refuses writes (provisioning_status ERROR or immutable)\n"
+        );
+        assert_eq!(with(true, &[("a", r(true, false))]).report(), "ready\nrouter a: ready\n");
+        // A standby drives no router: ready once its caches are.
+        assert_eq!(with(true, &[]).missing(), None);
     }
 }

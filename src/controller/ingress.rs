@@ -2,8 +2,9 @@
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
+use crate::controller::outputs::Scope;
 use crate::controller::patches::{self, has_finalizer};
-use crate::model::KubeRef;
+use crate::reason::Reason;
 use crate::translate::namespace_of;
 use crate::translate::routes::is_ours;
 use k8s_openapi::api::core::v1::{Secret, Service};
@@ -113,34 +114,15 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
             Ok(Action::await_change())
         }
         IngressStep::Apply => {
-            let (desired, report) = match ctx.sync(false).await {
+            // Its status, its own warnings, the other Ingresses' conflicts and `Synced`: the
+            // outputs of the Sync for this Ingress (see `outputs::plan`).
+            let (_, report) = match ctx.sync_for(false, Scope::Ingress(ing)).await {
                 Ok(r) => r,
                 Err(e) => {
                     octavia_event(ctx, &e, &regarding).await;
                     return Err(e);
                 }
             };
-            patches::patch_ingress_status(&api, ing, report.address).await?;
-            let me = KubeRef::new("Ingress", ns, &ing.name_any());
-            for w in desired.warnings.iter().filter(|w| w.object == me) {
-                ctx.publish(&UserEvent::warning(&w.reason, "Sync", &w.message), &regarding).await;
-            }
-            crate::controller::conflicts::publish_conflicts(ctx, &desired, Some(&me)).await;
-            let policies = desired.policies.iter().filter(|p| p.owner == me).count();
-            ctx.publish(
-                &UserEvent::normal(
-                    "Synced",
-                    "Sync",
-                    format!(
-                        "L7 router {} synced: {} policy(ies) for this Ingress, {} Octavia write(s)",
-                        ctx.router_name,
-                        policies,
-                        report.writes.len()
-                    ),
-                ),
-                &regarding,
-            )
-            .await;
             // An object on hold after a refused write: sync again when its delay is over.
             Ok(report.retry_after.map_or_else(Action::await_change, |d| Action::requeue(d + Duration::from_secs(1))))
         }
@@ -164,7 +146,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
 
 async fn octavia_event(ctx: &Context, e: &HandlerError, regarding: &k8s_openapi::api::core::v1::ObjectReference) {
     if let HandlerError::Octavia(w) = e {
-        ctx.publish(&UserEvent::warning("OctaviaError", "Sync", &w.message), regarding).await;
+        ctx.publish(&UserEvent::of(Reason::OctaviaError, "Sync", &w.message), regarding).await;
     }
 }
 

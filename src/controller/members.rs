@@ -38,7 +38,7 @@ pub fn service_members(
     nodes: &NodeIndex<'_>,
     opts: &TranslateOptions,
 ) -> ServiceMembers {
-    let me = KubeRef::new("Service", namespace_of(&service.metadata), service.metadata.name.as_deref().unwrap_or(""));
+    let me = KubeRef::service(namespace_of(&service.metadata), service.metadata.name.as_deref().unwrap_or(""));
     let mut out = ServiceMembers::default();
     let monitor = service_health_monitor(service, &opts.health_monitor_defaults, &mut out.warnings);
     for name in pool_names {
@@ -183,8 +183,7 @@ mod tests {
             let got = service_members(&service(json!({})), &names, &synced, &cache(ips), &Default::default(), &opts);
             assert_eq!(got.needs_sync, None);
             assert_eq!(got.pools, full.pools.values().cloned().collect::<Vec<_>>(), "ips {ips:?}");
-            let about_web: Vec<Warning> =
-                full.warnings.iter().filter(|w| w.object.kind == "Service").cloned().collect();
+            let about_web: Vec<Warning> = full.warnings.iter().filter(|w| w.object.is_service()).cloned().collect();
             assert_eq!(got.warnings, about_web, "ips {ips:?}");
         }
         let got = service_members(&service(json!({})), &names, &synced, &cache(&[]), &Default::default(), &opts);

@@ -3,6 +3,10 @@
 //! All names carry the `kuryr_l7_router_` prefix (one registry for the process). Label values are
 //! bounded sets (handler names, HTTP methods, Octavia resource kinds, status codes, error labels
 //! from [`ControllerError::metric_label`]) so series do not grow with the number of objects.
+//!
+//! Every metric of one router (its writer, its translation, its refusals) carries a `router`
+//! label, the router's key (see `super::routers`): one controller drives a set of routers, and
+//! their series must not add up into one. [`RouterMetrics`] is the view of one router.
 
 use crate::controller::ControllerError;
 use prometheus_client::encoding::EncodeLabelSet;
@@ -11,6 +15,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
+use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Prefix of every metric name.
@@ -49,8 +54,15 @@ pub struct OctaviaDurationLabels {
     pub resource: String,
 }
 
+/// The router a series is about (its key: `l7_router_uuid`, else `l7_router_name`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RouterLabels {
+    pub router: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct JobLabels {
+    pub router: String,
     /// `sync` or `members`.
     pub job: String,
     /// `ok` or the error's label.
@@ -60,17 +72,20 @@ pub struct JobLabels {
 /// Why Octavia refused a write for good (see `driver::isolation::failure_reason`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReasonLabels {
+    pub router: String,
     pub reason: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct StatusLabels {
+    pub router: String,
     pub status: String,
 }
 
 /// How a pool's members are weighted: a stable rule key (see `translate::zone::weighting_rule`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct WeightingLabels {
+    pub router: String,
     pub rule: String,
 }
 
@@ -83,9 +98,9 @@ pub struct Metrics {
     pub reconcile_duration: HistogramFamily<HandlerLabels>,
     pub octavia_requests: Family<OctaviaLabels, Counter>,
     pub octavia_request_duration: HistogramFamily<OctaviaDurationLabels>,
-    pub octavia_write_queue_depth: Gauge,
-    pub octavia_conflict_retries: Counter,
-    pub change_to_active: Histogram,
+    pub octavia_write_queue_depth: Family<RouterLabels, Gauge>,
+    pub octavia_conflict_retries: Family<RouterLabels, Counter>,
+    pub change_to_active: HistogramFamily<RouterLabels>,
     pub router_provisioning_status: Family<StatusLabels, Gauge>,
     /// Duration of each router writer job by job and result.
     pub octavia_write_job_duration: HistogramFamily<JobLabels>,
@@ -94,11 +109,14 @@ pub struct Metrics {
     /// Writes Octavia refused for good (their object put on hold), by reason.
     pub write_failures: Family<ReasonLabels, Counter>,
     /// 1 while the router refuses every write (ERROR, or busy beyond write_timeout).
-    pub router_writes_blocked: Gauge,
+    pub router_writes_blocked: Family<RouterLabels, Gauge>,
     /// Ingresses whose new routes wait for the project's L7 quota (as of the last Sync).
-    pub ingresses_waiting_for_quota: Gauge,
+    pub ingresses_waiting_for_quota: Family<RouterLabels, Gauge>,
     /// Translations of the whole cluster (one per Sync job, whatever its waiters).
-    pub translations: Counter,
+    pub translations: Family<RouterLabels, Counter>,
+    /// The weighting rules last counted per router, so that a rule gone from one router's
+    /// pools is removed without touching the other routers' series.
+    weighting_rules: std::sync::Arc<std::sync::Mutex<HashMap<String, Vec<&'static str>>>>,
 }
 
 impl Default for Metrics {
@@ -112,10 +130,10 @@ impl Default for Metrics {
             octavia_request_duration: Family::new_with_constructor(|| {
                 Histogram::new(exponential_buckets(0.005, 2.0, 13))
             }),
-            octavia_write_queue_depth: Gauge::default(),
-            octavia_conflict_retries: Counter::default(),
+            octavia_write_queue_depth: Family::default(),
+            octavia_conflict_retries: Family::default(),
             // 0.5 s .. ~17 min: amphora updates take seconds to minutes.
-            change_to_active: Histogram::new(exponential_buckets(0.5, 2.0, 12)),
+            change_to_active: Family::new_with_constructor(|| Histogram::new(exponential_buckets(0.5, 2.0, 12))),
             router_provisioning_status: Family::default(),
             // 0.05 s .. ~7 min.
             octavia_write_job_duration: Family::new_with_constructor(|| {
@@ -123,9 +141,10 @@ impl Default for Metrics {
             }),
             pool_weighting: Family::default(),
             write_failures: Family::default(),
-            router_writes_blocked: Gauge::default(),
-            ingresses_waiting_for_quota: Gauge::default(),
-            translations: Counter::default(),
+            router_writes_blocked: Family::default(),
+            ingresses_waiting_for_quota: Family::default(),
+            translations: Family::default(),
+            weighting_rules: Default::default(),
         }
     }
 }
@@ -208,16 +227,9 @@ impl Metrics {
         m
     }
 
-    /// Counts the desired router's pools by weighting rule (replacing the previous counts).
-    pub fn pool_weightings<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
-        let mut counts: std::collections::BTreeMap<&'static str, i64> = std::collections::BTreeMap::new();
-        for r in reasons {
-            *counts.entry(crate::translate::zone::weighting_rule(r)).or_default() += 1;
-        }
-        self.pool_weighting.clear();
-        for (rule, n) in counts {
-            self.pool_weighting.get_or_create(&WeightingLabels { rule: rule.into() }).set(n);
-        }
+    /// The metrics of the router `router` (its key).
+    pub fn router(&self, router: &str) -> RouterMetrics {
+        RouterMetrics { router: router.to_string(), metrics: self.clone() }
     }
 
     /// A fresh `kuryr_l7_router`-prefixed registry with the metrics in it.
@@ -260,14 +272,91 @@ impl Metrics {
             .get_or_create(&OctaviaDurationLabels { method: method.into(), resource: resource.into() })
             .observe(elapsed.as_secs_f64());
     }
+}
+
+/// The metrics of one router: every series it sets carries `router="<key>"`.
+#[derive(Clone)]
+pub struct RouterMetrics {
+    router: String,
+    metrics: Metrics,
+}
+
+impl RouterMetrics {
+    fn labels(&self) -> RouterLabels {
+        RouterLabels { router: self.router.clone() }
+    }
+
+    /// The router's key.
+    pub fn router(&self) -> &str {
+        &self.router
+    }
 
     /// Sets the router's provisioning status: 1 for `current`, 0 for every other known status.
     pub fn set_provisioning_status(&self, current: &str) {
         for s in PROVISIONING_STATUSES.iter().copied().chain(std::iter::once(current)) {
-            self.router_provisioning_status
-                .get_or_create(&StatusLabels { status: s.into() })
-                .set(i64::from(s == current));
+            let labels = StatusLabels { router: self.router.clone(), status: s.into() };
+            self.metrics.router_provisioning_status.get_or_create(&labels).set(i64::from(s == current));
         }
+    }
+
+    /// Counts the desired router's pools by weighting rule (replacing this router's previous
+    /// counts, not the other routers').
+    pub fn pool_weightings<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
+        let mut counts: std::collections::BTreeMap<&'static str, i64> = std::collections::BTreeMap::new();
+        for r in reasons {
+            *counts.entry(crate::translate::zone::weighting_rule(r)).or_default() += 1;
+        }
+        let label = |rule: &str| WeightingLabels { router: self.router.clone(), rule: rule.into() };
+        let mut last = self.metrics.weighting_rules.lock().expect("metrics lock");
+        for rule in last.remove(&self.router).unwrap_or_default() {
+            self.metrics.pool_weighting.remove(&label(rule));
+        }
+        for (rule, n) in &counts {
+            self.metrics.pool_weighting.get_or_create(&label(rule)).set(*n);
+        }
+        last.insert(self.router.clone(), counts.into_keys().collect());
+    }
+
+    /// Jobs waiting in the router's writer (not counting the one running).
+    pub fn queue_depth(&self, depth: usize) {
+        self.metrics.octavia_write_queue_depth.get_or_create(&self.labels()).set(depth as i64);
+    }
+
+    /// Writes of the router retried after a 409.
+    pub fn conflict_retries(&self, n: u64) {
+        self.metrics.octavia_conflict_retries.get_or_create(&self.labels()).inc_by(n);
+    }
+
+    /// From a Kubernetes change to the router being ACTIVE with it.
+    pub fn change_to_active(&self, elapsed: Duration) {
+        self.metrics.change_to_active.get_or_create(&self.labels()).observe(elapsed.as_secs_f64());
+    }
+
+    /// One writer job (`sync`, `members`) finished with `result` (`ok` or the error's label).
+    pub fn job_done(&self, job: &str, result: &str, elapsed: Duration) {
+        let labels = JobLabels { router: self.router.clone(), job: job.into(), result: result.into() };
+        self.metrics.octavia_write_job_duration.get_or_create(&labels).observe(elapsed.as_secs_f64());
+    }
+
+    /// One translation of the whole cluster for this router.
+    pub fn translated(&self) {
+        self.metrics.translations.get_or_create(&self.labels()).inc();
+    }
+
+    /// Whether the router refuses every write now.
+    pub fn writes_blocked(&self, blocked: bool) {
+        self.metrics.router_writes_blocked.get_or_create(&self.labels()).set(i64::from(blocked));
+    }
+
+    /// Ingresses whose new routes wait for the quota, as of the last Sync.
+    pub fn waiting_for_quota(&self, n: usize) {
+        self.metrics.ingresses_waiting_for_quota.get_or_create(&self.labels()).set(n as i64);
+    }
+
+    /// A write Octavia refused for good, by reason.
+    pub fn write_failure(&self, reason: &str) {
+        let labels = ReasonLabels { router: self.router.clone(), reason: reason.into() };
+        self.metrics.write_failures.get_or_create(&labels).inc();
     }
 }
 
@@ -304,11 +393,12 @@ mod tests {
         m.reconciled::<()>("service", &Err(ControllerError::MissingObjectKey("name")));
         m.octavia_request("PUT", "member", Some(202), Duration::from_millis(30));
         m.octavia_request("POST", "l7policy", None, Duration::from_millis(5));
-        m.octavia_write_queue_depth.set(3);
-        m.octavia_conflict_retries.inc();
-        m.change_to_active.observe(4.0);
-        m.set_provisioning_status("PENDING_UPDATE");
-        m.set_provisioning_status("ACTIVE");
+        let r = m.router("r1");
+        r.queue_depth(3);
+        r.conflict_retries(1);
+        r.change_to_active(Duration::from_secs(4));
+        r.set_provisioning_status("PENDING_UPDATE");
+        r.set_provisioning_status("ACTIVE");
         let text = encode(&registry);
         for needle in [
             r#"kuryr_l7_router_reconciles_total{handler="ingress",result="ok"} 1"#,
@@ -317,12 +407,12 @@ mod tests {
             r#"kuryr_l7_router_octavia_requests_total{method="PUT",resource="member",status="202"} 1"#,
             r#"kuryr_l7_router_octavia_requests_total{method="POST",resource="l7policy",status="error"} 1"#,
             r#"kuryr_l7_router_octavia_request_duration_seconds_count{method="PUT",resource="member"} 1"#,
-            "kuryr_l7_router_octavia_write_queue_depth 3",
-            "kuryr_l7_router_octavia_conflict_retries_total 1",
-            "kuryr_l7_router_change_to_active_seconds_count 1",
-            r#"kuryr_l7_router_router_provisioning_status{status="ACTIVE"} 1"#,
-            r#"kuryr_l7_router_router_provisioning_status{status="PENDING_UPDATE"} 0"#,
-            r#"kuryr_l7_router_router_provisioning_status{status="ERROR"} 0"#,
+            r#"kuryr_l7_router_octavia_write_queue_depth{router="r1"} 3"#,
+            r#"kuryr_l7_router_octavia_conflict_retries_total{router="r1"} 1"#,
+            r#"kuryr_l7_router_change_to_active_seconds_count{router="r1"} 1"#,
+            r#"kuryr_l7_router_router_provisioning_status{router="r1",status="ACTIVE"} 1"#,
+            r#"kuryr_l7_router_router_provisioning_status{router="r1",status="PENDING_UPDATE"} 0"#,
+            r#"kuryr_l7_router_router_provisioning_status{router="r1",status="ERROR"} 0"#,
         ] {
             assert!(text.contains(needle), "missing {needle:?} in\n{text}");
         }
@@ -332,9 +422,35 @@ mod tests {
     #[test]
     fn unknown_provisioning_status_is_exported_too() {
         let (registry, m) = Metrics::registry();
-        m.set_provisioning_status("SOMETHING_NEW");
+        m.router("r1").set_provisioning_status("SOMETHING_NEW");
         let text = encode(&registry);
-        assert!(text.contains(r#"router_provisioning_status{status="SOMETHING_NEW"} 1"#), "{text}");
-        assert!(text.contains(r#"router_provisioning_status{status="ACTIVE"} 0"#), "{text}");
+        assert!(text.contains(r#"router_provisioning_status{router="r1",status="SOMETHING_NEW"} 1"#), "{text}");
+        assert!(text.contains(r#"router_provisioning_status{router="r1",status="ACTIVE"} 0"#), "{text}");
+    }
+
+    /// Two routers' series stay apart: each router's pool weighting counts replace only its
+    /// own, and its gauges carry its key.
+    #[test]
+    fn router_series_carry_the_router_and_stay_apart() {
+        let (registry, m) = Metrics::registry();
+        let (a, b) = (m.router("a"), m.router("b"));
+        a.pool_weightings(["zone-aware: x", "zone-aware: y"].into_iter());
+        b.pool_weightings(["zone-aware: x"].into_iter());
+        a.pool_weightings(std::iter::empty());
+        a.writes_blocked(true);
+        b.waiting_for_quota(2);
+        b.write_failure("quota");
+        b.translated();
+        let text = encode(&registry);
+        for needle in [
+            r#"kuryr_l7_router_pool_weighting{router="b",rule="topology"} 1"#,
+            r#"kuryr_l7_router_router_writes_blocked{router="a"} 1"#,
+            r#"kuryr_l7_router_ingresses_waiting_for_quota{router="b"} 2"#,
+            r#"kuryr_l7_router_write_failures_total{router="b",reason="quota"} 1"#,
+            r#"kuryr_l7_router_translations_total{router="b"} 1"#,
+        ] {
+            assert!(text.contains(needle), "missing {needle:?} in\n{text}");
+        }
+        assert!(!text.contains(r#"pool_weighting{router="a""#), "router a has no pool any more:\n{text}");
     }
 }

@@ -2,8 +2,13 @@
 //!
 //! - [`runtime`]: `run`, the process wiring (health server, leader election, caches, the two
 //!   Controllers, the writer, the resync loop, shutdown);
-//! - [`context`]: what a reconcile needs ([`context::Context`], the caches, the Sync + notices
-//!   step), its one error type and the instrumented wrapper both handlers use;
+//! - [`context`]: what a reconcile needs ([`context::Context`], the caches, the Sync and the
+//!   application of its outputs), its one error type and the instrumented wrapper both
+//!   handlers use;
+//! - [`routers`]: the routers the controller drives, by key, each with its slot (writer,
+//!   budget, readiness, metrics);
+//! - [`outputs`]: the pure plan of what a finished Sync tells Kubernetes (notices, statuses,
+//!   Events), decided on typed reasons;
 //! - [`ingress`], [`service`]: the two handlers, each with its pure step decision;
 //! - [`endpoint_nodes`]: which Services have endpoints on which Node (a Node change's targets);
 //! - [`members`]: the Members path of one Service (its pools refilled from its own endpoints);
@@ -20,7 +25,6 @@
 //! - [`error`]: [`ControllerError`], with a label per variant for metrics.
 
 pub mod client;
-pub mod conflicts;
 pub mod context;
 pub mod endpoint_nodes;
 pub mod error;
@@ -32,7 +36,9 @@ pub mod leader;
 pub mod members;
 pub mod metrics;
 pub mod notice;
+pub mod outputs;
 pub mod patches;
+pub mod routers;
 pub mod runtime;
 pub mod service;
 pub mod service_events;

@@ -116,7 +116,7 @@ impl ServiceNotice {
 pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRef, ServiceNotice> {
     let mut out: BTreeMap<KubeRef, ServiceNotice> = BTreeMap::new();
     // Reserved pools that no Service fills (`status::config_owner`) need no notice.
-    for pool in desired.pools.values().filter(|p| p.service.kind == "Service") {
+    for pool in desired.pools.values().filter(|p| p.service.is_service()) {
         let notice = out
             .entry(service_key(&pool.service))
             .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });
@@ -171,7 +171,7 @@ pub fn notice_changes<'a>(
 
 /// Services are compared by namespace and name; the model's `kind` is always `Service` here.
 fn service_key(r: &KubeRef) -> KubeRef {
-    KubeRef::new("Service", &r.namespace, &r.name)
+    KubeRef::service(&r.namespace, &r.name)
 }
 
 #[cfg(test)]

@@ -19,6 +19,7 @@ use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
 use crate::controller::metrics::Metrics;
+use crate::controller::outputs::Scope;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
@@ -163,7 +164,7 @@ where
 
     if !settings.kubernetes.enable_ingress {
         tracing::info!("ingress handlers disabled ([kubernetes] enable_ingress = False)");
-        ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
+        ready_tx.send_modify(|r| *r = Readiness::expecting(true, []));
         on_true(&stop_rx).await;
         return finish_server(server).await;
     }
@@ -233,7 +234,7 @@ async fn acquire_leadership(
     // A standby is "ready" as a standby: nothing routes traffic to this pod, and a standby that
     // never turned ready would block rolling updates. /readyz of the leader reports its caches
     // and router.
-    ready_tx.send_modify(|r| *r = Readiness { caches_synced: true, router_ready: true, router_blocked: false });
+    ready_tx.send_modify(|r| *r = Readiness::expecting(true, []));
     tracing::info!(lease = %k.lease_name, %identity, "waiting for leadership");
     tokio::select! {
         r = l.acquired() => r?,
@@ -360,7 +361,7 @@ pub fn node_change_targets(
 ) -> Vec<ObjectRef<Service>> {
     let mut out = index.services_on(node.metadata.name.as_deref().unwrap_or_default());
     let even = ["not_zone_aware", "no_endpoints"];
-    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.kind == "Service");
+    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.is_service());
     for pool in zone_aware.filter(|p| !even.contains(&crate::translate::zone::weighting_rule(&p.weighting))) {
         out.push(ObjectRef::new(&pool.service.name).within(&pool.service.namespace));
     }
@@ -430,9 +431,11 @@ async fn run_leader<B: RouterBackend>(
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
-    let quota_client = backend.quota_client();
-    let writer =
-        Writer::spawn(backend, WriterMetrics { metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) });
+    let router = notice_router_name(settings);
+    let writer = Writer::spawn(
+        backend,
+        WriterMetrics { router: router.clone(), metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) },
+    );
     let k = &settings.kubernetes;
     let (stores, store_writers) = StoreWriters::new();
     let (caches_tx, caches_rx) = watch::channel(false);
@@ -445,7 +448,7 @@ async fn run_leader<B: RouterBackend>(
             events,
             metrics,
             crate::wiring::translate_options(settings),
-            notice_router_name(settings),
+            router,
             caches_rx,
             Some(ready_tx.clone()),
         )
@@ -471,7 +474,7 @@ async fn run_leader<B: RouterBackend>(
         ready_tx.send_modify(|r| r.caches_synced = true);
     }));
     let period = k.resync_period.max(Duration::from_secs(10));
-    let resync = tokio::spawn(resync_loop(ctx.clone(), period, quota_client, stop_rx.clone()));
+    let resync = tokio::spawn(resync_loop(ctx.clone(), period, stop_rx.clone()));
 
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;
@@ -531,7 +534,7 @@ fn controllers(
     let svc_ctl = Controller::for_stream(services.remove(0), stores.services.clone())
         .with_config(config.debounce(Duration::ZERO))
         .watches_stream(node_changes, {
-            let writer = ctx.writer.clone();
+            let writer = ctx.router().writer.clone();
             move |n: Node| node_change_targets(&on_nodes.lock().expect("lock"), writer.last_synced().as_deref(), &n)
         });
     let svc_ctl = if k.use_endpoint_slices {
@@ -566,33 +569,28 @@ where
 }
 
 /// A forced Sync from the caches at start (once they are synced) and every `period`: repairs
-/// drift (a policy deleted by hand, a member list changed behind our back).
-async fn resync_loop(
-    ctx: Arc<Context>,
-    period: Duration,
-    quota_client: Option<crate::openstack::Octavia>,
-    mut stop: watch::Receiver<bool>,
-) {
+/// drift (a policy deleted by hand, a member list changed behind our back), and reads the
+/// router's budget under the project's quotas (the driver's report carries it).
+async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Receiver<bool>) {
     loop {
         tokio::select! {
             _ = ctx.wait_caches() => {}
             _ = stop.wait_for(|v| *v) => return,
         }
         let span = reconcile_span("resync", "", "");
-        match tracing::Instrument::instrument(ctx.sync(true), span).await {
-            Ok((desired, report)) => {
-                ctx.refresh_statuses(report.address).await;
+        // Every status of ours and every conflict too: they can change without an Ingress event.
+        match tracing::Instrument::instrument(ctx.sync_for(true, Scope::Resync), span).await {
+            Ok((_, report)) => {
                 ctx.metrics.reconcile_result("resync", "ok");
                 tracing::info!(writes = report.writes.len(), "resync done");
-                crate::controller::conflicts::publish_conflicts(&ctx, &desired, None).await;
             }
             Err(e) => {
                 ctx.metrics.reconcile_result("resync", e.metric_label());
                 tracing::warn!(error = %e, "resync failed");
             }
         }
-        if let Some(octavia) = &quota_client {
-            refresh_budget(&ctx, octavia).await;
+        if ctx.router().take_budget_change() {
+            converge_to_budget(&ctx).await;
         }
         tokio::select! {
             _ = tokio::time::sleep(period) => {}
@@ -601,22 +599,10 @@ async fn resync_loop(
     }
 }
 
-/// Reads the project's quotas (after a Sync, which tells the router's listeners apart from the
-/// project's other load balancers) and, when the budget changed, converges to it at once.
-async fn refresh_budget(ctx: &Context, octavia: &crate::openstack::Octavia) {
-    let Some(listeners) = ctx.router_listeners() else { return };
-    match crate::driver::quota::read_budget(octavia, &listeners).await {
-        Ok(budget) => {
-            if ctx.set_budget(budget) {
-                tracing::info!(?budget, "L7 policy/rule budget under the project quota changed");
-                match ctx.sync(false).await {
-                    Ok((desired, _)) => crate::controller::conflicts::publish_conflicts(ctx, &desired, None).await,
-                    Err(e) => tracing::warn!(error = %e, "sync after a budget change failed"),
-                }
-            }
-        }
-        // Unreadable quotas (e.g. a policy that forbids reading them): keep the last budget.
-        Err(e) => tracing::warn!(error = %e, "cannot read the project's Octavia quotas"),
+/// The resync's report changed the router's budget: converge to it at once.
+async fn converge_to_budget(ctx: &Context) {
+    if let Err(e) = ctx.sync_for(false, Scope::Conflicts).await {
+        tracing::warn!(error = %e, "sync after a budget change failed");
     }
 }
 

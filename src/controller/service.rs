@@ -30,6 +30,7 @@ use crate::controller::notice::ServiceNotice;
 use crate::controller::service_events;
 use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
+use crate::reason::Reason;
 use crate::translate::namespace_of;
 use crate::translate::routes::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
@@ -80,26 +81,27 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, H
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
     let regarding = svc.object_ref(&());
-    let current = match ServiceNotice::from_service(svc, &ctx.router_name) {
+    let router = ctx.router();
+    let current = match ServiceNotice::from_service(svc, &router.name) {
         Ok(n) => n,
         Err(e) => {
             // Rewritten by the next Sync (a malformed notice is never "equal").
-            ctx.publish(&UserEvent::warning("InvalidNotice", "UpdateMembers", e.to_string()), &regarding).await;
+            ctx.publish(&UserEvent::of(Reason::InvalidNotice, "UpdateMembers", e.to_string()), &regarding).await;
             None
         }
     };
-    let me = KubeRef::new("Service", namespace_of(&svc.metadata), &svc.name_any());
+    let me = KubeRef::service(namespace_of(&svc.metadata), &svc.name_any());
     // The notice is checked against the last Sync's desired state, not a fresh translation: a
     // change that alters the routes (an Ingress, this Service's ports) triggers a Sync of its own,
     // which writes the notice. Before the first Sync only a notice of ours needs one.
-    let Some(synced) = ctx.writer.last_synced() else {
-        if current.as_ref().is_some_and(|c| c.router == ctx.router_name) {
+    let Some(synced) = router.writer.last_synced() else {
+        if current.as_ref().is_some_and(|c| c.router == router.name) {
             ctx.sync(false).await?;
         }
         return Ok(Action::await_change());
     };
-    let want = ctx.notice_for(&synced, &me);
-    match service_step(&ctx.router_name, current.as_ref(), want.as_ref()) {
+    let want = ctx.notice_for(&router.name, &synced, &me);
+    match service_step(&router.name, current.as_ref(), want.as_ref()) {
         // Neither notice nor route yet, but an Ingress names this Service: it may have just
         // appeared (or got its port), which the last synced state, translated without it,
         // cannot tell; a Sync translates it now (the writer answers it without Octavia when
@@ -141,7 +143,8 @@ async fn update_members(
             None => return Ok(Action::await_change()),
         }
     }
-    let Some(synced) = ctx.writer.last_synced() else { return Ok(Action::await_change()) };
+    let router = ctx.router();
+    let Some(synced) = router.writer.last_synced() else { return Ok(Action::await_change()) };
     let update = {
         let endpoints = endpoints_of(&svc, &ctx.stores.slices, &ctx.stores.endpoints, &ctx.opts);
         let nodes = ctx.stores.nodes.state();
@@ -156,7 +159,7 @@ async fn update_members(
     let mut updated = 0;
     for pool in update.pools {
         let name = pool.name.clone();
-        match ctx.writer.members(pool).await {
+        match router.writer.members(pool).await {
             Ok(MembersOutcome::Updated) => updated += 1,
             Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
             Ok(MembersOutcome::PoolMissing) => {
@@ -165,7 +168,7 @@ async fn update_members(
                 break;
             }
             Err(e) => {
-                ctx.publish(&UserEvent::warning("OctaviaError", "UpdateMembers", &e.message), regarding).await;
+                ctx.publish(&UserEvent::of(Reason::OctaviaError, "UpdateMembers", &e.message), regarding).await;
                 return Err(HandlerError::Octavia(e));
             }
         }

@@ -1,8 +1,8 @@
 //! Warning Events on Services: the translation's warnings about a Service (`NoEndpoints`: a pool
 //! without any ready member; `EndpointPortNotFound`: an EndpointSlice without the Service port's
 //! name) become Kubernetes Events on that Service, so `kubectl describe service` says why its
-//! route answers 503. Before issue 14 they were only in the translation's output and dropped by
-//! the controller.
+//! route answers 503. They are part of every Sync's outputs (`super::outputs`), published
+//! when due.
 //!
 //! Every Sync (an Ingress change, a Service change, the periodic resync) translates again and finds
 //! the same warnings, so publishing each time would post one Event per Sync. [`ServiceWarnings`]
@@ -34,7 +34,7 @@ impl ServiceWarnings {
     /// were not in the previous translation, or were published [`REPUBLISH_AFTER`] ago or more.
     /// Forgets the warnings no longer present (so they are published again if they come back).
     pub fn due(&mut self, warnings: &[Warning], now: Instant) -> Vec<Warning> {
-        let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.kind == "Service").collect();
+        let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.is_service()).collect();
         self.published.retain(|w, _| current.contains(&w));
         self.fresh(current, now)
     }
@@ -89,7 +89,7 @@ pub async fn publish_for(ctx: &Context, service: &KubeRef, warnings: &[Warning])
 
 async fn publish_due(ctx: &Context, due: Vec<Warning>, action: &str) {
     for w in due {
-        let ev = UserEvent::warning(&w.reason, action, &w.message);
+        let ev = UserEvent::of(w.reason, action, &w.message);
         ctx.publish(&ev, &regarding(&ctx.stores.services, &w.object)).await;
     }
 }
@@ -101,7 +101,7 @@ mod tests {
     fn warning(kind: &str, name: &str, reason: &str) -> Warning {
         Warning {
             object: KubeRef::new(kind, "shop", name),
-            reason: reason.into(),
+            reason: crate::reason::Reason::named(reason).unwrap(),
             message: format!("{kind} shop/{name}: {reason}"),
         }
     }

@@ -19,7 +19,7 @@
 //! therefore holds at most one Sync, always first, then at most one Members job per pool.
 
 use crate::controller::health::Readiness;
-use crate::controller::metrics::{JobLabels, Metrics};
+use crate::controller::metrics::{Metrics, RouterMetrics};
 use crate::driver::{ConvergeReport, DriverError, MembersChange, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
 use std::collections::{HashMap, VecDeque};
@@ -101,9 +101,10 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn conflict_retries(&self) -> u64 {
         0
     }
-    /// An Octavia client to read the project's quotas with (None: no quotas to honour).
-    fn quota_client(&self) -> Option<crate::openstack::Octavia> {
-        None
+    /// [`RouterBackend::sync`], the router's budget under the project's quotas read into the
+    /// report too (`ConvergeReport::budget`; by default not read: no quotas to honour).
+    fn sync_reading_budget(&self, desired: &DesiredRouter) -> impl Future<Output = SyncResult> + Send {
+        self.sync(desired)
     }
     /// Whether the router refuses every write now (see `driver::blocked`), for `/readyz`.
     fn blocked(&self) -> bool {
@@ -248,6 +249,9 @@ fn answer(job: Job, sync_result: SyncedResult, err_for_members: &WriteError) {
 /// Observations of the writer for metrics; none in tests that do not look at them.
 #[derive(Clone, Default)]
 pub struct WriterMetrics {
+    /// The key of the router this writer serves: the `router` label of its metrics and its line
+    /// of `/readyz`.
+    pub router: String,
     pub metrics: Option<Metrics>,
     /// `/readyz`: not ready while the router refuses every write.
     pub readiness: Option<watch::Sender<Readiness>>,
@@ -256,7 +260,10 @@ pub struct WriterMetrics {
 struct Shared {
     queue: Mutex<WriteQueue>,
     notify: Notify,
-    metrics: WriterMetrics,
+    /// The router's key (see [`WriterMetrics::router`]).
+    router: String,
+    metrics: Option<RouterMetrics>,
+    readiness: Option<watch::Sender<Readiness>>,
     /// How a Sync from the caches gets its desired state (None: such a Sync fails).
     translate: Mutex<Option<Translate>>,
     /// Translations made so far (one per Sync job from the caches).
@@ -307,17 +314,17 @@ async fn set_members<B: RouterBackend>(backend: &B, shared: &Shared, pool: &Pool
 impl Shared {
     /// After each job: `/readyz` and the gauge follow whether the router refuses writes.
     fn blocked_is(&self, blocked: bool) {
-        if let Some(r) = &self.metrics.readiness {
-            r.send_if_modified(|r| std::mem::replace(&mut r.router_blocked, blocked) != blocked);
+        if let Some(r) = &self.readiness {
+            r.send_if_modified(|r| std::mem::replace(&mut r.router_mut(&self.router).blocked, blocked) != blocked);
         }
-        if let Some(m) = &self.metrics.metrics {
-            m.router_writes_blocked.set(i64::from(blocked));
+        if let Some(m) = &self.metrics {
+            m.writes_blocked(blocked);
         }
     }
 
     fn depth_changed(&self, depth: usize) {
-        if let Some(m) = &self.metrics.metrics {
-            m.octavia_write_queue_depth.set(depth as i64);
+        if let Some(m) = &self.metrics {
+            m.queue_depth(depth);
         }
     }
 }
@@ -397,6 +404,11 @@ impl WriterHandle {
         self.submit_members(pool).await.unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
+    /// The key of the router this writer serves.
+    pub fn router(&self) -> &str {
+        &self.shared.router
+    }
+
     /// Jobs waiting (not counting the one running).
     pub fn depth(&self) -> usize {
         self.shared.queue.lock().expect("writer lock").len()
@@ -415,7 +427,9 @@ impl Writer {
         let shared = Arc::new(Shared {
             queue: Mutex::new(WriteQueue::default()),
             notify: Notify::new(),
-            metrics,
+            metrics: metrics.metrics.as_ref().map(|m| m.router(&metrics.router)),
+            readiness: metrics.readiness,
+            router: metrics.router,
             translate: Mutex::new(None),
             translations: AtomicU64::new(0),
             last: Mutex::new(LastSync::default()),
@@ -486,8 +500,8 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
             }
             Job::Members { pool, since, replies } => {
                 let result = set_members(&backend, &shared, &pool).await;
-                if let (Ok(MembersOutcome::Updated), Some(m)) = (&result, &shared.metrics.metrics) {
-                    m.change_to_active.observe(since.elapsed().as_secs_f64());
+                if let (Ok(MembersOutcome::Updated), Some(m)) = (&result, &shared.metrics) {
+                    m.change_to_active(since.elapsed());
                 }
                 if let Err(e) = &result {
                     tracing::warn!(pool = %pool.name, error = %e, "member update failed");
@@ -501,11 +515,9 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
         };
         shared.blocked_is(backend.blocked());
         let retries = backend.conflict_retries();
-        if let Some(m) = &shared.metrics.metrics {
-            m.octavia_write_job_duration
-                .get_or_create(&JobLabels { job: kind.into(), result: result_label.into() })
-                .observe(started.elapsed().as_secs_f64());
-            m.octavia_conflict_retries.inc_by(retries.saturating_sub(retries_seen));
+        if let Some(m) = &shared.metrics {
+            m.job_done(kind, result_label, started.elapsed());
+            m.conflict_retries(retries.saturating_sub(retries_seen));
         }
         retries_seen = retries;
     }
@@ -520,8 +532,8 @@ async fn desired_of(shared: &Shared, given: Option<DesiredRouter>) -> Result<Des
     let translate = shared.translate.lock().expect("writer lock").clone();
     let translate = translate.ok_or_else(|| WriteError::new("no_translation", "no translation installed"))?;
     shared.translations.fetch_add(1, Ordering::Relaxed);
-    if let Some(m) = &shared.metrics.metrics {
-        m.translations.inc();
+    if let Some(m) = &shared.metrics {
+        m.translated();
     }
     tokio::task::spawn_blocking(move || translate())
         .await
@@ -546,12 +558,14 @@ async fn run_sync<B: RouterBackend>(
             return Ok(Synced { desired: last.desired, report, written: false });
         }
     }
-    let result = backend.sync(&desired).await;
+    // A forced Sync (the resync) also reads the router's budget under the quotas: as often as
+    // drift is repaired, not on every change.
+    let result = if force { backend.sync_reading_budget(&desired).await } else { backend.sync(&desired).await };
     match &result {
         Ok(r) => {
             tracing::info!(writes = r.writes.len(), elapsed_ms = r.elapsed.as_millis() as u64, "router synced");
-            if let Some(m) = &shared.metrics.metrics {
-                m.change_to_active.observe(since.elapsed().as_secs_f64());
+            if let Some(m) = &shared.metrics {
+                m.change_to_active(since.elapsed());
                 m.set_provisioning_status("ACTIVE");
             }
             let mut last = shared.last.lock().expect("writer lock");
@@ -569,7 +583,7 @@ async fn run_sync<B: RouterBackend>(
         Err(e) => {
             tracing::warn!(error = %e, "router sync failed");
             shared.last.lock().expect("writer lock").members.clear();
-            if let Some(m) = &shared.metrics.metrics
+            if let Some(m) = &shared.metrics
                 && e.label == "router_error"
             {
                 m.set_provisioning_status("ERROR");
@@ -593,23 +607,26 @@ impl OctaviaBackend {
     }
 }
 
+/// Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator learns it
+/// here (`apply` prints the same lines).
+fn logged(report: ConvergeReport) -> ConvergeReport {
+    for c in &report.conflicts {
+        tracing::warn!(router = %report.lb_id, "{c}");
+    }
+    report
+}
+
 fn driver_error(e: DriverError) -> WriteError {
     WriteError::new(e.label(), e.to_string())
 }
 
 impl RouterBackend for OctaviaBackend {
-    fn quota_client(&self) -> Option<crate::openstack::Octavia> {
-        Some(self.router.octavia().clone())
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        Ok(logged(self.router.converge(desired).await.map_err(driver_error)?))
     }
 
-    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
-        let report = self.router.converge(desired).await.map_err(driver_error)?;
-        // Foreign objects left alone, copies deleted, objects in ERROR replaced: the operator
-        // learns it here (`apply` prints the same lines).
-        for c in &report.conflicts {
-            tracing::warn!(router = %report.lb_id, "{c}");
-        }
-        Ok(report)
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        Ok(logged(self.router.converge_reading_budget(desired).await.map_err(driver_error)?))
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {

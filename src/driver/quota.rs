@@ -4,9 +4,30 @@
 
 use std::collections::BTreeSet;
 
+use super::{ConvergeReport, Router};
+use crate::model::DesiredRouter;
 use crate::openstack::octavia::L7Policy;
 use crate::openstack::{ListQuery, Octavia, Result};
 use crate::translate::budget::{Budget, Usage};
+
+/// What a convergence read of the router's budget: `Ok(None)` when the project's quotas are
+/// unlimited, `Err` with the reason when they could not be read (e.g. a policy that forbids
+/// reading them: the caller keeps the budget it had).
+pub type BudgetReading = std::result::Result<Option<Budget>, String>;
+
+impl Router {
+    /// [`Router::converge`], then the router's budget read into the report
+    /// ([`ConvergeReport::budget`]): the controller keeps its budget from the reports, and never
+    /// holds an Octavia client of its own. The listeners just converged tell the router's
+    /// policies apart from the project's other load balancers'.
+    pub async fn converge_reading_budget(&self, desired: &DesiredRouter) -> super::error::Result<ConvergeReport> {
+        let mut report = self.converge(desired).await?;
+        let ours: BTreeSet<String> =
+            std::iter::once(report.listener_id.clone()).chain(report.https_listener_id.clone()).collect();
+        report.budget = Some(read_budget(self.octavia(), &ours).await.map_err(|e| e.to_string()));
+        Ok(report)
+    }
+}
 
 /// L7 policies and rules of the project that are not on `our_listeners`.
 pub fn usage_elsewhere(policies: &[L7Policy], our_listeners: &BTreeSet<String>) -> Usage {

@@ -48,6 +48,9 @@ pub struct ConvergeReport {
     /// Ingresses whose routes not yet on the router wait for the project's L7 quota (their
     /// routes on the router stay; see `super::admission`).
     pub quota_waiting: Vec<super::admission::Waiting>,
+    /// The router's budget of L7 policies and rules under the project's Octavia quotas, when
+    /// this convergence read it ([`super::quota::BudgetReading`]; `None`: not read).
+    pub budget: Option<super::quota::BudgetReading>,
 }
 
 /// A write Octavia refused for good, or an object on hold since such a refusal.

@@ -25,7 +25,7 @@ fn ingress_ref(ing: &Ingress) -> KubeRef {
     KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &str, message: String) {
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
     out.push(Warning { object: object.clone(), reason: reason.into(), message });
 }
 

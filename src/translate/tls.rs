@@ -84,7 +84,7 @@ fn ns_name(ing: &Ingress) -> (&str, &str) {
     (namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &str, message: String) {
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
     out.push(Warning { object: object.clone(), reason: reason.into(), message });
 }
 
