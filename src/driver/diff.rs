@@ -19,6 +19,7 @@ pub use super::actual::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
     HealthMonitorSpec,
 };
+pub use super::health_monitor::pool_monitor;
 pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
 pub use super::plan::{
     Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, Write, WritePlan,
@@ -238,22 +239,6 @@ fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<
         kept.entry(p.name.as_str()).or_insert(p);
     }
     kept
-}
-
-/// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
-/// monitor of a reserved status pool expects the status its responder always answers (404 or
-/// 503), so that a live responder is not taken for a dead one.
-pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
-    let mut spec = spec?.clone();
-    let code = match name {
-        crate::model::NOT_FOUND_POOL => "404",
-        crate::model::UNAVAILABLE_POOL => "503",
-        _ => return Some(spec),
-    };
-    if spec.expected_codes.is_some() {
-        spec.expected_codes = Some(code.to_string());
-    }
-    Some(spec)
 }
 
 fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions, writes: &mut Vec<Write>) {

@@ -9,7 +9,7 @@ use crate::model::{DesiredRouter, PoolHealthMonitor};
 
 /// The monitor a pool should have; `actual` is the monitor it has (ours), for `KeepExisting`.
 /// The global monitor of a reserved status pool expects the status its responder always answers
-/// ([`super::diff::pool_monitor`]).
+/// ([`pool_monitor`]).
 pub fn wanted(
     desired: &DesiredRouter,
     pool: &str,
@@ -19,7 +19,7 @@ pub fn wanted(
     match desired.health_monitors.get(pool) {
         Some(PoolHealthMonitor::Custom(spec)) => Some(spec.clone()),
         Some(PoolHealthMonitor::KeepExisting) => actual.cloned().or_else(|| opts.health_monitor.clone()),
-        None => super::diff::pool_monitor(pool, opts.health_monitor.as_ref()),
+        None => pool_monitor(pool, opts.health_monitor.as_ref()),
     }
 }
 
@@ -48,4 +48,20 @@ pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts:
         // Equal, or a foreign monitor (never touched).
         _ => vec![],
     }
+}
+
+/// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
+/// monitor of a reserved status pool expects the status its responder always answers (404 or
+/// 503), so that a live responder is not taken for a dead one.
+pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
+    let mut spec = spec?.clone();
+    let code = match name {
+        crate::model::NOT_FOUND_POOL => "404",
+        crate::model::UNAVAILABLE_POOL => "503",
+        _ => return Some(spec),
+    };
+    if spec.expected_codes.is_some() {
+        spec.expected_codes = Some(code.to_string());
+    }
+    Some(spec)
 }

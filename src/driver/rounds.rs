@@ -35,9 +35,9 @@ pub const MAX_REFUSALS: usize = 8;
 pub trait ListenerIo: Send {
     /// The router as seen from the listener (`round` > 1: after our own writes).
     fn read(&mut self, round: usize) -> impl Future<Output = Result<ActualRouter>> + Send;
-    /// One write, waited for (the router ACTIVE again). A refusal is a
+    /// One write, waited for (the router ACTIVE again), and its record. A refusal is a
     /// [`DriverError::Write`] carrying Octavia's error.
-    fn send(&mut self, w: &Write) -> impl Future<Output = Result<()>> + Send;
+    fn send(&mut self, w: &Write) -> impl Future<Output = Result<WriteRecord>> + Send;
     /// Writes retried after a busy 409 so far (monotonic): more after a round means someone
     /// else wrote meanwhile (see `Router::converge`).
     fn busy(&self) -> u64 {
@@ -189,11 +189,9 @@ async fn run_writes<I: ListenerIo>(
             return Err(DriverError::NotLeader);
         }
         let key = write_key(w, o.listener);
-        let t = Instant::now();
         match io.send(w).await {
-            Ok(()) => {
-                tracing::info!(write = %w, duration_ms = t.elapsed().as_millis() as u64, "octavia write done");
-                report.writes.push(WriteRecord { kind: w.kind(), description: w.to_string(), duration: t.elapsed() });
+            Ok(record) => {
+                report.writes.push(record);
                 done.insert(key);
             }
             Err(DriverError::Write { write, source }) if is_permanent(&source) => {

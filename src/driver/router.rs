@@ -12,8 +12,8 @@
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
 use super::blocked;
-use super::cloud::Cloud;
 pub use super::cloud::WriteGate;
+use super::cloud::{Cloud, WritePermits};
 use super::diff::plan_members;
 use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
@@ -83,7 +83,14 @@ pub struct Router {
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
         Self {
-            cloud: Cloud { octavia, neutron, barbican: None, spec, gate: WriteGate::default() },
+            cloud: Cloud {
+                octavia,
+                neutron,
+                barbican: None,
+                spec,
+                gate: WriteGate::default(),
+                permits: WritePermits::default(),
+            },
             verified: Default::default(),
             has_https: Default::default(),
             reads: Default::default(),
@@ -103,6 +110,18 @@ impl Router {
         self.cloud.octavia =
             self.cloud.octavia.clone().with_write_permit(crate::openstack::WritePermit::new(move || permit.is_open()));
         self.cloud.gate = gate;
+    }
+
+    /// Share these write permits (see [`WritePermits`]): every router of one process is given
+    /// the same, so that their writes in flight together stay within the bound.
+    pub fn with_write_permits(mut self, permits: WritePermits) -> Self {
+        self.cloud.permits = permits;
+        self
+    }
+
+    /// The write permits this router takes from (to share with another router).
+    pub fn write_permits(&self) -> &WritePermits {
+        &self.cloud.permits
     }
 
     /// Store TLS certificates in this Barbican (the HTTPS listener needs it).
@@ -314,7 +333,7 @@ impl Router {
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
         let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
         self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().collect::<Vec<_>>());
-        report.floating_ip = floating_ip::ensure(c, &lb).await?;
+        report.floating_ip = floating_ip::ensure(c, &lb, &mut report.writes).await?;
         report.address = report.floating_ip.or(report.vip_address);
         if report.writes.first().is_some_and(|w| w.kind == "create_router") && c.spec.uuid.is_none() {
             lifecycle::clear_duplicates_of_new_router(c, &lb, &mut report).await?;
