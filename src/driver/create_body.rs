@@ -25,8 +25,13 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
                 protocol: "HTTP".into(),
                 lb_algorithm: p.lb_algorithm.clone(),
                 members: p.members.iter().map(|m| member_body(spec, &member_spec(m, &tags))).collect(),
-                healthmonitor: super::health_monitor::wanted(desired, &p.name, None, &spec.diff_options())
-                    .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
+                healthmonitor: super::health_monitor::wanted(
+                    &desired.health_monitors,
+                    &p.name,
+                    None,
+                    &spec.diff_options(),
+                )
+                .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
                 tags,
                 ..PoolCreate::default()
             }

@@ -5,34 +5,42 @@
 
 use super::actual::{ActualPool, HealthMonitorSpec};
 use super::plan::{DiffOptions, PoolRef, Write};
-use crate::model::{DesiredRouter, PoolHealthMonitor};
+use crate::model::{Pool, PoolHealthMonitor};
+use std::collections::BTreeMap;
 
 /// The monitor a pool should have; `actual` is the monitor it has (ours), for `KeepExisting`.
 /// The global monitor of a reserved status pool expects the status its responder always answers
 /// ([`pool_monitor`]).
 pub fn wanted(
-    desired: &DesiredRouter,
+    monitors: &BTreeMap<String, PoolHealthMonitor>,
     pool: &str,
     actual: Option<&HealthMonitorSpec>,
     opts: &DiffOptions,
 ) -> Option<HealthMonitorSpec> {
-    match desired.health_monitors.get(pool) {
+    match monitors.get(pool) {
         Some(PoolHealthMonitor::Custom(spec)) => Some(spec.clone()),
         Some(PoolHealthMonitor::KeepExisting) => actual.cloned().or_else(|| opts.health_monitor.clone()),
         None => pool_monitor(pool, opts.health_monitor.as_ref()),
     }
 }
 
-/// The writes for the monitor of an existing pool.
-pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts: &DiffOptions) -> Vec<Write> {
+/// The writes for the monitor of an existing pool (`monitors`: the Services' annotations, by
+/// pool name).
+pub fn plan(
+    monitors: &BTreeMap<String, PoolHealthMonitor>,
+    pool: &Pool,
+    actual: &ActualPool,
+    opts: &DiffOptions,
+) -> Vec<Write> {
     let own = &opts.ownership;
+    let pool_name = pool.name.as_str();
     let ours = actual.healthmonitor.as_ref().filter(|hm| own.owns(&hm.tags));
-    let want = wanted(desired, pool_name, ours.map(|hm| &hm.spec), opts);
+    let want = wanted(monitors, pool_name, ours.map(|hm| &hm.spec), opts);
     let create = |spec: &HealthMonitorSpec| Write::CreateHealthMonitor {
         pool: PoolRef::Id(actual.id.clone()),
         pool_name: pool_name.to_string(),
         spec: spec.clone(),
-        tags: own.tags_for(&desired.pools[pool_name].service),
+        tags: own.tags_for(&pool.service),
     };
     match (want.as_ref(), &actual.healthmonitor, ours) {
         (Some(spec), None, _) => vec![create(spec)],

@@ -5,7 +5,7 @@
 //!    first because the HTTP listener's redirects are written only for hosts whose certificate
 //!    has something to serve ([`http_view`]).
 //! 2. [`ensure_listener`]: create the listener, or switch its certificates in one PUT; its
-//!    policies follow as an ordinary plan ([`https_view`]); then [`collect_garbage`] deletes the
+//!    policies follow as an ordinary plan (`view::DesiredView::https`); then [`collect_garbage`] deletes the
 //!    secrets nothing uses any more (old contents after a rotation, removed certificates).
 //!
 //! Barbican failures: [`prepare`] gives [`Phase::Unavailable`]. A router without an HTTPS
@@ -248,18 +248,6 @@ pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: b
         redirects: desired.redirects.iter().filter(|r| servable.contains(r.certificate.as_str())).cloned().collect(),
         ..desired.clone()
     })
-}
-
-/// The HTTPS listener's desired state for the ordinary plan: its policies and default pool, the
-/// same pools (already converged by the HTTP plan, so they cost no write here).
-pub fn https_view(desired: &DesiredRouter, https: &HttpsListener) -> DesiredRouter {
-    DesiredRouter {
-        policies: https.policies.clone(),
-        default_pool: https.default_pool.clone(),
-        pools: desired.pools.clone(),
-        health_monitors: desired.health_monitors.clone(),
-        ..DesiredRouter::default()
-    }
 }
 
 /// Phase 2: the listener itself (planned by `listener_plan::plan_https_listener`). Returns it

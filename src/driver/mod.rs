@@ -36,6 +36,7 @@ pub mod rounds;
 pub mod router;
 pub mod sim;
 pub mod spec;
+pub mod view;
 
 pub use cloud::{WriteGate, WritePermits};
 pub use create_body::{member_body, populated_create};

@@ -11,13 +11,14 @@
 
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
-use super::diff::plan_writes;
+use super::diff::plan_view;
 use super::error::{DriverError, Result};
 use super::isolation::{
     WriteBackoff, WriteKey, exclude_held, failure_reason, filter_held, is_permanent, owners, write_key,
 };
 use super::plan::{DiffOptions, Write};
 use super::report::{ConvergeReport, WriteFailure, WriteRecord};
+use super::view::DesiredView;
 use crate::model::DesiredRouter;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -87,6 +88,17 @@ pub async fn converge_listener<I: ListenerIo>(
     o: &RoundOptions<'_>,
     report: &mut ConvergeReport,
 ) -> Result<()> {
+    converge_view(io, &DesiredView::of(desired), o, report).await
+}
+
+/// [`converge_listener`] on a view of the desired router (the HTTPS listener's, or the HTTP
+/// listener's without its held redirects): read -> plan -> execute, in rounds.
+pub async fn converge_view<I: ListenerIo>(
+    io: &mut I,
+    desired: &DesiredView<'_>,
+    o: &RoundOptions<'_>,
+    report: &mut ConvergeReport,
+) -> Result<()> {
     let started = Instant::now();
     let mut rounds = 0;
     let mut refused = 0;
@@ -103,8 +115,8 @@ pub async fn converge_listener<I: ListenerIo>(
         let existing = existing_keys(&actual, o);
         let without_held = exclude_held(desired, o.listener, &held_keys, &existing);
         let admission =
-            o.quota.lock().expect("quota lock").admit(o.listener, &without_held, &actual, &o.diff.ownership);
-        let plan = plan_writes(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
+            o.quota.lock().expect("quota lock").admit_view(o.listener, &without_held, &actual, &o.diff.ownership);
+        let plan = plan_view(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
         let (writes, _) = filter_held(plan.writes, o.listener, &held_keys);
         // Room freed by this round's deletes is for what waits: one more round then.
         let frees_room =
@@ -177,7 +189,7 @@ fn existing_keys(actual: &ActualRouter, o: &RoundOptions<'_>) -> BTreeSet<WriteK
 async fn run_writes<I: ListenerIo>(
     io: &mut I,
     writes: &[Write],
-    desired: &DesiredRouter,
+    desired: &DesiredView<'_>,
     o: &RoundOptions<'_>,
     started: Instant,
     report: &mut ConvergeReport,

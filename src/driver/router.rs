@@ -19,6 +19,7 @@ use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
+use super::view::DesiredView;
 use super::{execute, floating_ip, https, lifecycle, read, rounds};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
@@ -305,7 +306,7 @@ impl Router {
         let listener_held = holds.is_held(&WriteKey::HttpsListener);
         if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase, listener_held);
-            self.converge_children(&http, &lb, listener.clone(), &mut report).await?;
+            self.converge_children(&DesiredView::of(&http), &lb, listener.clone(), &mut report).await?;
         }
         // The HTTP side is converged either way. The HTTPS side's refusals are isolated (held,
         // reported); its transient failures (Barbican down, a 5xx) fail the convergence at the
@@ -327,7 +328,7 @@ impl Router {
         let refused_now = !listener_held && holds.is_held(&WriteKey::HttpsListener);
         if refused_now && !phase.has_listener() && !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase, true);
-            self.converge_children(&http, &lb, listener, &mut report).await?;
+            self.converge_children(&DesiredView::of(&http), &lb, listener, &mut report).await?;
         }
 
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
@@ -363,7 +364,7 @@ impl Router {
             self.has_https.store(HttpsKnown::of(state.listener.is_some()), Ordering::SeqCst);
             if let (Some(l), Some(https)) = (listener, want) {
                 report.https_listener_id = Some(l.id.clone());
-                self.converge_children(&https::https_view(desired, https), lb, l, report).await?;
+                self.converge_children(&DesiredView::https(desired, https), lb, l, report).await?;
             }
             if as_desired {
                 https::collect_garbage(c, state, &holds, report).await?;
@@ -386,7 +387,7 @@ impl Router {
     /// deleted (plan_writes keeps one of each name), within `rounds::MAX_ROUNDS`.
     async fn converge_children(
         &self,
-        desired: &DesiredRouter,
+        desired: &DesiredView<'_>,
         lb: &LoadBalancer,
         listener: Listener,
         report: &mut ConvergeReport,
@@ -403,7 +404,7 @@ impl Router {
             now: Instant::now(),
             quota: &self.quota,
         };
-        rounds::converge_listener(&mut io, desired, &opts, report).await?;
+        rounds::converge_view(&mut io, desired, &opts, report).await?;
         self.verified.store(true, Ordering::SeqCst);
         let mut seen = BTreeSet::new();
         report.conflicts.retain(|c| seen.insert(c.clone()));
