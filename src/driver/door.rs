@@ -139,3 +139,110 @@ where
     writes.push(record);
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::cloud::{WriteGate, WritePermits};
+    use crate::driver::ownership::Ownership;
+    use crate::driver::spec::RouterSpec;
+    use crate::openstack::{AuthOptions, Neutron, Octavia, OctaviaOptions, Session};
+    use crate::secret::Secret;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    /// A cloud whose clients are never called: the writes below are plain futures.
+    fn cloud(gate: WriteGate, permits: WritePermits) -> Cloud {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let auth = AuthOptions::password("http://127.0.0.1:9/v3", "u", Secret::new("p"), "p", "Default");
+        let session = Session::new(auth).expect("session");
+        let spec = RouterSpec {
+            name: "driverdoor".into(),
+            uuid: None,
+            vip_subnet_id: None,
+            availability_zone: None,
+            provider: None,
+            listener_port: 80,
+            fully_populated_create: true,
+            floating_ip: None,
+            external_svc_subnet: None,
+            ownership: Ownership::new("c1"),
+            member_subnet: None,
+            health_monitor: None,
+            create_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            insert_forwarded_headers: true,
+            secret_read_users: vec![],
+        };
+        Cloud {
+            octavia: Octavia::new(session.clone(), OctaviaOptions::default()),
+            neutron: Neutron::new(session),
+            barbican: None,
+            spec,
+            gate,
+            permits,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_closed_gate_sends_nothing() {
+        let (_tx, rx) = tokio::sync::watch::channel(false);
+        let c = cloud(WriteGate::new(rx), WritePermits::unlimited());
+        let sent = AtomicUsize::new(0);
+        let call = async {
+            sent.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, OsError>(())
+        };
+        let r = write(&c, Order::neutron("associate_floating_ip", "associate".into()), call).await;
+        assert!(matches!(r, Err(DriverError::NotLeader)), "{:?}", r.err());
+        assert_eq!(sent.load(Ordering::SeqCst), 0);
+    }
+
+    /// Two routers sharing one permit: their writes run one at a time, and each is recorded
+    /// with its own duration (the wait for the permit is not the write's).
+    #[tokio::test]
+    async fn routers_sharing_one_permit_write_one_at_a_time() {
+        let permits = WritePermits::new(1);
+        let (a, b) = (cloud(WriteGate::default(), permits.clone()), cloud(WriteGate::default(), permits.clone()));
+        let in_flight = AtomicUsize::new(0);
+        let most = AtomicUsize::new(0);
+        let one = |c: &'static str| {
+            let (in_flight, most) = (&in_flight, &most);
+            async move {
+                let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                most.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(50)).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                Ok::<_, OsError>(c)
+            }
+        };
+        let started = std::time::Instant::now();
+        let (ra, rb) = tokio::join!(
+            write(&a, Order::neutron("create_floating_ip", "a".into()), one("a")),
+            write(&b, Order::neutron("create_floating_ip", "b".into()), one("b")),
+        );
+        let ((_, rec_a), (_, rec_b)) = (ra.expect("a"), rb.expect("b"));
+        assert_eq!(most.load(Ordering::SeqCst), 1);
+        assert!(started.elapsed() >= Duration::from_millis(100));
+        assert!(rec_a.duration < Duration::from_millis(95) && rec_b.duration < Duration::from_millis(95));
+        assert_eq!(permits.available(), 1);
+    }
+
+    #[tokio::test]
+    async fn errors_are_shaped_per_service_and_name_the_write() {
+        let c = cloud(WriteGate::default(), WritePermits::unlimited());
+        let refused = || crate::openstack::Error::Api {
+            service: crate::openstack::Service::Network,
+            method: "PUT".into(),
+            path: "/v2.0/floatingips/x".into(),
+            status: 409,
+            message: "in use".into(),
+        };
+        let r =
+            write(&c, Order::neutron("associate_floating_ip", "associate X".into()), async { Err::<(), _>(refused()) })
+                .await;
+        assert!(matches!(&r, Err(DriverError::Write { write, .. }) if write == "associate X"), "{:?}", r.err());
+        let r = write(&c, Order::barbican("delete_secret", "delete S".into()), async { Err::<(), _>(refused()) }).await;
+        assert!(matches!(r, Err(DriverError::KeyManager { .. })), "{:?}", r.err());
+    }
+}
