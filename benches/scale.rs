@@ -14,10 +14,10 @@ use kuryr_l7_router::driver::isolation::{WriteKey, exclude_held};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::driver::view::DesiredView;
 use kuryr_l7_router::model::{DesiredRouter, HttpsListener};
-use std::collections::BTreeSet;
 use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 fn vm_hwm_kib() -> u64 {

@@ -121,7 +121,13 @@ where
         cloud.settle(lb_id).await?;
     }
     let duration = t.elapsed();
-    tracing::info!(write = %order.description, duration_ms = duration.as_millis() as u64, "write done");
+    let (write, duration_ms) = (&order.description, duration.as_millis() as u64);
+    // One line per write; Octavia's keep the wording operators already search for.
+    match order.service {
+        Service::Octavia => tracing::info!(%write, duration_ms, "octavia write done"),
+        Service::Neutron => tracing::info!(%write, duration_ms, "neutron write done"),
+        Service::Barbican => tracing::info!(%write, duration_ms, "barbican write done"),
+    }
     Ok((out, WriteRecord { kind: order.kind, description: order.description, duration }))
 }
 

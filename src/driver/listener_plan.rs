@@ -187,3 +187,82 @@ pub fn plan_https_listener(
     };
     HttpsListenerPlan { step: Some(step), conflict: None }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::ownership::Ownership;
+    use std::time::Duration;
+
+    fn spec() -> RouterSpec {
+        RouterSpec {
+            name: "driverdoor".into(),
+            uuid: None,
+            vip_subnet_id: None,
+            availability_zone: None,
+            provider: None,
+            listener_port: 80,
+            fully_populated_create: true,
+            floating_ip: None,
+            external_svc_subnet: None,
+            ownership: Ownership::new("c1"),
+            member_subnet: None,
+            health_monitor: None,
+            create_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            insert_forwarded_headers: true,
+            secret_read_users: vec![],
+        }
+    }
+
+    fn listener(protocol: &str, port: u16, ours: bool) -> Listener {
+        let tags = if ours { spec().ownership.router_tags() } else { vec!["someone-else".into()] };
+        Listener {
+            id: format!("{protocol}-{port}"),
+            protocol: protocol.into(),
+            protocol_port: port,
+            tags,
+            ..Default::default()
+        }
+    }
+
+    fn https(certs: &[&str]) -> HttpsListener {
+        HttpsListener {
+            port: 443,
+            certificates: Default::default(),
+            default_certificate: certs.first().map(|c| c.to_string()).unwrap_or_default(),
+            policies: vec![],
+            default_pool: None,
+        }
+    }
+
+    #[test]
+    fn the_http_listener_is_created_fixed_or_left_alone() {
+        let s = spec();
+        let created = plan_http_listener(None, "lb", &s).expect("a create");
+        assert!(matches!(&created.write, ListenerWrite::Create(b) if b.loadbalancer_id.as_deref() == Some("lb")));
+        // Ours without the configured headers: one PUT of the headers.
+        let step = plan_http_listener(Some(&listener("HTTP", 80, true)), "lb", &s).expect("an update");
+        assert!(matches!(&step.write, ListenerWrite::Update { update, .. } if update.insert_headers.is_some()));
+        // An adopted listener is never changed.
+        assert!(plan_http_listener(Some(&listener("HTTP", 80, false)), "lb", &s).is_none());
+    }
+
+    #[test]
+    fn the_https_listener_is_deleted_only_when_ours_and_never_created_without_a_certificate() {
+        let s = spec();
+        let no_refs = BTreeMap::new();
+        let ours = listener(TERMINATED_HTTPS, 443, true);
+        let plan = plan_https_listener(None, Some(&ours), &no_refs, "lb", &s);
+        assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Delete { id }) if id == ours.id));
+        let foreign = listener(TERMINATED_HTTPS, 443, false);
+        assert!(plan_https_listener(None, Some(&foreign), &no_refs, "lb", &s).step.is_none());
+        let plan = plan_https_listener(Some(&https(&["a"])), None, &no_refs, "lb", &s);
+        assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("no certificate can be served")));
+        let refs = BTreeMap::from([("a".to_string(), "https://kms/v1/secrets/1".to_string())]);
+        let plan = plan_https_listener(Some(&https(&["a"])), Some(&foreign), &refs, "lb", &s);
+        assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("not created by kuryr-l7-router")));
+        let plan = plan_https_listener(Some(&https(&["a"])), None, &refs, "lb", &s);
+        assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Create(b)) if b.protocol == TERMINATED_HTTPS));
+    }
+}

@@ -334,7 +334,9 @@ impl Router {
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
         let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
         self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().collect::<Vec<_>>());
-        report.floating_ip = floating_ip::ensure(c, &lb, &mut report.writes).await?;
+        // The floating IP's writes go through the door (gate, permit, error, log line) but stay out
+        // of the report's writes, which count the router's Octavia objects as before.
+        report.floating_ip = floating_ip::ensure(c, &lb, &mut Vec::new()).await?;
         report.address = report.floating_ip.or(report.vip_address);
         if report.writes.first().is_some_and(|w| w.kind == "create_router") && c.spec.uuid.is_none() {
             lifecycle::clear_duplicates_of_new_router(c, &lb, &mut report).await?;
