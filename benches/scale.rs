@@ -10,11 +10,14 @@ use common::*;
 use kuryr_l7_router::driver::diff::{
     ActualListener, ActualRouter, DiffOptions, Ownership, Write, WritePlan, plan_writes,
 };
+use kuryr_l7_router::driver::isolation::{WriteKey, exclude_held};
 use kuryr_l7_router::driver::sim::Simulator;
-use kuryr_l7_router::model::DesiredRouter;
+use kuryr_l7_router::driver::view::DesiredView;
+use kuryr_l7_router::model::{DesiredRouter, HttpsListener};
 use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 fn vm_hwm_kib() -> u64 {
@@ -74,6 +77,7 @@ fn main() {
     println!("mode: {}", if full { "full (--bench)" } else { "smoke (no --bench in argv)" });
     write_counts(full);
     controller_scale(full);
+    held_object_views(full);
     println!("VmHWM (peak RSS) of the whole run: {} MiB", vm_hwm_kib() / 1024);
 }
 
@@ -224,4 +228,59 @@ fn controller_scale(full: bool) {
     let (t_one, plan) = best_of(reps, || plan_writes(&d, &sim.router, &diff_opts()));
     assert_eq!(plan.writes.len(), 1);
     println!("  same change through a whole-router plan_writes: best of {reps} {:.1} ms (1 write)", t_one * 1e3);
+}
+
+/// What one round of a listener's plan costs before `plan_writes` when an object is on hold, at
+/// full size: the desired state narrowed for the held object (a new pool whose create Octavia
+/// refused) and the HTTPS listener's desired state. Before, both were copies of the router;
+/// now they are borrowed views. The copies are rebuilt here as the driver made them.
+fn held_object_views(full: bool) {
+    let (n_ing, n_svc, eps, reps) = if full { (10_000, 10_000, 10, 5) } else { (100, 100, 10, 1) };
+    println!("\n## a held object at {n_ing} Ingresses: the views one round plans from");
+    let desired = translate(&apps(n_ing, n_svc, eps), &TranslateOptions::default());
+    let held_pool = desired.pools.keys().nth(desired.pools.len() / 2).expect("pools").clone();
+    let held: BTreeSet<WriteKey> = [WriteKey::Pool(held_pool.clone())].into();
+    let existing = BTreeSet::new();
+    let (t_copy, copied) = best_of(reps, || {
+        // The copy of the desired router each round made before (isolation::exclude_held).
+        let mut out = desired.clone();
+        out.pools.retain(|name, _| *name != held_pool);
+        out.policies.retain(|p| p.pool != held_pool);
+        out
+    });
+    let (t_view, view) = best_of(reps, || exclude_held(&DesiredView::of(&desired), "listener", &held, &existing));
+    assert_eq!(view.policies.len(), copied.policies.len());
+    println!(
+        "without the held pool: copy {:.2} ms, view {:.2} ms ({} policies, {} pools)",
+        t_copy * 1e3,
+        t_view * 1e3,
+        copied.policies.len(),
+        copied.pools.len()
+    );
+    let https = HttpsListener {
+        port: 443,
+        certificates: Default::default(),
+        default_certificate: String::new(),
+        policies: desired.policies.clone(),
+        default_pool: desired.default_pool.clone(),
+    };
+    let (t_copy, _) = best_of(reps, || DesiredRouter {
+        // The HTTPS listener's desired state as https_view built it before.
+        policies: https.policies.clone(),
+        default_pool: https.default_pool.clone(),
+        pools: desired.pools.clone(),
+        health_monitors: desired.health_monitors.clone(),
+        ..DesiredRouter::default()
+    });
+    let (t_view, _) = best_of(reps, || DesiredView::https(&desired, &https));
+    println!("HTTPS listener (every Ingress with TLS): copy {:.2} ms, view {:.2} ms", t_copy * 1e3, t_view * 1e3);
+    let actual = empty_router();
+    let (t_plan, _) = best_of(reps, || {
+        kuryr_l7_router::driver::diff::plan_view(
+            &exclude_held(&DesiredView::of(&desired), "listener", &held, &existing),
+            &actual,
+            &diff_opts(),
+        )
+    });
+    println!("view + plan_view from an empty router, for scale: {:.1} ms", t_plan * 1e3);
 }

@@ -141,7 +141,10 @@ pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Route
     // Same session (token, catalog): Barbican is found in the catalog when a certificate is
     // first stored, so clouds without it work until an Ingress asks for TLS.
     let barbican = crate::openstack::Barbican::new(octavia.session().clone());
-    Ok(Router::new(octavia, neutron, router_spec(s)).with_barbican(barbican))
+    // One router per process today; a caller that builds several gives them this one's permits
+    // (`Router::write_permits`), so that the bound holds across them.
+    let permits = crate::driver::WritePermits::new(s.octavia_defaults.parallel_writes);
+    Ok(Router::new(octavia, neutron, router_spec(s)).with_barbican(barbican).with_write_permits(permits))
 }
 
 /// "router zone: zone-a ([octavia_defaults] router_zone)": which zone zone-aware weighting uses

@@ -64,6 +64,7 @@ impl Settings {
             ("octavia_defaults", "fully_populated_create") => secs_bool(od.fully_populated_create),
             ("octavia_defaults", "lb_create_timeout") => secs(od.lb_create_timeout),
             ("octavia_defaults", "write_timeout") => secs(od.write_timeout),
+            ("octavia_defaults", "parallel_writes") => Some(od.parallel_writes.to_string()),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
             ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),

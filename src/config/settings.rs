@@ -102,6 +102,8 @@ pub struct OctaviaDefaults {
     pub fully_populated_create: bool,
     pub lb_create_timeout: Duration,
     pub write_timeout: Duration,
+    /// Writes in flight at once across the routers of the process (the driver's write door).
+    pub parallel_writes: usize,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -540,6 +542,7 @@ impl Reader {
             fully_populated_create: self.value(od, "fully_populated_create"),
             lb_create_timeout: self.value(od, "lb_create_timeout"),
             write_timeout: self.value(od, "write_timeout"),
+            parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),

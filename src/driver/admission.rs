@@ -19,6 +19,7 @@
 
 use super::actual::ActualRouter;
 use super::ownership::Ownership;
+use super::view::DesiredView;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::budget::{Budget, RouterQuota, Usage};
 use std::collections::{BTreeMap, BTreeSet};
@@ -67,6 +68,14 @@ pub struct Admission {
     pub waiting: Vec<Waiting>,
 }
 
+/// [`Admission`] of a listener's [`DesiredView`]: the admitted part is a narrower view.
+#[derive(Clone, Debug)]
+pub struct ViewAdmission<'a> {
+    /// `None`: everything is admitted (the view as given).
+    pub admitted: Option<DesiredView<'a>>,
+    pub waiting: Vec<Waiting>,
+}
+
 impl QuotaLedger {
     /// `desired` for `listener` within the quota, given what the listener holds (`actual`); what
     /// the listener will hold afterwards is recorded for the other listeners' admission.
@@ -77,16 +86,39 @@ impl QuotaLedger {
         actual: &ActualRouter,
         own: &Ownership,
     ) -> Admission {
+        let a = self.admit_view(listener, &DesiredView::of(desired), actual, own);
+        Admission { admitted: a.admitted.map(|v| owned(desired, &v)), waiting: a.waiting }
+    }
+
+    /// [`QuotaLedger::admit`] on a view (the rounds: no copy of the desired router).
+    pub fn admit_view<'a>(
+        &mut self,
+        listener: &str,
+        desired: &DesiredView<'a>,
+        actual: &ActualRouter,
+        own: &Ownership,
+    ) -> ViewAdmission<'a> {
         let others = self.planned.iter().filter(|(l, _)| l.as_str() != listener).map(|(_, u)| *u);
         let elsewhere = others.fold(Usage::default(), add);
         let result = match &self.quota {
-            None => Admission { admitted: None, waiting: Vec::new() },
-            Some(q) => admit(desired, actual, own, &q.budget, elsewhere, &q.oldest_first),
+            None => ViewAdmission { admitted: None, waiting: Vec::new() },
+            Some(q) => admit_view(desired, actual, own, &q.budget, elsewhere, &q.oldest_first),
         };
         let after = usage_of(result.admitted.as_ref().unwrap_or(desired));
         self.planned.insert(listener.to_string(), after);
         result
     }
+}
+
+/// `desired` with only the routes and redirects that `admitted` kept (by name: unique per
+/// listener).
+fn owned(desired: &DesiredRouter, admitted: &DesiredView<'_>) -> DesiredRouter {
+    let policies: BTreeSet<&str> = admitted.policies.iter().map(|p| p.name.as_str()).collect();
+    let redirects: BTreeSet<&str> = admitted.redirects.iter().map(|r| r.name.as_str()).collect();
+    let mut out = desired.clone();
+    out.policies.retain(|p| policies.contains(p.name.as_str()));
+    out.redirects.retain(|r| redirects.contains(r.name.as_str()));
+    out
 }
 
 impl QuotaLedger {
@@ -95,7 +127,9 @@ impl QuotaLedger {
     /// after the create admit and report as usual.
     pub fn admit_new_router(&self, desired: &DesiredRouter, own: &Ownership) -> Option<DesiredRouter> {
         let q = self.quota.as_ref()?;
-        admit(desired, &ActualRouter::default(), own, &q.budget, Usage::default(), &q.oldest_first).admitted
+        let view = DesiredView::of(desired);
+        let a = admit_view(&view, &ActualRouter::default(), own, &q.budget, Usage::default(), &q.oldest_first);
+        a.admitted.map(|v| owned(desired, &v))
     }
 
     /// Forgets what listeners other than `listeners` held (deleted ones hold nothing).
@@ -109,7 +143,7 @@ fn add(a: Usage, b: Usage) -> Usage {
 }
 
 /// The L7 policies and rules of one listener's desired state (its routes and redirects).
-fn usage_of(d: &DesiredRouter) -> Usage {
+fn usage_of(d: &DesiredView<'_>) -> Usage {
     let policies = d.policies.iter().map(|p| p.rules.len()).chain(d.redirects.iter().map(|r| r.rules.len()));
     policies.fold(Usage::default(), |u, rules| add(u, Usage { l7policies: 1, l7rules: rules as u64 }))
 }
@@ -131,6 +165,19 @@ pub fn admit(
     elsewhere: Usage,
     oldest_first: &[KubeRef],
 ) -> Admission {
+    let a = admit_view(&DesiredView::of(desired), actual, own, budget, elsewhere, oldest_first);
+    Admission { admitted: a.admitted.map(|v| owned(desired, &v)), waiting: a.waiting }
+}
+
+/// [`admit`] on a view.
+pub fn admit_view<'a>(
+    desired: &DesiredView<'a>,
+    actual: &ActualRouter,
+    own: &Ownership,
+    budget: &Budget,
+    elsewhere: Usage,
+    oldest_first: &[KubeRef],
+) -> ViewAdmission<'a> {
     let on_router: BTreeMap<&str, u64> =
         actual.policies.iter().filter(|p| own.owns(&p.tags)).map(|p| (p.name.as_str(), p.rules.len() as u64)).collect();
     let held = on_router.values().fold(Usage::default(), |u, r| add(u, Usage { l7policies: 1, l7rules: *r }));
@@ -149,7 +196,7 @@ pub fn admit(
         }
     }
     if new.is_empty() {
-        return Admission { admitted: None, waiting: Vec::new() };
+        return ViewAdmission { admitted: None, waiting: Vec::new() };
     }
     let mut room = left(budget, add(add(elsewhere, held), Usage { l7policies: 0, l7rules: growth }));
     let rank: BTreeMap<&KubeRef, usize> = oldest_first.iter().enumerate().map(|(i, k)| (k, i)).collect();
@@ -165,14 +212,14 @@ pub fn admit(
         }
     }
     if waiting.is_empty() {
-        return Admission { admitted: None, waiting };
+        return ViewAdmission { admitted: None, waiting };
     }
     let refused: BTreeSet<&KubeRef> = waiting.iter().map(|w| &w.owner).collect();
     let keep = |name: &str, owner: &KubeRef| on_router.contains_key(name) || !refused.contains(owner);
     let mut admitted = desired.clone();
     admitted.policies.retain(|p| keep(&p.name, &p.owner));
     admitted.redirects.retain(|r| keep(&r.name, &r.owner));
-    Admission { admitted: Some(admitted), waiting }
+    ViewAdmission { admitted: Some(admitted), waiting }
 }
 
 #[cfg(test)]

@@ -15,6 +15,8 @@ pub struct Cloud {
     pub spec: RouterSpec,
     /// Whether this process may write (the leader lease): checked before every write.
     pub gate: WriteGate,
+    /// How many writes may be in flight across the routers of the process (see `door`).
+    pub permits: WritePermits,
 }
 
 /// "May this process still write?", cheap enough to ask before every Octavia write: closed once
@@ -44,15 +46,46 @@ impl WriteGate {
     }
 }
 
+/// How many writes may be in flight at once across every router of the process (the
+/// `[l7_router] parallel_writes` option). Cloned into every router: they share one semaphore.
+#[derive(Clone, Debug)]
+pub struct WritePermits(std::sync::Arc<tokio::sync::Semaphore>);
+
+impl WritePermits {
+    pub fn new(parallel: usize) -> Self {
+        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(parallel.clamp(1, tokio::sync::Semaphore::MAX_PERMITS))))
+    }
+
+    /// No bound (a router built alone, in tests and tools).
+    pub fn unlimited() -> Self {
+        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(tokio::sync::Semaphore::MAX_PERMITS)))
+    }
+
+    /// One write's permit, held until it is dropped.
+    pub async fn acquire(&self) -> tokio::sync::SemaphorePermit<'_> {
+        self.0.acquire().await.expect("the write permits are never closed")
+    }
+
+    /// Permits free now (tests and metrics).
+    pub fn available(&self) -> usize {
+        self.0.available_permits()
+    }
+}
+
+impl Default for WritePermits {
+    fn default() -> Self {
+        Self::unlimited()
+    }
+}
+
 impl Cloud {
     /// Whose Barbican secrets this router owns (see [`super::certificates`]).
     pub fn secret_scope(&self) -> super::certificates::SecretScope {
         super::certificates::SecretScope::new(&self.spec.ownership.cluster, &self.spec.name)
     }
 
-    /// `Err(NotLeader)` once the write gate is closed: asked before every write outside the
-    /// plan's rounds too (the router's create, its listeners, its floating IP, a member update,
-    /// Barbican secrets), so that a replica that lost its lease stops before its next write.
+    /// `Err(NotLeader)` once the write gate is closed: asked by the write door (`door::write`)
+    /// before every write, so that a replica that lost its lease stops before its next write.
     pub fn writable(&self) -> Result<()> {
         if self.gate.is_open() { Ok(()) } else { Err(DriverError::NotLeader) }
     }

@@ -3,6 +3,7 @@
 //! bodies of the single objects the writes create.
 
 use super::actual::HealthMonitorSpec;
+use super::listener_plan::http_listener_create;
 use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
 use super::spec::RouterSpec;
 use crate::model::{DesiredRouter, Rule};
@@ -24,8 +25,13 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
                 protocol: "HTTP".into(),
                 lb_algorithm: p.lb_algorithm.clone(),
                 members: p.members.iter().map(|m| member_body(spec, &member_spec(m, &tags))).collect(),
-                healthmonitor: super::health_monitor::wanted(desired, &p.name, None, &spec.diff_options())
-                    .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
+                healthmonitor: super::health_monitor::wanted(
+                    &desired.health_monitors,
+                    &p.name,
+                    None,
+                    &spec.diff_options(),
+                )
+                .map(|h| HealthMonitorCreate { tags: tags.clone(), ..health_monitor_create(&h) }),
                 tags,
                 ..PoolCreate::default()
             }
@@ -74,19 +80,6 @@ pub fn bare_create(spec: &RouterSpec, vip_subnet_id: &str) -> LoadBalancerCreate
         availability_zone: spec.availability_zone.clone(),
         tags: spec.ownership.router_tags(),
         ..LoadBalancerCreate::default()
-    }
-}
-
-/// The router's HTTP listener (without its load balancer id, which a fully-populated create
-/// does not take).
-pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
-    ListenerCreate {
-        name: Some(spec.http_listener_name()),
-        protocol: "HTTP".into(),
-        protocol_port: spec.listener_port,
-        insert_headers: super::https::forwarded_headers(spec.insert_forwarded_headers),
-        tags: spec.ownership.router_tags(),
-        ..ListenerCreate::default()
     }
 }
 

@@ -19,11 +19,13 @@ pub use super::actual::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
     HealthMonitorSpec,
 };
+pub use super::health_monitor::pool_monitor;
 pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
 pub use super::plan::{
     Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, Write, WritePlan,
     compare_type_str, member_spec, rule_type_str,
 };
+use super::view::DesiredView;
 use crate::model::{DesiredRouter, KubeRef, Member, Policy, Pool, Redirect, Rule};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
@@ -32,6 +34,11 @@ use std::net::IpAddr;
 
 /// Plan the writes that make `actual` equal to `desired` (for everything we own).
 pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOptions) -> WritePlan {
+    plan_view(&DesiredView::of(desired), actual, opts)
+}
+
+/// [`plan_writes`] from a view of one listener's desired state (see `view`).
+pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOptions) -> WritePlan {
     let own = &opts.ownership;
     let mut plan = WritePlan::default();
 
@@ -53,21 +60,22 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     report_objects_in_error(actual, own, &mut plan);
 
     let mut pool_refs: BTreeMap<&str, PoolRef> = BTreeMap::new();
-    for (name, pool) in &desired.pools {
-        match ours_pools.get(name.as_str()) {
+    for (name, pool) in desired.pools() {
+        match ours_pools.get(name) {
             Some(existing) => {
                 pool_refs.insert(name, PoolRef::Id(existing.id.clone()));
                 plan_existing_pool(pool, existing, opts, &mut plan.writes);
-                plan.writes.extend(super::health_monitor::plan(desired, name, existing, opts));
+                plan.writes.extend(super::health_monitor::plan(desired.health_monitors, pool, existing, opts));
             }
-            None if foreign_pool_names.contains(name.as_str()) => plan.conflicts.push(Conflict {
+            None if foreign_pool_names.contains(name) => plan.conflicts.push(Conflict {
                 message: format!(
                     "pool {name} exists on the router without our tags; it is left alone and routes to it are skipped"
                 ),
             }),
             None => {
-                pool_refs.insert(name, PoolRef::New(name.clone()));
-                plan_new_pool(pool, super::health_monitor::wanted(desired, name, None, opts), opts, &mut plan.writes);
+                pool_refs.insert(name, PoolRef::New(name.to_string()));
+                let monitor = super::health_monitor::wanted(desired.health_monitors, name, None, opts);
+                plan_new_pool(pool, monitor, opts, &mut plan.writes);
             }
         }
     }
@@ -77,7 +85,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
     let wanted = Wanted::all(desired);
     plan_listener_policies(&wanted, &policies, own, &ours_policies, &pool_refs, &mut plan);
 
-    plan_default_pool(desired.default_pool.as_deref(), actual, own, &pool_refs, &mut plan);
+    plan_default_pool(desired.default_pool, actual, own, &pool_refs, &mut plan);
 
     // Deletes last: stale policies, then pools nothing references any more.
     plan_deletes(desired, &wanted, actual, &policies, own, &ours_policies, &ours_pools, &mut plan);
@@ -87,7 +95,7 @@ pub fn plan_writes(desired: &DesiredRouter, actual: &ActualRouter, opts: &DiffOp
 /// Our policies whose owner Ingress has no policy in `desired` any more (split off the rest,
 /// which keep their order): see [`plan_writes`]. A policy without an owner tag stays with the rest.
 fn removal_only(
-    desired: &DesiredRouter,
+    desired: &DesiredView<'_>,
     actual: &[ActualPolicy],
     own: &Ownership,
 ) -> (Vec<ActualPolicy>, Vec<ActualPolicy>) {
@@ -170,7 +178,7 @@ fn plan_default_pool(
 /// nothing references any more (or duplicates, or in ERROR).
 #[allow(clippy::too_many_arguments)]
 fn plan_deletes(
-    desired: &DesiredRouter,
+    desired: &DesiredView<'_>,
     wanted: &[Wanted<'_>],
     actual: &ActualRouter,
     policies: &[ActualPolicy],
@@ -188,7 +196,7 @@ fn plan_deletes(
     }
     let kept_pool_ids: BTreeSet<&str> = ours_pools.values().map(|p| p.id.as_str()).collect();
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags)) {
-        if !desired.pools.contains_key(&p.name) || !kept_pool_ids.contains(p.id.as_str()) {
+        if !desired.has_pool(&p.name) || !kept_pool_ids.contains(p.id.as_str()) {
             // A foreign policy or default pool still pointing at it makes Octavia refuse the
             // delete; report it instead of failing the whole plan.
             let used_by_foreign = actual
@@ -238,22 +246,6 @@ fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<
         kept.entry(p.name.as_str()).or_insert(p);
     }
     kept
-}
-
-/// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
-/// monitor of a reserved status pool expects the status its responder always answers (404 or
-/// 503), so that a live responder is not taken for a dead one.
-pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
-    let mut spec = spec?.clone();
-    let code = match name {
-        crate::model::NOT_FOUND_POOL => "404",
-        crate::model::UNAVAILABLE_POOL => "503",
-        _ => return Some(spec),
-    };
-    if spec.expected_codes.is_some() {
-        spec.expected_codes = Some(code.to_string());
-    }
-    Some(spec)
 }
 
 fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions, writes: &mut Vec<Write>) {
@@ -490,8 +482,9 @@ enum WantedTarget<'a> {
 
 impl<'a> Wanted<'a> {
     /// The routes in position order, then the redirects.
-    fn all(desired: &'a DesiredRouter) -> Vec<Self> {
-        desired.policies.iter().map(Self::route).chain(desired.redirects.iter().map(Self::redirect)).collect()
+    fn all(desired: &DesiredView<'a>) -> Vec<Self> {
+        let routes = desired.policies.iter().map(|p| Self::route(p));
+        routes.chain(desired.redirects.iter().map(|r| Self::redirect(r))).collect()
     }
 
     fn route(p: &'a Policy) -> Self {

@@ -5,7 +5,9 @@
 use super::actual::ActualRouter;
 use super::cloud::Cloud;
 use super::create_body::{health_monitor_create, member_body, rule_create};
-use super::error::{DriverError, Result};
+use super::door::{self, Order};
+use super::error::Result;
+use super::listener_plan::{ListenerStep, ListenerWrite};
 use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write};
 use super::read;
 use super::read_cache::ReadCache;
@@ -18,7 +20,6 @@ use crate::openstack::octavia::{
 };
 use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::time::Instant;
 
 /// Where the writes of one listener go, and the ids of the objects created so far (later writes
 /// name them by [`PoolRef::New`] / [`PolicyRef::New`]).
@@ -59,9 +60,11 @@ impl ListenerIo for OctaviaListener<'_> {
         read::read_actual(self.cloud, self.reads, &self.listener).await
     }
 
-    async fn send(&mut self, w: &Write) -> Result<()> {
-        write_one(self.cloud, &mut self.target, w).await.map_err(|source| DriverError::write(w.to_string(), source))?;
-        self.cloud.settle(&self.target.lb_id).await
+    async fn send(&mut self, w: &Write) -> Result<WriteRecord> {
+        let order = Order::octavia(w.kind(), w.to_string(), &self.target.lb_id);
+        let (cloud, target) = (self.cloud, &mut self.target);
+        let ((), record) = door::write(cloud, order, write_one(cloud, target, w)).await?;
+        Ok(record)
     }
 
     fn busy(&self) -> u64 {
@@ -78,22 +81,30 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
     let Write::SetMembers { members, .. } = write else {
         unreachable!("replace_members is given the SetMembers write of plan_members")
     };
-    if !cloud.gate.is_open() {
-        return Err(DriverError::NotLeader);
-    }
-    let t = Instant::now();
-    cloud
-        .octavia
-        .replace_members(pool_id, &member_bodies(cloud, members))
-        .await
-        .map_err(|source| DriverError::write(write.to_string(), source))?;
-    cloud.settle(lb_id).await?;
-    Ok(record(write, t))
+    let bodies = member_bodies(cloud, members);
+    let order = Order::octavia(write.kind(), write.to_string(), lb_id);
+    let ((), record) = door::write(cloud, order, cloud.octavia.replace_members(pool_id, &bodies)).await?;
+    Ok(record)
 }
 
-fn record(w: &Write, since: Instant) -> WriteRecord {
-    tracing::info!(write = %w, duration_ms = since.elapsed().as_millis() as u64, "octavia write done");
-    WriteRecord { kind: w.kind(), description: w.to_string(), duration: since.elapsed() }
+/// One planned listener write (see `listener_plan`), waited for and recorded: the listener as
+/// it is afterwards, `None` once deleted.
+pub async fn listener_write(
+    cloud: &Cloud,
+    lb_id: &str,
+    step: ListenerStep,
+    writes: &mut Vec<WriteRecord>,
+) -> Result<Option<Listener>> {
+    let order = Order::octavia(step.kind, step.description, lb_id);
+    let o = &cloud.octavia;
+    let call = async {
+        match &step.write {
+            ListenerWrite::Create(body) => o.create_listener(body).await.map(Some),
+            ListenerWrite::Update { id, update } => o.update_listener(id, update).await.map(Some),
+            ListenerWrite::Delete { id } => o.delete_listener(id).await.map(|()| None),
+        }
+    };
+    door::write_recorded(cloud, order, writes, call).await
 }
 
 fn member_bodies(cloud: &Cloud, members: &[MemberSpec]) -> Vec<MemberCreate> {

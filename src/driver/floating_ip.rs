@@ -4,8 +4,10 @@
 //! and no address is ever allocated twice for one router.
 
 use super::cloud::Cloud;
+use super::door::{self, Order};
 use super::error::{DriverError, Result};
 use super::ownership::{Ownership, PRODUCT_TAG};
+use super::report::WriteRecord;
 use crate::openstack::neutron::{FloatingIp, FloatingIpCreate};
 use crate::openstack::octavia::LoadBalancer;
 use crate::openstack::{ListQuery, Neutron};
@@ -32,8 +34,9 @@ pub fn floating_ip_description(own: &Ownership, router_name: &str) -> String {
 ///
 /// With `l7_router_ip`, that floating IP must exist and be free or already ours. Without it, one
 /// is allocated on the external network of `external_svc_subnet`, described with the router's
-/// id so that a restart finds the same one (never one more per start).
-pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> {
+/// id so that a restart finds the same one (never one more per start). Its writes go through
+/// the write door and are recorded in `writes`.
+pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer, writes: &mut Vec<WriteRecord>) -> Result<Option<IpAddr>> {
     let Some(vip_port) = lb.vip_port_id.clone() else { return Ok(None) };
     let n = &cloud.neutron;
     if let Some(ip) = cloud.spec.floating_ip {
@@ -49,8 +52,9 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
                 return Err(DriverError::FloatingIpInUse { ip, port: p.to_string(), vip_port });
             }
             None => {
-                cloud.writable()?;
-                n.associate_floating_ip(&fip.id, &vip_port).await?;
+                let order =
+                    Order::neutron("associate_floating_ip", format!("associate floating IP {ip} with the router"));
+                door::write_recorded(cloud, order, writes, n.associate_floating_ip(&fip.id, &vip_port)).await?;
             }
         }
         return Ok(Some(ip));
@@ -61,8 +65,9 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
         if fip.description != marker && fip.description == floating_ip_description(&cloud.spec.ownership, &lb.id) {
             // Described by an earlier release with the load balancer's id: re-described by the
             // router's name, so that a rebuild of the router finds it again.
-            cloud.writable()?;
-            n.describe_floating_ip(&fip.id, &marker).await?;
+            let description = format!("describe floating IP {} by the router's name", fip.floating_ip_address);
+            let order = Order::neutron("describe_floating_ip", description);
+            door::write_recorded(cloud, order, writes, n.describe_floating_ip(&fip.id, &marker)).await?;
         }
         return Ok(fip.floating_ip_address.parse().ok());
     }
@@ -75,26 +80,29 @@ pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<IpAddr>> 
     ours.sort_by_key(|f| f.port_id.is_some());
     if let Some(fip) = ours.into_iter().next() {
         tracing::info!(address = %fip.floating_ip_address, from_port = ?fip.port_id, "reusing the router's floating IP");
-        cloud.writable()?;
-        if fip.port_id.is_some() {
-            n.disassociate_floating_ip(&fip.id).await?;
-        }
-        n.associate_floating_ip(&fip.id, &vip_port).await?;
-        if fip.description != marker {
-            n.describe_floating_ip(&fip.id, &marker).await?;
-        }
+        let call = async {
+            if fip.port_id.is_some() {
+                n.disassociate_floating_ip(&fip.id).await?;
+            }
+            n.associate_floating_ip(&fip.id, &vip_port).await?;
+            if fip.description != marker {
+                n.describe_floating_ip(&fip.id, &marker).await?;
+            }
+            Ok::<_, crate::openstack::Error>(())
+        };
+        let description = format!("move the router's floating IP {} to its VIP port", fip.floating_ip_address);
+        door::write_recorded(cloud, Order::neutron("associate_floating_ip", description), writes, call).await?;
         return Ok(fip.floating_ip_address.parse().ok());
     }
     let network = n.get_subnet(subnet).await?.network_id;
-    cloud.writable()?;
-    let fip = n
-        .create_floating_ip(&FloatingIpCreate {
-            floating_network_id: network,
-            description: Some(marker),
-            port_id: Some(vip_port),
-            floating_ip_address: None,
-        })
-        .await?;
+    let body = FloatingIpCreate {
+        floating_network_id: network,
+        description: Some(marker),
+        port_id: Some(vip_port),
+        floating_ip_address: None,
+    };
+    let order = Order::neutron("create_floating_ip", "allocate the router's floating IP".into());
+    let fip = door::write_recorded(cloud, order, writes, n.create_floating_ip(&body)).await?;
     // Tagged as every object we create (ownership and `resource_tags`); it is still recognised by
     // its description, so a failure here only leaves it untagged until the next allocation.
     if let Err(e) = n.set_floating_ip_tags(&fip.id, &cloud.spec.ownership.router_tags()).await {

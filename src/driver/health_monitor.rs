@@ -5,34 +5,42 @@
 
 use super::actual::{ActualPool, HealthMonitorSpec};
 use super::plan::{DiffOptions, PoolRef, Write};
-use crate::model::{DesiredRouter, PoolHealthMonitor};
+use crate::model::{Pool, PoolHealthMonitor};
+use std::collections::BTreeMap;
 
 /// The monitor a pool should have; `actual` is the monitor it has (ours), for `KeepExisting`.
 /// The global monitor of a reserved status pool expects the status its responder always answers
-/// ([`super::diff::pool_monitor`]).
+/// ([`pool_monitor`]).
 pub fn wanted(
-    desired: &DesiredRouter,
+    monitors: &BTreeMap<String, PoolHealthMonitor>,
     pool: &str,
     actual: Option<&HealthMonitorSpec>,
     opts: &DiffOptions,
 ) -> Option<HealthMonitorSpec> {
-    match desired.health_monitors.get(pool) {
+    match monitors.get(pool) {
         Some(PoolHealthMonitor::Custom(spec)) => Some(spec.clone()),
         Some(PoolHealthMonitor::KeepExisting) => actual.cloned().or_else(|| opts.health_monitor.clone()),
-        None => super::diff::pool_monitor(pool, opts.health_monitor.as_ref()),
+        None => pool_monitor(pool, opts.health_monitor.as_ref()),
     }
 }
 
-/// The writes for the monitor of an existing pool.
-pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts: &DiffOptions) -> Vec<Write> {
+/// The writes for the monitor of an existing pool (`monitors`: the Services' annotations, by
+/// pool name).
+pub fn plan(
+    monitors: &BTreeMap<String, PoolHealthMonitor>,
+    pool: &Pool,
+    actual: &ActualPool,
+    opts: &DiffOptions,
+) -> Vec<Write> {
     let own = &opts.ownership;
+    let pool_name = pool.name.as_str();
     let ours = actual.healthmonitor.as_ref().filter(|hm| own.owns(&hm.tags));
-    let want = wanted(desired, pool_name, ours.map(|hm| &hm.spec), opts);
+    let want = wanted(monitors, pool_name, ours.map(|hm| &hm.spec), opts);
     let create = |spec: &HealthMonitorSpec| Write::CreateHealthMonitor {
         pool: PoolRef::Id(actual.id.clone()),
         pool_name: pool_name.to_string(),
         spec: spec.clone(),
-        tags: own.tags_for(&desired.pools[pool_name].service),
+        tags: own.tags_for(&pool.service),
     };
     match (want.as_ref(), &actual.healthmonitor, ours) {
         (Some(spec), None, _) => vec![create(spec)],
@@ -48,4 +56,20 @@ pub fn plan(desired: &DesiredRouter, pool_name: &str, actual: &ActualPool, opts:
         // Equal, or a foreign monitor (never touched).
         _ => vec![],
     }
+}
+
+/// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
+/// monitor of a reserved status pool expects the status its responder always answers (404 or
+/// 503), so that a live responder is not taken for a dead one.
+pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
+    let mut spec = spec?.clone();
+    let code = match name {
+        crate::model::NOT_FOUND_POOL => "404",
+        crate::model::UNAVAILABLE_POOL => "503",
+        _ => return Some(spec),
+    };
+    if spec.expected_codes.is_some() {
+        spec.expected_codes = Some(code.to_string());
+    }
+    Some(spec)
 }

@@ -5,7 +5,7 @@
 //!    first because the HTTP listener's redirects are written only for hosts whose certificate
 //!    has something to serve ([`http_view`]).
 //! 2. [`ensure_listener`]: create the listener, or switch its certificates in one PUT; its
-//!    policies follow as an ordinary plan ([`https_view`]); then [`collect_garbage`] deletes the
+//!    policies follow as an ordinary plan (`view::DesiredView::https`); then [`collect_garbage`] deletes the
 //!    secrets nothing uses any more (old contents after a rotation, removed certificates).
 //!
 //! Barbican failures: [`prepare`] gives [`Phase::Unavailable`]. A router without an HTTPS
@@ -21,23 +21,19 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
-use std::time::Instant;
 
-use super::certificates::{
-    CertificatePlan, StoredSecret, garbage, has_legacy, listener_refs, plan_certificates, secret_uuid,
-};
+use super::certificates::{CertificatePlan, StoredSecret, garbage, has_legacy, plan_certificates, secret_uuid};
 use super::cloud::Cloud;
+use super::door::{self, Order};
 use super::error::{DriverError, Result};
+use super::execute::listener_write;
 use super::https_holds::{HttpsHolds, certificate_owners, refusal};
 use super::isolation::WriteKey;
-use super::lifecycle::choose_listener;
-use super::report::{ConvergeReport, WriteRecord};
+use super::listener_plan::{TERMINATED_HTTPS, choose_listener, plan_https_listener};
+use super::report::ConvergeReport;
 use crate::model::{DesiredRouter, HttpsListener};
 use crate::openstack::ListQuery;
-use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate, LoadBalancer};
-
-/// Octavia's protocol of the HTTPS listener.
-pub const TERMINATED_HTTPS: &str = "TERMINATED_HTTPS";
+use crate::openstack::octavia::{Listener, LoadBalancer};
 
 /// What the first phase found.
 pub enum Phase {
@@ -76,32 +72,6 @@ pub struct HttpsState {
     pub stored: Vec<StoredSecret>,
     pub plan: CertificatePlan,
     pub listener: Option<Listener>,
-}
-
-/// The `insert_headers` of both listeners.
-pub fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
-    on.then(|| {
-        ["X-Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Proto"]
-            .into_iter()
-            .map(|h| (h.to_string(), "true".to_string()))
-            .collect()
-    })
-}
-
-/// Whether a listener's `insert_headers` (as Octavia answers them) are `want`.
-pub fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<String, String>>) -> bool {
-    let have: BTreeMap<String, String> = have
-        .and_then(|v| v.as_object())
-        .map(|o| {
-            o.iter()
-                .filter_map(|(k, v)| {
-                    let v = v.as_str().map(str::to_ascii_lowercase).or_else(|| v.as_bool().map(|b| b.to_string()))?;
-                    (v == "true").then(|| (k.clone(), v))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    have == want.clone().unwrap_or_default()
 }
 
 async fn https_listener(cloud: &Cloud, lb: &LoadBalancer, port: Option<u16>) -> Result<Option<Listener>> {
@@ -147,10 +117,10 @@ pub async fn prepare(
     for (cert, name) in std::mem::take(&mut plan.create) {
         let key = WriteKey::Secret(name.clone());
         let content = desired.certificates[&cert].content.as_ref().expect("only certificates with content are created");
-        let t = Instant::now();
-        let created = if holds.is_held(&key) { None } else { Some(store(cloud, barbican, &name, content).await) };
-        let secret_ref = match created {
-            Some(Ok(r)) => r,
+        let created =
+            if holds.is_held(&key) { None } else { Some(store(cloud, barbican, &cert, &name, content).await) };
+        let (secret_ref, record) = match created {
+            Some(Ok(stored)) => stored,
             Some(Err(error)) => match refusal(&error) {
                 None => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
                 Some(refused) => {
@@ -167,11 +137,7 @@ pub async fn prepare(
             }
         };
         holds.succeeded(&key);
-        report.writes.push(WriteRecord {
-            kind: "create_secret",
-            description: format!("store certificate {cert} in Barbican ({}, sha256 {})", name, content.fingerprint),
-            duration: t.elapsed(),
-        });
+        report.writes.push(record);
         stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
         plan.refs.insert(cert, secret_ref);
     }
@@ -225,17 +191,16 @@ async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Resu
         .collect())
 }
 
-/// One PKCS#12 secret, readable by the users the operator named (Octavia's service user).
+/// One PKCS#12 secret for `cert`, readable by the users the operator named (Octavia's service
+/// user): its ref and its record.
 async fn store(
     cloud: &Cloud,
     barbican: &crate::openstack::Barbican,
+    cert: &str,
     name: &str,
     content: &crate::model::CertificateContent,
-) -> Result<String> {
+) -> Result<(String, super::report::WriteRecord)> {
     let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
-    cloud.writable()?;
-    let secret_ref =
-        barbican.create_secret(name, &bundle).await.map_err(|source| DriverError::KeyManager { source })?;
     // Public facts only, for `show` and for an operator browsing Barbican.
     let metadata = BTreeMap::from([
         ("cluster".to_string(), cloud.spec.ownership.cluster.clone()),
@@ -244,14 +209,16 @@ async fn store(
         ("sha256".to_string(), content.fingerprint.clone()),
         ("not-after".to_string(), content.not_after.clone()),
     ]);
-    barbican.set_metadata(&secret_ref, &metadata).await.map_err(|source| DriverError::KeyManager { source })?;
-    if !cloud.spec.secret_read_users.is_empty() {
-        barbican
-            .set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true)
-            .await
-            .map_err(|source| DriverError::KeyManager { source })?;
-    }
-    Ok(secret_ref)
+    let call = async {
+        let secret_ref = barbican.create_secret(name, &bundle).await?;
+        barbican.set_metadata(&secret_ref, &metadata).await?;
+        if !cloud.spec.secret_read_users.is_empty() {
+            barbican.set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true).await?;
+        }
+        Ok::<_, crate::openstack::Error>(secret_ref)
+    };
+    let description = format!("store certificate {cert} in Barbican ({name}, sha256 {})", content.fingerprint);
+    door::write(cloud, Order::barbican("create_secret", description), call).await
 }
 
 /// Every secret ref a listener holds.
@@ -283,20 +250,8 @@ pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: b
     })
 }
 
-/// The HTTPS listener's desired state for the ordinary plan: its policies and default pool, the
-/// same pools (already converged by the HTTP plan, so they cost no write here).
-pub fn https_view(desired: &DesiredRouter, https: &HttpsListener) -> DesiredRouter {
-    DesiredRouter {
-        policies: https.policies.clone(),
-        default_pool: https.default_pool.clone(),
-        pools: desired.pools.clone(),
-        health_monitors: desired.health_monitors.clone(),
-        ..DesiredRouter::default()
-    }
-}
-
-/// Phase 2: the listener itself. Returns it when it exists (for its policies' plan); deletes
-/// ours when no Ingress has TLS any more.
+/// Phase 2: the listener itself (planned by `listener_plan::plan_https_listener`). Returns it
+/// when it exists (for its policies' plan); deletes ours when no Ingress has TLS any more.
 pub async fn ensure_listener(
     cloud: &Cloud,
     lb: &LoadBalancer,
@@ -304,71 +259,17 @@ pub async fn ensure_listener(
     state: &mut HttpsState,
     report: &mut ConvergeReport,
 ) -> Result<Option<Listener>> {
-    let Some(desired) = desired else {
-        if let Some(l) = state.listener.take().filter(|l| cloud.spec.ownership.owns(&l.tags)) {
-            let description = format!("delete HTTPS listener {} (no Ingress has TLS)", l.id);
-            write(cloud, lb, "delete_listener", description, report, cloud.octavia.delete_listener(&l.id)).await?;
+    let plan = plan_https_listener(desired, state.listener.as_ref(), &state.plan.refs, &lb.id, &cloud.spec);
+    report.conflicts.extend(plan.conflict);
+    let Some(step) = plan.step else {
+        if desired.is_none() {
+            state.listener = None;
         }
-        return Ok(None);
-    };
-    let Some((default_ref, sni)) = listener_refs(desired, &state.plan.refs) else {
-        report.conflicts.push(
-            "no certificate can be served (every TLS Secret is missing or broken and none was stored before): \
-             the HTTPS listener is not created"
-                .into(),
-        );
         return Ok(state.listener.clone());
     };
-    let headers = forwarded_headers(cloud.spec.insert_forwarded_headers);
-    let Some(l) = state.listener.clone() else {
-        let body = ListenerCreate {
-            name: Some(format!("{}-https", cloud.spec.name)),
-            loadbalancer_id: Some(lb.id.clone()),
-            protocol: TERMINATED_HTTPS.into(),
-            protocol_port: desired.port,
-            default_tls_container_ref: Some(default_ref),
-            sni_container_refs: sni,
-            insert_headers: headers,
-            tags: cloud.spec.ownership.router_tags(),
-            ..ListenerCreate::default()
-        };
-        let description = format!(
-            "create HTTPS listener on port {} with {} certificate(s)",
-            desired.port,
-            body.sni_container_refs.len()
-        );
-        let created =
-            write(cloud, lb, "create_listener", description, report, cloud.octavia.create_listener(&body)).await?;
-        state.listener = Some(created.clone());
-        return Ok(Some(created));
-    };
-    if !cloud.spec.ownership.owns(&l.tags) {
-        report.conflicts.push(format!(
-            "listener {} on port {} was not created by kuryr-l7-router; its certificates are not changed",
-            l.id, desired.port
-        ));
-        return Ok(Some(l));
-    }
-    let uuids = |refs: &[String]| refs.iter().map(|r| secret_uuid(r).to_string()).collect::<BTreeSet<_>>();
-    let same_default = l.default_tls_container_ref.as_deref().map(secret_uuid) == Some(secret_uuid(&default_ref));
-    let same_sni = uuids(&l.sni_container_refs) == uuids(&sni);
-    let same_headers = headers_match(l.insert_headers.as_ref(), &headers);
-    if same_default && same_sni && same_headers {
-        return Ok(Some(l));
-    }
-    // One PUT switches every certificate at once: haproxy reloads with the new set, so no
-    // handshake finds a certificate missing.
-    let update = ListenerUpdate {
-        default_tls_container_ref: (!same_default || !same_sni).then(|| default_ref.clone()),
-        sni_container_refs: (!same_default || !same_sni).then(|| sni.clone()),
-        insert_headers: (!same_headers).then(|| headers.clone().unwrap_or_default()),
-        ..ListenerUpdate::default()
-    };
-    let description = format!("update HTTPS listener {}: {} certificate(s)", l.id, sni.len());
-    let updated =
-        write(cloud, lb, "update_listener", description, report, cloud.octavia.update_listener(&l.id, &update)).await?;
-    state.listener = Some(updated.clone());
-    Ok(Some(updated))
+    let listener = listener_write(cloud, &lb.id, step, &mut report.writes).await?;
+    state.listener = listener.clone();
+    Ok(listener)
 }
 
 /// [`ensure_listener`] with its refusal isolated: a listener write Octavia refuses for good (or
@@ -421,23 +322,6 @@ pub fn hold_owners(
     }
 }
 
-/// One Octavia write of this file, waited for and recorded.
-async fn write<T>(
-    cloud: &Cloud,
-    lb: &LoadBalancer,
-    kind: &'static str,
-    description: String,
-    report: &mut ConvergeReport,
-    call: impl std::future::Future<Output = crate::openstack::Result<T>>,
-) -> Result<T> {
-    cloud.writable()?;
-    let t = Instant::now();
-    let out = call.await.map_err(|source| DriverError::write(description.clone(), source))?;
-    cloud.settle(&lb.id).await?;
-    report.writes.push(WriteRecord { kind, description, duration: t.elapsed() });
-    Ok(out)
-}
-
 /// Delete our secrets that the listener does not use (after its last write). A delete Barbican
 /// refuses for good puts that secret on hold (reported, retried with backoff).
 pub async fn collect_garbage(
@@ -462,21 +346,17 @@ pub async fn collect_garbage(
         if holds.is_held(&key) {
             continue;
         }
-        cloud.writable()?;
-        let t = Instant::now();
-        if let Err(source) = barbican.delete_secret(&s.secret_ref).await {
-            let error = DriverError::KeyManager { source };
-            let refused = refusal(&error).ok_or(error)?;
-            let write = format!("delete Barbican secret {} ({})", s.name, secret_uuid(&s.secret_ref));
-            holds.refused(key, write, refused, Vec::new(), report);
-            continue;
+        let description = format!("delete Barbican secret {} ({}): no longer used", s.name, secret_uuid(&s.secret_ref));
+        let order = Order::barbican("delete_secret", description);
+        match door::write_recorded(cloud, order, &mut report.writes, barbican.delete_secret(&s.secret_ref)).await {
+            Ok(()) => holds.succeeded(&key),
+            Err(error @ DriverError::KeyManager { .. }) => {
+                let refused = refusal(&error).ok_or(error)?;
+                let write = format!("delete Barbican secret {} ({})", s.name, secret_uuid(&s.secret_ref));
+                holds.refused(key, write, refused, Vec::new(), report);
+            }
+            Err(e) => return Err(e),
         }
-        holds.succeeded(&key);
-        report.writes.push(WriteRecord {
-            kind: "delete_secret",
-            description: format!("delete Barbican secret {} ({}): no longer used", s.name, secret_uuid(&s.secret_ref)),
-            duration: t.elapsed(),
-        });
     }
     Ok(())
 }

@@ -14,6 +14,7 @@
 //!   fails as before and the controller retries it whole.
 
 use super::plan::{PolicyRef, PoolRef, Write};
+use super::view::DesiredView;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::openstack::Error as OsError;
 use std::collections::{BTreeMap, BTreeSet};
@@ -170,7 +171,7 @@ impl WriteBackoff {
     /// Forgets the holds of `listener`'s policies that `desired`, its desired state, no longer
     /// has: a deleted Ingress leaves no hold behind, and its re-created namesake (whose policies
     /// get the same names) starts without one. Other listeners' holds are kept.
-    pub fn forget_undesired_policies(&mut self, listener: &str, desired: &DesiredRouter) {
+    pub fn forget_undesired_policies(&mut self, listener: &str, desired: &DesiredView<'_>) {
         let policy = |name: &str| {
             desired.policies.iter().any(|p| p.name == name) || desired.redirects.iter().any(|r| r.name == name)
         };
@@ -193,20 +194,38 @@ impl WriteBackoff {
 /// `desired` without the held objects that do not exist yet (`existing`: the pools and policies
 /// of ours that the router has, as keys). A held new pool takes the policies routing to it along
 /// (they cannot be created without it).
-pub fn exclude_held(
-    desired: &DesiredRouter,
+/// Only the held objects are looked up (there are few): the view is narrowed, never copied.
+pub fn exclude_held<'a>(
+    desired: &DesiredView<'a>,
     listener: &str,
     held: &BTreeSet<WriteKey>,
     existing: &BTreeSet<WriteKey>,
-) -> DesiredRouter {
-    let new_and_held = |k: &WriteKey| held.contains(k) && !existing.contains(k);
-    let policy = |name: &str| WriteKey::Policy { listener: listener.into(), name: name.into() };
+) -> DesiredView<'a> {
     let mut out = desired.clone();
-    out.pools.retain(|name, _| !new_and_held(&WriteKey::Pool(name.clone())));
-    let pool_held = |name: &str| new_and_held(&WriteKey::Pool(name.into()));
-    out.policies.retain(|p| !new_and_held(&policy(&p.name)) && !pool_held(&p.pool));
-    out.redirects.retain(|r| !new_and_held(&policy(&r.name)));
-    if out.default_pool.as_deref().is_some_and(pool_held) {
+    let new_held: Vec<&WriteKey> = held.iter().filter(|k| !existing.contains(k)).collect();
+    if new_held.is_empty() {
+        return out;
+    }
+    let held_pools: BTreeSet<&str> = new_held
+        .iter()
+        .filter_map(|k| match k {
+            WriteKey::Pool(name) => desired.pool(name).map(|_| name.as_str()),
+            _ => None,
+        })
+        .collect();
+    let held_policies: BTreeSet<&str> = new_held
+        .iter()
+        .filter_map(|k| match k {
+            WriteKey::Policy { listener: l, name } if l == listener => Some(name.as_str()),
+            _ => None,
+        })
+        .collect();
+    for name in desired.pools().map(|(n, _)| n).filter(|n| held_pools.contains(n)) {
+        out.leave_out_pool(name);
+    }
+    out.policies.retain(|p| !held_policies.contains(p.name.as_str()) && !held_pools.contains(p.pool.as_str()));
+    out.redirects.retain(|r| !held_policies.contains(r.name.as_str()));
+    if out.default_pool.is_some_and(|p| held_pools.contains(p)) {
         out.default_pool = None;
     }
     out
@@ -223,7 +242,7 @@ pub fn filter_held(writes: Vec<Write>, listener: &str, held: &BTreeSet<WriteKey>
 
 /// The Ingresses an object serves: a policy's owner, a pool's routes' owners, the default pool's
 /// owners; the one to tell when its write is refused.
-pub fn owners(key: &WriteKey, desired: &DesiredRouter) -> Vec<KubeRef> {
+pub fn owners(key: &WriteKey, desired: &DesiredView<'_>) -> Vec<KubeRef> {
     let mut out: BTreeSet<KubeRef> = BTreeSet::new();
     match key {
         WriteKey::Policy { name, .. } => {
@@ -232,7 +251,7 @@ pub fn owners(key: &WriteKey, desired: &DesiredRouter) -> Vec<KubeRef> {
         }
         WriteKey::Pool(name) => {
             out.extend(desired.policies.iter().filter(|p| &p.pool == name).map(|p| p.owner.clone()));
-            if desired.default_pool.as_ref() == Some(name) {
+            if desired.default_pool == Some(name.as_str()) {
                 out.extend(desired.default_pool_owners.iter().cloned());
             }
         }

@@ -4,15 +4,17 @@
 //! create its HTTP listener.
 
 use super::cloud::Cloud;
-use super::create_body::{bare_create, http_listener_create, populated_create};
+use super::create_body::{bare_create, populated_create};
+use super::door::{self, CallError, Order};
 use super::error::{DriverError, Result};
+use super::execute::listener_write;
 use super::floating_ip;
-use super::report::{ConvergeReport, WriteRecord};
+use super::listener_plan::{choose_listener, plan_http_listener};
+use super::report::ConvergeReport;
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate, LoadBalancer, LoadBalancerCreate};
+use crate::openstack::octavia::{Listener, LoadBalancer, LoadBalancerCreate};
 use crate::openstack::{Error as OsError, ListQuery};
-use std::time::Instant;
 
 /// The router's load balancer, if it exists: the adopted one, or ours found by name and tags.
 pub async fn find(cloud: &Cloud) -> Result<Option<LoadBalancer>> {
@@ -116,13 +118,9 @@ async fn delete_duplicate_routers(
             lb.id, keep.id
         );
         tracing::warn!("{description}");
-        let t = Instant::now();
-        discard_new_router(cloud, lb).await.map_err(|e| match e {
-            DriverError::OpenStack(source) => DriverError::Write { write: description.clone(), source },
-            e => e,
-        })?;
-        report.conflicts.push(description.clone());
-        report.writes.push(WriteRecord { kind: "delete_router", description, duration: t.elapsed() });
+        let order = Order::octavia_waited("delete_router", description.clone());
+        door::write_recorded(cloud, order, &mut report.writes, discard_new_router(cloud, lb)).await?;
+        report.conflicts.push(description);
     }
     Ok(())
 }
@@ -162,13 +160,9 @@ pub async fn create(cloud: &Cloud, desired: &DesiredRouter, report: &mut Converg
     );
     tracing::warn!("{msg}");
     report.conflicts.push(msg);
-    let t = Instant::now();
-    discard_new_router(cloud, &lb).await?;
-    report.writes.push(WriteRecord {
-        kind: "delete_router",
-        description: format!("delete L7 router {} (its children stuck in PENDING_CREATE)", lb.id),
-        duration: t.elapsed(),
-    });
+    let description = format!("delete L7 router {} (its children stuck in PENDING_CREATE)", lb.id);
+    let order = Order::octavia_waited("delete_router", description);
+    door::write_recorded(cloud, order, &mut report.writes, discard_new_router(cloud, &lb)).await?;
     create_bare(cloud, report).await
 }
 
@@ -196,26 +190,27 @@ fn vip_subnet(spec: &RouterSpec) -> Result<String> {
     spec.vip_subnet_id.clone().ok_or_else(|| DriverError::NoVipSubnet(spec.name.clone()))
 }
 
-/// One load balancer create, waited for until ACTIVE, recorded as a write.
+/// One load balancer create, waited for until ACTIVE (within the create timeout, by the call:
+/// the door has no router to wait for yet), recorded as a write.
 async fn create_router(
     cloud: &Cloud,
     body: &LoadBalancerCreate,
     description: String,
     report: &mut ConvergeReport,
 ) -> Result<LoadBalancer> {
-    cloud.writable()?;
-    let t = Instant::now();
-    // The API answers a create only once it has written the whole graph: give that request the
-    // router's create timeout, not the session's per-request one. A create abandoned by the
-    // client still completes on the server (and would then be adopted by name).
-    let created = cloud
-        .octavia
-        .create_load_balancer_within(body, cloud.spec.create_timeout)
-        .await
-        .map_err(|source| DriverError::write(description.clone(), source))?;
-    let lb = ready(cloud, created).await?;
-    report.writes.push(WriteRecord { kind: "create_router", description, duration: t.elapsed() });
-    Ok(lb)
+    let order = Order::octavia_waited("create_router", description.clone());
+    let call = async {
+        // The API answers a create only once it has written the whole graph: give that request
+        // the router's create timeout, not the session's per-request one. A create abandoned by
+        // the client still completes on the server (and would then be adopted by name).
+        let created = cloud
+            .octavia
+            .create_load_balancer_within(body, cloud.spec.create_timeout)
+            .await
+            .map_err(|source| DriverError::write(description, source))?;
+        ready(cloud, created).await.map_err(CallError::from)
+    };
+    door::write_recorded(cloud, order, &mut report.writes, call).await
 }
 
 /// Whether the listener and pools of a router we just created are ACTIVE too.
@@ -227,28 +222,15 @@ async fn children_active(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
         && pools.iter().all(|p| p.provisioning_status == "ACTIVE"))
 }
 
-/// Delete a router this very convergence created (and so holds no traffic yet).
-async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> Result<()> {
-    cloud.writable()?;
+/// Delete a router this very convergence created (and so holds no traffic yet): the call of a
+/// `delete_router` write (see `door`), which waits for the delete itself.
+async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> std::result::Result<(), OsError> {
     cloud.octavia.delete_load_balancer(&lb.id, true).await?;
     cloud.octavia.wait_deleted(&lb.id, cloud.spec.create_timeout).await?;
     if let Some(port) = &lb.vip_port_id {
         cloud.neutron.delete_leftover_vip_port(port).await?;
     }
     Ok(())
-}
-
-/// The listener of `protocol` on `port` among a router's `listeners`: ours, else an adopted one
-/// (the first listed).
-pub fn choose_listener<'a>(
-    listeners: &'a [Listener],
-    spec: &RouterSpec,
-    protocol: &str,
-    port: u16,
-) -> Option<&'a Listener> {
-    let mut on_port = listeners.iter().filter(|l| l.protocol == protocol && l.protocol_port == port);
-    let first = on_port.clone().next();
-    on_port.find(|l| spec.ownership.owns(&l.tags)).or(first)
 }
 
 /// The router's HTTP listener on the configured port (see [`choose_listener`]), if it has one.
@@ -258,44 +240,13 @@ pub async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Opti
     Ok(choose_listener(&listeners, &cloud.spec, "HTTP", cloud.spec.listener_port).cloned())
 }
 
-/// The router's HTTP listener: ours, else an adopted one on the same port, else created.
+/// The router's HTTP listener: ours (its headers made as configured), else an adopted one on
+/// the same port, else created (see `listener_plan::plan_http_listener`).
 pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut ConvergeReport) -> Result<Listener> {
-    if let Some(l) = find_http_listener(cloud, lb).await? {
-        return update_headers(cloud, lb, l, report).await;
-    }
-    let body = ListenerCreate { loadbalancer_id: Some(lb.id.clone()), ..http_listener_create(&cloud.spec) };
-    let description = format!("create HTTP listener on port {}", cloud.spec.listener_port);
-    cloud.writable()?;
-    let t = Instant::now();
-    let l =
-        cloud.octavia.create_listener(&body).await.map_err(|source| DriverError::write(description.clone(), source))?;
-    cloud.octavia.wait_active(&lb.id, cloud.spec.write_timeout).await?;
-    report.writes.push(WriteRecord { kind: "create_listener", description, duration: t.elapsed() });
-    Ok(l)
-}
-
-/// Our HTTP listener's `insert_headers` made equal to the configured ones (one PUT when they
-/// differ, e.g. after an upgrade that turned them on); an adopted listener is left as it is.
-async fn update_headers(
-    cloud: &Cloud,
-    lb: &LoadBalancer,
-    l: Listener,
-    report: &mut ConvergeReport,
-) -> Result<Listener> {
-    let want = super::https::forwarded_headers(cloud.spec.insert_forwarded_headers);
-    if !cloud.spec.ownership.owns(&l.tags) || super::https::headers_match(l.insert_headers.as_ref(), &want) {
-        return Ok(l);
-    }
-    let description = format!("update HTTP listener {}: insert_headers {:?}", l.id, want.clone().unwrap_or_default());
-    cloud.writable()?;
-    let t = Instant::now();
-    let update = ListenerUpdate { insert_headers: Some(want.unwrap_or_default()), ..ListenerUpdate::default() };
-    let updated = cloud
-        .octavia
-        .update_listener(&l.id, &update)
-        .await
-        .map_err(|source| DriverError::write(description.clone(), source))?;
-    cloud.settle(&lb.id).await?;
-    report.writes.push(WriteRecord { kind: "update_listener", description, duration: t.elapsed() });
-    Ok(updated)
+    let found = find_http_listener(cloud, lb).await?;
+    let Some(step) = plan_http_listener(found.as_ref(), &lb.id, &cloud.spec) else {
+        return Ok(found.expect("a listener found needs no write or an update"));
+    };
+    let written = listener_write(cloud, &lb.id, step, &mut report.writes).await?;
+    Ok(written.expect("a create or an update returns the listener"))
 }

@@ -11,13 +11,14 @@
 
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
-use super::diff::plan_writes;
+use super::diff::plan_view;
 use super::error::{DriverError, Result};
 use super::isolation::{
     WriteBackoff, WriteKey, exclude_held, failure_reason, filter_held, is_permanent, owners, write_key,
 };
 use super::plan::{DiffOptions, Write};
 use super::report::{ConvergeReport, WriteFailure, WriteRecord};
+use super::view::DesiredView;
 use crate::model::DesiredRouter;
 use std::collections::BTreeSet;
 use std::future::Future;
@@ -35,9 +36,9 @@ pub const MAX_REFUSALS: usize = 8;
 pub trait ListenerIo: Send {
     /// The router as seen from the listener (`round` > 1: after our own writes).
     fn read(&mut self, round: usize) -> impl Future<Output = Result<ActualRouter>> + Send;
-    /// One write, waited for (the router ACTIVE again). A refusal is a
+    /// One write, waited for (the router ACTIVE again), and its record. A refusal is a
     /// [`DriverError::Write`] carrying Octavia's error.
-    fn send(&mut self, w: &Write) -> impl Future<Output = Result<()>> + Send;
+    fn send(&mut self, w: &Write) -> impl Future<Output = Result<WriteRecord>> + Send;
     /// Writes retried after a busy 409 so far (monotonic): more after a round means someone
     /// else wrote meanwhile (see `Router::converge`).
     fn busy(&self) -> u64 {
@@ -87,6 +88,17 @@ pub async fn converge_listener<I: ListenerIo>(
     o: &RoundOptions<'_>,
     report: &mut ConvergeReport,
 ) -> Result<()> {
+    converge_view(io, &DesiredView::of(desired), o, report).await
+}
+
+/// [`converge_listener`] on a view of the desired router (the HTTPS listener's, or the HTTP
+/// listener's without its held redirects): read -> plan -> execute, in rounds.
+pub async fn converge_view<I: ListenerIo>(
+    io: &mut I,
+    desired: &DesiredView<'_>,
+    o: &RoundOptions<'_>,
+    report: &mut ConvergeReport,
+) -> Result<()> {
     let started = Instant::now();
     let mut rounds = 0;
     let mut refused = 0;
@@ -103,8 +115,8 @@ pub async fn converge_listener<I: ListenerIo>(
         let existing = existing_keys(&actual, o);
         let without_held = exclude_held(desired, o.listener, &held_keys, &existing);
         let admission =
-            o.quota.lock().expect("quota lock").admit(o.listener, &without_held, &actual, &o.diff.ownership);
-        let plan = plan_writes(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
+            o.quota.lock().expect("quota lock").admit_view(o.listener, &without_held, &actual, &o.diff.ownership);
+        let plan = plan_view(admission.admitted.as_ref().unwrap_or(&without_held), &actual, o.diff);
         let (writes, _) = filter_held(plan.writes, o.listener, &held_keys);
         // Room freed by this round's deletes is for what waits: one more round then.
         let frees_room =
@@ -177,7 +189,7 @@ fn existing_keys(actual: &ActualRouter, o: &RoundOptions<'_>) -> BTreeSet<WriteK
 async fn run_writes<I: ListenerIo>(
     io: &mut I,
     writes: &[Write],
-    desired: &DesiredRouter,
+    desired: &DesiredView<'_>,
     o: &RoundOptions<'_>,
     started: Instant,
     report: &mut ConvergeReport,
@@ -189,11 +201,9 @@ async fn run_writes<I: ListenerIo>(
             return Err(DriverError::NotLeader);
         }
         let key = write_key(w, o.listener);
-        let t = Instant::now();
         match io.send(w).await {
-            Ok(()) => {
-                tracing::info!(write = %w, duration_ms = t.elapsed().as_millis() as u64, "octavia write done");
-                report.writes.push(WriteRecord { kind: w.kind(), description: w.to_string(), duration: t.elapsed() });
+            Ok(record) => {
+                report.writes.push(record);
                 done.insert(key);
             }
             Err(DriverError::Write { write, source }) if is_permanent(&source) => {

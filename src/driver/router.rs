@@ -12,13 +12,14 @@
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
 use super::blocked;
-use super::cloud::Cloud;
 pub use super::cloud::WriteGate;
+use super::cloud::{Cloud, WritePermits};
 use super::diff::plan_members;
 use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
+use super::view::DesiredView;
 use super::{execute, floating_ip, https, lifecycle, read, rounds};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
@@ -83,7 +84,14 @@ pub struct Router {
 impl Router {
     pub fn new(octavia: Octavia, neutron: Neutron, spec: RouterSpec) -> Self {
         Self {
-            cloud: Cloud { octavia, neutron, barbican: None, spec, gate: WriteGate::default() },
+            cloud: Cloud {
+                octavia,
+                neutron,
+                barbican: None,
+                spec,
+                gate: WriteGate::default(),
+                permits: WritePermits::default(),
+            },
             verified: Default::default(),
             has_https: Default::default(),
             reads: Default::default(),
@@ -103,6 +111,18 @@ impl Router {
         self.cloud.octavia =
             self.cloud.octavia.clone().with_write_permit(crate::openstack::WritePermit::new(move || permit.is_open()));
         self.cloud.gate = gate;
+    }
+
+    /// Share these write permits (see [`WritePermits`]): every router of one process is given
+    /// the same, so that their writes in flight together stay within the bound.
+    pub fn with_write_permits(mut self, permits: WritePermits) -> Self {
+        self.cloud.permits = permits;
+        self
+    }
+
+    /// The write permits this router takes from (to share with another router).
+    pub fn write_permits(&self) -> &WritePermits {
+        &self.cloud.permits
     }
 
     /// Store TLS certificates in this Barbican (the HTTPS listener needs it).
@@ -286,7 +306,7 @@ impl Router {
         let listener_held = holds.is_held(&WriteKey::HttpsListener);
         if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase, listener_held);
-            self.converge_children(&http, &lb, listener.clone(), &mut report).await?;
+            self.converge_children(&DesiredView::of(&http), &lb, listener.clone(), &mut report).await?;
         }
         // The HTTP side is converged either way. The HTTPS side's refusals are isolated (held,
         // reported); its transient failures (Barbican down, a 5xx) fail the convergence at the
@@ -308,13 +328,15 @@ impl Router {
         let refused_now = !listener_held && holds.is_held(&WriteKey::HttpsListener);
         if refused_now && !phase.has_listener() && !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase, true);
-            self.converge_children(&http, &lb, listener, &mut report).await?;
+            self.converge_children(&DesiredView::of(&http), &lb, listener, &mut report).await?;
         }
 
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
         let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
         self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().collect::<Vec<_>>());
-        report.floating_ip = floating_ip::ensure(c, &lb).await?;
+        // The floating IP's writes go through the door (gate, permit, error, log line) but stay out
+        // of the report's writes, which count the router's Octavia objects as before.
+        report.floating_ip = floating_ip::ensure(c, &lb, &mut Vec::new()).await?;
         report.address = report.floating_ip.or(report.vip_address);
         if report.writes.first().is_some_and(|w| w.kind == "create_router") && c.spec.uuid.is_none() {
             lifecycle::clear_duplicates_of_new_router(c, &lb, &mut report).await?;
@@ -344,7 +366,7 @@ impl Router {
             self.has_https.store(HttpsKnown::of(state.listener.is_some()), Ordering::SeqCst);
             if let (Some(l), Some(https)) = (listener, want) {
                 report.https_listener_id = Some(l.id.clone());
-                self.converge_children(&https::https_view(desired, https), lb, l, report).await?;
+                self.converge_children(&DesiredView::https(desired, https), lb, l, report).await?;
             }
             if as_desired {
                 https::collect_garbage(c, state, &holds, report).await?;
@@ -367,7 +389,7 @@ impl Router {
     /// deleted (plan_writes keeps one of each name), within `rounds::MAX_ROUNDS`.
     async fn converge_children(
         &self,
-        desired: &DesiredRouter,
+        desired: &DesiredView<'_>,
         lb: &LoadBalancer,
         listener: Listener,
         report: &mut ConvergeReport,
@@ -384,7 +406,7 @@ impl Router {
             now: Instant::now(),
             quota: &self.quota,
         };
-        rounds::converge_listener(&mut io, desired, &opts, report).await?;
+        rounds::converge_view(&mut io, desired, &opts, report).await?;
         self.verified.store(true, Ordering::SeqCst);
         let mut seen = BTreeSet::new();
         report.conflicts.retain(|c| seen.insert(c.clone()));

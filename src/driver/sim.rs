@@ -277,11 +277,13 @@ impl super::rounds::ListenerIo for SimListener {
         Ok(self.state.lock().expect("sim lock").router.clone())
     }
 
-    async fn send(&mut self, w: &Write) -> super::error::Result<()> {
+    async fn send(&mut self, w: &Write) -> super::error::Result<super::report::WriteRecord> {
         if let Some(source) = (self.refuse)(w) {
             return Err(super::error::DriverError::Write { write: w.to_string(), source });
         }
-        self.state.lock().expect("sim lock").apply(w).map_err(super::error::DriverError::Simulated)
+        let t = std::time::Instant::now();
+        self.state.lock().expect("sim lock").apply(w).map_err(super::error::DriverError::Simulated)?;
+        Ok(super::report::WriteRecord { kind: w.kind(), description: w.to_string(), duration: t.elapsed() })
     }
 
     fn may_write(&self) -> bool {

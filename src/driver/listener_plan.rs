@@ -1,0 +1,268 @@
+//! The router's two listeners, planned purely beside `diff::plan_writes`: from the listener as
+//! found and the desired state, the one write it needs (or none, or a conflict to report). The
+//! writes are carried out by `execute::listener_write`, through the write door.
+
+use super::certificates::{listener_refs, secret_uuid};
+use super::spec::RouterSpec;
+use crate::model::HttpsListener;
+use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Octavia's protocol of the HTTPS listener.
+pub const TERMINATED_HTTPS: &str = "TERMINATED_HTTPS";
+
+/// One write on a listener of the router.
+#[derive(Clone, Debug)]
+pub enum ListenerWrite {
+    Create(ListenerCreate),
+    Update { id: String, update: ListenerUpdate },
+    Delete { id: String },
+}
+
+/// A planned listener write with its record's kind and description.
+#[derive(Clone, Debug)]
+pub struct ListenerStep {
+    pub write: ListenerWrite,
+    pub kind: &'static str,
+    pub description: String,
+}
+
+/// What the HTTPS listener needs: at most one write, and a conflict to report.
+#[derive(Clone, Debug, Default)]
+pub struct HttpsListenerPlan {
+    pub step: Option<ListenerStep>,
+    pub conflict: Option<String>,
+}
+
+/// The `insert_headers` of both listeners.
+pub fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
+    on.then(|| {
+        ["X-Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Proto"]
+            .into_iter()
+            .map(|h| (h.to_string(), "true".to_string()))
+            .collect()
+    })
+}
+
+/// Whether a listener's `insert_headers` (as Octavia answers them) are `want`.
+pub fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<String, String>>) -> bool {
+    let have: BTreeMap<String, String> = have
+        .and_then(|v| v.as_object())
+        .map(|o| {
+            o.iter()
+                .filter_map(|(k, v)| {
+                    let v = v.as_str().map(str::to_ascii_lowercase).or_else(|| v.as_bool().map(|b| b.to_string()))?;
+                    (v == "true").then(|| (k.clone(), v))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    have == want.clone().unwrap_or_default()
+}
+
+/// The listener of `protocol` on `port` among a router's `listeners`: ours, else an adopted one
+/// (the first listed).
+pub fn choose_listener<'a>(
+    listeners: &'a [Listener],
+    spec: &RouterSpec,
+    protocol: &str,
+    port: u16,
+) -> Option<&'a Listener> {
+    let mut on_port = listeners.iter().filter(|l| l.protocol == protocol && l.protocol_port == port);
+    let first = on_port.clone().next();
+    on_port.find(|l| spec.ownership.owns(&l.tags)).or(first)
+}
+
+/// The router's HTTP listener (without its load balancer id, which a fully-populated create
+/// does not take).
+pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
+    ListenerCreate {
+        name: Some(spec.http_listener_name()),
+        protocol: "HTTP".into(),
+        protocol_port: spec.listener_port,
+        insert_headers: forwarded_headers(spec.insert_forwarded_headers),
+        tags: spec.ownership.router_tags(),
+        ..ListenerCreate::default()
+    }
+}
+
+/// The HTTP listener's write: created when the router has none on the port; ours gets its
+/// `insert_headers` made equal to the configured ones (e.g. after an upgrade that turned them
+/// on); an adopted one is left as it is.
+pub fn plan_http_listener(found: Option<&Listener>, lb_id: &str, spec: &RouterSpec) -> Option<ListenerStep> {
+    let Some(l) = found else {
+        let body = ListenerCreate { loadbalancer_id: Some(lb_id.into()), ..http_listener_create(spec) };
+        return Some(ListenerStep {
+            write: ListenerWrite::Create(body),
+            kind: "create_listener",
+            description: format!("create HTTP listener on port {}", spec.listener_port),
+        });
+    };
+    let want = forwarded_headers(spec.insert_forwarded_headers);
+    if !spec.ownership.owns(&l.tags) || headers_match(l.insert_headers.as_ref(), &want) {
+        return None;
+    }
+    let description = format!("update HTTP listener {}: insert_headers {:?}", l.id, want.clone().unwrap_or_default());
+    let update = ListenerUpdate { insert_headers: Some(want.unwrap_or_default()), ..ListenerUpdate::default() };
+    Some(ListenerStep {
+        write: ListenerWrite::Update { id: l.id.clone(), update },
+        kind: "update_listener",
+        description,
+    })
+}
+
+/// The HTTPS listener's write, from the desired listener, the one found and the secret refs of
+/// the certificates that can be served (`refs`, by certificate): deleted (ours) once no Ingress
+/// has TLS, created, or switched to the wanted certificates and headers in one PUT; an adopted
+/// listener is never changed.
+pub fn plan_https_listener(
+    desired: Option<&HttpsListener>,
+    found: Option<&Listener>,
+    refs: &BTreeMap<String, String>,
+    lb_id: &str,
+    spec: &RouterSpec,
+) -> HttpsListenerPlan {
+    let Some(desired) = desired else {
+        let step = found.filter(|l| spec.ownership.owns(&l.tags)).map(|l| ListenerStep {
+            write: ListenerWrite::Delete { id: l.id.clone() },
+            kind: "delete_listener",
+            description: format!("delete HTTPS listener {} (no Ingress has TLS)", l.id),
+        });
+        return HttpsListenerPlan { step, conflict: None };
+    };
+    let Some((default_ref, sni)) = listener_refs(desired, refs) else {
+        let conflict = "no certificate can be served (every TLS Secret is missing or broken and none was stored \
+                        before): the HTTPS listener is not created";
+        return HttpsListenerPlan { step: None, conflict: Some(conflict.into()) };
+    };
+    let headers = forwarded_headers(spec.insert_forwarded_headers);
+    let Some(l) = found else {
+        let body = ListenerCreate {
+            name: Some(format!("{}-https", spec.name)),
+            loadbalancer_id: Some(lb_id.into()),
+            protocol: TERMINATED_HTTPS.into(),
+            protocol_port: desired.port,
+            default_tls_container_ref: Some(default_ref),
+            sni_container_refs: sni,
+            insert_headers: headers,
+            tags: spec.ownership.router_tags(),
+            ..ListenerCreate::default()
+        };
+        let description = format!(
+            "create HTTPS listener on port {} with {} certificate(s)",
+            desired.port,
+            body.sni_container_refs.len()
+        );
+        let step = ListenerStep { write: ListenerWrite::Create(body), kind: "create_listener", description };
+        return HttpsListenerPlan { step: Some(step), conflict: None };
+    };
+    if !spec.ownership.owns(&l.tags) {
+        let conflict = format!(
+            "listener {} on port {} was not created by kuryr-l7-router; its certificates are not changed",
+            l.id, desired.port
+        );
+        return HttpsListenerPlan { step: None, conflict: Some(conflict) };
+    }
+    let uuids = |refs: &[String]| refs.iter().map(|r| secret_uuid(r).to_string()).collect::<BTreeSet<_>>();
+    let same_default = l.default_tls_container_ref.as_deref().map(secret_uuid) == Some(secret_uuid(&default_ref));
+    let same_sni = uuids(&l.sni_container_refs) == uuids(&sni);
+    let same_headers = headers_match(l.insert_headers.as_ref(), &headers);
+    if same_default && same_sni && same_headers {
+        return HttpsListenerPlan::default();
+    }
+    // One PUT switches every certificate at once: haproxy reloads with the new set, so no
+    // handshake finds a certificate missing.
+    let switch = !same_default || !same_sni;
+    let description = format!("update HTTPS listener {}: {} certificate(s)", l.id, sni.len());
+    let update = ListenerUpdate {
+        default_tls_container_ref: switch.then(|| default_ref.clone()),
+        sni_container_refs: switch.then(|| sni.clone()),
+        insert_headers: (!same_headers).then(|| headers.clone().unwrap_or_default()),
+        ..ListenerUpdate::default()
+    };
+    let step = ListenerStep {
+        write: ListenerWrite::Update { id: l.id.clone(), update },
+        kind: "update_listener",
+        description,
+    };
+    HttpsListenerPlan { step: Some(step), conflict: None }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::ownership::Ownership;
+    use std::time::Duration;
+
+    fn spec() -> RouterSpec {
+        RouterSpec {
+            name: "driverdoor".into(),
+            uuid: None,
+            vip_subnet_id: None,
+            availability_zone: None,
+            provider: None,
+            listener_port: 80,
+            fully_populated_create: true,
+            floating_ip: None,
+            external_svc_subnet: None,
+            ownership: Ownership::new("c1"),
+            member_subnet: None,
+            health_monitor: None,
+            create_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            insert_forwarded_headers: true,
+            secret_read_users: vec![],
+        }
+    }
+
+    fn listener(protocol: &str, port: u16, ours: bool) -> Listener {
+        let tags = if ours { spec().ownership.router_tags() } else { vec!["someone-else".into()] };
+        Listener {
+            id: format!("{protocol}-{port}"),
+            protocol: protocol.into(),
+            protocol_port: port,
+            tags,
+            ..Default::default()
+        }
+    }
+
+    fn https(certs: &[&str]) -> HttpsListener {
+        HttpsListener {
+            port: 443,
+            certificates: Default::default(),
+            default_certificate: certs.first().map(|c| c.to_string()).unwrap_or_default(),
+            policies: vec![],
+            default_pool: None,
+        }
+    }
+
+    #[test]
+    fn the_http_listener_is_created_fixed_or_left_alone() {
+        let s = spec();
+        let created = plan_http_listener(None, "lb", &s).expect("a create");
+        assert!(matches!(&created.write, ListenerWrite::Create(b) if b.loadbalancer_id.as_deref() == Some("lb")));
+        // Ours without the configured headers: one PUT of the headers.
+        let step = plan_http_listener(Some(&listener("HTTP", 80, true)), "lb", &s).expect("an update");
+        assert!(matches!(&step.write, ListenerWrite::Update { update, .. } if update.insert_headers.is_some()));
+        // An adopted listener is never changed.
+        assert!(plan_http_listener(Some(&listener("HTTP", 80, false)), "lb", &s).is_none());
+    }
+
+    #[test]
+    fn the_https_listener_is_deleted_only_when_ours_and_never_created_without_a_certificate() {
+        let s = spec();
+        let no_refs = BTreeMap::new();
+        let ours = listener(TERMINATED_HTTPS, 443, true);
+        let plan = plan_https_listener(None, Some(&ours), &no_refs, "lb", &s);
+        assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Delete { id }) if id == ours.id));
+        let foreign = listener(TERMINATED_HTTPS, 443, false);
+        assert!(plan_https_listener(None, Some(&foreign), &no_refs, "lb", &s).step.is_none());
+        let plan = plan_https_listener(Some(&https(&["a"])), None, &no_refs, "lb", &s);
+        assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("no certificate can be served")));
+        let refs = BTreeMap::from([("a".to_string(), "https://kms/v1/secrets/1".to_string())]);
+        let plan = plan_https_listener(Some(&https(&["a"])), Some(&foreign), &refs, "lb", &s);
+        assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("not created by kuryr-l7-router")));
+        let plan = plan_https_listener(Some(&https(&["a"])), None, &refs, "lb", &s);
+        assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Create(b)) if b.protocol == TERMINATED_HTTPS));
+    }
+}
