@@ -92,7 +92,13 @@ fn load(file: &Path) -> (Case, Translation) {
         world.secrets.insert(split(s), SecretInfo::Tls);
     }
     // Every Gateway of ours is programmed (the data plane answers with an address).
-    let programmed: Programmed = world.gateways.iter().map(|g| ((g.metadata.namespace.clone().unwrap(), g.metadata.name.clone().unwrap()), vec!["192.0.2.10".to_string()])).collect();
+    let programmed: Programmed = world
+        .gateways
+        .iter()
+        .map(|g| {
+            ((g.metadata.namespace.clone().unwrap(), g.metadata.name.clone().unwrap()), vec!["192.0.2.10".to_string()])
+        })
+        .collect();
     let t = translate(&world, &programmed);
     (case, t)
 }
@@ -125,10 +131,16 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
                 continue;
             };
             if let Some(n) = l.attached_routes.filter(|n| *n != lo.attached_routes) {
-                errs.push(format!("Gateway {name} listener {}: attachedRoutes want {n}, got {}", l.name, lo.attached_routes));
+                errs.push(format!(
+                    "Gateway {name} listener {}: attachedRoutes want {n}, got {}",
+                    l.name, lo.attached_routes
+                ));
             }
             if let Some(n) = l.supported_kinds.filter(|n| *n != lo.supported_kinds.len()) {
-                errs.push(format!("Gateway {name} listener {}: supportedKinds want {n}, got {:?}", l.name, lo.supported_kinds));
+                errs.push(format!(
+                    "Gateway {name} listener {}: supportedKinds want {n}, got {:?}",
+                    l.name, lo.supported_kinds
+                ));
             }
             for (k, v) in &l.conditions {
                 errs.extend(check_cond(&format!("Gateway {name} listener {} {k}", l.name), lo.condition(k), v).err());
@@ -142,7 +154,9 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
             continue;
         };
         for (k, v) in &r.conditions {
-            errs.extend(check_cond(&format!("HTTPRoute {name} parent {} {k}", r.parent), o.condition(&r.parent, k), v).err());
+            errs.extend(
+                check_cond(&format!("HTTPRoute {name} parent {} {k}", r.parent), o.condition(&r.parent, k), v).err(),
+            );
         }
     }
     errs
@@ -163,7 +177,9 @@ fn entry_matches(e: &RouteEntry, r: &RequestExpect, host: &str) -> bool {
     let header = |name: &str| r.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str());
     let headers_ok = e.headers.iter().all(|h| match h {
         HeaderMatch::Exact { name, value } => header(name) == Some(value.as_str()),
-        HeaderMatch::Regex { name, value } => header(name).is_some_and(|v| regex::Regex::new(value).unwrap().is_match(v)),
+        HeaderMatch::Regex { name, value } => {
+            header(name).is_some_and(|v| regex::Regex::new(value).unwrap().is_match(v))
+        }
     });
     host_ok(e, host) && path_ok && headers_ok
 }
@@ -172,7 +188,9 @@ fn answer(t: &Translation, r: &RequestExpect) -> String {
     let (ns, name) = split(r.gateway.as_deref().unwrap_or("same-namespace"));
     let Some(router) = t.router(&ns, &name) else { return format!("no router for {ns}/{name}") };
     let port = r.port.unwrap_or(80);
-    let Some(pr) = router.listeners.iter().find(|p| p.port == port) else { return format!("no listener on port {port}") };
+    let Some(pr) = router.listeners.iter().find(|p| p.port == port) else {
+        return format!("no listener on port {port}");
+    };
     // The conformance client sends the Gateway's address as Host when the test sets none.
     let host = r.host.clone().unwrap_or_else(|| "192.0.2.10".into());
     let Some(e) = pr.entries.iter().find(|e| entry_matches(e, r, &host)) else { return "404".into() };
@@ -195,7 +213,8 @@ fn answer(t: &Translation, r: &RequestExpect) -> String {
 
 #[test]
 fn conformance_cases() {
-    let mut files: Vec<_> = std::fs::read_dir("tests/fixtures/gateway/cases").unwrap().map(|e| e.unwrap().path()).collect();
+    let mut files: Vec<_> =
+        std::fs::read_dir("tests/fixtures/gateway/cases").unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     assert!(files.len() >= 20, "the case files are missing");
     let mut failures = Vec::new();

@@ -29,7 +29,13 @@ pub fn parent_namespace(route: &HTTPRoute, p: &ParentReference) -> String {
 /// saying why it attaches to none, checked in the spec's order: a listener named by
 /// sectionName/port must exist (NoMatchingParent), admit the route's namespace and kind
 /// (NotAllowedByListeners) and share a hostname with it (NoMatchingListenerHostname).
-pub fn attach(route: &HTTPRoute, p: &ParentReference, gw: &Gateway, plans: &[ListenerPlan], world: &World) -> Result<Vec<Attachment>, Cond> {
+pub fn attach(
+    route: &HTTPRoute,
+    p: &ParentReference,
+    gw: &Gateway,
+    plans: &[ListenerPlan],
+    world: &World,
+) -> Result<Vec<Attachment>, Cond> {
     let gw_name = format!("{}/{}", ns_of(gw), gw.metadata.name.as_deref().unwrap_or(""));
     let named: Vec<usize> = (0..plans.len())
         .filter(|i| p.section_name.as_ref().is_none_or(|s| *s == plans[*i].name))

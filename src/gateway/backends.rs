@@ -24,7 +24,12 @@ fn problem(reason: &'static str, message: String) -> BackendProblem {
 }
 
 /// The Service (namespace, name, port) `b` names, or why it cannot be used.
-pub fn resolve(route: &HTTPRoute, field: &str, b: &HTTPBackendRef, world: &World) -> Result<(String, String, u16), BackendProblem> {
+pub fn resolve(
+    route: &HTTPRoute,
+    field: &str,
+    b: &HTTPBackendRef,
+    world: &World,
+) -> Result<(String, String, u16), BackendProblem> {
     let route_ns = ns_of(route);
     let ns = b.namespace.clone().unwrap_or_else(|| route_ns.clone());
     let group = b.group.as_deref().unwrap_or("");
@@ -42,19 +47,26 @@ pub fn resolve(route: &HTTPRoute, field: &str, b: &HTTPBackendRef, world: &World
         to_name: &b.name,
     };
     if !permitted(&xref, &world.grants) {
-        return Err(problem("RefNotPermitted", format!("{field}: Service {ns}/{} needs a ReferenceGrant in {ns}", b.name)));
+        return Err(problem(
+            "RefNotPermitted",
+            format!("{field}: Service {ns}/{} needs a ReferenceGrant in {ns}", b.name),
+        ));
     }
     let Some(svc) = world.services.get(&(ns.clone(), b.name.clone())) else {
         return Err(problem("BackendNotFound", format!("{field}: Service {ns}/{} not found", b.name)));
     };
     if svc.external_name {
-        return Err(problem("BackendNotFound", format!("{field}: Service {ns}/{} is ExternalName (no endpoints)", b.name)));
+        return Err(problem(
+            "BackendNotFound",
+            format!("{field}: Service {ns}/{} is ExternalName (no endpoints)", b.name),
+        ));
     }
     let port = b.port.ok_or_else(|| problem("BackendNotFound", format!("{field}.port: required for a Service")))?;
     if !svc.ports.contains(&port) {
         return Err(problem("BackendNotFound", format!("{field}.port: Service {ns}/{} has no port {port}", b.name)));
     }
-    let port = u16::try_from(port).map_err(|_| problem("BackendNotFound", format!("{field}.port: {port} is out of range")))?;
+    let port =
+        u16::try_from(port).map_err(|_| problem("BackendNotFound", format!("{field}.port: {port} is out of range")))?;
     Ok((ns, b.name.clone(), port))
 }
 

@@ -4,7 +4,9 @@ use crate::gateway::world::world;
 const SERVICES: &str = "kind: Service\napiVersion: v1\nmetadata: {name: web, namespace: ns}\nspec: {ports: [{port: 8080}]}\n---\nkind: Service\napiVersion: v1\nmetadata: {name: web, namespace: other}\nspec: {ports: [{port: 8080}]}\n---\nkind: Service\napiVersion: v1\nmetadata: {name: ext, namespace: ns}\nspec: {type: ExternalName, externalName: example.com}\n";
 
 fn run(backends: &str, extra: &str) -> (Action, Vec<BackendProblem>) {
-    let w = world(&format!("{SERVICES}---\n{extra}---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n  - backendRefs: {backends}\n"));
+    let w = world(&format!(
+        "{SERVICES}---\n{extra}---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n  - backendRefs: {backends}\n"
+    ));
     forward(&w.routes[0], 0, &w.routes[0].spec.rules[0], &w)
 }
 
@@ -27,7 +29,10 @@ fn each_bad_reference_gets_its_reason_and_keeps_its_share_as_500() {
         "[{name: web, port: 8080}, {name: missing, port: 80}, {name: web, namespace: other, port: 8080}, {group: example.com, kind: Thing, name: x}, {name: ext, port: 80}, {name: web, port: 9}]",
         "",
     );
-    assert_eq!(reasons(&p), vec!["BackendNotFound", "RefNotPermitted", "InvalidKind", "BackendNotFound", "BackendNotFound"]);
+    assert_eq!(
+        reasons(&p),
+        vec!["BackendNotFound", "RefNotPermitted", "InvalidKind", "BackendNotFound", "BackendNotFound"]
+    );
     let Action::Forward { backends, .. } = a else { panic!("{a:?}") };
     assert_eq!(backends.iter().filter(|b| b.target == BackendTarget::Status500).count(), 5);
 }

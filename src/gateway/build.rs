@@ -68,7 +68,8 @@ pub fn translate(world: &World, programmed: &Programmed) -> Translation {
         let attached = vec![Vec::new(); plans.len()];
         work.insert((ns_of(gw), name_of(gw)), GatewayWork { gw, plans, accepted, attached, entries: Vec::new() });
     }
-    let mut routes: Vec<RouteOutcome> = world.routes.iter().filter_map(|r| route_parents(r, world, &mut work)).collect();
+    let mut routes: Vec<RouteOutcome> =
+        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work)).collect();
     routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let mut gateways = Vec::new();
     let mut routers = Vec::new();
@@ -84,7 +85,11 @@ pub fn translate(world: &World, programmed: &Programmed) -> Translation {
 
 fn class_accepted(c: &super::api::GatewayClass) -> Cond {
     match &c.spec.parameters_ref {
-        Some(p) => Cond::no("Accepted", "InvalidParameters", format!("parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name)),
+        Some(p) => Cond::no(
+            "Accepted",
+            "InvalidParameters",
+            format!("parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name),
+        ),
         None => Cond::yes("Accepted", "Accepted", "served by kuryr-l7-router"),
     }
 }
@@ -95,7 +100,11 @@ fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond
         return Cond::no("Accepted", "Invalid", format!("GatewayClass {} is not accepted", name_of(c)));
     }
     if let Some(p) = gw.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {
-        return Cond::no("Accepted", "InvalidParameters", format!("spec.infrastructure.parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name));
+        return Cond::no(
+            "Accepted",
+            "InvalidParameters",
+            format!("spec.infrastructure.parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name),
+        );
     }
     for (i, a) in gw.spec.addresses.iter().enumerate() {
         let t = a.address_type.as_deref().unwrap_or("IPAddress");
@@ -116,7 +125,11 @@ fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond
 }
 
 /// The route's outcome on each of its parents of ours; records attachments and entries.
-fn route_parents(route: &HTTPRoute, world: &World, work: &mut BTreeMap<(String, String), GatewayWork<'_>>) -> Option<RouteOutcome> {
+fn route_parents(
+    route: &HTTPRoute,
+    world: &World,
+    work: &mut BTreeMap<(String, String), GatewayWork<'_>>,
+) -> Option<RouteOutcome> {
     let refused = unsupported(route);
     let rules: Vec<_> = route.spec.rules.iter().enumerate().map(|(i, r)| forward(route, i, r, world)).collect();
     let resolved = match rules.iter().flat_map(|(_, p)| p).next() {
@@ -147,12 +160,22 @@ fn route_parents(route: &HTTPRoute, world: &World, work: &mut BTreeMap<(String, 
         };
         parents.push(ParentOutcome { parent_ref: p.clone(), conditions: vec![accepted, resolved.clone()] });
     }
-    (!parents.is_empty()).then(|| RouteOutcome { namespace: ns_of(route), name: name_of(route), generation: route.metadata.generation, parents })
+    (!parents.is_empty()).then(|| RouteOutcome {
+        namespace: ns_of(route),
+        name: name_of(route),
+        generation: route.metadata.generation,
+        parents,
+    })
 }
 
 /// The route's entries on its attached listeners, each tagged with its listener index; `Err`
 /// when a redirect cannot be served on one of them (the route is then not served there at all).
-fn entries(route: &HTTPRoute, att: &[Attachment], w: &GatewayWork<'_>, actions: &[Action]) -> Result<Vec<(usize, RouteEntry)>, String> {
+fn entries(
+    route: &HTTPRoute,
+    att: &[Attachment],
+    w: &GatewayWork<'_>,
+    actions: &[Action],
+) -> Result<Vec<(usize, RouteEntry)>, String> {
     let (ns, name) = (ns_of(route), name_of(route));
     let owner = KubeRef::new("HTTPRoute", &ns, &name);
     let mut out = Vec::new();
@@ -162,7 +185,8 @@ fn entries(route: &HTTPRoute, att: &[Attachment], w: &GatewayWork<'_>, actions: 
         for host in &a.hosts {
             let Some(excluded_hosts) = excluded(&w.plans, a.listener, host.as_deref()) else { continue };
             for (ri, rule) in route.spec.rules.iter().enumerate() {
-                let redirect = rule.filters.iter().enumerate().find_map(|(fi, f)| f.request_redirect.as_ref().map(|r| (fi, r)));
+                let redirect =
+                    rule.filters.iter().enumerate().find_map(|(fi, f)| f.request_redirect.as_ref().map(|r| (fi, r)));
                 let action = match redirect {
                     Some((fi, r)) => {
                         let from = RedirectFrom { protocol, port: l.port, host: host.as_deref() };
@@ -171,7 +195,13 @@ fn entries(route: &HTTPRoute, att: &[Attachment], w: &GatewayWork<'_>, actions: 
                     None => actions[ri].clone(),
                 };
                 for (mi, m) in rule_matches(rule).into_iter().enumerate() {
-                    let origin = Origin { created: route.metadata.creation_timestamp.as_ref(), namespace: &ns, name: &name, rule: ri, matched: mi };
+                    let origin = Origin {
+                        created: route.metadata.creation_timestamp.as_ref(),
+                        namespace: &ns,
+                        name: &name,
+                        rule: ri,
+                        matched: mi,
+                    };
                     let entry = RouteEntry {
                         key: key(host.as_deref(), &m, origin),
                         host: host.clone(),
@@ -202,7 +232,10 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
             continue;
         }
         let more_specific = specificity(Some(h2)) < specificity(me.hostname.as_deref())
-            && me.hostname.as_deref().is_none_or(|mine| host_matches(mine, h2) || host_matches(mine, h2.trim_start_matches("*.")));
+            && me
+                .hostname
+                .as_deref()
+                .is_none_or(|mine| host_matches(mine, h2) || host_matches(mine, h2.trim_start_matches("*.")));
         if !more_specific {
             continue;
         }

@@ -88,14 +88,20 @@ mod tests {
 
     #[test]
     fn exact_listener_takes_matching_route_names_and_wildcards() {
-        assert_eq!(intersect(Some("very.specific.com"), &v(&["non.matching.com", "*.specific.com"])), some(&["very.specific.com"]));
+        assert_eq!(
+            intersect(Some("very.specific.com"), &v(&["non.matching.com", "*.specific.com"])),
+            some(&["very.specific.com"])
+        );
         assert_eq!(intersect(Some("a.com"), &v(&["b.com"])), Vec::<Option<String>>::new());
     }
 
     #[test]
     fn wildcard_listener_keeps_the_narrower_side() {
         let l = Some("*.wildcard.io");
-        assert_eq!(intersect(l, &v(&["bar.wildcard.io", "foo.bar.wildcard.io", "wildcard.io"])), some(&["bar.wildcard.io", "foo.bar.wildcard.io"]));
+        assert_eq!(
+            intersect(l, &v(&["bar.wildcard.io", "foo.bar.wildcard.io", "wildcard.io"])),
+            some(&["bar.wildcard.io", "foo.bar.wildcard.io"])
+        );
         assert_eq!(intersect(l, &v(&["*.foo.wildcard.io"])), some(&["*.foo.wildcard.io"]));
         assert_eq!(intersect(Some("*.foo.wildcard.io"), &v(&["*.wildcard.io"])), some(&["*.foo.wildcard.io"]));
         assert_eq!(intersect(l, &v(&["*.anotherwildcard.io"])), Vec::<Option<String>>::new());
@@ -103,8 +109,12 @@ mod tests {
 
     #[test]
     fn exact_before_wildcard_before_any_and_longer_first() {
-        let mut hs = vec![None, Some("*.example.com"), Some("a.example.com"), Some("*.b.example.com"), Some("ab.example.com")];
+        let mut hs =
+            vec![None, Some("*.example.com"), Some("a.example.com"), Some("*.b.example.com"), Some("ab.example.com")];
         hs.sort_by_key(|h| specificity(*h));
-        assert_eq!(hs, vec![Some("ab.example.com"), Some("a.example.com"), Some("*.b.example.com"), Some("*.example.com"), None]);
+        assert_eq!(
+            hs,
+            vec![Some("ab.example.com"), Some("a.example.com"), Some("*.b.example.com"), Some("*.example.com"), None]
+        );
     }
 }

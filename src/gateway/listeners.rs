@@ -79,11 +79,16 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
         let msg = format!("listener {}: protocol {} is not served (only HTTP and HTTPS)", l.name, l.protocol);
         accepted = Cond::no("Accepted", "UnsupportedProtocol", msg);
     } else if port.is_none() {
-        accepted = Cond::no("Accepted", "PortUnavailable", format!("listener {}: port {} is out of range", l.name, l.port));
+        accepted =
+            Cond::no("Accepted", "PortUnavailable", format!("listener {}: port {} is out of range", l.name, l.port));
     } else if protocol == Some(Protocol::Https)
         && l.tls.as_ref().and_then(|t| t.mode.as_deref()).is_some_and(|m| m != "Terminate")
     {
-        accepted = Cond::no("Accepted", "UnsupportedValue", format!("listener {}: spec.listeners.tls.mode: only Terminate is served on HTTPS", l.name));
+        accepted = Cond::no(
+            "Accepted",
+            "UnsupportedValue",
+            format!("listener {}: spec.listeners.tls.mode: only Terminate is served on HTTPS", l.name),
+        );
     }
     let (supported_kinds, kinds_problem) = supported_kinds(l, protocol.is_some());
     let (certificates, cert_problem) = match protocol {
@@ -97,7 +102,9 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
     };
     let namespaces = match l.allowed_routes.as_ref().and_then(|a| a.namespaces.as_ref()) {
         Some(n) if n.from.as_deref() == Some("All") => AllowedNamespaces::All,
-        Some(n) if n.from.as_deref() == Some("Selector") => AllowedNamespaces::Selector(n.selector.clone().unwrap_or_default()),
+        Some(n) if n.from.as_deref() == Some("Selector") => {
+            AllowedNamespaces::Selector(n.selector.clone().unwrap_or_default())
+        }
         _ => AllowedNamespaces::Same,
     };
     ListenerPlan {
@@ -127,8 +134,13 @@ fn supported_kinds(l: &Listener, protocol_ok: bool) -> (Vec<RouteGroupKind>, Opt
         asked.into_iter().partition(|k| k.kind == "HTTPRoute" && k.group.as_deref().is_none_or(|g| g == GROUP));
     let supported = if ok.is_empty() { Vec::new() } else { vec![http_route_kind()] };
     let problem = (!bad.is_empty()).then(|| {
-        let names: Vec<String> = bad.iter().map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(""), k.kind)).collect();
-        format!("listener {}: spec.listeners.allowedRoutes.kinds: {} not supported (only HTTPRoute)", l.name, names.join(", "))
+        let names: Vec<String> =
+            bad.iter().map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(""), k.kind)).collect();
+        format!(
+            "listener {}: spec.listeners.allowedRoutes.kinds: {} not supported (only HTTPRoute)",
+            l.name,
+            names.join(", ")
+        )
     });
     (supported, problem)
 }
@@ -138,7 +150,10 @@ type Problem = Option<(&'static str, String)>;
 fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, String)>, Problem) {
     let refs: &[SecretObjectReference] = l.tls.as_ref().map(|t| t.certificate_refs.as_slice()).unwrap_or(&[]);
     if refs.is_empty() {
-        return (Vec::new(), Some(("InvalidCertificateRef", format!("listener {}: HTTPS needs tls.certificateRefs", l.name))));
+        return (
+            Vec::new(),
+            Some(("InvalidCertificateRef", format!("listener {}: HTTPS needs tls.certificateRefs", l.name))),
+        );
     }
     let gw_ns = ns_of(gw);
     let mut out = Vec::new();
@@ -163,7 +178,10 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
         match world.secrets.get(&(ns.clone(), r.name.clone())) {
             Some(SecretInfo::Tls) => out.push((ns, r.name.clone())),
             Some(SecretInfo::Malformed) => {
-                return (Vec::new(), Some(("InvalidCertificateRef", format!("{what}: not a valid kubernetes.io/tls Secret"))));
+                return (
+                    Vec::new(),
+                    Some(("InvalidCertificateRef", format!("{what}: not a valid kubernetes.io/tls Secret"))),
+                );
             }
             None => return (Vec::new(), Some(("InvalidCertificateRef", format!("{what}: Secret not found")))),
         }
@@ -182,7 +200,10 @@ fn mark_conflicts(plans: &mut [ListenerPlan]) {
         let first = plans[idx[0]].protocol;
         if idx.iter().any(|i| plans[*i].protocol != first) {
             for i in idx {
-                let m = format!("listener {}: another listener on port {} has another protocol", plans[*i].name, plans[*i].port);
+                let m = format!(
+                    "listener {}: another listener on port {} has another protocol",
+                    plans[*i].name, plans[*i].port
+                );
                 plans[*i].conflicted = Cond::yes("Conflicted", "ProtocolConflict", m);
             }
             continue;
@@ -191,7 +212,10 @@ fn mark_conflicts(plans: &mut [ListenerPlan]) {
             let dup = idx.iter().any(|j| j != i && plans[*j].hostname == plans[*i].hostname);
             if dup {
                 let h = plans[*i].hostname.clone().unwrap_or_else(|| "(any)".into());
-                let m = format!("listener {}: another listener on port {} has hostname {h}", plans[*i].name, plans[*i].port);
+                let m = format!(
+                    "listener {}: another listener on port {} has hostname {h}",
+                    plans[*i].name, plans[*i].port
+                );
                 plans[*i].conflicted = Cond::yes("Conflicted", "HostnameConflict", m);
             }
         }

@@ -148,7 +148,9 @@ impl PathMatch {
         match self {
             PathMatch::Exact(p) => Some(p == path),
             PathMatch::Prefix(p) if p == "/" => Some(true),
-            PathMatch::Prefix(p) => Some(path == p || path.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('/'))),
+            PathMatch::Prefix(p) => {
+                Some(path == p || path.strip_prefix(p.as_str()).is_some_and(|r| r.starts_with('/')))
+            }
             PathMatch::Regex(_) => None,
         }
     }

@@ -94,7 +94,10 @@ pub struct RouteEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Action {
     /// One pool per rule, named `pool`, with the rule's backends and their weights.
-    Forward { pool: String, backends: Vec<WeightedBackend> },
+    Forward {
+        pool: String,
+        backends: Vec<WeightedBackend>,
+    },
     Redirect(RedirectAction),
     /// A status responder answer: 500 for a rule whose backends are all invalid.
     Fixed(u16),
@@ -110,7 +113,11 @@ pub struct WeightedBackend {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum BackendTarget {
-    Service { namespace: String, name: String, port: u16 },
+    Service {
+        namespace: String,
+        name: String,
+        port: u16,
+    },
     /// An invalid or not-permitted backendRef keeps its share of the traffic, answered 500 by
     /// the status responder (a member pointing at the responder's 500 port).
     Status500,

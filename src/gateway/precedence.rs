@@ -72,7 +72,13 @@ mod tests {
     }
 
     fn at(ns: &str, name: &str, rule: usize) -> Origin<'static> {
-        Origin { created: None, namespace: Box::leak(ns.to_string().into_boxed_str()), name: Box::leak(name.to_string().into_boxed_str()), rule, matched: 0 }
+        Origin {
+            created: None,
+            namespace: Box::leak(ns.to_string().into_boxed_str()),
+            name: Box::leak(name.to_string().into_boxed_str()),
+            rule,
+            matched: 0,
+        }
     }
 
     #[test]

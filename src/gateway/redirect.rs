@@ -42,7 +42,11 @@ fn well_known(scheme: &str) -> u16 {
 
 /// The Octavia redirect for `f` applied at `from`; `Err` names the field that cannot be served.
 /// `field` is the filter's path in the route (for the message).
-pub fn octavia_redirect(f: &HTTPRequestRedirectFilter, from: RedirectFrom<'_>, field: &str) -> Result<RedirectAction, String> {
+pub fn octavia_redirect(
+    f: &HTTPRequestRedirectFilter,
+    from: RedirectFrom<'_>,
+    field: &str,
+) -> Result<RedirectAction, String> {
     let scheme = f.scheme.clone().unwrap_or_else(|| from.protocol.scheme().to_string());
     let host = match (&f.hostname, from.host) {
         (Some(h), _) => h.clone(),
@@ -60,7 +64,8 @@ pub fn octavia_redirect(f: &HTTPRequestRedirectFilter, from: RedirectFrom<'_>, f
         (None, Some(s)) => well_known(s),
         (None, None) => from.port,
     };
-    let prefix = if port == well_known(&scheme) { format!("{scheme}://{host}") } else { format!("{scheme}://{host}:{port}") };
+    let prefix =
+        if port == well_known(&scheme) { format!("{scheme}://{host}") } else { format!("{scheme}://{host}:{port}") };
     let code = f.status_code.and_then(|c| u16::try_from(c).ok()).unwrap_or(302);
     Ok(RedirectAction { kind: RedirectKind::Prefix, prefix, code })
 }
@@ -79,7 +84,8 @@ mod tests {
         }
     }
 
-    const HTTP80: RedirectFrom<'static> = RedirectFrom { protocol: Protocol::Http, port: 80, host: Some("a.example.com") };
+    const HTTP80: RedirectFrom<'static> =
+        RedirectFrom { protocol: Protocol::Http, port: 80, host: Some("a.example.com") };
 
     fn go(x: HTTPRequestRedirectFilter, from: RedirectFrom<'_>) -> Result<(String, u16), String> {
         octavia_redirect(&x, from, "spec.rules[0].filters[0]").map(|r| (r.prefix, r.code))
@@ -89,14 +95,20 @@ mod tests {
     fn hostname_only_keeps_scheme_and_listener_port_and_defaults_to_302() {
         assert_eq!(go(f(None, Some("example.org"), None, None), HTTP80), Ok(("http://example.org".into(), 302)));
         let on8080 = RedirectFrom { port: 8080, ..HTTP80 };
-        assert_eq!(go(f(None, Some("example.org"), None, Some(301)), on8080), Ok(("http://example.org:8080".into(), 301)));
+        assert_eq!(
+            go(f(None, Some("example.org"), None, Some(301)), on8080),
+            Ok(("http://example.org:8080".into(), 301))
+        );
     }
 
     #[test]
     fn scheme_sets_the_well_known_port_unless_a_port_is_given() {
         let on8080 = RedirectFrom { port: 8080, ..HTTP80 };
         assert_eq!(go(f(Some("https"), None, None, None), on8080), Ok(("https://a.example.com".into(), 302)));
-        assert_eq!(go(f(Some("https"), None, Some(8443), None), on8080), Ok(("https://a.example.com:8443".into(), 302)));
+        assert_eq!(
+            go(f(Some("https"), None, Some(8443), None), on8080),
+            Ok(("https://a.example.com:8443".into(), 302))
+        );
         assert_eq!(go(f(Some("http"), None, Some(80), Some(308)), on8080), Ok(("http://a.example.com".into(), 308)));
     }
 

@@ -23,14 +23,15 @@ pub fn permitted(r: &CrossRef<'_>, grants: &[ReferenceGrant]) -> bool {
         return true;
     }
     grants.iter().filter(|g| ns_of(*g) == r.to_namespace).any(|g| {
-        let from = g.spec.from.iter().any(|f| {
-            f.group == r.from_group && f.kind == r.from_kind && f.namespace == r.from_namespace
-        });
-        let to = g.spec.to.iter().any(|t| {
-            t.group == r.to_group
-                && t.kind == r.to_kind
-                && t.name.as_deref().is_none_or(|n| n == r.to_name)
-        });
+        let from = g
+            .spec
+            .from
+            .iter()
+            .any(|f| f.group == r.from_group && f.kind == r.from_kind && f.namespace == r.from_namespace);
+        let to =
+            g.spec.to.iter().any(|t| {
+                t.group == r.to_group && t.kind == r.to_kind && t.name.as_deref().is_none_or(|n| n == r.to_name)
+            });
         from && to
     })
 }

@@ -25,10 +25,15 @@ fn conditions_carry_generation_and_keep_their_transition_time_while_unchanged() 
     let first = render_gateway(&gw(Cond::yes("Accepted", "Accepted", "ok"), 0), None, &t("2026-01-01T00:00:00Z"));
     assert_eq!(first.conditions[0].observed_generation, Some(2));
     assert_eq!(first.listeners[0].conditions[0].observed_generation, Some(2));
-    let later = render_gateway(&gw(Cond::yes("Accepted", "Accepted", "ok"), 0), Some(&first), &t("2026-02-01T00:00:00Z"));
+    let later =
+        render_gateway(&gw(Cond::yes("Accepted", "Accepted", "ok"), 0), Some(&first), &t("2026-02-01T00:00:00Z"));
     assert_eq!(later.conditions[0].last_transition_time, t("2026-01-01T00:00:00Z"));
     assert!(unchanged(Some(&first), &later), "same status: no write");
-    let flipped = render_gateway(&gw(Cond::no("Accepted", "ListenersNotValid", "no"), 0), Some(&first), &t("2026-02-01T00:00:00Z"));
+    let flipped = render_gateway(
+        &gw(Cond::no("Accepted", "ListenersNotValid", "no"), 0),
+        Some(&first),
+        &t("2026-02-01T00:00:00Z"),
+    );
     assert_eq!(flipped.conditions[0].last_transition_time, t("2026-02-01T00:00:00Z"));
     assert!(!unchanged(Some(&first), &flipped));
 }

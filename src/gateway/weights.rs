@@ -34,10 +34,9 @@ pub struct Share {
 /// The Octavia weight (0..=256) of each member of each backend, in input order.
 pub fn member_weights(backends: &[Share]) -> Vec<u16> {
     // Compare w_i/n_i by cross-multiplication: exact in u128, no floating point for the max.
-    let best = backends
-        .iter()
-        .filter(|b| b.weight > 0 && b.endpoints > 0)
-        .max_by(|a, b| (u128::from(a.weight) * u128::from(b.endpoints)).cmp(&(u128::from(b.weight) * u128::from(a.endpoints))));
+    let best = backends.iter().filter(|b| b.weight > 0 && b.endpoints > 0).max_by(|a, b| {
+        (u128::from(a.weight) * u128::from(b.endpoints)).cmp(&(u128::from(b.weight) * u128::from(a.endpoints)))
+    });
     let Some(best) = best else {
         return vec![0; backends.len()];
     };

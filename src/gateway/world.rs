@@ -56,8 +56,7 @@ impl World {
 
     /// Whether the Gateway's class is one of ours (the Gateway is then ours to serve).
     pub fn is_ours(&self, gw: &Gateway) -> bool {
-        self.class(&gw.spec.gateway_class_name)
-            .is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
+        self.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
     }
 
     pub fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
@@ -81,7 +80,8 @@ impl World {
                 "ReferenceGrant" => self.grants.push(serde_json::from_value(doc).map_err(bad)?),
                 "Namespace" => {
                     let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
-                    self.namespaces.insert(ns.metadata.name.unwrap_or_default(), ns.metadata.labels.unwrap_or_default());
+                    self.namespaces
+                        .insert(ns.metadata.name.unwrap_or_default(), ns.metadata.labels.unwrap_or_default());
                 }
                 "Service" => {
                     let s: k8s_openapi::api::core::v1::Service = serde_json::from_value(doc).map_err(bad)?;
@@ -90,11 +90,13 @@ impl World {
                         ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
                         external_name: spec.type_.as_deref() == Some("ExternalName"),
                     };
-                    self.services.insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
+                    self.services
+                        .insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
                 }
                 "Secret" => {
                     let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(doc).map_err(bad)?;
-                    let key = (s.metadata.namespace.clone().unwrap_or_default(), s.metadata.name.clone().unwrap_or_default());
+                    let key =
+                        (s.metadata.namespace.clone().unwrap_or_default(), s.metadata.name.clone().unwrap_or_default());
                     self.secrets.insert(key, secret_info(&s));
                 }
                 _ => {}
