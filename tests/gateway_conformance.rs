@@ -23,6 +23,8 @@ struct Case {
     #[serde(default)]
     tls_secrets: Vec<String>,
     #[serde(default)]
+    classes: Vec<ClassExpect>,
+    #[serde(default)]
     gateways: Vec<GatewayExpect>,
     #[serde(default)]
     routes: Vec<RouteExpect>,
@@ -31,9 +33,18 @@ struct Case {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ClassExpect {
+    name: String,
+    observed_generation: i64,
+    accepted: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct GatewayExpect {
     gateway: String,
+    observed_generation: Option<i64>,
     #[serde(default)]
     conditions: BTreeMap<String, String>,
     #[serde(default)]
@@ -51,9 +62,10 @@ struct ListenerExpect {
 }
 
 #[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct RouteExpect {
     route: String,
+    observed_generation: Option<i64>,
     parent: String,
     conditions: BTreeMap<String, String>,
 }
@@ -116,6 +128,22 @@ fn check_cond(what: &str, c: Option<&Cond>, want: &str) -> Result<(), String> {
 
 fn check_status(case: &Case, t: &Translation) -> Vec<String> {
     let mut errs = Vec::new();
+    for c in &case.classes {
+        match t.classes.iter().find(|o| o.name == c.name) {
+            None => errs.push(format!("GatewayClass {}: no status", c.name)),
+            Some(o) => {
+                errs.extend(
+                    check_cond(&format!("GatewayClass {} Accepted", c.name), Some(&o.accepted), &c.accepted).err(),
+                );
+                if o.generation != Some(c.observed_generation) {
+                    errs.push(format!(
+                        "GatewayClass {}: observedGeneration want {}, got {:?}",
+                        c.name, c.observed_generation, o.generation
+                    ));
+                }
+            }
+        }
+    }
     for g in &case.gateways {
         let (ns, name) = split(&g.gateway);
         let Some(o) = t.gateway(&ns, &name) else {
@@ -124,6 +152,9 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
         };
         for (k, v) in &g.conditions {
             errs.extend(check_cond(&format!("Gateway {name} {k}"), o.condition(k), v).err());
+        }
+        if let Some(n) = g.observed_generation.filter(|n| o.generation != Some(*n)) {
+            errs.push(format!("Gateway {name}: observedGeneration want {n}, got {:?}", o.generation));
         }
         for l in &g.listeners {
             let Some(lo) = o.listener(&l.name) else {
