@@ -189,6 +189,9 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
                 check_cond(&format!("HTTPRoute {name} parent {} {k}", r.parent), o.condition(&r.parent, k), v).err(),
             );
         }
+        if let Some(n) = r.observed_generation.filter(|n| o.generation != Some(*n)) {
+            errs.push(format!("HTTPRoute {name}: observedGeneration want {n}, got {:?}", o.generation));
+        }
     }
     errs
 }
