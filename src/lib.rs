@@ -5,6 +5,7 @@ pub mod cli;
 pub mod config;
 pub mod controller;
 pub mod driver;
+pub mod gateway;
 pub mod model;
 pub mod openstack;
 pub mod placement;

@@ -1,0 +1,53 @@
+use super::*;
+use crate::gateway::world::world;
+
+const SERVICES: &str = "kind: Service\napiVersion: v1\nmetadata: {name: web, namespace: ns}\nspec: {ports: [{port: 8080}]}\n---\nkind: Service\napiVersion: v1\nmetadata: {name: web, namespace: other}\nspec: {ports: [{port: 8080}]}\n---\nkind: Service\napiVersion: v1\nmetadata: {name: ext, namespace: ns}\nspec: {type: ExternalName, externalName: example.com}\n";
+
+fn run(backends: &str, extra: &str) -> (Action, Vec<BackendProblem>) {
+    let w = world(&format!(
+        "{SERVICES}---\n{extra}---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n  - backendRefs: {backends}\n"
+    ));
+    forward(&w.routes[0], 0, &w.routes[0].spec.rules[0], &w)
+}
+
+fn reasons(p: &[BackendProblem]) -> Vec<&str> {
+    p.iter().map(|p| p.reason).collect()
+}
+
+#[test]
+fn valid_backends_forward_with_their_weights_to_one_pool_per_rule() {
+    let (a, p) = run("[{name: web, port: 8080, weight: 3}, {name: web, port: 8080}]", "");
+    assert!(p.is_empty());
+    let Action::Forward { pool, backends } = a else { panic!("{a:?}") };
+    assert_eq!(pool, "httproute:ns/r:0");
+    assert_eq!(backends.iter().map(|b| b.weight).collect::<Vec<_>>(), vec![3, 1]);
+}
+
+#[test]
+fn each_bad_reference_gets_its_reason_and_keeps_its_share_as_500() {
+    let (a, p) = run(
+        "[{name: web, port: 8080}, {name: missing, port: 80}, {name: web, namespace: other, port: 8080}, {group: example.com, kind: Thing, name: x}, {name: ext, port: 80}, {name: web, port: 9}]",
+        "",
+    );
+    assert_eq!(
+        reasons(&p),
+        vec!["BackendNotFound", "RefNotPermitted", "InvalidKind", "BackendNotFound", "BackendNotFound"]
+    );
+    let Action::Forward { backends, .. } = a else { panic!("{a:?}") };
+    assert_eq!(backends.iter().filter(|b| b.target == BackendTarget::Status500).count(), 5);
+}
+
+#[test]
+fn a_reference_grant_permits_the_cross_namespace_backend() {
+    let grant = "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {name: g, namespace: other}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: ns}]\n  to: [{group: '', kind: Service, name: web}]\n";
+    let (a, p) = run("[{name: web, namespace: other, port: 8080}]", grant);
+    assert!(p.is_empty(), "{p:?}");
+    assert!(matches!(a, Action::Forward { .. }));
+}
+
+#[test]
+fn no_usable_backend_answers_500() {
+    assert_eq!(run("[]", "").0, Action::Fixed(500));
+    assert_eq!(run("[{name: missing, port: 80}]", "").0, Action::Fixed(500));
+    assert_eq!(run("[{name: web, port: 8080, weight: 0}]", "").0, Action::Fixed(500));
+}

@@ -1,0 +1,340 @@
+//! The whole translation: every GatewayClass, Gateway and HTTPRoute of ours in a [`World`] to
+//! route tables and status outcomes. Pure and deterministic: the same world gives the same
+//! output, whatever the order of its lists.
+
+use super::api::{Gateway, HTTPRoute};
+use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
+use super::backends::forward;
+use super::hostnames::{matches as host_matches, specificity};
+use super::listeners::{ListenerPlan, plan};
+use super::matches::{rule_matches, unsupported};
+use super::precedence::{Origin, key};
+use super::redirect::{RedirectFrom, octavia_redirect};
+use super::status::{ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ParentOutcome, RouteOutcome};
+use super::world::{World, name_of, ns_of};
+use super::{Action, CONTROLLER_NAME, GatewayRoutes, PortRoutes, RouteEntry};
+use crate::model::KubeRef;
+use std::collections::BTreeMap;
+
+/// The addresses of each programmed Gateway's load balancer, by (namespace, name): the data
+/// plane's answer. A Gateway absent here is not (yet) programmed.
+pub type Programmed = BTreeMap<(String, String), Vec<String>>;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Translation {
+    pub classes: Vec<ClassOutcome>,
+    pub gateways: Vec<GatewayOutcome>,
+    /// One per accepted Gateway of ours.
+    pub routers: Vec<GatewayRoutes>,
+    /// One per HTTPRoute with at least one parent of ours.
+    pub routes: Vec<RouteOutcome>,
+}
+
+impl Translation {
+    pub fn gateway(&self, namespace: &str, name: &str) -> Option<&GatewayOutcome> {
+        self.gateways.iter().find(|g| g.namespace == namespace && g.name == name)
+    }
+
+    pub fn route(&self, namespace: &str, name: &str) -> Option<&RouteOutcome> {
+        self.routes.iter().find(|r| r.namespace == namespace && r.name == name)
+    }
+
+    pub fn router(&self, namespace: &str, name: &str) -> Option<&GatewayRoutes> {
+        self.routers.iter().find(|r| r.owner.namespace == namespace && r.owner.name == name)
+    }
+}
+
+/// One Gateway of ours while translating.
+struct GatewayWork<'a> {
+    gw: &'a Gateway,
+    plans: Vec<ListenerPlan>,
+    accepted: Cond,
+    /// Per listener: the routes attached (namespace, name).
+    attached: Vec<Vec<(String, String)>>,
+    entries: Vec<(usize, RouteEntry)>,
+}
+
+pub fn translate(world: &World, programmed: &Programmed) -> Translation {
+    let classes = world
+        .classes
+        .iter()
+        .filter(|c| c.spec.controller_name == CONTROLLER_NAME)
+        .map(|c| ClassOutcome { name: name_of(c), generation: c.metadata.generation, accepted: class_accepted(c) })
+        .collect::<Vec<_>>();
+    let mut work: BTreeMap<(String, String), GatewayWork<'_>> = BTreeMap::new();
+    for gw in world.gateways.iter().filter(|g| world.is_ours(g)) {
+        let plans = plan(gw, world);
+        let accepted = gateway_accepted(gw, world, &plans);
+        let attached = vec![Vec::new(); plans.len()];
+        work.insert((ns_of(gw), name_of(gw)), GatewayWork { gw, plans, accepted, attached, entries: Vec::new() });
+    }
+    let mut routes: Vec<RouteOutcome> =
+        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work)).collect();
+    routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    let mut gateways = Vec::new();
+    let mut routers = Vec::new();
+    for ((ns, name), w) in work {
+        let addresses = programmed.get(&(ns.clone(), name.clone()));
+        gateways.push(gateway_outcome(&ns, &name, &w, addresses));
+        if w.accepted.ok {
+            routers.push(router(&ns, &name, w));
+        }
+    }
+    Translation { classes, gateways, routers, routes }
+}
+
+fn class_accepted(c: &super::api::GatewayClass) -> Cond {
+    match &c.spec.parameters_ref {
+        Some(p) => Cond::no(
+            "Accepted",
+            "InvalidParameters",
+            format!("parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name),
+        ),
+        None => Cond::yes("Accepted", "Accepted", "served by kuryr-l7-router"),
+    }
+}
+
+fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond {
+    let class = world.class(&gw.spec.gateway_class_name);
+    if let Some(c) = class.filter(|c| c.spec.parameters_ref.is_some()) {
+        return Cond::no("Accepted", "Invalid", format!("GatewayClass {} is not accepted", name_of(c)));
+    }
+    if let Some(p) = gw.spec.infrastructure.as_ref().and_then(|i| i.parameters_ref.as_ref()) {
+        return Cond::no(
+            "Accepted",
+            "InvalidParameters",
+            format!("spec.infrastructure.parametersRef {}/{} {}: no parameters are supported", p.group, p.kind, p.name),
+        );
+    }
+    for (i, a) in gw.spec.addresses.iter().enumerate() {
+        let t = a.address_type.as_deref().unwrap_or("IPAddress");
+        let ip_ok = a.value.as_deref().is_none_or(|v| v.parse::<std::net::IpAddr>().is_ok());
+        if t != "IPAddress" || !ip_ok {
+            let m = format!("spec.addresses[{i}]: only IPAddress values (a floating IP) are supported");
+            return Cond::no("Accepted", "UnsupportedAddress", m);
+        }
+    }
+    let invalid = plans.iter().filter(|p| !p.accepted.ok || p.conflicted.ok).count();
+    if invalid == 0 {
+        Cond::yes("Accepted", "Accepted", "the Gateway is valid")
+    } else if invalid == plans.len() {
+        Cond::no("Accepted", "ListenersNotValid", "no listener is valid")
+    } else {
+        Cond::yes("Accepted", "ListenersNotValid", format!("{invalid} listener(s) are not valid"))
+    }
+}
+
+/// The route's outcome on each of its parents of ours; records attachments and entries.
+fn route_parents(
+    route: &HTTPRoute,
+    world: &World,
+    work: &mut BTreeMap<(String, String), GatewayWork<'_>>,
+) -> Option<RouteOutcome> {
+    let refused = unsupported(route);
+    let rules: Vec<_> = route.spec.rules.iter().enumerate().map(|(i, r)| forward(route, i, r, world)).collect();
+    let resolved = match rules.iter().flat_map(|(_, p)| p).next() {
+        Some(p) => Cond::no("ResolvedRefs", p.reason, p.message.clone()),
+        None => Cond::yes("ResolvedRefs", "ResolvedRefs", "all backendRefs are resolved"),
+    };
+    let actions: Vec<Action> = rules.into_iter().map(|(a, _)| a).collect();
+    let mut parents = Vec::new();
+    for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
+        let gw_key = (parent_namespace(route, p), p.name.clone());
+        let Some(w) = work.get_mut(&gw_key) else { continue };
+        let accepted = match attach(route, p, w.gw, &w.plans, world) {
+            Err(c) => c,
+            Ok(_) if refused.is_some() => Cond::no("Accepted", "UnsupportedValue", refused.clone().unwrap_or_default()),
+            Ok(att) => match entries(route, &att, w, &actions) {
+                Err(m) => Cond::no("Accepted", "UnsupportedValue", m),
+                Ok(es) => {
+                    for a in &att {
+                        let key = (ns_of(route), name_of(route));
+                        if !w.attached[a.listener].contains(&key) {
+                            w.attached[a.listener].push(key);
+                        }
+                    }
+                    w.entries.extend(es);
+                    Cond::yes("Accepted", "Accepted", "attached")
+                }
+            },
+        };
+        parents.push(ParentOutcome { parent_ref: p.clone(), conditions: vec![accepted, resolved.clone()] });
+    }
+    (!parents.is_empty()).then(|| RouteOutcome {
+        namespace: ns_of(route),
+        name: name_of(route),
+        generation: route.metadata.generation,
+        parents,
+    })
+}
+
+/// The route's entries on its attached listeners, each tagged with its listener index; `Err`
+/// when a redirect cannot be served on one of them (the route is then not served there at all).
+fn entries(
+    route: &HTTPRoute,
+    att: &[Attachment],
+    w: &GatewayWork<'_>,
+    actions: &[Action],
+) -> Result<Vec<(usize, RouteEntry)>, String> {
+    let (ns, name) = (ns_of(route), name_of(route));
+    let owner = KubeRef::new("HTTPRoute", &ns, &name);
+    let mut out = Vec::new();
+    for a in att {
+        let l = &w.plans[a.listener];
+        let Some(protocol) = l.protocol else { continue };
+        for host in &a.hosts {
+            let Some(excluded_hosts) = excluded(&w.plans, a.listener, host.as_deref()) else { continue };
+            for (ri, rule) in route.spec.rules.iter().enumerate() {
+                let redirect =
+                    rule.filters.iter().enumerate().find_map(|(fi, f)| f.request_redirect.as_ref().map(|r| (fi, r)));
+                let action = match redirect {
+                    Some((fi, r)) => {
+                        let from = RedirectFrom { protocol, port: l.port, host: host.as_deref() };
+                        Action::Redirect(octavia_redirect(r, from, &format!("spec.rules[{ri}].filters[{fi}]"))?)
+                    }
+                    None => actions[ri].clone(),
+                };
+                for (mi, m) in rule_matches(rule).into_iter().enumerate() {
+                    let origin = Origin {
+                        created: route.metadata.creation_timestamp.as_ref(),
+                        namespace: &ns,
+                        name: &name,
+                        rule: ri,
+                        matched: mi,
+                    };
+                    let entry = RouteEntry {
+                        key: key(host.as_deref(), &m, origin),
+                        host: host.clone(),
+                        excluded_hosts: excluded_hosts.clone(),
+                        path: m.path,
+                        headers: m.headers,
+                        action: action.clone(),
+                        owner: owner.clone(),
+                        rule: ri,
+                    };
+                    out.push((a.listener, entry));
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The hostnames of more specific listeners on the same port that `host` (through listener
+/// `i`) would otherwise catch: a request goes to the most specific matching listener only.
+/// `None` when `host` is an exact name owned by such a listener (the entry can never match).
+fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<String>> {
+    let me = &plans[i];
+    let mut out = Vec::new();
+    for (j, other) in plans.iter().enumerate() {
+        let Some(h2) = other.hostname.as_deref() else { continue };
+        if j == i || other.port != me.port || !other.programmable() {
+            continue;
+        }
+        let more_specific = specificity(Some(h2)) < specificity(me.hostname.as_deref())
+            && me
+                .hostname
+                .as_deref()
+                .is_none_or(|mine| host_matches(mine, h2) || host_matches(mine, h2.trim_start_matches("*.")));
+        if !more_specific {
+            continue;
+        }
+        match host {
+            Some(h) if !h.starts_with("*.") => {
+                if host_matches(h2, h) {
+                    return None;
+                }
+            }
+            Some(h) => {
+                if host_matches(h, h2) || host_matches(h, h2.trim_start_matches("*.")) {
+                    out.push(h2.to_string());
+                }
+            }
+            None => out.push(h2.to_string()),
+        }
+    }
+    out.sort();
+    Some(out)
+}
+
+fn gateway_outcome(ns: &str, name: &str, w: &GatewayWork<'_>, addresses: Option<&Vec<String>>) -> GatewayOutcome {
+    let programmed_gw = w.accepted.ok && addresses.is_some();
+    let programmed = if !w.accepted.ok {
+        Cond::no("Programmed", "Invalid", "the Gateway is not accepted")
+    } else if programmed_gw {
+        Cond::yes("Programmed", "Programmed", "the load balancer serves the Gateway")
+    } else {
+        Cond::no("Programmed", "Pending", "waiting for the load balancer")
+    };
+    let listeners = w
+        .plans
+        .iter()
+        .zip(&w.attached)
+        .map(|(p, att)| {
+            let prog = if !p.programmable() {
+                Cond::no("Programmed", "Invalid", format!("listener {} is not valid", p.name))
+            } else if programmed_gw {
+                Cond::yes("Programmed", "Programmed", format!("listener {} is served", p.name))
+            } else {
+                Cond::no("Programmed", "Pending", "waiting for the load balancer")
+            };
+            ListenerOutcome {
+                name: p.name.clone(),
+                supported_kinds: p.supported_kinds.clone(),
+                attached_routes: i32::try_from(att.len()).unwrap_or(i32::MAX),
+                conditions: vec![p.accepted.clone(), p.resolved_refs.clone(), p.conflicted.clone(), prog],
+            }
+        })
+        .collect();
+    let addresses = addresses
+        .into_iter()
+        .flatten()
+        .map(|v| super::api::GatewayStatusAddress { address_type: "IPAddress".into(), value: v.clone() })
+        .collect();
+    GatewayOutcome {
+        namespace: ns.into(),
+        name: name.into(),
+        generation: w.gw.metadata.generation,
+        conditions: vec![w.accepted.clone(), programmed],
+        addresses,
+        listeners,
+    }
+}
+
+fn router(ns: &str, name: &str, w: GatewayWork<'_>) -> GatewayRoutes {
+    let mut ports: BTreeMap<u16, PortRoutes> = BTreeMap::new();
+    for p in w.plans.iter().filter(|p| p.programmable()) {
+        let Some(protocol) = p.protocol else { continue };
+        let e = ports.entry(p.port).or_insert_with(|| PortRoutes {
+            port: p.port,
+            protocol,
+            listener_names: Vec::new(),
+            certificates: Vec::new(),
+            entries: Vec::new(),
+        });
+        e.listener_names.push(p.name.clone());
+        for c in &p.certificates {
+            if !e.certificates.contains(c) {
+                e.certificates.push(c.clone());
+            }
+        }
+    }
+    for (li, entry) in w.entries {
+        let port = w.plans[li].port;
+        if let Some(pr) = ports.get_mut(&port).filter(|_| w.plans[li].programmable()) {
+            pr.entries.push(entry);
+        }
+    }
+    for pr in ports.values_mut() {
+        pr.entries.sort_by(|a, b| a.key.cmp(&b.key));
+    }
+    GatewayRoutes {
+        owner: KubeRef::new("Gateway", ns, name),
+        router: super::naming::load_balancer_name(ns, name),
+        listeners: ports.into_values().collect(),
+    }
+}
+
+#[cfg(test)]
+#[path = "build_tests.rs"]
+mod tests;

@@ -1,0 +1,119 @@
+use super::*;
+use crate::gateway::world::{gateway_yaml, world};
+
+const SVC: &str =
+    "kind: Service\napiVersion: v1\nmetadata: {name: web, namespace: infra}\nspec: {ports: [{port: 80}]}\n";
+
+fn route(name: &str, spec: &str) -> String {
+    format!(
+        "---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: {name}, namespace: infra, generation: 7}}\nspec:\n{spec}\n"
+    )
+}
+
+fn run(listeners: &str, routes: &str, programmed: bool) -> Translation {
+    let w = world(&format!("{}---\n{SVC}{routes}", gateway_yaml(listeners)));
+    let mut p = Programmed::new();
+    if programmed {
+        p.insert(("infra".into(), "gw".into()), vec!["198.51.100.7".into()]);
+    }
+    translate(&w, &p)
+}
+
+fn accepted(t: &Translation, route: &str) -> (bool, String, String) {
+    let c = t.route("infra", route).and_then(|r| r.condition("gw", "Accepted")).expect("a condition");
+    (c.ok, c.reason.clone(), c.message.clone())
+}
+
+const BACKEND: &str = "  rules: [{backendRefs: [{name: web, port: 80}]}]";
+
+#[test]
+fn gateway_is_programmed_only_with_an_address_and_reports_it() {
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", "", false);
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Programmed").map(|c| (c.ok, c.reason.as_str())), Some((false, "Pending")));
+    assert!(g.addresses.is_empty());
+    assert_eq!(g.generation, Some(3));
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", "", true);
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Programmed").map(|c| c.ok), Some(true));
+    assert_eq!(g.addresses[0].value, "198.51.100.7");
+    assert_eq!(g.listener("http").unwrap().condition("Programmed").map(|c| c.ok), Some(true));
+}
+
+#[test]
+fn parent_port_and_section_must_name_a_listener() {
+    let routes = route("p", &format!("  parentRefs: [{{name: gw, port: 8080}}]\n{BACKEND}"))
+        + &route("s", &format!("  parentRefs: [{{name: gw, sectionName: http, port: 80}}]\n{BACKEND}"));
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, true);
+    assert_eq!(accepted(&t, "p").1, "NoMatchingParent");
+    assert!(accepted(&t, "s").0);
+    assert_eq!(t.route("infra", "s").unwrap().generation, Some(7), "observedGeneration source");
+}
+
+#[test]
+fn unsupported_route_is_refused_not_attached_and_not_served() {
+    let routes = route(
+        "m",
+        "  parentRefs: [{name: gw}]\n  rules: [{matches: [{method: POST}], backendRefs: [{name: web, port: 80}]}]",
+    );
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, true);
+    let (ok, reason, msg) = accepted(&t, "m");
+    assert!(!ok && reason == "UnsupportedValue" && msg.contains("spec.rules[0].matches[0].method"), "{reason}: {msg}");
+    assert_eq!(t.gateway("infra", "gw").unwrap().listener("http").unwrap().attached_routes, 0);
+    assert!(t.router("infra", "gw").unwrap().listeners[0].entries.is_empty());
+}
+
+#[test]
+fn redirect_needing_the_request_host_is_refused_on_an_any_host_route_and_served_on_an_exact_one() {
+    let redirect = "  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]}]";
+    let routes = route("any", &format!("  parentRefs: [{{name: gw}}]\n{redirect}"))
+        + &route("exact", &format!("  parentRefs: [{{name: gw}}]\n  hostnames: [a.example.com]\n{redirect}"));
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, true);
+    let (ok, reason, msg) = accepted(&t, "any");
+    assert!(!ok && reason == "UnsupportedValue" && msg.contains("requestRedirect.hostname"), "{msg}");
+    assert!(accepted(&t, "exact").0);
+    let entries = &t.router("infra", "gw").unwrap().listeners[0].entries;
+    assert_eq!(entries.len(), 1);
+    let Action::Redirect(r) = &entries[0].action else { panic!("{:?}", entries[0].action) };
+    assert_eq!((r.prefix.as_str(), r.code), ("https://a.example.com", 302));
+}
+
+#[test]
+fn a_request_belongs_to_the_most_specific_listener_only() {
+    let listeners = "  - {name: any, port: 80, protocol: HTTP}\n  - {name: wild, port: 80, protocol: HTTP, hostname: '*.example.com'}\n  - {name: exact, port: 80, protocol: HTTP, hostname: a.example.com}";
+    let routes = route("r-any", &format!("  parentRefs: [{{name: gw, sectionName: any}}]\n{BACKEND}"))
+        + &route("r-wild", &format!("  parentRefs: [{{name: gw, sectionName: wild}}]\n{BACKEND}"))
+        + &route(
+            "r-named",
+            &format!("  parentRefs: [{{name: gw, sectionName: wild}}]\n  hostnames: [a.example.com]\n{BACKEND}"),
+        );
+    let t = run(listeners, &routes, true);
+    let entries = &t.router("infra", "gw").unwrap().listeners[0].entries;
+    let by = |n: &str| entries.iter().find(|e| e.owner.name == n).map(|e| e.excluded_hosts.clone());
+    assert_eq!(by("r-any"), Some(vec!["*.example.com".to_string(), "a.example.com".to_string()]));
+    assert_eq!(by("r-wild"), Some(vec!["a.example.com".to_string()]));
+    assert_eq!(by("r-named"), None, "a.example.com belongs to listener `exact`: the entry is dropped");
+    // Still attached to `wild` (the spec counts attachment, not reachability).
+    assert_eq!(t.gateway("infra", "gw").unwrap().listener("wild").unwrap().attached_routes, 2);
+}
+
+#[test]
+fn gateways_of_other_classes_and_their_routes_are_left_alone() {
+    let other = "kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: theirs, namespace: infra}\nspec: {gatewayClassName: nginx, listeners: [{name: http, port: 80, protocol: HTTP}]}\n";
+    let routes = format!("---\n{other}") + &route("r", &format!("  parentRefs: [{{name: theirs}}]\n{BACKEND}"));
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, true);
+    assert!(t.gateway("infra", "theirs").is_none());
+    assert!(t.route("infra", "r").is_none(), "no status written for another controller's parent");
+}
+
+#[test]
+fn unsupported_address_type_is_not_accepted() {
+    let w = world(
+        &gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")
+            .replace("  listeners:\n", "  addresses: [{type: Hostname, value: lb.example.com}]\n  listeners:\n"),
+    );
+    let t = translate(&w, &Programmed::new());
+    let c = t.gateway("infra", "gw").unwrap().condition("Accepted").unwrap().clone();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "UnsupportedAddress"));
+    assert!(t.router("infra", "gw").is_none(), "no router for a Gateway that is not accepted");
+}

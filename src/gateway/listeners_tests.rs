@@ -1,0 +1,101 @@
+use super::*;
+use crate::gateway::world::{gateway_yaml, world};
+
+fn plans(listeners: &str, extra: &str) -> Vec<ListenerPlan> {
+    let w = world(&format!("{}---\n{extra}", gateway_yaml(listeners)));
+    plan(&w.gateways[0], &w)
+}
+
+fn cond(c: &Cond) -> (bool, &str) {
+    (c.ok, c.reason.as_str())
+}
+
+#[test]
+fn unsupported_protocol_is_not_accepted_and_admits_no_kind() {
+    let p = plans("  - {name: tcp, port: 80, protocol: TCP}\n  - {name: http, port: 81, protocol: HTTP}", "");
+    assert_eq!(cond(&p[0].accepted), (false, "UnsupportedProtocol"));
+    assert!(p[0].supported_kinds.is_empty() && !p[0].attachable());
+    assert_eq!(cond(&p[1].accepted), (true, "Accepted"));
+    assert_eq!(p[1].supported_kinds, vec![http_route_kind()]);
+}
+
+#[test]
+fn invalid_route_kinds_are_dropped_with_resolved_refs_false() {
+    let p = plans(
+        "  - name: http\n    port: 80\n    protocol: HTTP\n    allowedRoutes: {kinds: [{kind: InvalidRoute}, {kind: HTTPRoute}]}\n  - name: only\n    port: 81\n    protocol: HTTP\n    allowedRoutes: {kinds: [{kind: InvalidRoute}]}",
+        "",
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidRouteKinds"));
+    assert_eq!(p[0].supported_kinds.len(), 1);
+    assert!(p[1].supported_kinds.is_empty() && !p[1].attachable());
+}
+
+#[test]
+fn same_port_needs_same_protocol_and_distinct_hostnames() {
+    let p = plans(
+        "  - {name: a, port: 80, protocol: HTTP, hostname: a.com}\n  - {name: b, port: 80, protocol: HTTP, hostname: a.com}\n  - {name: c, port: 80, protocol: HTTP, hostname: c.com}\n  - {name: d, port: 90, protocol: HTTP}\n  - {name: e, port: 90, protocol: HTTPS, tls: {certificateRefs: [{name: s}]}}",
+        "",
+    );
+    assert_eq!(cond(&p[0].conflicted), (true, "HostnameConflict"));
+    assert_eq!(cond(&p[1].conflicted), (true, "HostnameConflict"));
+    assert_eq!(cond(&p[2].conflicted), (false, "NoConflicts"));
+    assert_eq!(cond(&p[3].conflicted), (true, "ProtocolConflict"));
+    assert_eq!(cond(&p[4].conflicted), (true, "ProtocolConflict"));
+    assert!(!p[0].attachable() && p[2].attachable());
+}
+
+const HTTPS: &str =
+    "  - name: https\n    port: 443\n    protocol: HTTPS\n    tls: {certificateRefs: [{name: cert, namespace: certs}]}";
+
+#[test]
+fn cross_namespace_certificate_needs_a_reference_grant() {
+    let p = plans(
+        HTTPS,
+        "kind: Secret\napiVersion: v1\nmetadata: {name: cert, namespace: certs}\ntype: kubernetes.io/tls\n",
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (false, "RefNotPermitted"));
+    assert!(!p[0].programmable());
+    let grant = "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {name: g, namespace: certs}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: infra}]\n  to: [{group: '', kind: Secret}]\n";
+    let p = plans(HTTPS, grant);
+    // Permitted now, but the Secret is missing: the next reason.
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidCertificateRef"));
+    assert!(p[0].resolved_refs.message.contains("not found"), "{}", p[0].resolved_refs.message);
+}
+
+#[test]
+fn malformed_or_foreign_certificate_refs_are_invalid() {
+    let p = plans(
+        HTTPS,
+        "kind: Secret\napiVersion: v1\nmetadata: {name: cert, namespace: certs}\ntype: kubernetes.io/tls\nstringData: {tls.crt: nope, tls.key: nope}\n",
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (false, "RefNotPermitted"));
+    let p = plans(
+        "  - name: https\n    port: 443\n    protocol: HTTPS\n    tls: {certificateRefs: [{name: cert}]}",
+        "kind: Secret\napiVersion: v1\nmetadata: {name: cert, namespace: infra}\ntype: kubernetes.io/tls\nstringData: {tls.crt: nope, tls.key: nope}\n",
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidCertificateRef"));
+    assert!(p[0].resolved_refs.message.contains("not a valid"), "{}", p[0].resolved_refs.message);
+    let p = plans(
+        "  - name: https\n    port: 443\n    protocol: HTTPS\n    tls: {certificateRefs: [{name: cert, group: wrong.group}]}",
+        "",
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidCertificateRef"));
+    let p = plans("  - {name: https, port: 443, protocol: HTTPS}", "");
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidCertificateRef"));
+}
+
+#[test]
+fn allowed_namespaces_same_all_selector() {
+    let p = plans(
+        "  - {name: same, port: 80, protocol: HTTP}\n  - {name: all, port: 81, protocol: HTTP, allowedRoutes: {namespaces: {from: All}}}\n  - name: sel\n    port: 82\n    protocol: HTTP\n    allowedRoutes:\n      namespaces:\n        from: Selector\n        selector:\n          matchLabels: {team: a}\n          matchExpressions: [{key: env, operator: NotIn, values: [prod]}]",
+        "",
+    );
+    let labels =
+        |pairs: &[(&str, &str)]| pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>();
+    assert!(p[0].admits_namespace("infra", "infra", &labels(&[])));
+    assert!(!p[0].admits_namespace("infra", "other", &labels(&[])));
+    assert!(p[1].admits_namespace("infra", "other", &labels(&[])));
+    assert!(p[2].admits_namespace("infra", "other", &labels(&[("team", "a")])));
+    assert!(!p[2].admits_namespace("infra", "other", &labels(&[("team", "a"), ("env", "prod")])));
+    assert!(!p[2].admits_namespace("infra", "infra", &labels(&[("team", "b")])));
+}

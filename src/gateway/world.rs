@@ -1,0 +1,142 @@
+//! The snapshot of Kubernetes objects the Gateway translation reads. Built by the controller from
+//! its caches; built by hand (or from YAML fixtures) in tests.
+
+use super::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use std::collections::BTreeMap;
+
+/// What the translation needs to know of a Service.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ServiceInfo {
+    /// The Service's port numbers.
+    pub ports: Vec<i32>,
+    /// ExternalName Services have no endpoints Octavia could reach.
+    pub external_name: bool,
+}
+
+/// What the translation needs to know of a Secret named by a listener.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SecretInfo {
+    /// `kubernetes.io/tls` with a parsable certificate and key.
+    Tls,
+    /// Any other type, or a TLS Secret whose content does not parse.
+    Malformed,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct World {
+    pub classes: Vec<GatewayClass>,
+    pub gateways: Vec<Gateway>,
+    pub routes: Vec<HTTPRoute>,
+    pub grants: Vec<ReferenceGrant>,
+    /// Namespace name -> its labels (for `allowedRoutes.namespaces.from: Selector`).
+    pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    /// (namespace, name) -> Service.
+    pub services: BTreeMap<(String, String), ServiceInfo>,
+    /// (namespace, name) -> Secret.
+    pub secrets: BTreeMap<(String, String), SecretInfo>,
+}
+
+/// The namespace of a namespaced object (empty when unset, as in a bad fixture).
+pub fn ns_of<K: kube::Resource>(o: &K) -> String {
+    o.meta().namespace.clone().unwrap_or_default()
+}
+
+pub fn name_of<K: kube::Resource>(o: &K) -> String {
+    o.meta().name.clone().unwrap_or_default()
+}
+
+impl World {
+    pub fn class(&self, name: &str) -> Option<&GatewayClass> {
+        self.classes.iter().find(|c| c.metadata.name.as_deref() == Some(name))
+    }
+
+    pub fn gateway(&self, namespace: &str, name: &str) -> Option<&Gateway> {
+        self.gateways.iter().find(|g| ns_of(*g) == namespace && name_of(*g) == name)
+    }
+
+    /// Whether the Gateway's class is one of ours (the Gateway is then ours to serve).
+    pub fn is_ours(&self, gw: &Gateway) -> bool {
+        self.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
+    }
+
+    pub fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+        self.namespaces.get(namespace).cloned().unwrap_or_default()
+    }
+}
+
+impl World {
+    /// Adds every object of a multi-document YAML (or JSON) text: the Gateway API kinds, and
+    /// Namespaces, Services and Secrets reduced to what the translation reads. Other kinds are
+    /// skipped. The error names the document and kind that does not parse.
+    pub fn add_yaml(&mut self, text: &str) -> Result<(), String> {
+        let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
+        for (i, doc) in docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()) {
+            let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
+            let bad = |e: serde_json::Error| format!("document {i} ({kind}): {e}");
+            match kind.as_str() {
+                "GatewayClass" => self.classes.push(serde_json::from_value(doc).map_err(bad)?),
+                "Gateway" => self.gateways.push(serde_json::from_value(doc).map_err(bad)?),
+                "HTTPRoute" => self.routes.push(serde_json::from_value(doc).map_err(bad)?),
+                "ReferenceGrant" => self.grants.push(serde_json::from_value(doc).map_err(bad)?),
+                "Namespace" => {
+                    let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
+                    self.namespaces
+                        .insert(ns.metadata.name.unwrap_or_default(), ns.metadata.labels.unwrap_or_default());
+                }
+                "Service" => {
+                    let s: k8s_openapi::api::core::v1::Service = serde_json::from_value(doc).map_err(bad)?;
+                    let spec = s.spec.unwrap_or_default();
+                    let info = ServiceInfo {
+                        ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
+                        external_name: spec.type_.as_deref() == Some("ExternalName"),
+                    };
+                    self.services
+                        .insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
+                }
+                "Secret" => {
+                    let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(doc).map_err(bad)?;
+                    let key =
+                        (s.metadata.namespace.clone().unwrap_or_default(), s.metadata.name.clone().unwrap_or_default());
+                    self.secrets.insert(key, secret_info(&s));
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A listener can serve a Secret only when it is `kubernetes.io/tls` and its certificate and
+/// key parse (with `stringData` merged as the API server would).
+pub fn secret_info(s: &k8s_openapi::api::core::v1::Secret) -> SecretInfo {
+    if s.type_.as_deref() != Some("kubernetes.io/tls") {
+        return SecretInfo::Malformed;
+    }
+    let get = |k: &str| -> Vec<u8> {
+        let from_string = s.string_data.as_ref().and_then(|d| d.get(k)).map(|v| v.as_bytes().to_vec());
+        from_string.or_else(|| s.data.as_ref().and_then(|d| d.get(k)).map(|v| v.0.clone())).unwrap_or_default()
+    };
+    match crate::certificate::ParsedCertificate::from_pem(&get("tls.crt"), &get("tls.key")) {
+        Ok(_) => SecretInfo::Tls,
+        Err(_) => SecretInfo::Malformed,
+    }
+}
+
+/// A world from YAML, for tests.
+#[cfg(test)]
+pub(crate) fn world(yaml: &str) -> World {
+    let mut w = World::default();
+    w.add_yaml(yaml).unwrap_or_else(|e| panic!("test YAML: {e}"));
+    w
+}
+
+/// A GatewayClass of ours named `kuryr` and a Gateway `infra/gw` with the given listeners
+/// (a YAML list indented by 2 spaces), for tests.
+#[cfg(test)]
+pub(crate) fn gateway_yaml(listeners: &str) -> String {
+    format!(
+        "kind: GatewayClass\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: kuryr}}\nspec: {{controllerName: {}}}\n---\n\
+kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: gw, namespace: infra, generation: 3}}\nspec:\n  gatewayClassName: kuryr\n  listeners:\n{listeners}\n",
+        super::CONTROLLER_NAME
+    )
+}
