@@ -4,16 +4,13 @@
 
 use std::collections::BTreeSet;
 
+pub use super::report::BudgetReading;
 use super::{ConvergeReport, Router};
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::L7Policy;
 use crate::openstack::{ListQuery, Octavia, Result};
 use crate::translate::budget::{Budget, Usage};
 
-/// What a convergence read of the router's budget: `Ok(None)` when the project's quotas are
-/// unlimited, `Err` with the reason when they could not be read (e.g. a policy that forbids
-/// reading them: the caller keeps the budget it had).
-pub type BudgetReading = std::result::Result<Option<Budget>, String>;
 
 impl Router {
     /// [`Router::converge`], then the router's budget read into the report

@@ -49,8 +49,8 @@ pub struct ConvergeReport {
     /// routes on the router stay; see `super::admission`).
     pub quota_waiting: Vec<super::admission::Waiting>,
     /// The router's budget of L7 policies and rules under the project's Octavia quotas, when
-    /// this convergence read it ([`super::quota::BudgetReading`]; `None`: not read).
-    pub budget: Option<super::quota::BudgetReading>,
+    /// this convergence read it ([`BudgetReading`]; `None`: not read).
+    pub budget: Option<BudgetReading>,
 }
 
 /// A write Octavia refused for good, or an object on hold since such a refusal.
@@ -125,3 +125,8 @@ pub struct CertificateSnapshot {
     pub default: bool,
     pub metadata: std::collections::BTreeMap<String, String>,
 }
+
+/// What a convergence read of the router's budget: `Ok(None)` when the project's quotas are
+/// unlimited, `Err` with the reason when they could not be read (e.g. a policy that forbids
+/// reading them: the caller keeps the budget it had).
+pub type BudgetReading = std::result::Result<Option<crate::translate::budget::Budget>, String>;
