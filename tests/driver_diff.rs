@@ -51,6 +51,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
             compare_type: CompareType::Regex,
             value: h.into(),
             invert: false,
+            key: None,
         });
     }
     if let Some(p) = path {
@@ -59,6 +60,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
             compare_type: CompareType::Regex,
             value: p.into(),
             invert: false,
+            key: None,
         });
     }
     Policy {
@@ -68,6 +70,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
         rules,
         owner: KubeRef::new("Ingress", "default", "web"),
         description: name.into(),
+        redirect: None,
     }
 }
 

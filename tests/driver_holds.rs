@@ -49,6 +49,7 @@ fn route(ing: &str, host: &str) -> Policy {
         rules: vec![rule(RuleType::HostName, host), rule(RuleType::Path, "/")],
         owner: KubeRef::new("Ingress", "default", ing),
         description: host.into(),
+        redirect: None,
     }
 }
 

@@ -401,7 +401,7 @@ impl Context {
     pub async fn refresh_statuses(&self, address: Option<std::net::IpAddr>) {
         let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
         for ing in self.stores.ingresses.state() {
-            let ours = crate::translate::routes::is_ours(&ing, &classes, &self.opts);
+            let ours = crate::translate::ingress_class::is_ours(&ing, &classes, &self.opts);
             if !ours || !patches::has_finalizer(ing.as_ref()) || ing.metadata.deletion_timestamp.is_some() {
                 continue;
             }

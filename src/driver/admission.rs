@@ -191,8 +191,13 @@ mod tests {
 
     /// Ingress `ing`'s route `n`, with `rules` rules.
     fn route(ing: &str, n: u32, rules: usize) -> Policy {
-        let rule =
-            Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false };
+        let rule = Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::StartsWith,
+            value: "/".into(),
+            invert: false,
+            key: None,
+        };
         Policy {
             name: format!("{ing}-{n}"),
             position: 0,
@@ -200,6 +205,7 @@ mod tests {
             rules: vec![rule; rules],
             owner: ingress(ing),
             description: String::new(),
+            redirect: None,
         }
     }
 

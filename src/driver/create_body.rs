@@ -5,7 +5,7 @@
 use super::actual::HealthMonitorSpec;
 use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
 use super::spec::RouterSpec;
-use crate::model::{DesiredRouter, Rule};
+use crate::model::{DesiredRouter, Policy, RedirectTarget, Rule};
 use crate::openstack::octavia::{
     HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
     PoolCreate,
@@ -34,18 +34,16 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
     let l7policies = desired
         .policies
         .iter()
-        .filter(|p| desired.pools.contains_key(&p.pool))
+        .filter(|p| p.redirect.is_some() || desired.pools.contains_key(&p.pool))
         .map(|p| {
             let tags = own.tags_for(&p.owner);
             L7PolicyCreate {
                 name: Some(p.name.clone()),
                 description: Some(p.description.clone()),
-                action: "REDIRECT_TO_POOL".into(),
-                redirect_pool: Some(NameRef { name: p.pool.clone() }),
                 position: Some(p.position),
                 rules: p.rules.iter().map(|r| rule_create(r, &tags)).collect(),
                 tags,
-                ..L7PolicyCreate::default()
+                ..policy_action(p)
             }
         })
         .collect();
@@ -61,6 +59,29 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
         }],
         pools,
         ..bare_create(spec, vip_subnet_id)
+    }
+}
+
+/// The action part of a policy's create body: REDIRECT_TO_POOL (by pool name, inside a
+/// fully-populated create), REDIRECT_PREFIX or REDIRECT_TO_URL with its `redirect_http_code`.
+pub fn policy_action(p: &Policy) -> L7PolicyCreate {
+    let Some(r) = &p.redirect else {
+        return L7PolicyCreate {
+            action: "REDIRECT_TO_POOL".into(),
+            redirect_pool: Some(NameRef { name: p.pool.clone() }),
+            ..L7PolicyCreate::default()
+        };
+    };
+    let (action, redirect_prefix, redirect_url) = match &r.target {
+        RedirectTarget::Prefix(prefix) => ("REDIRECT_PREFIX", Some(prefix.clone()), None),
+        RedirectTarget::Url(url) => ("REDIRECT_TO_URL", None, Some(url.clone())),
+    };
+    L7PolicyCreate {
+        action: action.into(),
+        redirect_prefix,
+        redirect_url,
+        redirect_http_code: Some(r.code),
+        ..L7PolicyCreate::default()
     }
 }
 
@@ -131,7 +152,7 @@ pub fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
     L7RuleCreate {
         rule_type: rule_type_str(r.rule_type).into(),
         compare_type: compare_type_str(r.compare_type).into(),
-        key: None,
+        key: r.key.clone(),
         value: r.value.clone(),
         invert: r.invert,
         tags: tags.to_vec(),

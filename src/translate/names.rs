@@ -3,6 +3,12 @@
 
 use crate::model::KubeRef;
 
+/// The namespace of an object that names none: Kubernetes' `default` (manifests given to `plan`
+/// and `apply` may leave it out; objects from the API always carry one).
+pub fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
 /// Octavia's limit on `name` (StringType(max_length=255)).
 pub const MAX_NAME: usize = 255;
 
