@@ -417,6 +417,7 @@ fn foreign_objects_are_never_written() {
         action: "REDIRECT_TO_POOL".into(),
         redirect_pool_id: Some("foreign-pool".into()),
         redirect_prefix: None,
+        redirect_url: None,
         redirect_http_code: None,
         admin_state_up: true,
         rules: vec![ActualRule {
@@ -546,7 +547,7 @@ proptest! {
         let mut router = empty_router();
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
-            redirect_pool_id: None, redirect_prefix: None, redirect_http_code: None, admin_state_up: true,
+            redirect_pool_id: None, redirect_prefix: None, redirect_url: None, redirect_http_code: None, admin_state_up: true,
             rules: vec![], tags: vec![], in_error: false,
         });
         let mut sim = Simulator::new(router);

@@ -41,6 +41,7 @@ fn route(ing: &str, host: &str) -> Policy {
         compare_type: CompareType::EqualTo,
         value: value.into(),
         invert: false,
+        key: None,
     };
     Policy {
         name: format!("default_{ing}_{host}"),

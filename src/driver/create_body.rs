@@ -158,3 +158,60 @@ pub fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
         tags: tags.to_vec(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, KubeRef, PolicyRedirect, RuleType};
+
+    fn policy(redirect: Option<PolicyRedirect>) -> Policy {
+        Policy {
+            name: "p".into(),
+            position: 1,
+            pool: "ns_web".into(),
+            rules: vec![],
+            owner: KubeRef::new("HTTPRoute", "ns", "r"),
+            description: String::new(),
+            redirect,
+        }
+    }
+
+    #[test]
+    fn a_header_rule_is_sent_with_its_key() {
+        let rule = Rule {
+            rule_type: RuleType::Header,
+            compare_type: CompareType::Regex,
+            value: "^canary$".into(),
+            invert: false,
+            key: Some("X-Env".into()),
+        };
+        let body = serde_json::to_value(rule_create(&rule, &[])).unwrap();
+        assert_eq!(body["type"], "HEADER");
+        assert_eq!(body["key"], "X-Env");
+        assert_eq!(body["compare_type"], "REGEX");
+    }
+
+    #[test]
+    fn redirect_policies_carry_their_target_and_code() {
+        let prefix = policy_action(&policy(Some(PolicyRedirect {
+            target: RedirectTarget::Prefix("https://b.example.com".into()),
+            code: 302,
+        })));
+        assert_eq!(
+            (prefix.action.as_str(), prefix.redirect_prefix.as_deref(), prefix.redirect_http_code),
+            ("REDIRECT_PREFIX", Some("https://b.example.com"), Some(302))
+        );
+        assert!(prefix.redirect_pool.is_none() && prefix.redirect_url.is_none());
+        let url = policy_action(&policy(Some(PolicyRedirect {
+            target: RedirectTarget::Url("https://b.example.com/x".into()),
+            code: 307,
+        })));
+        assert_eq!(
+            (url.action.as_str(), url.redirect_url.as_deref(), url.redirect_http_code),
+            ("REDIRECT_TO_URL", Some("https://b.example.com/x"), Some(307))
+        );
+        let pool = policy_action(&policy(None));
+        assert_eq!((pool.action.as_str(), pool.redirect_http_code), ("REDIRECT_TO_POOL", None));
+        assert_eq!(pool.redirect_pool.map(|p| p.name), Some("ns_web".to_string()));
+    }
+}

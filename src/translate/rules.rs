@@ -250,3 +250,26 @@ pub fn header_problem(h: &HeaderMatch) -> Option<String> {
     }
     value_problem(&h.value).map(|why| format!("header {}: {why}", h.name))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn octavia_refuses_header_names_that_are_not_tokens_and_values_with_spaces() {
+        let h = |name: &str, value: &str| HeaderMatch {
+            name: name.into(),
+            kind: HeaderMatchKind::Exact,
+            value: value.into(),
+        };
+        assert_eq!(header_problem(&h("X-Env", "canary")), None);
+        assert!(header_problem(&h("X Env", "canary")).is_some());
+        assert!(header_problem(&h("", "canary")).is_some());
+        assert!(header_problem(&h("X-Env", "two words")).unwrap().contains("X-Env"));
+        let r = header_rule(&HeaderMatch { name: "X-Env".into(), kind: HeaderMatchKind::Regex, value: "^c".into() });
+        assert_eq!(
+            (r.rule_type, r.compare_type, r.key.as_deref()),
+            (RuleType::Header, CompareType::Regex, Some("X-Env"))
+        );
+    }
+}

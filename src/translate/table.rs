@@ -305,3 +305,120 @@ pub fn needs_unavailable_pool(routes: &[RouteClaim], has_not_found_pool: bool) -
         RouteAction::Redirect(_) => false,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, RuleType};
+    use crate::translate::claim::{HeaderMatchKind, OrderKey, OrderPart, RouteOwner};
+
+    fn owner(name: &str) -> RouteOwner {
+        RouteOwner { object: KubeRef::new("HTTPRoute", "ns", name), uid: Some(format!("uid-{name}")) }
+    }
+
+    fn key(svc: &str) -> PoolKey {
+        PoolKey { namespace: "ns".into(), service: svc.into(), port: 80 }
+    }
+
+    fn claim(host: &str, path: PathMatch, headers: Vec<HeaderMatch>, action: RouteAction, order: u64) -> RouteClaim {
+        RouteClaim {
+            host: host.into(),
+            path,
+            path_type: "PathPrefix".into(),
+            path_as_written: "/".into(),
+            headers,
+            action,
+            order: OrderKey(vec![OrderPart::Number(order)]),
+            owner: owner("r"),
+            origin: "rules[0]".into(),
+            fallback: false,
+        }
+    }
+
+    fn stops() -> Stops<'static> {
+        Stops { default_pool: None, guard_pool: None, router_default: false, not_found_pool: None }
+    }
+
+    fn header(name: &str, value: &str) -> HeaderMatch {
+        HeaderMatch { name: name.into(), kind: HeaderMatchKind::Exact, value: value.into() }
+    }
+
+    #[test]
+    fn a_header_match_becomes_a_header_rule_with_its_key_and_the_front_ends_order_decides() {
+        let names: PoolNames = [(key("canary"), "ns_canary".to_string()), (key("web"), "ns_web".to_string())].into();
+        let canary = claim(
+            "a.example.com",
+            PathMatch::Prefix("/".into()),
+            vec![header("x-canary", "yes")],
+            RouteAction::to_service(key("canary")),
+            0,
+        );
+        let web = claim("a.example.com", PathMatch::Prefix("/".into()), vec![], RouteAction::to_service(key("web")), 1);
+        let routes = RouteTable::claim_all([web, canary], &mut Vec::new()).routes();
+        let policies = order_policies(routes, &names, &stops(), &mut Vec::new());
+        assert_eq!(policies.iter().map(|p| p.pool.as_str()).collect::<Vec<_>>(), ["ns_canary", "ns_web"]);
+        let h = policies[0].rules.iter().find(|r| r.rule_type == RuleType::Header).expect("a header rule");
+        assert_eq!(
+            (h.key.as_deref(), h.compare_type, h.value.as_str()),
+            (Some("x-canary"), CompareType::EqualTo, "yes")
+        );
+        assert_ne!(policies[0].name, policies[1].name, "the header is part of the policy's identity");
+    }
+
+    #[test]
+    fn a_redirect_action_keeps_the_path_unless_it_replaces_it() {
+        let to = |path: Option<&str>| {
+            RouteAction::Redirect(RedirectSpec {
+                scheme: "https".into(),
+                host: "b.example.com".into(),
+                port: Some(8443),
+                path: path.map(String::from),
+                code: 301,
+            })
+        };
+        let keep = claim("a.example.com", PathMatch::Exact("/old".into()), vec![], to(None), 0);
+        let replace = claim("a.example.com", PathMatch::Exact("/gone".into()), vec![], to(Some("/new")), 1);
+        let routes = RouteTable::claim_all([keep, replace], &mut Vec::new()).routes();
+        let policies = order_policies(routes, &PoolNames::new(), &stops(), &mut Vec::new());
+        let redirects: Vec<_> = policies.iter().map(|p| (p.pool.as_str(), p.redirect.clone())).collect();
+        assert_eq!(
+            redirects,
+            [
+                (
+                    "",
+                    Some(PolicyRedirect {
+                        target: RedirectTarget::Prefix("https://b.example.com:8443".into()),
+                        code: 301
+                    })
+                ),
+                (
+                    "",
+                    Some(PolicyRedirect {
+                        target: RedirectTarget::Url("https://b.example.com:8443/new".into()),
+                        code: 301
+                    })
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn fixed_answers_use_the_reserved_pools_and_the_first_claim_of_a_match_wins() {
+        let mut warnings = Vec::new();
+        let not_found =
+            claim("", PathMatch::Regex("^/x[0-9]+$".into()), vec![], RouteAction::Fixed(FixedAnswer::NotFound), 0);
+        let mut younger = not_found.clone();
+        younger.owner = owner("younger");
+        younger.action = RouteAction::Fixed(FixedAnswer::Unavailable);
+        let routes = RouteTable::claim_all([not_found, younger], &mut warnings).routes();
+        assert_eq!(routes.len(), 1);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].message.contains("HTTPRoute ns/younger: rules[0] ignored"), "{}", warnings[0].message);
+        assert!(needs_unavailable_pool(&routes, false), "a 404 without a 404 pool answers from the 503 pool");
+        let with_404 = Stops { not_found_pool: Some("kuryr-status-404"), ..stops() };
+        let policies = order_policies(routes, &PoolNames::new(), &with_404, &mut Vec::new());
+        assert_eq!(policies[0].pool, "kuryr-status-404");
+        assert_eq!(policies[0].rules[0].compare_type, CompareType::Regex);
+        assert_eq!(policies[0].rules[0].value, "^/x[0-9]+$");
+    }
+}
