@@ -74,15 +74,6 @@ impl RouteAction {
     pub fn to_service(key: PoolKey) -> Self {
         RouteAction::Forward(vec![WeightedBackend { key, weight: 1 }])
     }
-
-    /// The Service ports the action forwards to.
-    pub fn backends(&self) -> impl Iterator<Item = &PoolKey> {
-        let forward = match self {
-            RouteAction::Forward(b) => b.as_slice(),
-            _ => &[],
-        };
-        forward.iter().map(|b| &b.key)
-    }
 }
 
 /// A sortable precedence among the routes of one host, given by the front end: the spec's

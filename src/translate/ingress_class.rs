@@ -60,9 +60,10 @@ mod tests {
     use k8s_openapi::api::networking::v1::IngressSpec;
 
     fn ingress(class: Option<&str>) -> Ingress {
-        let mut i = Ingress::default();
-        i.spec = Some(IngressSpec { ingress_class_name: class.map(String::from), ..IngressSpec::default() });
-        i
+        Ingress {
+            spec: Some(IngressSpec { ingress_class_name: class.map(String::from), ..IngressSpec::default() }),
+            ..Ingress::default()
+        }
     }
 
     #[test]

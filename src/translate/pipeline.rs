@@ -17,7 +17,7 @@ use super::ingress_class::ours_by_age;
 use super::options::{Inputs, TranslateOptions};
 use super::pools::{build_pools, health_monitors};
 use super::status::reserved;
-use super::table::{RouteTable, Stops, guard_policies, needs_unavailable_pool, number, order_policies};
+use super::table::{RouteTable, Stops, chosen_backend, guard_policies, needs_unavailable_pool, number, order_policies};
 use super::tenancy::host_owners;
 use super::tls::{on_https, translate_tls};
 use crate::model::{DesiredRouter, HttpsListener, Policy, Pool, UNAVAILABLE_POOL, Warning};
@@ -76,7 +76,7 @@ impl Backends {
         opts: &TranslateOptions,
         warnings: &mut Vec<Warning>,
     ) -> Self {
-        let mut keys: BTreeSet<PoolKey> = routes.iter().flat_map(|r| r.action.backends()).cloned().collect();
+        let mut keys: BTreeSet<PoolKey> = routes.iter().filter_map(|r| chosen_backend(&r.action)).cloned().collect();
         keys.extend(router_default.clone());
         let mut names = pool_names(&keys);
         // With a router-wide default backend and no responder, a named host's unmatched paths are

@@ -267,7 +267,7 @@ fn route_policy(
     }
     rules.extend(excl_rules.iter().take(room).cloned());
     let (pool, redirect) = match &r.action {
-        RouteAction::Forward(_) => (forward_pool(r, names), None),
+        RouteAction::Forward(_) => (forward_pool(r, names, warnings), None),
         RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
         RouteAction::Fixed(FixedAnswer::NotFound) => {
             (stops.not_found_pool.unwrap_or(UNAVAILABLE_POOL).to_string(), None)
@@ -285,15 +285,30 @@ fn route_policy(
     }
 }
 
-/// The pool a forwarding route sends to: its backend's; a split over several Service ports
-/// goes to the heaviest one for now (the front end warns).
-fn forward_pool(r: &RouteClaim, names: &PoolNames) -> String {
-    let RouteAction::Forward(backends) = &r.action else { return UNAVAILABLE_POOL.to_string() };
+/// The Service port a forwarding route's pool is fed by: its backend; of a split over several,
+/// the heaviest for now (a pool fed by several Services is not built yet: a warning says so).
+/// `None`: no backend with weight, the route answers 503.
+pub fn chosen_backend(action: &RouteAction) -> Option<&PoolKey> {
+    let RouteAction::Forward(backends) = action else { return None };
     backends
         .iter()
         .filter(|b| b.weight > 0)
         .max_by(|a, b| a.weight.cmp(&b.weight).then(b.key.cmp(&a.key)))
-        .map_or_else(|| UNAVAILABLE_POOL.to_string(), |b| names[&b.key].clone())
+        .map(|b| &b.key)
+}
+
+fn forward_pool(r: &RouteClaim, names: &PoolNames, warnings: &mut Vec<Warning>) -> String {
+    if let RouteAction::Forward(backends) = &r.action
+        && backends.iter().filter(|b| b.weight > 0).count() > 1
+    {
+        let o = r.owner_ref();
+        let msg = format!(
+            "{o}: {}: a split over several Services is not supported yet; all its requests go to the heaviest backend",
+            r.describe()
+        );
+        warn(warnings, o, "BackendSplitUnsupported", msg);
+    }
+    chosen_backend(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |k| names[k].clone())
 }
 
 /// Does some route answer 503 (or 404 without a 404 pool) through the reserved 503 pool?
@@ -420,5 +435,23 @@ mod tests {
         assert_eq!(policies[0].pool, "kuryr-status-404");
         assert_eq!(policies[0].rules[0].compare_type, CompareType::Regex);
         assert_eq!(policies[0].rules[0].value, "^/x[0-9]+$");
+    }
+
+    #[test]
+    fn a_split_goes_to_its_heaviest_backend_with_a_warning_until_shared_pools_exist() {
+        use crate::translate::backends::WeightedBackend;
+        let split = RouteAction::Forward(vec![
+            WeightedBackend { key: key("web"), weight: 1 },
+            WeightedBackend { key: key("canary"), weight: 9 },
+        ]);
+        assert_eq!(chosen_backend(&split), Some(&key("canary")));
+        let names: PoolNames = [(key("canary"), "ns_canary".to_string())].into();
+        let mut warnings = Vec::new();
+        let routes = vec![claim("a.example.com", PathMatch::Prefix("/".into()), vec![], split, 0)];
+        let policies = order_policies(routes, &names, &stops(), &mut warnings);
+        assert_eq!(policies[0].pool, "ns_canary");
+        assert_eq!(warnings.iter().map(|w| w.reason.as_str()).collect::<Vec<_>>(), ["BackendSplitUnsupported"]);
+        let none = RouteAction::Forward(vec![WeightedBackend { key: key("web"), weight: 0 }]);
+        assert_eq!(chosen_backend(&none), None);
     }
 }

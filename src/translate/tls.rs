@@ -199,28 +199,7 @@ pub fn translate_tls(
     if certs.is_empty() {
         return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
     }
-    let by_name: BTreeMap<(&str, &str), &Secret> = secrets
-        .iter()
-        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
-        .zip(secrets.iter())
-        .collect();
-    for cert in certs.values_mut() {
-        match load_secret(&cert.secret, &by_name, now) {
-            Ok(content) => cert.content = Some(content),
-            Err((reason, msg)) => {
-                for owner in &cert.owners {
-                    warn(
-                        warnings,
-                        owner,
-                        reason,
-                        format!(
-                            "{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"
-                        ),
-                    );
-                }
-            }
-        }
-    }
+    load_contents(&mut certs, secrets, now, warnings);
     // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
     let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut host_winner: BTreeMap<&str, &KubeRef> = BTreeMap::new();
@@ -287,6 +266,37 @@ pub fn translate_tls(
         default_pool: None,
     };
     TlsRouting { https: Some(https), redirects, tls_hosts }
+}
+
+/// Each certificate's content from its Secret; a missing or broken one warns its Ingresses.
+fn load_contents(
+    certs: &mut BTreeMap<String, Certificate>,
+    secrets: &[Secret],
+    now: Option<std::time::SystemTime>,
+    warnings: &mut Vec<Warning>,
+) {
+    let by_name: BTreeMap<(&str, &str), &Secret> = secrets
+        .iter()
+        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
+        .zip(secrets.iter())
+        .collect();
+    for cert in certs.values_mut() {
+        match load_secret(&cert.secret, &by_name, now) {
+            Ok(content) => cert.content = Some(content),
+            Err((reason, msg)) => {
+                for owner in &cert.owners {
+                    warn(
+                        warnings,
+                        owner,
+                        reason,
+                        format!(
+                            "{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"
+                        ),
+                    );
+                }
+            }
+        }
+    }
 }
 
 /// The configured default certificate, else the oldest Ingress's first one that has content,
