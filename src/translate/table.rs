@@ -378,6 +378,7 @@ mod tests {
             (Some("x-canary"), CompareType::EqualTo, "yes")
         );
         assert_ne!(policies[0].name, policies[1].name, "the header is part of the policy's identity");
+        assert!(policies[0].name.starts_with("httproute:ns/r:a.example.com:"), "{}", policies[0].name);
     }
 
     #[test]
