@@ -39,6 +39,7 @@ fn host_rule(host: &str) -> Rule {
         compare_type: CompareType::Regex,
         value: format!("^{}(:[0-9]+)?$", host.replace('.', "\\.")),
         invert: false,
+        key: None,
     }
 }
 
@@ -48,11 +49,12 @@ fn prefix_rule(path: &str) -> Rule {
         compare_type: CompareType::Regex,
         value: format!("^{path}(/.*)?$"),
         invert: false,
+        key: None,
     }
 }
 
 fn exact_rule(path: &str) -> Rule {
-    Rule { rule_type: RuleType::Path, compare_type: CompareType::EqualTo, value: path.into(), invert: false }
+    Rule { rule_type: RuleType::Path, compare_type: CompareType::EqualTo, value: path.into(), invert: false, key: None }
 }
 
 fn policy(name: &str, pool: &str, rules: Vec<Rule>) -> Policy {
@@ -63,6 +65,7 @@ fn policy(name: &str, pool: &str, rules: Vec<Rule>) -> Policy {
         rules,
         owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
+        redirect: None,
     }
 }
 

@@ -48,9 +48,11 @@ fn route(ing: &str, host: &str, svc: &str) -> Policy {
             compare_type: CompareType::EqualTo,
             value: host.into(),
             invert: false,
+            key: None,
         }],
         owner: KubeRef::new("Ingress", "default", ing),
         description: ing.into(),
+        redirect: None,
     }
 }
 

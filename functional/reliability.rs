@@ -25,7 +25,7 @@ fn member(ip: &str) -> Member {
 }
 
 fn rule(rule_type: RuleType, compare_type: CompareType, value: &str) -> Rule {
-    Rule { rule_type, compare_type, value: value.into(), invert: false }
+    Rule { rule_type, compare_type, value: value.into(), invert: false, key: None }
 }
 
 /// Two routes to two pools; `path_value` is the value of the second policy's path rule.
@@ -46,6 +46,7 @@ fn shop(path_value: &str) -> DesiredRouter {
         rules,
         owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
+        redirect: None,
     };
     DesiredRouter {
         policies: vec![

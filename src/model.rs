@@ -65,6 +65,8 @@ impl std::fmt::Display for KubeRef {
 pub enum RuleType {
     HostName,
     Path,
+    /// A request header, named by [`Rule::key`].
+    Header,
 }
 
 /// Octavia L7 rule `compare_type`.
@@ -87,22 +89,47 @@ pub struct Rule {
     pub value: String,
     #[serde(default)]
     pub invert: bool,
+    /// The header name of a [`RuleType::Header`] rule (Octavia's `key`); `None` for the others.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<String>,
 }
 
-/// One L7 policy (action REDIRECT_TO_POOL) on the router's listener.
+/// One L7 policy on the router's listener: REDIRECT_TO_POOL to [`Policy::pool`], or, when
+/// [`Policy::redirect`] is set, a redirect.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// Unique, stable key on the router (see module docs).
     pub name: String,
     /// 1-based; Octavia evaluates policies by ascending position, first match wins.
     pub position: u32,
-    /// Name of the pool (a key of [`DesiredRouter::pools`]).
+    /// Name of the pool (a key of [`DesiredRouter::pools`]); empty for a redirect.
     pub pool: String,
     pub rules: Vec<Rule>,
     /// The Ingress this policy comes from.
     pub owner: KubeRef,
     /// Human-readable origin, e.g. `foo.bar.com Prefix /api`.
     pub description: String,
+    /// The redirect this policy answers with instead of a pool (Gateway API `RequestRedirect`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<PolicyRedirect>,
+}
+
+/// A redirect action of a policy.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PolicyRedirect {
+    pub target: RedirectTarget,
+    /// `redirect_http_code`: 301, 302, 303, 307 or 308.
+    pub code: u16,
+}
+
+/// Where a redirect sends the client.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RedirectTarget {
+    /// REDIRECT_PREFIX: `scheme://host[:port]`, haproxy appends the request's path and query.
+    Prefix(String),
+    /// REDIRECT_TO_URL: exactly this URL.
+    Url(String),
 }
 
 /// The reserved pool answering 404 (no route matches): the listeners' default pool when no

@@ -51,6 +51,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
             compare_type: CompareType::Regex,
             value: h.into(),
             invert: false,
+            key: None,
         });
     }
     if let Some(p) = path {
@@ -59,6 +60,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
             compare_type: CompareType::Regex,
             value: p.into(),
             invert: false,
+            key: None,
         });
     }
     Policy {
@@ -68,6 +70,7 @@ fn policy(name: &str, pool: &str, host: Option<&str>, path: Option<&str>) -> Pol
         rules,
         owner: KubeRef::new("Ingress", "default", "web"),
         description: name.into(),
+        redirect: None,
     }
 }
 
@@ -414,6 +417,7 @@ fn foreign_objects_are_never_written() {
         action: "REDIRECT_TO_POOL".into(),
         redirect_pool_id: Some("foreign-pool".into()),
         redirect_prefix: None,
+        redirect_url: None,
         redirect_http_code: None,
         admin_state_up: true,
         rules: vec![ActualRule {
@@ -543,7 +547,7 @@ proptest! {
         let mut router = empty_router();
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
-            redirect_pool_id: None, redirect_prefix: None, redirect_http_code: None, admin_state_up: true,
+            redirect_pool_id: None, redirect_prefix: None, redirect_url: None, redirect_http_code: None, admin_state_up: true,
             rules: vec![], tags: vec![], in_error: false,
         });
         let mut sim = Simulator::new(router);

@@ -41,6 +41,7 @@ fn route(ing: &str, host: &str) -> Policy {
         compare_type: CompareType::EqualTo,
         value: value.into(),
         invert: false,
+        key: None,
     };
     Policy {
         name: format!("default_{ing}_{host}"),
@@ -49,6 +50,7 @@ fn route(ing: &str, host: &str) -> Policy {
         rules: vec![rule(RuleType::HostName, host), rule(RuleType::Path, "/")],
         owner: KubeRef::new("Ingress", "default", ing),
         description: host.into(),
+        redirect: None,
     }
 }
 

@@ -46,11 +46,19 @@ fn route(ing: &str, host: &str, svc: &str) -> Policy {
                 compare_type: CompareType::EqualTo,
                 value: host.into(),
                 invert: false,
+                key: None,
             },
-            Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false },
+            Rule {
+                rule_type: RuleType::Path,
+                compare_type: CompareType::StartsWith,
+                value: "/".into(),
+                invert: false,
+                key: None,
+            },
         ],
         owner: KubeRef::new("Ingress", "default", ing),
         description: host.into(),
+        redirect: None,
     }
 }
 

@@ -22,7 +22,7 @@ fn empty_router() -> ActualRouter {
 }
 
 fn rule(t: RuleType, c: CompareType, v: &str, invert: bool) -> Rule {
-    Rule { rule_type: t, compare_type: c, value: v.into(), invert }
+    Rule { rule_type: t, compare_type: c, value: v.into(), invert, key: None }
 }
 
 fn route(name: &str, host: &str) -> Policy {
@@ -33,6 +33,7 @@ fn route(name: &str, host: &str) -> Policy {
         rules: vec![rule(RuleType::HostName, CompareType::Regex, host, false)],
         owner: KubeRef::new("Ingress", "shop", "web"),
         description: name.into(),
+        redirect: None,
     }
 }
 

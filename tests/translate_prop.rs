@@ -179,6 +179,8 @@ fn rule_matches(r: &Rule, re: Option<&regex::Regex>, host: &str, path: &str) -> 
     let (subject, ci) = match r.rule_type {
         RuleType::HostName => (host, true),
         RuleType::Path => (path, false),
+        // The requests simulated here carry no header, and Ingresses write no header rule.
+        RuleType::Header => return r.invert,
     };
     let hit = match r.compare_type {
         CompareType::Regex => re.expect("compiled").is_match(subject),

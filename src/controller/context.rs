@@ -378,7 +378,7 @@ impl Context {
     /// being deleted.
     fn keeps_status_of(&self, ing: &Ingress) -> bool {
         let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-        crate::translate::routes::is_ours(ing, &classes, &self.opts)
+        crate::translate::ingress_class::is_ours(ing, &classes, &self.opts)
             && patches::has_finalizer(ing)
             && ing.metadata.deletion_timestamp.is_none()
     }

@@ -3,7 +3,7 @@
 //! with an endpoint on that Node: a cost in proportion to the pools it affects, not to the
 //! cluster (every Service re-reconciled on every Node change, before).
 
-use crate::translate::routes::SERVICE_NAME_LABEL;
+use crate::translate::pools::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::reflector::ObjectRef;

@@ -10,7 +10,7 @@
 use crate::model::{DesiredRouter, KubeRef, Pool, Warning};
 use crate::translate::health::service_health_monitor;
 use crate::translate::members::{NodeIndex, SliceCache, endpoints_as_slices};
-use crate::translate::routes::SERVICE_NAME_LABEL;
+use crate::translate::pools::SERVICE_NAME_LABEL;
 use crate::translate::{IpFamily, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, Service, ServicePort};
 use k8s_openapi::api::discovery::v1::EndpointSlice;

@@ -200,9 +200,11 @@ mod tests {
                 compare_type: CompareType::StartsWith,
                 value: "/".into(),
                 invert: false,
+                key: None,
             }],
             owner: KubeRef::new("Ingress", owner_ns, owner),
             description: String::new(),
+            redirect: None,
         }
     }
 

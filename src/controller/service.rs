@@ -32,7 +32,7 @@ use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
 use crate::reason::Reason;
 use crate::translate::namespace_of;
-use crate::translate::routes::SERVICE_NAME_LABEL;
+use crate::translate::pools::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::controller::Action;

@@ -28,6 +28,8 @@ pub struct ActualPolicy {
     pub redirect_pool_id: Option<String>,
     /// REDIRECT_PREFIX policies (HTTP→HTTPS redirects).
     pub redirect_prefix: Option<String>,
+    /// REDIRECT_TO_URL policies (route redirects to a fixed URL).
+    pub redirect_url: Option<String>,
     pub redirect_http_code: Option<u16>,
     pub admin_state_up: bool,
     pub rules: Vec<ActualRule>,

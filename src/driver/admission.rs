@@ -238,8 +238,13 @@ mod tests {
 
     /// Ingress `ing`'s route `n`, with `rules` rules.
     fn route(ing: &str, n: u32, rules: usize) -> Policy {
-        let rule =
-            Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: "/".into(), invert: false };
+        let rule = Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::StartsWith,
+            value: "/".into(),
+            invert: false,
+            key: None,
+        };
         Policy {
             name: format!("{ing}-{n}"),
             position: 0,
@@ -247,6 +252,7 @@ mod tests {
             rules: vec![rule; rules],
             owner: ingress(ing),
             description: String::new(),
+            redirect: None,
         }
     }
 

@@ -6,7 +6,7 @@ use super::actual::HealthMonitorSpec;
 use super::listener_plan::http_listener_create;
 use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
 use super::spec::RouterSpec;
-use crate::model::{DesiredRouter, Rule};
+use crate::model::{DesiredRouter, Policy, RedirectTarget, Rule};
 use crate::openstack::octavia::{
     HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
     PoolCreate,
@@ -40,18 +40,16 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
     let l7policies = desired
         .policies
         .iter()
-        .filter(|p| desired.pools.contains_key(&p.pool))
+        .filter(|p| p.redirect.is_some() || desired.pools.contains_key(&p.pool))
         .map(|p| {
             let tags = own.tags_for(&p.owner);
             L7PolicyCreate {
                 name: Some(p.name.clone()),
                 description: Some(p.description.clone()),
-                action: "REDIRECT_TO_POOL".into(),
-                redirect_pool: Some(NameRef { name: p.pool.clone() }),
                 position: Some(p.position),
                 rules: p.rules.iter().map(|r| rule_create(r, &tags)).collect(),
                 tags,
-                ..L7PolicyCreate::default()
+                ..policy_action(p)
             }
         })
         .collect();
@@ -67,6 +65,29 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
         }],
         pools,
         ..bare_create(spec, vip_subnet_id)
+    }
+}
+
+/// The action part of a policy's create body: REDIRECT_TO_POOL (by pool name, inside a
+/// fully-populated create), REDIRECT_PREFIX or REDIRECT_TO_URL with its `redirect_http_code`.
+pub fn policy_action(p: &Policy) -> L7PolicyCreate {
+    let Some(r) = &p.redirect else {
+        return L7PolicyCreate {
+            action: "REDIRECT_TO_POOL".into(),
+            redirect_pool: Some(NameRef { name: p.pool.clone() }),
+            ..L7PolicyCreate::default()
+        };
+    };
+    let (action, redirect_prefix, redirect_url) = match &r.target {
+        RedirectTarget::Prefix(prefix) => ("REDIRECT_PREFIX", Some(prefix.clone()), None),
+        RedirectTarget::Url(url) => ("REDIRECT_TO_URL", None, Some(url.clone())),
+    };
+    L7PolicyCreate {
+        action: action.into(),
+        redirect_prefix,
+        redirect_url,
+        redirect_http_code: Some(r.code),
+        ..L7PolicyCreate::default()
     }
 }
 
@@ -124,9 +145,66 @@ pub fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
     L7RuleCreate {
         rule_type: rule_type_str(r.rule_type).into(),
         compare_type: compare_type_str(r.compare_type).into(),
-        key: None,
+        key: r.key.clone(),
         value: r.value.clone(),
         invert: r.invert,
         tags: tags.to_vec(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, KubeRef, PolicyRedirect, RuleType};
+
+    fn policy(redirect: Option<PolicyRedirect>) -> Policy {
+        Policy {
+            name: "p".into(),
+            position: 1,
+            pool: "ns_web".into(),
+            rules: vec![],
+            owner: KubeRef::new("HTTPRoute", "ns", "r"),
+            description: String::new(),
+            redirect,
+        }
+    }
+
+    #[test]
+    fn a_header_rule_is_sent_with_its_key() {
+        let rule = Rule {
+            rule_type: RuleType::Header,
+            compare_type: CompareType::Regex,
+            value: "^canary$".into(),
+            invert: false,
+            key: Some("X-Env".into()),
+        };
+        let body = serde_json::to_value(rule_create(&rule, &[])).unwrap();
+        assert_eq!(body["type"], "HEADER");
+        assert_eq!(body["key"], "X-Env");
+        assert_eq!(body["compare_type"], "REGEX");
+    }
+
+    #[test]
+    fn redirect_policies_carry_their_target_and_code() {
+        let prefix = policy_action(&policy(Some(PolicyRedirect {
+            target: RedirectTarget::Prefix("https://b.example.com".into()),
+            code: 302,
+        })));
+        assert_eq!(
+            (prefix.action.as_str(), prefix.redirect_prefix.as_deref(), prefix.redirect_http_code),
+            ("REDIRECT_PREFIX", Some("https://b.example.com"), Some(302))
+        );
+        assert!(prefix.redirect_pool.is_none() && prefix.redirect_url.is_none());
+        let url = policy_action(&policy(Some(PolicyRedirect {
+            target: RedirectTarget::Url("https://b.example.com/x".into()),
+            code: 307,
+        })));
+        assert_eq!(
+            (url.action.as_str(), url.redirect_url.as_deref(), url.redirect_http_code),
+            ("REDIRECT_TO_URL", Some("https://b.example.com/x"), Some(307))
+        );
+        let pool = policy_action(&policy(None));
+        assert_eq!((pool.action.as_str(), pool.redirect_http_code), ("REDIRECT_TO_POOL", None));
+        assert_eq!(pool.redirect_pool.map(|p| p.name), Some("ns_web".to_string()));
     }
 }

@@ -22,11 +22,11 @@ pub use super::actual::{
 pub use super::health_monitor::pool_monitor;
 pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
 pub use super::plan::{
-    Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, Write, WritePlan,
+    Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, UrlRedirect, Write, WritePlan,
     compare_type_str, member_spec, rule_type_str,
 };
 use super::view::DesiredView;
-use crate::model::{DesiredRouter, KubeRef, Member, Policy, Pool, Redirect, Rule};
+use crate::model::{DesiredRouter, KubeRef, Member, Policy, Pool, Redirect, RedirectTarget, Rule};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -325,7 +325,7 @@ fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
         && have.compare_type == compare_type_str(want.compare_type)
         && have.value == want.value
         && have.invert == want.invert
-        && have.key.is_none()
+        && have.key == want.key
 }
 
 /// One listener's policies (`actual`: as read, in position order; `ours`: our kept ones by name,
@@ -375,6 +375,7 @@ fn plan_listener_policies(
                 None => continue,
             },
             WantedTarget::Redirect(r) => PolicyAction::Redirect(r.clone()),
+            WantedTarget::RedirectUrl(r) => PolicyAction::RedirectUrl(r.clone()),
         };
         while cursor < keys.len() && (moved[cursor] || stale(&keys[cursor])) {
             if !moved[cursor] {
@@ -397,15 +398,21 @@ fn plan_listener_policies(
                     moved[current] = true;
                 }
                 let move_to = (!in_place).then_some(position);
-                let (pool, redirect) = action_change(action, have);
+                let (pool, redirect, redirect_url) = action_change(action, have);
                 let enable = (!have.admin_state_up).then_some(true);
-                if move_to.is_some() || pool.is_some() || redirect.is_some() || enable.is_some() {
+                if move_to.is_some()
+                    || pool.is_some()
+                    || redirect.is_some()
+                    || redirect_url.is_some()
+                    || enable.is_some()
+                {
                     plan.writes.push(Write::UpdatePolicy {
                         policy: PolicyRef::Id(have.id.clone()),
                         name: want.name.to_string(),
                         position: move_to,
                         pool,
                         redirect,
+                        redirect_url,
                         admin_state_up: enable,
                     });
                 }
@@ -442,30 +449,41 @@ fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags:
             position: None,
             pool: None,
             redirect: None,
+            redirect_url: None,
             admin_state_up: Some(true),
         });
     }
 }
 
-/// What an existing policy's action needs: (new pool, new redirect), each None when unchanged.
-fn action_change(action: PolicyAction, have: &ActualPolicy) -> (Option<PoolRef>, Option<PrefixRedirect>) {
+/// The change an existing policy's action needs.
+type ActionChange = (Option<PoolRef>, Option<PrefixRedirect>, Option<UrlRedirect>);
+
+/// What an existing policy's action needs: (new pool, new redirect prefix, new redirect URL),
+/// each None when unchanged.
+fn action_change(action: PolicyAction, have: &ActualPolicy) -> ActionChange {
     match action {
         PolicyAction::Pool(pool) => {
             let differs = match &pool {
                 PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
                 PoolRef::New(_) => true,
             };
-            (differs.then_some(pool), None)
+            (differs.then_some(pool), None, None)
         }
         PolicyAction::Redirect(r) => {
             let differs =
                 have.redirect_prefix.as_deref() != Some(r.prefix.as_str()) || have.redirect_http_code != Some(r.code);
-            (None, differs.then_some(r))
+            (None, differs.then_some(r), None)
+        }
+        PolicyAction::RedirectUrl(r) => {
+            let differs = have.action != "REDIRECT_TO_URL"
+                || have.redirect_url.as_deref() != Some(r.url.as_str())
+                || have.redirect_http_code != Some(r.code);
+            (None, None, differs.then_some(r))
         }
     }
 }
 
-/// One policy wanted on a listener: a route to a pool, or an HTTP→HTTPS redirect.
+/// One policy wanted on a listener: a route to a pool or redirecting, or an HTTP→HTTPS redirect.
 struct Wanted<'a> {
     name: &'a str,
     rules: &'a [Rule],
@@ -478,6 +496,7 @@ enum WantedTarget<'a> {
     /// A pool of the desired router, by name.
     Pool(&'a str),
     Redirect(PrefixRedirect),
+    RedirectUrl(UrlRedirect),
 }
 
 impl<'a> Wanted<'a> {
@@ -493,7 +512,17 @@ impl<'a> Wanted<'a> {
             rules: &p.rules,
             owner: &p.owner,
             description: p.description.clone(),
-            target: WantedTarget::Pool(&p.pool),
+            target: match &p.redirect {
+                None => WantedTarget::Pool(&p.pool),
+                Some(r) => match &r.target {
+                    RedirectTarget::Prefix(prefix) => {
+                        WantedTarget::Redirect(PrefixRedirect { prefix: prefix.clone(), code: r.code })
+                    }
+                    RedirectTarget::Url(url) => {
+                        WantedTarget::RedirectUrl(UrlRedirect { url: url.clone(), code: r.code })
+                    }
+                },
+            },
         }
     }
 

@@ -168,17 +168,23 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
         }
         Write::DeleteHealthMonitor { id, .. } => o.delete_health_monitor(id).await?,
         Write::CreatePolicy { name, position, action, admin_state_up, description, tags } => {
-            let (action, redirect_pool_id, redirect_prefix, redirect_http_code) = match action {
+            let (kind, redirect_pool_id, redirect_prefix, redirect_http_code) = match action {
                 PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(pool_id(pool)), None, None),
                 PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.prefix.clone()), Some(r.code)),
+                PolicyAction::RedirectUrl(r) => ("REDIRECT_TO_URL", None, None, Some(r.code)),
+            };
+            let redirect_url = match action {
+                PolicyAction::RedirectUrl(r) => Some(r.url.clone()),
+                _ => None,
             };
             let p = o
                 .create_l7policy(&L7PolicyCreate {
                     name: Some(name.clone()),
                     description: Some(description.clone()),
                     listener_id: Some(target.listener_id.clone()),
-                    action: action.into(),
+                    action: kind.into(),
                     redirect_pool_id,
+                    redirect_url,
                     redirect_prefix,
                     redirect_http_code,
                     position: Some(*position),
@@ -196,14 +202,16 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
             o.update_l7rule(policy_id, rule_id, &rule_create(rule, &[])).await?;
         }
         Write::DeleteRule { policy_id, rule_id, .. } => o.delete_l7rule(policy_id, rule_id).await?,
-        Write::UpdatePolicy { policy, position, pool, redirect, admin_state_up, .. } => {
+        Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
             o.update_l7policy(
                 &policy_id(policy),
                 &L7PolicyUpdate {
                     position: *position,
                     redirect_pool_id: pool.as_ref().map(pool_id),
+                    action: redirect_url.as_ref().map(|_| "REDIRECT_TO_URL".to_string()),
+                    redirect_url: redirect_url.as_ref().map(|r| r.url.clone()),
                     redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
-                    redirect_http_code: redirect.as_ref().map(|r| r.code),
+                    redirect_http_code: redirect.as_ref().map(|r| r.code).or(redirect_url.as_ref().map(|r| r.code)),
                     admin_state_up: *admin_state_up,
                     ..L7PolicyUpdate::default()
                 },

@@ -12,6 +12,15 @@ pub fn rule_type_str(t: RuleType) -> &'static str {
     match t {
         RuleType::HostName => "HOST_NAME",
         RuleType::Path => "PATH",
+        RuleType::Header => "HEADER",
+    }
+}
+
+/// A rule's type as the transcript shows it: a HEADER rule with its header name.
+fn rule_type_label(r: &Rule) -> String {
+    match (&r.key, r.rule_type) {
+        (Some(key), RuleType::Header) => format!("HEADER {key}"),
+        _ => rule_type_str(r.rule_type).to_string(),
     }
 }
 
@@ -40,6 +49,13 @@ pub struct PrefixRedirect {
     pub code: u16,
 }
 
+/// A redirect to one fixed URL: Octavia's REDIRECT_TO_URL with `redirect_http_code`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UrlRedirect {
+    pub url: String,
+    pub code: u16,
+}
+
 /// What a policy does with the requests its rules match.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PolicyAction {
@@ -47,6 +63,8 @@ pub enum PolicyAction {
     Pool(PoolRef),
     /// REDIRECT_PREFIX.
     Redirect(PrefixRedirect),
+    /// REDIRECT_TO_URL.
+    RedirectUrl(UrlRedirect),
 }
 
 /// A policy that exists (by id) or is created earlier in the same plan (by name).
@@ -139,6 +157,8 @@ pub enum Write {
         position: Option<u32>,
         pool: Option<PoolRef>,
         redirect: Option<PrefixRedirect>,
+        /// A new REDIRECT_TO_URL target (the update also sets the action).
+        redirect_url: Option<UrlRedirect>,
         admin_state_up: Option<bool>,
     },
     DeletePolicy {
@@ -195,25 +215,26 @@ impl std::fmt::Display for Write {
                 match action {
                     PolicyAction::Pool(_) => String::new(),
                     PolicyAction::Redirect(r) => format!(" redirecting to {} ({})", r.prefix, r.code),
+                    PolicyAction::RedirectUrl(r) => format!(" redirecting to exactly {} ({})", r.url, r.code),
                 },
                 if *admin_state_up { "" } else { " (disabled until its rules exist)" }
             ),
             Write::CreateRule { policy_name, rule, .. } => write!(
                 f,
                 "create rule on {policy_name}: {} {} {}",
-                rule_type_str(rule.rule_type),
+                rule_type_label(rule),
                 compare_type_str(rule.compare_type),
                 rule.value
             ),
             Write::UpdateRule { policy_name, rule, .. } => write!(
                 f,
                 "update rule on {policy_name}: {} {} {}",
-                rule_type_str(rule.rule_type),
+                rule_type_label(rule),
                 compare_type_str(rule.compare_type),
                 rule.value
             ),
             Write::DeleteRule { policy_name, rule_id, .. } => write!(f, "delete rule {rule_id} of {policy_name}"),
-            Write::UpdatePolicy { name, position, pool, redirect, admin_state_up, .. } => {
+            Write::UpdatePolicy { name, position, pool, redirect, redirect_url, admin_state_up, .. } => {
                 write!(f, "update policy {name}:")?;
                 if let Some(p) = position {
                     write!(f, " position={p}")?;
@@ -223,6 +244,9 @@ impl std::fmt::Display for Write {
                 }
                 if let Some(r) = redirect {
                     write!(f, " redirect={} ({})", r.prefix, r.code)?;
+                }
+                if let Some(r) = redirect_url {
+                    write!(f, " redirect_url={} ({})", r.url, r.code)?;
                 }
                 if let Some(e) = admin_state_up {
                     write!(f, " enabled={e}")?;

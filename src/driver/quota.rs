@@ -11,7 +11,6 @@ use crate::openstack::octavia::L7Policy;
 use crate::openstack::{ListQuery, Octavia, Result};
 use crate::translate::budget::{Budget, Usage};
 
-
 impl Router {
     /// [`Router::converge`], then the router's budget read into the report
     /// ([`ConvergeReport::budget`]): the controller keeps its budget from the reports, and never

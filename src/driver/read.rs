@@ -185,6 +185,7 @@ fn actual_policy(p: L7Policy, rules: Vec<ActualRule>) -> ActualPolicy {
         action: p.action,
         redirect_pool_id: p.redirect_pool_id,
         redirect_prefix: p.redirect_prefix,
+        redirect_url: p.redirect_url,
         redirect_http_code: p.redirect_http_code,
         admin_state_up: p.admin_state_up,
         in_error: p.provisioning_status == "ERROR",

@@ -162,9 +162,14 @@ impl Simulator {
                 }
             }
             Write::CreatePolicy { name, position, action, admin_state_up, tags, .. } => {
-                let (action, redirect_pool_id, redirect) = match action {
+                let (kind, redirect_pool_id, redirect) = match action {
                     PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(self.pool_id(pool)?), None),
-                    PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.clone())),
+                    PolicyAction::Redirect(r) => {
+                        ("REDIRECT_PREFIX", None, Some((r.code, Some(r.prefix.clone()), None)))
+                    }
+                    PolicyAction::RedirectUrl(r) => {
+                        ("REDIRECT_TO_URL", None, Some((r.code, None, Some(r.url.clone()))))
+                    }
                 };
                 let id = self.id();
                 let at = (*position as usize).saturating_sub(1).min(self.router.policies.len());
@@ -174,10 +179,11 @@ impl Simulator {
                         id,
                         name: name.clone(),
                         position: *position,
-                        action: action.into(),
+                        action: kind.into(),
                         redirect_pool_id,
-                        redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
-                        redirect_http_code: redirect.as_ref().map(|r| r.code),
+                        redirect_prefix: redirect.as_ref().and_then(|r| r.1.clone()),
+                        redirect_url: redirect.as_ref().and_then(|r| r.2.clone()),
+                        redirect_http_code: redirect.as_ref().map(|r| r.0),
                         admin_state_up: *admin_state_up,
                         rules: vec![],
                         tags: tags.clone(),
@@ -198,7 +204,7 @@ impl Simulator {
                     rule_type: rule_type_str(rule.rule_type).into(),
                     compare_type: compare_type_str(rule.compare_type).into(),
                     value: rule.value.clone(),
-                    key: None,
+                    key: rule.key.clone(),
                     invert: rule.invert,
                 });
             }
@@ -212,13 +218,14 @@ impl Simulator {
                 r.rule_type = rule_type_str(rule.rule_type).into();
                 r.compare_type = compare_type_str(rule.compare_type).into();
                 r.value = rule.value.clone();
+                r.key = rule.key.clone();
                 r.invert = rule.invert;
             }
             Write::DeleteRule { policy_id, rule_id, .. } => {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
                 self.router.policies[i].rules.retain(|r| &r.id != rule_id);
             }
-            Write::UpdatePolicy { policy, position, pool, redirect, admin_state_up, .. } => {
+            Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
                 let i = self.policy_index(policy)?;
                 if let Some(pool) = pool {
                     let pid = self.pool_id(pool)?;
@@ -227,6 +234,13 @@ impl Simulator {
                 if let Some(r) = redirect {
                     self.router.policies[i].redirect_prefix = Some(r.prefix.clone());
                     self.router.policies[i].redirect_http_code = Some(r.code);
+                }
+                if let Some(r) = redirect_url {
+                    let p = &mut self.router.policies[i];
+                    p.action = "REDIRECT_TO_URL".into();
+                    (p.redirect_pool_id, p.redirect_prefix) = (None, None);
+                    p.redirect_url = Some(r.url.clone());
+                    p.redirect_http_code = Some(r.code);
                 }
                 if let Some(up) = admin_state_up {
                     self.router.policies[i].admin_state_up = *up;

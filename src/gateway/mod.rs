@@ -17,6 +17,7 @@ pub mod listeners;
 pub mod matches;
 pub mod naming;
 pub mod precedence;
+pub mod protocol;
 pub mod redirect;
 pub mod refgrant;
 pub mod status;
@@ -26,6 +27,7 @@ pub mod world;
 use crate::model::KubeRef;
 pub use matches::{HeaderMatch, PathMatch};
 pub use precedence::OrderKey;
+pub use protocol::Protocol;
 pub use redirect::RedirectAction;
 
 /// `GatewayClass.spec.controllerName` of the classes this controller serves.
@@ -40,22 +42,6 @@ pub struct GatewayRoutes {
     pub router: String,
     /// One per port, ascending.
     pub listeners: Vec<PortRoutes>,
-}
-
-/// HTTP or HTTPS: the only listener protocols Octavia's L7 policies apply to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Protocol {
-    Http,
-    Https,
-}
-
-impl Protocol {
-    pub fn scheme(self) -> &'static str {
-        match self {
-            Protocol::Http => "http",
-            Protocol::Https => "https",
-        }
-    }
 }
 
 /// The Gateway listeners sharing one port: one Octavia listener.

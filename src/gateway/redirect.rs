@@ -9,9 +9,9 @@
 //! `requestRedirect.hostname` there is no literal prefix, and the route is refused (never
 //! redirected to a wrong host).
 
-use super::Protocol;
 use super::api::HTTPRequestRedirectFilter;
 use super::hostnames::is_wildcard;
+use super::protocol::Protocol;
 
 /// Octavia L7 policy action of a redirect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

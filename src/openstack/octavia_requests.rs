@@ -209,6 +209,9 @@ pub struct L7PolicyUpdate {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_pool_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    /// REDIRECT_TO_URL: exactly this URL.
+    pub redirect_url: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_prefix: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub redirect_http_code: Option<u16>,

@@ -12,8 +12,10 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::routes::{age, is_ours};
-use super::{Inputs, TranslateOptions, namespace_of, translate};
+use super::ingress_class::ours_by_age;
+use super::names::namespace_of;
+use super::options::{Inputs, TranslateOptions};
+use super::pipeline::translate;
 use crate::model::{DesiredRouter, KubeRef};
 
 /// The Event reason of an Ingress whose new routes wait because the router would exceed the
@@ -74,19 +76,20 @@ pub struct RouterQuota {
     pub oldest_first: Vec<KubeRef>,
 }
 
-/// [`translate`], with the budget attached for the driver (`desired.quota`). Every route is
+/// The one entry ([`translate`]), with the budget attached for the driver (`desired.quota`). Every route is
 /// translated: only the driver knows which routes are on the router already, and those are never
 /// removed for the quota (see `driver::admission`); the new ones wait, oldest Ingress first.
 pub fn translate_within(inputs: &Inputs, opts: &TranslateOptions, budget: Option<&Budget>) -> DesiredRouter {
     let mut r = translate(inputs, opts);
-    let Some(budget) = budget else { return r };
-    let mut ours: Vec<_> =
-        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).map(|i| (age(i), i)).collect();
-    ours.sort_by(|a, b| a.0.cmp(&b.0));
-    let oldest_first = ours
-        .into_iter()
-        .map(|(_, i)| KubeRef::new("Ingress", namespace_of(&i.metadata), i.metadata.name.as_deref().unwrap_or("")))
-        .collect();
-    r.quota = Some(RouterQuota { budget: *budget, oldest_first });
+    r.quota = budget.map(|budget| router_quota(inputs, opts, budget));
     r
+}
+
+/// The quota phase: the budget and our Ingresses oldest first.
+fn router_quota(inputs: &Inputs, opts: &TranslateOptions, budget: &Budget) -> RouterQuota {
+    let oldest_first = ours_by_age(inputs, opts)
+        .into_iter()
+        .map(|i| KubeRef::new("Ingress", namespace_of(&i.metadata), i.metadata.name.as_deref().unwrap_or("")))
+        .collect();
+    RouterQuota { budget: *budget, oldest_first }
 }

@@ -93,8 +93,11 @@ pub fn service_health_monitor(
     match parse_health_monitor(raw, base) {
         Ok(spec) => Some(PoolHealthMonitor::Custom(spec)),
         Err(why) => {
-            let sref =
-                KubeRef::new("Service", super::namespace_of(&svc.metadata), svc.metadata.name.as_deref().unwrap_or(""));
+            let sref = KubeRef::new(
+                "Service",
+                super::names::namespace_of(&svc.metadata),
+                svc.metadata.name.as_deref().unwrap_or(""),
+            );
             warnings.push(Warning {
                 object: sref.clone(),
                 reason: "InvalidHealthMonitor".into(),

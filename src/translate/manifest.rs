@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::Inputs;
+use super::options::Inputs;
 
 /// A manifest that could not be read; names the file and, where relevant, the document (0-based).
 #[derive(Debug, thiserror::Error)]

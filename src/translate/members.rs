@@ -12,8 +12,9 @@ use k8s_openapi::api::discovery::v1::{Endpoint, EndpointConditions, EndpointPort
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use super::names::namespace_of;
+use super::options::{IpFamily, TranslateOptions};
 use super::zone::{Candidate, LEGACY_ZONE_LABEL, NodeZones, ZONE_LABEL, service_zone_policy, weigh};
-use super::{IpFamily, TranslateOptions};
 use crate::model::{KubeRef, Member, Warning};
 
 /// Nodes by name, borrowed: the translation never copies Node objects.
@@ -131,7 +132,7 @@ impl SliceCache {
         nodes: &NodeIndex<'_>,
         opts: &TranslateOptions,
     ) -> (Vec<Member>, String, Vec<Warning>) {
-        let ns = super::namespace_of(&service.metadata);
+        let ns = namespace_of(&service.metadata);
         let sref = KubeRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
         let sp_name = service_port.name.clone().unwrap_or_default();
         let mut warnings = Vec::new();

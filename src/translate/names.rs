@@ -3,6 +3,12 @@
 
 use crate::model::KubeRef;
 
+/// The namespace of an object that names none: Kubernetes' `default` (manifests given to `plan`
+/// and `apply` may leave it out; objects from the API always carry one).
+pub fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+    meta.namespace.as_deref().unwrap_or("default")
+}
+
 /// Octavia's limit on `name` (StringType(max_length=255)).
 pub const MAX_NAME: usize = 255;
 
@@ -30,11 +36,13 @@ pub fn bounded(full: String) -> String {
     format!("{}~{:016x}", &full[..cut], fnv1a64(full.as_bytes()))
 }
 
-/// `ingress:<namespace>/<name>:<host or _>:<pathType>:<path>`: the owner is part of the identity
-/// because two Ingresses may list the same route (only one wins, but the winner can change).
+/// `<kind>:<namespace>/<name>:<host or _>:<pathType>:<path>` (kind in lower case, `ingress` for
+/// an Ingress): the owner is part of the identity because two objects may list the same route
+/// (only one wins, but the winner can change).
 pub fn policy_name(owner: &KubeRef, host: &str, path_type: &str, path: &str) -> String {
     let host = if host.is_empty() { "_" } else { host };
-    bounded(format!("ingress:{}/{}:{}:{}:{}", owner.namespace, owner.name, host, path_type, path))
+    let kind = owner.kind.to_ascii_lowercase();
+    bounded(format!("{kind}:{}/{}:{}:{}:{}", owner.namespace, owner.name, host, path_type, path))
 }
 
 /// `guard:<host>`: the policy that stops a host's unmatched requests from reaching wildcard or

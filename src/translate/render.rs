@@ -3,12 +3,13 @@
 
 use std::fmt::Write;
 
-use crate::model::{CompareType, DesiredRouter, Policy, Rule, RuleType};
+use crate::model::{CompareType, DesiredRouter, Policy, RedirectTarget, Rule, RuleType};
 
 fn rule_text(r: &Rule) -> String {
-    let t = match r.rule_type {
-        RuleType::HostName => "HOST_NAME",
-        RuleType::Path => "PATH",
+    let t = match (r.rule_type, &r.key) {
+        (RuleType::HostName, _) => "HOST_NAME".to_string(),
+        (RuleType::Path, _) => "PATH".to_string(),
+        (RuleType::Header, key) => format!("HEADER {}", key.as_deref().unwrap_or("")),
     };
     let c = match r.compare_type {
         CompareType::EqualTo => "EQUAL_TO",
@@ -22,7 +23,14 @@ fn rule_text(r: &Rule) -> String {
 
 fn write_policies(s: &mut String, policies: &[Policy]) {
     for p in policies {
-        let _ = writeln!(s, "{:>4}  {}  -> pool {}  [{}]", p.position, p.description, p.pool, p.owner);
+        let target = match &p.redirect {
+            None => format!("pool {}", p.pool),
+            Some(r) => match &r.target {
+                RedirectTarget::Prefix(prefix) => format!("redirect {prefix} (HTTP {})", r.code),
+                RedirectTarget::Url(url) => format!("redirect to {url} (HTTP {})", r.code),
+            },
+        };
+        let _ = writeln!(s, "{:>4}  {}  -> {target}  [{}]", p.position, p.description, p.owner);
         let _ = writeln!(s, "      name: {}", p.name);
         for r in &p.rules {
             let _ = writeln!(s, "      rule: {}", rule_text(r));

@@ -7,6 +7,7 @@
 //! and see the path without the query string. The value is pasted unquoted into haproxy.cfg,
 //! which is why characters meaningful to haproxy's config parser are rejected here.
 
+use super::claim::{HeaderMatch, HeaderMatchKind, PathMatch};
 use crate::model::{CompareType, Rule, RuleType};
 
 /// Octavia's limit on a rule value (StringType(max_length=255)).
@@ -30,26 +31,6 @@ pub fn escape_regex(s: &str) -> String {
         out.push(c);
     }
     out
-}
-
-/// Host kind, in precedence order: Kubernetes prefers an exact host over a wildcard over none.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HostKind {
-    Exact,
-    Wildcard,
-    Any,
-}
-
-impl HostKind {
-    pub fn of(host: &str) -> Self {
-        if host.is_empty() {
-            HostKind::Any
-        } else if host.starts_with("*.") {
-            HostKind::Wildcard
-        } else {
-            HostKind::Exact
-        }
-    }
 }
 
 /// How a path matches, after mapping ImplementationSpecific onto Prefix.
@@ -168,6 +149,7 @@ pub fn host_rule(host: &str) -> Rule {
         compare_type: CompareType::Regex,
         value: format!("^{}{PORT_SUFFIX}$", host_pattern(host)),
         invert: false,
+        key: None,
     }
 }
 
@@ -197,7 +179,7 @@ pub fn path_rule(kind: PathKind, path: &str, has_host_rule: bool) -> Option<Rule
             }
         }
     };
-    Some(Rule { rule_type: RuleType::Path, compare_type, value, invert: false })
+    Some(Rule { rule_type: RuleType::Path, compare_type, value, invert: false, key: None })
 }
 
 /// Inverted HOST_NAME rules that exclude `patterns` (regex bodies from [`host_pattern`]), packed
@@ -215,6 +197,7 @@ pub fn exclusion_rules(patterns: &[String]) -> Vec<Rule> {
                 compare_type: CompareType::Regex,
                 value: format!("^({}){PORT_SUFFIX}$", cur.join("|")),
                 invert: true,
+                key: None,
             });
             cur.clear();
         }
@@ -230,4 +213,63 @@ pub fn exclusion_rules(patterns: &[String]) -> Vec<Rule> {
     }
     flush(&mut cur, &mut out);
     out
+}
+
+/// The PATH rule of a route claim's path match (see [`path_rule`]); a Regex is compared as given
+/// (haproxy `-m reg`, case-sensitive, unanchored unless the regex anchors itself).
+pub fn path_match_rule(m: &PathMatch, has_other_rule: bool) -> Option<Rule> {
+    match m {
+        PathMatch::Exact(p) => path_rule(PathKind::Exact, p, has_other_rule),
+        PathMatch::Prefix(p) => path_rule(PathKind::Prefix, p, has_other_rule),
+        PathMatch::Regex(r) => Some(Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::Regex,
+            value: r.clone(),
+            invert: false,
+            key: None,
+        }),
+    }
+}
+
+/// HEADER `key` EQUAL_TO or REGEX `value`: haproxy's `req.hdr(<key>)` (the name is
+/// case-insensitive, the value is not).
+pub fn header_rule(h: &HeaderMatch) -> Rule {
+    let compare_type = match h.kind {
+        HeaderMatchKind::Exact => CompareType::EqualTo,
+        HeaderMatchKind::Regex => CompareType::Regex,
+    };
+    Rule { rule_type: RuleType::Header, compare_type, value: h.value.clone(), invert: false, key: Some(h.name.clone()) }
+}
+
+/// Octavia's checks on a HEADER rule: the key is an HTTP header name (RFC 9110 token
+/// characters), the value passes [`value_problem`]. `None` when valid.
+pub fn header_problem(h: &HeaderMatch) -> Option<String> {
+    let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if h.name.is_empty() || !h.name.chars().all(token) {
+        return Some(format!("header name {:?} is not an HTTP header name", h.name));
+    }
+    value_problem(&h.value).map(|why| format!("header {}: {why}", h.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn octavia_refuses_header_names_that_are_not_tokens_and_values_with_spaces() {
+        let h = |name: &str, value: &str| HeaderMatch {
+            name: name.into(),
+            kind: HeaderMatchKind::Exact,
+            value: value.into(),
+        };
+        assert_eq!(header_problem(&h("X-Env", "canary")), None);
+        assert!(header_problem(&h("X Env", "canary")).is_some());
+        assert!(header_problem(&h("", "canary")).is_some());
+        assert!(header_problem(&h("X-Env", "two words")).unwrap().contains("X-Env"));
+        let r = header_rule(&HeaderMatch { name: "X-Env".into(), kind: HeaderMatchKind::Regex, value: "^c".into() });
+        assert_eq!(
+            (r.rule_type, r.compare_type, r.key.as_deref()),
+            (RuleType::Header, CompareType::Regex, Some("X-Env"))
+        );
+    }
 }

@@ -15,21 +15,10 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
-use serde::{Deserialize, Serialize};
 
-use super::routes::PoolKey;
+use super::backends::PoolKey;
+pub use super::options::StatusResponder;
 use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, UNAVAILABLE_POOL, Warning};
-
-/// `[status_responder]` as the translation needs it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct StatusResponder {
-    pub namespace: String,
-    pub name: String,
-    /// Service port (name or number) answering 404.
-    pub not_found_port: String,
-    /// Service port (name or number) answering 503.
-    pub unavailable_port: String,
-}
 
 /// The owner of a reserved pool that no Service fills: the tag `config:/status_responder` says
 /// where it comes from, and the Service notices leave it out (it is not a Service).

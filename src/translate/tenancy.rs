@@ -28,40 +28,13 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
 
-use super::namespace_of;
-use super::rules::{HostKind, host_problem};
+use super::hosts::{HostKind, wildcard_covers};
+use super::ingress_class::{our_class, ours_by_age};
+use super::names::namespace_of;
+pub use super::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
+use super::options::{Inputs, TranslateOptions};
+use super::rules::host_problem;
 use crate::model::KubeRef;
-
-/// The tenancy part of the translation options (kuryr.conf `[kubernetes]`).
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TenancyOptions {
-    /// Namespaces whose Ingresses may set the router-wide default backend; empty: all.
-    #[serde(default)]
-    pub default_backend_namespaces: Vec<String>,
-    /// The first namespace to claim a host owns it.
-    #[serde(default)]
-    pub host_ownership: bool,
-    /// How long a remembered owner keeps a host after its last Ingress naming it went.
-    #[serde(default = "default_grace")]
-    pub host_ownership_grace: Duration,
-}
-
-/// `[kubernetes] host_ownership_grace_period` default: long enough for a reinstall or a restore.
-pub const DEFAULT_HOST_OWNERSHIP_GRACE: Duration = Duration::from_secs(3600);
-
-fn default_grace() -> Duration {
-    DEFAULT_HOST_OWNERSHIP_GRACE
-}
-
-impl Default for TenancyOptions {
-    fn default() -> Self {
-        Self {
-            default_backend_namespaces: Vec::new(),
-            host_ownership: false,
-            host_ownership_grace: DEFAULT_HOST_OWNERSHIP_GRACE,
-        }
-    }
-}
 
 /// Annotation of our IngressClass: the remembered owner of each host (JSON [`RememberedOwners`]).
 pub const HOST_OWNERS_ANNOTATION: &str = "kuryr-l7-router.openstack.org/host-owners";
@@ -99,13 +72,6 @@ fn holds(r: &RememberedOwner, now: Option<SystemTime>, grace: Duration) -> bool 
     }
 }
 
-impl TenancyOptions {
-    /// May an Ingress of `namespace` set the router-wide default backend?
-    pub fn may_set_router_default(&self, namespace: &str) -> bool {
-        self.default_backend_namespaces.is_empty() || self.default_backend_namespaces.iter().any(|n| n == namespace)
-    }
-}
-
 /// Which Ingress's namespace owns each claimed host (exact and wildcard), when ownership is on.
 #[derive(Clone, Debug, Default)]
 pub struct HostOwners {
@@ -114,9 +80,7 @@ pub struct HostOwners {
 
 /// Is `host` (exact) one more label in front of the wildcard's suffix?
 fn covered_by(wild: &str, host: &str) -> bool {
-    HostKind::of(wild) == HostKind::Wildcard
-        && HostKind::of(host) == HostKind::Exact
-        && super::routes::wildcard_covers(wild, host)
+    HostKind::of(wild) == HostKind::Wildcard && HostKind::of(host) == HostKind::Exact && wildcard_covers(wild, host)
 }
 
 impl HostOwners {
@@ -200,15 +164,23 @@ fn names_host(ing: &Ingress, host: &str) -> bool {
         || spec.tls.iter().flatten().any(|t| t.hosts.iter().flatten().any(|h| h == host))
 }
 
+/// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
+pub fn host_owners(ours: &[&Ingress], inputs: &Inputs, opts: &TranslateOptions) -> Option<HostOwners> {
+    opts.tenancy.host_ownership.then(|| {
+        let remembered = stored_owners(our_class(&inputs.ingress_classes, opts));
+        HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
+    })
+}
+
 /// The value of [`HOST_OWNERS_ANNOTATION`] that our IngressClass should carry after a sync of
 /// these inputs, when it differs from the stored one (`None`: nothing to write). Host ownership
 /// off: nothing is remembered (a stored value is left alone, for when it is turned back on).
-pub fn remembered_owners(inputs: &super::Inputs, opts: &super::TranslateOptions) -> Option<String> {
+pub fn remembered_owners(inputs: &Inputs, opts: &TranslateOptions) -> Option<String> {
     if !opts.tenancy.host_ownership {
         return None;
     }
-    let ours = super::routes::ours_by_age(inputs, opts);
-    let class = super::routes::our_class(&inputs.ingress_classes, opts);
+    let ours = ours_by_age(inputs, opts);
+    let class = our_class(&inputs.ingress_classes, opts);
     let previous = stored_owners(class);
     let owners = HostOwners::build(&ours, &previous, inputs.now, opts.tenancy.host_ownership_grace);
     let next = owners.to_remember(&ours, &previous, inputs.now);

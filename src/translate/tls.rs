@@ -27,10 +27,12 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
 
+use super::hosts::{HostKind, wildcard_covers};
+use super::names::namespace_of;
 use super::names::{certificate_name, redirect_name};
-use super::rules::{HostKind, host_problem, host_rule, host_value_problem};
+pub use super::options::TlsOptions;
+use super::rules::{host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
-use super::{Inputs, TranslateOptions, namespace_of};
 use crate::certificate::ParsedCertificate;
 use crate::model::{
     Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
@@ -42,27 +44,6 @@ pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 pub const SSL_REDIRECT_ANNOTATION: &str = "kuryr-l7-router.openstack.org/ssl-redirect";
 /// Never redirected: cert-manager's HTTP-01 solver must answer here on plain HTTP.
 pub const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
-
-/// The TLS part of the translation options (kuryr.conf `[tls]`).
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct TlsOptions {
-    /// Port of the TERMINATED_HTTPS listener.
-    pub https_port: u16,
-    /// `namespace/name` of the Secret served to clients whose SNI matches no certificate; else
-    /// the oldest Ingress's first certificate.
-    pub default_certificate: Option<(String, String)>,
-    /// Redirect HTTP to HTTPS for TLS hosts unless an Ingress says otherwise. Off by default:
-    /// the Ingress API does not ask for a redirect, so plain HTTP is served as routed.
-    pub ssl_redirect: bool,
-    /// 301, 302, 303, 307 or 308.
-    pub redirect_code: u16,
-}
-
-impl Default for TlsOptions {
-    fn default() -> Self {
-        Self { https_port: 443, default_certificate: None, ssl_redirect: false, redirect_code: 308 }
-    }
-}
 
 /// One `spec.tls[]` host claim, in age order of the Ingresses.
 struct Claim {
@@ -201,45 +182,24 @@ fn load_secret(
 }
 
 /// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
+/// `owners`: host ownership, when on (the same as the routes see).
 pub fn translate_tls(
     ours: &[&Ingress],
-    inputs: &Inputs,
-    opts: &TranslateOptions,
+    secrets: &[Secret],
+    now: Option<std::time::SystemTime>,
+    topts: &TlsOptions,
+    owners: Option<&HostOwners>,
     warnings: &mut Vec<Warning>,
 ) -> TlsRouting {
-    let topts = &opts.tls;
     let mut certs: BTreeMap<String, Certificate> = BTreeMap::new();
-    let owners = super::routes::host_owners(ours, inputs, opts);
-    let claims = collect_claims(ours, topts, owners.as_ref(), &mut certs, warnings);
+    let claims = collect_claims(ours, topts, owners, &mut certs, warnings);
     if let Some((ns, name)) = &topts.default_certificate {
         certs.entry(certificate_name(ns, name)).or_insert_with(|| empty_certificate(ns, name));
     }
     if certs.is_empty() {
         return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
     }
-    let secrets: BTreeMap<(&str, &str), &Secret> = inputs
-        .secrets
-        .iter()
-        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
-        .zip(inputs.secrets.iter())
-        .collect();
-    for cert in certs.values_mut() {
-        match load_secret(&cert.secret, &secrets, inputs.now) {
-            Ok(content) => cert.content = Some(content),
-            Err((reason, msg)) => {
-                for owner in &cert.owners {
-                    warn(
-                        warnings,
-                        owner,
-                        reason,
-                        format!(
-                            "{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"
-                        ),
-                    );
-                }
-            }
-        }
-    }
+    load_contents(&mut certs, secrets, now, warnings);
     // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
     let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut host_winner: BTreeMap<&str, &KubeRef> = BTreeMap::new();
@@ -308,6 +268,37 @@ pub fn translate_tls(
     TlsRouting { https: Some(https), redirects, tls_hosts }
 }
 
+/// Each certificate's content from its Secret; a missing or broken one warns its Ingresses.
+fn load_contents(
+    certs: &mut BTreeMap<String, Certificate>,
+    secrets: &[Secret],
+    now: Option<std::time::SystemTime>,
+    warnings: &mut Vec<Warning>,
+) {
+    let by_name: BTreeMap<(&str, &str), &Secret> = secrets
+        .iter()
+        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
+        .zip(secrets.iter())
+        .collect();
+    for cert in certs.values_mut() {
+        match load_secret(&cert.secret, &by_name, now) {
+            Ok(content) => cert.content = Some(content),
+            Err((reason, msg)) => {
+                for owner in &cert.owners {
+                    warn(
+                        warnings,
+                        owner,
+                        reason,
+                        format!(
+                            "{owner}: TLS certificate from {msg}; its hosts keep the last good certificate stored on the router, if any"
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The configured default certificate, else the oldest Ingress's first one that has content,
 /// else the first one at all.
 fn pick_default(certs: &BTreeMap<String, Certificate>, claims: &[Claim], opts: &TlsOptions) -> String {
@@ -357,6 +348,7 @@ fn build_redirects(
                     compare_type: CompareType::StartsWith,
                     value: ACME_CHALLENGE_PREFIX.into(),
                     invert: true,
+                    key: None,
                 },
             ],
             prefix: format!("https://{host}{port}"),
@@ -377,7 +369,7 @@ pub fn on_https(route_host: &str, tls_hosts: &[String]) -> bool {
             let covers = |wild: &str, exact: &str| {
                 HostKind::of(wild) == HostKind::Wildcard
                     && HostKind::of(exact) == HostKind::Exact
-                    && super::routes::wildcard_covers(wild, exact)
+                    && wildcard_covers(wild, exact)
             };
             // A wildcard route that a TLS host falls into on HTTP must be there on HTTPS too.
             t == route_host || covers(t, route_host) || covers(route_host, t)

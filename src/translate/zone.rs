@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::Service;
 
-use super::{TranslateOptions, ZoneMode};
+use super::options::{TranslateOptions, ZoneMode};
 
 pub const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
 /// Pre-1.27 name of the same opt-in.

@@ -13,6 +13,8 @@ fn rule_matches(r: &Rule, host: &str, path: &str) -> bool {
     let (subject, ci) = match r.rule_type {
         RuleType::HostName => (host.to_ascii_lowercase(), true),
         RuleType::Path => (path.to_string(), false),
+        // The requests evaluated here carry no header: a header rule never matches.
+        RuleType::Header => return r.invert,
     };
     let value = if ci { r.value.to_ascii_lowercase() } else { r.value.clone() };
     let hit = match r.compare_type {

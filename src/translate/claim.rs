@@ -1,0 +1,137 @@
+//! Route claims: what a front end (one per route kind) asks of the route table. Kind-neutral:
+//! an Ingress path and a Gateway API HTTPRoute match both become one [`RouteClaim`]; the table
+//! never looks at the Kubernetes object again.
+
+use super::backends::{PoolKey, WeightedBackend};
+use crate::model::KubeRef;
+
+/// How the path matches. The value is what the rule compares: an Exact path as written, a
+/// Prefix without trailing slashes (`/` stays `/`), a Regex as given.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum PathMatch {
+    Exact(String),
+    Prefix(String),
+    Regex(String),
+}
+
+impl PathMatch {
+    /// Matches every path: a route with it is its host's catch-all.
+    pub fn is_everything(&self) -> bool {
+        matches!(self, PathMatch::Prefix(p) if p == "/")
+    }
+}
+
+/// How a header value matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum HeaderMatchKind {
+    Exact,
+    Regex,
+}
+
+/// One request header the route requires (all of a route's headers must match).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct HeaderMatch {
+    /// The header name; compared case-insensitively by haproxy (`req.hdr`).
+    pub name: String,
+    pub kind: HeaderMatchKind,
+    pub value: String,
+}
+
+/// An answer the router gives by itself, through a reserved pool (see `status`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum FixedAnswer {
+    /// 404: the status responder's answer for "no route" (haproxy's 503 without a responder).
+    NotFound,
+    /// 503: a backend that cannot be served.
+    Unavailable,
+}
+
+/// Where a redirect sends the client. The request path and query are kept unless `path` is set
+/// (Octavia REDIRECT_PREFIX), else the client goes to exactly that URL (REDIRECT_TO_URL).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RedirectSpec {
+    /// `http` or `https`.
+    pub scheme: String,
+    pub host: String,
+    pub port: Option<u16>,
+    /// A full replacement path; `None`: the request's own.
+    pub path: Option<String>,
+    /// 301, 302, 303, 307 or 308.
+    pub code: u16,
+}
+
+/// What the route does with the requests it matches.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RouteAction {
+    /// Forward to a pool fed by these Service ports, by weight.
+    Forward(Vec<WeightedBackend>),
+    Redirect(RedirectSpec),
+    Fixed(FixedAnswer),
+}
+
+impl RouteAction {
+    /// One Service port with all the weight (what an Ingress backend is).
+    pub fn to_service(key: PoolKey) -> Self {
+        RouteAction::Forward(vec![WeightedBackend { key, weight: 1 }])
+    }
+}
+
+/// A sortable precedence among the routes of one host, given by the front end: the spec's
+/// precedence is kind-specific (Ingress: the longest path first, Exact before Prefix; Gateway
+/// API: exact path, longest prefix, most headers, oldest route). Smaller sorts first.
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct OrderKey(pub Vec<OrderPart>);
+
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum OrderPart {
+    Number(u64),
+    Text(String),
+}
+
+/// The object a route comes from: the owner of its policy, the subject of its Events and
+/// status. `uid` tells a re-created object from the one before it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct RouteOwner {
+    /// Kind (`Ingress`, `HTTPRoute`), namespace and name.
+    pub object: KubeRef,
+    pub uid: Option<String>,
+}
+
+/// One route a front end asks for.
+#[derive(Clone, Debug)]
+pub struct RouteClaim {
+    /// Exact, `*.`-wildcard, or empty (any host).
+    pub host: String,
+    pub path: PathMatch,
+    /// The path as written and its kind's spelling (`Prefix`, `Exact`, `defaultBackend`, ...):
+    /// the policy's name and description, stable for the same input.
+    pub path_type: String,
+    pub path_as_written: String,
+    /// Sorted, so that equal matches compare equal.
+    pub headers: Vec<HeaderMatch>,
+    pub action: RouteAction,
+    pub order: OrderKey,
+    pub owner: RouteOwner,
+    /// Where in its object the route is written, for the loser's warning of a conflict.
+    pub origin: String,
+    /// A fallback (an Ingress default backend's catch-all of a host): yields to any route of the
+    /// same match, silently when it has the same owner.
+    pub fallback: bool,
+}
+
+impl RouteClaim {
+    pub fn describe(&self) -> String {
+        let host = if self.host.is_empty() { "(any host)" } else { &self.host };
+        format!("{host} {} {}", self.path_type, self.path_as_written)
+    }
+
+    /// What the route matches: two claims with the same key compete, the first wins.
+    pub fn match_key(&self) -> (String, PathMatch, Vec<HeaderMatch>) {
+        (self.host.clone(), self.path.clone(), self.headers.clone())
+    }
+
+    /// The owner as Events and Octavia tags name it.
+    pub fn owner_ref(&self) -> &KubeRef {
+        &self.owner.object
+    }
+}

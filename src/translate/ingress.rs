@@ -1,0 +1,330 @@
+//! The Ingress front end: our Ingresses (oldest first) → route claims and warnings. Validation
+//! of hosts and paths, host ownership, backend resolution, per-host catch-alls of default
+//! backends and the router-wide default backend are decided here; claiming, ordering and
+//! policies are the route table's (`table`), for every kind alike.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressRule};
+
+use super::backends::{PoolKey, PortRef, Services, resolve_service};
+use super::claim::{FixedAnswer, OrderKey, OrderPart, PathMatch, RouteAction, RouteClaim, RouteOwner};
+use super::names::namespace_of;
+use super::rules::PathKind;
+use super::rules::{host_problem, host_value_problem, normalize_prefix, path_problem, path_rule, value_problem};
+use super::tenancy::{HOST_OWNED, HostOwners, TenancyOptions};
+use crate::model::{KubeRef, Warning};
+
+/// The Event reason of a host-less rule from a namespace that may not catch every host.
+pub const HOSTLESS_NOT_ALLOWED: &str = "HostlessRuleNotAllowed";
+
+/// Path type shown for the catch-all policy of an Ingress's default backend on one of its hosts.
+pub const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
+
+fn ingress_ref(ing: &Ingress) -> KubeRef {
+    KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
+}
+
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
+    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+}
+
+/// What the Ingresses ask of the route table and of the listeners.
+#[derive(Debug, Default)]
+pub struct IngressRoutes {
+    /// Every path of every rule, in age order of the Ingresses, then the default backends'
+    /// per-host catch-alls (claimed after every explicit route).
+    pub claims: Vec<RouteClaim>,
+    /// The router-wide default backend: the oldest allowed Ingress whose rules name no host.
+    pub router_default: Option<PoolKey>,
+    /// The Ingresses whose `spec.defaultBackend` names the Service of the router default.
+    pub router_default_owners: Vec<KubeRef>,
+}
+
+/// What the front end reads besides the Ingresses.
+pub struct Context<'a> {
+    pub services: &'a Services<'a>,
+    pub owners: Option<&'a HostOwners>,
+    pub tenancy: &'a TenancyOptions,
+}
+
+/// The front end's state while it walks the Ingresses, oldest first.
+#[derive(Default)]
+struct Walk {
+    default: Option<(PoolKey, KubeRef)>,
+    claims: Vec<RouteClaim>,
+    catch_alls: Vec<RouteClaim>,
+    /// The oldest Ingress naming each host in its rules: only a default backend of its namespace
+    /// may catch the host's unmatched paths.
+    host_namespace: BTreeMap<String, KubeRef>,
+}
+
+/// `ours`: our Ingresses, oldest first.
+pub fn routes(ours: &[&Ingress], cx: &Context<'_>, warnings: &mut Vec<Warning>) -> IngressRoutes {
+    let mut walk = Walk::default();
+    for ing in ours {
+        walk.ingress(ing, cx, warnings);
+    }
+    let router_default = walk.default.map(|(k, _)| k);
+    let router_default_owners = router_default.as_ref().map_or_else(Vec::new, |k| default_backend_owners(ours, k));
+    let mut claims = walk.claims;
+    claims.append(&mut walk.catch_alls);
+    IngressRoutes { claims, router_default, router_default_owners }
+}
+
+impl Walk {
+    fn ingress(&mut self, ing: &Ingress, cx: &Context<'_>, warnings: &mut Vec<Warning>) {
+        let owner = RouteOwner { object: ingress_ref(ing), uid: ing.metadata.uid.clone() };
+        let o = &owner.object;
+        let spec = ing.spec.as_ref();
+        if spec.is_none_or(|s| s.default_backend.is_none() && s.rules.as_ref().is_none_or(Vec::is_empty)) {
+            warn(warnings, o, "EmptyIngress", format!("{o}: has no rules and no defaultBackend: nothing to route"));
+        }
+        let Some(spec) = spec else { return };
+        let default_backend = spec.default_backend.as_ref().and_then(|b| {
+            resolve_backend(o, "defaultBackend", b, cx.services)
+                .map_err(|(reason, msg)| warn(warnings, o, reason, msg))
+                .ok()
+        });
+        // The hosts this Ingress's default backend catches ("" = any host: the router-wide one).
+        let mut own_hosts: BTreeSet<String> = BTreeSet::new();
+        if spec.rules.as_ref().is_none_or(Vec::is_empty) {
+            own_hosts.insert(String::new());
+        }
+        for (ri, rule) in spec.rules.iter().flatten().enumerate() {
+            if let Some(host) = self.rule(&owner, ri, rule, cx, warnings) {
+                own_hosts.insert(host);
+            }
+        }
+        let Some(key) = default_backend else { return };
+        for host in own_hosts.iter().filter(|h| !h.is_empty()) {
+            match self.host_namespace.get(host).filter(|first| first.namespace != o.namespace) {
+                None => self.catch_alls.push(catch_all_route(&owner, host, key.clone())),
+                Some(first) => {
+                    let msg = format!(
+                        "{o}: spec.defaultBackend does not catch the unmatched paths of host {host}: the host was named first by {first}, of another namespace"
+                    );
+                    warn(warnings, o, "ConflictingDefaultBackend", msg);
+                }
+            }
+        }
+        if own_hosts.contains("") {
+            claim_router_default(&mut self.default, o, key, cx.tenancy, warnings);
+        }
+    }
+
+    /// One rule: its host checked (dropped with a warning when invalid, owned by another
+    /// namespace or host-less where that is not allowed), its paths claimed. The host, if kept.
+    fn rule(
+        &mut self,
+        owner: &RouteOwner,
+        ri: usize,
+        rule: &IngressRule,
+        cx: &Context<'_>,
+        warnings: &mut Vec<Warning>,
+    ) -> Option<String> {
+        let o = &owner.object;
+        let host = rule.host.clone().unwrap_or_default();
+        if let Some((reason, msg)) = host_refusal(o, ri, &host, cx) {
+            warn(warnings, o, reason, msg);
+            return None;
+        }
+        self.host_namespace.entry(host.clone()).or_insert_with(|| o.clone());
+        for (pi, p) in rule.http.iter().flat_map(|h| h.paths.iter()).enumerate() {
+            let where_ =
+                format!("rules[{ri}].paths[{pi}] (host {:?}, path {:?})", host, p.path.clone().unwrap_or_default());
+            if let Some(route) = path_route(owner, &host, &where_, p, cx.services, warnings) {
+                self.claims.push(route);
+            }
+        }
+        Some(host)
+    }
+}
+
+/// Why rule `ri`'s host is refused (reason, message), if it is.
+fn host_refusal(o: &KubeRef, ri: usize, host: &str, cx: &Context<'_>) -> Option<(&'static str, String)> {
+    if host.is_empty() {
+        // A host-less rule catches every host: the same gate as the router-wide default.
+        return (!cx.tenancy.may_set_router_default(&o.namespace)).then(|| {
+            (
+                HOSTLESS_NOT_ALLOWED,
+                format!(
+                    "{o}: rules[{ri}] has no host, so it would catch requests for every host; namespace {} may not do that ([kubernetes] default_backend_namespaces = {})",
+                    o.namespace,
+                    cx.tenancy.default_backend_namespaces.join(",")
+                ),
+            )
+        });
+    }
+    if let Some(p) = host_problem(host) {
+        return Some(("InvalidHost", format!("{o}: rules[{ri}] host {host:?} dropped: {p}")));
+    }
+    if let Some(why) = host_value_problem(host) {
+        return Some(("InvalidRuleValue", format!("{o}: rules[{ri}] host {host:?} dropped: {why}")));
+    }
+    let holder = cx.owners.and_then(|owners| owners.refuses(&o.namespace, host))?;
+    Some((HOST_OWNED, HostOwners::message(o, &format!("rules[{ri}]"), host, holder)))
+}
+
+/// Resolve an Ingress backend to a Service port, or explain why not (reason, message).
+fn resolve_backend(
+    ing: &KubeRef,
+    where_: &str,
+    b: &IngressBackend,
+    services: &Services<'_>,
+) -> Result<PoolKey, (&'static str, String)> {
+    let Some(sb) = b.service.as_ref() else {
+        let what = b.resource.as_ref().map(|r| format!("{} {}", r.kind, r.name)).unwrap_or_else(|| "nothing".into());
+        return Err((
+            "UnsupportedBackend",
+            format!("{ing}: {where_}: backend is {what}, not a Service; only Service backends can be routed"),
+        ));
+    };
+    let port = match sb.port.as_ref() {
+        None => PortRef::Unset,
+        Some(p) => match p.name.as_deref() {
+            Some(n) if !n.is_empty() => PortRef::Name(n),
+            _ => PortRef::Number(p.number.unwrap_or(0)),
+        },
+    };
+    resolve_service(services, ing, where_, &sb.name, port)
+}
+
+/// Ingress precedence within a host: the longest match path first, Exact before Prefix at equal
+/// length, then the path text.
+fn ingress_order(kind: PathKind, match_path: &str) -> OrderKey {
+    let kind = match kind {
+        PathKind::Exact => 0,
+        PathKind::Prefix => 1,
+    };
+    OrderKey(vec![
+        OrderPart::Number(u64::MAX - match_path.len() as u64),
+        OrderPart::Number(kind),
+        OrderPart::Text(match_path.to_string()),
+    ])
+}
+
+/// The path kind of a `pathType`, or the warning that drops the path.
+fn path_kind(o: &KubeRef, where_: &str, path_type: &str) -> Result<PathKind, (&'static str, String)> {
+    match path_type {
+        "Exact" => Ok(PathKind::Exact),
+        "Prefix" | "ImplementationSpecific" => Ok(PathKind::Prefix),
+        "" => Err(("MissingPathType", format!("{o}: {where_} dropped: pathType is required in networking.k8s.io/v1"))),
+        other => Err(("InvalidPathType", format!("{o}: {where_} dropped: unknown pathType {other:?}"))),
+    }
+}
+
+/// The route of one HTTP path of an Ingress rule (`host` may be empty), or `None` with a warning
+/// naming the path and why it is dropped.
+fn path_route(
+    owner: &RouteOwner,
+    host: &str,
+    where_: &str,
+    p: &HTTPIngressPath,
+    services: &Services<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Option<RouteClaim> {
+    let o = &owner.object;
+    let raw = p.path.clone().unwrap_or_default();
+    let kind = path_kind(o, where_, &p.path_type).map_err(|(reason, msg)| warn(warnings, o, reason, msg)).ok()?;
+    if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
+        warn(warnings, o, "InvalidPath", format!("{o}: {where_} dropped: {why}"));
+        return None;
+    }
+    let path = if raw.is_empty() { "/".to_string() } else { raw };
+    let match_path = match kind {
+        PathKind::Exact => path.clone(),
+        PathKind::Prefix => normalize_prefix(&path).to_string(),
+    };
+    // Octavia's value checks, on the exact rules we would write.
+    // (The host's values were checked with the rule: `host_value_problem`.)
+    if let Some(why) = path_rule(kind, &path, !host.is_empty()).and_then(|r| value_problem(&r.value)) {
+        warn(warnings, o, "InvalidRuleValue", format!("{o}: {where_} dropped: {why}"));
+        return None;
+    }
+    // A backend that cannot be served keeps its route, answering 503: dropping it would send its
+    // paths to another route of the host (`/admin` to `/`).
+    let action = match resolve_backend(o, where_, &p.backend, services) {
+        Ok(k) => RouteAction::to_service(k),
+        Err((reason, msg)) => {
+            warn(warnings, o, reason, format!("{msg}; its requests get HTTP 503"));
+            RouteAction::Fixed(FixedAnswer::Unavailable)
+        }
+    };
+    Some(RouteClaim {
+        host: host.to_string(),
+        order: ingress_order(kind, &match_path),
+        path: match kind {
+            PathKind::Exact => PathMatch::Exact(match_path),
+            PathKind::Prefix => PathMatch::Prefix(match_path),
+        },
+        path_type: p.path_type.clone(),
+        path_as_written: path,
+        headers: Vec::new(),
+        action,
+        owner: owner.clone(),
+        origin: where_.to_string(),
+        fallback: false,
+    })
+}
+
+/// The catch-all of `owner`'s default backend on `host`: matches like `Prefix /`, so it comes
+/// after every path of that host and stops the host's unmatched requests from going elsewhere.
+fn catch_all_route(owner: &RouteOwner, host: &str, pool: PoolKey) -> RouteClaim {
+    RouteClaim {
+        host: host.to_string(),
+        path: PathMatch::Prefix("/".into()),
+        path_type: DEFAULT_BACKEND_PATH_TYPE.into(),
+        path_as_written: "/".into(),
+        headers: Vec::new(),
+        action: RouteAction::to_service(pool),
+        order: ingress_order(PathKind::Prefix, "/"),
+        owner: owner.clone(),
+        origin: "spec.defaultBackend".into(),
+        fallback: true,
+    }
+}
+
+/// The router-wide default backend (listener default pool): the oldest claim from an allowed
+/// namespace wins; the others are told why theirs is ignored.
+fn claim_router_default(
+    default: &mut Option<(PoolKey, KubeRef)>,
+    owner: &KubeRef,
+    key: PoolKey,
+    tenancy: &TenancyOptions,
+    warnings: &mut Vec<Warning>,
+) {
+    if !tenancy.may_set_router_default(&owner.namespace) {
+        let msg = format!(
+            "{owner}: spec.defaultBackend does not catch requests for other hosts: namespace {} may not set the router-wide default backend ([kubernetes] default_backend_namespaces = {})",
+            owner.namespace,
+            tenancy.default_backend_namespaces.join(",")
+        );
+        warn(warnings, owner, "DefaultBackendNotAllowed", msg);
+        return;
+    }
+    match default {
+        None => *default = Some((key, owner.clone())),
+        Some((_, winner)) => {
+            let msg = format!(
+                "{owner}: spec.defaultBackend ignored for hosts without rules: the router's default backend is already set by the older {winner}"
+            );
+            warn(warnings, owner, "ConflictingDefaultBackend", msg);
+        }
+    }
+}
+
+/// The Ingresses among `ours` whose `spec.defaultBackend` names the Service of `key`, sorted.
+fn default_backend_owners(ours: &[&Ingress], key: &PoolKey) -> Vec<KubeRef> {
+    let mut owners: Vec<KubeRef> = ours
+        .iter()
+        .filter(|i| {
+            let service = i.spec.as_ref().and_then(|s| s.default_backend.as_ref()).and_then(|b| b.service.as_ref());
+            namespace_of(&i.metadata) == key.namespace && service.is_some_and(|s| s.name == key.service)
+        })
+        .map(|i| ingress_ref(i))
+        .collect();
+    owners.sort();
+    owners.dedup();
+    owners
+}

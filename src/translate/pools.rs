@@ -1,0 +1,125 @@
+//! Pools and their members: for each Service port the routes forward to, the endpoints of that
+//! Service (EndpointSlices or core Endpoints), on our node pool, of the VIP's family, weighed by
+//! zone; and the pools' health monitors from the Services' annotations.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::backends::{PoolKey, Services};
+use super::health::service_health_monitor;
+use super::members::{SliceCache, endpoints_as_slices, index_nodes};
+use super::names::namespace_of;
+use super::options::{Inputs, IpFamily, TranslateOptions};
+use crate::model::{KubeRef, Pool, PoolHealthMonitor, Warning};
+
+/// Label tying an EndpointSlice to its Service.
+pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+
+/// The endpoint caches of the wanted Services only.
+fn endpoint_caches<'a>(
+    inputs: &'a Inputs,
+    opts: &TranslateOptions,
+    keys: &'a BTreeSet<PoolKey>,
+) -> BTreeMap<(&'a str, &'a str), SliceCache> {
+    let wanted: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
+    let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
+    if opts.use_endpoint_slices {
+        for s in &inputs.endpoint_slices {
+            let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
+                continue;
+            };
+            let key = (namespace_of(&s.metadata), svc.as_str());
+            if wanted.contains(&key) {
+                caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family)).upsert(s);
+            }
+        }
+    } else {
+        for e in &inputs.endpoints {
+            let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
+            if wanted.contains(&key) {
+                let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));
+                for slice in endpoints_as_slices(e) {
+                    cache.upsert(&slice);
+                }
+            }
+        }
+    }
+    caches
+}
+
+fn no_endpoints(k: &PoolKey, name: &str, opts: &TranslateOptions) -> Warning {
+    let sref = KubeRef::new("Service", &k.namespace, &k.service);
+    let family = match opts.vip_family {
+        IpFamily::V4 => "IPv4",
+        IpFamily::V6 => "IPv6",
+    };
+    let node_pool = opts.node_pool.as_deref().map(|p| format!(" on node pool {p}")).unwrap_or_default();
+    Warning {
+        object: sref.clone(),
+        reason: "NoEndpoints".into(),
+        message: format!(
+            "{sref}: port {}: no ready {family} endpoint{node_pool}; pool {name} has no members and requests routed to it get HTTP 503",
+            k.port
+        ),
+    }
+}
+
+/// The pool of each key, by its name in `names`; every key's Service and port exist (the
+/// front ends resolved them).
+pub fn build_pools(
+    inputs: &Inputs,
+    opts: &TranslateOptions,
+    keys: &BTreeSet<PoolKey>,
+    names: &BTreeMap<PoolKey, String>,
+    services: &Services<'_>,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, Pool> {
+    let nodes = index_nodes(&inputs.nodes);
+    let caches = endpoint_caches(inputs, opts, keys);
+    let empty = SliceCache::new(opts.vip_family);
+    let mut pools = BTreeMap::new();
+    for k in keys {
+        let svc = services[&(k.namespace.as_str(), k.service.as_str())];
+        let sp = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_ref())
+            .and_then(|ps| ps.iter().find(|p| p.port == i32::from(k.port)))
+            .expect("resolved ports exist");
+        let cache = caches.get(&(k.namespace.as_str(), k.service.as_str())).unwrap_or(&empty);
+        let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
+        warnings.extend(w);
+        let name = names[k].clone();
+        if members.is_empty() {
+            warnings.push(no_endpoints(k, &name, opts));
+        }
+        pools.insert(
+            name.clone(),
+            Pool {
+                name,
+                service: KubeRef::new("Service", &k.namespace, &k.service),
+                service_port: sp.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| sp.port.to_string()),
+                lb_algorithm: opts.lb_algorithm.clone(),
+                members,
+                weighting,
+            },
+        );
+    }
+    pools
+}
+
+/// The health monitor each pool's Service asks for by annotation.
+pub fn health_monitors(
+    pools: &BTreeMap<String, Pool>,
+    services: &Services<'_>,
+    opts: &TranslateOptions,
+    warnings: &mut Vec<Warning>,
+) -> BTreeMap<String, PoolHealthMonitor> {
+    pools
+        .values()
+        .filter_map(|p| {
+            let svc = services.get(&(p.service.namespace.as_str(), p.service.name.as_str()))?;
+            let hm = service_health_monitor(svc, &opts.health_monitor_defaults, warnings)?;
+            Some((p.name.clone(), hm))
+        })
+        .collect()
+}

@@ -1,0 +1,458 @@
+//! The route table: one for every route kind. It claims (the first claim of a match wins, the
+//! losers are told who holds it), orders (host precedence, then the front end's order key) and
+//! turns the routes into Octavia policies, with the guards and exclusions that keep a host's
+//! unmatched requests from reaching another host's routes.
+
+use std::collections::BTreeMap;
+
+use super::backends::PoolKey;
+use super::claim::{FixedAnswer, HeaderMatch, PathMatch, RedirectSpec, RouteAction, RouteClaim};
+use super::hosts::{HostKind, wildcard_covers};
+use super::names::{bounded, guard_name, policy_name};
+use super::rules::{MAX_RULES, exclusion_rules, header_rule, host_pattern, host_rule, path_match_rule};
+use crate::model::{KubeRef, Policy, PolicyRedirect, RedirectTarget, Rule, UNAVAILABLE_POOL, Warning};
+
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
+    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+}
+
+/// The claimed routes, by what they match.
+#[derive(Default)]
+pub struct RouteTable {
+    claimed: BTreeMap<(String, PathMatch, Vec<HeaderMatch>), RouteClaim>,
+}
+
+impl RouteTable {
+    /// Claims in the order given (front ends list the oldest object first).
+    pub fn claim_all(claims: impl IntoIterator<Item = RouteClaim>, warnings: &mut Vec<Warning>) -> Self {
+        let mut table = RouteTable::default();
+        for c in claims {
+            table.claim(c, warnings);
+        }
+        table
+    }
+
+    /// Claims a route's match for its owner unless an older route holds it; the loser gets a
+    /// warning naming the winner. A fallback never displaces a route, and is silent when its
+    /// own object routes that match itself.
+    fn claim(&mut self, route: RouteClaim, warnings: &mut Vec<Warning>) {
+        let key = route.match_key();
+        let Some(w) = self.claimed.get(&key) else {
+            self.claimed.insert(key, route);
+            return;
+        };
+        let owner = route.owner_ref();
+        if !route.fallback {
+            let msg = format!(
+                "{owner}: {} ignored: {} is already routed by {} (older, or listed first)",
+                route.origin,
+                route.describe(),
+                w.owner_ref()
+            );
+            warn(warnings, owner, "DuplicateRoute", msg);
+        } else if w.owner_ref() != owner {
+            let msg = format!(
+                "{owner}: {} does not catch the unmatched paths of host {}: {} of {} already does",
+                route.origin,
+                route.host,
+                w.describe(),
+                w.owner_ref()
+            );
+            warn(warnings, owner, "ConflictingDefaultBackend", msg);
+        }
+    }
+
+    /// The winning routes.
+    pub fn routes(self) -> Vec<RouteClaim> {
+        self.claimed.into_values().collect()
+    }
+}
+
+/// Where the requests that a host's routes do not match may go.
+pub struct Stops<'a> {
+    /// The listeners' default pool: the router-wide default backend, else the 404 pool, if any.
+    pub default_pool: Option<&'a str>,
+    /// The pool of a host's guard policy: the 404 pool (status responder), else, while a
+    /// router-wide default backend exists, the empty 503 pool; `None`: exclusion rules instead.
+    pub guard_pool: Option<&'a str>,
+    /// A router-wide default backend exists: every named host needs a stop.
+    pub router_default: bool,
+    /// The 404 pool, when there is one (a [`FixedAnswer::NotFound`] route's pool).
+    pub not_found_pool: Option<&'a str>,
+}
+
+/// The pool names a listener's policies refer to.
+pub type PoolNames = BTreeMap<PoolKey, String>;
+
+fn precedence(a: &RouteClaim, b: &RouteClaim) -> std::cmp::Ordering {
+    (HostKind::of(&a.host), &a.host, &a.order, &a.path, &a.headers).cmp(&(
+        HostKind::of(&b.host),
+        &b.host,
+        &b.order,
+        &b.path,
+        &b.headers,
+    ))
+}
+
+/// Per host of `routes`: does it have a catch-all (matches every path, no header), and which
+/// owner speaks for it (the smallest owner of its routes)?
+fn host_summary(routes: &[RouteClaim]) -> BTreeMap<&str, (bool, &KubeRef)> {
+    let mut hosts: BTreeMap<&str, (bool, &KubeRef)> = BTreeMap::new();
+    for r in routes {
+        let e = hosts.entry(r.host.as_str()).or_insert((false, r.owner_ref()));
+        e.0 |= r.path.is_everything() && r.headers.is_empty();
+        if r.owner_ref() < e.1 {
+            e.1 = r.owner_ref();
+        }
+    }
+    hosts
+}
+
+/// The hosts whose unmatched requests could fall through to a later host's routes (a wildcard
+/// covering them, a host-less route, the router-wide default) and that have no catch-all.
+fn leaky_hosts<'a>(hosts: &BTreeMap<&'a str, (bool, &KubeRef)>, stops: &Stops<'_>) -> Vec<&'a str> {
+    let any_hostless = hosts.contains_key("");
+    let wildcards: Vec<&str> = hosts.keys().copied().filter(|h| HostKind::of(h) == HostKind::Wildcard).collect();
+    let needs_stop = |h: &str| -> bool {
+        match HostKind::of(h) {
+            HostKind::Exact => stops.router_default || any_hostless || wildcards.iter().any(|w| wildcard_covers(w, h)),
+            HostKind::Wildcard => stops.router_default || any_hostless,
+            HostKind::Any => false,
+        }
+    };
+    hosts.iter().filter(|(h, (catch_all, _))| !catch_all && needs_stop(h)).map(|(h, _)| *h).collect()
+}
+
+/// The host patterns the routes of `host` must exclude: only when there is no default pool to
+/// guard with, a wildcard excludes the leaky exact hosts it covers and host-less routes every
+/// leaky host.
+fn exclusions(host: &str, leaky: &[&str], stops: &Stops<'_>) -> Vec<String> {
+    if stops.default_pool.is_some() {
+        return Vec::new();
+    }
+    match HostKind::of(host) {
+        HostKind::Exact => Vec::new(),
+        HostKind::Wildcard => leaky
+            .iter()
+            .filter(|h| HostKind::of(h) == HostKind::Exact && wildcard_covers(host, h))
+            .map(|h| host_pattern(h))
+            .collect(),
+        HostKind::Any => leaky.iter().map(|h| host_pattern(h)).collect(),
+    }
+}
+
+/// Order routes and turn them into policies.
+///
+/// Groups: exact hosts, then wildcard hosts, then no host (each sorted by host name for
+/// determinism); within a host, the front end's order key. Kubernetes picks the host before the
+/// path, so a host whose own routes do not match must not fall through to a wildcard or
+/// host-less route: a guard policy sends it to the no-route answer, or (no default pool) later
+/// policies exclude it with inverted host rules. Nor may it fall into the router-wide default
+/// backend (another tenant's catch-all): with one, every named host without a catch-all of its
+/// own gets a guard.
+pub fn order_policies(
+    mut routes: Vec<RouteClaim>,
+    names: &PoolNames,
+    stops: &Stops<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Policy> {
+    routes.sort_by(precedence);
+    let hosts = host_summary(&routes);
+    let leaky = leaky_hosts(&hosts, stops);
+    let mut policies = Vec::with_capacity(routes.len() + leaky.len());
+    for group in routes.chunk_by(|a, b| a.host == b.host) {
+        let host = group[0].host.as_str();
+        let excluded = exclusions(host, &leaky, stops);
+        let excl_rules = exclusion_rules(&excluded);
+        policies.extend(group.iter().map(|r| route_policy(r, names, stops, &excluded, &excl_rules, warnings)));
+        if let Some(gp) = stops.guard_pool
+            && leaky.contains(&host)
+        {
+            policies.push(guard_policy(host, gp, hosts[host].1.clone()));
+        }
+    }
+    number(&mut policies);
+    policies
+}
+
+/// Positions 1..n in list order.
+pub fn number(policies: &mut [Policy]) {
+    for (n, p) in policies.iter_mut().enumerate() {
+        p.position = n as u32 + 1;
+    }
+}
+
+/// One guard policy (host rule only → `pool`) per named host of `routes`, exact hosts first,
+/// owned by the smallest owner of the host's routes.
+pub fn guard_policies(routes: &[RouteClaim], pool: &str) -> Vec<Policy> {
+    let mut hosts: BTreeMap<(HostKind, &str), &KubeRef> = BTreeMap::new();
+    for r in routes.iter().filter(|r| !r.host.is_empty()) {
+        let e = hosts.entry((HostKind::of(&r.host), r.host.as_str())).or_insert(r.owner_ref());
+        if r.owner_ref() < *e {
+            *e = r.owner_ref();
+        }
+    }
+    hosts.into_iter().map(|((_, host), owner)| guard_policy(host, pool, owner.clone())).collect()
+}
+
+fn guard_policy(host: &str, pool: &str, owner: KubeRef) -> Policy {
+    Policy {
+        name: guard_name(host),
+        position: 0,
+        pool: pool.to_string(),
+        rules: vec![host_rule(host)],
+        owner,
+        description: format!("{host} guard: paths without a route get the no-route answer"),
+        redirect: None,
+    }
+}
+
+/// The policy name of a route: its owner, host and path; its headers, when it has any.
+fn route_policy_name(r: &RouteClaim) -> String {
+    let base = policy_name(r.owner_ref(), &r.host, &r.path_type, &r.path_as_written);
+    if r.headers.is_empty() {
+        return base;
+    }
+    let headers: Vec<String> = r.headers.iter().map(|h| format!("{}={}", h.name, h.value)).collect();
+    bounded(format!("{base}:{}", headers.join(",")))
+}
+
+/// The rules of a route: host, path, headers (an empty list only for a host-less route of
+/// every path with no header, which Octavia would skip: it gets `STARTS_WITH /`).
+pub fn route_rules(r: &RouteClaim) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    if !r.host.is_empty() {
+        rules.push(host_rule(&r.host));
+    }
+    rules.extend(path_match_rule(&r.path, !r.host.is_empty() || !r.headers.is_empty()));
+    rules.extend(r.headers.iter().map(header_rule));
+    rules
+}
+
+fn redirect_of(spec: &RedirectSpec) -> PolicyRedirect {
+    let port = spec.port.map(|p| format!(":{p}")).unwrap_or_default();
+    let prefix = format!("{}://{}{port}", spec.scheme, spec.host);
+    let target = match &spec.path {
+        None => RedirectTarget::Prefix(prefix),
+        Some(path) => RedirectTarget::Url(format!("{prefix}{path}")),
+    };
+    PolicyRedirect { target, code: spec.code }
+}
+
+/// The policy of one route: its rules, then as many of the host exclusions as Octavia's rule
+/// limit leaves room for (a warning names the route when some do not fit).
+fn route_policy(
+    r: &RouteClaim,
+    names: &PoolNames,
+    stops: &Stops<'_>,
+    excluded: &[String],
+    excl_rules: &[Rule],
+    warnings: &mut Vec<Warning>,
+) -> Policy {
+    let mut rules = route_rules(r);
+    let room = MAX_RULES.saturating_sub(rules.len());
+    if excl_rules.len() > room {
+        warn(
+            warnings,
+            r.owner_ref(),
+            "TooManyRules",
+            format!(
+                "{}: {}: {} host exclusions need {} rules, Octavia allows {MAX_RULES} per policy; some hosts' unmatched requests may reach this route (set a default backend to avoid this)",
+                r.owner_ref(),
+                r.describe(),
+                excluded.len(),
+                excl_rules.len() + rules.len()
+            ),
+        );
+    }
+    rules.extend(excl_rules.iter().take(room).cloned());
+    let (pool, redirect) = match &r.action {
+        RouteAction::Forward(_) => (forward_pool(r, names, warnings), None),
+        RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
+        RouteAction::Fixed(FixedAnswer::NotFound) => {
+            (stops.not_found_pool.unwrap_or(UNAVAILABLE_POOL).to_string(), None)
+        }
+        RouteAction::Redirect(spec) => (String::new(), Some(redirect_of(spec))),
+    };
+    Policy {
+        name: route_policy_name(r),
+        position: 0,
+        pool,
+        rules,
+        owner: r.owner_ref().clone(),
+        description: r.describe(),
+        redirect,
+    }
+}
+
+/// The Service port a forwarding route's pool is fed by: its backend; of a split over several,
+/// the heaviest for now (a pool fed by several Services is not built yet: a warning says so).
+/// `None`: no backend with weight, the route answers 503.
+pub fn chosen_backend(action: &RouteAction) -> Option<&PoolKey> {
+    let RouteAction::Forward(backends) = action else { return None };
+    backends
+        .iter()
+        .filter(|b| b.weight > 0)
+        .max_by(|a, b| a.weight.cmp(&b.weight).then(b.key.cmp(&a.key)))
+        .map(|b| &b.key)
+}
+
+fn forward_pool(r: &RouteClaim, names: &PoolNames, warnings: &mut Vec<Warning>) -> String {
+    if let RouteAction::Forward(backends) = &r.action
+        && backends.iter().filter(|b| b.weight > 0).count() > 1
+    {
+        let o = r.owner_ref();
+        let msg = format!(
+            "{o}: {}: a split over several Services is not supported yet; all its requests go to the heaviest backend",
+            r.describe()
+        );
+        warn(warnings, o, "BackendSplitUnsupported", msg);
+    }
+    chosen_backend(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |k| names[k].clone())
+}
+
+/// Does some route answer 503 (or 404 without a 404 pool) through the reserved 503 pool?
+pub fn needs_unavailable_pool(routes: &[RouteClaim], has_not_found_pool: bool) -> bool {
+    routes.iter().any(|r| match &r.action {
+        RouteAction::Fixed(FixedAnswer::Unavailable) => true,
+        RouteAction::Fixed(FixedAnswer::NotFound) => !has_not_found_pool,
+        RouteAction::Forward(b) => b.iter().all(|b| b.weight == 0),
+        RouteAction::Redirect(_) => false,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, RuleType};
+    use crate::translate::claim::{HeaderMatchKind, OrderKey, OrderPart, RouteOwner};
+
+    fn owner(name: &str) -> RouteOwner {
+        RouteOwner { object: KubeRef::new("HTTPRoute", "ns", name), uid: Some(format!("uid-{name}")) }
+    }
+
+    fn key(svc: &str) -> PoolKey {
+        PoolKey { namespace: "ns".into(), service: svc.into(), port: 80 }
+    }
+
+    fn claim(host: &str, path: PathMatch, headers: Vec<HeaderMatch>, action: RouteAction, order: u64) -> RouteClaim {
+        RouteClaim {
+            host: host.into(),
+            path,
+            path_type: "PathPrefix".into(),
+            path_as_written: "/".into(),
+            headers,
+            action,
+            order: OrderKey(vec![OrderPart::Number(order)]),
+            owner: owner("r"),
+            origin: "rules[0]".into(),
+            fallback: false,
+        }
+    }
+
+    fn stops() -> Stops<'static> {
+        Stops { default_pool: None, guard_pool: None, router_default: false, not_found_pool: None }
+    }
+
+    fn header(name: &str, value: &str) -> HeaderMatch {
+        HeaderMatch { name: name.into(), kind: HeaderMatchKind::Exact, value: value.into() }
+    }
+
+    #[test]
+    fn a_header_match_becomes_a_header_rule_with_its_key_and_the_front_ends_order_decides() {
+        let names: PoolNames = [(key("canary"), "ns_canary".to_string()), (key("web"), "ns_web".to_string())].into();
+        let canary = claim(
+            "a.example.com",
+            PathMatch::Prefix("/".into()),
+            vec![header("x-canary", "yes")],
+            RouteAction::to_service(key("canary")),
+            0,
+        );
+        let web = claim("a.example.com", PathMatch::Prefix("/".into()), vec![], RouteAction::to_service(key("web")), 1);
+        let routes = RouteTable::claim_all([web, canary], &mut Vec::new()).routes();
+        let policies = order_policies(routes, &names, &stops(), &mut Vec::new());
+        assert_eq!(policies.iter().map(|p| p.pool.as_str()).collect::<Vec<_>>(), ["ns_canary", "ns_web"]);
+        let h = policies[0].rules.iter().find(|r| r.rule_type == RuleType::Header).expect("a header rule");
+        assert_eq!(
+            (h.key.as_deref(), h.compare_type, h.value.as_str()),
+            (Some("x-canary"), CompareType::EqualTo, "yes")
+        );
+        assert_ne!(policies[0].name, policies[1].name, "the header is part of the policy's identity");
+        assert!(policies[0].name.starts_with("httproute:ns/r:a.example.com:"), "{}", policies[0].name);
+    }
+
+    #[test]
+    fn a_redirect_action_keeps_the_path_unless_it_replaces_it() {
+        let to = |path: Option<&str>| {
+            RouteAction::Redirect(RedirectSpec {
+                scheme: "https".into(),
+                host: "b.example.com".into(),
+                port: Some(8443),
+                path: path.map(String::from),
+                code: 301,
+            })
+        };
+        let keep = claim("a.example.com", PathMatch::Exact("/old".into()), vec![], to(None), 0);
+        let replace = claim("a.example.com", PathMatch::Exact("/gone".into()), vec![], to(Some("/new")), 1);
+        let routes = RouteTable::claim_all([keep, replace], &mut Vec::new()).routes();
+        let policies = order_policies(routes, &PoolNames::new(), &stops(), &mut Vec::new());
+        let redirects: Vec<_> = policies.iter().map(|p| (p.pool.as_str(), p.redirect.clone())).collect();
+        assert_eq!(
+            redirects,
+            [
+                (
+                    "",
+                    Some(PolicyRedirect {
+                        target: RedirectTarget::Prefix("https://b.example.com:8443".into()),
+                        code: 301
+                    })
+                ),
+                (
+                    "",
+                    Some(PolicyRedirect {
+                        target: RedirectTarget::Url("https://b.example.com:8443/new".into()),
+                        code: 301
+                    })
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn fixed_answers_use_the_reserved_pools_and_the_first_claim_of_a_match_wins() {
+        let mut warnings = Vec::new();
+        let not_found =
+            claim("", PathMatch::Regex("^/x[0-9]+$".into()), vec![], RouteAction::Fixed(FixedAnswer::NotFound), 0);
+        let mut younger = not_found.clone();
+        younger.owner = owner("younger");
+        younger.action = RouteAction::Fixed(FixedAnswer::Unavailable);
+        let routes = RouteTable::claim_all([not_found, younger], &mut warnings).routes();
+        assert_eq!(routes.len(), 1);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].message.contains("HTTPRoute ns/younger: rules[0] ignored"), "{}", warnings[0].message);
+        assert!(needs_unavailable_pool(&routes, false), "a 404 without a 404 pool answers from the 503 pool");
+        let with_404 = Stops { not_found_pool: Some("kuryr-status-404"), ..stops() };
+        let policies = order_policies(routes, &PoolNames::new(), &with_404, &mut Vec::new());
+        assert_eq!(policies[0].pool, "kuryr-status-404");
+        assert_eq!(policies[0].rules[0].compare_type, CompareType::Regex);
+        assert_eq!(policies[0].rules[0].value, "^/x[0-9]+$");
+    }
+
+    #[test]
+    fn a_split_goes_to_its_heaviest_backend_with_a_warning_until_shared_pools_exist() {
+        use crate::translate::backends::WeightedBackend;
+        let split = RouteAction::Forward(vec![
+            WeightedBackend { key: key("web"), weight: 1 },
+            WeightedBackend { key: key("canary"), weight: 9 },
+        ]);
+        assert_eq!(chosen_backend(&split), Some(&key("canary")));
+        let names: PoolNames = [(key("canary"), "ns_canary".to_string())].into();
+        let mut warnings = Vec::new();
+        let routes = vec![claim("a.example.com", PathMatch::Prefix("/".into()), vec![], split, 0)];
+        let policies = order_policies(routes, &names, &stops(), &mut warnings);
+        assert_eq!(policies[0].pool, "ns_canary");
+        assert_eq!(warnings.iter().map(|w| w.reason.as_str()).collect::<Vec<_>>(), ["BackendSplitUnsupported"]);
+        let none = RouteAction::Forward(vec![WeightedBackend { key: key("web"), weight: 0 }]);
+        assert_eq!(chosen_backend(&none), None);
+    }
+}
