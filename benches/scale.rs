@@ -14,6 +14,7 @@ use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
+use kuryr_l7_router::translate::Snapshot;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
@@ -23,6 +24,93 @@ fn vm_hwm_kib() -> u64 {
         .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
         .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
         .unwrap_or(0)
+}
+
+/// Current resident set (VmRSS), to tell what a phase holds from what it briefly allocated.
+fn vm_rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.to_string()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Memory at a phase of the run: where the peak comes from.
+fn mem(phase: &str) {
+    println!("  [mem] {phase}: VmRSS {} MiB, VmHWM {} MiB", vm_rss_kib() / 1024, vm_hwm_kib() / 1024);
+}
+
+unsafe extern "C" {
+    fn malloc_trim(pad: usize) -> i32;
+}
+
+/// Reset VmHWM to the current RSS (Linux >= 4.0) after giving freed memory back.
+fn reset_peak() {
+    unsafe { malloc_trim(0) };
+    let _ = std::fs::write("/proc/self/clear_refs", "5");
+}
+
+fn snapshot(inp: Inputs) -> Snapshot {
+    fn arcs<K>(v: Vec<K>) -> Vec<std::sync::Arc<K>> {
+        v.into_iter().map(std::sync::Arc::new).collect()
+    }
+    Snapshot {
+        ingresses: arcs(inp.ingresses),
+        ingress_classes: arcs(inp.ingress_classes),
+        services: arcs(inp.services),
+        endpoint_slices: arcs(inp.endpoint_slices),
+        endpoints: arcs(inp.endpoints),
+        nodes: arcs(inp.nodes),
+        secrets: arcs(inp.secrets),
+        now: inp.now,
+    }
+}
+
+fn deep_copy(s: &Snapshot) -> Inputs {
+    fn owned<K: Clone>(v: &[std::sync::Arc<K>]) -> Vec<K> {
+        v.iter().map(|a| (**a).clone()).collect()
+    }
+    Inputs {
+        ingresses: owned(&s.ingresses),
+        ingress_classes: owned(&s.ingress_classes),
+        services: owned(&s.services),
+        endpoint_slices: owned(&s.endpoint_slices),
+        endpoints: owned(&s.endpoints),
+        nodes: owned(&s.nodes),
+        secrets: owned(&s.secrets),
+        now: s.now,
+        notes: vec![],
+    }
+}
+
+fn probe(inp: &Snapshot) {
+    let opts = TranslateOptions::default();
+    reset_peak();
+    mem("probe start");
+    let d = translate(inp, &opts);
+    mem("probe: one translate (HWM = its transient peak)");
+    reset_peak();
+    mem("probe: holding one desired");
+    let empty = empty_router();
+    let p = plan_writes(&d, &empty, &diff_opts());
+    mem("probe: one cold plan");
+    reset_peak();
+    mem("probe: holding desired + cold plan");
+    let mut sim = Simulator::new(empty);
+    sim.apply_all(&p.writes).unwrap();
+    mem("probe: simulator applied");
+    drop(p);
+    reset_peak();
+    mem("probe: holding desired + sim router");
+    let st = plan_writes(&d, &sim.router, &diff_opts());
+    mem("probe: steady plan");
+    drop(st);
+    drop(sim);
+    reset_peak();
+    mem("probe: holding desired");
+    drop(d);
+    reset_peak();
+    mem("probe: end");
 }
 
 fn diff_opts() -> DiffOptions {
@@ -73,6 +161,7 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     println!("mode: {}", if full { "full (--bench)" } else { "smoke (no --bench in argv)" });
     write_counts(full);
+    mem("write counts done");
     controller_scale(full);
     println!("VmHWM (peak RSS) of the whole run: {} MiB", vm_hwm_kib() / 1024);
 }
@@ -157,10 +246,22 @@ fn controller_scale(full: bool) {
     let (n_ing, n_svc, eps, reps) = if full { (10_000, 10_000, 10, 3) } else { (100, 100, 10, 1) };
     println!("\n## controller scale: {n_ing} Ingresses, {n_svc} Services, {} endpoints", n_svc * eps);
     let t = Instant::now();
-    let inp = apps(n_ing, n_svc, eps);
+    // As the controller holds them: the watch caches' Arc'd objects, read through a Snapshot.
+    let inp = snapshot(apps(n_ing, n_svc, eps));
     println!("generated inputs in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
+    mem("inputs generated (the caches)");
+    // What the controller paid on top before it translated from a Snapshot: a deep copy of
+    // every cache per translation.
+    reset_peak();
+    let copy = deep_copy(&inp);
+    mem("a deep copy of every cache (the old Inputs)");
+    drop(copy);
+    if std::env::var_os("KURYR_BENCH_MEM_PROBE").is_some() {
+        probe(&inp);
+    }
     let opts = TranslateOptions::default();
     let (t_tr, desired) = best_of(reps, || translate(&inp, &opts));
+    mem("translated");
     let s = shape(&desired);
     println!(
         "translate: best of {reps} {:.1} ms ({} policies, {} rules, {} pools, {} members)",
@@ -173,13 +274,18 @@ fn controller_scale(full: bool) {
     let empty = empty_router();
     let (t_cold, cold) = best_of(reps, || plan_writes(&desired, &empty, &diff_opts()));
     println!("plan_writes from an empty router: best of {reps} {:.1} ms ({} writes)", t_cold * 1e3, cold.writes.len());
+    mem("cold plan");
     let mut sim = Simulator::new(empty);
     let t = Instant::now();
     sim.apply_all(&cold.writes).expect("simulator accepts the plan");
     println!("(simulator applied them in {:.0} ms)", t.elapsed().as_secs_f64() * 1e3);
+    mem("simulator applied");
+    drop(cold);
+    mem("cold plan dropped");
     let (t_steady, steady) = best_of(reps, || plan_writes(&desired, &sim.router, &diff_opts()));
     assert!(steady.writes.is_empty());
     println!("plan_writes, nothing changed (resync): best of {reps} {:.1} ms (0 writes)", t_steady * 1e3);
+    mem("steady plan");
     let (t_all, _) = best_of(reps, || plan_writes(&translate(&inp, &opts), &sim.router, &diff_opts()));
     println!("translate + plan_writes (full resync): best of {reps} {:.1} ms", t_all * 1e3);
     println!("VmHWM after translate + diff: {} MiB", vm_hwm_kib() / 1024);

@@ -13,7 +13,7 @@ use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::budget::{Budget, translate_within};
-use crate::translate::{Inputs, TranslateOptions, namespace_of};
+use crate::translate::{Snapshot, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -78,39 +78,34 @@ impl StoreWriters {
 }
 
 impl Stores {
-    /// The translation inputs: a snapshot of every cache. Ingresses being deleted are left out,
-    /// so a Sync removes their policies while their finalizer holds them.
-    pub fn inputs(&self) -> Inputs {
+    /// The translation inputs: a snapshot of every cache, sharing the cached objects (no copy).
+    /// Ingresses being deleted are left out, so a Sync removes their policies while their
+    /// finalizer holds them.
+    pub fn inputs(&self) -> Snapshot {
         self.inputs_with(None)
     }
 
     /// [`Stores::inputs`], with the configured default certificate's Secret (`namespace`, `name`)
     /// among the Secrets handed over.
-    pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Inputs {
-        let ingresses: Vec<Ingress> =
-            owned(&self.ingresses).into_iter().filter(|i| i.metadata.deletion_timestamp.is_none()).collect();
+    pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Snapshot {
+        let mut ingresses = self.ingresses.state();
+        ingresses.retain(|i| i.metadata.deletion_timestamp.is_none());
         // Only the Secrets an Ingress (or the configured default certificate) names are handed
-        // to the translation: the others' key material is not copied around.
+        // to the translation.
         let mut named: std::collections::BTreeSet<(String, String)> =
-            ingresses.iter().flat_map(tls_secrets_of).collect();
+            ingresses.iter().flat_map(|i| tls_secrets_of(i)).collect();
         named.extend(default_tls_secret.cloned());
-        let secrets = self
-            .secrets
-            .state()
-            .iter()
-            .filter(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())))
-            .map(|s| (**s).clone())
-            .collect();
-        Inputs {
+        let mut secrets = self.secrets.state();
+        secrets.retain(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())));
+        Snapshot {
             ingresses,
-            ingress_classes: owned(&self.classes),
-            services: owned(&self.services),
-            endpoint_slices: owned(&self.slices),
-            endpoints: owned(&self.endpoints),
-            nodes: owned(&self.nodes),
+            ingress_classes: self.classes.state(),
+            services: self.services.state(),
+            endpoint_slices: self.slices.state(),
+            endpoints: self.endpoints.state(),
+            nodes: self.nodes.state(),
             secrets,
             now: Some(std::time::SystemTime::now()),
-            notes: vec![],
         }
     }
 }
@@ -124,14 +119,6 @@ pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
         .filter_map(|t| t.secret_name.clone())
         .map(|name| (ns.to_string(), name))
         .collect()
-}
-
-fn owned<K>(store: &Store<K>) -> Vec<K>
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: std::hash::Hash + Eq + Clone,
-{
-    store.state().iter().map(|a| (**a).clone()).collect()
 }
 
 /// Errors of a reconcile: a Kubernetes write or an Octavia write.
@@ -205,7 +192,7 @@ pub struct Translator {
 
 impl Translator {
     /// The inputs and the desired router from the caches now.
-    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+    pub fn desired(&self) -> (Snapshot, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let budget = *self.budget.lock().expect("lock");
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
@@ -282,7 +269,7 @@ impl Context {
 
     /// The inputs and the desired router from the caches now (a whole translation: the
     /// handlers leave it to the writer, once per Sync job; tests and tools call it).
-    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+    pub fn desired(&self) -> (Snapshot, DesiredRouter) {
         self.translator.desired()
     }
 
@@ -399,7 +386,7 @@ impl Context {
     /// where it differs): on each resync, so that a router rebuilt on another address, or a
     /// status changed by hand, is corrected without an Ingress change.
     pub async fn refresh_statuses(&self, address: Option<std::net::IpAddr>) {
-        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
+        let classes = self.stores.classes.state();
         for ing in self.stores.ingresses.state() {
             let ours = crate::translate::routes::is_ours(&ing, &classes, &self.opts);
             if !ours || !patches::has_finalizer(ing.as_ref()) || ing.metadata.deletion_timestamp.is_some() {

@@ -314,7 +314,7 @@ fn reflect_with<K>(
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
-    reflector::reflector(writer, watcher(api, config).default_backoff()).filter_map(|r| async move {
+    reflector::reflector(writer, watcher(api, config).default_backoff().modify(slim::<K>)).filter_map(|r| async move {
         match r {
             Ok(ev) => Some(ev),
             Err(e) => {
@@ -323,6 +323,24 @@ where
             }
         }
     })
+}
+
+/// kubectl's copy of the last applied object, in an annotation.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Drops on receipt, before the caches, what nothing here reads: `managedFields` and kubectl's
+/// last-applied copy (often most of an object; for a TLS Secret a second copy of the key), and a
+/// Node's image list (tens of kB per Node). Nothing is written back from a cached object (JSON
+/// patches of our finalizer, merge patches of our annotations), so nothing is lost on the server.
+fn slim<K: kube::Resource + 'static>(obj: &mut K) {
+    let meta = obj.meta_mut();
+    meta.managed_fields = None;
+    if let Some(a) = meta.annotations.as_mut() {
+        a.remove(LAST_APPLIED);
+    }
+    if let Some(status) = (obj as &mut dyn std::any::Any).downcast_mut::<Node>().and_then(|n| n.status.as_mut()) {
+        status.images = None;
+    }
 }
 
 /// The labels last seen per Node, to tell a label change (zone, node pool: member weights
@@ -668,4 +686,55 @@ async fn drain(
         b.abort();
     }
     tracing::info!("handlers stopped");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::{ContainerImage, NodeCondition, NodeStatus};
+    use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta};
+
+    fn meta() -> ObjectMeta {
+        ObjectMeta {
+            name: Some("n1".into()),
+            labels: Some([("topology.kubernetes.io/zone".to_string(), "az-1".to_string())].into()),
+            annotations: Some(
+                [(LAST_APPLIED.to_string(), "{\"big\":1}".to_string()), ("a/b".to_string(), "kept".to_string())].into(),
+            ),
+            managed_fields: Some(vec![ManagedFieldsEntry { manager: Some("kubectl".into()), ..Default::default() }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn slim_drops_what_is_never_read_and_keeps_what_the_translation_reads() {
+        let mut node = Node {
+            metadata: meta(),
+            status: Some(NodeStatus {
+                images: Some(vec![ContainerImage { names: Some(vec!["img".into()]), size_bytes: Some(1) }]),
+                allocatable: Some([("cpu".to_string(), Quantity("4".into()))].into()),
+                conditions: Some(vec![NodeCondition {
+                    type_: "Ready".into(),
+                    status: "True".into(),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        slim(&mut node);
+        let status = node.status.as_ref().unwrap();
+        assert_eq!(status.images, None);
+        assert!(status.allocatable.as_ref().unwrap().contains_key("cpu"));
+        assert_eq!(status.conditions.as_ref().unwrap().len(), 1);
+        assert_eq!(node.metadata.managed_fields, None);
+        assert_eq!(node.metadata.annotations, Some([("a/b".to_string(), "kept".to_string())].into()));
+        assert_eq!(node.metadata.labels, meta().labels);
+
+        let mut ing = Ingress { metadata: meta(), ..Default::default() };
+        slim(&mut ing);
+        assert_eq!(ing.metadata.managed_fields, None);
+        assert_eq!(ing.metadata.annotations, Some([("a/b".to_string(), "kept".to_string())].into()));
+    }
 }

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::routes::{age, is_ours};
-use super::{Inputs, TranslateOptions, namespace_of, translate};
+use super::{Source, TranslateOptions, namespace_of};
 use crate::model::{DesiredRouter, KubeRef};
 
 /// The Event reason of an Ingress whose new routes wait because the router would exceed the
@@ -77,11 +77,21 @@ pub struct RouterQuota {
 /// [`translate`], with the budget attached for the driver (`desired.quota`). Every route is
 /// translated: only the driver knows which routes are on the router already, and those are never
 /// removed for the quota (see `driver::admission`); the new ones wait, oldest Ingress first.
-pub fn translate_within(inputs: &Inputs, opts: &TranslateOptions, budget: Option<&Budget>) -> DesiredRouter {
-    let mut r = translate(inputs, opts);
+pub fn translate_within(
+    inputs: &(impl Source + ?Sized),
+    opts: &TranslateOptions,
+    budget: Option<&Budget>,
+) -> DesiredRouter {
+    let inputs = inputs.view();
+    let mut r = super::routes::translate(&inputs, opts);
     let Some(budget) = budget else { return r };
-    let mut ours: Vec<_> =
-        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).map(|i| (age(i), i)).collect();
+    let mut ours: Vec<_> = inputs
+        .ingresses
+        .iter()
+        .copied()
+        .filter(|i| is_ours(i, &inputs.ingress_classes, opts))
+        .map(|i| (age(i), i))
+        .collect();
     ours.sort_by(|a, b| a.0.cmp(&b.0));
     let oldest_first = ours
         .into_iter()

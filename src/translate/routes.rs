@@ -1,5 +1,6 @@
 //! Ingresses → ordered L7 policies, pools and the listener default pool.
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
@@ -13,7 +14,7 @@ use super::rules::{
     normalize_prefix, path_problem, path_rule, value_problem,
 };
 use super::tenancy::{HOST_OWNED, HostOwners};
-use super::{Inputs, TranslateOptions, namespace_of};
+use super::{TranslateOptions, View, namespace_of};
 use crate::model::{DesiredRouter, KubeRef, Policy, Pool, Warning};
 
 const LEGACY_CLASS_ANNOTATION: &str = "kubernetes.io/ingress.class";
@@ -32,42 +33,42 @@ fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &str, message: String)
 /// Is this Ingress served by us? `spec.ingressClassName` naming our IngressClass (right name and
 /// controller), else the legacy annotation equal to our class, else no class at all while our
 /// IngressClass is marked default.
-pub fn is_ours(ing: &Ingress, classes: &[IngressClass], opts: &TranslateOptions) -> bool {
+pub fn is_ours<C: Borrow<IngressClass>>(ing: &Ingress, classes: &[C], opts: &TranslateOptions) -> bool {
     let ours = |c: &&IngressClass| {
         c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
             && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
     };
     let spec_class = ing.spec.as_ref().and_then(|s| s.ingress_class_name.as_deref());
     if let Some(name) = spec_class {
-        return name == opts.ingress_class && classes.iter().any(|c| ours(&c));
+        return name == opts.ingress_class && classes.iter().map(Borrow::borrow).any(|c| ours(&c));
     }
     if let Some(a) = ing.metadata.annotations.as_ref().and_then(|a| a.get(LEGACY_CLASS_ANNOTATION)) {
         return *a == opts.ingress_class;
     }
-    classes.iter().filter(ours).any(|c| {
+    classes.iter().map(Borrow::borrow).filter(ours).any(|c| {
         c.metadata.annotations.as_ref().and_then(|a| a.get(DEFAULT_CLASS_ANNOTATION)).map(String::as_str)
             == Some("true")
     })
 }
 
 /// Our IngressClass (right name and controller), if it exists.
-pub fn our_class<'a>(classes: &'a [IngressClass], opts: &TranslateOptions) -> Option<&'a IngressClass> {
-    classes.iter().find(|c| {
+pub fn our_class<'a, C: Borrow<IngressClass>>(classes: &'a [C], opts: &TranslateOptions) -> Option<&'a IngressClass> {
+    classes.iter().map(Borrow::borrow).find(|c| {
         c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
             && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
     })
 }
 
 /// Our Ingresses, oldest first: conflicts are won by the first claimant in this order.
-pub fn ours_by_age<'a>(inputs: &'a Inputs, opts: &TranslateOptions) -> Vec<&'a Ingress> {
+pub fn ours_by_age<'a>(inputs: &View<'a>, opts: &TranslateOptions) -> Vec<&'a Ingress> {
     let mut ours: Vec<&Ingress> =
-        inputs.ingresses.iter().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
+        inputs.ingresses.iter().copied().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();
     ours.sort_by(|a, b| age(a).cmp(&age(b)));
     ours
 }
 
 /// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
-pub(super) fn host_owners(ours: &[&Ingress], inputs: &Inputs, opts: &TranslateOptions) -> Option<HostOwners> {
+pub(super) fn host_owners(ours: &[&Ingress], inputs: &View<'_>, opts: &TranslateOptions) -> Option<HostOwners> {
     opts.tenancy.host_ownership.then(|| {
         let remembered = super::tenancy::stored_owners(our_class(&inputs.ingress_classes, opts));
         HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
@@ -159,12 +160,12 @@ pub(crate) fn age(ing: &Ingress) -> Age<'_> {
 }
 
 /// See [`super::translate`].
-pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
+pub fn translate(inputs: &View<'_>, opts: &TranslateOptions) -> DesiredRouter {
     let mut warnings = Vec::new();
     let services: BTreeMap<(&str, &str), &Service> = inputs
         .services
         .iter()
-        .map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
+        .map(|&s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
         .collect();
 
     let ours = ours_by_age(inputs, opts);
@@ -696,7 +697,7 @@ fn route_policy(
 }
 
 fn build_pools(
-    inputs: &Inputs,
+    inputs: &View<'_>,
     opts: &TranslateOptions,
     keys: &BTreeSet<PoolKey>,
     names: &BTreeMap<PoolKey, String>,
@@ -708,7 +709,7 @@ fn build_pools(
     let wanted: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
     let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
     if opts.use_endpoint_slices {
-        for s in &inputs.endpoint_slices {
+        for &s in &inputs.endpoint_slices {
             let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
                 continue;
             };
@@ -718,7 +719,7 @@ fn build_pools(
             }
         }
     } else {
-        for e in &inputs.endpoints {
+        for &e in &inputs.endpoints {
             let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
             if wanted.contains(&key) {
                 let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));

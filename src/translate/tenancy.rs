@@ -203,11 +203,12 @@ fn names_host(ing: &Ingress, host: &str) -> bool {
 /// The value of [`HOST_OWNERS_ANNOTATION`] that our IngressClass should carry after a sync of
 /// these inputs, when it differs from the stored one (`None`: nothing to write). Host ownership
 /// off: nothing is remembered (a stored value is left alone, for when it is turned back on).
-pub fn remembered_owners(inputs: &super::Inputs, opts: &super::TranslateOptions) -> Option<String> {
+pub fn remembered_owners(inputs: &(impl super::Source + ?Sized), opts: &super::TranslateOptions) -> Option<String> {
     if !opts.tenancy.host_ownership {
         return None;
     }
-    let ours = super::routes::ours_by_age(inputs, opts);
+    let inputs = inputs.view();
+    let ours = super::routes::ours_by_age(&inputs, opts);
     let class = super::routes::our_class(&inputs.ingress_classes, opts);
     let previous = stored_owners(class);
     let owners = HostOwners::build(&ours, &previous, inputs.now, opts.tenancy.host_ownership_grace);

@@ -30,7 +30,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::names::{certificate_name, redirect_name};
 use super::rules::{HostKind, host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
-use super::{Inputs, TranslateOptions, namespace_of};
+use super::{TranslateOptions, View, namespace_of};
 use crate::certificate::ParsedCertificate;
 use crate::model::{
     Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
@@ -203,7 +203,7 @@ fn load_secret(
 /// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
 pub fn translate_tls(
     ours: &[&Ingress],
-    inputs: &Inputs,
+    inputs: &View<'_>,
     opts: &TranslateOptions,
     warnings: &mut Vec<Warning>,
 ) -> TlsRouting {
@@ -221,7 +221,7 @@ pub fn translate_tls(
         .secrets
         .iter()
         .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
-        .zip(inputs.secrets.iter())
+        .zip(inputs.secrets.iter().copied())
         .collect();
     for cert in certs.values_mut() {
         match load_secret(&cert.secret, &secrets, inputs.now) {
