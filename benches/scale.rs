@@ -12,9 +12,9 @@ use kuryr_l7_router::driver::diff::{
 };
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::model::DesiredRouter;
+use kuryr_l7_router::translate::Snapshot;
 use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
-use kuryr_l7_router::translate::Snapshot;
 use std::collections::BTreeMap;
 use std::time::Instant;
 

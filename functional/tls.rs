@@ -452,3 +452,68 @@ fn openstack_sh(args: &[&str]) {
     let out = std::process::Command::new(script).args(args).output().expect("run functional/openstack.sh");
     assert!(out.status.success(), "openstack.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A user of the router's project with Barbican's `observer` role only: Barbican's policy lets it
+/// list secrets and refuses (403) every store and delete, for good. (With Keystone's `reader`
+/// role instead, the listing is refused too, and the router holds every write: see the report.)
+fn barbican_observer() -> Barbican {
+    let run = |args: &[&str]| {
+        let mut all = vec!["run", "env", "OS_CLOUD=admin", "openstack"];
+        all.extend_from_slice(args);
+        openstack_sh(&all);
+    };
+    run(&["role", "create", "--or-show", "observer"]);
+    run(&["user", "create", "--or-show", "--password", "h2-secret", "--project", "admin", "h2-barbican-observer"]);
+    run(&["role", "add", "--user", "h2-barbican-observer", "--project", "admin", "observer"]);
+    Barbican::new(session("h2-barbican-observer", "h2-secret"))
+}
+
+/// Barbican refusing the router's stores and deletes for good (403 from its policy) holds the
+/// secrets concerned, the store's refusal reported on its Ingress: the HTTP side, its routes and
+/// the floating IP converge, the stored secrets stay (neither write is sent again within the
+/// hold), and another router's secret of the same cluster is never deleted.
+#[tokio::test]
+async fn h2_a_barbican_store_or_delete_refused_for_good_is_held_and_the_http_side_converges() {
+    if !enabled() {
+        return;
+    }
+    let r = local_router("h2-tls", "refused").await.with_barbican(barbican());
+    with_tls_router(r, move |r| async move {
+        let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
+        converge(&r, &desired(&ca, &cb, true, "")).await;
+        let stored = our_secrets(&r).await;
+        assert_eq!(stored.len(), 2, "{stored:?}");
+        let foreign_scope = SecretScope::new(&r.spec().ownership.cluster, "h2-other-router");
+        let foreign = barbican().create_secret(&foreign_scope.name("shop_x", "0"), b"not ours").await.unwrap();
+
+        // The same router, its Barbican calls now made by an observer: a new content for `a`
+        // must be stored (refused) and `b`, no longer served, deleted (refused).
+        let observer =
+            Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican_observer());
+        let mut want = desired(&pem("a.example.com"), &cb, true, "");
+        want.https.as_mut().unwrap().certificates.retain(|name, _| name != "shop_b");
+        let report = observer.converge(&want).await.unwrap_or_else(|e| panic!("the HTTP side converges: {e}"));
+        println!("failures: {:?}\nheld: {:?}\nwrites: {:?}", report.failures, report.held, kinds_of(&report));
+        let store =
+            report.failures.iter().find(|f| f.write.starts_with("store certificate shop_a")).expect("store refused");
+        assert_eq!(store.reason, "quota", "a 403: {store:?}");
+        assert!(store.owners.iter().any(|o| o.name == "web"), "told to the TLS Ingress: {store:?}");
+        let delete =
+            report.failures.iter().find(|f| f.write.starts_with("delete Barbican secret")).expect("delete refused");
+        assert!(delete.write.contains(":shop_b:"), "{delete:?}");
+        assert!(report.floating_ip.is_some(), "the floating IP step ran");
+        assert!(report.retry_after.is_some(), "retried after the hold");
+        let http = read_router(&r).await;
+        assert!(http.policies.iter().any(|p| p.action == "REDIRECT_TO_POOL"), "HTTP routes in place");
+        assert_eq!(our_secrets(&r).await, stored, "nothing stored, nothing deleted");
+        assert!(barbican().get_secret(&foreign).await.is_ok(), "another router's secret is never deleted");
+
+        let again = observer.converge(&want).await.expect("converges again");
+        let kinds = kinds_of(&again);
+        assert!(!kinds.contains(&"create_secret") && !kinds.contains(&"delete_secret"), "held: {kinds:?}");
+        assert_eq!(again.held.len(), 2, "both still reported as held: {:?}", again.held);
+        assert!(barbican().get_secret(&foreign).await.is_ok());
+        let _ = barbican().delete_secret(&foreign).await;
+    })
+    .await;
+}
