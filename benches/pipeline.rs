@@ -216,6 +216,8 @@ async fn bench(size: Size) {
     let t_translate = t.elapsed().as_secs_f64();
     println!("one translation of this cluster: {:.0} ms", t_translate * 1e3);
     drop(inputs);
+    // The fake API server's own share of the peak (its objects), before the controller starts.
+    println!("VmHWM with the fake API server populated (no controller yet): {} MiB", vm_hwm_mib());
 
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();

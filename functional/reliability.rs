@@ -557,3 +557,124 @@ async fn quota_steps(r: Router, project: String, inputs: kuryr_l7_router::transl
     let waiting: Vec<String> = rep.quota_waiting.iter().map(|w| w.owner.to_string()).collect();
     println!("over quota: {} policies kept, waiting: {waiting:?}", after.len());
 }
+
+/// `openstack <args>` as the admin, through functional/openstack.sh; its stdout.
+fn openstack_cli(args: &[&str]) -> String {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("functional/openstack.sh");
+    let out = std::process::Command::new(script)
+        .args(["run", "env", "OS_CLOUD=admin", "openstack"])
+        .args(args)
+        .output()
+        .expect("run functional/openstack.sh");
+    assert!(out.status.success(), "openstack {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A router whose VIP subnet is IPv6: the family read from the subnet (as `run` does) makes the
+/// translation take the IPv6 endpoints, and the router is created with an IPv6 VIP, its HOST_NAME
+/// routes and IPv6 members, and converges (a second convergence writes nothing).
+#[tokio::test]
+async fn h2_a_router_on_an_ipv6_vip_subnet_converges_with_ipv6_members() {
+    if !enabled() {
+        return;
+    }
+    let net = unique("h2-v6", "net");
+    openstack_cli(&["network", "create", &net, "-f", "value", "-c", "id"]);
+    let _net = DeleteNetwork(net.clone());
+    let subnet = openstack_cli(&[
+        "subnet",
+        "create",
+        "--ip-version",
+        "6",
+        "--ipv6-address-mode",
+        "slaac",
+        "--ipv6-ra-mode",
+        "slaac",
+        "--network",
+        &net,
+        "--subnet-range",
+        "fd00:42:7::/64",
+        &format!("{net}-subnet"),
+        "-f",
+        "value",
+        "-c",
+        "id",
+    ]);
+    let mut r = local_router("h2-v6", "vip").await;
+    r.spec_mut().vip_subnet_id = Some(subnet.clone());
+    r.spec_mut().external_svc_subnet = None; // no IPv4 floating IP for an IPv6-only VIP port
+    let family = match r.neutron().get_subnet(&subnet).await.unwrap().ip_version {
+        6 => kuryr_l7_router::translate::IpFamily::V6,
+        _ => kuryr_l7_router::translate::IpFamily::V4,
+    };
+    assert_eq!(family, kuryr_l7_router::translate::IpFamily::V6);
+    let text = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kuryr}
+spec: {controller: openstack.org/kuryr-l7-router}
+---
+apiVersion: v1
+kind: Service
+metadata: {namespace: shop, name: web}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {namespace: shop, name: web-v4, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{port: 8080}]
+endpoints: [{addresses: [10.0.0.11], conditions: {ready: true}}]
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {namespace: shop, name: web-v6, labels: {kubernetes.io/service-name: web}}
+addressType: IPv6
+ports: [{port: 8080}]
+endpoints: [{addresses: ["fd00:42:7::11"], conditions: {ready: true}}]
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {namespace: shop, name: web}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - host: v6.example.com
+    http:
+      paths:
+      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}
+"#;
+    let mut inputs = kuryr_l7_router::translate::Inputs::default();
+    kuryr_l7_router::translate::manifest::load_str(text, std::path::Path::new("v6.yaml"), &mut inputs).unwrap();
+    let opts = kuryr_l7_router::translate::TranslateOptions {
+        ingress_class: "kuryr".into(),
+        vip_family: family,
+        ..Default::default()
+    };
+    let want = kuryr_l7_router::translate::translate(&inputs, &opts);
+    let members: Vec<String> =
+        want.pools.values().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect();
+    assert_eq!(members, vec!["fd00:42:7::11".to_string()], "the IPv6 endpoints only");
+    with_router(r, move |r| async move {
+        let report = r.converge(&want).await.unwrap_or_else(|e| panic!("converges: {e}"));
+        let vip = report.vip_address.expect("VIP address");
+        assert!(vip.is_ipv6(), "IPv6 VIP: {vip}");
+        let actual = read_router(&r).await;
+        let rules: Vec<_> = actual.policies.iter().flat_map(|p| p.rules.iter()).collect();
+        assert!(rules.iter().any(|x| x.rule_type == "HOST_NAME" && x.value.contains(r"v6\.example\.com")), "{rules:?}");
+        let addrs: Vec<_> = actual.pools.iter().flat_map(|p| p.members.iter().map(|m| m.address)).collect();
+        assert!(!addrs.is_empty() && addrs.iter().all(|a| a.is_ipv6()), "IPv6 members: {addrs:?}");
+        let again = r.converge(&want).await.expect("converges again");
+        assert!(again.writes.is_empty(), "converged: {:?}", again.writes);
+    })
+    .await;
+}
+
+/// Deletes the test's network (and its subnet) on drop, even after a failed assert.
+struct DeleteNetwork(String);
+
+impl Drop for DeleteNetwork {
+    fn drop(&mut self) {
+        openstack_cli(&["network", "delete", &self.0]);
+    }
+}
