@@ -150,7 +150,6 @@ where
 mod tests {
     use super::*;
     use crate::driver::cloud::{WriteGate, WritePermits};
-    use crate::driver::ownership::Ownership;
     use crate::driver::spec::RouterSpec;
     use crate::openstack::{AuthOptions, Neutron, Octavia, OctaviaOptions, Session};
     use crate::secret::Secret;
@@ -162,24 +161,7 @@ mod tests {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let auth = AuthOptions::password("http://127.0.0.1:9/v3", "u", Secret::new("p"), "p", "Default");
         let session = Session::new(auth).expect("session");
-        let spec = RouterSpec {
-            name: "driverdoor".into(),
-            uuid: None,
-            vip_subnet_id: None,
-            availability_zone: None,
-            provider: None,
-            listener_port: 80,
-            fully_populated_create: true,
-            floating_ip: None,
-            external_svc_subnet: None,
-            ownership: Ownership::new("c1"),
-            member_subnet: None,
-            health_monitor: None,
-            create_timeout: Duration::from_secs(1),
-            write_timeout: Duration::from_secs(1),
-            insert_forwarded_headers: true,
-            secret_read_users: vec![],
-        };
+        let spec = RouterSpec::for_tests("driverdoor");
         Cloud {
             octavia: Octavia::new(session.clone(), OctaviaOptions::default()),
             neutron: Neutron::new(session),

@@ -191,28 +191,9 @@ pub fn plan_https_listener(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::ownership::Ownership;
-    use std::time::Duration;
 
     fn spec() -> RouterSpec {
-        RouterSpec {
-            name: "driverdoor".into(),
-            uuid: None,
-            vip_subnet_id: None,
-            availability_zone: None,
-            provider: None,
-            listener_port: 80,
-            fully_populated_create: true,
-            floating_ip: None,
-            external_svc_subnet: None,
-            ownership: Ownership::new("c1"),
-            member_subnet: None,
-            health_monitor: None,
-            create_timeout: Duration::from_secs(1),
-            write_timeout: Duration::from_secs(1),
-            insert_forwarded_headers: true,
-            secret_read_users: vec![],
-        }
+        RouterSpec::for_tests("driverdoor")
     }
 
     fn listener(protocol: &str, port: u16, ours: bool) -> Listener {

@@ -47,4 +47,27 @@ impl RouterSpec {
     pub fn http_listener_name(&self) -> String {
         format!("{}-http", self.name)
     }
+
+    /// A spec for the driver's unit tests (router `name` of cluster `c1`, nothing to create).
+    #[cfg(test)]
+    pub(crate) fn for_tests(name: &str) -> Self {
+        Self {
+            name: name.into(),
+            uuid: None,
+            vip_subnet_id: None,
+            availability_zone: None,
+            provider: None,
+            listener_port: 80,
+            fully_populated_create: true,
+            floating_ip: None,
+            external_svc_subnet: None,
+            ownership: Ownership::new("c1"),
+            member_subnet: None,
+            health_monitor: None,
+            create_timeout: Duration::from_secs(1),
+            write_timeout: Duration::from_secs(1),
+            insert_forwarded_headers: true,
+            secret_read_users: vec![],
+        }
+    }
 }
