@@ -375,6 +375,10 @@ struct Harness {
 }
 
 fn harness(client: kube::Client) -> Harness {
+    harness_with(client, TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() })
+}
+
+fn harness_with(client: kube::Client, opts: TranslateOptions) -> Harness {
     let (stores, mut writers) = StoreWriters::new();
     writers.classes.apply_watcher_event(&watcher::Event::Apply(class()));
     let svc: Service = serde_json::from_value(fixture("service.json")).unwrap();
@@ -384,7 +388,6 @@ fn harness(client: kube::Client) -> Harness {
     let backend_state = backend.state.clone();
     let writer = Writer::spawn(backend, WriterMetrics::default());
     let (ready_tx, ready_rx) = watch::channel(true);
-    let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
     let ctx = Arc::new(Context::new(
         client.clone(),
         stores,
@@ -461,6 +464,62 @@ async fn apply_writes_octavia_then_notice_status_and_events() {
     assert_eq!(event["reason"], "Synced");
     assert_eq!(event["type"], "Normal");
     assert!(event["note"].as_str().unwrap().contains("1 policy(ies)"), "{event}");
+}
+
+const CLASS: &str = "/apis/networking.k8s.io/v1/ingressclasses/kuryr-l7-router";
+
+/// With host ownership on, a Sync that changes the hosts' owners writes them to our
+/// IngressClass (where the next leader reads them), between the Service notice and the status;
+/// once the class carries them, the next Sync writes the class no more.
+#[tokio::test]
+async fn host_owners_are_written_to_the_ingress_class_once() {
+    use kuryr_l7_router::translate::tenancy::{HOST_OWNERS_ANNOTATION, RememberedOwners};
+    let (svc, mut handle) = tower_test::mock::pair::<Request<Body>, Response<Body>>();
+    let mut opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+    opts.tenancy.host_ownership = true;
+    let mut h = harness_with(kube::Client::new(svc, "default"), opts);
+    let ing = ingress_with(&[FINALIZER], false);
+    h.writers.ingresses.apply_watcher_event(&watcher::Event::Apply(ing.clone()));
+    let ing_value = serde_json::to_value(&ing).unwrap();
+    let first = tokio::spawn(async move {
+        serve(&mut handle, expect(Method::PATCH, SVC)).await;
+        let (_, class) = serve(&mut handle, Expect { response: Some(json!({})), ..expect(Method::PATCH, CLASS) }).await;
+        let status = Expect { response: Some(ing_value.clone()), ..expect(Method::PATCH, format!("{ING}/status")) };
+        serve(&mut handle, status).await;
+        serve(&mut handle, expect(Method::POST, EVENTS)).await;
+        (class, handle, ing_value)
+    });
+    ingress::reconcile(Arc::new(ing.clone()), h.ctx.clone()).await.unwrap();
+    let (class_patch, mut handle, ing_value) = first.await.unwrap();
+    let value = class_patch["metadata"]["annotations"][HOST_OWNERS_ANNOTATION].as_str().expect("annotation written");
+    let owners: RememberedOwners = serde_json::from_str(value).unwrap();
+    assert_eq!(owners.keys().collect::<Vec<_>>(), ["shop.example.com"]);
+    assert_eq!(owners["shop.example.com"].namespace, "shop");
+    assert_eq!(owners["shop.example.com"].vacated, None, "its Ingress is there");
+
+    // The class's watch brings the annotation back: the same Sync has nothing to remember.
+    let mut remembered = class();
+    remembered.metadata.annotations = Some([(HOST_OWNERS_ANNOTATION.to_string(), value.to_string())].into());
+    h.writers.classes.apply_watcher_event(&watcher::Event::Apply(remembered));
+    let second = tokio::spawn(async move {
+        let mut seen = Vec::new();
+        while let Ok(Some((request, send))) =
+            tokio::time::timeout(Duration::from_millis(500), handle.next_request()).await
+        {
+            let path = request.uri().path().to_string();
+            seen.push(format!("{} {path}", request.method()));
+            // Status patches answer the Ingress, every other write its own body (as `serve`).
+            let mut body = request.into_body().collect_bytes().await.unwrap().to_vec();
+            if path.ends_with("/status") {
+                body = serde_json::to_vec(&ing_value).unwrap();
+            }
+            send.send_response(Response::builder().status(StatusCode::OK).body(Body::from(body)).unwrap());
+        }
+        seen
+    });
+    ingress::reconcile(Arc::new(ing), h.ctx.clone()).await.unwrap();
+    let seen = second.await.unwrap();
+    assert!(!seen.iter().any(|w| w.ends_with(CLASS)), "no second class write: {seen:?}");
 }
 
 #[tokio::test]
