@@ -15,8 +15,8 @@ use common::*;
 mod fake_api;
 use fake_api::Fake;
 
+use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::ControllerError;
-use kuryr_l7_router::controller::leader::LeaderSettings;
 use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, OctaviaBackend, RouterBackend, SyncResult};

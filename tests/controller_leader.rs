@@ -3,7 +3,8 @@
 
 use http::{Method, Request, Response, StatusCode};
 use kube::client::Body;
-use kuryr_l7_router::controller::leader::{LeaderSettings, Leadership};
+use kuryr_l7_router::config::LeaderSettings;
+use kuryr_l7_router::controller::leader::Leadership;
 use serde_json::{Map, Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -299,7 +299,8 @@ async fn run_against_a_fake_api_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_takes_over_after_the_holders_lease_expires() {
     use k8s_openapi::jiff::Timestamp;
-    use kuryr_l7_router::controller::leader::{LeaderSettings, Leadership};
+    use kuryr_l7_router::config::LeaderSettings;
+    use kuryr_l7_router::controller::leader::Leadership;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = Fake::new();
     let (url_a, down_a) = fake.serve().await;

@@ -1,7 +1,7 @@
 //! The effective configuration, option by option, as kuryr.conf text (`check-config`).
 
-use super::MASKED_VALUE;
 use super::options::{SECTIONS, options};
+use super::problem::MASKED_VALUE;
 use super::settings::Settings;
 use std::path::PathBuf;
 use std::time::Duration;

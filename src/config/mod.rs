@@ -11,14 +11,18 @@
 
 mod effective;
 pub mod ini;
+pub mod leader;
 pub mod options;
+mod problem;
 pub mod reference;
 mod settings;
 
+pub use leader::LeaderSettings;
 pub use options::{
     AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, RedirectCode,
     ZoneWeightingMode, options,
 };
+pub use problem::{ConfigProblem, MASKED_VALUE};
 pub use settings::{
     DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,
     Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
@@ -34,9 +38,6 @@ pub const DEFAULT_CONFIG_FILE: &str = "/etc/kuryr/kuryr.conf";
 /// Prefix of environment overrides: `KURYR_<SECTION>__<KEY>`.
 pub const ENV_PREFIX: &str = "KURYR";
 
-/// How secrets are shown.
-pub const MASKED_VALUE: &str = crate::secret::MASK;
-
 /// The `config` crate's origin label for values from [`::config::Environment`].
 const CONFIG_ENV_ORIGIN: &str = "the environment";
 
@@ -46,31 +47,6 @@ pub struct Loaded {
     pub settings: Settings,
     /// Full sentences naming file (or variable), section and key; log them at warn level.
     pub warnings: Vec<String>,
-}
-
-/// One invalid or missing value.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfigProblem {
-    /// The file the value came from, `environment KURYR_<SECTION>__<KEY>`, or (for a missing
-    /// value) the files that were read.
-    pub origin: String,
-    /// As written in kuryr.conf: `DEFAULT`, `kubernetes`, ...
-    pub section: String,
-    pub key: String,
-    /// The offending value; `********` for secrets; `None` when missing.
-    pub value: Option<String>,
-    /// What is expected.
-    pub message: String,
-}
-
-impl std::fmt::Display for ConfigProblem {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}: [{}] {}", self.origin, self.section, self.key)?;
-        if let Some(value) = &self.value {
-            write!(f, " = {value:?}")?;
-        }
-        write!(f, ": {}", self.message)
-    }
 }
 
 /// Why the configuration could not be loaded.

@@ -7,7 +7,7 @@ use super::options::{
     AuthType, HealthMonitorType, Interface, LbAlgorithm, LogFormat, MemberMode, OptKind, OptionSpec, RedirectCode,
     ZoneWeightingMode, find,
 };
-use super::{ConfigProblem, MASKED_VALUE};
+use super::problem::{ConfigProblem, MASKED_VALUE};
 use crate::secret::Secret;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -50,7 +50,7 @@ pub struct KubernetesSettings {
     /// Leader election as code sets it, not kuryr.conf (`None`: this lease, the identity from
     /// `POD_NAME` or `HOSTNAME`, the default timings): tests that run two replicas in one
     /// process give each its identity and short timings.
-    pub leader_override: Option<crate::controller::leader::LeaderSettings>,
+    pub leader_override: Option<super::leader::LeaderSettings>,
     pub health_port: u16,
     /// Namespaces allowed to set the router-wide default backend; empty: all.
     pub default_backend_namespaces: Vec<String>,

@@ -26,35 +26,9 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-/// Default lease duration: a standby takes over at most this long after the leader died.
-pub const DEFAULT_LEASE_DURATION_SECS: u64 = 15;
-/// Default renew margin: the leader renews this long before expiry (also the tolerated clock skew).
-pub const DEFAULT_LEASE_GRACE_SECS: u64 = 5;
-
-/// Where and how to hold the lease.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct LeaderSettings {
-    /// Lease name, e.g. `kuryr-l7-router` (one lease per router).
-    pub lease_name: String,
-    /// Namespace of the Lease (the controller's own namespace).
-    pub namespace: String,
-    /// This replica's identity (`holderIdentity`): the pod name.
-    pub identity: String,
-    pub duration_secs: u64,
-    pub grace_secs: u64,
-}
+use crate::config::LeaderSettings;
 
 impl LeaderSettings {
-    pub fn new(lease_name: &str, namespace: &str, identity: &str) -> Self {
-        Self {
-            lease_name: lease_name.into(),
-            namespace: namespace.into(),
-            identity: identity.into(),
-            duration_secs: DEFAULT_LEASE_DURATION_SECS,
-            grace_secs: DEFAULT_LEASE_GRACE_SECS,
-        }
-    }
-
     /// kube-lease-manager panics on bad timings; we reject them as configuration errors instead.
     pub fn validate(&self) -> Result<(), ControllerError> {
         let bad = |why: &str| Err(ControllerError::ClientConfig(format!("leader election: {why}")));

@@ -12,12 +12,13 @@
 //! signal handling; what the handlers share lives in [`super::context`]. See
 //! `docs/architecture.md`.
 
+use crate::config::LeaderSettings;
 use crate::config::{KubernetesSettings, Settings};
 use crate::controller::context::Stores;
 use crate::controller::endpoint_nodes::EndpointNodes;
 use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::health::{self, Readiness};
-use crate::controller::leader::{LeaderSettings, Leadership, default_identity};
+use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::outputs::Scope;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};

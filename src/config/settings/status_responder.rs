@@ -43,7 +43,7 @@ impl Reader {
     /// Only `[status_responder]` (and `[DEFAULT]` for logging): what the responder reads.
     pub(crate) fn status_responder_only(
         mut self,
-    ) -> Result<(super::DefaultSettings, StatusResponderSettings), Vec<super::ConfigProblem>> {
+    ) -> Result<(super::DefaultSettings, StatusResponderSettings), Vec<crate::config::problem::ConfigProblem>> {
         let default = super::DefaultSettings {
             debug: self.value("DEFAULT", "debug"),
             log_format: self.choice("DEFAULT", "log_format"),
