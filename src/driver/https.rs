@@ -15,7 +15,8 @@
 //! policies), and with Barbican down such a write never completes, leaving the router
 //! PENDING_UPDATE for good (measured on Zed, docs/tls-barbican-notes.md).
 //!
-//! Refusals (a 4xx that will repeat) of the listener's write or of a secret's store or delete are
+//! Refusals (a 4xx that will repeat) of the listener's write, of a secret's store or delete, or of
+//! the listing of our secrets (`Phase::Refused`: our user lacks a role; Octavia's own reads work) are
 //! isolated instead ([`super::https_holds`]): the object is on hold and reported, and the
 //! convergence goes on (the HTTP side, the floating IP, the statuses).
 
@@ -45,6 +46,13 @@ pub enum Phase {
         has_listener: bool,
         error: DriverError,
     },
+    /// Barbican refuses the listing of our secrets for good (a 4xx such as a 403: our user lacks
+    /// a role). Only our user is refused: Octavia reads the certificates as its own user, so
+    /// the router's writes complete and its HTTP side converges; the HTTPS side is left as it
+    /// is, the listing on hold (reported on every TLS Ingress, retried with backoff).
+    Refused {
+        has_listener: bool,
+    },
     Ready(Box<HttpsState>),
 }
 
@@ -53,7 +61,7 @@ impl Phase {
     pub fn has_listener(&self) -> bool {
         match self {
             Phase::Off => false,
-            Phase::Unavailable { has_listener, .. } => *has_listener,
+            Phase::Unavailable { has_listener, .. } | Phase::Refused { has_listener } => *has_listener,
             Phase::Ready(state) => state.listener.is_some(),
         }
     }
@@ -101,11 +109,26 @@ pub async fn prepare(
             Some(_) => Phase::Unavailable { has_listener: listener.is_some(), error: DriverError::NoKeyManager },
         });
     };
+    let has_listener = listener.is_some();
+    if holds.is_held(&WriteKey::SecretListing) {
+        return Ok(if desired.is_none() && !has_listener { Phase::Off } else { Phase::Refused { has_listener } });
+    }
     let stored = match list_ours(cloud, barbican).await {
-        Ok(s) => s,
+        Ok(s) => {
+            holds.succeeded(&WriteKey::SecretListing);
+            s
+        }
         // Nothing wanted and no listener: only leftovers to collect, which can wait.
-        Err(_) if desired.is_none() && listener.is_none() => return Ok(Phase::Off),
-        Err(error) => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
+        Err(_) if desired.is_none() && !has_listener => return Ok(Phase::Off),
+        Err(error) => match refusal(&error) {
+            Some(refused) => {
+                let owners = certificate_owners(desired, None);
+                let write = "list our secrets in Barbican".to_string();
+                holds.refused(WriteKey::SecretListing, write, refused, owners, report);
+                return Ok(Phase::Refused { has_listener });
+            }
+            None => return Ok(Phase::Unavailable { has_listener, error }),
+        },
     };
     let Some(desired) = desired else {
         return Ok(Phase::Ready(Box::new(HttpsState { stored, plan: CertificatePlan::default(), listener })));
@@ -236,10 +259,12 @@ pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: b
         Phase::Ready(state) if state.listener.is_none() && listener_held => BTreeSet::new(),
         Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
         // Barbican unknown: keep the redirects while an HTTPS listener exists to serve them.
-        Phase::Unavailable { has_listener: true, .. } => {
+        Phase::Unavailable { has_listener: true, .. } | Phase::Refused { has_listener: true } => {
             desired.redirects.iter().map(|r| r.certificate.as_str()).collect()
         }
-        Phase::Unavailable { has_listener: false, .. } | Phase::Off => BTreeSet::new(),
+        Phase::Unavailable { has_listener: false, .. } | Phase::Refused { has_listener: false } | Phase::Off => {
+            BTreeSet::new()
+        }
     };
     if desired.redirects.iter().all(|r| servable.contains(r.certificate.as_str())) {
         return Cow::Borrowed(desired);
@@ -313,7 +338,7 @@ pub fn hold_owners(
     scope: &super::certificates::SecretScope,
 ) -> Vec<crate::model::KubeRef> {
     match key {
-        WriteKey::HttpsListener => certificate_owners(desired, None),
+        WriteKey::HttpsListener | WriteKey::SecretListing => certificate_owners(desired, None),
         WriteKey::Secret(name) => match scope.parse(name).or_else(|| scope.parse_legacy(name)) {
             Some((cert, _)) => certificate_owners(desired, Some(&[cert][..])),
             None => Vec::new(),

@@ -33,6 +33,8 @@ pub enum WriteKey {
     HttpsListener,
     /// One Barbican secret of ours, by name (its create, or its delete once unused).
     Secret(String),
+    /// The listing of our Barbican secrets, which every change of the HTTPS side starts from.
+    SecretListing,
 }
 
 impl std::fmt::Display for WriteKey {
@@ -43,6 +45,7 @@ impl std::fmt::Display for WriteKey {
             WriteKey::DefaultPool { .. } => write!(f, "listener default pool"),
             WriteKey::HttpsListener => write!(f, "HTTPS listener"),
             WriteKey::Secret(name) => write!(f, "Barbican secret {name}"),
+            WriteKey::SecretListing => write!(f, "Barbican listing of our secrets"),
         }
     }
 }
@@ -257,7 +260,7 @@ pub fn owners(key: &WriteKey, desired: &DesiredView<'_>) -> Vec<KubeRef> {
         }
         WriteKey::DefaultPool { .. } => out.extend(desired.default_pool_owners.iter().cloned()),
         // The HTTPS side's holds are reported by the HTTPS phase, which knows the certificates.
-        WriteKey::HttpsListener | WriteKey::Secret(_) => {}
+        WriteKey::HttpsListener | WriteKey::Secret(_) | WriteKey::SecretListing => {}
     }
     out.into_iter().collect()
 }

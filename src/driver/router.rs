@@ -314,6 +314,11 @@ impl Router {
         let mut deferred = None;
         match &mut phase {
             https::Phase::Off => {}
+            // Held and reported, not failed: a Sync would fail on it again and again.
+            https::Phase::Refused { .. } => {
+                let scope = c.secret_scope();
+                holds.report(&mut report, |k| https::hold_owners(k, desired.https.as_ref(), &scope));
+            }
             https::Phase::Unavailable { error, .. } => {
                 deferred = Some(std::mem::replace(error, DriverError::NoKeyManager));
             }
