@@ -2,12 +2,18 @@
 //! redirect is a REDIRECT_PREFIX policy placed after every route (haproxy runs redirects first
 //! whatever their position, so no route moves when one is added or removed), created disabled
 //! until its two rules exist, updated in place when its code changes, deleted when it goes.
+//!
+//! And the route actions and rules a Gateway API route needs: a HEADER rule carries its header
+//! name (`key`), a route redirect is a REDIRECT_PREFIX or REDIRECT_TO_URL policy at its route
+//! position with its code, and a converged router plans nothing more.
 
 use kuryr_l7_router::driver::diff::{
     ActualListener, ActualRouter, DiffOptions, Ownership, PolicyAction, PrefixRedirect, Write, plan_writes,
 };
 use kuryr_l7_router::driver::sim::Simulator;
-use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, Pool, Redirect, Rule, RuleType};
+use kuryr_l7_router::model::{
+    CompareType, DesiredRouter, KubeRef, Policy, PolicyRedirect, Pool, Redirect, RedirectTarget, Rule, RuleType,
+};
 
 fn opts() -> DiffOptions {
     DiffOptions { ownership: Ownership::new("test"), health_monitor: None }
@@ -52,8 +58,8 @@ fn redirect(host: &str, code: u16) -> Redirect {
     }
 }
 
-fn router(redirects: Vec<Redirect>) -> DesiredRouter {
-    let mut policies = vec![route("a", "^a$"), route("b", "^b$")];
+/// `policies` at positions 1, 2, … routing to one pool, and `redirects`.
+fn routed(mut policies: Vec<Policy>, redirects: Vec<Redirect>) -> DesiredRouter {
     for (i, p) in policies.iter_mut().enumerate() {
         p.position = i as u32 + 1;
     }
@@ -66,6 +72,10 @@ fn router(redirects: Vec<Redirect>) -> DesiredRouter {
         weighting: "even".into(),
     };
     DesiredRouter { policies, pools: [(pool.name.clone(), pool)].into(), redirects, ..Default::default() }
+}
+
+fn router(redirects: Vec<Redirect>) -> DesiredRouter {
+    routed(vec![route("a", "^a$"), route("b", "^b$")], redirects)
 }
 
 fn converge(sim: &mut Simulator, want: &DesiredRouter) -> Vec<Write> {
@@ -132,4 +142,107 @@ fn routes_added_before_existing_redirects_keep_redirects_last() {
     );
     let names: Vec<&str> = sim.router.policies.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, vec!["a", "b", "c", "redirect:a"]);
+}
+
+// ---- route actions and rules (Gateway API) ----
+
+fn header(key: &str, value: &str) -> Rule {
+    Rule {
+        rule_type: RuleType::Header,
+        compare_type: CompareType::EqualTo,
+        value: value.into(),
+        invert: false,
+        key: Some(key.into()),
+    }
+}
+
+fn host() -> Rule {
+    Rule {
+        rule_type: RuleType::HostName,
+        compare_type: CompareType::Regex,
+        value: "^a$".into(),
+        invert: false,
+        key: None,
+    }
+}
+
+fn policy(name: &str, rules: Vec<Rule>, redirect: Option<PolicyRedirect>) -> Policy {
+    Policy {
+        name: name.into(),
+        position: 0,
+        pool: if redirect.is_some() { String::new() } else { "shop_web".into() },
+        rules,
+        owner: KubeRef::new("HTTPRoute", "shop", "web"),
+        description: name.into(),
+        redirect,
+    }
+}
+
+fn to(target: RedirectTarget, code: u16) -> Option<PolicyRedirect> {
+    Some(PolicyRedirect { target, code })
+}
+
+#[test]
+fn a_header_rule_is_created_with_its_key_and_a_changed_key_is_updated_in_place() {
+    let mut sim = Simulator::new(empty_router());
+    let writes =
+        converge(&mut sim, &routed(vec![policy("canary", vec![host(), header("x-env", "canary")], None)], vec![]));
+    let created: Vec<&Rule> =
+        writes.iter().filter_map(|w| if let Write::CreateRule { rule, .. } = w { Some(rule) } else { None }).collect();
+    assert!(created.iter().any(|r| r.key.as_deref() == Some("x-env")), "{created:?}");
+    let stored = &sim.router.policies[0].rules;
+    assert!(stored.iter().any(|r| r.rule_type == "HEADER" && r.key.as_deref() == Some("x-env")), "{stored:?}");
+
+    // Same value, another header: the rule is not equal any more.
+    let writes =
+        converge(&mut sim, &routed(vec![policy("canary", vec![host(), header("x-stage", "canary")], None)], vec![]));
+    assert!(
+        matches!(&writes[..], [Write::UpdateRule { rule, .. }] if rule.key.as_deref() == Some("x-stage")),
+        "{writes:?}"
+    );
+}
+
+#[test]
+fn route_redirects_are_created_at_their_position_with_their_code_and_updated_in_place() {
+    let mut sim = Simulator::new(empty_router());
+    let want = routed(
+        vec![
+            policy("moved", vec![host()], to(RedirectTarget::Url("https://b.example.com/new".into()), 301)),
+            policy(
+                "elsewhere",
+                vec![host(), header("x-old", "1")],
+                to(RedirectTarget::Prefix("https://c".into()), 302),
+            ),
+            policy("served", vec![host(), header("x-env", "a")], None),
+        ],
+        vec![],
+    );
+    let writes = converge(&mut sim, &want);
+    let actions: Vec<(&str, u32, &PolicyAction)> = writes
+        .iter()
+        .filter_map(|w| match w {
+            Write::CreatePolicy { name, position, action, .. } => Some((name.as_str(), *position, action)),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        matches!(actions[0], ("moved", 1, PolicyAction::RedirectUrl(r)) if r.url == "https://b.example.com/new" && r.code == 301)
+    );
+    assert!(
+        matches!(actions[1], ("elsewhere", 2, PolicyAction::Redirect(r)) if r.prefix == "https://c" && r.code == 302)
+    );
+    assert!(matches!(actions[2], ("served", 3, PolicyAction::Pool(_))));
+    let moved = &sim.router.policies[0];
+    assert_eq!(
+        (moved.action.as_str(), moved.redirect_url.as_deref(), moved.redirect_http_code),
+        ("REDIRECT_TO_URL", Some("https://b.example.com/new"), Some(301))
+    );
+
+    let mut changed = want.clone();
+    changed.policies[0].redirect = to(RedirectTarget::Url("https://b.example.com/newer".into()), 308);
+    let writes = converge(&mut sim, &changed);
+    assert!(
+        matches!(&writes[..], [Write::UpdatePolicy { redirect_url: Some(r), pool: None, redirect: None, .. }] if r.code == 308),
+        "{writes:?}"
+    );
 }
