@@ -171,7 +171,7 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
                 weight: w,
                 backup: false,
                 admin_state_up: true,
-                tags: if ours { tags.clone() } else { vec![] },
+                tags: if ours { tags.clone().into() } else { Default::default() },
                 in_error: false,
             })
             .collect(),
