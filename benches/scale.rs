@@ -18,6 +18,7 @@ use kuryr_l7_router::translate::members::index_nodes;
 use kuryr_l7_router::translate::*;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Instant;
 
 fn vm_hwm_kib() -> u64 {
@@ -78,7 +79,10 @@ fn main() {
     write_counts(full);
     controller_scale(full);
     held_object_views(full);
-    println!("VmHWM (peak RSS) of the whole run: {} MiB", vm_hwm_kib() / 1024);
+    // Before the memory section, whose peak resets (`mem::settle`) also reset what
+    // `/usr/bin/time` reports as the maximum resident set.
+    println!("VmHWM (peak RSS) of the whole run before the memory section: {} MiB", vm_hwm_kib() / 1024);
+    memory_breakdown(full);
 }
 
 /// Issue-7 scenarios at full size, counted with the Simulator, next to the anchors.
@@ -283,4 +287,114 @@ fn held_object_views(full: bool) {
         )
     });
     println!("view + plan_view from an empty router, for scale: {:.1} ms", t_plan * 1e3);
+}
+
+/// The caches as the controller holds them: each object in an `Arc`, shared with the
+/// translation through a [`Snapshot`].
+fn as_caches(inp: Inputs) -> Snapshot {
+    fn arcs<K>(v: Vec<K>) -> Vec<Arc<K>> {
+        v.into_iter().map(Arc::new).collect()
+    }
+    Snapshot {
+        ingresses: arcs(inp.ingresses),
+        ingress_classes: arcs(inp.ingress_classes),
+        services: arcs(inp.services),
+        endpoint_slices: arcs(inp.endpoint_slices),
+        endpoints: arcs(inp.endpoints),
+        nodes: arcs(inp.nodes),
+        secrets: arcs(inp.secrets),
+        now: inp.now,
+    }
+}
+
+/// What `Stores::inputs` made for every translation before the translation read the caches in
+/// place: a deep copy of each cache.
+fn deep_copy(s: &Snapshot) -> Inputs {
+    fn owned<K: Clone>(v: &[Arc<K>]) -> Vec<K> {
+        v.iter().map(|a| (**a).clone()).collect()
+    }
+    Inputs {
+        ingresses: owned(&s.ingresses),
+        ingress_classes: owned(&s.ingress_classes),
+        services: owned(&s.services),
+        endpoint_slices: owned(&s.endpoint_slices),
+        endpoints: owned(&s.endpoints),
+        nodes: owned(&s.nodes),
+        secrets: owned(&s.secrets),
+        now: s.now,
+        notes: vec![],
+    }
+}
+
+/// An object as `kubectl apply` leaves it on the server: `managedFields` and the last-applied
+/// annotation, each about the size of the object's own JSON (their real size, give or take).
+fn as_applied<K: kube::Resource + serde::Serialize>(mut obj: K) -> K {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{FieldsV1, ManagedFieldsEntry};
+    let json = serde_json::to_string(&obj).expect("JSON");
+    let fields = serde_json::from_str(&json).expect("JSON");
+    let meta = obj.meta_mut();
+    meta.annotations.get_or_insert_default().insert(kuryr_l7_router::controller::slim::LAST_APPLIED.into(), json);
+    meta.managed_fields = Some(vec![ManagedFieldsEntry {
+        manager: Some("kubectl-client-side-apply".into()),
+        operation: Some("Update".into()),
+        fields_type: Some("FieldsV1".into()),
+        fields_v1: Some(FieldsV1(fields)),
+        ..Default::default()
+    }]);
+    obj
+}
+
+/// Where the memory of one translation goes, the translation inputs before and after they were
+/// borrowed side by side in one run, and the objects slimmed on receipt.
+/// `docs/benchmarks.md`, "Where the memory goes".
+fn memory_breakdown(full: bool) {
+    let (n_ing, n_svc, eps) = if full { (10_000, 10_000, 10) } else { (100, 100, 10) };
+    println!("\n## memory at {n_ing} Ingresses, {n_svc} Services, {} endpoints (MiB: held / peak)", n_svc * eps);
+    let opts = TranslateOptions::default();
+    let (caches, held, _) = mem::measure(|| as_caches(apps(n_ing, n_svc, eps)));
+    println!("[mem] the caches (Kubernetes objects in Arcs): {held:.0}");
+    let (_, held, peak) = mem::measure(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot of the caches (now): {held:.0} / {peak:.0}");
+    let (_, held, peak) = mem::measure(|| {
+        let copy = deep_copy(&caches);
+        let desired = translate(&copy, &opts);
+        (copy, desired)
+    });
+    println!("[mem] one translation from a deep copy of every cache (before): {held:.0} / {peak:.0}");
+    let (desired, held, peak) = mem::measure(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot again (order check): {held:.0} / {peak:.0}");
+    let empty = empty_router();
+    let (cold, held, peak) = mem::measure(|| plan_writes(&desired, &empty, &diff_opts()));
+    println!("[mem] the cold plan ({} writes): {held:.0} / {peak:.0}", cold.writes.len());
+    let (sim, held, peak) = mem::measure(|| {
+        let mut sim = Simulator::new(empty_router());
+        sim.apply_all(&cold.writes).expect("simulator accepts the plan");
+        sim
+    });
+    println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0}");
+    drop((cold, sim, desired, caches));
+
+    // Each object is received as applied and, now, slimmed before the next one is received.
+    let received = |slim: bool| {
+        fn receive<K: kube::Resource + serde::Serialize + 'static>(objects: Vec<K>, slim: bool) -> Vec<K> {
+            let on_receipt = |mut o: K| {
+                if slim {
+                    kuryr_l7_router::controller::slim::slim(&mut o);
+                }
+                o
+            };
+            objects.into_iter().map(as_applied).map(on_receipt).collect()
+        }
+        let mut inp = apps(n_ing, n_svc, eps);
+        inp.ingresses = receive(inp.ingresses, slim);
+        inp.services = receive(inp.services, slim);
+        inp.endpoint_slices = receive(inp.endpoint_slices, slim);
+        as_caches(inp)
+    };
+    let (fat, held, _) = mem::measure(|| received(false));
+    println!("[mem] the caches, objects as kubectl apply leaves them (before: kept whole): {held:.0}");
+    drop(fat);
+    let (slim, held, _) = mem::measure(|| received(true));
+    println!("[mem] the same caches, objects slimmed on receipt (now): {held:.0}");
+    drop(slim);
 }

@@ -171,7 +171,7 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
                 weight: w,
                 backup: false,
                 admin_state_up: true,
-                tags: if ours { tags.clone() } else { vec![] },
+                tags: if ours { tags.clone().into() } else { Default::default() },
                 in_error: false,
             })
             .collect(),
@@ -634,6 +634,19 @@ fn inputs_leave_out_ingresses_being_deleted() {
     w.ingresses.apply_watcher_event(&watcher::Event::Apply(live));
     let names: Vec<_> = stores.inputs().ingresses.iter().map(|i| i.metadata.name.clone().unwrap()).collect();
     assert_eq!(names, ["live"]);
+}
+
+/// The translation reads the caches' own objects: a snapshot shares them (the same allocation)
+/// instead of copying every cache for each translation.
+#[test]
+fn inputs_share_the_cached_objects_instead_of_copying_them() {
+    let (stores, mut w) = StoreWriters::new();
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(ingress_with(&[FINALIZER], false)));
+    let svc: Service = serde_json::from_value(fixture("service.json")).unwrap();
+    w.services.apply_watcher_event(&watcher::Event::Apply(svc));
+    let snapshot = stores.inputs();
+    assert!(Arc::ptr_eq(&snapshot.ingresses[0], &stores.ingresses.state()[0]));
+    assert!(Arc::ptr_eq(&snapshot.services[0], &stores.services.state()[0]));
 }
 
 // ------------------------------------------------------------------ issue 14: isolation, blocked router

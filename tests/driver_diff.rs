@@ -125,6 +125,26 @@ fn base() -> DesiredRouter {
     )
 }
 
+/// Every member of a pool carries the same tags: the plan's batch updates and the router read
+/// back hold one copy of them per pool, not one per member (at 100,000 endpoints, 100,000 copies).
+#[test]
+fn a_pools_members_share_one_copy_of_their_tags_in_the_plan_and_the_router() {
+    let mut sim = Simulator::new(empty_router());
+    let writes = converge(&mut sim, &base(), &opts());
+    let batch = writes
+        .iter()
+        .find_map(|w| match w {
+            Write::SetMembers { pool_name, members, .. } if pool_name == "default_auth" => Some(members),
+            _ => None,
+        })
+        .expect("a batch update of default_auth");
+    assert_eq!(batch.len(), 2);
+    assert!(std::sync::Arc::ptr_eq(&batch[0].tags, &batch[1].tags));
+    let auth = sim.router.pools.iter().find(|p| p.name == "default_auth").unwrap();
+    assert!(std::sync::Arc::ptr_eq(&auth.members[0].tags, &auth.members[1].tags));
+    assert!(opts().ownership.owns(&auth.members[0].tags));
+}
+
 #[test]
 fn cold_start_creates_everything_once_and_in_order() {
     let mut sim = Simulator::new(empty_router());
@@ -443,7 +463,7 @@ fn foreign_objects_are_never_written() {
         weight: 7,
         backup: false,
         admin_state_up: true,
-        tags: vec![],
+        tags: Default::default(),
         in_error: false,
     });
     let mut want = base();

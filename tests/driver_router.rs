@@ -176,7 +176,7 @@ fn l2_subnet_only_on_our_members_of_a_batch_update() {
         weight: 1,
         backup: false,
         admin_state_up: true,
-        tags,
+        tags: tags.into(),
     };
     let ours = member(Ownership::new("c1").tags_for(&KubeRef::new("Service", "shop", "web")));
     assert_eq!(member_body(&l2, &ours).subnet_id.as_deref(), Some("pod-subnet-1"));

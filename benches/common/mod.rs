@@ -13,6 +13,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::translate::{CONTROLLER, Inputs};
 
+pub mod mem;
+
 pub const NS: &str = "bench";
 
 fn meta(name: &str) -> ObjectMeta {

@@ -15,7 +15,7 @@ use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::budget::{Budget, translate_within};
-use crate::translate::{Inputs, TranslateOptions, namespace_of};
+use crate::translate::{Snapshot, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -80,39 +80,34 @@ impl StoreWriters {
 }
 
 impl Stores {
-    /// The translation inputs: a snapshot of every cache. Ingresses being deleted are left out,
-    /// so a Sync removes their policies while their finalizer holds them.
-    pub fn inputs(&self) -> Inputs {
+    /// The translation inputs: a snapshot of every cache, sharing the cached objects (no copy).
+    /// Ingresses being deleted are left out, so a Sync removes their policies while their
+    /// finalizer holds them.
+    pub fn inputs(&self) -> Snapshot {
         self.inputs_with(None)
     }
 
     /// [`Stores::inputs`], with the configured default certificate's Secret (`namespace`, `name`)
     /// among the Secrets handed over.
-    pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Inputs {
-        let ingresses: Vec<Ingress> =
-            owned(&self.ingresses).into_iter().filter(|i| i.metadata.deletion_timestamp.is_none()).collect();
+    pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Snapshot {
+        let mut ingresses = self.ingresses.state();
+        ingresses.retain(|i| i.metadata.deletion_timestamp.is_none());
         // Only the Secrets an Ingress (or the configured default certificate) names are handed
-        // to the translation: the others' key material is not copied around.
+        // to the translation: the others' key material is not read.
         let mut named: std::collections::BTreeSet<(String, String)> =
-            ingresses.iter().flat_map(tls_secrets_of).collect();
+            ingresses.iter().flat_map(|i| tls_secrets_of(i)).collect();
         named.extend(default_tls_secret.cloned());
-        let secrets = self
-            .secrets
-            .state()
-            .iter()
-            .filter(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())))
-            .map(|s| (**s).clone())
-            .collect();
-        Inputs {
+        let mut secrets = self.secrets.state();
+        secrets.retain(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())));
+        Snapshot {
             ingresses,
-            ingress_classes: owned(&self.classes),
-            services: owned(&self.services),
-            endpoint_slices: owned(&self.slices),
-            endpoints: owned(&self.endpoints),
-            nodes: owned(&self.nodes),
+            ingress_classes: self.classes.state(),
+            services: self.services.state(),
+            endpoint_slices: self.slices.state(),
+            endpoints: self.endpoints.state(),
+            nodes: self.nodes.state(),
             secrets,
             now: Some(std::time::SystemTime::now()),
-            notes: vec![],
         }
     }
 }
@@ -126,14 +121,6 @@ pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
         .filter_map(|t| t.secret_name.clone())
         .map(|name| (ns.to_string(), name))
         .collect()
-}
-
-fn owned<K>(store: &Store<K>) -> Vec<K>
-where
-    K: kube::Resource + Clone + 'static,
-    K::DynamicType: std::hash::Hash + Eq + Clone,
-{
-    store.state().iter().map(|a| (**a).clone()).collect()
 }
 
 /// Errors of a reconcile: a Kubernetes write or an Octavia write.
@@ -204,7 +191,7 @@ pub struct Translator {
 impl Translator {
     /// The inputs and the desired state of a router (its `budget`, its `metrics`) from the
     /// caches now.
-    pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Inputs, DesiredRouter) {
+    pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Snapshot, DesiredRouter) {
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
@@ -277,7 +264,7 @@ impl Context {
 
     /// The inputs and the desired router from the caches now (a whole translation: the
     /// handlers leave it to the writer, once per Sync job; tests and tools call it).
-    pub fn desired(&self) -> (Inputs, DesiredRouter) {
+    pub fn desired(&self) -> (Snapshot, DesiredRouter) {
         let slot = self.router();
         self.translator.desired(slot.budget(), &slot.metrics)
     }
@@ -377,8 +364,7 @@ impl Context {
     /// Whether the status of `ing` is ours to keep: of our class, with our finalizer, not
     /// being deleted.
     fn keeps_status_of(&self, ing: &Ingress) -> bool {
-        let classes: Vec<_> = self.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-        crate::translate::ingress_class::is_ours(ing, &classes, &self.opts)
+        crate::translate::ingress_class::is_ours(ing, &self.stores.classes.state(), &self.opts)
             && patches::has_finalizer(ing)
             && ing.metadata.deletion_timestamp.is_none()
     }

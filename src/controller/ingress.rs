@@ -102,8 +102,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
     ctx.wait_caches().await;
     let ns = namespace_of(&ing.metadata);
     let api: Api<Ingress> = Api::namespaced(ctx.client.clone(), ns);
-    let classes: Vec<_> = ctx.stores.classes.state().iter().map(|c| (**c).clone()).collect();
-    let ours = is_ours(ing, &classes, &ctx.opts);
+    let ours = is_ours(ing, &ctx.stores.classes.state(), &ctx.opts);
     let regarding = ing.object_ref(&());
     let step = ingress_step(ing, ours);
     tracing::debug!(?step, "ingress step");

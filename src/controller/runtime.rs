@@ -307,7 +307,8 @@ where
     reflect_with(writer, api, watcher::Config::default())
 }
 
-/// [`reflect`] with a watch configuration (selectors).
+/// [`reflect`] with a watch configuration (selectors). Objects are slimmed before the cache
+/// ([`crate::controller::slim`]).
 fn reflect_with<K>(
     writer: reflector::store::Writer<K>,
     api: Api<K>,
@@ -316,7 +317,8 @@ fn reflect_with<K>(
 where
     K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
 {
-    reflector::reflector(writer, watcher(api, config).default_backoff()).filter_map(|r| async move {
+    let watch = watcher(api, config).default_backoff().modify(crate::controller::slim::slim::<K>);
+    reflector::reflector(writer, watch).filter_map(|r| async move {
         match r {
             Ok(ev) => Some(ev),
             Err(e) => {

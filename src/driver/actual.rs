@@ -3,6 +3,8 @@
 
 use std::net::IpAddr;
 
+use super::ownership::Tags;
+
 /// A snapshot of the router's children, as read from Octavia (foreign objects included).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ActualRouter {
@@ -69,7 +71,8 @@ pub struct ActualMember {
     pub weight: u16,
     pub backup: bool,
     pub admin_state_up: bool,
-    pub tags: Vec<String>,
+    /// Shared with the pool's other members that carry the same tags (see [`share_tags`]).
+    pub tags: Tags,
     /// provisioning_status ERROR: rewritten by the next batch update.
     pub in_error: bool,
 }
@@ -81,5 +84,47 @@ pub struct ActualHealthMonitor {
     pub tags: Vec<String>,
 }
 
+/// Makes members with equal tags share one copy of them (Octavia returns a copy per member).
+pub fn share_tags(members: &mut [ActualMember]) {
+    let mut seen: Vec<Tags> = Vec::new();
+    for m in members {
+        match seen.iter().find(|t| **t == m.tags) {
+            Some(t) => m.tags = t.clone(),
+            None => seen.push(m.tags.clone()),
+        }
+    }
+}
+
 /// The per-pool health monitor (defined with the desired state, which may carry one per pool).
 pub use crate::model::HealthMonitorSpec;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn member(tags: &[&str]) -> ActualMember {
+        ActualMember {
+            id: String::new(),
+            name: String::new(),
+            address: "10.0.0.1".parse().unwrap(),
+            protocol_port: 80,
+            weight: 1,
+            backup: false,
+            admin_state_up: true,
+            tags: tags.iter().map(|t| t.to_string()).collect::<Vec<_>>().into(),
+            in_error: false,
+        }
+    }
+
+    #[test]
+    fn members_read_with_equal_tags_share_one_copy_and_others_keep_theirs() {
+        let ours = ["kuryr-l7-router", "cluster:c1", "service:shop/web"];
+        let mut members = vec![member(&ours), member(&["someone-else"]), member(&ours), member(&ours)];
+        assert!(!Tags::ptr_eq(&members[0].tags, &members[2].tags));
+        share_tags(&mut members);
+        assert!(Tags::ptr_eq(&members[0].tags, &members[2].tags));
+        assert!(Tags::ptr_eq(&members[0].tags, &members[3].tags));
+        assert_eq!(&*members[1].tags, ["someone-else"]);
+        assert_eq!(&*members[3].tags, ours);
+    }
+}

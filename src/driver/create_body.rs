@@ -20,11 +20,12 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
         .values()
         .map(|p| {
             let tags = own.tags_for(&p.service);
+            let member_tags = super::ownership::Tags::from(tags.clone());
             PoolCreate {
                 name: Some(p.name.clone()),
                 protocol: "HTTP".into(),
                 lb_algorithm: p.lb_algorithm.clone(),
-                members: p.members.iter().map(|m| member_body(spec, &member_spec(m, &tags))).collect(),
+                members: p.members.iter().map(|m| member_body(spec, &member_spec(m, &member_tags))).collect(),
                 healthmonitor: super::health_monitor::wanted(
                     &desired.health_monitors,
                     &p.name,
@@ -120,7 +121,7 @@ pub fn member_create(m: &MemberSpec) -> MemberCreate {
         weight: Some(m.weight),
         backup: Some(m.backup),
         admin_state_up: Some(m.admin_state_up),
-        tags: m.tags.clone(),
+        tags: m.tags.to_vec(),
         ..MemberCreate::default()
     }
 }

@@ -20,7 +20,7 @@ pub use super::actual::{
     HealthMonitorSpec,
 };
 pub use super::health_monitor::pool_monitor;
-pub use super::ownership::{Ownership, PRODUCT_TAG, owner_tag};
+pub use super::ownership::{Ownership, PRODUCT_TAG, Tags, owner_tag};
 pub use super::plan::{
     Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, UrlRedirect, Write, WritePlan,
     compare_type_str, member_spec, rule_type_str,
@@ -259,7 +259,10 @@ fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions,
         writes.push(Write::SetMembers {
             pool: PoolRef::New(pool.name.clone()),
             pool_name: pool.name.clone(),
-            members: pool.members.iter().map(|m| member_spec(m, &tags)).collect(),
+            members: {
+                let tags = Tags::from(tags.clone());
+                pool.members.iter().map(|m| member_spec(m, &tags)).collect()
+            },
         });
     }
     if let Some(spec) = hm {
@@ -290,7 +293,7 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
 /// (see [`plan_writes`]), so the Members path and a full Sync always agree on the members.
 pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
     let own = &opts.ownership;
-    let tags = own.tags_for(&pool.service);
+    let tags = Tags::from(own.tags_for(&pool.service));
     let have: BTreeMap<(IpAddr, u16), &ActualMember> =
         actual.members.iter().filter(|m| own.owns(&m.tags)).map(|m| ((m.address, m.protocol_port), m)).collect();
     let foreign: Vec<&ActualMember> = actual.members.iter().filter(|m| !own.owns(&m.tags)).collect();

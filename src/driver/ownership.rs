@@ -3,6 +3,11 @@
 
 use crate::model::KubeRef;
 
+/// A member's tags, shared: every member of a pool carries the same tags, so the router as read
+/// back and a plan's batch updates hold one copy per pool, not one per member (100,000 copies at
+/// 100,000 endpoints).
+pub type Tags = std::sync::Arc<[String]>;
+
 /// The tag every object we create carries.
 pub const PRODUCT_TAG: &str = "kuryr-l7-router";
 

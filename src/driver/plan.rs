@@ -2,7 +2,7 @@
 //! the `apply` transcript and the logs.
 
 use super::actual::HealthMonitorSpec;
-use super::ownership::Ownership;
+use super::ownership::{Ownership, Tags};
 use crate::model::{CompareType, Member, Rule, RuleType};
 use std::net::IpAddr;
 
@@ -83,8 +83,8 @@ pub struct MemberSpec {
     pub weight: u16,
     pub backup: bool,
     pub admin_state_up: bool,
-    /// Empty for foreign members carried over unchanged.
-    pub tags: Vec<String>,
+    /// Empty for foreign members carried over unchanged. Shared by the pool's members.
+    pub tags: Tags,
 }
 
 /// One Octavia write on the router.
@@ -292,7 +292,7 @@ pub struct DiffOptions {
 /// One member of ours in a batch member update: named after the pod it reaches when known,
 /// else after address:port. The one spelling of a member for the diff and the fully-populated
 /// create.
-pub fn member_spec(m: &Member, tags: &[String]) -> MemberSpec {
+pub fn member_spec(m: &Member, tags: &Tags) -> MemberSpec {
     MemberSpec {
         name: m.target.clone().unwrap_or_else(|| format!("{}:{}", m.address, m.protocol_port)),
         address: m.address,
@@ -300,6 +300,6 @@ pub fn member_spec(m: &Member, tags: &[String]) -> MemberSpec {
         weight: m.weight,
         backup: m.backup,
         admin_state_up: true,
-        tags: tags.to_vec(),
+        tags: tags.clone(),
     }
 }

@@ -4,7 +4,7 @@
 
 use super::actual::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
-    HealthMonitorSpec,
+    HealthMonitorSpec, share_tags,
 };
 use super::cloud::Cloud;
 use super::error::Result;
@@ -125,7 +125,7 @@ impl Read<'_> {
                 updated_at: p.updated_at.as_deref(),
                 child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
             };
-            let members = self
+            let mut members = self
                 .children(
                     |c| &mut c.members,
                     &parent,
@@ -138,6 +138,7 @@ impl Read<'_> {
                     },
                 )
                 .await?;
+            share_tags(&mut members);
             let healthmonitor = p.healthmonitor_id.as_ref().map(|id| actual_health_monitor(id, monitors.get(id)));
             actual.push(ActualPool {
                 members,
@@ -157,7 +158,11 @@ impl Read<'_> {
 /// `None` when the pool is gone.
 pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Vec<ActualMember>>> {
     match cloud.octavia.list_members(pool_id, &ListQuery::default()).await {
-        Ok(m) => Ok(Some(m.into_iter().filter_map(actual_member).collect())),
+        Ok(m) => {
+            let mut members: Vec<ActualMember> = m.into_iter().filter_map(actual_member).collect();
+            share_tags(&mut members);
+            Ok(Some(members))
+        }
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e.into()),
     }
@@ -215,7 +220,7 @@ pub fn actual_member(m: Member) -> Option<ActualMember> {
         weight: m.weight,
         backup: m.backup,
         admin_state_up: m.admin_state_up,
-        tags: m.tags,
+        tags: m.tags.into(),
         in_error: m.provisioning_status == "ERROR",
     })
 }

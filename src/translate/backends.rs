@@ -28,8 +28,13 @@ pub struct WeightedBackend {
 /// Our Services by (namespace, name).
 pub type Services<'a> = BTreeMap<(&'a str, &'a str), &'a Service>;
 
-pub fn index_services(services: &[Service]) -> Services<'_> {
-    services.iter().map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s)).collect()
+/// `services` owned, borrowed or the cache's `Arc`s.
+pub fn index_services<S: std::borrow::Borrow<Service>>(services: &[S]) -> Services<'_> {
+    services
+        .iter()
+        .map(|s| s.borrow())
+        .map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
+        .collect()
 }
 
 /// The Service port a route asks for: by name, or by number.

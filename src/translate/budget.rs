@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ingress_class::ours_by_age;
 use super::names::namespace_of;
-use super::options::{Inputs, TranslateOptions};
+use super::options::{Source, TranslateOptions};
 use super::pipeline::translate;
 use crate::model::{DesiredRouter, KubeRef};
 
@@ -79,14 +79,18 @@ pub struct RouterQuota {
 /// The one entry ([`translate`]), with the budget attached for the driver (`desired.quota`). Every route is
 /// translated: only the driver knows which routes are on the router already, and those are never
 /// removed for the quota (see `driver::admission`); the new ones wait, oldest Ingress first.
-pub fn translate_within(inputs: &Inputs, opts: &TranslateOptions, budget: Option<&Budget>) -> DesiredRouter {
+pub fn translate_within(
+    inputs: &(impl Source + ?Sized),
+    opts: &TranslateOptions,
+    budget: Option<&Budget>,
+) -> DesiredRouter {
     let mut r = translate(inputs, opts);
     r.quota = budget.map(|budget| router_quota(inputs, opts, budget));
     r
 }
 
 /// The quota phase: the budget and our Ingresses oldest first.
-fn router_quota(inputs: &Inputs, opts: &TranslateOptions, budget: &Budget) -> RouterQuota {
+fn router_quota(inputs: &(impl Source + ?Sized), opts: &TranslateOptions, budget: &Budget) -> RouterQuota {
     let oldest_first = ours_by_age(inputs, opts)
         .into_iter()
         .map(|i| KubeRef::new("Ingress", namespace_of(&i.metadata), i.metadata.name.as_deref().unwrap_or("")))

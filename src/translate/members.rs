@@ -20,9 +20,9 @@ use crate::model::{KubeRef, Member, Warning};
 /// Nodes by name, borrowed: the translation never copies Node objects.
 pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
 
-/// Index nodes by name.
-pub fn index_nodes(nodes: &[Node]) -> NodeIndex<'_> {
-    nodes.iter().map(|n| (n.metadata.name.clone().unwrap_or_default(), n)).collect()
+/// Index nodes by name (owned Nodes, borrowed ones, or the cache's `Arc<Node>`).
+pub fn index_nodes<N: std::borrow::Borrow<Node>>(nodes: &[N]) -> NodeIndex<'_> {
+    nodes.iter().map(|n| n.borrow()).map(|n| (n.metadata.name.clone().unwrap_or_default(), n)).collect()
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

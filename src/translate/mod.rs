@@ -37,6 +37,8 @@ pub mod zone;
 pub use manifest::{ManifestError, load_manifests};
 pub use members::{SliceCache, pool_members};
 pub use names::namespace_of;
-pub use options::{CONTROLLER, DEFAULT_NODE_POOL_LABEL, Inputs, IpFamily, TranslateOptions, ZoneMode};
+pub use options::{
+    CONTROLLER, DEFAULT_NODE_POOL_LABEL, Inputs, IpFamily, Snapshot, Source, TranslateOptions, View, ZoneMode,
+};
 pub use pipeline::translate;
 pub use render::{render_json, render_table};

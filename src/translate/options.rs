@@ -1,12 +1,15 @@
 //! What the translation reads: the configuration ([`TranslateOptions`]) and the Kubernetes
-//! objects ([`Inputs`]). A leaf of `translate`: every part may import it, it imports none of them
-//! (the parts re-export their own option types from here).
+//! objects ([`Inputs`] owned; [`Snapshot`] shared with the caches; both read through a borrowed
+//! [`View`]). A leaf of `translate`: every part may import it, it imports none of them (the parts
+//! re-export their own option types from here).
 
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
 use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
 
+use std::borrow::Borrow;
+use std::sync::Arc;
 use std::time::Duration;
 
 /// `spec.controller` of the IngressClasses we serve.
@@ -124,6 +127,80 @@ pub struct Inputs {
     pub now: Option<std::time::SystemTime>,
     /// Informational notes from loading (e.g. ignored kinds); not part of the router.
     pub notes: Vec<String>,
+}
+
+/// The objects the translation reads, borrowed: the translation never copies a Kubernetes
+/// object. Made from owned [`Inputs`] (fixtures, manifests, `plan`) or from the controller's
+/// [`Snapshot`] of its caches; every phase reads this.
+#[derive(Clone, Debug, Default)]
+pub struct View<'a> {
+    pub ingresses: Vec<&'a Ingress>,
+    pub ingress_classes: Vec<&'a IngressClass>,
+    pub services: Vec<&'a Service>,
+    pub endpoint_slices: Vec<&'a EndpointSlice>,
+    pub endpoints: Vec<&'a Endpoints>,
+    pub nodes: Vec<&'a Node>,
+    pub secrets: Vec<&'a Secret>,
+    pub now: Option<std::time::SystemTime>,
+}
+
+/// The controller's inputs: the watch caches' own objects, shared, not copied. Copying every
+/// cache for each translation added 75 MiB per translation at 10,000 Ingresses and 100,000
+/// endpoints (docs/benchmarks.md, "Where the memory goes"), and the CPU of 30,000 object copies.
+#[derive(Clone, Debug, Default)]
+pub struct Snapshot {
+    pub ingresses: Vec<Arc<Ingress>>,
+    pub ingress_classes: Vec<Arc<IngressClass>>,
+    pub services: Vec<Arc<Service>>,
+    pub endpoint_slices: Vec<Arc<EndpointSlice>>,
+    pub endpoints: Vec<Arc<Endpoints>>,
+    pub nodes: Vec<Arc<Node>>,
+    /// The `kubernetes.io/tls` Secrets our Ingresses (or the default certificate) name.
+    pub secrets: Vec<Arc<Secret>>,
+    pub now: Option<std::time::SystemTime>,
+}
+
+/// Anything the translation can read: [`Inputs`], a [`Snapshot`] or a [`View`].
+pub trait Source {
+    fn view(&self) -> View<'_>;
+}
+
+fn refs<K, B: Borrow<K>>(objects: &[B]) -> Vec<&K> {
+    objects.iter().map(Borrow::borrow).collect()
+}
+
+/// A [`View`] of any struct with the inputs' fields (owned objects or `Arc`s).
+macro_rules! view_of {
+    ($s:expr) => {
+        View {
+            ingresses: refs(&$s.ingresses),
+            ingress_classes: refs(&$s.ingress_classes),
+            services: refs(&$s.services),
+            endpoint_slices: refs(&$s.endpoint_slices),
+            endpoints: refs(&$s.endpoints),
+            nodes: refs(&$s.nodes),
+            secrets: refs(&$s.secrets),
+            now: $s.now,
+        }
+    };
+}
+
+impl Source for Inputs {
+    fn view(&self) -> View<'_> {
+        view_of!(self)
+    }
+}
+
+impl Source for Snapshot {
+    fn view(&self) -> View<'_> {
+        view_of!(self)
+    }
+}
+
+impl Source for View<'_> {
+    fn view(&self) -> View<'_> {
+        self.clone()
+    }
 }
 
 /// The TLS part of the translation options (kuryr.conf `[tls]`).

@@ -14,7 +14,7 @@ use super::backends::{PoolKey, Services, index_services, pool_names};
 use super::claim::RouteClaim;
 use super::ingress::{self, IngressRoutes};
 use super::ingress_class::ours_by_age;
-use super::options::{Inputs, TranslateOptions};
+use super::options::{Source, TranslateOptions};
 use super::pools::{build_pools, health_monitors};
 use super::status::reserved;
 use super::table::{RouteTable, Stops, chosen_backend, guard_policies, needs_unavailable_pool, number, order_policies};
@@ -22,8 +22,10 @@ use super::tenancy::host_owners;
 use super::tls::{on_https, translate_tls};
 use crate::model::{DesiredRouter, HttpsListener, Policy, Pool, UNAVAILABLE_POOL, Warning};
 
-/// Translate Kubernetes objects into the desired L7 router. Pure and deterministic.
-pub fn translate(inputs: &Inputs, opts: &TranslateOptions) -> DesiredRouter {
+/// Translate Kubernetes objects into the desired L7 router. Pure and deterministic. The objects
+/// are read borrowed ([`Source`]): owned `Inputs` or the caches' `Snapshot`, never copied.
+pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> DesiredRouter {
+    let inputs = &inputs.view();
     let mut warnings = Vec::new();
     let services = index_services(&inputs.services);
     let ours = ours_by_age(inputs, opts);

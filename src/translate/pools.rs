@@ -8,7 +8,7 @@ use super::backends::{PoolKey, Services};
 use super::health::service_health_monitor;
 use super::members::{SliceCache, endpoints_as_slices, index_nodes};
 use super::names::namespace_of;
-use super::options::{Inputs, IpFamily, TranslateOptions};
+use super::options::{IpFamily, Source, TranslateOptions, View};
 use crate::model::{KubeRef, Pool, PoolHealthMonitor, Warning};
 
 /// Label tying an EndpointSlice to its Service.
@@ -16,14 +16,14 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The endpoint caches of the wanted Services only.
 fn endpoint_caches<'a>(
-    inputs: &'a Inputs,
+    inputs: &View<'a>,
     opts: &TranslateOptions,
     keys: &'a BTreeSet<PoolKey>,
 ) -> BTreeMap<(&'a str, &'a str), SliceCache> {
     let wanted: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
     let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
     if opts.use_endpoint_slices {
-        for s in &inputs.endpoint_slices {
+        for &s in &inputs.endpoint_slices {
             let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
                 continue;
             };
@@ -33,7 +33,7 @@ fn endpoint_caches<'a>(
             }
         }
     } else {
-        for e in &inputs.endpoints {
+        for &e in &inputs.endpoints {
             let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
             if wanted.contains(&key) {
                 let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));
@@ -66,15 +66,16 @@ fn no_endpoints(k: &PoolKey, name: &str, opts: &TranslateOptions) -> Warning {
 /// The pool of each key, by its name in `names`; every key's Service and port exist (the
 /// front ends resolved them).
 pub fn build_pools(
-    inputs: &Inputs,
+    inputs: &(impl Source + ?Sized),
     opts: &TranslateOptions,
     keys: &BTreeSet<PoolKey>,
     names: &BTreeMap<PoolKey, String>,
     services: &Services<'_>,
     warnings: &mut Vec<Warning>,
 ) -> BTreeMap<String, Pool> {
+    let inputs = inputs.view();
     let nodes = index_nodes(&inputs.nodes);
-    let caches = endpoint_caches(inputs, opts, keys);
+    let caches = endpoint_caches(&inputs, opts, keys);
     let empty = SliceCache::new(opts.vip_family);
     let mut pools = BTreeMap::new();
     for k in keys {

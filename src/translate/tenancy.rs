@@ -32,7 +32,7 @@ use super::hosts::{HostKind, wildcard_covers};
 use super::ingress_class::{our_class, ours_by_age};
 use super::names::namespace_of;
 pub use super::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
-use super::options::{Inputs, TranslateOptions};
+use super::options::{Source, TranslateOptions, View};
 use super::rules::host_problem;
 use crate::model::KubeRef;
 
@@ -165,7 +165,7 @@ fn names_host(ing: &Ingress, host: &str) -> bool {
 }
 
 /// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
-pub fn host_owners(ours: &[&Ingress], inputs: &Inputs, opts: &TranslateOptions) -> Option<HostOwners> {
+pub fn host_owners(ours: &[&Ingress], inputs: &View<'_>, opts: &TranslateOptions) -> Option<HostOwners> {
     opts.tenancy.host_ownership.then(|| {
         let remembered = stored_owners(our_class(&inputs.ingress_classes, opts));
         HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
@@ -175,10 +175,11 @@ pub fn host_owners(ours: &[&Ingress], inputs: &Inputs, opts: &TranslateOptions) 
 /// The value of [`HOST_OWNERS_ANNOTATION`] that our IngressClass should carry after a sync of
 /// these inputs, when it differs from the stored one (`None`: nothing to write). Host ownership
 /// off: nothing is remembered (a stored value is left alone, for when it is turned back on).
-pub fn remembered_owners(inputs: &Inputs, opts: &TranslateOptions) -> Option<String> {
+pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> Option<String> {
     if !opts.tenancy.host_ownership {
         return None;
     }
+    let inputs = &inputs.view();
     let ours = ours_by_age(inputs, opts);
     let class = our_class(&inputs.ingress_classes, opts);
     let previous = stored_owners(class);

@@ -21,6 +21,7 @@
 //!   wildcard host cannot be redirected: Octavia's prefix is a fixed URL, which cannot carry the
 //!   requested host name.
 
+use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -185,7 +186,7 @@ fn load_secret(
 /// `owners`: host ownership, when on (the same as the routes see).
 pub fn translate_tls(
     ours: &[&Ingress],
-    secrets: &[Secret],
+    secrets: &[impl Borrow<Secret>],
     now: Option<std::time::SystemTime>,
     topts: &TlsOptions,
     owners: Option<&HostOwners>,
@@ -271,14 +272,14 @@ pub fn translate_tls(
 /// Each certificate's content from its Secret; a missing or broken one warns its Ingresses.
 fn load_contents(
     certs: &mut BTreeMap<String, Certificate>,
-    secrets: &[Secret],
+    secrets: &[impl Borrow<Secret>],
     now: Option<std::time::SystemTime>,
     warnings: &mut Vec<Warning>,
 ) {
     let by_name: BTreeMap<(&str, &str), &Secret> = secrets
         .iter()
-        .map(|s| (namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")))
-        .zip(secrets.iter())
+        .map(Borrow::borrow)
+        .map(|s: &Secret| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
         .collect();
     for cert in certs.values_mut() {
         match load_secret(&cert.secret, &by_name, now) {
