@@ -32,26 +32,40 @@ impl Responder {
         std::fs::write(
             &conf,
             format!(
-                "[status_responder]\nnot_found_listen = 127.0.0.1:{not_found}\nunavailable_listen = 127.0.0.1:{unavailable}\nhealth_listen = 127.0.0.1:{health}\n"
+                "[status_responder]\nnot_found_listen = 127.0.0.1:{not_found}\nunavailable_listen = 127.0.0.1:{unavailable}\nserver_error_listen = 127.0.0.1:{server_error}\nhealth_listen = 127.0.0.1:{health}\n"
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))
+        let child = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))
             .args(["status-responder", "--config-file"])
             .arg(&conf)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start kuryr-l7-router status-responder");
+        // Owned before the wait: a responder that does not come up is killed with it (on drop).
+        let mut responder = Self { child, not_found, unavailable, server_error, _dir: dir };
         let t = Instant::now();
         for port in [not_found, unavailable, server_error, health] {
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(child.try_wait().unwrap().is_none(), "status-responder exited");
+                assert!(responder.child.try_wait().unwrap().is_none(), "status-responder exited");
                 assert!(t.elapsed() < Duration::from_secs(10), "status-responder does not listen on {port}");
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Self { child, not_found, unavailable, server_error, _dir: dir }
+        responder
+    }
+}
+
+impl Responder {
+    /// The local port answering for reserved pool `pool`.
+    pub(super) fn port_of(&self, pool: &str) -> Option<u16> {
+        match pool {
+            NOT_FOUND_POOL => Some(self.not_found),
+            UNAVAILABLE_POOL => Some(self.unavailable),
+            SERVER_ERROR_POOL => Some(self.server_error),
+            _ => None,
+        }
     }
 }
 
