@@ -17,6 +17,8 @@ use common::*;
 mod conformance;
 #[path = "dataplane/forwarded.rs"]
 mod forwarded;
+#[path = "dataplane/gateway.rs"]
+mod gateway;
 #[path = "dataplane/isolation.rs"]
 mod isolation;
 #[path = "dataplane/rotation.rs"]

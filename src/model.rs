@@ -140,6 +140,10 @@ pub const NOT_FOUND_POOL: &str = "kuryr-status-404";
 /// ExternalName, unknown port, not a Service): the status responder's 503 port, or no members
 /// (haproxy's own 503) when no responder is configured.
 pub const UNAVAILABLE_POOL: &str = "kuryr-status-503";
+/// The reserved pool answering 500 for Gateway API rules whose backendRefs are all invalid or not
+/// permitted (the spec's answer): the status responder's 500 port, or no members (haproxy's 503)
+/// when no responder is configured. It exists only while a route needs it.
+pub const SERVER_ERROR_POOL: &str = "kuryr-status-500";
 
 /// One backend member of a pool.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -1,14 +1,17 @@
 //! The status responder (`kuryr-l7-router status-responder`): the HTTP answers Octavia cannot
 //! give by itself. Octavia answers 503 when no L7 policy matches and the listener has no default
 //! pool; clients and monitors read a 503 as an outage. The controller therefore makes this
-//! server's pods the members of two reserved pools ([`crate::model::NOT_FOUND_POOL`],
-//! [`crate::model::UNAVAILABLE_POOL`]), one per port:
+//! server's pods the members of the reserved pools ([`crate::model::NOT_FOUND_POOL`],
+//! [`crate::model::UNAVAILABLE_POOL`], [`crate::model::SERVER_ERROR_POOL`]), one per port:
 //!
 //! - `not_found_listen`: **404** "no route for host H path P" to every request (the listeners'
 //!   default pool when no Ingress sets a default backend);
 //! - `unavailable_listen`: **503** "the backend of host H path P is unavailable" to every request
 //!   (the pool of routes whose Service is missing, of type ExternalName, without the port, or
 //!   not a Service at all);
+//! - `server_error_listen`: **500** "the route of host H path P has no valid backend" to every
+//!   request (the pool of Gateway API rules whose backendRefs are all invalid or not permitted,
+//!   which the spec answers with 500);
 //! - `health_listen`: `/healthz` for the pod's own probes, on a port of its own because on the two
 //!   answer ports every path must get the answer.
 //!
@@ -32,6 +35,8 @@ pub enum Answer {
     NotFound,
     /// 503: a route matches, but its backend cannot be served.
     Unavailable,
+    /// 500: a Gateway API rule matches, but none of its backendRefs is valid.
+    ServerError,
 }
 
 /// Longest host or path shown in a body; longer ones end with `...`.
@@ -68,6 +73,13 @@ pub fn answer(answer: Answer, host: Option<&str>, path: &str) -> (StatusCode, St
                  (its Service is missing, has no such port or cannot be routed; the Ingress's Events say which)\n"
             ),
         ),
+        Answer::ServerError => (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "500 Internal Server Error: the route of host {host} path \"{path}\" has no valid backend \
+                 (its backendRefs are missing, not permitted or not Services; the HTTPRoute's status says which)\n"
+            ),
+        ),
     }
 }
 
@@ -97,6 +109,7 @@ pub fn health_router() -> Router {
 pub struct Bound {
     pub not_found: SocketAddr,
     pub unavailable: SocketAddr,
+    pub server_error: SocketAddr,
     pub health: SocketAddr,
 }
 
@@ -116,17 +129,21 @@ pub async fn bind(
     }
     let (nf, not_found) = listen(settings.not_found_listen, "not_found_listen").await?;
     let (un, unavailable) = listen(settings.unavailable_listen, "unavailable_listen").await?;
+    let (se, server_error) = listen(settings.server_error_listen, "server_error_listen").await?;
     let (he, health) = listen(settings.health_listen, "health_listen").await?;
     let (stop, stopped) = tokio::sync::watch::channel(false);
     let serve = async move {
         let wait = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
             let _ = rx.wait_for(|s| *s).await;
         };
-        let servers = futures::future::try_join3(
+        let servers = futures::future::try_join4(
             axum::serve(nf, answer_router(Answer::NotFound))
                 .with_graceful_shutdown(wait(stopped.clone()))
                 .into_future(),
             axum::serve(un, answer_router(Answer::Unavailable))
+                .with_graceful_shutdown(wait(stopped.clone()))
+                .into_future(),
+            axum::serve(se, answer_router(Answer::ServerError))
                 .with_graceful_shutdown(wait(stopped.clone()))
                 .into_future(),
             axum::serve(he, health_router()).with_graceful_shutdown(wait(stopped)).into_future(),
@@ -138,7 +155,7 @@ pub async fn bind(
         let (served, ()) = tokio::join!(servers, trigger);
         served.map(|_| ()).map_err(|e| format!("status responder: {e}"))
     };
-    Ok((Bound { not_found, unavailable, health }, serve))
+    Ok((Bound { not_found, unavailable, server_error, health }, serve))
 }
 
 /// `kuryr-l7-router status-responder`: serves until SIGTERM/SIGINT.
@@ -147,8 +164,9 @@ pub async fn run(settings: StatusResponderSettings) -> Result<(), String> {
     tracing::info!(
         not_found = %bound.not_found,
         unavailable = %bound.unavailable,
+        server_error = %bound.server_error,
         health = %bound.health,
-        "status responder listening (404, 503, /healthz)"
+        "status responder listening (404, 503, 500, /healthz)"
     );
     serve.await
 }
@@ -171,6 +189,14 @@ mod tests {
             "{body}"
         );
         assert_eq!(answer(Answer::NotFound, None, "/").1, "404 Not Found: no route for host (none) path \"/\"\n");
+        let (status, body) = answer(Answer::ServerError, Some("gw.example.com"), "/v2");
+        assert_eq!(status, StatusCode::INTERNAL_SERVER_ERROR);
+        assert!(
+            body.starts_with(
+                "500 Internal Server Error: the route of host \"gw.example.com\" path \"/v2\" has no valid backend"
+            ),
+            "{body}"
+        );
     }
 
     #[test]

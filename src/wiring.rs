@@ -220,5 +220,6 @@ fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate:
         name: name.clone(),
         not_found_port: s.service_not_found_port.clone(),
         unavailable_port: s.service_unavailable_port.clone(),
+        server_error_port: s.service_server_error_port.clone(),
     })
 }

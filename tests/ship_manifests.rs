@@ -543,9 +543,11 @@ fn status_responder_is_shipped_hardened_and_wired() {
             .map(|p| p.container_port)
     };
     let svc_spec = svc.spec.as_ref().unwrap();
-    for (conf_port, listen) in
-        [("service_not_found_port", "not_found_listen"), ("service_unavailable_port", "unavailable_listen")]
-    {
+    for (conf_port, listen) in [
+        ("service_not_found_port", "not_found_listen"),
+        ("service_unavailable_port", "unavailable_listen"),
+        ("service_server_error_port", "server_error_listen"),
+    ] {
         let name = &sr[conf_port];
         let p = svc_spec.ports.as_deref().unwrap_or_default().iter().find(|p| p.name.as_ref() == Some(name));
         let p = p.unwrap_or_else(|| panic!("the Service has no port {name}"));

@@ -43,7 +43,7 @@ fn the_subcommand_answers_404_503_and_health_then_stops_on_sigterm() {
     std::fs::write(
         &conf,
         format!(
-            "[status_responder]\nnot_found_listen = 127.0.0.1:{nf}\nunavailable_listen = 127.0.0.1:{un}\nhealth_listen = 127.0.0.1:{he}\n"
+            "[status_responder]\nnot_found_listen = 127.0.0.1:{nf}\nunavailable_listen = 127.0.0.1:{un}\nserver_error_listen = 127.0.0.1:0\nhealth_listen = 127.0.0.1:{he}\n"
         ),
     )
     .unwrap();
@@ -97,7 +97,7 @@ fn an_address_in_use_is_an_error_naming_the_option() {
     let conf = dir.path().join("kuryr.conf");
     std::fs::write(
         &conf,
-        format!("[status_responder]\nnot_found_listen = 127.0.0.1:0\nunavailable_listen = 127.0.0.1:{port}\nhealth_listen = 127.0.0.1:0\n"),
+        format!("[status_responder]\nnot_found_listen = 127.0.0.1:0\nunavailable_listen = 127.0.0.1:{port}\nserver_error_listen = 127.0.0.1:0\nhealth_listen = 127.0.0.1:0\n"),
     )
     .unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))

@@ -20,6 +20,7 @@ fn responder() -> StatusResponder {
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),
         unavailable_port: "unavailable".into(),
+        server_error_port: "server-error".into(),
     }
 }
 

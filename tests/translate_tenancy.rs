@@ -186,6 +186,7 @@ fn responder() -> kuryr_l7_router::translate::status::StatusResponder {
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),
         unavailable_port: "unavailable".into(),
+        server_error_port: "server-error".into(),
     }
 }
 

@@ -418,6 +418,7 @@ fn the_https_listener_also_answers_404_through_the_status_responder() {
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),
         unavailable_port: "unavailable".into(),
+        server_error_port: "server-error".into(),
     };
     let r = translate(&inp, &TranslateOptions { status_responder: Some(responder), ..opts() });
     let not_found = kuryr_l7_router::model::NOT_FOUND_POOL;

@@ -135,6 +135,7 @@ async fn a_named_host_never_reaches_another_namespaces_catch_all_on_either_liste
                     name: "kuryr-status-responder".into(),
                     not_found_port: "not-found".into(),
                     unavailable_port: "unavailable".into(),
+                    server_error_port: "server-error".into(),
                 }),
                 tenancy: kuryr_l7_router::translate::tenancy::TenancyOptions {
                     host_ownership: ownership,

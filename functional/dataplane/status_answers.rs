@@ -7,7 +7,7 @@
 
 use super::{converge, echo_names, load, options, run_py_full, with_router};
 use crate::common::enabled;
-use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL, UNAVAILABLE_POOL};
+use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL, SERVER_ERROR_POOL, UNAVAILABLE_POOL};
 use kuryr_l7_router::translate::status::StatusResponder;
 use kuryr_l7_router::translate::{TranslateOptions, translate};
 use std::net::{TcpListener, TcpStream};
@@ -19,38 +19,53 @@ pub(super) struct Responder {
     child: Child,
     not_found: u16,
     unavailable: u16,
+    server_error: u16,
     _dir: tempfile::TempDir,
 }
 
 impl Responder {
     pub(super) fn start() -> Self {
         let free = || TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-        let (not_found, unavailable, health) = (free(), free(), free());
+        let (not_found, unavailable, server_error, health) = (free(), free(), free(), free());
         let dir = tempfile::tempdir().unwrap();
         let conf = dir.path().join("kuryr.conf");
         std::fs::write(
             &conf,
             format!(
-                "[status_responder]\nnot_found_listen = 127.0.0.1:{not_found}\nunavailable_listen = 127.0.0.1:{unavailable}\nhealth_listen = 127.0.0.1:{health}\n"
+                "[status_responder]\nnot_found_listen = 127.0.0.1:{not_found}\nunavailable_listen = 127.0.0.1:{unavailable}\nserver_error_listen = 127.0.0.1:{server_error}\nhealth_listen = 127.0.0.1:{health}\n"
             ),
         )
         .unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))
+        let child = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))
             .args(["status-responder", "--config-file"])
             .arg(&conf)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
             .expect("start kuryr-l7-router status-responder");
+        // Owned before the wait: a responder that does not come up is killed with it (on drop).
+        let mut responder = Self { child, not_found, unavailable, server_error, _dir: dir };
         let t = Instant::now();
-        for port in [not_found, unavailable, health] {
+        for port in [not_found, unavailable, server_error, health] {
             while TcpStream::connect(("127.0.0.1", port)).is_err() {
-                assert!(child.try_wait().unwrap().is_none(), "status-responder exited");
+                assert!(responder.child.try_wait().unwrap().is_none(), "status-responder exited");
                 assert!(t.elapsed() < Duration::from_secs(10), "status-responder does not listen on {port}");
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
-        Self { child, not_found, unavailable, _dir: dir }
+        responder
+    }
+}
+
+impl Responder {
+    /// The local port answering for reserved pool `pool`.
+    pub(super) fn port_of(&self, pool: &str) -> Option<u16> {
+        match pool {
+            NOT_FOUND_POOL => Some(self.not_found),
+            UNAVAILABLE_POOL => Some(self.unavailable),
+            SERVER_ERROR_POOL => Some(self.server_error),
+            _ => None,
+        }
     }
 }
 
@@ -67,6 +82,7 @@ fn responder_ref() -> StatusResponder {
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),
         unavailable_port: "unavailable".into(),
+        server_error_port: "server-error".into(),
     }
 }
 
@@ -92,9 +108,11 @@ pub(super) fn send_requests(
 ) -> Vec<serde_json::Value> {
     let mut echo = echo_names(desired);
     let mut member_map = serde_json::Map::new();
-    for (pool, port) in
-        [(NOT_FOUND_POOL, responder.map(|r| r.not_found)), (UNAVAILABLE_POOL, responder.map(|r| r.unavailable))]
-    {
+    for (pool, port) in [
+        (NOT_FOUND_POOL, responder.map(|r| r.not_found)),
+        (UNAVAILABLE_POOL, responder.map(|r| r.unavailable)),
+        (SERVER_ERROR_POOL, responder.map(|r| r.server_error)),
+    ] {
         for m in desired.pools.get(pool).map(|p| p.members.as_slice()).unwrap_or_default() {
             let addr = format!("{}:{}", m.address, m.protocol_port);
             echo.remove(&addr);

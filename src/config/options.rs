@@ -301,8 +301,10 @@ static OPTIONS: &[OptionSpec] = &[
     opt(SR, "service", OptKind::Str, None, "`namespace/name` of the status responder's Service (`kuryr-l7-router status-responder`). Its ready endpoints become the members of the reserved pools `kuryr-status-404` (the listeners' default pool when no Ingress sets a default backend: requests no route matches get 404) and `kuryr-status-503` (routes whose backend cannot be served get 503 with a reason). Unset: no responder; requests no route matches get Octavia's 503 and unservable routes an empty pool's 503."),
     opt(SR, "service_not_found_port", OptKind::Str, Some("not-found"), "Port (name or number) of the responder's Service that answers 404 (the responder's `not_found_listen`)."),
     opt(SR, "service_unavailable_port", OptKind::Str, Some("unavailable"), "Port (name or number) of the responder's Service that answers 503 (the responder's `unavailable_listen`)."),
+    opt(SR, "service_server_error_port", OptKind::Str, Some("server-error"), "Port (name or number) of the responder's Service that answers 500 (the responder's `server_error_listen`): the reserved pool `kuryr-status-500` of Gateway API rules whose backendRefs are all invalid or not permitted."),
     opt(SR, "not_found_listen", OptKind::SocketAddr, Some("0.0.0.0:8404"), "Where `status-responder` answers 404 Not Found (\"no route for host H path P\") to every request."),
     opt(SR, "unavailable_listen", OptKind::SocketAddr, Some("0.0.0.0:8503"), "Where `status-responder` answers 503 Service Unavailable (\"the backend of host H path P is unavailable\") to every request."),
+    opt(SR, "server_error_listen", OptKind::SocketAddr, Some("0.0.0.0:8500"), "Where `status-responder` answers 500 Internal Server Error (\"the route of host H path P has no valid backend\") to every request."),
     opt(SR, "health_listen", OptKind::SocketAddr, Some("0.0.0.0:8405"), "Where `status-responder` serves `/healthz` for its own probes (kept off the two answer ports, where every path must get the answer)."),
 ];
 

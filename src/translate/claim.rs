@@ -44,6 +44,9 @@ pub enum FixedAnswer {
     NotFound,
     /// 503: a backend that cannot be served.
     Unavailable,
+    /// 500: a Gateway API rule whose backendRefs are all invalid or not permitted (the spec's
+    /// answer; Ingress never asks for it).
+    ServerError,
 }
 
 /// Where a redirect sends the client. The request path and query are kept unless `path` is set

@@ -271,4 +271,14 @@ pub struct StatusResponder {
     pub not_found_port: String,
     /// Service port (name or number) answering 503.
     pub unavailable_port: String,
+    /// Service port (name or number) answering 500 (Gateway API rules without a valid backend).
+    #[serde(default = "default_server_error_port")]
+    pub server_error_port: String,
+}
+
+/// `[status_responder] service_server_error_port` default.
+pub const DEFAULT_SERVER_ERROR_PORT: &str = "server-error";
+
+fn default_server_error_port() -> String {
+    DEFAULT_SERVER_ERROR_PORT.into()
 }

@@ -17,7 +17,10 @@ use super::ingress_class::ours_by_age;
 use super::options::{Source, TranslateOptions};
 use super::pools::{build_pools, health_monitors};
 use super::status::reserved;
-use super::table::{RouteTable, Stops, chosen_backend, guard_policies, needs_unavailable_pool, number, order_policies};
+use super::table::{
+    RouteTable, Stops, chosen_backend, guard_policies, needs_server_error_pool, needs_unavailable_pool, number,
+    order_policies,
+};
 use super::tenancy::host_owners;
 use super::tls::{on_https, translate_tls};
 use crate::model::{DesiredRouter, HttpsListener, Policy, Pool, UNAVAILABLE_POOL, Warning};
@@ -56,22 +59,22 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
 }
 
 /// The backends phase: every pool the routes need, by key and name, and where the requests no
-/// route matches go.
-struct Backends {
-    keys: BTreeSet<PoolKey>,
-    names: BTreeMap<PoolKey, String>,
+/// route matches go. Shared by every front end (see `gateway`).
+pub(super) struct Backends {
+    pub(super) keys: BTreeSet<PoolKey>,
+    pub(super) names: BTreeMap<PoolKey, String>,
     /// Reserved pools that no Service fills.
-    reserved_empty: Vec<Pool>,
+    pub(super) reserved_empty: Vec<Pool>,
     /// The listeners' default pool: the router-wide default backend, else the 404 pool.
-    default_pool: Option<String>,
+    pub(super) default_pool: Option<String>,
     /// The pool of the hosts' guard policies (see [`Stops::guard_pool`]).
     guard_pool: Option<String>,
     router_default: bool,
-    not_found: Option<String>,
+    pub(super) not_found: Option<String>,
 }
 
 impl Backends {
-    fn of(
+    pub(super) fn of(
         routes: &[RouteClaim],
         router_default: Option<PoolKey>,
         services: &Services<'_>,
@@ -90,6 +93,7 @@ impl Backends {
             opts.status_responder.as_ref(),
             services,
             guard_to_unavailable || unservable,
+            needs_server_error_pool(routes),
             &opts.lb_algorithm,
             warnings,
         );

@@ -5,7 +5,10 @@
 //!   Ingress sets a default backend;
 //! - **503** for routes whose backend cannot be served (Service missing, ExternalName, unknown
 //!   port, not a Service): such a route is kept, on the reserved pool [`UNAVAILABLE_POOL`], so its
-//!   paths never fall through to another route of the host (e.g. `/admin` to `/`).
+//!   paths never fall through to another route of the host (e.g. `/admin` to `/`);
+//! - **500** for Gateway API rules whose backendRefs are all invalid or not permitted (the spec's
+//!   answer): the reserved pool [`SERVER_ERROR_POOL`], only while such a route exists (Ingress
+//!   routers never have it), filled by the responder's 500 port, else empty (haproxy's 503).
 //!
 //! With a responder configured both reserved pools always exist (the policies' shape does not
 //! change when the responder's Service comes and goes; a missing Service leaves them empty, with
@@ -18,7 +21,7 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::backends::PoolKey;
 pub use super::options::StatusResponder;
-use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, UNAVAILABLE_POOL, Warning};
+use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, SERVER_ERROR_POOL, UNAVAILABLE_POOL, Warning};
 
 /// The owner of a reserved pool that no Service fills: the tag `config:/status_responder` says
 /// where it comes from, and the Service notices leave it out (it is not a Service).
@@ -39,11 +42,12 @@ pub struct Reserved {
 }
 
 /// The reserved pools for `responder` (`None`: not configured); `unservable_routes`: whether some
-/// route needs the 503 pool.
+/// route needs the 503 pool; `server_error_routes`: whether some route needs the 500 pool.
 pub fn reserved(
     responder: Option<&StatusResponder>,
     services: &BTreeMap<(&str, &str), &Service>,
     unservable_routes: bool,
+    server_error_routes: bool,
     lb_algorithm: &str,
     warnings: &mut Vec<Warning>,
 ) -> Reserved {
@@ -60,11 +64,18 @@ pub fn reserved(
         if unservable_routes {
             out.empty.push(empty(UNAVAILABLE_POOL, config_owner(), "-"));
         }
+        if server_error_routes {
+            out.empty.push(empty(SERVER_ERROR_POOL, config_owner(), "-"));
+        }
         return out;
     };
     let svc_ref = KubeRef::new("Service", &r.namespace, &r.name);
     let svc = services.get(&(r.namespace.as_str(), r.name.as_str()));
-    for (pool, port) in [(NOT_FOUND_POOL, &r.not_found_port), (UNAVAILABLE_POOL, &r.unavailable_port)] {
+    let mut wanted = vec![(NOT_FOUND_POOL, &r.not_found_port), (UNAVAILABLE_POOL, &r.unavailable_port)];
+    if server_error_routes {
+        wanted.push((SERVER_ERROR_POOL, &r.server_error_port));
+    }
+    for (pool, port) in wanted {
         match svc.and_then(|s| service_port(s, port)) {
             Some(number) => {
                 out.from_service.insert(

@@ -10,7 +10,9 @@ use super::claim::{FixedAnswer, HeaderMatch, PathMatch, RedirectSpec, RouteActio
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::{bounded, guard_name, policy_name};
 use super::rules::{MAX_RULES, exclusion_rules, header_rule, host_pattern, host_rule, path_match_rule};
-use crate::model::{KubeRef, Policy, PolicyRedirect, RedirectTarget, Rule, UNAVAILABLE_POOL, Warning};
+use crate::model::{
+    KubeRef, Policy, PolicyRedirect, RedirectTarget, Rule, SERVER_ERROR_POOL, UNAVAILABLE_POOL, Warning,
+};
 
 fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
     out.push(Warning { object: object.clone(), reason: reason.into(), message });
@@ -266,9 +268,22 @@ fn route_policy(
         );
     }
     rules.extend(excl_rules.iter().take(room).cloned());
+    policy_with_rules(r, rules, names, stops, warnings)
+}
+
+/// The policy of one route with the rules its front end computed: its name, and its pool or
+/// redirect from the route's action. Position 0 (see [`number`]).
+pub fn policy_with_rules(
+    r: &RouteClaim,
+    rules: Vec<Rule>,
+    names: &PoolNames,
+    stops: &Stops<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Policy {
     let (pool, redirect) = match &r.action {
         RouteAction::Forward(_) => (forward_pool(r, names, warnings), None),
         RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
+        RouteAction::Fixed(FixedAnswer::ServerError) => (SERVER_ERROR_POOL.to_string(), None),
         RouteAction::Fixed(FixedAnswer::NotFound) => {
             (stops.not_found_pool.unwrap_or(UNAVAILABLE_POOL).to_string(), None)
         }
@@ -311,11 +326,17 @@ fn forward_pool(r: &RouteClaim, names: &PoolNames, warnings: &mut Vec<Warning>) 
     chosen_backend(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |k| names[k].clone())
 }
 
+/// Does some route answer 500 through the reserved 500 pool?
+pub fn needs_server_error_pool(routes: &[RouteClaim]) -> bool {
+    routes.iter().any(|r| matches!(r.action, RouteAction::Fixed(FixedAnswer::ServerError)))
+}
+
 /// Does some route answer 503 (or 404 without a 404 pool) through the reserved 503 pool?
 pub fn needs_unavailable_pool(routes: &[RouteClaim], has_not_found_pool: bool) -> bool {
     routes.iter().any(|r| match &r.action {
         RouteAction::Fixed(FixedAnswer::Unavailable) => true,
         RouteAction::Fixed(FixedAnswer::NotFound) => !has_not_found_pool,
+        RouteAction::Fixed(FixedAnswer::ServerError) => false,
         RouteAction::Forward(b) => b.iter().all(|b| b.weight == 0),
         RouteAction::Redirect(_) => false,
     })

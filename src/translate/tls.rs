@@ -182,6 +182,31 @@ fn load_secret(
     Ok(CertificateContent::new(Arc::new(parsed)))
 }
 
+/// One certificate named by a listener of another route kind (a Gateway's
+/// `tls.certificateRefs`), with its content from the Secret `namespace/name`, checked as an
+/// Ingress's is; a missing or broken Secret warns `owner` and leaves the content empty (the
+/// driver keeps the last good one).
+pub fn listener_certificate(
+    namespace: &str,
+    name: &str,
+    hosts: Vec<String>,
+    owner: &KubeRef,
+    secrets: &[Secret],
+    now: Option<std::time::SystemTime>,
+    warnings: &mut Vec<Warning>,
+) -> Certificate {
+    let mut cert = empty_certificate(namespace, name);
+    cert.hosts = hosts;
+    cert.owners = vec![owner.clone()];
+    let by_name: BTreeMap<(&str, &str), &Secret> =
+        secrets.iter().map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s)).collect();
+    match load_secret(&cert.secret, &by_name, now) {
+        Ok(content) => cert.content = Some(content),
+        Err((reason, msg)) => warn(warnings, owner, reason, format!("{owner}: TLS certificate from {msg}")),
+    }
+    cert
+}
+
 /// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
 /// `owners`: host ownership, when on (the same as the routes see).
 pub fn translate_tls(

@@ -16,8 +16,11 @@ pub struct StatusResponderSettings {
     pub service_not_found_port: String,
     /// Service port (name or number) answering 503.
     pub service_unavailable_port: String,
+    /// Service port (name or number) answering 500.
+    pub service_server_error_port: String,
     pub not_found_listen: SocketAddr,
     pub unavailable_listen: SocketAddr,
+    pub server_error_listen: SocketAddr,
     pub health_listen: SocketAddr,
 }
 
@@ -34,8 +37,10 @@ impl Reader {
             service: self.namespaced(SR, "service"),
             service_not_found_port: self.value(SR, "service_not_found_port"),
             service_unavailable_port: self.value(SR, "service_unavailable_port"),
+            service_server_error_port: self.value(SR, "service_server_error_port"),
             not_found_listen: self.get(SR, "not_found_listen").unwrap_or(unspecified),
             unavailable_listen: self.get(SR, "unavailable_listen").unwrap_or(unspecified),
+            server_error_listen: self.get(SR, "server_error_listen").unwrap_or(unspecified),
             health_listen: self.get(SR, "health_listen").unwrap_or(unspecified),
         }
     }
@@ -60,8 +65,10 @@ impl StatusResponderSettings {
             "service" => self.service.as_ref().map(|(ns, name)| format!("{ns}/{name}")),
             "service_not_found_port" => Some(self.service_not_found_port.clone()),
             "service_unavailable_port" => Some(self.service_unavailable_port.clone()),
+            "service_server_error_port" => Some(self.service_server_error_port.clone()),
             "not_found_listen" => Some(self.not_found_listen.to_string()),
             "unavailable_listen" => Some(self.unavailable_listen.to_string()),
+            "server_error_listen" => Some(self.server_error_listen.to_string()),
             "health_listen" => Some(self.health_listen.to_string()),
             _ => return None,
         })

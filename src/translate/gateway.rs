@@ -1,0 +1,310 @@
+//! The Gateway API front end: one Gateway's route table ([`GatewayRoutes`], built by
+//! `crate::gateway::build`) → kind-neutral route claims → the desired router of that Gateway,
+//! through the Ingress pipeline's own phases: claim ([`RouteTable`]), backends (pool keys and
+//! names, the reserved pools), pools with their members and health monitors.
+//!
+//! What differs from an Ingress is what the Gateway API spec says differently:
+//! - **order**: the spec's precedence, already computed (`crate::gateway::precedence`); the
+//!   claims are positioned in that order, without the Ingress per-host guards (a request that no
+//!   route of a more specific host matches may match a route of a less specific one);
+//! - **wildcards**: `*.example.com` matches one or more labels (an Ingress wildcard exactly one);
+//! - **listener isolation**: an entry must not catch the hostnames of more specific listeners on
+//!   its port: inverted host rules (the entry's excluded hosts);
+//! - **500**: a rule without a valid backend answers 500 from the reserved pool
+//!   [`crate::model::SERVER_ERROR_POOL`].
+//!
+//! A router has one HTTP and one HTTPS listener: the Gateway's lowest HTTP port and lowest HTTPS
+//! port are served, any other port gets a warning naming it.
+
+use std::collections::BTreeMap;
+
+use super::backends::{PoolKey, Services, WeightedBackend, index_services};
+use super::claim::{
+    FixedAnswer, HeaderMatch, HeaderMatchKind, OrderKey, OrderPart, PathMatch, RedirectSpec, RouteAction, RouteClaim,
+    RouteOwner,
+};
+use super::options::{Inputs, TranslateOptions};
+use super::pipeline::Backends;
+use super::pools::{build_pools, health_monitors};
+use super::rules::{
+    MAX_RULES, PORT_SUFFIX, escape_regex, exclusion_rules, header_problem, header_rule, path_match_rule, value_problem,
+};
+use super::table::{PoolNames, RouteTable, Stops, number, policy_with_rules};
+use super::tls::listener_certificate;
+use crate::gateway::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
+use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, Rule, RuleType, Warning};
+
+/// The desired router of one Gateway.
+#[derive(Clone, Debug)]
+pub struct GatewayRouter {
+    /// The Gateway.
+    pub owner: KubeRef,
+    /// The Octavia load-balancer name (`crate::gateway::naming::load_balancer_name`).
+    pub name: String,
+    /// The port of the router's HTTP listener, when the Gateway has an HTTP listener.
+    pub http_port: Option<u16>,
+    pub desired: DesiredRouter,
+}
+
+/// A claim and the hosts of more specific listeners it must not catch.
+struct GatewayClaim {
+    claim: RouteClaim,
+    excluded_hosts: Vec<String>,
+}
+
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
+    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+}
+
+/// Translate one Gateway's route table into its router. Pure and deterministic.
+pub fn translate_gateway(routes: &GatewayRoutes, inputs: &Inputs, opts: &TranslateOptions) -> GatewayRouter {
+    let mut warnings = Vec::new();
+    let services = index_services(&inputs.services);
+    let (http, https) = served_ports(routes, &mut warnings);
+    let http_claims = claimed(http.map(|p| claims(p, &services)).unwrap_or_default(), &mut warnings);
+    // The HTTPS listener's duplicates are its own (other ports, other entries): told apart.
+    let https_claims = claimed(https.map(|p| claims(p, &services)).unwrap_or_default(), &mut warnings);
+    let all: Vec<RouteClaim> = http_claims.iter().chain(&https_claims).map(|c| c.claim.clone()).collect();
+    let backends = Backends::of(&all, None, &services, opts, &mut warnings);
+    let stops = Stops {
+        default_pool: backends.default_pool.as_deref(),
+        guard_pool: None,
+        router_default: false,
+        not_found_pool: backends.not_found.as_deref(),
+    };
+    let policies = listener_policies(&http_claims, &backends.names, &stops, &mut warnings);
+    let https = https.map(|p| HttpsListener {
+        policies: listener_policies(&https_claims, &backends.names, &stops, &mut warnings),
+        default_pool: backends.default_pool.clone(),
+        ..https_certificates(p, &routes.owner, inputs, &mut warnings)
+    });
+    let mut pools = build_pools(inputs, opts, &backends.keys, &backends.names, &services, &mut warnings);
+    pools.extend(backends.reserved_empty.into_iter().map(|p| (p.name.clone(), p)));
+    let health_monitors = health_monitors(&pools, &services, opts, &mut warnings);
+    warnings.sort();
+    warnings.dedup();
+    GatewayRouter {
+        owner: routes.owner.clone(),
+        name: routes.router.clone(),
+        http_port: http.map(|p| p.port),
+        desired: DesiredRouter {
+            policies,
+            default_pool: backends.default_pool,
+            default_pool_owners: Vec::new(),
+            pools,
+            warnings,
+            https,
+            redirects: Vec::new(),
+            health_monitors,
+            quota: None,
+        },
+    }
+}
+
+/// The lowest HTTP and the lowest HTTPS port; every other port is warned about.
+fn served_ports<'a>(
+    routes: &'a GatewayRoutes,
+    warnings: &mut Vec<Warning>,
+) -> (Option<&'a PortRoutes>, Option<&'a PortRoutes>) {
+    let mut http = None;
+    let mut https = None;
+    for p in &routes.listeners {
+        let slot = if p.protocol == Protocol::Http { &mut http } else { &mut https };
+        if slot.is_none() {
+            *slot = Some(p);
+            continue;
+        }
+        let o = &routes.owner;
+        warn(
+            warnings,
+            o,
+            "ListenerPortUnsupported",
+            format!(
+                "{o}: port {} (listeners {}) is not served: a router has one {} listener, on port {}",
+                p.port,
+                p.listener_names.join(", "),
+                p.protocol.scheme().to_ascii_uppercase(),
+                slot.map_or(0, |s| s.port)
+            ),
+        );
+    }
+    (http, https)
+}
+
+/// The claims of one port's entries, in the spec's order (the entries are sorted).
+fn claims(port: &PortRoutes, services: &Services<'_>) -> Vec<GatewayClaim> {
+    port.entries.iter().enumerate().map(|(i, e)| claim(e, i, services)).collect()
+}
+
+fn claim(e: &RouteEntry, position: usize, services: &Services<'_>) -> GatewayClaim {
+    let (path, path_type, written) = match &e.path {
+        gw::PathMatch::Exact(p) => (PathMatch::Exact(p.clone()), "Exact", p.clone()),
+        gw::PathMatch::Prefix(p) => (PathMatch::Prefix(p.clone()), "PathPrefix", p.clone()),
+        // The pure matcher anchors a regular expression at the path's start: so does the rule.
+        gw::PathMatch::Regex(r) => (PathMatch::Regex(format!("^(?:{r})")), "RegularExpression", r.clone()),
+    };
+    let mut headers: Vec<HeaderMatch> = e
+        .headers
+        .iter()
+        .map(|h| match h {
+            gw::HeaderMatch::Exact { name, value } => {
+                HeaderMatch { name: name.clone(), kind: HeaderMatchKind::Exact, value: value.clone() }
+            }
+            gw::HeaderMatch::Regex { name, value } => {
+                HeaderMatch { name: name.clone(), kind: HeaderMatchKind::Regex, value: value.clone() }
+            }
+        })
+        .collect();
+    headers.sort();
+    let claim = RouteClaim {
+        host: e.host.clone().unwrap_or_default(),
+        path,
+        path_type: path_type.into(),
+        path_as_written: written,
+        headers,
+        action: action(&e.action, services),
+        order: OrderKey(vec![OrderPart::Number(position as u64)]),
+        owner: RouteOwner { object: e.owner.clone(), uid: None },
+        origin: format!("spec.rules[{}]", e.rule),
+        fallback: false,
+    };
+    GatewayClaim { claim, excluded_hosts: e.excluded_hosts.clone() }
+}
+
+/// The claim's action. A backend whose Service or port is not (or no longer) among the
+/// Services read is left out, as an invalid backendRef is: the translation never builds a pool
+/// of a Service it cannot see.
+fn action(a: &Action, services: &Services<'_>) -> RouteAction {
+    match a {
+        Action::Fixed(_) => RouteAction::Fixed(FixedAnswer::ServerError),
+        Action::Redirect(r) => RouteAction::Redirect(redirect_spec(&r.prefix, r.code)),
+        Action::Forward { backends, .. } => {
+            let valid: Vec<WeightedBackend> = backends
+                .iter()
+                .filter_map(|b| match &b.target {
+                    BackendTarget::Service { namespace, name, port } => {
+                        let svc = services.get(&(namespace.as_str(), name.as_str()))?;
+                        let ports = svc.spec.as_ref().and_then(|s| s.ports.as_ref())?;
+                        ports.iter().any(|p| p.port == i32::from(*port)).then(|| WeightedBackend {
+                            key: PoolKey { namespace: namespace.clone(), service: name.clone(), port: *port },
+                            weight: b.weight,
+                        })
+                    }
+                    BackendTarget::Status500 => None,
+                })
+                .collect();
+            if valid.iter().any(|b| b.weight > 0) {
+                RouteAction::Forward(valid)
+            } else {
+                RouteAction::Fixed(FixedAnswer::ServerError)
+            }
+        }
+    }
+}
+
+/// `scheme://host[:port]` (what `crate::gateway::redirect` builds) as a redirect spec.
+fn redirect_spec(prefix: &str, code: u16) -> RedirectSpec {
+    let (scheme, rest) = prefix.split_once("://").unwrap_or(("http", prefix));
+    let (host, port) = match rest.rsplit_once(':') {
+        Some((h, p)) if p.parse::<u16>().is_ok() => (h, p.parse().ok()),
+        _ => (rest, None),
+    };
+    RedirectSpec { scheme: scheme.into(), host: host.into(), port, path: None, code }
+}
+
+/// The claim phase: the first claim of a match wins (they come in the spec's order), then back
+/// to that order.
+fn claimed(claims: Vec<GatewayClaim>, warnings: &mut Vec<Warning>) -> Vec<GatewayClaim> {
+    let mut excluded: BTreeMap<OrderKey, Vec<String>> =
+        claims.iter().map(|c| (c.claim.order.clone(), c.excluded_hosts.clone())).collect();
+    let mut won = RouteTable::claim_all(claims.into_iter().map(|c| c.claim), warnings).routes();
+    won.sort_by(|a, b| a.order.cmp(&b.order));
+    won.into_iter()
+        .map(|claim| {
+            let excluded_hosts = excluded.remove(&claim.order).unwrap_or_default();
+            GatewayClaim { claim, excluded_hosts }
+        })
+        .collect()
+}
+
+/// The regex body matching a Gateway API host: an exact name literally, `*.example.com` as one
+/// or more labels before `.example.com` (never the bare suffix).
+pub fn gateway_host_pattern(host: &str) -> String {
+    match host.strip_prefix("*.") {
+        Some(rest) => format!("[^:]+\\.{}", escape_regex(rest)),
+        None => escape_regex(host),
+    }
+}
+
+/// The rules of a claim: host (REGEX, case-insensitive in haproxy, any `:port`), path, headers,
+/// then the excluded hosts as inverted host rules.
+fn gateway_rules(c: &GatewayClaim) -> Vec<Rule> {
+    let r = &c.claim;
+    let mut rules = Vec::new();
+    if !r.host.is_empty() {
+        rules.push(Rule {
+            rule_type: RuleType::HostName,
+            compare_type: CompareType::Regex,
+            value: format!("^{}{PORT_SUFFIX}$", gateway_host_pattern(&r.host)),
+            invert: false,
+            key: None,
+        });
+    }
+    let patterns: Vec<String> = c.excluded_hosts.iter().map(|h| gateway_host_pattern(h)).collect();
+    let others = !r.host.is_empty() || !r.headers.is_empty() || !patterns.is_empty();
+    rules.extend(path_match_rule(&r.path, others));
+    rules.extend(r.headers.iter().map(header_rule));
+    rules.extend(exclusion_rules(&patterns));
+    rules
+}
+
+/// Why Octavia would refuse the claim's rules, naming the route; `None` when it accepts them.
+fn rules_problem(c: &GatewayClaim, rules: &[Rule]) -> Option<String> {
+    let r = &c.claim;
+    let why = if rules.len() > MAX_RULES {
+        Some(format!("{} rules, Octavia allows {MAX_RULES} per policy", rules.len()))
+    } else {
+        r.headers.iter().find_map(header_problem).or_else(|| rules.iter().find_map(|rule| value_problem(&rule.value)))
+    };
+    why.map(|why| format!("{}: {} ({}) is not served: {why}", r.owner_ref(), r.describe(), r.origin))
+}
+
+/// The order phase of a Gateway listener: its claims as policies, in the spec's order.
+fn listener_policies(
+    claims: &[GatewayClaim],
+    names: &PoolNames,
+    stops: &Stops<'_>,
+    warnings: &mut Vec<Warning>,
+) -> Vec<Policy> {
+    let mut out = Vec::with_capacity(claims.len());
+    for c in claims {
+        let rules = gateway_rules(c);
+        if let Some(msg) = rules_problem(c, &rules) {
+            warn(warnings, c.claim.owner_ref(), "InvalidRule", msg);
+            continue;
+        }
+        out.push(policy_with_rules(&c.claim, rules, names, stops, warnings));
+    }
+    number(&mut out);
+    out
+}
+
+/// The HTTPS listener of port `p` with its certificates (from the listeners' Secrets; the first
+/// one is served when SNI matches none); policies and default pool are set by the caller.
+fn https_certificates(p: &PortRoutes, owner: &KubeRef, inputs: &Inputs, warnings: &mut Vec<Warning>) -> HttpsListener {
+    let certificates: BTreeMap<String, _> = p
+        .certificates
+        .iter()
+        .map(|(ns, name)| {
+            let c = listener_certificate(ns, name, Vec::new(), owner, &inputs.secrets, inputs.now, warnings);
+            (c.name.clone(), c)
+        })
+        .collect();
+    let default_certificate =
+        p.certificates.first().map(|(ns, name)| super::names::certificate_name(ns, name)).unwrap_or_default();
+    HttpsListener { port: p.port, certificates, default_certificate, policies: Vec::new(), default_pool: None }
+}
+
+#[cfg(test)]
+#[path = "gateway_tests.rs"]
+mod tests;

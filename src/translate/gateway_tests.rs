@@ -1,0 +1,156 @@
+use super::*;
+use crate::gateway::build::{Programmed, translate};
+use crate::gateway::world::World;
+use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL};
+use crate::translate::manifest::load_str;
+use crate::translate::status::StatusResponder;
+use std::path::Path;
+
+const OBJECTS: &str = r#"
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: kuryr}
+spec: {controllerName: openstack.org/kuryr-l7-router}
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: kuryr
+  listeners:
+  - {name: any, port: 80, protocol: HTTP}
+  - {name: wild, port: 80, protocol: HTTP, hostname: "*.example.com"}
+  - {name: alt, port: 8080, protocol: HTTP}
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: web, namespace: infra, creationTimestamp: "2024-01-01T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, sectionName: any}]
+  rules:
+  - backendRefs: [{name: web, port: 80}]
+  - matches: [{path: {type: PathPrefix, value: /v2}, headers: [{name: Version, value: two}]}]
+    backendRefs: [{name: v2, port: 80}]
+  - matches: [{path: {type: Exact, value: /missing}}]
+    backendRefs: [{name: nowhere, port: 80}]
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: wild, namespace: infra, creationTimestamp: "2024-01-02T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, sectionName: wild}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /old}}]
+    filters: [{type: RequestRedirect, requestRedirect: {hostname: new.example.org, port: 8443, statusCode: 301}}]
+  - backendRefs: [{name: web, port: 80}]
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web, namespace: infra}
+spec: {ports: [{port: 80}]}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: v2, namespace: infra}
+spec: {ports: [{port: 80}]}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: responder, namespace: kuryr}
+spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {name: server-error, port: 8500}]}
+"#;
+
+fn router(opts: &TranslateOptions) -> GatewayRouter {
+    let mut world = World::default();
+    world.add_yaml(OBJECTS).unwrap();
+    let t = translate(&world, &Programmed::new());
+    let mut inputs = Inputs::default();
+    load_str(OBJECTS, Path::new("objects.yaml"), &mut inputs).unwrap();
+    translate_gateway(t.router("infra", "gw").expect("the Gateway's routes"), &inputs, opts)
+}
+
+fn responder() -> TranslateOptions {
+    TranslateOptions {
+        status_responder: Some(StatusResponder {
+            namespace: "kuryr".into(),
+            name: "responder".into(),
+            not_found_port: "not-found".into(),
+            unavailable_port: "unavailable".into(),
+            server_error_port: "server-error".into(),
+        }),
+        ..TranslateOptions::default()
+    }
+}
+
+fn host_rule_of(p: &Policy) -> Option<&str> {
+    p.rules.iter().find(|r| r.rule_type == RuleType::HostName && !r.invert).map(|r| r.value.as_str())
+}
+
+#[test]
+fn policies_follow_the_spec_order_and_a_wildcard_listener_host_spans_several_labels() {
+    let r = router(&responder());
+    let order: Vec<(&str, Option<&str>)> =
+        r.desired.policies.iter().map(|p| (p.pool.as_str(), host_rule_of(p))).collect();
+    let wild = Some("^[^:]+\\.example\\.com(:[0-9]+)?$");
+    assert_eq!(
+        order,
+        [
+            // The wildcard listener's routes first (a more specific host), redirect then catch-all.
+            ("", wild),
+            ("infra_web", wild),
+            // Then the host-less listener's: Exact, longest prefix with a header, then `/`.
+            (SERVER_ERROR_POOL, None),
+            ("infra_v2", None),
+            ("infra_web", None),
+        ]
+    );
+    let re = regex::Regex::new(wild.unwrap()).unwrap();
+    assert!(re.is_match("a.b.example.com:80") && !re.is_match("example.com"));
+    assert_eq!(r.desired.default_pool.as_deref(), Some(NOT_FOUND_POOL));
+    assert_eq!(r.http_port, Some(80));
+    assert!(r.name.starts_with("kuryr-gw-"), "{}", r.name);
+}
+
+#[test]
+fn the_host_less_listener_does_not_catch_the_wildcard_listeners_hosts() {
+    let r = router(&responder());
+    for p in r.desired.policies.iter().filter(|p| host_rule_of(p).is_none()) {
+        let excl: Vec<&Rule> = p.rules.iter().filter(|r| r.invert).collect();
+        assert_eq!(excl.len(), 1, "{}: {:?}", p.name, p.rules);
+        assert_eq!(excl[0].value, "^([^:]+\\.example\\.com)(:[0-9]+)?$");
+    }
+}
+
+#[test]
+fn a_rule_without_a_valid_backend_answers_from_the_responders_500_pool() {
+    let r = router(&responder());
+    let pool = r.desired.pools.get(SERVER_ERROR_POOL).expect("the 500 pool");
+    assert_eq!(pool.service.name, "responder");
+    assert_eq!(pool.service_port, "server-error");
+    // Without a responder: an empty reserved pool (haproxy's 503), never another route.
+    let r = router(&TranslateOptions::default());
+    let pool = r.desired.pools.get(SERVER_ERROR_POOL).expect("the empty 500 pool");
+    assert!(pool.members.is_empty());
+    assert_eq!(r.desired.default_pool, None);
+}
+
+#[test]
+fn a_redirect_keeps_the_path_and_an_extra_port_is_warned_about() {
+    let r = router(&responder());
+    let redirect = r.desired.policies[0].redirect.as_ref().expect("a redirect");
+    assert_eq!(redirect.target, RedirectTarget::Prefix("http://new.example.org:8443".into()));
+    assert_eq!(redirect.code, 301);
+    let ports: Vec<&Warning> =
+        r.desired.warnings.iter().filter(|w| w.reason.as_str() == "ListenerPortUnsupported").collect();
+    assert_eq!(ports.len(), 1, "{:?}", r.desired.warnings);
+    assert!(ports[0].message.contains("port 8080 (listeners alt)"), "{}", ports[0].message);
+    assert_eq!(ports[0].object, KubeRef::new("Gateway", "infra", "gw"));
+}
+
+#[test]
+fn ingress_routers_never_get_the_500_pool() {
+    // The Ingress pipeline shares the backends phase: without a ServerError route, no 500 pool.
+    let inputs = Inputs::default();
+    let d = crate::translate::translate(&inputs, &responder());
+    assert!(!d.pools.contains_key(SERVER_ERROR_POOL));
+}
