@@ -124,6 +124,9 @@ pub struct Inputs {
     pub now: Option<std::time::SystemTime>,
     /// Informational notes from loading (e.g. ignored kinds); not part of the router.
     pub notes: Vec<String>,
+    /// Parsed certificates kept across translations (the controller's); None parses every
+    /// Secret each time. Never changes the result, only its cost.
+    pub certificates: Option<std::sync::Arc<crate::certificate::CertificateCache>>,
 }
 
 /// The TLS part of the translation options (kuryr.conf `[tls]`).
