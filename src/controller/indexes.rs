@@ -185,6 +185,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::runtime::reflector::ObjectRef;
     use serde_json::json;
     use watcher::Event::*;
 
@@ -221,5 +222,64 @@ mod tests {
         apply(InitDone);
         assert!(ix.naming(&k("api")).is_empty());
         assert_eq!(ix.naming(&k("new")), [k("new-a")]);
+    }
+
+    fn ingress(name: &str, services: &[&str], secret: Option<&str>) -> Ingress {
+        let paths: Vec<_> = services
+            .iter()
+            .map(|s| json!({"path": "/", "pathType": "Prefix", "backend": {"service": {"name": s, "port": {"number": 80}}}}))
+            .collect();
+        let tls: Vec<_> = secret.iter().map(|s| json!({"secretName": s})).collect();
+        serde_json::from_value(json!({
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"rules": [{"http": {"paths": paths}}], "tls": tls}
+        }))
+        .unwrap()
+    }
+
+    fn named(name: &str, kind: &str) -> serde_json::Value {
+        json!({"metadata": {"name": name, "namespace": "shop"}, "kind": kind})
+    }
+
+    #[test]
+    fn the_store_writers_keep_who_names_a_service_or_a_secret() {
+        use crate::controller::context::StoreWriters;
+        use crate::controller::ingress::{ingresses_naming, ingresses_naming_secret};
+        let (stores, mut w) = StoreWriters::new();
+        let web: k8s_openapi::api::core::v1::Service = serde_json::from_value(named("web", "Service")).unwrap();
+        let api: k8s_openapi::api::core::v1::Service = serde_json::from_value(named("api", "Service")).unwrap();
+        let tls: k8s_openapi::api::core::v1::Secret = serde_json::from_value(named("tls", "Secret")).unwrap();
+        let names = |v: Vec<ObjectRef<Ingress>>| v.into_iter().map(|r| r.name).collect::<Vec<_>>();
+        w.ingresses.apply_watcher_event(&Apply(ingress("a", &["web", "api"], Some("tls"))));
+        w.ingresses.apply_watcher_event(&Apply(ingress("b", &["web"], None)));
+        assert_eq!(names(ingresses_naming(&stores, &web)), ["a", "b"]);
+        assert_eq!(names(ingresses_naming(&stores, &api)), ["a"]);
+        assert_eq!(names(ingresses_naming_secret(&stores, &tls)), ["a"]);
+        // a stops naming web and its Secret; b is deleted.
+        w.ingresses.apply_watcher_event(&Apply(ingress("a", &["api"], None)));
+        w.ingresses.apply_watcher_event(&Delete(ingress("b", &["web"], None)));
+        assert!(ingresses_naming(&stores, &web).is_empty());
+        assert_eq!(names(ingresses_naming(&stores, &api)), ["a"]);
+        assert!(ingresses_naming_secret(&stores, &tls).is_empty());
+    }
+
+    #[test]
+    fn a_services_endpoints_come_from_its_own_slices_only() {
+        use crate::controller::context::StoreWriters;
+        use crate::controller::members::endpoints_of;
+        let (stores, mut w) = StoreWriters::new();
+        let with_ip = |name: &str, svc: &str, ip: &str| {
+            let mut s = slice(name, svc);
+            s.endpoints = serde_json::from_value(json!([{"addresses": [ip], "conditions": {"ready": true}}])).unwrap();
+            s
+        };
+        w.slices.apply_watcher_event(&Apply(with_ip("web-a", "web", "10.0.0.1")));
+        w.slices.apply_watcher_event(&Apply(with_ip("web-b", "web", "10.0.0.2")));
+        w.slices.apply_watcher_event(&Apply(with_ip("api-a", "api", "10.0.0.3")));
+        let web: k8s_openapi::api::core::v1::Service = serde_json::from_value(named("web", "Service")).unwrap();
+        let opts = crate::translate::TranslateOptions::default();
+        assert_eq!(endpoints_of(&web, &stores, &opts).len(), 2);
+        w.slices.apply_watcher_event(&Delete(slice("web-b", "web")));
+        assert_eq!(endpoints_of(&web, &stores, &opts).len(), 1);
     }
 }
