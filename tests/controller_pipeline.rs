@@ -621,7 +621,7 @@ fn triggers_map_to_the_right_objects() {
     w.ingresses.apply_watcher_event(&watcher::Event::Apply(ingress_with(&[], false)));
     w.ingresses.apply_watcher_event(&watcher::Event::Apply(other));
     let svc: Service = serde_json::from_value(fixture("service.json")).unwrap();
-    let refs = ingress::ingresses_naming(&stores.ingresses, &svc);
+    let refs = ingress::ingresses_naming(&stores, &svc);
     assert_eq!(refs.iter().map(|r| r.name.as_str()).collect::<Vec<_>>(), ["web"]);
 }
 

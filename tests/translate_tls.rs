@@ -6,6 +6,7 @@
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
+use kuryr_l7_router::certificate::CertificateCache;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, RuleType};
 use kuryr_l7_router::testing::tls_secret_manifest;
 use kuryr_l7_router::translate::manifest::load_str;
@@ -427,4 +428,84 @@ fn the_https_listener_also_answers_404_through_the_status_responder() {
     // Without a responder neither listener has a default pool (Octavia's 503).
     let plain = translate(&inp, &opts());
     assert_eq!((plain.default_pool.as_deref(), plain.https.unwrap().default_pool), (None, None));
+}
+
+// ------------------------------------------------------------------ parsed certificates cached
+
+/// Two TLS Secrets (uids `uid-a`, `uid-b`, resourceVersion "1") named by one Ingress each, with
+/// the controller's certificate cache.
+fn cached_inputs(cache: &std::sync::Arc<CertificateCache>, a: &Pem, b: &Pem) -> Inputs {
+    let mut i = inputs(&[
+        secret("shop", "tls-a", a),
+        secret("shop", "tls-b", b),
+        ingress("web", "2026-01-01T00:00:00Z", &["a.example.com"], &[("tls-a", &["a.example.com"])], ""),
+        ingress("api", "2026-01-02T00:00:00Z", &["b.example.com"], &[("tls-b", &["b.example.com"])], ""),
+    ]);
+    for s in &mut i.secrets {
+        let name = s.metadata.name.clone().unwrap();
+        s.metadata.uid = Some(format!("uid-{}", name.trim_start_matches("tls-")));
+        s.metadata.resource_version = Some("1".into());
+    }
+    i.certificates = Some(cache.clone());
+    i
+}
+
+#[test]
+fn an_unchanged_secret_is_parsed_once_and_gives_the_same_router() {
+    let cache = std::sync::Arc::new(CertificateCache::default());
+    let (a, b) = (valid(&["a.example.com"]), valid(&["b.example.com"]));
+    let i = cached_inputs(&cache, &a, &b);
+    let first = translate(&i, &opts());
+    assert_eq!(cache.parses(), 2, "each Secret parsed once");
+    let second = translate(&i, &opts());
+    assert_eq!(cache.parses(), 2, "the second translation parses nothing");
+    assert_eq!(render_json(&first), render_json(&second));
+    let uncached = translate(&Inputs { certificates: None, ..i.clone() }, &opts());
+    assert_eq!(render_json(&first), render_json(&uncached), "the cache never changes the result");
+    assert_eq!(first.https.as_ref().unwrap().certificates.len(), 2);
+}
+
+#[test]
+fn a_new_resource_version_is_parsed_again_and_a_gone_secret_leaves_the_cache() {
+    let cache = std::sync::Arc::new(CertificateCache::default());
+    let (a, b) = (valid(&["a.example.com"]), valid(&["b.example.com"]));
+    let mut i = cached_inputs(&cache, &a, &b);
+    translate(&i, &opts());
+    // tls-a renewed (cert-manager): new content, new resourceVersion.
+    let renewed = valid(&["a.example.com"]);
+    let fresh = inputs(&[secret("shop", "tls-a", &renewed)]).secrets.remove(0);
+    let s = i.secrets.iter_mut().find(|s| s.metadata.name.as_deref() == Some("tls-a")).unwrap();
+    s.data = fresh.data;
+    s.metadata.resource_version = Some("2".into());
+    let r = translate(&i, &opts());
+    assert_eq!(cache.parses(), 3, "only the renewed Secret is parsed again");
+    let content = r.https.as_ref().unwrap().certificates["shop_tls-a"].content.clone().unwrap();
+    let expected = inputs(&[secret("shop", "tls-a", &renewed)]);
+    assert_eq!(content.fingerprint, fingerprint_of(&expected, "tls-a"), "the renewed certificate is served");
+    assert_eq!(cache.len(), 2);
+    // tls-b deleted: no longer handed to the translation, so its parse (and key) is dropped.
+    i.secrets.retain(|s| s.metadata.name.as_deref() != Some("tls-b"));
+    let r = translate(&i, &opts());
+    assert_eq!(cache.len(), 1, "the deleted Secret left the cache");
+    assert!(reasons(&r).contains(&("SecretNotFound".into(), "Ingress shop/api".into())), "{:?}", reasons(&r));
+    assert!(format!("{cache:?}").contains("entries: 1"), "Debug shows counts only: {cache:?}");
+}
+
+#[test]
+fn a_cached_certificate_still_expires_with_the_clock() {
+    let cache = std::sync::Arc::new(CertificateCache::default());
+    let (a, b) = (cert(&["a.example.com"], (2020, 2028)), valid(&["b.example.com"]));
+    let mut i = cached_inputs(&cache, &a, &b);
+    assert!(translate(&i, &opts()).warnings.iter().all(|w| w.reason != "CertificateExpired"));
+    i.now = Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_900_000_000)); // 2030
+    let r = translate(&i, &opts());
+    assert_eq!(cache.parses(), 2, "no parse: the dates are checked against the cached result");
+    assert!(reasons(&r).contains(&("CertificateExpired".into(), "Ingress shop/web".into())), "{:?}", reasons(&r));
+}
+
+fn fingerprint_of(i: &Inputs, name: &str) -> String {
+    let s = i.secrets.iter().find(|s| s.metadata.name.as_deref() == Some(name)).unwrap();
+    let d = s.data.as_ref().unwrap();
+    let parsed = kuryr_l7_router::certificate::ParsedCertificate::from_pem(&d["tls.crt"].0, &d["tls.key"].0).unwrap();
+    parsed.sha256_fingerprint().to_string()
 }

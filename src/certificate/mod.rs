@@ -5,10 +5,12 @@
 //! (PEM, X.509, key belongs to the leaf); validity dates and host coverage are separate checks
 //! because they depend on the time and on the Ingress.
 
+mod cache;
 mod error;
 mod host;
 mod key;
 
+pub use cache::CertificateCache;
 pub use error::CertificateError;
 
 use key::PrivateKey;

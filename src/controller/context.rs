@@ -3,8 +3,12 @@
 //! reconcile ([`HandlerError`], whose labels feed the metrics), the requeue policy, and the
 //! instrumented wrapper both handlers' `reconcile` go through.
 
+use crate::certificate::CertificateCache;
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
+use crate::controller::indexes::{
+    IndexedWriter, Indexes, secrets_of_ingress, service_of_slice, services_of_ingress, tls_secrets_of,
+};
 use crate::controller::metrics::{Metrics, RouterMetrics};
 use crate::controller::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
@@ -42,14 +46,18 @@ pub struct Stores {
     pub nodes: Store<Node>,
     /// `kubernetes.io/tls` Secrets (the watch is field-selected on that type).
     pub secrets: Store<Secret>,
+    /// Who names whom, kept by the Ingress and EndpointSlice writers.
+    pub indexes: Indexes,
+    /// The Secrets' parsed certificates, shared by every translation from these caches.
+    pub certificates: Arc<CertificateCache>,
 }
 
 /// Writers of [`Stores`] built without watches (tests, and the stores that `run` fills itself).
 pub struct StoreWriters {
-    pub ingresses: reflector::store::Writer<Ingress>,
+    pub ingresses: IndexedWriter<Ingress>,
     pub classes: reflector::store::Writer<IngressClass>,
     pub services: reflector::store::Writer<Service>,
-    pub slices: reflector::store::Writer<EndpointSlice>,
+    pub slices: IndexedWriter<EndpointSlice>,
     pub endpoints: reflector::store::Writer<Endpoints>,
     pub nodes: reflector::store::Writer<Node>,
     pub secrets: reflector::store::Writer<Secret>,
@@ -64,8 +72,18 @@ impl StoreWriters {
         let (endpoints, we) = reflector::store();
         let (nodes, wn) = reflector::store();
         let (secrets, wse) = reflector::store();
+        let indexes = Indexes::default();
+        let wi = IndexedWriter::new(
+            wi,
+            vec![
+                (indexes.ingresses_by_service.clone(), services_of_ingress),
+                (indexes.ingresses_by_secret.clone(), secrets_of_ingress),
+            ],
+        );
+        let wsl = IndexedWriter::new(wsl, vec![(indexes.slices_by_service.clone(), service_of_slice)]);
+        let certificates = Arc::default();
         (
-            Stores { ingresses, classes, services, slices, endpoints, nodes, secrets },
+            Stores { ingresses, classes, services, slices, endpoints, nodes, secrets, indexes, certificates },
             StoreWriters {
                 ingresses: wi,
                 classes: wc,
@@ -108,19 +126,9 @@ impl Stores {
             nodes: self.nodes.state(),
             secrets,
             now: Some(std::time::SystemTime::now()),
+            certificates: Some(self.certificates.clone()),
         }
     }
-}
-
-/// (namespace, name) of every Secret an Ingress's `spec.tls` names.
-pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
-    let ns = namespace_of(&ing.metadata);
-    ing.spec
-        .iter()
-        .flat_map(|s| s.tls.iter().flatten())
-        .filter_map(|t| t.secret_name.clone())
-        .map(|name| (ns.to_string(), name))
-        .collect()
 }
 
 /// Errors of a reconcile: a Kubernetes write or an Octavia write.

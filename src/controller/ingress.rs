@@ -1,6 +1,6 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
-use crate::controller::context::{Context, HandlerError, instrumented};
+use crate::controller::context::{Context, HandlerError, Stores, instrumented};
 use crate::controller::events::UserEvent;
 use crate::controller::outputs::Scope;
 use crate::controller::patches::{self, has_finalizer};
@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
 use kube::runtime::controller::Action;
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,54 +43,19 @@ pub fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
     }
 }
 
-/// Names of the Services an Ingress routes to (default backend and every path).
-pub fn service_names(ing: &Ingress) -> Vec<String> {
-    let Some(spec) = ing.spec.as_ref() else { return vec![] };
-    let mut out: Vec<String> =
-        spec.default_backend.iter().filter_map(|b| b.service.as_ref()).map(|s| s.name.clone()).collect();
-    for rule in spec.rules.iter().flatten() {
-        for path in rule.http.iter().flat_map(|h| &h.paths) {
-            if let Some(s) = &path.backend.service {
-                out.push(s.name.clone());
-            }
-        }
-    }
-    out.sort();
-    out.dedup();
-    out
+/// The Ingresses that name `svc` (from the index kept on Ingress events): a Service appearing,
+/// disappearing or changing its ports changes their routes.
+pub fn ingresses_naming(stores: &Stores, svc: &Service) -> Vec<ObjectRef<Ingress>> {
+    refs(stores.indexes.ingresses_by_service.naming(&(svc.namespace().unwrap_or_default(), svc.name_any())))
 }
 
-/// Whether `ing` routes to the Service `name` (default backend or any path), without building
-/// its list of names: every Service event scans the Ingress cache with it.
-fn names_service(ing: &Ingress, name: &str) -> bool {
-    let Some(spec) = ing.spec.as_ref() else { return false };
-    let is = |b: &k8s_openapi::api::networking::v1::IngressBackend| b.service.as_ref().is_some_and(|s| s.name == name);
-    spec.default_backend.as_ref().is_some_and(is)
-        || spec.rules.iter().flatten().flat_map(|r| r.http.iter().flat_map(|h| &h.paths)).any(|p| is(&p.backend))
+/// The Ingresses whose `spec.tls` names `secret` (from the index): its certificate changed.
+pub fn ingresses_naming_secret(stores: &Stores, secret: &Secret) -> Vec<ObjectRef<Ingress>> {
+    refs(stores.indexes.ingresses_by_secret.naming(&(secret.namespace().unwrap_or_default(), secret.name_any())))
 }
 
-/// The Ingresses (from the cache) that name `svc`: a Service appearing, disappearing or changing
-/// its ports changes their routes.
-pub fn ingresses_naming(store: &Store<Ingress>, svc: &Service) -> Vec<ObjectRef<Ingress>> {
-    let ns = svc.metadata.namespace.as_deref().unwrap_or_default();
-    let name = svc.metadata.name.as_deref().unwrap_or_default();
-    store
-        .state()
-        .iter()
-        .filter(|i| i.metadata.namespace.as_deref().unwrap_or_default() == ns && names_service(i, name))
-        .map(|i| ObjectRef::from_obj(i.as_ref()))
-        .collect()
-}
-
-/// The Ingresses (from the cache) whose `spec.tls` names `secret`: its certificate changed.
-pub fn ingresses_naming_secret(store: &Store<Ingress>, secret: &Secret) -> Vec<ObjectRef<Ingress>> {
-    let key = (secret.namespace().unwrap_or_default(), secret.name_any());
-    store
-        .state()
-        .iter()
-        .filter(|i| crate::controller::context::tls_secrets_of(i).contains(&key))
-        .map(|i| ObjectRef::from_obj(i.as_ref()))
-        .collect()
+fn refs(keys: Vec<(String, String)>) -> Vec<ObjectRef<Ingress>> {
+    keys.into_iter().map(|(ns, name)| ObjectRef::new(&name).within(&ns)).collect()
 }
 
 /// The reconcile of one Ingress (see [`instrumented`]).

@@ -7,14 +7,13 @@
 //! state. It also says when the change is structural after all (a pool the last Sync did not
 //! build, a Service port gone, a health-monitor annotation changed): then the caller Syncs.
 
+use crate::controller::context::Stores;
 use crate::model::{DesiredRouter, KubeRef, Pool, Warning};
 use crate::translate::health::service_health_monitor;
 use crate::translate::members::{NodeIndex, SliceCache, endpoints_as_slices};
-use crate::translate::pools::SERVICE_NAME_LABEL;
 use crate::translate::{IpFamily, TranslateOptions, namespace_of};
-use k8s_openapi::api::core::v1::{Endpoints, Node, Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
-use kube::runtime::reflector::{ObjectRef, Store};
+use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
+use kube::runtime::reflector::ObjectRef;
 use std::sync::Arc;
 
 /// What one Service's endpoints make of its pools.
@@ -90,26 +89,19 @@ fn no_endpoints(service: &KubeRef, sp: &ServicePort, pool: &str, opts: &Translat
     }
 }
 
-/// One Service's endpoints from the caches, digested: its EndpointSlices (by the
-/// `kubernetes.io/service-name` label), or its core Endpoints.
-pub fn endpoints_of(
-    service: &Service,
-    slices: &Store<EndpointSlice>,
-    endpoints: &Store<Endpoints>,
-    opts: &TranslateOptions,
-) -> SliceCache {
+/// One Service's endpoints from the caches, digested: its EndpointSlices (found by the index of
+/// their `kubernetes.io/service-name` label, not by a scan of every slice), or its core Endpoints.
+pub fn endpoints_of(service: &Service, stores: &Stores, opts: &TranslateOptions) -> SliceCache {
     let ns = namespace_of(&service.metadata);
     let name = service.metadata.name.as_deref().unwrap_or("");
     let mut cache = SliceCache::new(opts.vip_family);
     if opts.use_endpoint_slices {
-        let mine = |s: &&Arc<EndpointSlice>| {
-            namespace_of(&s.metadata) == ns
-                && s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)).is_some_and(|n| n == name)
-        };
-        for s in slices.state().iter().filter(mine) {
-            cache.upsert(s);
+        for (ns, slice) in stores.indexes.slices_by_service.naming(&(ns.to_string(), name.to_string())) {
+            if let Some(s) = stores.slices.get(&ObjectRef::new(&slice).within(&ns)) {
+                cache.upsert(&s);
+            }
         }
-    } else if let Some(e) = endpoints.get(&ObjectRef::new(name).within(ns)) {
+    } else if let Some(e) = stores.endpoints.get(&ObjectRef::new(name).within(ns)) {
         for s in endpoints_as_slices(&e) {
             cache.upsert(&s);
         }
@@ -125,7 +117,9 @@ pub fn node_index(nodes: &[Arc<Node>]) -> NodeIndex<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::pools::SERVICE_NAME_LABEL;
     use crate::translate::{Inputs, translate};
+    use k8s_openapi::api::discovery::v1::EndpointSlice;
     use serde_json::json;
 
     fn service(annotations: serde_json::Value) -> Service {

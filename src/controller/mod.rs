@@ -30,6 +30,7 @@ pub mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod health;
+pub mod indexes;
 pub mod ingress;
 pub mod last_sync;
 pub mod leader;

@@ -505,7 +505,8 @@ fn controllers(
     let config = ControllerConfig::default().debounce(Duration::from_millis(500)).concurrency(RECONCILE_CONCURRENCY);
     let all = watcher::Config::default;
     let mut tasks = Vec::new();
-    let (t, mut ingresses) = watch_shared(w.ingresses, Api::<Ingress>::all(client.clone()), all(), 1, |_| {});
+    let (ing_writer, ing_indexes) = w.ingresses.into_parts();
+    let (t, mut ingresses) = watch_shared(ing_writer, Api::<Ingress>::all(client.clone()), all(), 1, ing_indexes);
     tasks.push(t);
     let (t, mut services) = watch_shared(w.services, Api::<Service>::all(client.clone()), all(), 2, |_| {});
     tasks.push(t);
@@ -525,12 +526,11 @@ fn controllers(
         futures::future::ready(ev.ok().and_then(|ev| node_labels.changed(&ev)).map(Ok))
     });
 
-    let ing_store = stores.ingresses.clone();
-    let ing_store_tls = stores.ingresses.clone();
+    let (by_service, by_secret) = (stores.clone(), stores.clone());
     let ing_ctl = Controller::for_stream(ingresses.remove(0), stores.ingresses.clone())
         .with_config(config.clone())
-        .watches_stream(services.remove(1), move |svc| ingress::ingresses_naming(&ing_store, &svc))
-        .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&ing_store_tls, &s))
+        .watches_stream(services.remove(1), move |svc| ingress::ingresses_naming(&by_service, &svc))
+        .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&by_secret, &s))
         .reconcile_all_on(class_changes);
     // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
     // endpoints; the Service handler's member change window bounds the delay instead.
@@ -542,8 +542,11 @@ fn controllers(
         });
     let svc_ctl = if k.use_endpoint_slices {
         let api = Api::<EndpointSlice>::all(client.clone());
-        let (t, mut slices) =
-            watch_shared(w.slices, api, all(), 1, move |ev| endpoint_nodes.lock().expect("lock").apply(ev));
+        let (slice_writer, mut slice_index) = w.slices.into_parts();
+        let (t, mut slices) = watch_shared(slice_writer, api, all(), 1, move |ev| {
+            slice_index(ev);
+            endpoint_nodes.lock().expect("lock").apply(ev)
+        });
         tasks.push(t);
         svc_ctl.watches_stream(slices.remove(0), service::service_of_slice)
     } else {

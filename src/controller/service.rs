@@ -24,7 +24,6 @@
 
 use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::events::UserEvent;
-use crate::controller::ingress;
 use crate::controller::members::{endpoints_of, node_index, service_members};
 use crate::controller::notice::ServiceNotice;
 use crate::controller::service_events;
@@ -107,7 +106,12 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         // cannot tell; a Sync translates it now (the writer answers it without Octavia when
         // nothing changed).
         ServiceStep::Ignore
-            if current.is_none() && !ingress::ingresses_naming(&ctx.stores.ingresses, svc).is_empty() =>
+            if current.is_none()
+                && ctx
+                    .stores
+                    .indexes
+                    .ingresses_by_service
+                    .is_named(&(namespace_of(&svc.metadata).to_string(), svc.name_any())) =>
         {
             tracing::info!("a Service an Ingress names has no route yet: syncing the router");
             ctx.sync(false).await?;
@@ -146,7 +150,7 @@ async fn update_members(
     let router = ctx.router();
     let Some(synced) = router.writer.last_synced() else { return Ok(Action::await_change()) };
     let update = {
-        let endpoints = endpoints_of(&svc, &ctx.stores.slices, &ctx.stores.endpoints, &ctx.opts);
+        let endpoints = endpoints_of(&svc, &ctx.stores, &ctx.opts);
         let nodes = ctx.stores.nodes.state();
         service_members(&svc, pools, &synced, &endpoints, &node_index(&nodes), &ctx.opts)
     };

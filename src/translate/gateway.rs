@@ -296,7 +296,14 @@ fn https_certificates(p: &PortRoutes, owner: &KubeRef, inputs: &Inputs, warnings
         .certificates
         .iter()
         .map(|(ns, name)| {
-            let c = listener_certificate(ns, name, Vec::new(), owner, &inputs.secrets, inputs.now, warnings);
+            let c = listener_certificate(
+                ns,
+                name,
+                Vec::new(),
+                owner,
+                &crate::translate::options::Source::view(inputs),
+                warnings,
+            );
             (c.name.clone(), c)
         })
         .collect();

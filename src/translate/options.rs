@@ -127,6 +127,9 @@ pub struct Inputs {
     pub now: Option<std::time::SystemTime>,
     /// Informational notes from loading (e.g. ignored kinds); not part of the router.
     pub notes: Vec<String>,
+    /// Parsed certificates kept across translations (the controller's); None parses every
+    /// Secret each time. Never changes the result, only its cost.
+    pub certificates: Option<std::sync::Arc<crate::certificate::CertificateCache>>,
 }
 
 /// The objects the translation reads, borrowed: the translation never copies a Kubernetes
@@ -142,6 +145,8 @@ pub struct View<'a> {
     pub nodes: Vec<&'a Node>,
     pub secrets: Vec<&'a Secret>,
     pub now: Option<std::time::SystemTime>,
+    /// See [`Inputs::certificates`].
+    pub certificates: Option<Arc<crate::certificate::CertificateCache>>,
 }
 
 /// The controller's inputs: the watch caches' own objects, shared, not copied. Copying every
@@ -158,6 +163,8 @@ pub struct Snapshot {
     /// The `kubernetes.io/tls` Secrets our Ingresses (or the default certificate) name.
     pub secrets: Vec<Arc<Secret>>,
     pub now: Option<std::time::SystemTime>,
+    /// See [`Inputs::certificates`].
+    pub certificates: Option<Arc<crate::certificate::CertificateCache>>,
 }
 
 /// Anything the translation can read: [`Inputs`], a [`Snapshot`] or a [`View`].
@@ -181,6 +188,7 @@ macro_rules! view_of {
             nodes: refs(&$s.nodes),
             secrets: refs(&$s.secrets),
             now: $s.now,
+            certificates: $s.certificates.clone(),
         }
     };
 }

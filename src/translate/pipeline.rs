@@ -36,7 +36,7 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
     let cx = ingress::Context { services: &services, owners: owners.as_ref(), tenancy: &opts.tenancy };
     let IngressRoutes { claims, router_default, router_default_owners } = ingress::routes(&ours, &cx, &mut warnings);
     let routes = RouteTable::claim_all(claims, &mut warnings).routes();
-    let tls = translate_tls(&ours, &inputs.secrets, inputs.now, &opts.tls, owners.as_ref(), &mut warnings);
+    let tls = translate_tls(&ours, inputs, &opts.tls, owners.as_ref(), &mut warnings);
     let backends = Backends::of(&routes, router_default, &services, opts, &mut warnings);
     let https = https_listener(tls.https, &routes, &tls.tls_hosts, &backends);
     let policies = order_policies(routes, &backends.names, &backends.stops(), &mut warnings);

@@ -21,7 +21,6 @@
 //!   wildcard host cannot be redirected: Octavia's prefix is a fixed URL, which cannot carry the
 //!   requested host name.
 
-use std::borrow::Borrow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -32,9 +31,10 @@ use super::hosts::{HostKind, wildcard_covers};
 use super::names::namespace_of;
 use super::names::{certificate_name, redirect_name};
 pub use super::options::TlsOptions;
+use super::options::View;
 use super::rules::{host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
-use crate::certificate::ParsedCertificate;
+use crate::certificate::{CertificateCache, ParsedCertificate};
 use crate::model::{
     Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
 };
@@ -159,11 +159,13 @@ fn empty_certificate(ns: &str, secret: &str) -> Certificate {
     }
 }
 
-/// Parse and check one Secret. Err: (Event reason, message naming the Secret; never its data).
+/// Parse (or take from the cache) and check one Secret. Err: (Event reason, message naming the
+/// Secret; never its data).
 fn load_secret(
     sref: &KubeRef,
     secrets: &BTreeMap<(&str, &str), &Secret>,
     now: Option<std::time::SystemTime>,
+    cache: Option<&CertificateCache>,
 ) -> Result<CertificateContent, (&'static str, String)> {
     let Some(secret) = secrets.get(&(sref.namespace.as_str(), sref.name.as_str())) else {
         return Err(("SecretNotFound", format!("{sref} not found")));
@@ -174,12 +176,20 @@ fn load_secret(
     }
     let data = secret.data.as_ref();
     let field = |k: &str| data.and_then(|d| d.get(k)).map(|b| b.0.as_slice()).unwrap_or(&[]);
-    let parsed = ParsedCertificate::from_pem(field("tls.crt"), field("tls.key"))
-        .map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
+    let (crt, key) = (field("tls.crt"), field("tls.key"));
+    let parsed = match cache {
+        Some(cache) => {
+            let meta = &secret.metadata;
+            let (uid, rv) = (meta.uid.as_deref().unwrap_or(""), meta.resource_version.as_deref().unwrap_or(""));
+            cache.parse(uid, rv, crt, key)
+        }
+        None => ParsedCertificate::from_pem(crt, key).map(Arc::new),
+    }
+    .map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
     if let Some(now) = now {
         parsed.check_validity(now).map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
     }
-    Ok(CertificateContent::new(Arc::new(parsed)))
+    Ok(CertificateContent::new(parsed))
 }
 
 /// One certificate named by a listener of another route kind (a Gateway's
@@ -191,16 +201,14 @@ pub fn listener_certificate(
     name: &str,
     hosts: Vec<String>,
     owner: &KubeRef,
-    secrets: &[Secret],
-    now: Option<std::time::SystemTime>,
+    inputs: &View<'_>,
     warnings: &mut Vec<Warning>,
 ) -> Certificate {
     let mut cert = empty_certificate(namespace, name);
     cert.hosts = hosts;
     cert.owners = vec![owner.clone()];
-    let by_name: BTreeMap<(&str, &str), &Secret> =
-        secrets.iter().map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s)).collect();
-    match load_secret(&cert.secret, &by_name, now) {
+    let by_name = secrets_by_name(&inputs.secrets);
+    match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
         Ok(content) => cert.content = Some(content),
         Err((reason, msg)) => warn(warnings, owner, reason, format!("{owner}: TLS certificate from {msg}")),
     }
@@ -209,14 +217,18 @@ pub fn listener_certificate(
 
 /// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
 /// `owners`: host ownership, when on (the same as the routes see).
+/// `inputs`: its Secrets, its clock and its certificate cache.
 pub fn translate_tls(
     ours: &[&Ingress],
-    secrets: &[impl Borrow<Secret>],
-    now: Option<std::time::SystemTime>,
+    inputs: &View<'_>,
     topts: &TlsOptions,
     owners: Option<&HostOwners>,
     warnings: &mut Vec<Warning>,
 ) -> TlsRouting {
+    if let Some(cache) = &inputs.certificates {
+        // A Secret no longer handed over (deleted, or named by no Ingress) leaves the cache.
+        cache.retain(&inputs.secrets.iter().filter_map(|s| s.metadata.uid.as_deref()).collect());
+    }
     let mut certs: BTreeMap<String, Certificate> = BTreeMap::new();
     let claims = collect_claims(ours, topts, owners, &mut certs, warnings);
     if let Some((ns, name)) = &topts.default_certificate {
@@ -225,7 +237,7 @@ pub fn translate_tls(
     if certs.is_empty() {
         return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
     }
-    load_contents(&mut certs, secrets, now, warnings);
+    load_contents(&mut certs, inputs, warnings);
     // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
     let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut host_winner: BTreeMap<&str, &KubeRef> = BTreeMap::new();
@@ -294,20 +306,16 @@ pub fn translate_tls(
     TlsRouting { https: Some(https), redirects, tls_hosts }
 }
 
+/// The Secrets by (namespace, name).
+fn secrets_by_name<'a>(secrets: &[&'a Secret]) -> BTreeMap<(&'a str, &'a str), &'a Secret> {
+    secrets.iter().map(|s| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), *s)).collect()
+}
+
 /// Each certificate's content from its Secret; a missing or broken one warns its Ingresses.
-fn load_contents(
-    certs: &mut BTreeMap<String, Certificate>,
-    secrets: &[impl Borrow<Secret>],
-    now: Option<std::time::SystemTime>,
-    warnings: &mut Vec<Warning>,
-) {
-    let by_name: BTreeMap<(&str, &str), &Secret> = secrets
-        .iter()
-        .map(Borrow::borrow)
-        .map(|s: &Secret| ((namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or("")), s))
-        .collect();
+fn load_contents(certs: &mut BTreeMap<String, Certificate>, inputs: &View<'_>, warnings: &mut Vec<Warning>) {
+    let by_name = secrets_by_name(&inputs.secrets);
     for cert in certs.values_mut() {
-        match load_secret(&cert.secret, &by_name, now) {
+        match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
             Ok(content) => cert.content = Some(content),
             Err((reason, msg)) => {
                 for owner in &cert.owners {
