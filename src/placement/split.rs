@@ -123,7 +123,9 @@ fn served_hosts(cert_hosts: &[String], placed: &BTreeSet<String>) -> BTreeSet<St
     let tls: Vec<String> = cert_hosts.iter().map(|h| normalize_host(h)).collect();
     placed
         .iter()
-        .filter(|h| tls.iter().any(|t| t == *h || (t.starts_with("*.") && !h.starts_with("*.") && wildcard_covers(t, h))))
+        .filter(|h| {
+            tls.iter().any(|t| t == *h || (t.starts_with("*.") && !h.starts_with("*.") && wildcard_covers(t, h)))
+        })
         .cloned()
         .collect()
 }

@@ -51,7 +51,12 @@ impl Reader {
         }
         // `<name>-N`: N has at most 10 digits; Octavia names are at most 255 characters.
         if o.l7_router_name.len() > 255 - 11 {
-            self.problem(od, "l7_router_name", true, "with scale_out, must be at most 244 characters (room for -N)".into());
+            self.problem(
+                od,
+                "l7_router_name",
+                true,
+                "with scale_out, must be at most 244 characters (room for -N)".into(),
+            );
         }
         if let Some((base, _)) = o.l7_router_name.rsplit_once('-')
             && router_index(base, &o.l7_router_name).is_some()
@@ -67,5 +72,4 @@ impl Reader {
             );
         }
     }
-
 }
