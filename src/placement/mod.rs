@@ -10,10 +10,12 @@
 //! - [`moves`]: the make-before-break move of a group between two routers, as a state machine.
 //! - [`split`]: the translation's desired router → the placement's input, and one desired
 //!   router per router of the set.
+//! - [`report`]: how `plan` shows a placement.
 
 pub mod assign;
 pub mod groups;
 pub mod moves;
+pub mod report;
 pub mod split;
 
 use serde::{Deserialize, Serialize};
