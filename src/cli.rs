@@ -257,12 +257,22 @@ fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
     match desired_from(settings, files) {
         Ok(desired) => {
-            match output {
-                OutputFormat::Table => {
+            let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &desired));
+            let base = &settings.octavia_defaults.l7_router_name;
+            match (output, set) {
+                (OutputFormat::Table, set) => {
                     println!("{}\n", crate::wiring::router_zone_text(settings));
                     print!("{}", crate::translate::render_table(&desired));
+                    if let Some(set) = set {
+                        let capacity = settings.octavia_defaults.scale_out.capacity;
+                        print!("\n{}", crate::placement::report::render_placement(base, capacity, &set));
+                    }
                 }
-                OutputFormat::Json => println!("{}", crate::translate::render_json(&desired)),
+                (OutputFormat::Json, None) => println!("{}", crate::translate::render_json(&desired)),
+                (OutputFormat::Json, Some(set)) => {
+                    let json = crate::placement::report::placement_json(base, &set);
+                    println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
+                }
             }
             ExitCode::SUCCESS
         }
@@ -271,6 +281,19 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
             ExitCode::from(2)
         }
     }
+}
+
+/// The placement of a new router set: `plan` reads no OpenStack, so no recorded placement.
+fn plan_placement(settings: &Settings, desired: &crate::model::DesiredRouter) -> crate::placement::split::RouterSet {
+    let so = &settings.octavia_defaults.scale_out;
+    let params = crate::placement::split::SplitParams {
+        capacity: so.capacity,
+        current: Default::default(),
+        routers: Default::default(),
+        now: 0,
+        empty_grace_secs: so.empty_router_grace.as_secs(),
+    };
+    crate::placement::split::place_and_split(desired, &params)
 }
 
 /// Converge the router once and print every write and a summary; non-zero exit on failure.

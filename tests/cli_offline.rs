@@ -48,6 +48,39 @@ fn plan_needs_no_keystone_options() {
     assert!(text(&out.stderr).contains("[neutron] auth_url"), "{}", text(&out.stderr));
 }
 
+/// With `scale_out`, `plan` shows the router set: each router with its groups and their cost,
+/// each Ingress's router, and (JSON) each router's desired state.
+#[test]
+fn plan_shows_the_router_of_each_ingress_with_scale_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("kuryr.conf");
+    std::fs::write(&conf, format!("{NO_KEYSTONE}scale_out = true\nmax_policies_per_router = 6\n")).unwrap();
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let out = run(&conf, &["plan", "-f", examples, "-o", "json"]);
+    assert!(out.status.success(), "plan failed: {}{}", text(&out.stdout), text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan -o json prints JSON");
+    let routers = plan["routers"].as_object().expect("routers by name");
+    assert_eq!(routers.keys().collect::<Vec<_>>(), ["demo-router", "demo-router-2"], "{plan}");
+    for (name, r) in routers {
+        let policies = r["desired"]["policies"].as_array().expect("each router's desired state").len();
+        assert_eq!(r["cost"]["policies"].as_u64(), Some(policies as u64), "{name}: the cost counts its policies");
+        assert!(policies <= 6, "{name}: {policies} policies over the capacity");
+    }
+    assert_eq!(plan["ingresses"]["shop/storefront"], "demo-router", "{plan}");
+    assert_eq!(plan["ingresses"]["shop/accounts"], "demo-router-2", "{plan}");
+    let out = run(&conf, &["plan", "-f", examples]);
+    let table = text(&out.stdout);
+    assert!(table.contains("PLACEMENT (2 routers; at most 6 policies and 24 certificates each"), "{table}");
+    assert!(table.contains("  ROUTER demo-router-2  6 policies, 0 certificates"), "{table}");
+    assert!(table.contains("    shop/accounts -> demo-router-2"), "{table}");
+    assert!(table.contains("PLACEMENT WARNINGS (0)"), "{table}");
+
+    // Without scale_out the output is the single router, as before.
+    std::fs::write(&conf, NO_KEYSTONE).unwrap();
+    let out = run(&conf, &["plan", "-f", examples]);
+    assert!(!text(&out.stdout).contains("PLACEMENT"), "{}", text(&out.stdout));
+}
+
 /// The README's two commands run as root on a bare machine, which may have no `sudo`: neither the
 /// docs nor the scripts behind them call it (devstack's plugin is the exception: devstack runs as
 /// its non-root stack user).

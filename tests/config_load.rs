@@ -576,3 +576,41 @@ fn the_vip_family_comes_from_the_vip_subnet() {
         assert_eq!(translate_options(&s).vip_family, family, "{ip:?} {version:?}");
     }
 }
+
+#[test]
+fn scale_out_limits_load_with_their_defaults_and_bad_values_are_named() {
+    let s = text("").unwrap().settings.octavia_defaults.scale_out;
+    assert!(!s.enabled, "off unless asked: run still drives one router");
+    assert_eq!((s.capacity.max_policies, s.capacity.max_certificates), (100, 24));
+    assert_eq!((s.move_dns_grace, s.empty_router_grace), (Duration::from_secs(360), Duration::from_secs(3600)));
+    let s = text("[octavia_defaults]\nscale_out = true\nmax_policies_per_router = 40\nmax_certificates_per_router = 5\nmove_dns_grace = 90\n")
+        .unwrap()
+        .settings
+        .octavia_defaults
+        .scale_out;
+    assert!(s.enabled);
+    assert_eq!((s.capacity.max_policies, s.capacity.max_certificates), (40, 5));
+    assert_eq!(s.move_dns_grace, Duration::from_secs(90));
+    let errs = problems(text("[octavia_defaults]\nmax_policies_per_router = 1\nmax_certificates_per_router = 0\n"));
+    assert_eq!(
+        errs,
+        [
+            "test.conf: [octavia_defaults] max_policies_per_router = \"1\": expected integer, 2..10000",
+            "test.conf: [octavia_defaults] max_certificates_per_router = \"0\": expected integer, 1..1000",
+        ]
+    );
+}
+
+#[test]
+fn scale_out_refuses_a_pinned_router_and_a_name_that_belongs_to_another_set() {
+    let uuid = "11111111-2222-3333-4444-555555555555";
+    let errs = problems(text(&format!("[octavia_defaults]\nscale_out = true\nl7_router_uuid = {uuid}\n")));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("[octavia_defaults] scale_out") && errs[0].contains("l7_router_uuid"), "{}", errs[0]);
+    let errs = problems(text("[octavia_defaults]\nscale_out = true\nl7_router_name = edge-3\n"));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("l7_router_name = \"edge-3\"") && errs[0].contains("set \"edge\""), "{}", errs[0]);
+    // Without scale_out both stay what they were: one router, pinned or named freely.
+    text(&format!("[octavia_defaults]\nl7_router_uuid = {uuid}\nl7_router_name = edge-3\n")).unwrap();
+    text("[octavia_defaults]\nscale_out = true\nl7_router_name = edge-1\n").unwrap();
+}

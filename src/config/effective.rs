@@ -65,6 +65,13 @@ impl Settings {
             ("octavia_defaults", "lb_create_timeout") => secs(od.lb_create_timeout),
             ("octavia_defaults", "write_timeout") => secs(od.write_timeout),
             ("octavia_defaults", "parallel_writes") => Some(od.parallel_writes.to_string()),
+            ("octavia_defaults", "scale_out") => secs_bool(od.scale_out.enabled),
+            ("octavia_defaults", "max_policies_per_router") => Some(od.scale_out.capacity.max_policies.to_string()),
+            ("octavia_defaults", "max_certificates_per_router") => {
+                Some(od.scale_out.capacity.max_certificates.to_string())
+            }
+            ("octavia_defaults", "move_dns_grace") => secs(od.scale_out.move_dns_grace),
+            ("octavia_defaults", "empty_router_grace") => secs(od.scale_out.empty_router_grace),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
             ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),

@@ -25,7 +25,7 @@ pub use options::{
 pub use problem::{ConfigProblem, MASKED_VALUE};
 pub use settings::{
     DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,
-    Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
+    ScaleOut, Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
 };
 
 use settings::{RawEntry, Reader};

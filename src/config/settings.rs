@@ -16,7 +16,9 @@ use std::str::FromStr;
 use std::time::Duration;
 use url::Url;
 
+mod scale_out;
 mod status_responder;
+pub use scale_out::ScaleOut;
 pub use status_responder::StatusResponderSettings;
 
 /// `[DEFAULT]`.
@@ -104,6 +106,8 @@ pub struct OctaviaDefaults {
     pub write_timeout: Duration,
     /// Writes in flight at once across the routers of the process (the driver's write door).
     pub parallel_writes: usize,
+    /// The router set and its placement limits (`scale_out`, `max_*_per_router`, graces).
+    pub scale_out: ScaleOut,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -543,6 +547,7 @@ impl Reader {
             lb_create_timeout: self.value(od, "lb_create_timeout"),
             write_timeout: self.value(od, "write_timeout"),
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,
+            scale_out: self.scale_out(),
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),
@@ -616,6 +621,7 @@ impl Reader {
                 ),
             );
         }
+        self.check_scale_out(o);
         if !o.health_monitor_url_path.starts_with('/') {
             self.problem(od, "health_monitor_url_path", true, "expected a path starting with /".into());
         }

@@ -9,6 +9,11 @@ use kuryr_l7_router::model::{CompareType, DesiredRouter, Policy, Rule, RuleType}
 #[allow(dead_code)]
 pub const EMPTY_POOL_503: &str = "haproxy 503 (empty reserved pool)";
 
+thread_local! {
+    /// Compiled rule values: property tests evaluate the same few thousand rules many times.
+    static REGEXES: std::cell::RefCell<std::collections::HashMap<String, regex::Regex>> = Default::default();
+}
+
 fn rule_matches(r: &Rule, host: &str, path: &str) -> bool {
     let (subject, ci) = match r.rule_type {
         RuleType::HostName => (host.to_ascii_lowercase(), true),
@@ -18,7 +23,10 @@ fn rule_matches(r: &Rule, host: &str, path: &str) -> bool {
     };
     let value = if ci { r.value.to_ascii_lowercase() } else { r.value.clone() };
     let hit = match r.compare_type {
-        CompareType::Regex => regex::Regex::new(&value).unwrap().is_match(&subject),
+        CompareType::Regex => REGEXES.with(|cache| {
+            let mut cache = cache.borrow_mut();
+            cache.entry(value.clone()).or_insert_with(|| regex::Regex::new(&value).unwrap()).is_match(&subject)
+        }),
         CompareType::EqualTo => subject == value,
         CompareType::StartsWith => subject.starts_with(&value),
         CompareType::EndsWith => subject.ends_with(&value),

@@ -1,0 +1,75 @@
+//! `[octavia_defaults] scale_out` and the limits of the router set: one controller drives
+//! `<l7_router_name>`, `<l7_router_name>-2`, ... (docs/scale-out.md).
+
+use super::{OctaviaDefaults, Reader};
+use crate::placement::{Capacity, router_index};
+use std::time::Duration;
+
+/// `[octavia_defaults] scale_out` and the limits of the router set (docs/scale-out.md).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ScaleOut {
+    pub enabled: bool,
+    /// `max_policies_per_router`, `max_certificates_per_router`.
+    pub capacity: Capacity,
+    /// How long a moved group is published with both addresses, and how long the old routes stay
+    /// after only the new address is published.
+    pub move_dns_grace: Duration,
+    /// How long a router other than the first stays empty before it is deleted.
+    pub empty_router_grace: Duration,
+}
+
+impl Reader {
+    pub(super) fn scale_out(&mut self) -> ScaleOut {
+        let od = "octavia_defaults";
+        ScaleOut {
+            enabled: self.value(od, "scale_out"),
+            capacity: Capacity {
+                max_policies: self.value(od, "max_policies_per_router"),
+                max_certificates: self.value(od, "max_certificates_per_router"),
+            },
+            move_dns_grace: self.value(od, "move_dns_grace"),
+            empty_router_grace: self.value(od, "empty_router_grace"),
+        }
+    }
+
+    /// The router set is found by name (`<l7_router_name>`, `<l7_router_name>-2`, ...): refuse what
+    /// would make its names ambiguous or unusable.
+    pub(super) fn check_scale_out(&mut self, o: &OctaviaDefaults) {
+        let od = "octavia_defaults";
+        if !o.scale_out.enabled {
+            return;
+        }
+        if o.l7_router_uuid.is_some() {
+            self.problem(
+                od,
+                "scale_out",
+                true,
+                "cannot be combined with [octavia_defaults] l7_router_uuid: the routers of the set are found by \
+                 name; leave l7_router_uuid unset (the router named l7_router_name is adopted as the first)"
+                    .into(),
+            );
+        }
+        // `<name>-N`: N has at most 10 digits; Octavia names are at most 255 characters.
+        if o.l7_router_name.len() > 255 - 11 {
+            self.problem(
+                od,
+                "l7_router_name",
+                true,
+                "with scale_out, must be at most 244 characters (room for -N)".into(),
+            );
+        }
+        if let Some((base, _)) = o.l7_router_name.rsplit_once('-')
+            && router_index(base, &o.l7_router_name).is_some()
+        {
+            self.problem(
+                od,
+                "l7_router_name",
+                true,
+                format!(
+                    "with scale_out, must not end in -<number>: {:?} is the name of a router of the set {base:?}",
+                    o.l7_router_name
+                ),
+            );
+        }
+    }
+}
