@@ -232,11 +232,23 @@ async fn transient_errors_fail_the_convergence_without_a_hold() {
     assert!(sim.backoff.lock().unwrap().held(Instant::now()).is_empty());
 }
 
-/// On a router at its policy quota, an Ingress deleted and another added in the same sync: the
-/// deleted Ingress's policy goes first (removal-only deletes before creates), so the create fits
-/// (today: creates first, refused by the quota, the delete never sent).
+/// On a router at its policy quota, a route deleted and another added in the same sync: the
+/// deleted route's policy goes first (removal-only deletes before creates), so the create fits
+/// (before: creates first, refused by the quota, the delete never sent). Any route kind: an
+/// Ingress or a Gateway API HTTPRoute.
 #[tokio::test]
 async fn removal_only_deletes_go_before_creates_on_a_full_router() {
+    for kind in ["Ingress", "HTTPRoute"] {
+        removal_only_first(kind).await;
+    }
+}
+
+async fn removal_only_first(kind: &str) {
+    let of_kind = |mut p: Policy| {
+        p.owner.kind = kind.into();
+        p
+    };
+    let route = |ing: &str, host: &str, svc: &str| of_kind(route(ing, host, svc));
     let sim = Sim::new();
     let quota = 2;
     let before = desired(vec![route("a", "a.example", "svc-a"), route("old", "old.example", "svc-o")]);
@@ -249,9 +261,9 @@ async fn removal_only_deletes_go_before_creates_on_a_full_router() {
     };
     let after = desired(vec![route("a", "a.example", "svc-a"), route("new", "new.example", "svc-n")]);
     let report = sim.converge(&after, Instant::now(), over_quota, WriteGate::default()).await.unwrap();
-    assert!(report.failures.is_empty(), "{:?}", report.failures);
+    assert!(report.failures.is_empty(), "{kind}: {:?}", report.failures);
     assert_eq!(sim.policy_names(), names(&after));
-    assert!(report.writes[0].description.starts_with("delete policy default_old"), "{:?}", report.writes[0]);
+    assert!(report.writes[0].description.starts_with("delete policy default_old"), "{kind}: {:?}", report.writes[0]);
 }
 
 /// A leader that loses its lease mid-sync stops before its next write (today: after the job).

@@ -20,6 +20,7 @@ pub use super::actual::{
     HealthMonitorSpec,
 };
 pub use super::health_monitor::pool_monitor;
+use super::ownership::is_route_owner_tag;
 pub use super::ownership::{Ownership, PRODUCT_TAG, Tags, owner_tag};
 pub use super::plan::{
     Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, UrlRedirect, Write, WritePlan,
@@ -92,7 +93,7 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
     plan
 }
 
-/// Our policies whose owner Ingress has no policy in `desired` any more (split off the rest,
+/// Our policies whose owner route (Ingress or HTTPRoute) has no policy in `desired` any more (split off the rest,
 /// which keep their order): see [`plan_writes`]. A policy without an owner tag stays with the rest.
 fn removal_only(
     desired: &DesiredView<'_>,
@@ -106,9 +107,7 @@ fn removal_only(
         .chain(desired.redirects.iter().map(|r| owner_tag(&r.owner)))
         .collect();
     actual.iter().cloned().partition(|p| {
-        own.owns(&p.tags)
-            && p.tags.iter().any(|t| t.starts_with("ingress:"))
-            && !p.tags.iter().any(|t| live.contains(t))
+        own.owns(&p.tags) && p.tags.iter().any(|t| is_route_owner_tag(t)) && !p.tags.iter().any(|t| live.contains(t))
     })
 }
 

@@ -73,7 +73,16 @@ impl Ownership {
     }
 }
 
-/// `ingress:<ns>/<name>` or `service:<ns>/<name>`; Octavia tags are at most 255 characters and
+/// Owner-tag prefixes of the route kinds: a policy tagged with one belongs to that route, and
+/// goes when the route has no policy left (`diff::removal_only`).
+pub const ROUTE_OWNER_TAG_PREFIXES: [&str; 2] = ["ingress:", "httproute:"];
+
+/// Whether `tag` names a route (an Ingress or an HTTPRoute) as the owner.
+pub fn is_route_owner_tag(tag: &str) -> bool {
+    ROUTE_OWNER_TAG_PREFIXES.iter().any(|p| tag.starts_with(p))
+}
+
+/// `ingress:<ns>/<name>`, `httproute:<ns>/<name>` or `service:<ns>/<name>`; Octavia tags are at most 255 characters and
 /// Kubernetes names at most 253, so long names are cut (the tag is informative; identity is the
 /// object name).
 pub fn owner_tag(owner: &KubeRef) -> String {
