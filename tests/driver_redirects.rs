@@ -246,3 +246,26 @@ fn route_redirects_are_created_at_their_position_with_their_code_and_updated_in_
         "{writes:?}"
     );
 }
+
+/// A route switched between forwarding and redirecting (an HTTPRoute rule given a
+/// RequestRedirect filter, then without it again) keeps its policy: one update in place each way,
+/// at the same position, and the router holds the new action.
+#[test]
+fn a_route_switched_between_pool_and_redirect_is_updated_in_place() {
+    let mut sim = Simulator::new(empty_router());
+    let forward = routed(
+        vec![policy("switch", vec![host()], None), policy("other", vec![host(), header("x", "1")], None)],
+        vec![],
+    );
+    converge(&mut sim, &forward);
+    let id = sim.router.policies[0].id.clone();
+    let mut redirecting = forward.clone();
+    redirecting.policies[0].redirect = to(RedirectTarget::Prefix("https://c.example.com".into()), 302);
+    redirecting.policies[0].pool = String::new();
+    for (want, action) in [(&redirecting, "REDIRECT_PREFIX"), (&forward, "REDIRECT_TO_POOL")] {
+        let writes = converge(&mut sim, want);
+        assert!(matches!(&writes[..], [Write::UpdatePolicy { .. }]), "{action}: {writes:?}");
+        let p = &sim.router.policies[0];
+        assert_eq!((p.id.as_str(), p.action.as_str(), p.position), (id.as_str(), action, 1));
+    }
+}

@@ -469,11 +469,13 @@ fn action_change(action: PolicyAction, have: &ActualPolicy) -> ActionChange {
                 PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
                 PoolRef::New(_) => true,
             };
-            (differs.then_some(pool), None, None)
+            // A redirect turned back into a route: the same policy, its action switched.
+            ((differs || have.action != "REDIRECT_TO_POOL").then_some(pool), None, None)
         }
         PolicyAction::Redirect(r) => {
-            let differs =
-                have.redirect_prefix.as_deref() != Some(r.prefix.as_str()) || have.redirect_http_code != Some(r.code);
+            let differs = have.action != "REDIRECT_PREFIX"
+                || have.redirect_prefix.as_deref() != Some(r.prefix.as_str())
+                || have.redirect_http_code != Some(r.code);
             (None, differs.then_some(r), None)
         }
         PolicyAction::RedirectUrl(r) => {

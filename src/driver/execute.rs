@@ -208,7 +208,14 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
                 &L7PolicyUpdate {
                     position: *position,
                     redirect_pool_id: pool.as_ref().map(pool_id),
-                    action: redirect_url.as_ref().map(|_| "REDIRECT_TO_URL".to_string()),
+                    // The action goes with its target, so that a route can switch between
+                    // forwarding and redirecting in place (Octavia clears the other targets).
+                    action: match (pool, redirect, redirect_url) {
+                        (Some(_), _, _) => Some("REDIRECT_TO_POOL".to_string()),
+                        (_, Some(_), _) => Some("REDIRECT_PREFIX".to_string()),
+                        (_, _, Some(_)) => Some("REDIRECT_TO_URL".to_string()),
+                        _ => None,
+                    },
                     redirect_url: redirect_url.as_ref().map(|r| r.url.clone()),
                     redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
                     redirect_http_code: redirect.as_ref().map(|r| r.code).or(redirect_url.as_ref().map(|r| r.code)),

@@ -227,13 +227,20 @@ impl Simulator {
             }
             Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
                 let i = self.policy_index(policy)?;
+                // As Octavia: the action goes with its target, the other targets are cleared.
                 if let Some(pool) = pool {
                     let pid = self.pool_id(pool)?;
-                    self.router.policies[i].redirect_pool_id = Some(pid);
+                    let p = &mut self.router.policies[i];
+                    p.action = "REDIRECT_TO_POOL".into();
+                    (p.redirect_prefix, p.redirect_url, p.redirect_http_code) = (None, None, None);
+                    p.redirect_pool_id = Some(pid);
                 }
                 if let Some(r) = redirect {
-                    self.router.policies[i].redirect_prefix = Some(r.prefix.clone());
-                    self.router.policies[i].redirect_http_code = Some(r.code);
+                    let p = &mut self.router.policies[i];
+                    p.action = "REDIRECT_PREFIX".into();
+                    (p.redirect_pool_id, p.redirect_url) = (None, None);
+                    p.redirect_prefix = Some(r.prefix.clone());
+                    p.redirect_http_code = Some(r.code);
                 }
                 if let Some(r) = redirect_url {
                     let p = &mut self.router.policies[i];
