@@ -12,10 +12,10 @@
 mod common;
 
 use common::*;
+use k8s_openapi::ByteString;
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::{Ingress, IngressTLS};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use k8s_openapi::ByteString;
 use kube::runtime::watcher::Event;
 use kuryr_l7_router::certificate::CertificateCache;
 use kuryr_l7_router::controller::context::{StoreWriters, Stores};
@@ -69,7 +69,12 @@ fn main() {
 fn service_lookups(stores: &Stores, svc: &k8s_openapi::api::core::v1::Service, iters: usize) {
     let (ns, name) = (svc.metadata.namespace.clone().unwrap(), svc.metadata.name.clone().unwrap());
     let (scan, n_scan) = per_call(iters, || {
-        stores.ingresses.state().iter().filter(|i| i.metadata.namespace.as_deref() == Some(&ns) && names(i, &name)).count()
+        stores
+            .ingresses
+            .state()
+            .iter()
+            .filter(|i| i.metadata.namespace.as_deref() == Some(&ns) && names(i, &name))
+            .count()
     });
     let (index, n_index) = per_call(iters, || ingresses_naming(stores, svc).len());
     assert_eq!(n_scan, n_index);

@@ -245,10 +245,8 @@ fn capacity_respected(p: &Placement, before: Option<&Placement>) -> Result<(), T
         let hosts_on = |p: &Placement| {
             p.host_router.iter().filter(|(_, x)| *x == r).map(|(h, _)| h.clone()).collect::<BTreeSet<_>>()
         };
-        let reported = p
-            .warnings
-            .iter()
-            .any(|w| matches!(w, PlacementWarning::OverCapacity { router, .. } if router == r));
+        let reported =
+            p.warnings.iter().any(|w| matches!(w, PlacementWarning::OverCapacity { router, .. } if router == r));
         let was_over = before.is_some_and(|b| reported && hosts_on(p).is_subset(&hosts_on(b)));
         let shared_over = load.groups.is_empty() && !p.shared.fits(CAP);
         prop_assert!(

@@ -3,9 +3,12 @@
 //! reconcile ([`HandlerError`], whose labels feed the metrics), the requeue policy, and the
 //! instrumented wrapper both handlers' `reconcile` go through.
 
+use crate::certificate::CertificateCache;
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
-use crate::controller::indexes::{IndexedWriter, Indexes, secrets_of_ingress, service_of_slice, services_of_ingress, tls_secrets_of};
+use crate::controller::indexes::{
+    IndexedWriter, Indexes, secrets_of_ingress, service_of_slice, services_of_ingress, tls_secrets_of,
+};
 use crate::controller::metrics::{Metrics, RouterMetrics};
 use crate::controller::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
@@ -13,7 +16,6 @@ use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
-use crate::certificate::CertificateCache;
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::budget::{Budget, translate_within};

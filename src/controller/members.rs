@@ -7,10 +7,10 @@
 //! state. It also says when the change is structural after all (a pool the last Sync did not
 //! build, a Service port gone, a health-monitor annotation changed): then the caller Syncs.
 
+use crate::controller::context::Stores;
 use crate::model::{DesiredRouter, KubeRef, Pool, Warning};
 use crate::translate::health::service_health_monitor;
 use crate::translate::members::{NodeIndex, SliceCache, endpoints_as_slices};
-use crate::controller::context::Stores;
 use crate::translate::{IpFamily, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use kube::runtime::reflector::ObjectRef;

@@ -106,7 +106,12 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         // cannot tell; a Sync translates it now (the writer answers it without Octavia when
         // nothing changed).
         ServiceStep::Ignore
-            if current.is_none() && ctx.stores.indexes.ingresses_by_service.is_named(&(namespace_of(&svc.metadata).to_string(), svc.name_any())) =>
+            if current.is_none()
+                && ctx
+                    .stores
+                    .indexes
+                    .ingresses_by_service
+                    .is_named(&(namespace_of(&svc.metadata).to_string(), svc.name_any())) =>
         {
             tracing::info!("a Service an Ingress names has no route yet: syncing the router");
             ctx.sync(false).await?;

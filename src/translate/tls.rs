@@ -30,10 +30,10 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::namespace_of;
 use super::names::{certificate_name, redirect_name};
+use super::options::Inputs;
 pub use super::options::TlsOptions;
 use super::rules::{host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
-use super::options::Inputs;
 use crate::certificate::{CertificateCache, ParsedCertificate};
 use crate::model::{
     Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
