@@ -649,6 +649,41 @@ fn inputs_share_the_cached_objects_instead_of_copying_them() {
     assert!(Arc::ptr_eq(&snapshot.services[0], &stores.services.state()[0]));
 }
 
+/// The controller's translations share one certificate cache: a TLS Secret is parsed once
+/// whatever the number of Syncs, and leaves the cache once deleted from the Secret cache.
+#[test]
+fn translations_from_the_caches_parse_a_tls_secret_once() {
+    let (stores, mut w) = StoreWriters::new();
+    w.classes.apply_watcher_event(&watcher::Event::Apply(class()));
+    let mut ing = ingress_with(&[FINALIZER], false);
+    let ns = ing.metadata.namespace.clone().unwrap();
+    ing.spec.as_mut().unwrap().tls =
+        Some(vec![k8s_openapi::api::networking::v1::IngressTLS { hosts: None, secret_name: Some("tls".into()) }]);
+    w.ingresses.apply_watcher_event(&watcher::Event::Apply(ing));
+    let key = rcgen::KeyPair::generate().unwrap();
+    let crt = rcgen::CertificateParams::new(vec!["a.example.com".to_string()]).unwrap().self_signed(&key).unwrap();
+    let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(json!({
+        "metadata": {"name": "tls", "namespace": ns, "uid": "u-1", "resourceVersion": "7"},
+        "type": "kubernetes.io/tls",
+        "data": {"tls.crt": base64(crt.pem()), "tls.key": base64(key.serialize_pem())}
+    }))
+    .unwrap();
+    w.secrets.apply_watcher_event(&watcher::Event::Apply(secret.clone()));
+    let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+    for _ in 0..3 {
+        kuryr_l7_router::translate::translate(&stores.inputs(), &opts);
+    }
+    assert_eq!((stores.certificates.parses(), stores.certificates.len()), (1, 1));
+    w.secrets.apply_watcher_event(&watcher::Event::Delete(secret));
+    kuryr_l7_router::translate::translate(&stores.inputs(), &opts);
+    assert!(stores.certificates.is_empty(), "the deleted Secret's parse is dropped");
+}
+
+fn base64(text: String) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
 // ------------------------------------------------------------------ issue 14: isolation, blocked router
 
 /// A write Octavia refuses for good for the Ingress's policy: the reconcile succeeds (the rest

@@ -717,3 +717,48 @@ async fn a_health_monitor_annotation_reaches_the_pool() {
     stop.send(()).unwrap();
     let _ = tokio::time::timeout(Duration::from_secs(10), run).await;
 }
+
+/// A Service created after the Ingress naming it gets its pool and members at once: its event
+/// finds that Ingress through the index of Ingresses by Service (kept from the Ingress watch),
+/// not at the next resync (600 s later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_created_after_its_ingress_is_routed_at_once() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    for (n, z) in [("n1", "az-1"), ("n2", "az-2"), ("n3", "az-2")] {
+        fake.put("nodes", node(n, z));
+    }
+    fake.put("ingresses", ingress("a", "kuryr-l7-router"));
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let health = free_port();
+    let settings = settings(&api_root, &token, health);
+    let router = settings.octavia_defaults.l7_router_name.clone();
+    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new(&router), health_monitor: None }, None);
+    let state = sim.state.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    eventually("/readyz 200", 15, async || matches!(http_get(health, "/readyz").await, Some((200, _))).then_some(()))
+        .await;
+    // Quiet: the Ingress's own reconciles (finalizer, status) are done, so no Sync of theirs
+    // picks the Service up by chance.
+    let mut settled = fake.writes().len();
+    eventually("no more Kubernetes writes for 1 s", 10, async || {
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let now = fake.writes().len();
+        std::mem::replace(&mut settled, now).eq(&now).then_some(())
+    })
+    .await;
+    assert!(sim_weights(&state).is_empty(), "no Service yet, no members");
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    eventually("the late Service's members on the router", 5, async || (sim_weights(&state).len() == 3).then_some(()))
+        .await;
+    let _ = stop.send(());
+    run.await.unwrap().unwrap();
+}

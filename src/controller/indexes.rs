@@ -60,7 +60,7 @@ pub struct Index(Arc<RwLock<ReverseIndex>>);
 
 impl Index {
     /// Follows one watch event; `names` says which keys an object names.
-    pub fn apply<K>(&self, event: &watcher::Event<K>, names: fn(&K) -> Vec<Key>)
+    pub fn apply<K>(&self, event: &watcher::Event<K>, names: Names<K>)
     where
         K: kube::Resource,
     {
@@ -147,18 +147,21 @@ pub struct Indexes {
     pub slices_by_service: Index,
 }
 
+/// Which keys an object names (one per index).
+pub type Names<K> = fn(&K) -> Vec<Key>;
+
 /// A kube store writer with the indexes of its kind: [`IndexedWriter::apply_watcher_event`]
 /// keeps both.
 pub struct IndexedWriter<K: kube::Resource<DynamicType = ()> + Clone + 'static> {
     store: reflector::store::Writer<K>,
-    indexes: Vec<(Index, fn(&K) -> Vec<Key>)>,
+    indexes: Vec<(Index, Names<K>)>,
 }
 
 impl<K> IndexedWriter<K>
 where
     K: kube::Resource<DynamicType = ()> + Clone + 'static,
 {
-    pub fn new(store: reflector::store::Writer<K>, indexes: Vec<(Index, fn(&K) -> Vec<Key>)>) -> Self {
+    pub fn new(store: reflector::store::Writer<K>, indexes: Vec<(Index, Names<K>)>) -> Self {
         Self { store, indexes }
     }
 
