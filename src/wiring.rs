@@ -110,6 +110,20 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
     }
 }
 
+/// The spec of router `index` of a scale-out set: named `<l7_router_name>-N`
+/// (`placement::router_name`). Only the first adopts `l7_router_uuid` and `l7_router_ip`, so an
+/// upgrade keeps the single router and its address; each other router gets a floating IP of its
+/// own from `external_svc_subnet`, found again by its description, which names the router.
+pub fn router_spec_at(s: &Settings, index: crate::placement::RouterIndex) -> RouterSpec {
+    let mut spec = router_spec(s);
+    if index > 0 {
+        spec.name = crate::placement::router_name(&spec.name, index);
+        spec.uuid = None;
+        spec.floating_ip = None;
+    }
+    spec
+}
+
 /// One Keystone session shared by the Octavia and Neutron clients.
 pub fn clients(s: &Settings) -> Result<(Octavia, Neutron), crate::openstack::Error> {
     clients_observed(s, None)
@@ -222,4 +236,26 @@ fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate:
         unavailable_port: s.service_unavailable_port.clone(),
         server_error_port: s.service_server_error_port.clone(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_router_of_a_set_has_its_name_and_only_the_first_the_configured_address() {
+        let conf = "[octavia_defaults]\nl7_router_name = edge\nscale_out = true\n\
+                    [neutron_defaults]\nl7_router_ip = 203.0.113.7\nlb_subnet = 11111111-2222-3333-4444-555555555555\n\
+                    [neutron]\nauth_url = https://keystone/v3\nusername = u\npassword = p\nproject_name = p\n";
+        let s = crate::config::load_texts(&[("t.conf".into(), conf.into())], Vec::new()).unwrap().settings;
+        let first = router_spec_at(&s, 0);
+        assert_eq!(
+            (first.name.as_str(), first.floating_ip.map(|ip| ip.to_string())),
+            ("edge", Some("203.0.113.7".into()))
+        );
+        let third = router_spec_at(&s, 2);
+        assert_eq!((third.name.as_str(), third.floating_ip, third.uuid), ("edge-3", None, None));
+        assert_eq!(third.vip_subnet_id, first.vip_subnet_id, "same VIP subnet");
+        assert_eq!(third.ownership, first.ownership, "same cluster: the router name tells them apart");
+    }
 }

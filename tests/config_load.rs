@@ -583,6 +583,7 @@ fn scale_out_limits_load_with_their_defaults_and_bad_values_are_named() {
     assert!(!s.enabled, "off unless asked: run still drives one router");
     assert_eq!((s.capacity.max_policies, s.capacity.max_certificates), (100, 24));
     assert_eq!((s.move_dns_grace, s.empty_router_grace), (Duration::from_secs(360), Duration::from_secs(3600)));
+    assert_eq!(s.move_timings(), kuryr_l7_router::placement::MoveTimings::default(), "the same graces as placement's");
     let s = text("[octavia_defaults]\nscale_out = true\nmax_policies_per_router = 40\nmax_certificates_per_router = 5\nmove_dns_grace = 90\n")
         .unwrap()
         .settings

@@ -195,6 +195,29 @@ fn a_group_larger_than_a_router_gets_one_of_its_own_with_a_warning() {
     assert_eq!(set.routers[&big].policies.len(), 4);
 }
 
+#[test]
+fn during_a_move_the_moved_hosts_are_served_by_both_routers() {
+    use kuryr_l7_router::placement::split::{Homes, split_by_homes};
+    let desired = translated(&[
+        Ing { name: "c", routes: vec![("c.org", "/", "api")], default: None, tls: Some(("tls-c", vec!["c.org"])) },
+        Ing { name: "d", routes: vec![("d.net", "/", "web")], default: None, tls: None },
+    ]);
+    let set = place_and_split(&desired, &params(2, 2));
+    let (c, d) = (set.placement.host_router["c.org"], set.placement.host_router["d.net"]);
+    assert_ne!(c, d, "one group per router at 2 policies");
+    // c.org moving from its router to d.net's: the target serves it too until the source lets go.
+    let mut homes = Homes::of(&set.placement);
+    homes.hosts.get_mut("c.org").unwrap().insert(d);
+    let both = split_by_homes(&desired, &homes);
+    for r in [c, d] {
+        assert!(hosts_of(&both[&r]).contains("c.org"), "router {r} serves c.org during the move");
+        let certs = &both[&r].https.as_ref().unwrap().certificates;
+        assert!(certs.contains_key("shop_tls-c"), "router {r} holds c.org's certificate");
+        assert!(both[&r].pools.contains_key("shop_api"), "router {r} has c.org's pool");
+    }
+    assert!(!hosts_of(&both[&c]).contains("d.net"), "only the moved hosts are on two routers");
+}
+
 // ---- property: the set routes like the single router ----
 
 const HOSTS: &[&str] = &["a.com", "b.com", "c.org", "foo.com", "x.foo.com", "*.foo.com", "d.net", ""];

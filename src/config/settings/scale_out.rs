@@ -2,7 +2,7 @@
 //! `<l7_router_name>`, `<l7_router_name>-2`, ... (docs/scale-out.md).
 
 use super::{OctaviaDefaults, Reader};
-use crate::placement::{Capacity, router_index};
+use crate::placement::{Capacity, MoveTimings, router_index};
 use std::time::Duration;
 
 /// `[octavia_defaults] scale_out` and the limits of the router set (docs/scale-out.md).
@@ -16,6 +16,15 @@ pub struct ScaleOut {
     pub move_dns_grace: Duration,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_router_grace: Duration,
+}
+
+impl ScaleOut {
+    /// The move's graces: `move_dns_grace` with both addresses published, and as long again
+    /// with only the target's before the old routes go.
+    pub fn move_timings(&self) -> MoveTimings {
+        let secs = self.move_dns_grace.as_secs();
+        MoveTimings { dns_grace_secs: secs, old_routes_grace_secs: secs }
+    }
 }
 
 impl Reader {
