@@ -621,7 +621,7 @@ impl Reader {
                 ),
             );
         }
-        self.check_scale_out(o);
+        self.check_scale_out(&o.scale_out, o.l7_router_uuid.is_some(), &o.l7_router_name);
         if !o.health_monitor_url_path.starts_with('/') {
             self.problem(od, "health_monitor_url_path", true, "expected a path starting with /".into());
         }

@@ -1,7 +1,7 @@
 //! `[octavia_defaults] scale_out` and the limits of the router set: one controller drives
 //! `<l7_router_name>`, `<l7_router_name>-2`, ... (docs/scale-out.md).
 
-use super::{OctaviaDefaults, Reader};
+use super::Reader;
 use crate::placement::{Capacity, MoveTimings, router_index};
 use std::time::Duration;
 
@@ -43,12 +43,13 @@ impl Reader {
 
     /// The router set is found by name (`<l7_router_name>`, `<l7_router_name>-2`, ...): refuse what
     /// would make its names ambiguous or unusable.
-    pub(super) fn check_scale_out(&mut self, o: &OctaviaDefaults) {
+    /// `uuid_set`: `l7_router_uuid` is set; `name`: `l7_router_name`.
+    pub(super) fn check_scale_out(&mut self, scale_out: &ScaleOut, uuid_set: bool, name: &str) {
         let od = "octavia_defaults";
-        if !o.scale_out.enabled {
+        if !scale_out.enabled {
             return;
         }
-        if o.l7_router_uuid.is_some() {
+        if uuid_set {
             self.problem(
                 od,
                 "scale_out",
@@ -59,7 +60,7 @@ impl Reader {
             );
         }
         // `<name>-N`: N has at most 10 digits; Octavia names are at most 255 characters.
-        if o.l7_router_name.len() > 255 - 11 {
+        if name.len() > 255 - 11 {
             self.problem(
                 od,
                 "l7_router_name",
@@ -67,8 +68,8 @@ impl Reader {
                 "with scale_out, must be at most 244 characters (room for -N)".into(),
             );
         }
-        if let Some((base, _)) = o.l7_router_name.rsplit_once('-')
-            && router_index(base, &o.l7_router_name).is_some()
+        if let Some((base, _)) = name.rsplit_once('-')
+            && router_index(base, &name).is_some()
         {
             self.problem(
                 od,
@@ -76,7 +77,7 @@ impl Reader {
                 true,
                 format!(
                     "with scale_out, must not end in -<number>: {:?} is the name of a router of the set {base:?}",
-                    o.l7_router_name
+                    name
                 ),
             );
         }
