@@ -526,9 +526,15 @@ fn controllers(
 
     let ing_store = stores.ingresses.clone();
     let ing_store_tls = stores.ingresses.clone();
+    // Only a Service change an Ingress can see re-reconciles the Ingresses naming it (not the
+    // notices the Service handler writes: see `service_shape`).
+    let (svc_store, shapes) = (stores.services.clone(), crate::controller::service_shape::ServiceShapes::default());
     let ing_ctl = Controller::for_stream(ingresses.remove(0), stores.ingresses.clone())
         .with_config(config.clone())
-        .watches_stream(services.remove(1), move |svc| ingress::ingresses_naming(&ing_store, &svc))
+        .watches_stream(services.remove(1), move |svc| match shapes.changed(&svc_store, &svc) {
+            true => ingress::ingresses_naming(&ing_store, &svc),
+            false => Vec::new(),
+        })
         .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&ing_store_tls, &s))
         .reconcile_all_on(class_changes);
     // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
