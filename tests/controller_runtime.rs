@@ -94,6 +94,15 @@ fn job_count(metrics: &str, job: &str) -> u64 {
         .sum::<f64>() as u64
 }
 
+/// Sum of `reconciles_total` samples of `handler` (any result).
+fn reconcile_count(metrics: &str, handler: &str) -> u64 {
+    metrics
+        .lines()
+        .filter(|l| l.contains("reconciles_total{") && l.contains(&format!("handler=\"{handler}\"")))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
 /// address → weight of the one pool of the simulated router.
 fn sim_weights(sim: &Mutex<Simulator>) -> BTreeMap<String, u16> {
     let sim = sim.lock().unwrap();
@@ -283,6 +292,31 @@ async fn run_against_a_fake_api_server() {
     assert_eq!(job_count(&metrics, "sync"), syncs, "a Node change is no Sync");
     let after: Vec<String> = fake.writes()[writes_before..].iter().map(Write::line).collect();
     assert!(after.is_empty(), "no Kubernetes write for a Node change: {after:?}");
+
+    // Another router's notice written on the Service (as each Service handler writes its own)
+    // re-reconciles no Ingress: it changes nothing an Ingress reads. A label does.
+    let ingress_reconciles = async || reconcile_count(&http_get(health, "/metrics").await.unwrap().1, "ingress");
+    // Quiet first: the Ingress reconciles queued by earlier events (slow on a loaded machine) are
+    // done, so that only the notice below could add one.
+    let mut before = ingress_reconciles().await;
+    eventually("no Ingress reconcile for 1.2 s", 15, async || {
+        tokio::time::sleep(Duration::from_millis(1200)).await;
+        let now = ingress_reconciles().await;
+        std::mem::replace(&mut before, now).eq(&now).then_some(())
+    })
+    .await;
+    let mut svc = fake.get("v1/services", "shop", "web").unwrap();
+    let other = ServiceNotice { router: "other-router".into(), pools: vec!["p".into()], ingresses: vec![] };
+    svc["metadata"]["annotations"][notice_annotation("other-router")] = json!(other.to_annotation());
+    fake.put("services", svc.clone());
+    tokio::time::sleep(Duration::from_millis(1200)).await; // past the Ingress Controller's debounce
+    assert_eq!(ingress_reconciles().await, before, "a notice re-reconciled the Ingress");
+    svc["metadata"]["labels"] = json!({"team": "shop"});
+    fake.put("services", svc);
+    eventually("an Ingress reconcile after a label change on its Service", 10, async || {
+        (ingress_reconciles().await > before).then_some(())
+    })
+    .await;
 
     // Shutdown (as SIGTERM): run ends cleanly, promptly, and the health server is gone.
     stop.send(()).unwrap();

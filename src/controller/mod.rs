@@ -43,6 +43,7 @@ pub mod routers;
 pub mod runtime;
 pub mod service;
 pub mod service_events;
+pub mod service_shape;
 pub mod slim;
 pub mod writer;
 

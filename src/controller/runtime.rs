@@ -527,9 +527,15 @@ fn controllers(
     });
 
     let (by_service, by_secret) = (stores.clone(), stores.clone());
+    // Only a Service change an Ingress can see re-reconciles the Ingresses naming it (not the
+    // notices the Service handler writes: see `service_shape`).
+    let (svc_store, shapes) = (stores.services.clone(), crate::controller::service_shape::ServiceShapes::default());
     let ing_ctl = Controller::for_stream(ingresses.remove(0), stores.ingresses.clone())
         .with_config(config.clone())
-        .watches_stream(services.remove(1), move |svc| ingress::ingresses_naming(&by_service, &svc))
+        .watches_stream(services.remove(1), move |svc| match shapes.changed(&svc_store, &svc) {
+            true => ingress::ingresses_naming(&by_service, &svc),
+            false => Vec::new(),
+        })
         .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&by_secret, &s))
         .reconcile_all_on(class_changes);
     // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
