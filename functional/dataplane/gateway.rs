@@ -211,6 +211,9 @@ fn request_json(r: &CaseRequest, router: &GatewayRouter) -> Value {
            "host": r.host.clone().unwrap_or_else(|| ADDRESS.into()), "path": r.path, "headers": headers})
 }
 
+/// The environment variable that turns this test on (beside `KURYR_FUNCTIONAL=1`).
+const OPT_IN: &str = "KURYR_GATEWAY_DATAPLANE";
+
 /// The listener port of the `i`-th Gateway on the combined load balancer.
 const FIRST_PORT: u16 = 10_000;
 
@@ -391,6 +394,12 @@ fn case_files() -> Vec<PathBuf> {
 #[tokio::test(flavor = "multi_thread")]
 async fn gateway_api_httproute_conformance_through_octavia_rendered_haproxy() {
     if !enabled() {
+        return;
+    }
+    // About 10 minutes on the shared machine (one create of 25 listeners, 88 pools): opt-in
+    // until the CI budget has room for it.
+    if std::env::var(OPT_IN).as_deref() != Ok("1") {
+        crate::common::skipped(&format!("set {OPT_IN}=1: about 10 minutes"));
         return;
     }
     let responder = Responder::start();
