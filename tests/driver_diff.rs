@@ -584,7 +584,7 @@ proptest! {
 
 #[test]
 fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
-    use kuryr_l7_router::model::{NOT_FOUND_POOL, UNAVAILABLE_POOL};
+    use kuryr_l7_router::model::{NOT_FOUND_POOL, SERVER_ERROR_POOL, UNAVAILABLE_POOL};
     let hm = HealthMonitorSpec {
         monitor_type: "HTTP".into(),
         delay: 5,
@@ -595,7 +595,7 @@ fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
     };
     let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
     let mut want = base();
-    for name in [NOT_FOUND_POOL, UNAVAILABLE_POOL] {
+    for name in [NOT_FOUND_POOL, UNAVAILABLE_POOL, SERVER_ERROR_POOL] {
         want.pools.insert(name.into(), Pool { name: name.into(), ..pool(name, vec![member("10.0.9.9", 1)]) });
     }
     let mut sim = Simulator::new(empty_router());
@@ -606,9 +606,11 @@ fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
         .iter()
         .map(|p| (p.name.clone(), p.healthmonitor.as_ref().and_then(|h| h.spec.expected_codes.clone())))
         .collect();
-    // The responder answers 404 / 503 on every path: a 200-expecting monitor would mark it down.
+    // The responder answers 404 / 503 / 500 on every path: a 200-expecting monitor would mark it
+    // down.
     assert_eq!(codes[NOT_FOUND_POOL].as_deref(), Some("404"));
     assert_eq!(codes[UNAVAILABLE_POOL].as_deref(), Some("503"));
+    assert_eq!(codes[SERVER_ERROR_POOL].as_deref(), Some("500"));
     assert!(codes.iter().filter(|(n, _)| n.starts_with("default_")).all(|(_, c)| c.as_deref() == Some("200")));
     assert!(converge(&mut sim, &want, &with_hm).is_empty(), "stable: no update of the reserved monitors");
     // TCP monitors have no codes to adjust.

@@ -59,13 +59,14 @@ pub fn plan(
 }
 
 /// The health monitor of pool `name`: `[octavia_defaults] health_monitor*`, except that an HTTP
-/// monitor of a reserved status pool expects the status its responder always answers (404 or
-/// 503), so that a live responder is not taken for a dead one.
+/// monitor of a reserved status pool expects the status its responder always answers (404, 503
+/// or 500), so that a live responder is not taken for a dead one.
 pub fn pool_monitor(name: &str, spec: Option<&HealthMonitorSpec>) -> Option<HealthMonitorSpec> {
     let mut spec = spec?.clone();
     let code = match name {
         crate::model::NOT_FOUND_POOL => "404",
         crate::model::UNAVAILABLE_POOL => "503",
+        crate::model::SERVER_ERROR_POOL => "500",
         _ => return Some(spec),
     };
     if spec.expected_codes.is_some() {

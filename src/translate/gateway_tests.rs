@@ -91,7 +91,8 @@ fn policies_follow_the_spec_order_and_a_wildcard_listener_host_spans_several_lab
     let r = router(&responder());
     let order: Vec<(&str, Option<&str>)> =
         r.desired.policies.iter().map(|p| (p.pool.as_str(), host_rule_of(p))).collect();
-    let wild = Some("^[^:]+\\.example\\.com(:[0-9]+)?$");
+    let wild_host = "^[^:]+\\.example\\.com(:[0-9]+)?$";
+    let wild = Some(wild_host);
     assert_eq!(
         order,
         [
@@ -104,7 +105,7 @@ fn policies_follow_the_spec_order_and_a_wildcard_listener_host_spans_several_lab
             ("infra_web", None),
         ]
     );
-    let re = regex::Regex::new(wild.unwrap()).unwrap();
+    let re = regex::Regex::new(wild_host).unwrap();
     assert!(re.is_match("a.b.example.com:80") && !re.is_match("example.com"));
     assert_eq!(r.desired.default_pool.as_deref(), Some(NOT_FOUND_POOL));
     assert_eq!(r.http_port, Some(80));
@@ -153,4 +154,73 @@ fn ingress_routers_never_get_the_500_pool() {
     let inputs = Inputs::default();
     let d = crate::translate::translate(&inputs, &responder());
     assert!(!d.pools.contains_key(SERVER_ERROR_POOL));
+}
+
+const HTTPS_GATEWAY: &str = r#"
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: kuryr}
+spec: {controllerName: openstack.org/kuryr-l7-router}
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: tls, namespace: infra}
+spec:
+  gatewayClassName: kuryr
+  listeners:
+  - {name: https, port: 443, protocol: HTTPS, hostname: secure.example.com, tls: {certificateRefs: [{name: cert}]}}
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: web, namespace: infra}
+spec:
+  parentRefs: [{name: tls}]
+  rules: [{backendRefs: [{name: web, port: 80}]}]
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web, namespace: infra}
+spec: {ports: [{port: 80}]}
+"#;
+
+fn https_router(with_secret: bool) -> GatewayRouter {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let params = rcgen::CertificateParams::new(vec!["secure.example.com".to_string()]).unwrap();
+    let crt = params.self_signed(&key).unwrap();
+    let secret = crate::testing::tls_secret_manifest("infra", "cert", &crt.pem(), &key.serialize_pem());
+    let mut world = World::default();
+    world.add_yaml(HTTPS_GATEWAY).unwrap();
+    world.add_yaml(&secret).unwrap();
+    let t = translate(&world, &Programmed::new());
+    let mut inputs = Inputs::default();
+    load_str(HTTPS_GATEWAY, Path::new("objects.yaml"), &mut inputs).unwrap();
+    if with_secret {
+        load_str(&secret, Path::new("secret.yaml"), &mut inputs).unwrap();
+    }
+    translate_gateway(t.router("infra", "tls").expect("the Gateway's routes"), &inputs, &responder())
+}
+
+#[test]
+fn an_https_listener_serves_its_certificate_and_its_routes() {
+    let r = https_router(true);
+    assert_eq!(r.http_port, None);
+    assert!(r.desired.policies.is_empty(), "no HTTP listener: no HTTP policies");
+    let https = r.desired.https.as_ref().expect("the HTTPS listener");
+    assert_eq!(https.port, 443);
+    assert_eq!(https.default_certificate, "infra_cert");
+    let cert = &https.certificates["infra_cert"];
+    assert!(cert.content.is_some(), "the Secret's certificate is read");
+    assert_eq!(https.policies.len(), 1);
+    assert_eq!(https.policies[0].pool, "infra_web");
+    assert_eq!(https.default_pool.as_deref(), Some(NOT_FOUND_POOL));
+}
+
+#[test]
+fn a_missing_certificate_secret_is_warned_on_the_gateway_and_never_fails_the_router() {
+    let r = https_router(false);
+    let https = r.desired.https.as_ref().expect("the HTTPS listener stays (the driver keeps the last content)");
+    assert!(https.certificates["infra_cert"].content.is_none());
+    let w = r.desired.warnings.iter().find(|w| w.reason.as_str() == "SecretNotFound").expect("a warning");
+    assert_eq!(w.object, KubeRef::new("Gateway", "infra", "tls"));
+    assert!(w.message.contains("Secret infra/cert not found"), "{}", w.message);
 }
