@@ -304,6 +304,7 @@ fn as_caches(inp: Inputs) -> Snapshot {
         nodes: arcs(inp.nodes),
         secrets: arcs(inp.secrets),
         now: inp.now,
+        certificates: inp.certificates,
     }
 }
 
@@ -323,6 +324,7 @@ fn deep_copy(s: &Snapshot) -> Inputs {
         secrets: owned(&s.secrets),
         now: s.now,
         notes: vec![],
+        certificates: s.certificates.clone(),
     }
 }
 

@@ -69,7 +69,7 @@ impl Reader {
             );
         }
         if let Some((base, _)) = name.rsplit_once('-')
-            && router_index(base, &name).is_some()
+            && router_index(base, name).is_some()
         {
             self.problem(
                 od,
