@@ -141,7 +141,7 @@ fn a_redirect_keeps_the_path_and_an_extra_port_is_warned_about() {
     assert_eq!(redirect.target, RedirectTarget::Prefix("http://new.example.org:8443".into()));
     assert_eq!(redirect.code, 301);
     let ports: Vec<&Warning> =
-        r.desired.warnings.iter().filter(|w| w.reason.as_str() == "ListenerPortUnsupported").collect();
+        r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::ListenerPortUnsupported).collect();
     assert_eq!(ports.len(), 1, "{:?}", r.desired.warnings);
     assert!(ports[0].message.contains("port 8080 (listeners alt)"), "{}", ports[0].message);
     assert_eq!(ports[0].object, KubeRef::new("Gateway", "infra", "gw"));
