@@ -95,7 +95,8 @@ fn policies_follow_the_spec_order_and_a_wildcard_listener_host_spans_several_lab
     let r = router(&responder());
     let order: Vec<(&str, Option<&str>)> =
         r.desired.policies.iter().map(|p| (p.pool.as_str(), host_rule_of(p))).collect();
-    let wild = Some("^[^:]+\\.example\\.com(:[0-9]+)?$");
+    let wild_host = "^[^:]+\\.example\\.com(:[0-9]+)?$";
+    let wild = Some(wild_host);
     assert_eq!(
         order,
         [
@@ -108,7 +109,7 @@ fn policies_follow_the_spec_order_and_a_wildcard_listener_host_spans_several_lab
             ("infra_web", None),
         ]
     );
-    let re = regex::Regex::new(wild.unwrap()).unwrap();
+    let re = regex::Regex::new(wild_host).unwrap();
     assert!(re.is_match("a.b.example.com:80") && !re.is_match("example.com"));
     assert_eq!(r.desired.default_pool.as_deref(), Some(NOT_FOUND_POOL));
     assert_eq!(r.http_port, Some(80));
