@@ -94,6 +94,13 @@ reasons! {
     InvalidHealthMonitor,
     RedirectNotPossible,
     UnsupportedBackend,
+    /// A Gateway API route rule the router cannot express (its matches or filters).
+    InvalidRule,
+    /// A route split over weighted backends: the router sends it to the heaviest one only.
+    BackendSplitUnsupported,
+    // About a Gateway.
+    /// A Gateway listener on a second port of one protocol: a router has one listener each.
+    ListenerPortUnsupported,
     // References that do not resolve.
     ServiceNotFound,
     ServicePortNotFound,
@@ -180,7 +187,8 @@ impl Reason {
             | InvalidAnnotation
             | InvalidHealthMonitor
             | RedirectNotPossible
-            | UnsupportedBackend => Some(RouteCondition::Accepted),
+            | UnsupportedBackend
+            | InvalidRule => Some(RouteCondition::Accepted),
             Synced
             | OctaviaError
             | OctaviaWriteRefused
@@ -188,6 +196,10 @@ impl Reason {
             | NoEndpoints
             | EndpointPortNotFound
             | StatusResponderUnavailable
+            // The route is accepted and served, by its heaviest backend: the warning says what
+            // it lost; a Gateway's listener is not a route.
+            | BackendSplitUnsupported
+            | ListenerPortUnsupported
             | Other(_) => None,
         }
     }

@@ -17,7 +17,7 @@ use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
-use crate::model::{DesiredRouter, KubeRef};
+use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::translate::budget::{Budget, translate_within};
 use crate::translate::{Snapshot, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
@@ -349,7 +349,7 @@ impl Context {
             }
         }
         self.remember_host_owners().await?;
-        service_events::publish(self, &out.service_warnings).await;
+        self.publish_service_warnings(None, &out.service_warnings).await;
         for change in &out.statuses {
             let Some(ing) = facts.statuses.iter().find(|i| outputs::ingress_ref(i) == change.ingress) else { continue };
             let api: Api<Ingress> = Api::namespaced(self.client.clone(), &change.ingress.namespace);
@@ -442,6 +442,24 @@ impl Context {
                 Ok(_) => tracing::info!(ingress = %change.ingress, ?address, "ingress status corrected"),
                 Err(e) => tracing::warn!(ingress = %change.ingress, error = %e, "cannot patch the ingress status"),
             }
+        }
+    }
+
+    /// Publishes the Service warnings of `warnings` that are due (see [`ServiceWarnings::due`]);
+    /// with `service`, those of that Service only, from its Members path
+    /// ([`ServiceWarnings::due_for`]): a Service that loses its last endpoint says so at once,
+    /// not at the next Sync.
+    pub async fn publish_service_warnings(&self, service: Option<&KubeRef>, warnings: &[Warning]) {
+        let now = std::time::Instant::now();
+        let (due, action) = {
+            let mut published = self.service_warnings.lock().expect("lock");
+            match service {
+                None => (published.due(warnings, now), "Sync"),
+                Some(s) => (published.due_for(s, warnings, now), "UpdateMembers"),
+            }
+        };
+        for (ev, regarding) in service_events::events(&due, &self.stores.services, action) {
+            self.publish(&ev, &regarding).await;
         }
     }
 

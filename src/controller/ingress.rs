@@ -1,10 +1,8 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
 use crate::controller::context::{Context, HandlerError, Stores, instrumented};
-use crate::controller::events::UserEvent;
-use crate::controller::outputs::Scope;
+use crate::controller::outputs::{FailedStep, Failure, Scope, failure_event};
 use crate::controller::patches::{self, has_finalizer};
-use crate::reason::Reason;
 use crate::translate::ingress_class::is_ours;
 use crate::translate::namespace_of;
 use k8s_openapi::api::core::v1::{Secret, Service};
@@ -110,7 +108,7 @@ async fn reconcile_inner(ing: &Ingress, ctx: &Context) -> Result<Action, Handler
 
 async fn octavia_event(ctx: &Context, e: &HandlerError, regarding: &k8s_openapi::api::core::v1::ObjectReference) {
     if let HandlerError::Octavia(w) = e {
-        ctx.publish(&UserEvent::of(Reason::OctaviaError, "Sync", &w.message), regarding).await;
+        ctx.publish(&failure_event(&Failure::Write(FailedStep::Sync, w)), regarding).await;
     }
 }
 

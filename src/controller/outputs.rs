@@ -10,9 +10,11 @@
 //! warnings, statuses, then the Events of the scope (the reconciled Ingress's own warnings, the
 //! conflicts of the other Ingresses, `Synced`).
 
+use crate::controller::ControllerError;
 use crate::controller::events::UserEvent;
 use crate::controller::notice::{NoticeChange, ServiceNotice, desired_notices, notice_changes};
 use crate::controller::patches::status_needs_update;
+use crate::controller::writer::WriteError;
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::reason::Reason;
@@ -148,6 +150,42 @@ fn scope_events(router: &str, desired: &DesiredRouter, report: &ConvergeReport, 
     out
 }
 
+/// The step of a handler that failed: the Event's action.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailedStep {
+    /// A Sync (an Ingress applied or cleaned up, a Service's routing changed).
+    Sync,
+    /// The Members step of a Service (its pools refilled from its endpoints).
+    UpdateMembers,
+}
+
+impl FailedStep {
+    fn action(self) -> &'static str {
+        match self {
+            FailedStep::Sync => "Sync",
+            FailedStep::UpdateMembers => "UpdateMembers",
+        }
+    }
+}
+
+/// The outputs of a handler that stops before a Sync finished, published on the object it
+/// reconciles (the job is retried with backoff, so the user learns why it waits).
+#[derive(Debug)]
+pub enum Failure<'a> {
+    /// Octavia (or the writer) failed the Sync or the members write.
+    Write(FailedStep, &'a WriteError),
+    /// A Service's notice annotation cannot be read; the next Sync rewrites it.
+    Notice(&'a ControllerError),
+}
+
+/// The Event of `failure` (on the reconciled object), decided on its typed reason.
+pub fn failure_event(failure: &Failure) -> UserEvent {
+    match failure {
+        Failure::Write(step, e) => UserEvent::of(Reason::OctaviaError, step.action(), &e.message),
+        Failure::Notice(e) => UserEvent::of(Reason::InvalidNotice, FailedStep::UpdateMembers.action(), e.to_string()),
+    }
+}
+
 /// The conflict warnings about Ingresses other than `except`. A reconcile publishes the
 /// warnings about its own Ingress; but a conflict can change without the loser changing (an
 /// older Ingress gains the path a younger one routed, the owner of a host claims it, the quota
@@ -240,6 +278,29 @@ mod tests {
         assert_eq!(reasons(&written.refusals), ["a OctaviaWriteRefused", "b OctaviaWriteRefused"]);
         assert!(written.refusals[0].event.message.contains("HTTP 400"));
         assert!(plan("r1", &desired, &report, false, &Facts::default(), Scope::Sync).refusals.is_empty());
+    }
+
+    /// The Events of a handler that failed: the reason, type and action come from the failure's
+    /// kind, the message from its error.
+    #[test]
+    fn failures_plan_their_events() {
+        use kube::runtime::events::EventType::Warning;
+        let write = WriteError::new("octavia", "HTTP 409: load balancer is immutable");
+        let notice = ControllerError::InvalidNotice {
+            annotation: "openstack.org/kuryr-l7-router".into(),
+            service: "ns/web".into(),
+            source: serde_json::from_str::<serde_json::Value>("{").unwrap_err(),
+        };
+        let cases = [
+            (Failure::Write(FailedStep::Sync, &write), "OctaviaError", "Sync", "HTTP 409"),
+            (Failure::Write(FailedStep::UpdateMembers, &write), "OctaviaError", "UpdateMembers", "HTTP 409"),
+            (Failure::Notice(&notice), "InvalidNotice", "UpdateMembers", "annotation on Service ns/web"),
+        ];
+        for (failure, reason, action, message) in cases {
+            let ev = failure_event(&failure);
+            assert_eq!((ev.type_, ev.reason.as_str(), ev.action.as_str()), (Warning, reason, action), "{failure:?}");
+            assert!(ev.message.contains(message), "{failure:?}: {}", ev.message);
+        }
     }
 
     #[test]

@@ -23,13 +23,11 @@
 //! A change of the Service's health-monitor annotation is applied by a Sync.
 
 use crate::controller::context::{Context, HandlerError, instrumented};
-use crate::controller::events::UserEvent;
 use crate::controller::members::{endpoints_of, node_index, service_members};
 use crate::controller::notice::ServiceNotice;
-use crate::controller::service_events;
+use crate::controller::outputs::{FailedStep, Failure, failure_event};
 use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
-use crate::reason::Reason;
 use crate::translate::namespace_of;
 use crate::translate::pools::SERVICE_NAME_LABEL;
 use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
@@ -85,7 +83,7 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         Ok(n) => n,
         Err(e) => {
             // Rewritten by the next Sync (a malformed notice is never "equal").
-            ctx.publish(&UserEvent::of(Reason::InvalidNotice, "UpdateMembers", e.to_string()), &regarding).await;
+            ctx.publish(&failure_event(&Failure::Notice(&e)), &regarding).await;
             None
         }
     };
@@ -154,7 +152,7 @@ async fn update_members(
         let nodes = ctx.stores.nodes.state();
         service_members(&svc, pools, &synced, &endpoints, &node_index(&nodes), &ctx.opts)
     };
-    service_events::publish_for(ctx, me, &update.warnings).await;
+    ctx.publish_service_warnings(Some(me), &update.warnings).await;
     if let Some(why) = update.needs_sync {
         tracing::info!(%why, "service change needs a Sync");
         ctx.sync(false).await?;
@@ -172,7 +170,7 @@ async fn update_members(
                 break;
             }
             Err(e) => {
-                ctx.publish(&UserEvent::of(Reason::OctaviaError, "UpdateMembers", &e.message), regarding).await;
+                ctx.publish(&failure_event(&Failure::Write(FailedStep::UpdateMembers, &e)), regarding).await;
                 return Err(HandlerError::Octavia(e));
             }
         }

@@ -11,7 +11,6 @@
 //! warning that went away and came back is new again. The Event publisher's own suppression
 //! window ([`super::events`]) still applies on top.
 
-use crate::controller::context::Context;
 use crate::controller::events::UserEvent;
 use crate::model::{KubeRef, Warning};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
@@ -73,25 +72,11 @@ fn regarding(services: &Store<Service>, service: &KubeRef) -> ObjectReference {
     )
 }
 
-/// Publishes the Service warnings of `warnings` that are due (see [`ServiceWarnings::due`]).
-pub async fn publish(ctx: &Context, warnings: &[Warning]) {
-    let due = ctx.service_warnings.lock().expect("lock").due(warnings, Instant::now());
-    publish_due(ctx, due, "Sync").await;
-}
-
-/// Publishes the warnings about `service` from its Members path that are due (see
-/// [`ServiceWarnings::due_for`]): a Service that loses its last endpoint says so at once, not
-/// at the next Sync.
-pub async fn publish_for(ctx: &Context, service: &KubeRef, warnings: &[Warning]) {
-    let due = ctx.service_warnings.lock().expect("lock").due_for(service, warnings, Instant::now());
-    publish_due(ctx, due, "UpdateMembers").await;
-}
-
-async fn publish_due(ctx: &Context, due: Vec<Warning>, action: &str) {
-    for w in due {
-        let ev = UserEvent::of(w.reason, action, &w.message);
-        ctx.publish(&ev, &regarding(&ctx.stores.services, &w.object)).await;
-    }
+/// The Events of the Service warnings `due` (see [`ServiceWarnings::due`]), each on its
+/// Service; `action` is the step that found them (`Sync`, or `UpdateMembers` for one Service's
+/// Members path). The context publishes them.
+pub fn events(due: &[Warning], services: &Store<Service>, action: &str) -> Vec<(UserEvent, ObjectReference)> {
+    due.iter().map(|w| (UserEvent::of(w.reason, action, &w.message), regarding(services, &w.object))).collect()
 }
 
 #[cfg(test)]
@@ -146,5 +131,21 @@ mod tests {
         for (step, now, warnings, want) in steps {
             assert_eq!(w.due(&warnings, now), want, "step: {step}");
         }
+    }
+
+    /// The Events of due warnings: one per warning, on its Service (by name when the cache has
+    /// not got it), with the action of the step that found it.
+    #[test]
+    fn due_warnings_become_events_on_their_service() {
+        let services = kube::runtime::reflector::store::Writer::<Service>::default().as_reader();
+        let due = [warning("Service", "web", "NoEndpoints")];
+        let events = events(&due, &services, "UpdateMembers");
+        assert_eq!(events.len(), 1);
+        let (ev, on) = &events[0];
+        assert_eq!((ev.reason.as_str(), ev.action.as_str()), ("NoEndpoints", "UpdateMembers"));
+        assert_eq!(
+            (on.kind.as_deref(), on.namespace.as_deref(), on.name.as_deref()),
+            (Some("Service"), Some("shop"), Some("web"))
+        );
     }
 }

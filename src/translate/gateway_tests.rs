@@ -61,11 +61,15 @@ spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {
 "#;
 
 fn router(opts: &TranslateOptions) -> GatewayRouter {
+    router_of(OBJECTS, opts)
+}
+
+fn router_of(objects: &str, opts: &TranslateOptions) -> GatewayRouter {
     let mut world = World::default();
-    world.add_yaml(OBJECTS).unwrap();
+    world.add_yaml(objects).unwrap();
     let t = translate(&world, &Programmed::new());
     let mut inputs = Inputs::default();
-    load_str(OBJECTS, Path::new("objects.yaml"), &mut inputs).unwrap();
+    load_str(objects, Path::new("objects.yaml"), &mut inputs).unwrap();
     translate_gateway(t.router("infra", "gw").expect("the Gateway's routes"), &inputs, opts)
 }
 
@@ -142,10 +146,24 @@ fn a_redirect_keeps_the_path_and_an_extra_port_is_warned_about() {
     assert_eq!(redirect.target, RedirectTarget::Prefix("http://new.example.org:8443".into()));
     assert_eq!(redirect.code, 301);
     let ports: Vec<&Warning> =
-        r.desired.warnings.iter().filter(|w| w.reason.as_str() == "ListenerPortUnsupported").collect();
+        r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::ListenerPortUnsupported).collect();
     assert_eq!(ports.len(), 1, "{:?}", r.desired.warnings);
     assert!(ports[0].message.contains("port 8080 (listeners alt)"), "{}", ports[0].message);
     assert_eq!(ports[0].object, KubeRef::new("Gateway", "infra", "gw"));
+}
+
+/// A route rule Octavia cannot express is left out with a typed `InvalidRule` warning on its
+/// route; the route's other rules are served.
+#[test]
+fn a_rule_octavia_cannot_express_is_an_invalid_rule() {
+    let objects = OBJECTS.replace("value: two}", "value: two words}");
+    let r = router_of(&objects, &TranslateOptions::default());
+    let invalid: Vec<&Warning> =
+        r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::InvalidRule).collect();
+    assert_eq!(invalid.len(), 1, "{:?}", r.desired.warnings);
+    assert!(invalid[0].message.contains("whitespace"), "{}", invalid[0].message);
+    assert_eq!(invalid[0].object, KubeRef::new("HTTPRoute", "infra", "web"));
+    assert_eq!(r.desired.policies.len(), router(&TranslateOptions::default()).desired.policies.len() - 1);
 }
 
 #[test]

@@ -472,7 +472,10 @@ mod tests {
         let routes = vec![claim("a.example.com", PathMatch::Prefix("/".into()), vec![], split, 0)];
         let policies = order_policies(routes, &names, &stops(), &mut warnings);
         assert_eq!(policies[0].pool, "ns_canary");
-        assert_eq!(warnings.iter().map(|w| w.reason.as_str()).collect::<Vec<_>>(), ["BackendSplitUnsupported"]);
+        assert_eq!(
+            warnings.iter().map(|w| w.reason).collect::<Vec<_>>(),
+            [crate::reason::Reason::BackendSplitUnsupported]
+        );
         let none = RouteAction::Forward(vec![WeightedBackend { key: key("web"), weight: 0 }]);
         assert_eq!(chosen_backend(&none), None);
     }

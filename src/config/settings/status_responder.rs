@@ -2,7 +2,9 @@
 //! turns into the reserved 404/503 pools. Read on its own by `kuryr-l7-router status-responder`,
 //! which needs no Keystone or Kubernetes options (its pods mount kuryr.conf without the secret).
 
-use super::{FromOpt, OptionSpec, Reader, expected};
+use super::reader::{DefaultSettings, FromOpt, Reader, expected};
+use crate::config::options::OptionSpec;
+use crate::config::problem::ConfigProblem;
 use std::net::SocketAddr;
 
 const SR: &str = "status_responder";
@@ -48,11 +50,9 @@ impl Reader {
     /// Only `[status_responder]` (and `[DEFAULT]` for logging): what the responder reads.
     pub(crate) fn status_responder_only(
         mut self,
-    ) -> Result<(super::DefaultSettings, StatusResponderSettings), Vec<crate::config::problem::ConfigProblem>> {
-        let default = super::DefaultSettings {
-            debug: self.value("DEFAULT", "debug"),
-            log_format: self.choice("DEFAULT", "log_format"),
-        };
+    ) -> Result<(DefaultSettings, StatusResponderSettings), Vec<ConfigProblem>> {
+        let default =
+            DefaultSettings { debug: self.value("DEFAULT", "debug"), log_format: self.choice("DEFAULT", "log_format") };
         let sr = self.status_responder();
         if self.problems.is_empty() { Ok((default, sr)) } else { Err(self.problems) }
     }
