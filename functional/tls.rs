@@ -177,6 +177,7 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
     r.spec_mut().secret_read_users = vec![octavia_user.clone(), "0badc0ffee0000000000000000000000".into()];
     let r = r.with_barbican(barbican());
     with_tls_router(r, move |r| async move {
+        let up = barbican_up().await;
         let (a, b) = (pem("a.example.com"), pem("b.example.com"));
         let scope = scope(&r);
 
@@ -268,7 +269,9 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
         let with_new = desired(&a2, &b2, true, extra);
         let mut pool = with_new.pools["shop_web"].clone();
         pool.members[0].weight = 7;
+        drop(up);
         {
+            let _down = barbican_down().await;
             let _up = Fault::inject(&["stop-service", "barbican-api"], &["start-service", "barbican-api"]);
             let err = r.converge(&with_new).await.expect_err("Barbican is down");
             assert!(err.to_string().contains("Barbican") && err.to_string().contains("held"), "{err}");
@@ -276,6 +279,7 @@ async fn https_listener_lifecycle_on_real_barbican_and_octavia() {
             let err = r.set_members(&pool).await.expect_err("a member write is held too");
             assert!(err.to_string().contains("held"), "{err}");
         }
+        let _up = barbican_up().await;
         let report = converge(&r, &with_new).await;
         assert_eq!(
             kinds_of(&report),
@@ -310,6 +314,7 @@ async fn two_routers_of_one_cluster_keep_their_certificates_through_each_others_
     b.spec_mut().ownership = a.spec().ownership.clone();
     let b = b.with_barbican(barbican());
     with_tls_router(a, move |a| async move {
+        let _up = barbican_up().await;
         with_router(b, move |b| async move {
             let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
             println!("1. router A serves TLS");
@@ -363,6 +368,7 @@ async fn a_member_update_during_a_barbican_outage_is_held_without_a_failed_sync_
     }
     let r = local_router("hardening-tls", "outage").await.with_barbican(barbican());
     with_tls_router(r, move |r| async move {
+        let up = barbican_up().await;
         let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
         let want = desired(&ca, &cb, true, "");
         converge(&r, &want).await;
@@ -370,13 +376,16 @@ async fn a_member_update_during_a_barbican_outage_is_held_without_a_failed_sync_
         pool.members[0].weight = 7;
         let restarted =
             Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican());
+        drop(up);
         {
+            let _down = barbican_down().await;
             let _up = Fault::inject(&["stop-service", "barbican-api"], &["start-service", "barbican-api"]);
             let err = r.set_members(&pool).await.expect_err("held: the router has an HTTPS listener");
             assert!(err.to_string().contains("held"), "{err}");
             let err = restarted.set_members(&pool).await.expect_err("held on a fresh process too");
             assert!(err.to_string().contains("held"), "{err}");
         }
+        let _up = barbican_up().await;
         assert_eq!(r.find().await.unwrap().unwrap().provisioning_status, "ACTIVE", "nothing was written");
         let mut changed = None;
         for _ in 0..30 {
@@ -410,6 +419,7 @@ async fn a_refused_https_listener_is_held_and_the_http_side_converges() {
     }
     let r = local_router("hardening-tls", "soft").await.with_barbican(barbican());
     with_tls_router(r, move |r| async move {
+        let _up = barbican_up().await;
         let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
         let mut want = desired(&ca, &cb, true, "");
         want.https.as_mut().unwrap().port = 80;
@@ -428,6 +438,20 @@ async fn a_refused_https_listener_is_held_and_the_http_side_converges() {
         assert!(again.held.iter().any(|h| h.object == "HTTPS listener"), "{:?}", again.held);
     })
     .await;
+}
+
+/// Two tests stop Barbican (an outage) while the other tests of this binary use it. A test holds
+/// [`barbican_up`] while it needs Barbican; an outage takes [`barbican_down`], which waits until
+/// no test holds the former and holds new ones off until it ends. A test never waits for one
+/// while holding the other (no deadlock).
+static BARBICAN: tokio::sync::RwLock<()> = tokio::sync::RwLock::const_new(());
+
+async fn barbican_up() -> tokio::sync::RwLockReadGuard<'static, ()> {
+    BARBICAN.read().await
+}
+
+async fn barbican_down() -> tokio::sync::RwLockWriteGuard<'static, ()> {
+    BARBICAN.write().await
 }
 
 /// Runs `functional/openstack.sh` with `do_` now and `undo` on drop (even on a failed assert).
@@ -493,6 +517,7 @@ async fn h2_a_barbican_store_or_delete_refused_for_good_is_held_and_the_http_sid
     }
     let r = local_router("h2-tls", "refused").await.with_barbican(barbican());
     with_tls_router(r, move |r| async move {
+        let _up = barbican_up().await;
         let (ca, cb) = (pem("a.example.com"), pem("b.example.com"));
         converge(&r, &desired(&ca, &cb, true, "")).await;
         let stored = our_secrets(&r).await;
