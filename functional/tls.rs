@@ -477,33 +477,22 @@ fn openstack_sh(args: &[&str]) {
     assert!(out.status.success(), "openstack.sh {args:?}: {}", String::from_utf8_lossy(&out.stderr));
 }
 
-/// A user of the router's project with Barbican's `observer` role only: Barbican's policy lets it
-/// list secrets and refuses (403) every store and delete, for good. (With Keystone's `reader`
-/// role instead, the listing is refused too: [`barbican_reader`].)
-fn barbican_observer() -> Barbican {
+/// A Barbican client acting as a user of the router's project that has only `role`:
+/// - `observer` (Barbican's): its policy lets the user list secrets and refuses (403) every
+///   store and delete, for good;
+/// - `reader` (Keystone's): Barbican refuses (403) even the listing of secrets, which every
+///   change of the HTTPS side starts from.
+fn barbican_with_role(role: &str) -> Barbican {
     let run = |args: &[&str]| {
         let mut all = vec!["run", "env", "OS_CLOUD=admin", "openstack"];
         all.extend_from_slice(args);
         openstack_sh(&all);
     };
-    run(&["role", "create", "--or-show", "observer"]);
-    run(&["user", "create", "--or-show", "--password", "h2-secret", "--project", "admin", "h2-barbican-observer"]);
-    run(&["role", "add", "--user", "h2-barbican-observer", "--project", "admin", "observer"]);
-    Barbican::new(session("h2-barbican-observer", "h2-secret"))
-}
-
-/// A user of the router's project with Keystone's `reader` role only: Barbican refuses (403) even
-/// the listing of secrets, which every change of the HTTPS side starts from.
-fn barbican_reader() -> Barbican {
-    let run = |args: &[&str]| {
-        let mut all = vec!["run", "env", "OS_CLOUD=admin", "openstack"];
-        all.extend_from_slice(args);
-        openstack_sh(&all);
-    };
-    run(&["role", "create", "--or-show", "reader"]);
-    run(&["user", "create", "--or-show", "--password", "h2-secret", "--project", "admin", "h2-barbican-reader"]);
-    run(&["role", "add", "--user", "h2-barbican-reader", "--project", "admin", "reader"]);
-    Barbican::new(session("h2-barbican-reader", "h2-secret"))
+    let user = format!("h2-barbican-{role}");
+    run(&["role", "create", "--or-show", role]);
+    run(&["user", "create", "--or-show", "--password", "h2-secret", "--project", "admin", &user]);
+    run(&["role", "add", "--user", &user, "--project", "admin", role]);
+    Barbican::new(session(&user, "h2-secret"))
 }
 
 /// Barbican refusing the router's stores and deletes for good (403 from its policy) holds the
@@ -527,8 +516,8 @@ async fn h2_a_barbican_store_or_delete_refused_for_good_is_held_and_the_http_sid
 
         // The same router, its Barbican calls now made by an observer: a new content for `a`
         // must be stored (refused) and `b`, no longer served, deleted (refused).
-        let observer =
-            Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone()).with_barbican(barbican_observer());
+        let observer = Router::new(r.octavia().clone(), r.neutron().clone(), r.spec().clone())
+            .with_barbican(barbican_with_role("observer"));
         let mut want = desired(&pem("a.example.com"), &cb, true, "");
         want.https.as_mut().unwrap().certificates.retain(|name, _| name != "shop_b");
         let report = observer.converge(&want).await.unwrap_or_else(|e| panic!("the HTTP side converges: {e}"));
@@ -567,7 +556,7 @@ async fn h2_a_barbican_store_or_delete_refused_for_good_is_held_and_the_http_sid
         // refused (Octavia reads the certificates as its own), so the HTTP side still changes
         // (a new path) and the refusal is held and reported on the TLS Ingress, not a failed
         // Sync and not every write of the router held.
-        let reader_barbican = barbican_reader();
+        let reader_barbican = barbican_with_role("reader");
         if reader_barbican.list_secrets("kuryr-l7-router:").await.is_ok() {
             // Zed's Barbican (legacy policy defaults) lets a reader list: nothing to check there.
             println!("SKIPPED the reader part: this Barbican lets Keystone's reader list secrets");
