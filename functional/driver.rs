@@ -30,6 +30,7 @@ fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
         weighting: "even".into(),
+        split: Vec::new(),
     }
 }
 

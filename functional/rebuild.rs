@@ -34,6 +34,7 @@ fn pool(svc: &str, ip: &str) -> Pool {
             target: None,
         }],
         weighting: "even".into(),
+        split: Vec::new(),
     }
 }
 

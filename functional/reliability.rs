@@ -37,6 +37,7 @@ fn shop(path_value: &str) -> DesiredRouter {
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![member(ip)],
         weighting: "even".into(),
+        split: Vec::new(),
     };
     let host = rule(RuleType::HostName, CompareType::Regex, r"^shop\.example\.com(:[0-9]+)?$");
     let policy = |n: u32, name: &str, pool: &str, rules: Vec<Rule>| Policy {

@@ -161,7 +161,18 @@ pub struct Member {
     pub target: Option<String>,
 }
 
-/// One pool, fed by one (Service, port).
+/// One Service port of a pool that several feed (a weighted split), with its share.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PoolFeed {
+    pub service: KubeRef,
+    /// The Service port (name if named, else number), as [`Pool::service_port`].
+    pub service_port: String,
+    /// Its share of the pool's requests, relative to the other feeds' (never 0: a backend with
+    /// weight 0 gets no traffic and feeds nothing).
+    pub weight: u32,
+}
+
+/// One pool, fed by one (Service, port), or by several with weights ([`Pool::split`]).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Pool {
     /// `<namespace>_<service>` or `<namespace>_<service>_<port>`; unique key on the router.
@@ -176,6 +187,10 @@ pub struct Pool {
     pub members: Vec<Member>,
     /// Why members carry the weights they do (e.g. `zone-aware`, `even: no router zone`).
     pub weighting: String,
+    /// A split pool's feeds, sorted (empty: the pool is fed by `service` alone). `service` and
+    /// `service_port` are then the first feed's (the pool's owner tag and health monitor).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub split: Vec<PoolFeed>,
 }
 
 /// A pool's Octavia health monitor: `[octavia_defaults] health_monitor*` for every pool, or a

@@ -96,8 +96,6 @@ reasons! {
     UnsupportedBackend,
     /// A Gateway API route rule the router cannot express (its matches or filters).
     InvalidRule,
-    /// A route split over weighted backends: the router sends it to the heaviest one only.
-    BackendSplitUnsupported,
     // About a Gateway.
     /// A Gateway listener on a second port of one protocol: a router has one listener each.
     ListenerPortUnsupported,
@@ -196,9 +194,7 @@ impl Reason {
             | NoEndpoints
             | EndpointPortNotFound
             | StatusResponderUnavailable
-            // The route is accepted and served, by its heaviest backend: the warning says what
-            // it lost; a Gateway's listener is not a route.
-            | BackendSplitUnsupported
+            // A Gateway's listener is not a route.
             | ListenerPortUnsupported
             | Other(_) => None,
         }

@@ -40,6 +40,7 @@ fn pool(name: &str, members: Vec<Member>) -> Pool {
         lb_algorithm: "ROUND_ROBIN".into(),
         members,
         weighting: "even".into(),
+        split: Vec::new(),
     }
 }
 

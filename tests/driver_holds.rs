@@ -31,6 +31,7 @@ fn pool(svc: &str) -> Pool {
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![member],
         weighting: "even".into(),
+        split: Vec::new(),
     }
 }
 

@@ -31,6 +31,7 @@ fn pool(svc: &str) -> Pool {
             target: None,
         }],
         weighting: "even".into(),
+        split: Vec::new(),
     }
 }
 

@@ -70,6 +70,7 @@ fn routed(mut policies: Vec<Policy>, redirects: Vec<Redirect>) -> DesiredRouter 
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![],
         weighting: "even".into(),
+        split: Vec::new(),
     };
     DesiredRouter { policies, pools: [(pool.name.clone(), pool)].into(), redirects, ..Default::default() }
 }

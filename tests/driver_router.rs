@@ -44,6 +44,7 @@ fn desired() -> DesiredRouter {
             target: Some("web-0".into()),
         }],
         weighting: "even".into(),
+        split: Vec::new(),
     };
     DesiredRouter {
         policies: vec![Policy {

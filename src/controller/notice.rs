@@ -187,6 +187,7 @@ mod tests {
             lb_algorithm: "ROUND_ROBIN".into(),
             members: vec![],
             weighting: "even".into(),
+            split: Vec::new(),
         }
     }
 

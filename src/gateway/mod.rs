@@ -6,7 +6,7 @@
 //! One Gateway is one router (one Octavia load balancer, see [`naming`]). Its listeners sharing a
 //! port become one Octavia listener ([`listeners`]); the HTTPRoutes attached to them
 //! ([`attach`]) become ordered [`RouteEntry`]s ([`precedence`]) whose actions forward to one pool
-//! per rule ([`backends`], [`weights`]), redirect ([`redirect`]) or answer a fixed status.
+//! per rule ([`backends`]; weighted members: `crate::translate::split`), redirect ([`redirect`]) or answer a fixed status.
 
 pub mod api;
 pub mod attach;
@@ -21,7 +21,6 @@ pub mod protocol;
 pub mod redirect;
 pub mod refgrant;
 pub mod status;
-pub mod weights;
 pub mod world;
 
 use crate::model::KubeRef;

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 
-use super::names::{namespace_of, pool_name};
+use super::names::{bounded, namespace_of, pool_name};
 use crate::model::KubeRef;
 
 /// A resolved backend: one Service port.
@@ -86,16 +86,131 @@ pub fn resolve_service(
     Ok(PoolKey { namespace: ns.to_string(), service: name.to_string(), port })
 }
 
-/// Pool names: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used on several.
-pub fn pool_names(keys: &BTreeSet<PoolKey>) -> BTreeMap<PoolKey, String> {
-    let mut per_service: BTreeMap<(&str, &str), usize> = BTreeMap::new();
-    for k in keys {
-        *per_service.entry((&k.namespace, &k.service)).or_default() += 1;
+/// What fills a pool: one Service port, or a weighted split over several.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Feed {
+    One(PoolKey),
+    /// Two or more backends, sorted, each once, weights > 0 and divided by their greatest common
+    /// divisor (1:9 and 10:90 are the same split).
+    Split(Vec<WeightedBackend>),
+}
+
+impl Feed {
+    /// Every Service port of the feed.
+    pub fn keys(&self) -> impl Iterator<Item = &PoolKey> {
+        let (one, split) = match self {
+            Feed::One(k) => (Some(k), &[][..]),
+            Feed::Split(b) => (None, b.as_slice()),
+        };
+        one.into_iter().chain(split.iter().map(|b| &b.key))
     }
-    keys.iter()
-        .map(|k| {
-            let multi = per_service[&(k.namespace.as_str(), k.service.as_str())] > 1;
-            (k.clone(), pool_name(&k.namespace, &k.service, multi.then_some(k.port)))
+}
+
+/// The feed of a route forwarding to `backends`: those with weight > 0 (a weight-0 backend gets
+/// no traffic), the same backend listed twice counting once with the sum of its weights. `None`:
+/// no backend has weight.
+pub fn feed_of(backends: &[WeightedBackend]) -> Option<Feed> {
+    let mut merged: BTreeMap<&PoolKey, u64> = BTreeMap::new();
+    for b in backends.iter().filter(|b| b.weight > 0) {
+        *merged.entry(&b.key).or_default() += u64::from(b.weight);
+    }
+    let divisor = merged.values().copied().fold(0, gcd);
+    let mut split: Vec<WeightedBackend> = merged
+        .into_iter()
+        .map(|(k, w)| WeightedBackend { key: k.clone(), weight: u32::try_from(w / divisor).unwrap_or(u32::MAX) })
+        .collect();
+    match split.len() {
+        0 => None,
+        1 => split.pop().map(|b| Feed::One(b.key)),
+        _ => Some(Feed::Split(split)),
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// The pool name of each feed.
+///
+/// - One Service port: `<ns>_<svc>`, or `<ns>_<svc>_<port>` for every port of a Service used
+///   on several (Kuryr's names, unchanged: splits do not count here, so adding a split never
+///   renames a Service's own pool).
+/// - A split: `split:<ns>/<svc>:<port>+…` over its sorted backends, bounded to Octavia's 255
+///   characters with a hash (see [`bounded`]). Names with `:` and `/` are never a Service pool's
+///   (DNS labels and `_`). The weights are not in the name, so a canary's weight change updates
+///   member weights instead of replacing the pool; only when two splits of one router share the
+///   backends with different ratios does each get its ratio as a suffix (`@1:9`).
+pub fn pool_names<'a>(feeds: impl IntoIterator<Item = &'a Feed>) -> BTreeMap<Feed, String> {
+    let feeds: BTreeSet<&Feed> = feeds.into_iter().collect();
+    let mut per_service: BTreeMap<(&str, &str), usize> = BTreeMap::new();
+    let mut per_backends: BTreeMap<Vec<&PoolKey>, usize> = BTreeMap::new();
+    for f in &feeds {
+        match f {
+            Feed::One(k) => *per_service.entry((&k.namespace, &k.service)).or_default() += 1,
+            Feed::Split(b) => *per_backends.entry(b.iter().map(|b| &b.key).collect()).or_default() += 1,
+        }
+    }
+    feeds
+        .iter()
+        .map(|f| {
+            let name = match f {
+                Feed::One(k) => {
+                    let multi = per_service[&(k.namespace.as_str(), k.service.as_str())] > 1;
+                    pool_name(&k.namespace, &k.service, multi.then_some(k.port))
+                }
+                Feed::Split(b) => {
+                    let keys: Vec<&PoolKey> = b.iter().map(|b| &b.key).collect();
+                    let list: Vec<String> =
+                        keys.iter().map(|k| format!("{}/{}:{}", k.namespace, k.service, k.port)).collect();
+                    let ratio = (per_backends[&keys] > 1).then(|| {
+                        let w: Vec<String> = b.iter().map(|b| b.weight.to_string()).collect();
+                        format!("@{}", w.join(":"))
+                    });
+                    bounded(format!("split:{}{}", list.join("+"), ratio.unwrap_or_default()))
+                }
+            };
+            ((*f).clone(), name)
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wb(svc: &str, port: u16, weight: u32) -> WeightedBackend {
+        WeightedBackend { key: PoolKey { namespace: "ns".into(), service: svc.into(), port }, weight }
+    }
+
+    #[test]
+    fn a_feed_drops_weight_zero_merges_repeats_and_reduces_the_ratio() {
+        assert_eq!(feed_of(&[wb("web", 80, 0)]), None);
+        assert_eq!(feed_of(&[wb("web", 80, 3), wb("canary", 80, 0)]), Some(Feed::One(wb("web", 80, 0).key)));
+        let split = feed_of(&[wb("web", 80, 60), wb("canary", 80, 20), wb("web", 80, 20)]);
+        assert_eq!(split, Some(Feed::Split(vec![wb("canary", 80, 1), wb("web", 80, 4)])));
+        assert_eq!(split, feed_of(&[wb("canary", 80, 10), wb("web", 80, 40)]), "the same split");
+    }
+
+    #[test]
+    fn single_service_pools_keep_their_names_and_splits_get_their_own() {
+        let one = Feed::One(wb("web", 80, 0).key);
+        let split = feed_of(&[wb("web", 80, 1), wb("canary", 80, 9)]).expect("a split");
+        let names = pool_names([&one, &split]);
+        assert_eq!(names[&one], "ns_web", "a split over web does not rename web's own pool");
+        assert_eq!(names[&split], "split:ns/canary:80+ns/web:80");
+        // Another ratio over the same backends: both splits say their ratio.
+        let other = feed_of(&[wb("web", 80, 1), wb("canary", 80, 1)]).expect("a split");
+        let names = pool_names([&one, &split, &other]);
+        assert_eq!(names[&split], "split:ns/canary:80+ns/web:80@9:1");
+        assert_eq!(names[&other], "split:ns/canary:80+ns/web:80@1:1");
+        // Many long backends: bounded to Octavia's 255 characters, still distinct.
+        let long = |s: &str| {
+            feed_of(&(0..9).map(|i| wb(&format!("{s}{i}-{}", "x".repeat(50)), 80, 1)).collect::<Vec<_>>())
+                .expect("a split")
+        };
+        let (a, b) = (long("a"), long("b"));
+        let names = pool_names([&a, &b]);
+        assert!(names.values().all(|n| n.len() <= 255 && n.starts_with("split:")), "{names:?}");
+        assert_ne!(names[&a], names[&b]);
+    }
 }

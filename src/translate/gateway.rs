@@ -78,7 +78,7 @@ pub fn translate_gateway(routes: &GatewayRoutes, inputs: &Inputs, opts: &Transla
         default_pool: backends.default_pool.clone(),
         ..https_certificates(p, &routes.owner, inputs, &mut warnings)
     });
-    let mut pools = build_pools(inputs, opts, &backends.keys, &backends.names, &services, &mut warnings);
+    let mut pools = build_pools(inputs, opts, &backends.names, &services, &mut warnings);
     pools.extend(backends.reserved_empty.into_iter().map(|p| (p.name.clone(), p)));
     let health_monitors = health_monitors(&pools, &services, opts, &mut warnings);
     warnings.sort();
@@ -283,7 +283,7 @@ fn listener_policies(
             warn(warnings, c.claim.owner_ref(), "InvalidRule", msg);
             continue;
         }
-        out.push(policy_with_rules(&c.claim, rules, names, stops, warnings));
+        out.push(policy_with_rules(&c.claim, rules, names, stops));
     }
     number(&mut out);
     out

@@ -242,3 +242,70 @@ fn a_missing_certificate_secret_is_warned_on_the_gateway_and_never_fails_the_rou
     assert_eq!(w.object, KubeRef::new("Gateway", "infra", "tls"));
     assert!(w.message.contains("Secret infra/cert not found"), "{}", w.message);
 }
+
+/// `web` (weight 1, two pods) and `canary` (weight 3, one pod) on one rule.
+const SPLIT: &str = r#"
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: kuryr}
+spec: {controllerName: openstack.org/kuryr-l7-router}
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: gw, namespace: infra}
+spec:
+  gatewayClassName: kuryr
+  listeners: [{name: any, port: 80, protocol: HTTP}]
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: split, namespace: infra}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - backendRefs: [{name: web, port: 80, weight: 1}, {name: canary, port: 80, weight: 3}]
+  - matches: [{path: {type: PathPrefix, value: /web}}]
+    backendRefs: [{name: web, port: 80}, {name: canary, port: 80, weight: 0}]
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web, namespace: infra}
+spec: {ports: [{port: 80, targetPort: 8080}]}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: canary, namespace: infra}
+spec: {ports: [{port: 80, targetPort: 8080}]}
+---
+kind: EndpointSlice
+apiVersion: discovery.k8s.io/v1
+metadata: {name: web-1, namespace: infra, labels: {kubernetes.io/service-name: web}}
+addressType: IPv4
+ports: [{port: 8080}]
+endpoints: [{addresses: [10.0.0.1]}, {addresses: [10.0.0.2]}]
+---
+kind: EndpointSlice
+apiVersion: discovery.k8s.io/v1
+metadata: {name: canary-1, namespace: infra, labels: {kubernetes.io/service-name: canary}}
+addressType: IPv4
+ports: [{port: 8080}]
+endpoints: [{addresses: [10.0.0.9]}]
+"#;
+
+#[test]
+fn a_weighted_split_is_one_pool_whose_members_give_each_service_its_share() {
+    let r = router_of(SPLIT, &TranslateOptions::default());
+    let pools: Vec<&str> = r.desired.policies.iter().map(|p| p.pool.as_str()).collect();
+    assert_eq!(pools, ["infra_web", "split:infra/canary:80+infra/web:80"], "a weight-0 backend feeds nothing");
+    let split = &r.desired.pools["split:infra/canary:80+infra/web:80"];
+    let members: Vec<(String, u16)> = split.members.iter().map(|m| (m.address.to_string(), m.weight)).collect();
+    // web's quarter over two pods, canary's three quarters on one: 256/6 per web pod, 256 for canary.
+    assert_eq!(members, [("10.0.0.1".into(), 43), ("10.0.0.2".into(), 43), ("10.0.0.9".into(), 256)]);
+    assert_eq!(
+        split.split.iter().map(|f| (f.service.name.as_str(), f.weight)).collect::<Vec<_>>(),
+        [("canary", 3), ("web", 1)]
+    );
+    assert_eq!(split.service.name, "canary", "the first feed owns the pool's tag");
+    assert_eq!(r.desired.pools["infra_web"].split, [], "web's own pool is unchanged");
+    assert!(r.desired.warnings.is_empty(), "{:?}", r.desired.warnings);
+}

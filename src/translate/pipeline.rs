@@ -10,7 +10,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::backends::{PoolKey, Services, index_services, pool_names};
+use super::backends::{Feed, PoolKey, Services, index_services, pool_names};
 use super::claim::RouteClaim;
 use super::ingress::{self, IngressRoutes};
 use super::ingress_class::ours_by_age;
@@ -18,8 +18,8 @@ use super::options::{Source, TranslateOptions};
 use super::pools::{build_pools, health_monitors};
 use super::status::reserved;
 use super::table::{
-    RouteTable, Stops, chosen_backend, guard_policies, needs_server_error_pool, needs_unavailable_pool, number,
-    order_policies,
+    RouteTable, Stops, guard_policies, needs_server_error_pool, needs_unavailable_pool, number, order_policies,
+    route_feed,
 };
 use super::tenancy::host_owners;
 use super::tls::{on_https, translate_tls};
@@ -40,7 +40,7 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
     let backends = Backends::of(&routes, router_default, &services, opts, &mut warnings);
     let https = https_listener(tls.https, &routes, &tls.tls_hosts, &backends);
     let policies = order_policies(routes, &backends.names, &backends.stops(), &mut warnings);
-    let mut pools = build_pools(inputs, opts, &backends.keys, &backends.names, &services, &mut warnings);
+    let mut pools = build_pools(inputs, opts, &backends.names, &services, &mut warnings);
     pools.extend(backends.reserved_empty.into_iter().map(|p| (p.name.clone(), p)));
     let health_monitors = health_monitors(&pools, &services, opts, &mut warnings);
     warnings.sort();
@@ -61,8 +61,8 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
 /// The backends phase: every pool the routes need, by key and name, and where the requests no
 /// route matches go. Shared by every front end (see `gateway`).
 pub(super) struct Backends {
-    pub(super) keys: BTreeSet<PoolKey>,
-    pub(super) names: BTreeMap<PoolKey, String>,
+    /// Every pool a Service (or several) fills, by what fills it.
+    pub(super) names: BTreeMap<Feed, String>,
     /// Reserved pools that no Service fills.
     pub(super) reserved_empty: Vec<Pool>,
     /// The listeners' default pool: the router-wide default backend, else the 404 pool.
@@ -81,9 +81,9 @@ impl Backends {
         opts: &TranslateOptions,
         warnings: &mut Vec<Warning>,
     ) -> Self {
-        let mut keys: BTreeSet<PoolKey> = routes.iter().filter_map(|r| chosen_backend(&r.action)).cloned().collect();
-        keys.extend(router_default.clone());
-        let mut names = pool_names(&keys);
+        let mut feeds: BTreeSet<Feed> = routes.iter().filter_map(|r| route_feed(&r.action)).collect();
+        feeds.extend(router_default.clone().map(Feed::One));
+        let mut names = pool_names(&feeds);
         // With a router-wide default backend and no responder, a named host's unmatched paths are
         // guarded to the empty 503 pool: they must never reach another tenant's catch-all.
         let guard_to_unavailable =
@@ -97,14 +97,13 @@ impl Backends {
             &opts.lb_algorithm,
             warnings,
         );
-        keys.extend(reserved.from_service.keys().cloned());
-        names.extend(reserved.from_service);
+        names.extend(reserved.from_service.into_iter().map(|(k, n)| (Feed::One(k), n)));
         // No default backend: requests no route matches go to the 404 pool, when there is one.
-        let default_pool = router_default.as_ref().map(|k| names[k].clone()).or(reserved.not_found.clone());
+        let default_pool =
+            router_default.as_ref().map(|k| names[&Feed::One(k.clone())].clone()).or(reserved.not_found.clone());
         let guard_pool =
             reserved.not_found.clone().or_else(|| guard_to_unavailable.then(|| UNAVAILABLE_POOL.to_string()));
         Backends {
-            keys,
             names,
             reserved_empty: reserved.empty,
             default_pool,

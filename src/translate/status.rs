@@ -58,6 +58,7 @@ pub fn reserved(
         lb_algorithm: lb_algorithm.into(),
         members: Vec::new(),
         weighting: "none: reserved pool without a status responder".into(),
+        split: Vec::new(),
     };
     let mut out = Reserved::default();
     let Some(r) = responder else {

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use super::backends::PoolKey;
+use super::backends::{Feed, feed_of};
 use super::claim::{FixedAnswer, HeaderMatch, PathMatch, RedirectSpec, RouteAction, RouteClaim};
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::{bounded, guard_name, policy_name};
@@ -83,8 +83,8 @@ pub struct Stops<'a> {
     pub not_found_pool: Option<&'a str>,
 }
 
-/// The pool names a listener's policies refer to.
-pub type PoolNames = BTreeMap<PoolKey, String>;
+/// The pool names a listener's policies refer to, by what fills the pool.
+pub type PoolNames = BTreeMap<Feed, String>;
 
 fn precedence(a: &RouteClaim, b: &RouteClaim) -> std::cmp::Ordering {
     (HostKind::of(&a.host), &a.host, &a.order, &a.path, &a.headers).cmp(&(
@@ -268,20 +268,14 @@ fn route_policy(
         );
     }
     rules.extend(excl_rules.iter().take(room).cloned());
-    policy_with_rules(r, rules, names, stops, warnings)
+    policy_with_rules(r, rules, names, stops)
 }
 
 /// The policy of one route with the rules its front end computed: its name, and its pool or
 /// redirect from the route's action. Position 0 (see [`number`]).
-pub fn policy_with_rules(
-    r: &RouteClaim,
-    rules: Vec<Rule>,
-    names: &PoolNames,
-    stops: &Stops<'_>,
-    warnings: &mut Vec<Warning>,
-) -> Policy {
+pub fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames, stops: &Stops<'_>) -> Policy {
     let (pool, redirect) = match &r.action {
-        RouteAction::Forward(_) => (forward_pool(r, names, warnings), None),
+        RouteAction::Forward(_) => (forward_pool(r, names), None),
         RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
         RouteAction::Fixed(FixedAnswer::ServerError) => (SERVER_ERROR_POOL.to_string(), None),
         RouteAction::Fixed(FixedAnswer::NotFound) => {
@@ -300,30 +294,15 @@ pub fn policy_with_rules(
     }
 }
 
-/// The Service port a forwarding route's pool is fed by: its backend; of a split over several,
-/// the heaviest for now (a pool fed by several Services is not built yet: a warning says so).
+/// What fills a forwarding route's pool: its backend, or the weighted split over several.
 /// `None`: no backend with weight, the route answers 503.
-pub fn chosen_backend(action: &RouteAction) -> Option<&PoolKey> {
+pub fn route_feed(action: &RouteAction) -> Option<Feed> {
     let RouteAction::Forward(backends) = action else { return None };
-    backends
-        .iter()
-        .filter(|b| b.weight > 0)
-        .max_by(|a, b| a.weight.cmp(&b.weight).then(b.key.cmp(&a.key)))
-        .map(|b| &b.key)
+    feed_of(backends)
 }
 
-fn forward_pool(r: &RouteClaim, names: &PoolNames, warnings: &mut Vec<Warning>) -> String {
-    if let RouteAction::Forward(backends) = &r.action
-        && backends.iter().filter(|b| b.weight > 0).count() > 1
-    {
-        let o = r.owner_ref();
-        let msg = format!(
-            "{o}: {}: a split over several Services is not supported yet; all its requests go to the heaviest backend",
-            r.describe()
-        );
-        warn(warnings, o, "BackendSplitUnsupported", msg);
-    }
-    chosen_backend(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |k| names[k].clone())
+fn forward_pool(r: &RouteClaim, names: &PoolNames) -> String {
+    route_feed(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |f| names[&f].clone())
 }
 
 /// Does some route answer 500 through the reserved 500 pool?
@@ -346,6 +325,7 @@ pub fn needs_unavailable_pool(routes: &[RouteClaim], has_not_found_pool: bool) -
 mod tests {
     use super::*;
     use crate::model::{CompareType, RuleType};
+    use crate::translate::backends::PoolKey;
     use crate::translate::claim::{HeaderMatchKind, OrderKey, OrderPart, RouteOwner};
 
     fn owner(name: &str) -> RouteOwner {
@@ -381,7 +361,8 @@ mod tests {
 
     #[test]
     fn a_header_match_becomes_a_header_rule_with_its_key_and_the_front_ends_order_decides() {
-        let names: PoolNames = [(key("canary"), "ns_canary".to_string()), (key("web"), "ns_web".to_string())].into();
+        let names: PoolNames =
+            [(Feed::One(key("canary")), "ns_canary".to_string()), (Feed::One(key("web")), "ns_web".to_string())].into();
         let canary = claim(
             "a.example.com",
             PathMatch::Prefix("/".into()),
@@ -460,23 +441,21 @@ mod tests {
     }
 
     #[test]
-    fn a_split_goes_to_its_heaviest_backend_with_a_warning_until_shared_pools_exist() {
-        use crate::translate::backends::WeightedBackend;
+    fn a_split_goes_to_its_own_pool_without_a_warning() {
+        use crate::translate::backends::{WeightedBackend, pool_names};
         let split = RouteAction::Forward(vec![
             WeightedBackend { key: key("web"), weight: 1 },
             WeightedBackend { key: key("canary"), weight: 9 },
         ]);
-        assert_eq!(chosen_backend(&split), Some(&key("canary")));
-        let names: PoolNames = [(key("canary"), "ns_canary".to_string())].into();
+        let feed = route_feed(&split).expect("a feed");
+        assert!(matches!(feed, Feed::Split(ref b) if b.len() == 2), "{feed:?}");
+        let names = pool_names([&feed]);
         let mut warnings = Vec::new();
         let routes = vec![claim("a.example.com", PathMatch::Prefix("/".into()), vec![], split, 0)];
         let policies = order_policies(routes, &names, &stops(), &mut warnings);
-        assert_eq!(policies[0].pool, "ns_canary");
-        assert_eq!(
-            warnings.iter().map(|w| w.reason).collect::<Vec<_>>(),
-            [crate::reason::Reason::BackendSplitUnsupported]
-        );
+        assert_eq!(policies[0].pool, "split:ns/canary:80+ns/web:80");
+        assert_eq!(warnings, []);
         let none = RouteAction::Forward(vec![WeightedBackend { key: key("web"), weight: 0 }]);
-        assert_eq!(chosen_backend(&none), None);
+        assert_eq!(route_feed(&none), None);
     }
 }
