@@ -193,6 +193,13 @@ pub struct Pool {
     pub split: Vec<PoolFeed>,
 }
 
+impl Pool {
+    /// The Services whose endpoints fill the pool: its split's, or its one Service.
+    pub fn feeders(&self) -> Vec<&KubeRef> {
+        if self.split.is_empty() { vec![&self.service] } else { self.split.iter().map(|f| &f.service).collect() }
+    }
+}
+
 /// A pool's Octavia health monitor: `[octavia_defaults] health_monitor*` for every pool, or a
 /// Service's `kuryr-l7-router.openstack.org/health-monitor` annotation for its pools.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

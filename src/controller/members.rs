@@ -11,6 +11,7 @@ use crate::controller::context::Stores;
 use crate::model::{DesiredRouter, KubeRef, Pool, Warning};
 use crate::translate::health::service_health_monitor;
 use crate::translate::members::{NodeIndex, SliceCache, endpoints_as_slices};
+use crate::translate::split::{FeedMembers, split_members};
 use crate::translate::{IpFamily, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use kube::runtime::reflector::ObjectRef;
@@ -28,12 +29,18 @@ pub struct ServiceMembers {
     pub needs_sync: Option<String>,
 }
 
-/// The pools `pool_names` of `service`, refilled from `endpoints` (see the module docs).
+/// Another Service feeding a split pool, with its endpoints, as the caches hold them now
+/// (`None`: not in the cache).
+pub type OtherFeed<'a> = &'a dyn Fn(&KubeRef) -> Option<(Arc<Service>, SliceCache)>;
+
+/// The pools `pool_names` of `service`, refilled from `endpoints` (see the module docs). A split
+/// pool is re-weighed over all its Services: the others' endpoints come from `other`.
 pub fn service_members(
     service: &Service,
     pool_names: &[String],
     synced: &DesiredRouter,
     endpoints: &SliceCache,
+    other: OtherFeed<'_>,
     nodes: &NodeIndex<'_>,
     opts: &TranslateOptions,
 ) -> ServiceMembers {
@@ -45,23 +52,83 @@ pub fn service_members(
             out.needs_sync = Some(format!("pool {name} is not on the router yet"));
             continue;
         };
-        let Some(sp) = service_port(service, &pool.service_port) else {
-            out.needs_sync = Some(format!("{me}: port {} is gone", pool.service_port));
-            continue;
-        };
-        if synced.health_monitors.get(name) != monitor.as_ref() {
+        // The pool's health monitor is its (first) Service's.
+        if pool.service == me && synced.health_monitors.get(name) != monitor.as_ref() {
             out.needs_sync = Some(format!("{me}: health monitor of pool {name} changed"));
         }
-        let (members, weighting, warnings) = endpoints.members(service, sp, nodes, opts);
-        out.warnings.extend(warnings);
-        if members.is_empty() {
-            out.warnings.push(no_endpoints(&me, sp, name, opts));
+        let refilled = if pool.split.is_empty() {
+            one_service(service, &me, pool, endpoints, nodes, opts, &mut out.warnings)
+        } else {
+            split_pool(service, &me, pool, endpoints, other, nodes, opts, &mut out.warnings)
+        };
+        match refilled {
+            Ok(p) => out.pools.push(p),
+            Err(why) => out.needs_sync = Some(why),
         }
-        out.pools.push(Pool { members, weighting, ..pool.clone() });
     }
     out.warnings.sort();
     out.warnings.dedup();
     out
+}
+
+/// A pool of `service` alone, refilled; `Err`: why a Sync must build it instead.
+fn one_service(
+    service: &Service,
+    me: &KubeRef,
+    pool: &Pool,
+    endpoints: &SliceCache,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+    warnings: &mut Vec<Warning>,
+) -> Result<Pool, String> {
+    let Some(sp) = service_port(service, &pool.service_port) else {
+        return Err(format!("{me}: port {} is gone", pool.service_port));
+    };
+    let (members, weighting, w) = endpoints.members(service, sp, nodes, opts);
+    warnings.extend(w);
+    if members.is_empty() {
+        warnings.push(no_endpoints(me, sp, &pool.name, opts));
+    }
+    Ok(Pool { members, weighting, ..pool.clone() })
+}
+
+/// A split pool, re-weighed over all its Services (the same [`split_members`] as the full
+/// translation's); only `service`'s own warnings are kept (the others' endpoints did not
+/// change, nor did their warnings). `Err`: why a Sync must build it instead.
+#[allow(clippy::too_many_arguments)]
+fn split_pool(
+    service: &Service,
+    me: &KubeRef,
+    pool: &Pool,
+    endpoints: &SliceCache,
+    other: OtherFeed<'_>,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+    warnings: &mut Vec<Warning>,
+) -> Result<Pool, String> {
+    let mut feeds = Vec::with_capacity(pool.split.len());
+    for feed in &pool.split {
+        let fetched;
+        let (svc, cache) = if feed.service == *me {
+            (service, endpoints)
+        } else {
+            fetched = other(&feed.service).ok_or_else(|| format!("{} of pool {} is gone", feed.service, pool.name))?;
+            (fetched.0.as_ref(), &fetched.1)
+        };
+        let Some(sp) = service_port(svc, &feed.service_port) else {
+            return Err(format!("{}: port {} is gone", feed.service, feed.service_port));
+        };
+        let (members, weighting, w) = cache.members(svc, sp, nodes, opts);
+        if feed.service == *me {
+            warnings.extend(w);
+            if members.is_empty() {
+                warnings.push(no_endpoints(me, sp, &pool.name, opts));
+            }
+        }
+        feeds.push(FeedMembers { service: feed.service.clone(), weight: feed.weight, members, weighting });
+    }
+    let (members, weighting) = split_members(&feeds);
+    Ok(Pool { members, weighting, ..pool.clone() })
 }
 
 /// The Service port a pool serves: by name when the port is named, else by number (as the
@@ -159,6 +226,10 @@ mod tests {
         }
     }
 
+    fn none(_: &KubeRef) -> Option<(Arc<Service>, SliceCache)> {
+        None
+    }
+
     fn cache(ips: &[&str]) -> SliceCache {
         let mut c = SliceCache::new(IpFamily::V4);
         c.upsert(&slice(ips));
@@ -174,13 +245,14 @@ mod tests {
         assert_eq!(names.len(), 1, "{synced:?}");
         for ips in [&["10.0.0.1", "10.0.0.2"][..], &[][..]] {
             let full = translate(&inputs(service(json!({})), ips), &opts);
-            let got = service_members(&service(json!({})), &names, &synced, &cache(ips), &Default::default(), &opts);
+            let got =
+                service_members(&service(json!({})), &names, &synced, &cache(ips), &none, &Default::default(), &opts);
             assert_eq!(got.needs_sync, None);
             assert_eq!(got.pools, full.pools.values().cloned().collect::<Vec<_>>(), "ips {ips:?}");
             let about_web: Vec<Warning> = full.warnings.iter().filter(|w| w.object.is_service()).cloned().collect();
             assert_eq!(got.warnings, about_web, "ips {ips:?}");
         }
-        let got = service_members(&service(json!({})), &names, &synced, &cache(&[]), &Default::default(), &opts);
+        let got = service_members(&service(json!({})), &names, &synced, &cache(&[]), &none, &Default::default(), &opts);
         assert_eq!(got.warnings.iter().map(|w| w.reason.as_str()).collect::<Vec<_>>(), ["NoEndpoints"]);
     }
 
@@ -191,12 +263,155 @@ mod tests {
         let names: Vec<String> = synced.pools.keys().cloned().collect();
         let c = cache(&["10.0.0.1"]);
         let nodes = Default::default();
-        let unknown = service_members(&service(json!({})), &["other".into()], &synced, &c, &nodes, &opts);
+        let unknown = service_members(&service(json!({})), &["other".into()], &synced, &c, &none, &nodes, &opts);
         assert!(unknown.needs_sync.is_some());
         let monitored = service(json!({"kuryr-l7-router.openstack.org/health-monitor": "type=TCP"}));
-        assert!(service_members(&monitored, &names, &synced, &c, &nodes, &opts).needs_sync.is_some());
+        assert!(service_members(&monitored, &names, &synced, &c, &none, &nodes, &opts).needs_sync.is_some());
         let mut renamed = service(json!({}));
         renamed.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].name = Some("web".into());
-        assert!(service_members(&renamed, &names, &synced, &c, &nodes, &opts).needs_sync.is_some());
+        assert!(service_members(&renamed, &names, &synced, &c, &none, &nodes, &opts).needs_sync.is_some());
+    }
+}
+
+#[cfg(test)]
+mod split_tests {
+    use super::*;
+    use crate::gateway::build::{Programmed, translate};
+    use crate::gateway::world::World;
+    use crate::translate::Inputs;
+    use crate::translate::gateway::translate_gateway;
+    use crate::translate::manifest::load_str;
+    use std::path::Path;
+
+    const POOL: &str = "split:shop/canary:80+shop/web:80";
+
+    /// A Gateway routing to `web` (weight 1) and `canary` (weight 3), with their endpoints.
+    fn objects(web: &[&str], canary: &[&str]) -> String {
+        let eps = |ips: &[&str]| ips.iter().map(|ip| format!("{{addresses: [{ip}]}}")).collect::<Vec<_>>().join(", ");
+        format!(
+            r#"
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {{name: kuryr}}
+spec: {{controllerName: openstack.org/kuryr-l7-router}}
+---
+kind: Gateway
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {{name: gw, namespace: shop}}
+spec: {{gatewayClassName: kuryr, listeners: [{{name: any, port: 80, protocol: HTTP}}]}}
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {{name: split, namespace: shop}}
+spec:
+  parentRefs: [{{name: gw}}]
+  rules: [{{backendRefs: [{{name: web, port: 80, weight: 1}}, {{name: canary, port: 80, weight: 3}}]}}]
+---
+kind: Service
+apiVersion: v1
+metadata: {{name: web, namespace: shop}}
+spec: {{ports: [{{port: 80, targetPort: 8080}}]}}
+---
+kind: Service
+apiVersion: v1
+metadata: {{name: canary, namespace: shop}}
+spec: {{ports: [{{port: 80, targetPort: 8080}}]}}
+---
+kind: EndpointSlice
+apiVersion: discovery.k8s.io/v1
+metadata: {{name: web-1, namespace: shop, labels: {{kubernetes.io/service-name: web}}}}
+addressType: IPv4
+ports: [{{port: 8080}}]
+endpoints: [{web}]
+---
+kind: EndpointSlice
+apiVersion: discovery.k8s.io/v1
+metadata: {{name: canary-1, namespace: shop, labels: {{kubernetes.io/service-name: canary}}}}
+addressType: IPv4
+ports: [{{port: 8080}}]
+endpoints: [{canary}]
+"#,
+            web = eps(web),
+            canary = eps(canary)
+        )
+    }
+
+    fn router(web: &[&str], canary: &[&str]) -> (DesiredRouter, Inputs) {
+        let objects = objects(web, canary);
+        let mut world = World::default();
+        world.add_yaml(&objects).unwrap();
+        let t = translate(&world, &Programmed::new());
+        let mut inputs = Inputs::default();
+        load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+        let desired = translate_gateway(t.router("shop", "gw").expect("routes"), &inputs, &Default::default()).desired;
+        (desired, inputs)
+    }
+
+    fn service_of(inputs: &Inputs, name: &str) -> Service {
+        inputs.services.iter().find(|s| s.metadata.name.as_deref() == Some(name)).expect("a Service").clone()
+    }
+
+    fn endpoints(inputs: &Inputs, name: &str) -> SliceCache {
+        let mut c = SliceCache::new(IpFamily::V4);
+        for s in inputs.endpoint_slices.iter().filter(|s| s.metadata.name.as_deref() == Some(&format!("{name}-1"))) {
+            c.upsert(s);
+        }
+        c
+    }
+
+    /// One Service's endpoint change re-weighs the whole split pool, exactly as a full
+    /// translation does (a third web pod lowers every web member's weight).
+    #[test]
+    fn a_change_of_one_feed_reweighs_the_split_pool_as_the_full_translation() {
+        let opts = TranslateOptions::default();
+        let (synced, _) = router(&["10.0.0.1"], &["10.0.0.9"]);
+        assert_eq!(
+            synced.pools[POOL].members.iter().map(|m| m.weight).collect::<Vec<_>>(),
+            [85, 256],
+            "web 1/4 on one pod, canary 3/4 on one"
+        );
+        let (full, now) = router(&["10.0.0.1", "10.0.0.2", "10.0.0.3"], &["10.0.0.9"]);
+        let other = |s: &KubeRef| Some((Arc::new(service_of(&now, &s.name)), endpoints(&now, &s.name)));
+        let web = service_of(&now, "web");
+        let got =
+            service_members(&web, &[POOL.into()], &synced, &endpoints(&now, "web"), &other, &Default::default(), &opts);
+        assert_eq!(got.needs_sync, None);
+        assert_eq!(got.pools, [full.pools[POOL].clone()]);
+        assert_eq!(got.pools[0].members.iter().map(|m| m.weight).collect::<Vec<_>>(), [28, 28, 28, 256]);
+        // The other feed's change, the same way.
+        let (full, now) = router(&["10.0.0.1"], &[]);
+        let other = |s: &KubeRef| Some((Arc::new(service_of(&now, &s.name)), endpoints(&now, &s.name)));
+        let canary = service_of(&now, "canary");
+        let got = service_members(
+            &canary,
+            &[POOL.into()],
+            &synced,
+            &endpoints(&now, "canary"),
+            &other,
+            &Default::default(),
+            &opts,
+        );
+        assert_eq!(got.pools, [full.pools[POOL].clone()], "canary gone: web takes the pool");
+        assert_eq!(
+            got.warnings.iter().map(|w| (w.object.name.as_str(), w.reason.as_str())).collect::<Vec<_>>(),
+            [("canary", "NoEndpoints")]
+        );
+    }
+
+    #[test]
+    fn a_split_pool_whose_other_service_is_gone_needs_a_sync() {
+        let (synced, now) = router(&["10.0.0.1"], &["10.0.0.9"]);
+        let gone = |_: &KubeRef| None;
+        let web = service_of(&now, "web");
+        let got = service_members(
+            &web,
+            &[POOL.into()],
+            &synced,
+            &endpoints(&now, "web"),
+            &gone,
+            &Default::default(),
+            &Default::default(),
+        );
+        assert!(got.needs_sync.as_deref().is_some_and(|w| w.contains("shop/canary")), "{got:?}");
     }
 }

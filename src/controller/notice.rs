@@ -110,21 +110,26 @@ impl ServiceNotice {
 
 /// For every Service the desired router needs endpoints from, the notice it must carry.
 ///
-/// - pools: every pool of [`DesiredRouter::pools`] whose `service` is that Service;
+/// - pools: every pool of [`DesiredRouter::pools`] that Service fills (alone, or in a split);
 /// - ingresses: the owners of the policies routing to those pools, plus, for the listener's
 ///   default pool, [`DesiredRouter::default_pool_owners`].
 pub fn desired_notices(router: &str, desired: &DesiredRouter) -> BTreeMap<KubeRef, ServiceNotice> {
     let mut out: BTreeMap<KubeRef, ServiceNotice> = BTreeMap::new();
     // Reserved pools that no Service fills (`status::config_owner`) need no notice.
-    for pool in desired.pools.values().filter(|p| p.service.is_service()) {
-        let notice = out
-            .entry(service_key(&pool.service))
-            .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });
-        notice.pools.push(pool.name.clone());
-        let policy_owners = desired.policies.iter().filter(|p| p.pool == pool.name).map(|p| &p.owner);
-        let default_owners =
-            desired.default_pool_owners.iter().filter(|_| desired.default_pool.as_ref() == Some(&pool.name));
-        notice.ingresses.extend(policy_owners.chain(default_owners).map(|o| format!("{}/{}", o.namespace, o.name)));
+    // A split pool is in the notice of each of its Services: a change of any one's endpoints
+    // re-weighs the whole pool.
+    for pool in desired.pools.values() {
+        for service in pool.feeders().into_iter().filter(|s| s.is_service()) {
+            let notice = out
+                .entry(service_key(service))
+                .or_insert_with(|| ServiceNotice { router: router.to_string(), ..Default::default() });
+            notice.pools.push(pool.name.clone());
+            let policy_owners = desired.policies.iter().filter(|p| p.pool == pool.name).map(|p| &p.owner);
+            let default_owners =
+                desired.default_pool_owners.iter().filter(|_| desired.default_pool.as_ref() == Some(&pool.name));
+            let owners = policy_owners.chain(default_owners).map(|o| format!("{}/{}", o.namespace, o.name));
+            notice.ingresses.extend(owners);
+        }
     }
     out.into_iter().map(|(k, v)| (k, v.normalize())).collect()
 }
@@ -230,6 +235,17 @@ mod tests {
 
     fn svc(ns: &str, name: &str) -> KubeRef {
         KubeRef::new("Service", ns, name)
+    }
+
+    #[test]
+    fn a_split_pool_is_in_the_notice_of_each_of_its_services() {
+        use crate::model::PoolFeed;
+        let feed = |name: &str, weight| PoolFeed { service: svc("shop", name), service_port: "80".into(), weight };
+        let split = Pool { split: vec![feed("canary", 3), feed("web", 1)], ..pool("split:x", "shop", "canary") };
+        let d = router(vec![policy("p", "split:x", "shop", "r")], vec![split, pool("shop_web", "shop", "web")], None);
+        let n = desired_notices("r1", &d);
+        assert_eq!(n[&svc("shop", "canary")], notice(&["split:x"], &["shop/r"]));
+        assert_eq!(n[&svc("shop", "web")], notice(&["shop_web", "split:x"], &["shop/r"]));
     }
 
     #[test]

@@ -364,9 +364,11 @@ pub fn node_change_targets(
 ) -> Vec<ObjectRef<Service>> {
     let mut out = index.services_on(node.metadata.name.as_deref().unwrap_or_default());
     let even = ["not_zone_aware", "no_endpoints"];
-    let zone_aware = synced.iter().flat_map(|d| d.pools.values()).filter(|p| p.service.is_service());
+    let zone_aware = synced.iter().flat_map(|d| d.pools.values());
     for pool in zone_aware.filter(|p| !even.contains(&crate::translate::zone::weighting_rule(&p.weighting))) {
-        out.push(ObjectRef::new(&pool.service.name).within(&pool.service.namespace));
+        for s in pool.feeders().into_iter().filter(|s| s.is_service()) {
+            out.push(ObjectRef::new(&s.name).within(&s.namespace));
+        }
     }
     out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     out.dedup();

@@ -150,7 +150,13 @@ async fn update_members(
     let update = {
         let endpoints = endpoints_of(&svc, &ctx.stores, &ctx.opts);
         let nodes = ctx.stores.nodes.state();
-        service_members(&svc, pools, &synced, &endpoints, &node_index(&nodes), &ctx.opts)
+        // A split pool's other Services, read after the same change window.
+        let other = |s: &KubeRef| {
+            let other = ctx.stores.services.get(&ObjectRef::new(&s.name).within(&s.namespace))?;
+            let endpoints = endpoints_of(&other, &ctx.stores, &ctx.opts);
+            Some((other, endpoints))
+        };
+        service_members(&svc, pools, &synced, &endpoints, &other, &node_index(&nodes), &ctx.opts)
     };
     ctx.publish_service_warnings(Some(me), &update.warnings).await;
     if let Some(why) = update.needs_sync {

@@ -326,7 +326,9 @@ pub fn overloaded_zone(keys: &[String], nodes: &NodeZones, t: f64) -> Option<Str
 
 /// A stable, low-cardinality key for a weighting reason (metric label): which rule decided.
 pub fn weighting_rule(reason: &str) -> &'static str {
-    const RULES: [(&str, &str); 15] = [
+    const RULES: [(&str, &str); 16] = [
+        // A pool fed by several Services (`translate::split`): each keeps its own weighting.
+        ("split: ", "split"),
         ("zone-aware backup", "backup"),
         ("zone-aware (trafficDistribution", "prefer_same_zone"),
         ("zone-aware:", "topology"),
@@ -347,7 +349,7 @@ pub fn weighting_rule(reason: &str) -> &'static str {
     RULES
         .iter()
         .find(|(p, _)| {
-            if p.starts_with("even: ") || p.starts_with("zone-aware") {
+            if p.starts_with("even: ") || p.starts_with("zone-aware") || p.starts_with("split: ") {
                 reason.starts_with(p)
             } else {
                 reason.contains(p)
