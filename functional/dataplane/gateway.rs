@@ -14,7 +14,8 @@
 //! Strict answers: a Service name must be answered 200 by that Service's echo server; `404` and
 //! `500` by the status responder (its body, never haproxy's 503); `<code> <prefix>` by a
 //! redirect whose Location is the prefix followed by the request's path; `a|b` (a weighted rule)
-//! by each of the named Services and by no other, over [`SPLIT_REQUESTS`] requests.
+//! by each of the named Services and by no other, over [`SPLIT_REQUESTS`] requests (the counts
+//! are printed; the shares themselves are the unit-tested member-weight arithmetic's).
 //!
 //! The fixtures' Services get one synthetic ready endpoint each (the pure fixtures carry no
 //! endpoints); the certificates of `tlsSecrets` are generated for the hosts the case serves.
@@ -45,10 +46,7 @@ const ADDRESS: &str = "192.0.2.10";
 
 /// The cases whose requests do not all pass through the data plane yet, with why. The test
 /// fails when one of them passes (the list must shrink) or another one fails.
-const KNOWN_FAILING: &[(&str, &str)] = &[(
-    "HTTPRouteWeight",
-    "one pool per Service port: a split goes to its heaviest backend until per-rule pools exist",
-)];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// The part of a case file this test reads (the status expectations are the pure test's).
 #[derive(Deserialize)]
@@ -111,6 +109,13 @@ fn options() -> TranslateOptions {
     }
 }
 
+/// The synthetic endpoint's address of a Service, by its name: the same in every case (one echo
+/// name each), and how a split pool's member tells which Service it is.
+fn synthetic_address(ns: &str, name: &str) -> String {
+    let hash = kuryr_l7_router::translate::names::fnv1a64(format!("{ns}/{name}").as_bytes());
+    format!("10.77.{}.{}", hash >> 8 & 0xff, (hash & 0xff).max(1))
+}
+
 /// One ready endpoint (an address of its own) per Service without an EndpointSlice.
 fn synthetic_endpoints(inputs: &mut Inputs) {
     let sliced: BTreeSet<(String, String)> = inputs
@@ -128,8 +133,6 @@ fn synthetic_endpoints(inputs: &mut Inputs) {
         if sliced.contains(&(ns.clone(), name.clone())) {
             continue;
         }
-        // The address by the Service's name: the same in every case (one echo name each).
-        let hash = kuryr_l7_router::translate::names::fnv1a64(format!("{ns}/{name}").as_bytes());
         // Each Service port's target as the slice's port of the same name (one unnamed port:
         // what the unnamed Service ports then all take).
         let mut ports = Vec::new();
@@ -147,10 +150,9 @@ fn synthetic_endpoints(inputs: &mut Inputs) {
             }
         }
         text.push_str(&format!(
-            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}-dp, namespace: {ns}, labels: {{kubernetes.io/service-name: {name}}}}}\naddressType: IPv4\nports: [{}]\nendpoints: [{{addresses: [\"10.77.{}.{}\"], conditions: {{ready: true}}}}]\n",
+            "---\napiVersion: discovery.k8s.io/v1\nkind: EndpointSlice\nmetadata: {{name: {name}-dp, namespace: {ns}, labels: {{kubernetes.io/service-name: {name}}}}}\naddressType: IPv4\nports: [{}]\nendpoints: [{{addresses: [\"{}\"], conditions: {{ready: true}}}}]\n",
             ports.join(", "),
-            hash >> 8 & 0xff,
-            (hash & 0xff).max(1)
+            synthetic_address(&ns, &name)
         ));
     }
     load_str(&text, Path::new("synthetic-endpoints.yaml"), inputs).unwrap();
@@ -296,7 +298,12 @@ fn verdict(r: &CaseRequest, results: &[Value]) -> Option<String> {
         }
         a if a.contains('|') => {
             let want: BTreeSet<&str> = a.split('|').collect();
-            let got: BTreeSet<&str> = results.iter().map(|x| x["backend"].as_str().unwrap_or("(none)")).collect();
+            let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+            for x in results {
+                *counts.entry(x["backend"].as_str().unwrap_or("(none)")).or_default() += 1;
+            }
+            println!("    split answers: {counts:?}");
+            let got: BTreeSet<&str> = counts.keys().copied().collect();
             (want != got).then(|| format!("answered by {got:?} over {} requests, expected {want:?}", results.len()))
         }
         a => match a.split_once(' ') {
@@ -375,8 +382,14 @@ fn backends_of(
                     member_map.insert(addr, format!("127.0.0.1:{port}").into());
                 }
                 None => {
-                    let prev = echo.insert(addr.clone(), p.service.name.clone());
-                    assert!(prev.is_none_or(|n| n == p.service.name), "{addr}: two Services");
+                    // A split pool's member is the Service whose synthetic address it has.
+                    let service = p
+                        .split
+                        .iter()
+                        .find(|f| synthetic_address(&f.service.namespace, &f.service.name) == m.address.to_string())
+                        .map_or(&p.service, |f| &f.service);
+                    let prev = echo.insert(addr.clone(), service.name.clone());
+                    assert!(prev.is_none_or(|n| n == service.name), "{addr}: two Services");
                 }
             }
         }
@@ -403,7 +416,7 @@ async fn gateway_api_httproute_conformance_through_octavia_rendered_haproxy() {
         return;
     }
     let responder = Responder::start();
-    let router = local_router("gwwire-dp", "gateway").await.with_barbican(Barbican::new(session("admin", "admin")));
+    let router = local_router("weights-gwdp", "gateway").await.with_barbican(Barbican::new(session("admin", "admin")));
     let cluster = router.spec().ownership.cluster.clone();
     let started = std::time::Instant::now();
     crate::common::with_router(router, |r| async move {
