@@ -308,4 +308,9 @@ fn a_weighted_split_is_one_pool_whose_members_give_each_service_its_share() {
     assert_eq!(split.service.name, "canary", "the first feed owns the pool's tag");
     assert_eq!(r.desired.pools["infra_web"].split, [], "web's own pool is unchanged");
     assert!(r.desired.warnings.is_empty(), "{:?}", r.desired.warnings);
+    let table = crate::translate::render_table(&r.desired);
+    assert!(
+        table.contains("(split: Service infra/canary port 80 weight 3, Service infra/web port 80 weight 1;"),
+        "{table}"
+    );
 }

@@ -90,7 +90,13 @@ pub fn render_table(router: &DesiredRouter) -> String {
     write_https(&mut s, router);
     let _ = writeln!(s, "\nPOOLS ({})", router.pools.len());
     for p in router.pools.values() {
-        let _ = writeln!(s, "  {}  ({} port {}, {})", p.name, p.service, p.service_port, p.lb_algorithm);
+        if p.split.is_empty() {
+            let _ = writeln!(s, "  {}  ({} port {}, {})", p.name, p.service, p.service_port, p.lb_algorithm);
+        } else {
+            let feeds: Vec<String> =
+                p.split.iter().map(|f| format!("{} port {} weight {}", f.service, f.service_port, f.weight)).collect();
+            let _ = writeln!(s, "  {}  (split: {}; {})", p.name, feeds.join(", "), p.lb_algorithm);
+        }
         let _ = writeln!(s, "      weighting: {}", p.weighting);
         if p.members.is_empty() {
             let _ = writeln!(s, "      (no members)");
