@@ -61,9 +61,10 @@ pub fn translate_gateway(routes: &GatewayRoutes, inputs: &Inputs, opts: &Transla
     let mut warnings = Vec::new();
     let services = index_services(&inputs.services);
     let (http, https) = served_ports(routes, &mut warnings);
-    let http_claims = claimed(http.map(|p| claims(p, &services)).unwrap_or_default(), &mut warnings);
+    let cx = Backs { services: &services, server_error: server_error_key(opts, &services) };
+    let http_claims = claimed(http.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
     // The HTTPS listener's duplicates are its own (other ports, other entries): told apart.
-    let https_claims = claimed(https.map(|p| claims(p, &services)).unwrap_or_default(), &mut warnings);
+    let https_claims = claimed(https.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
     let all: Vec<RouteClaim> = http_claims.iter().chain(&https_claims).map(|c| c.claim.clone()).collect();
     let backends = Backends::of(&all, None, &services, opts, &mut warnings);
     let stops = Stops {
@@ -131,12 +132,30 @@ fn served_ports<'a>(
     (http, https)
 }
 
-/// The claims of one port's entries, in the spec's order (the entries are sorted).
-fn claims(port: &PortRoutes, services: &Services<'_>) -> Vec<GatewayClaim> {
-    port.entries.iter().enumerate().map(|(i, e)| claim(e, i, services)).collect()
+/// What a rule's backends resolve against: the Services read, and the status responder's 500
+/// port (the feed that answers an invalid backendRef's share of a split).
+struct Backs<'a> {
+    services: &'a Services<'a>,
+    server_error: Option<PoolKey>,
 }
 
-fn claim(e: &RouteEntry, position: usize, services: &Services<'_>) -> GatewayClaim {
+/// The responder's 500 Service port, when a responder is configured and its Service has it.
+fn server_error_key(opts: &TranslateOptions, services: &Services<'_>) -> Option<PoolKey> {
+    let r = opts.status_responder.as_ref()?;
+    let svc = services.get(&(r.namespace.as_str(), r.name.as_str()))?;
+    let ports = svc.spec.as_ref()?.ports.as_ref()?;
+    let p = ports
+        .iter()
+        .find(|p| p.name.as_deref() == Some(&r.server_error_port) || p.port.to_string() == r.server_error_port)?;
+    Some(PoolKey { namespace: r.namespace.clone(), service: r.name.clone(), port: u16::try_from(p.port).ok()? })
+}
+
+/// The claims of one port's entries, in the spec's order (the entries are sorted).
+fn claims(port: &PortRoutes, cx: &Backs<'_>) -> Vec<GatewayClaim> {
+    port.entries.iter().enumerate().map(|(i, e)| claim(e, i, cx)).collect()
+}
+
+fn claim(e: &RouteEntry, position: usize, cx: &Backs<'_>) -> GatewayClaim {
     let (path, path_type, written) = match &e.path {
         gw::PathMatch::Exact(p) => (PathMatch::Exact(p.clone()), "Exact", p.clone()),
         gw::PathMatch::Prefix(p) => (PathMatch::Prefix(p.clone()), "PathPrefix", p.clone()),
@@ -162,7 +181,7 @@ fn claim(e: &RouteEntry, position: usize, services: &Services<'_>) -> GatewayCla
         path_type: path_type.into(),
         path_as_written: written,
         headers,
-        action: action(&e.action, services),
+        action: action(&e.action, cx),
         order: OrderKey(vec![OrderPart::Number(position as u64)]),
         owner: RouteOwner { object: e.owner.clone(), uid: None },
         origin: format!("spec.rules[{}]", e.rule),
@@ -172,34 +191,39 @@ fn claim(e: &RouteEntry, position: usize, services: &Services<'_>) -> GatewayCla
 }
 
 /// The claim's action. A backend whose Service or port is not (or no longer) among the
-/// Services read is left out, as an invalid backendRef is: the translation never builds a pool
-/// of a Service it cannot see.
-fn action(a: &Action, services: &Services<'_>) -> RouteAction {
+/// Services read is invalid, as an invalid backendRef is: the translation never builds a pool of
+/// a Service it cannot see. An invalid backend's share of a rule that still serves is answered
+/// 500 by the status responder (its 500 port feeds the split with that weight), as the spec
+/// asks; without a responder it is dropped.
+fn action(a: &Action, cx: &Backs<'_>) -> RouteAction {
     match a {
         Action::Fixed(_) => RouteAction::Fixed(FixedAnswer::ServerError),
         Action::Redirect(r) => RouteAction::Redirect(redirect_spec(&r.prefix, r.code)),
         Action::Forward { backends, .. } => {
-            let valid: Vec<WeightedBackend> = backends
-                .iter()
-                .filter_map(|b| match &b.target {
-                    BackendTarget::Service { namespace, name, port } => {
-                        let svc = services.get(&(namespace.as_str(), name.as_str()))?;
-                        let ports = svc.spec.as_ref().and_then(|s| s.ports.as_ref())?;
-                        ports.iter().any(|p| p.port == i32::from(*port)).then(|| WeightedBackend {
-                            key: PoolKey { namespace: namespace.clone(), service: name.clone(), port: *port },
-                            weight: b.weight,
-                        })
-                    }
-                    BackendTarget::Status500 => None,
-                })
-                .collect();
-            if valid.iter().any(|b| b.weight > 0) {
-                RouteAction::Forward(valid)
-            } else {
-                RouteAction::Fixed(FixedAnswer::ServerError)
+            let resolved: Vec<(Option<PoolKey>, u32)> =
+                backends.iter().map(|b| (valid_key(&b.target, cx.services), b.weight)).collect();
+            if !resolved.iter().any(|(k, w)| k.is_some() && *w > 0) {
+                return RouteAction::Fixed(FixedAnswer::ServerError);
             }
+            let feeds = resolved
+                .into_iter()
+                .filter_map(|(k, weight)| Some(WeightedBackend { key: k.or_else(|| cx.server_error.clone())?, weight }))
+                .collect();
+            RouteAction::Forward(feeds)
         }
     }
+}
+
+/// The Service port of a backend, when it is a Service the translation read, with that port.
+fn valid_key(target: &BackendTarget, services: &Services<'_>) -> Option<PoolKey> {
+    let BackendTarget::Service { namespace, name, port } = target else { return None };
+    let svc = services.get(&(namespace.as_str(), name.as_str()))?;
+    let ports = svc.spec.as_ref().and_then(|s| s.ports.as_ref())?;
+    ports.iter().any(|p| p.port == i32::from(*port)).then(|| PoolKey {
+        namespace: namespace.clone(),
+        service: name.clone(),
+        port: *port,
+    })
 }
 
 /// `scheme://host[:port]` (what `crate::gateway::redirect` builds) as a redirect spec.

@@ -314,3 +314,34 @@ fn a_weighted_split_is_one_pool_whose_members_give_each_service_its_share() {
         "{table}"
     );
 }
+
+#[test]
+fn an_invalid_backends_share_is_answered_500_by_the_responder_within_the_split() {
+    let route = r#"
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: half, namespace: infra}
+spec:
+  parentRefs: [{name: gw}]
+  rules:
+  - matches: [{path: {type: PathPrefix, value: /half}}]
+    backendRefs: [{name: web, port: 80, weight: 3}, {name: nowhere, port: 80, weight: 1}]
+---
+kind: Service
+apiVersion: v1
+metadata: {name: responder, namespace: kuryr}
+spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {name: server-error, port: 8500}]}
+"#;
+    let objects = format!("{SPLIT}{route}");
+    let r = router_of(&objects, &responder());
+    let half = r.desired.policies.iter().find(|p| p.name.contains("half")).expect("the /half policy");
+    assert_eq!(half.pool, "split:infra/web:80+kuryr/responder:8500");
+    let feeds: Vec<(String, u32)> =
+        r.desired.pools[&half.pool].split.iter().map(|f| (f.service.to_string(), f.weight)).collect();
+    assert_eq!(feeds, [("Service infra/web".to_string(), 3), ("Service kuryr/responder".to_string(), 1)]);
+    // Without a responder the invalid share is dropped: web's own pool.
+    let r = router_of(&objects, &TranslateOptions::default());
+    let half = r.desired.policies.iter().find(|p| p.name.contains("half")).expect("the /half policy");
+    assert_eq!(half.pool, "infra_web");
+}
