@@ -296,3 +296,194 @@ async fn conformance_statuses_are_written_on_the_fake_api_server() {
     let failures: Vec<String> = results.into_iter().filter_map(Result::err).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+fn case_text(name: &str) -> (Case, String, String) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gateway");
+    let base = std::fs::read_to_string(dir.join("base.yaml")).unwrap();
+    let (case, text) = read_case(&dir.join("cases").join(name));
+    (case, base, text)
+}
+
+fn status_writes(fake: &Fake) -> Vec<String> {
+    fake.writes().iter().filter(|w| w.path.ends_with("/status")).map(|w| w.line()).collect()
+}
+
+async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A status is written once, not on every pass; a new address from the data plane is written
+/// (Programmed turns True), keeping the lastTransitionTime of the conditions that did not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn status_is_written_only_when_it_changes_and_follows_the_data_plane() {
+    let (_, base, text) = case_text("gateway-with-attached-routes.yaml");
+    let fake = Fake::new();
+    fake.gateway_api.store(true, Ordering::SeqCst);
+    load_objects(&fake, &[&base, &text], &[]);
+    let (stop, programmed) = start(&fake, Programmed::new()).await;
+    let gw = || fake.get("gateway.networking.k8s.io/v1/gateways", INFRA, "gateway-with-two-attached-routes");
+    let cond = |o: &Value, kind: &str| {
+        o["status"]["conditions"].as_array().and_then(|a| a.iter().find(|c| c["type"] == kind)).cloned()
+    };
+    let pending = eventually("Programmed False/Pending", 5, || gw().filter(|o| cond(o, "Programmed").is_some())).await;
+    assert_eq!(cond(&pending, "Programmed").unwrap()["reason"], "Pending");
+    assert_eq!(pending["status"]["addresses"], Value::Null);
+    // Every object of ours has its status; then a second of passes (every 200 ms) writes nothing.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let before = status_writes(&fake);
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = status_writes(&fake);
+    assert_eq!(
+        after.len(),
+        before.len(),
+        "written again without a change: {:?}",
+        &after[before.len().min(after.len())..]
+    );
+
+    let key = (INFRA.to_string(), "gateway-with-two-attached-routes".to_string());
+    programmed.send_modify(|p| {
+        p.insert(key, vec!["192.0.2.10".into()]);
+    });
+    let done = eventually("Programmed True", 5, || {
+        gw().filter(|o| cond(o, "Programmed").is_some_and(|c| c["status"] == "True"))
+    })
+    .await;
+    assert_eq!(done["status"]["addresses"], json!([{"type": "IPAddress", "value": "192.0.2.10"}]));
+    let accepted = |o: &Value| cond(o, "Accepted").unwrap()["lastTransitionTime"].clone();
+    assert_eq!(accepted(&done), accepted(&pending), "Accepted did not change: its transition time stays");
+    let _ = stop.send(true);
+}
+
+/// Bad input (a route whose hostnames no listener accepts, a listener naming a missing Secret)
+/// gets a Warning Event on the object concerned, with the condition's reason and message; the
+/// other routes of the same Gateways are accepted all the same.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_input_gets_a_warning_event_on_the_object_concerned() {
+    let (case, base, text) = case_text("gateway-with-attached-routes.yaml");
+    let fake = Fake::new();
+    fake.gateway_api.store(true, Ordering::SeqCst);
+    load_objects(&fake, &[&base, &text], &[]);
+    let (stop, _programmed) = start(&fake, all_programmed(&[&base, &text])).await;
+    let events = || -> Vec<(String, String, String)> {
+        let posts = fake.writes().into_iter().filter(|w| w.method == "POST" && w.path.ends_with("/events"));
+        posts
+            .map(|w| {
+                let b = &w.body;
+                let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+                (s(&b["regarding"]["kind"]), s(&b["regarding"]["name"]), s(&b["reason"]))
+            })
+            .collect()
+    };
+    let want = [
+        ("HTTPRoute", "http-route-not-accepted", "NoMatchingListenerHostname"),
+        ("Gateway", "unresolved-gateway-with-one-attached-unresolved-route", "InvalidCertificateRef"),
+    ];
+    eventually("the Warning Events", 5, || {
+        let got = events();
+        want.iter()
+            .all(|(k, n, r)| got.iter().any(|g| (g.0.as_str(), g.1.as_str(), g.2.as_str()) == (*k, *n, *r)))
+            .then_some(())
+    })
+    .await;
+    let ev = fake.writes().into_iter().find(|w| w.body["reason"] == "NoMatchingListenerHostname").unwrap();
+    assert_eq!(ev.body["type"], "Warning");
+    assert!(ev.body["note"].as_str().unwrap().starts_with("parent gateway-with-one-attached-route: "), "{}", ev.body);
+    assert_eq!(check_case(&fake, &case), Vec::<String>::new());
+    // No Event for what is fine.
+    assert!(!events().iter().any(|(_, n, _)| n == "http-route-1"), "{:?}", events());
+    let _ = stop.send(true);
+}
+
+fn settings(api_root: &str, token_file: &Path) -> kuryr_l7_router::config::Settings {
+    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let text = format!(
+        "[kubernetes]\napi_root = {api_root}\ntoken_file = {}\nenable_ingress = True\nleader_election = False\n\
+         health_port = {free}\n\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\n\
+         [status_responder]\nservice = kuryr-l7-router/kuryr-status-responder\n\n\
+         [neutron]\nauth_url = https://keystone.example.com:5000/v3\nusername = kuryr\npassword = x\nproject_name = service\n",
+        token_file.display()
+    );
+    kuryr_l7_router::config::load_texts(&[("gateway.conf".into(), text)], Vec::new()).unwrap().settings
+}
+
+/// The whole controller (`run_with`, in-memory Octavia) on `fake`; stop it with the sender.
+async fn run_controller(
+    fake: &Arc<Fake>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
+    tempfile::TempDir,
+) {
+    use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let settings = settings(&api_root, &token);
+    let ownership = Ownership::new(&settings.octavia_defaults.l7_router_name);
+    let sim = kuryr_l7_router::testing::SimBackend::new(DiffOptions { ownership, health_monitor: None }, None);
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    (stop, run, dir)
+}
+
+/// The controller takes Gateway API objects when the CRDs are served: our GatewayClass is
+/// accepted with the supported features, another implementation's class is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_controller_writes_gateway_api_status_when_the_crds_are_served() {
+    let fake = Fake::new();
+    fake.gateway_api.store(true, Ordering::SeqCst);
+    let class = |name: &str, controller: &str| {
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+               "metadata": {"name": name, "generation": 4}, "spec": {"controllerName": controller}})
+    };
+    fake.put("gatewayclasses", class("kuryr", OURS));
+    fake.put("gatewayclasses", class("other", "example.com/other"));
+    let (stop, run, _dir) = run_controller(&fake).await;
+    let status = || fake.get("gateway.networking.k8s.io/v1/gatewayclasses", "", "kuryr").map(|o| o["status"].clone());
+    let st = eventually("GatewayClass kuryr Accepted", 10, || status().filter(|s| !s.is_null())).await;
+    assert_eq!(check_cond("kuryr", &st["conditions"], "Accepted", "True/Accepted", Some(4)), Ok(()));
+    assert!(st["supportedFeatures"].as_array().unwrap().contains(&json!({"name": "HTTPRoute"})), "{st}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert!(!fake.writes().iter().any(|w| w.path.contains("/gatewayclasses/other")), "another controller's class");
+    stop.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(20), run).await.expect("run ends").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+}
+
+/// Without the Gateway API CRDs the controller runs Ingress-only: it probes them once (then every
+/// 30 s), never watches them, and stops cleanly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_the_crds_the_controller_serves_ingresses_only() {
+    let fake = Fake::new();
+    let (stop, run, _dir) = run_controller(&fake).await;
+    let gateway_reads =
+        || fake.reads().into_iter().filter(|r| r.contains("/gateway.networking.k8s.io/")).collect::<Vec<_>>();
+    eventually("the probe", 10, || (!gateway_reads().is_empty()).then_some(())).await;
+    // The Ingress side is up: its caches list and watch.
+    eventually("the Ingress watch", 10, || {
+        fake.reads()
+            .iter()
+            .any(|r| r.starts_with("GET /apis/networking.k8s.io/v1/ingresses?") && r.contains("watch=true"))
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let reads = gateway_reads();
+    // One probe per kind (GatewayClass, Gateway, HTTPRoute: one item each), no watch.
+    assert!(reads.len() <= 3 && reads.iter().all(|r| r.ends_with("?limit=1")), "probes only: {reads:?}");
+    assert!(!run.is_finished(), "the controller runs on");
+    stop.send(()).unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(20), run).await.expect("run ends").unwrap();
+    assert!(result.is_ok(), "{result:?}");
+}

@@ -264,17 +264,17 @@ pub async fn handle(State(front): State<Front>, req: Request) -> Response {
     let Some(t) = parse_path(&path) else {
         return status(StatusCode::NOT_FOUND, "NotFound", &format!("no such path {path}"));
     };
+    let ns = t.namespace.clone().unwrap_or_default();
+    if method == Method::GET {
+        let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        fake.store.lock().unwrap().reads.push(format!("GET {path}?{}", q.join("&")));
+    }
     if t.api_version.starts_with("gateway.networking.k8s.io/") && !fake.gateway_api.load(Ordering::SeqCst) {
         return status(
             StatusCode::NOT_FOUND,
             "NotFound",
             &format!("the server could not find the requested resource {path}"),
         );
-    }
-    let ns = t.namespace.clone().unwrap_or_default();
-    if method == Method::GET {
-        let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        fake.store.lock().unwrap().reads.push(format!("GET {path}?{}", q.join("&")));
     }
     match (method.clone(), &t.name) {
         (Method::GET, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {
