@@ -487,3 +487,55 @@ async fn without_the_crds_the_controller_serves_ingresses_only() {
     let result = tokio::time::timeout(Duration::from_secs(20), run).await.expect("run ends").unwrap();
     assert!(result.is_ok(), "{result:?}");
 }
+
+/// GatewayClass/Gateway/HTTPRouteObservedGenerationBump as the upstream tests run them: the
+/// spec changes (generation 1 -> 2) and every condition's observedGeneration follows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observed_generation_follows_a_spec_change() {
+    let fake = Fake::new();
+    fake.gateway_api.store(true, Ordering::SeqCst);
+    let objects = |generation: i64, port: i64| {
+        vec![
+            (
+                "gatewayclasses",
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "GatewayClass",
+                "metadata": {"name": "kuryr", "generation": generation},
+                "spec": {"controllerName": OURS, "description": format!("generation {generation}")}}),
+            ),
+            (
+                "gateways",
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+                "metadata": {"name": "gw", "namespace": INFRA, "generation": generation},
+                "spec": {"gatewayClassName": "kuryr", "listeners": [{"name": "http", "port": port, "protocol": "HTTP"}]}}),
+            ),
+            (
+                "httproutes",
+                json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+                "metadata": {"name": "r", "namespace": INFRA, "generation": generation},
+                "spec": {"parentRefs": [{"name": "gw", "port": port}]}}),
+            ),
+        ]
+    };
+    for (r, o) in objects(1, 80) {
+        fake.put(r, o);
+    }
+    let (stop, _programmed) = start(&fake, Programmed::new()).await;
+    let generations = || {
+        let get = |r: &str, ns: &str, n: &str| fake.get(&format!("gateway.networking.k8s.io/v1/{r}"), ns, n);
+        let first = |v: Option<Value>, p: &str| v.and_then(|o| o.pointer(p).cloned()).unwrap_or_default();
+        [
+            first(get("gatewayclasses", "", "kuryr"), "/status/conditions/0/observedGeneration"),
+            first(get("gateways", INFRA, "gw"), "/status/conditions/0/observedGeneration"),
+            first(get("gateways", INFRA, "gw"), "/status/listeners/0/conditions/0/observedGeneration"),
+            first(get("httproutes", INFRA, "r"), "/status/parents/0/conditions/0/observedGeneration"),
+        ]
+    };
+    eventually("generation 1 observed", 5, || generations().iter().all(|g| *g == json!(1)).then_some(())).await;
+    for (r, o) in objects(2, 8080) {
+        fake.put(r, o);
+    }
+    eventually("generation 2 observed", 5, || generations().iter().all(|g| *g == json!(2)).then_some(())).await;
+    let route = fake.get("gateway.networking.k8s.io/v1/httproutes", INFRA, "r").unwrap();
+    assert_eq!(route["status"]["parents"][0]["parentRef"]["port"], 8080, "{route}");
+    let _ = stop.send(true);
+}
