@@ -89,6 +89,13 @@ impl StatusWriter {
     /// Writes every status `t` computes that differs from the cached one.
     pub async fn write(&mut self, s: &GatewayStores, t: &Translation) {
         let now = Time(k8s_openapi::jiff::Timestamp::now());
+        // Forget the objects gone from the translation (deleted, or no longer ours).
+        let live: std::collections::HashSet<(&str, &str, &str)> =
+            (t.classes.iter().map(|c| ("GatewayClass", "", c.name.as_str())))
+                .chain(t.gateways.iter().map(|g| ("Gateway", g.namespace.as_str(), g.name.as_str())))
+                .chain(t.routes.iter().map(|r| ("HTTPRoute", r.namespace.as_str(), r.name.as_str())))
+                .collect();
+        self.written.retain(|(k, ns, n), _| live.contains(&(k.as_str(), ns.as_str(), n.as_str())));
         for o in &t.classes {
             let Some(obj) = s.classes.get(&ObjectRef::new(&o.name)) else { continue };
             let new = render_class(o, obj.status.as_ref(), &now);
