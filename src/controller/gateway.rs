@@ -11,7 +11,7 @@
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
 use crate::controller::events::EventPublisher;
-use crate::controller::gateway_status::{StatusWriter, world};
+use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
 use crate::gateway::GatewayRoutes;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use crate::gateway::build::{Programmed, translate};
@@ -23,18 +23,6 @@ use kube::runtime::{WatchStreamExt, watcher};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::{Notify, watch};
-
-/// The Gateway API caches, filled by [`GatewayLoop::run`]'s watches.
-#[derive(Clone)]
-pub struct GatewayStores {
-    pub classes: Store<GatewayClass>,
-    pub gateways: Store<Gateway>,
-    pub routes: Store<HTTPRoute>,
-    /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
-    /// reference is then refused).
-    pub grants: Store<ReferenceGrant>,
-    pub namespaces: Store<Namespace>,
-}
 
 /// What the Gateway loop reads besides its own watches: the Ingress side's caches of Services and
 /// TLS Secrets (one watch per kind in the process), and the addresses of the programmed Gateways.

@@ -4,18 +4,29 @@
 //! aside); a write that fails is logged and retried on the next pass, never blocking the others.
 
 use crate::controller::events::{EventPublisher, UserEvent};
-use crate::controller::gateway::GatewayStores;
-use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls};
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
 use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
 use crate::gateway::world::{ServiceInfo, World, secret_info};
-use k8s_openapi::api::core::v1::{ObjectReference, Secret, Service};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
+
+/// The Gateway API caches, filled by the Gateway loop's watches.
+#[derive(Clone)]
+pub struct GatewayStores {
+    pub classes: Store<GatewayClass>,
+    pub gateways: Store<Gateway>,
+    pub routes: Store<HTTPRoute>,
+    /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
+    /// reference is then refused).
+    pub grants: Store<ReferenceGrant>,
+    pub namespaces: Store<Namespace>,
+}
 
 /// The translation's input from the caches. Only the Secrets our Gateways' listeners name are
 /// parsed (a cluster may hold many TLS Secrets).
