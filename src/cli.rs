@@ -243,6 +243,14 @@ async fn smoke(settings: Settings) -> Result<(), String> {
     Ok(())
 }
 
+/// The Gateways of ours in the manifests, each with its router and status (`None`: no Gateway
+/// API object in them).
+fn gateway_plan(settings: &Settings, files: &[PathBuf]) -> Result<Option<crate::gateway::plan::GatewayPlan>, String> {
+    let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
+    inputs.now = Some(std::time::SystemTime::now());
+    crate::gateway::plan::plan(files, &inputs, &crate::wiring::translate_options(settings))
+}
+
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
     let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
@@ -255,8 +263,9 @@ fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::
 }
 
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
-    match desired_from(settings, files) {
-        Ok(desired) => {
+    let gateways = gateway_plan(settings, files);
+    match desired_from(settings, files).and_then(|d| gateways.map(|g| (d, g))) {
+        Ok((desired, gateways)) => {
             let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &desired));
             let base = &settings.octavia_defaults.l7_router_name;
             match (output, set) {
@@ -267,10 +276,22 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
                         let capacity = settings.octavia_defaults.scale_out.capacity;
                         print!("\n{}", crate::placement::report::render_placement(base, capacity, &set));
                     }
+                    if let Some(g) = &gateways {
+                        print!("\n{}", crate::gateway::plan::render_table(g));
+                    }
                 }
-                (OutputFormat::Json, None) => println!("{}", crate::translate::render_json(&desired)),
-                (OutputFormat::Json, Some(set)) => {
-                    let json = crate::placement::report::placement_json(base, &set);
+                (OutputFormat::Json, None) if gateways.is_none() => {
+                    println!("{}", crate::translate::render_json(&desired))
+                }
+                (OutputFormat::Json, set) => {
+                    let mut json = match set {
+                        Some(set) => crate::placement::report::placement_json(base, &set),
+                        None => serde_json::to_value(&desired).expect("the model always serializes"),
+                    };
+                    // Only with Gateway API objects: the Ingress-only output stays as it was.
+                    if let (Some(g), Some(m)) = (&gateways, json.as_object_mut()) {
+                        m.insert("gatewayApi".into(), crate::gateway::plan::to_json(g));
+                    }
                     println!("{}", serde_json::to_string_pretty(&json).expect("JSON values serialize"));
                 }
             }

@@ -104,3 +104,54 @@ fn readme_commands_and_their_scripts_need_no_sudo() {
     }
     assert!(sudo.is_match("sudo functional/demo.sh") && sudo.is_match("  && sudo -E apt-get install x"));
 }
+
+/// A Gateway of ours, its HTTPRoute and Service, as `plan` reads them.
+const GATEWAY_MANIFESTS: &str = "\
+kind: GatewayClass\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: kuryr}\n\
+spec: {controllerName: openstack.org/kuryr-l7-router}\n---\n\
+kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: web, namespace: shop}\n\
+spec: {gatewayClassName: kuryr, listeners: [{name: http, port: 80, protocol: HTTP}]}\n---\n\
+kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: store, namespace: shop}\n\
+spec: {parentRefs: [{name: web}], hostnames: [shop.example.com], \
+rules: [{matches: [{path: {type: PathPrefix, value: /cart}}], backendRefs: [{name: cart, port: 80}]}]}\n---\n\
+kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: nowhere, namespace: shop}\n\
+spec: {parentRefs: [{name: web, sectionName: https}], rules: [{backendRefs: [{name: cart, port: 80}]}]}\n---\n\
+kind: Service\napiVersion: v1\nmetadata: {name: cart, namespace: shop}\nspec: {ports: [{port: 80}]}\n";
+
+/// `plan` takes Gateway API objects as it takes Ingresses: each Gateway of ours with its load
+/// balancer, its router and its status, and each HTTPRoute's parents; an Ingress-only plan is
+/// printed as before (no `gatewayApi` key).
+#[test]
+fn plan_shows_each_gateway_router_and_the_gateway_api_status() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("kuryr.conf");
+    std::fs::write(&conf, NO_KEYSTONE).unwrap();
+    let manifests = dir.path().join("gateway.yaml");
+    std::fs::write(&manifests, GATEWAY_MANIFESTS).unwrap();
+    let out = run(&conf, &["plan", "-f", manifests.to_str().unwrap(), "-o", "json"]);
+    assert!(out.status.success(), "plan failed: {}{}", text(&out.stdout), text(&out.stderr));
+    assert!(!text(&out.stderr).contains("ignored"), "Gateway API kinds are read: {}", text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan -o json prints JSON");
+    let g = &plan["gatewayApi"]["gateways"]["shop/web"];
+    assert!(g["loadBalancer"].as_str().unwrap().starts_with("kuryr-gw-"), "{plan}");
+    assert_eq!(g["httpPort"], 80);
+    assert_eq!(g["router"]["policies"].as_array().unwrap().len(), 1, "{g}");
+    assert_eq!(g["listeners"][0]["attachedRoutes"], 1);
+    let cond = |route: &str, kind: &str| {
+        let parents = plan["gatewayApi"]["httpRoutes"][route].as_array().unwrap().clone();
+        let c = parents[0]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == kind).unwrap().clone();
+        format!("{}/{}", c["status"].as_str().unwrap(), c["reason"].as_str().unwrap())
+    };
+    assert_eq!(cond("shop/store", "Accepted"), "True/Accepted");
+    assert_eq!(cond("shop/nowhere", "Accepted"), "False/NoMatchingParent");
+
+    let out = run(&conf, &["plan", "-f", manifests.to_str().unwrap()]);
+    let table = text(&out.stdout);
+    assert!(table.contains("GATEWAY shop/web") && table.contains("load balancer kuryr-gw-"), "{table}");
+    assert!(table.contains("HTTPROUTE shop/nowhere"), "{table}");
+
+    let examples = concat!(env!("CARGO_MANIFEST_DIR"), "/examples");
+    let out = run(&conf, &["plan", "-f", examples, "-o", "json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(plan.get("gatewayApi").is_none(), "Ingress-only: {plan}");
+}

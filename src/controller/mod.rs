@@ -17,6 +17,8 @@
 //! - [`patches`]: every Kubernetes write (finalizer, Service notice annotation, Ingress status)
 //!   and the pure decisions behind them;
 //! - [`events`]: Kubernetes Events with repeat suppression on top of kube's `Recorder`;
+//! - [`gateway`], [`gateway_status`]: the Gateway API watches (when its CRDs are installed),
+//!   translation and status writes;
 //! - [`service_events`]: the translation's warnings about a Service as Events on it;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
@@ -29,6 +31,9 @@ pub mod context;
 pub mod endpoint_nodes;
 pub mod error;
 pub mod events;
+pub mod gateway;
+pub mod gateway_routers;
+pub mod gateway_status;
 pub mod health;
 pub mod indexes;
 pub mod ingress;
@@ -100,6 +105,22 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     // events.rs: kube-runtime's Recorder (events.k8s.io/v1): create, then patch on repeat.
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
+    // gateway.rs: the Gateway API watches (a probe lists one item first: list + watch), and
+    // the Namespaces' labels for `allowedRoutes.namespaces.from: Selector`.
+    ("gateway.networking.k8s.io", "gatewayclasses", "list"),
+    ("gateway.networking.k8s.io", "gatewayclasses", "watch"),
+    ("gateway.networking.k8s.io", "gateways", "list"),
+    ("gateway.networking.k8s.io", "gateways", "watch"),
+    ("gateway.networking.k8s.io", "httproutes", "list"),
+    ("gateway.networking.k8s.io", "httproutes", "watch"),
+    ("gateway.networking.k8s.io", "referencegrants", "list"),
+    ("gateway.networking.k8s.io", "referencegrants", "watch"),
+    ("", "namespaces", "list"),
+    ("", "namespaces", "watch"),
+    // gateway_status.rs: their status (merge patch of the status subresource).
+    ("gateway.networking.k8s.io", "gatewayclasses/status", "patch"),
+    ("gateway.networking.k8s.io", "gateways/status", "patch"),
+    ("gateway.networking.k8s.io", "httproutes/status", "patch"),
     // leader.rs: kube-lease-manager, in [kubernetes] lease_namespace.
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "create"),

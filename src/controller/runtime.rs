@@ -460,6 +460,7 @@ async fn run_leader<B: RouterBackend>(
         .with_member_change_window(k.member_change_window),
     );
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
+    background.push(crate::controller::gateway::spawn(&client, &ctx.stores, ctx.events.clone(), stop_rx.clone()));
     let handlers = vec![
         spawn_controller(
             "ingress",

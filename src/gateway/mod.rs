@@ -16,6 +16,7 @@ pub mod hostnames;
 pub mod listeners;
 pub mod matches;
 pub mod naming;
+pub mod plan;
 pub mod precedence;
 pub mod protocol;
 pub mod redirect;

@@ -23,7 +23,7 @@ use super::claim::{
     FixedAnswer, HeaderMatch, HeaderMatchKind, OrderKey, OrderPart, PathMatch, RedirectSpec, RouteAction, RouteClaim,
     RouteOwner,
 };
-use super::options::{Inputs, TranslateOptions};
+use super::options::{Source, TranslateOptions, View};
 use super::pipeline::Backends;
 use super::pools::{build_pools, health_monitors};
 use super::rules::{
@@ -57,7 +57,13 @@ fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message:
 }
 
 /// Translate one Gateway's route table into its router. Pure and deterministic.
-pub fn translate_gateway(routes: &GatewayRoutes, inputs: &Inputs, opts: &TranslateOptions) -> GatewayRouter {
+/// The objects are read borrowed ([`Source`]): owned `Inputs` (`plan`) or the caches' `Snapshot`.
+pub fn translate_gateway(
+    routes: &GatewayRoutes,
+    inputs: &(impl Source + ?Sized),
+    opts: &TranslateOptions,
+) -> GatewayRouter {
+    let inputs = &inputs.view();
     let mut warnings = Vec::new();
     let services = index_services(&inputs.services);
     let (http, https) = served_ports(routes, &mut warnings);
@@ -315,19 +321,17 @@ fn listener_policies(
 
 /// The HTTPS listener of port `p` with its certificates (from the listeners' Secrets; the first
 /// one is served when SNI matches none); policies and default pool are set by the caller.
-fn https_certificates(p: &PortRoutes, owner: &KubeRef, inputs: &Inputs, warnings: &mut Vec<Warning>) -> HttpsListener {
+fn https_certificates(
+    p: &PortRoutes,
+    owner: &KubeRef,
+    inputs: &View<'_>,
+    warnings: &mut Vec<Warning>,
+) -> HttpsListener {
     let certificates: BTreeMap<String, _> = p
         .certificates
         .iter()
         .map(|(ns, name)| {
-            let c = listener_certificate(
-                ns,
-                name,
-                Vec::new(),
-                owner,
-                &crate::translate::options::Source::view(inputs),
-                warnings,
-            );
+            let c = listener_certificate(ns, name, Vec::new(), owner, inputs, warnings);
             (c.name.clone(), c)
         })
         .collect();

@@ -2,6 +2,7 @@ use super::*;
 use crate::gateway::build::{Programmed, translate};
 use crate::gateway::world::World;
 use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL};
+use crate::translate::Inputs;
 use crate::translate::manifest::load_str;
 use crate::translate::status::StatusResponder;
 use std::path::Path;

@@ -38,6 +38,15 @@ fn collect(path: &Path, out: &mut Vec<PathBuf>) -> Result<(), ManifestError> {
     Ok(())
 }
 
+/// The manifest files `paths` name: files as given, directories' YAML/JSON files, sorted.
+pub fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> {
+    let mut files = Vec::new();
+    for p in paths {
+        collect(p, &mut files)?;
+    }
+    Ok(files)
+}
+
 /// Read every object from `paths` into [`Inputs`]. Kinds the translation does not read are
 /// skipped with a note in `Inputs::notes`.
 pub fn load_manifests(paths: &[PathBuf]) -> Result<Inputs, ManifestError> {
@@ -122,6 +131,11 @@ fn add(mut doc: Value, path: &Path, index: usize, inputs: &mut Inputs) -> Result
                 message: "document has no kind".into(),
             });
         }
+        // Read by the Gateway translation (`gateway::plan`), from the same files.
+        _ if doc
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .is_some_and(|v| v.starts_with("gateway.networking.k8s.io/")) => {}
         other => {
             let name = doc.pointer("/metadata/name").and_then(Value::as_str).unwrap_or("");
             inputs.notes.push(format!(

@@ -48,6 +48,9 @@ pub struct Fake {
     pub store: Mutex<Store>,
     /// The last resourceVersion: watches wait on it.
     pub rv: watch::Sender<u64>,
+    /// Whether the Gateway API CRDs are installed: if not, its group answers 404 as the API
+    /// server does for a resource it does not serve.
+    pub gateway_api: AtomicBool,
 }
 
 /// One listening address of the fake; `down` makes it answer 503 (a partitioned replica).
@@ -100,6 +103,11 @@ pub fn parse_path(path: &str) -> Option<Target> {
         "secrets" => "Secret",
         "events" => "Event",
         "leases" => "Lease",
+        "namespaces" => "Namespace",
+        "gatewayclasses" => "GatewayClass",
+        "gateways" => "Gateway",
+        "httproutes" => "HTTPRoute",
+        "referencegrants" => "ReferenceGrant",
         _ => return None,
     };
     Some(Target { api_version, resource: resource.into(), kind: kind.into(), namespace, name, subresource })
@@ -189,7 +197,11 @@ pub fn json_patch(doc: &mut Value, ops: &Value) -> Result<(), String> {
 
 impl Fake {
     pub fn new() -> Arc<Self> {
-        Arc::new(Self { store: Mutex::new(Store::default()), rv: watch::channel(0).0 })
+        Arc::new(Self {
+            store: Mutex::new(Store::default()),
+            rv: watch::channel(0).0,
+            gateway_api: AtomicBool::new(false),
+        })
     }
 
     /// Serves on a new 127.0.0.1 port; returns its URL and its `down` switch.
@@ -256,6 +268,13 @@ pub async fn handle(State(front): State<Front>, req: Request) -> Response {
     if method == Method::GET {
         let q: Vec<String> = query.iter().map(|(k, v)| format!("{k}={v}")).collect();
         fake.store.lock().unwrap().reads.push(format!("GET {path}?{}", q.join("&")));
+    }
+    if t.api_version.starts_with("gateway.networking.k8s.io/") && !fake.gateway_api.load(Ordering::SeqCst) {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("the server could not find the requested resource {path}"),
+        );
     }
     match (method.clone(), &t.name) {
         (Method::GET, None) if query.get("watch").is_some_and(|w| w == "true" || w == "1") => {

@@ -1,0 +1,224 @@
+//! Gateway API objects as a second input beside Ingress: the watches of GatewayClass, Gateway,
+//! HTTPRoute, ReferenceGrant and Namespace, and the loop that translates them
+//! ([`crate::gateway::build::translate`]) and writes their status ([`super::gateway_status`]).
+//!
+//! Users install the Gateway API CRDs; a cluster without them is an Ingress-only cluster. The
+//! CRDs are probed before any watch (a watch of a resource the API server does not serve would
+//! retry forever, logging an error each time): absent, this is logged once and probed again
+//! every [`GatewayLoop::recheck`], so installing the CRDs later needs no restart.
+//!
+//! The routers of the Gateways ([`crate::gateway::build::Translation::routers`]) are published on
+//! a watch channel for the router writer; their addresses come back as [`Programmed`].
+
+use crate::controller::events::EventPublisher;
+use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
+use crate::gateway::GatewayRoutes;
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use crate::gateway::build::{Programmed, translate};
+use futures::{Stream, StreamExt};
+use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use kube::api::{Api, ListParams};
+use kube::runtime::reflector::{self, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::{Notify, watch};
+
+/// What the Gateway loop reads besides its own watches: the Ingress side's caches of Services and
+/// TLS Secrets (one watch per kind in the process), and the addresses of the programmed Gateways.
+pub struct GatewayLoop {
+    pub client: kube::Client,
+    pub services: Store<Service>,
+    pub secrets: Store<Secret>,
+    pub events: Option<Arc<EventPublisher>>,
+    pub programmed: watch::Receiver<Programmed>,
+    /// The routers the Gateways need, for the router writer.
+    pub routers: watch::Sender<Vec<GatewayRoutes>>,
+    /// Changes arriving within this window are translated once.
+    pub debounce: Duration,
+    /// How often the CRDs are probed while absent, and how often the loop runs without a Gateway
+    /// API event (Service and Secret changes arrive through the Ingress side's watches).
+    pub recheck: Duration,
+}
+
+/// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
+/// `None` when it cannot tell (the API server is unreachable: ask again later).
+async fn served<K>(api: Api<K>) -> Option<bool>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.list_metadata(&ListParams::default().limit(1)).await {
+        Ok(_) => Some(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Some(false),
+        Err(e) => {
+            tracing::warn!(kind = %std::any::type_name::<K>(), error = %e, "cannot probe the Gateway API resources");
+            None
+        }
+    }
+}
+
+/// A watch feeding `writer`; every event notifies `changed`.
+fn reflect_into<K>(
+    writer: reflector::store::Writer<K>,
+    api: Api<K>,
+    changed: Arc<Notify>,
+) -> impl Stream<Item = ()> + Send + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let watch = watcher(api, watcher::Config::default()).default_backoff().modify(crate::controller::slim::slim::<K>);
+    reflector::reflector(writer, watch).map(move |r| match r {
+        Ok(_) => changed.notify_one(),
+        Err(e) => tracing::warn!(kind = %K::kind(&()), error = %e, "watch error (retrying)"),
+    })
+}
+
+impl GatewayLoop {
+    /// Probes the CRDs until they are served (or `stop`), then watches and translates until `stop`.
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut logged = false;
+        let grants_served = loop {
+            let c = self.client.clone();
+            let core = [
+                served(Api::<GatewayClass>::all(c.clone())).await,
+                served(Api::<Gateway>::all(c.clone())).await,
+                served(Api::<HTTPRoute>::all(c.clone())).await,
+            ];
+            if core.iter().all(|s| *s == Some(true)) {
+                break served(Api::<ReferenceGrant>::all(c)).await == Some(true);
+            }
+            if core.contains(&Some(false)) && !logged {
+                logged = true;
+                tracing::info!(
+                    recheck_s = self.recheck.as_secs(),
+                    "the Gateway API CRDs (gateway.networking.k8s.io/v1) are not installed: serving Ingresses only"
+                );
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(self.recheck) => {}
+                _ = stop.wait_for(|v| *v) => return,
+            }
+        };
+        if !grants_served {
+            tracing::warn!("ReferenceGrant (v1beta1) is not served: cross-namespace references are refused");
+        }
+        tracing::info!("watching the Gateway API objects");
+        let changed = Arc::new(Notify::new());
+        let (stores, watches) = self.watches(grants_served, &changed);
+        let watches = tokio::spawn(watches);
+        self.translate_loop(&stores, &changed, &mut stop).await;
+        watches.abort();
+    }
+
+    fn watches(
+        &self,
+        grants_served: bool,
+        changed: &Arc<Notify>,
+    ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
+        let c = &self.client;
+        let (classes, wc) = reflector::store();
+        let (gateways, wg) = reflector::store();
+        let (routes, wr) = reflector::store();
+        let (grants, wgr) = reflector::store::<ReferenceGrant>();
+        let (namespaces, wn) = reflector::store();
+        let mut streams = vec![
+            reflect_into(wc, Api::<GatewayClass>::all(c.clone()), changed.clone()).boxed(),
+            reflect_into(wg, Api::<Gateway>::all(c.clone()), changed.clone()).boxed(),
+            reflect_into(wr, Api::<HTTPRoute>::all(c.clone()), changed.clone()).boxed(),
+            reflect_into(wn, Api::<Namespace>::all(c.clone()), changed.clone()).boxed(),
+        ];
+        if grants_served {
+            streams.push(reflect_into(wgr, Api::<ReferenceGrant>::all(c.clone()), changed.clone()).boxed());
+        } else {
+            // Nothing to list: the store is ready and stays empty.
+            let mut w = wgr;
+            w.apply_watcher_event(&watcher::Event::Init);
+            w.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        (stores, futures::stream::select_all(streams).for_each(|_| futures::future::ready(())))
+    }
+
+    async fn translate_loop(&mut self, stores: &GatewayStores, changed: &Notify, stop: &mut watch::Receiver<bool>) {
+        tokio::select! {
+            _ = ready(stores) => {}
+            _ = stop.wait_for(|v| *v) => return,
+        }
+        tracing::info!("Gateway API caches synced");
+        let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
+        loop {
+            let w = world(stores, &self.services, &self.secrets);
+            let programmed = self.programmed.borrow().clone();
+            let t = translate(&w, &programmed);
+            self.routers.send_if_modified(|r| {
+                let new = *r != t.routers;
+                *r = t.routers.clone();
+                new
+            });
+            status.write(stores, &t).await;
+            tokio::select! {
+                _ = changed.notified() => {}
+                _ = programmed_changed(&mut self.programmed) => {}
+                _ = tokio::time::sleep(self.recheck) => {}
+                _ = stop.wait_for(|v| *v) => return,
+            }
+            // Several changes at once (a `kubectl apply` of many objects) make one pass.
+            tokio::time::sleep(self.debounce).await;
+        }
+    }
+}
+
+/// The next change of the data plane's addresses; never, once their sender is gone.
+async fn programmed_changed(rx: &mut watch::Receiver<Programmed>) {
+    if rx.changed().await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
+
+async fn ready(s: &GatewayStores) {
+    let wait = |f: futures::future::BoxFuture<'static, ()>| f;
+    let all = [
+        wait(Box::pin(wait_store(s.classes.clone()))),
+        wait(Box::pin(wait_store(s.gateways.clone()))),
+        wait(Box::pin(wait_store(s.routes.clone()))),
+        wait(Box::pin(wait_store(s.grants.clone()))),
+        wait(Box::pin(wait_store(s.namespaces.clone()))),
+    ];
+    futures::future::join_all(all).await;
+}
+
+/// See `runtime::wait_ready`: kube's readiness cell keeps one waker, so poll afresh.
+async fn wait_store<K>(store: Store<K>)
+where
+    K: kube::Resource + Clone + 'static,
+    K::DynamicType: std::hash::Hash + Eq + Clone,
+{
+    while tokio::time::timeout(Duration::from_millis(100), store.wait_until_ready()).await.is_err() {}
+}
+
+/// How often the loop runs without a Gateway API event (and probes absent CRDs again).
+pub const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
+
+/// The Gateway loop of the leader, on the Ingress side's Service and Secret caches. Nothing
+/// drives the Gateways' routers yet (`GatewayLoop::routers` has no reader here): the Gateways
+/// show `Programmed: False` (Pending) until a router writer reports their addresses.
+pub fn spawn(
+    client: &kube::Client,
+    stores: &crate::controller::context::Stores,
+    events: Arc<EventPublisher>,
+    stop: watch::Receiver<bool>,
+) -> tokio::task::JoinHandle<()> {
+    let (_, programmed) = watch::channel(Programmed::new());
+    let (routers, _) = watch::channel(Vec::new());
+    let run = GatewayLoop {
+        client: client.clone(),
+        services: stores.services.clone(),
+        secrets: stores.secrets.clone(),
+        events: Some(events),
+        programmed,
+        routers,
+        debounce: Duration::from_millis(500),
+        recheck: GATEWAY_RECHECK,
+    };
+    tokio::spawn(run.run(stop))
+}

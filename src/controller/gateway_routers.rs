@@ -1,0 +1,71 @@
+//! The desired router of each Gateway, from the Gateway loop's route tables
+//! ([`super::gateway::GatewayLoop::routers`]) and the Ingress side's caches (Services,
+//! EndpointSlices, Nodes, TLS Secrets): what a router slot per Gateway converges.
+//!
+//! How it hooks into the slot map (`super::routers`): one `RouterSlot` per [`GatewayRouter::name`]
+//! (the hashed load-balancer name, `crate::gateway::naming`), its writer built on a backend for
+//! that load balancer; a change of the route tables or of a Service's endpoints queues a Sync of
+//! `desired` on the slots concerned; slots of Gateways gone are drained and their load balancers
+//! deleted (they are ours by name); each slot's address goes back to the Gateway loop as
+//! `Programmed`. The driver does not yet take a Gateway's listener port or load-balancer name.
+
+use crate::controller::context::Stores;
+use crate::gateway::GatewayRoutes;
+use crate::translate::TranslateOptions;
+use crate::translate::gateway::{GatewayRouter, translate_gateway};
+
+/// One desired router per Gateway, in the order of `routes`, reading the caches in place.
+pub fn desired_routers(routes: &[GatewayRoutes], stores: &Stores, opts: &TranslateOptions) -> Vec<GatewayRouter> {
+    let snapshot = stores.inputs();
+    routes.iter().map(|r| translate_gateway(r, &snapshot, opts)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::context::StoreWriters;
+    use crate::gateway::build::{Programmed, translate};
+    use crate::gateway::world::World;
+    use kube::runtime::watcher::Event;
+    use serde_json::json;
+
+    const OBJECTS: &str = "\
+kind: GatewayClass\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: kuryr}\n\
+spec: {controllerName: openstack.org/kuryr-l7-router}\n---\n\
+kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: web, namespace: shop}\n\
+spec: {gatewayClassName: kuryr, listeners: [{name: http, port: 80, protocol: HTTP}]}\n---\n\
+kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: store, namespace: shop}\n\
+spec: {parentRefs: [{name: web}], rules: [{backendRefs: [{name: cart, port: 80}]}]}\n---\n\
+kind: Service\napiVersion: v1\nmetadata: {name: cart, namespace: shop}\nspec: {ports: [{port: 80}]}\n";
+
+    #[test]
+    fn each_gateway_router_takes_its_members_from_the_caches() {
+        let mut world = World::default();
+        world.add_yaml(OBJECTS).unwrap();
+        let routes = translate(&world, &Programmed::new()).routers;
+        let (stores, mut w) = StoreWriters::new();
+        let service = serde_json::from_value(json!({
+            "metadata": {"name": "cart", "namespace": "shop"},
+            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
+        }))
+        .unwrap();
+        w.services.apply_watcher_event(&Event::Apply(service));
+        let slice = serde_json::from_value(json!({
+            "metadata": {"name": "cart-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "cart"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+            "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]
+        }))
+        .unwrap();
+        w.slices.apply_watcher_event(&Event::Apply(slice));
+
+        let routers = desired_routers(&routes, &stores, &TranslateOptions::default());
+        assert_eq!(routers.len(), 1);
+        let r = &routers[0];
+        assert_eq!(r.name, crate::gateway::naming::load_balancer_name("shop", "web"));
+        assert_eq!(r.http_port, Some(80));
+        let members: Vec<String> =
+            r.desired.pools.values().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect();
+        assert_eq!(members, ["10.0.0.5"], "{:?}", r.desired.pools);
+    }
+}

@@ -1,0 +1,255 @@
+//! The Kubernetes side of the Gateway translation: the [`World`] built from the caches, and the
+//! status writes (GatewayClass, Gateway with its listeners, HTTPRoute parents) with the Events on
+//! the objects whose input is bad. A status is written only when it changes (transition times
+//! aside); a write that fails is logged and retried on the next pass, never blocking the others.
+
+use crate::controller::events::{EventPublisher, UserEvent};
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
+use crate::gateway::build::Translation;
+use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
+use crate::gateway::world::{ServiceInfo, World, secret_info};
+use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use kube::api::{Api, Patch, PatchParams};
+use kube::runtime::reflector::{ObjectRef, Store};
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// The Gateway API caches, filled by the Gateway loop's watches.
+#[derive(Clone)]
+pub struct GatewayStores {
+    pub classes: Store<GatewayClass>,
+    pub gateways: Store<Gateway>,
+    pub routes: Store<HTTPRoute>,
+    /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
+    /// reference is then refused).
+    pub grants: Store<ReferenceGrant>,
+    pub namespaces: Store<Namespace>,
+}
+
+/// The translation's input from the caches. Only the Secrets our Gateways' listeners name are
+/// parsed (a cluster may hold many TLS Secrets).
+pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secret>) -> World {
+    let mut w = World {
+        classes: owned(s.classes.state()),
+        gateways: owned(s.gateways.state()),
+        routes: owned(s.routes.state()),
+        grants: owned(s.grants.state()),
+        ..World::default()
+    };
+    for ns in s.namespaces.state() {
+        w.namespaces
+            .insert(ns.metadata.name.clone().unwrap_or_default(), ns.metadata.labels.clone().unwrap_or_default());
+    }
+    for svc in services.state() {
+        let spec = svc.spec.clone().unwrap_or_default();
+        let info = ServiceInfo {
+            ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
+            external_name: spec.type_.as_deref() == Some("ExternalName"),
+        };
+        let key = (svc.metadata.namespace.clone().unwrap_or_default(), svc.metadata.name.clone().unwrap_or_default());
+        w.services.insert(key, info);
+    }
+    let named: Vec<(String, String)> = w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(secret_refs).collect();
+    for (ns, name) in named {
+        if let Some(secret) = secrets.get(&ObjectRef::new(&name).within(&ns)) {
+            w.secrets.insert((ns, name), secret_info(&secret));
+        }
+    }
+    w
+}
+
+fn owned<K: Clone>(v: Vec<Arc<K>>) -> Vec<K> {
+    v.into_iter().map(|o| (*o).clone()).collect()
+}
+
+/// The Secrets the Gateway's listeners name, (namespace, name).
+fn secret_refs(gw: &Gateway) -> Vec<(String, String)> {
+    let ns = gw.metadata.namespace.clone().unwrap_or_default();
+    let tls = gw.spec.listeners.iter().filter_map(|l| l.tls.as_ref());
+    tls.flat_map(|t: &ListenerTls| t.certificate_refs.iter())
+        .map(|r| (r.namespace.clone().unwrap_or_else(|| ns.clone()), r.name.clone()))
+        .collect()
+}
+
+/// The status writes of the Gateway loop, remembering what it wrote: the cache shows a write only
+/// once its watch event arrives, and the next pass must not write the same status again.
+pub struct StatusWriter {
+    client: kube::Client,
+    events: Option<Arc<EventPublisher>>,
+    /// (kind, namespace, name) -> (the cached resourceVersion when written, the status written).
+    written: HashMap<(String, String, String), (Option<String>, Value)>,
+}
+
+/// `null` for each empty list the status types leave out, so that a merge patch clears it.
+fn with_nulls(mut v: Value, keys: &[&str]) -> Value {
+    if let Some(m) = v.as_object_mut() {
+        for k in keys {
+            m.entry(*k).or_insert(Value::Null);
+        }
+    }
+    v
+}
+
+impl StatusWriter {
+    pub fn new(client: kube::Client, events: Option<Arc<EventPublisher>>) -> Self {
+        Self { client, events, written: HashMap::new() }
+    }
+
+    /// Writes every status `t` computes that differs from the cached one.
+    pub async fn write(&mut self, s: &GatewayStores, t: &Translation) {
+        let now = Time(k8s_openapi::jiff::Timestamp::now());
+        // Forget the objects gone from the translation (deleted, or no longer ours).
+        let live: std::collections::HashSet<(&str, &str, &str)> =
+            (t.classes.iter().map(|c| ("GatewayClass", "", c.name.as_str())))
+                .chain(t.gateways.iter().map(|g| ("Gateway", g.namespace.as_str(), g.name.as_str())))
+                .chain(t.routes.iter().map(|r| ("HTTPRoute", r.namespace.as_str(), r.name.as_str())))
+                .collect();
+        self.written.retain(|(k, ns, n), _| live.contains(&(k.as_str(), ns.as_str(), n.as_str())));
+        for o in &t.classes {
+            let Some(obj) = s.classes.get(&ObjectRef::new(&o.name)) else { continue };
+            let new = render_class(o, obj.status.as_ref(), &now);
+            if unchanged(obj.status.as_ref(), &new) {
+                continue;
+            }
+            let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["supportedFeatures"]);
+            let bad = bad_conditions(std::slice::from_ref(&o.accepted), "");
+            self.patch(Api::<GatewayClass>::all(self.client.clone()), &*obj, body, bad).await;
+        }
+        for o in &t.gateways {
+            let Some(obj) = s.gateways.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
+            let new = render_gateway(o, obj.status.as_ref(), &now);
+            if unchanged(obj.status.as_ref(), &new) {
+                continue;
+            }
+            let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["addresses", "listeners"]);
+            let mut bad = bad_conditions(&o.conditions, "");
+            for l in &o.listeners {
+                bad.extend(bad_conditions(&l.conditions, &format!("listener {}: ", l.name)));
+            }
+            self.patch(Api::<Gateway>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+        }
+        for o in &t.routes {
+            let Some(obj) = s.routes.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
+            let new = render_route(o, obj.status.as_ref(), &now);
+            if unchanged(obj.status.as_ref(), &new) {
+                continue;
+            }
+            let body = serde_json::to_value(&new).unwrap_or_default();
+            let mut bad = Vec::new();
+            for p in &o.parents {
+                bad.extend(bad_conditions(&p.conditions, &format!("parent {}: ", p.parent_ref.name)));
+            }
+            self.patch(Api::<HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+        }
+    }
+
+    /// Patches `obj`'s status to `status` unless this very status was written over the same
+    /// cached version; then publishes the Events for its bad input.
+    async fn patch<K>(&mut self, api: Api<K>, obj: &K, status: Value, bad: Vec<UserEvent>)
+    where
+        K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    {
+        let meta = obj.meta();
+        let name = meta.name.clone().unwrap_or_default();
+        let key = (K::kind(&()).into_owned(), meta.namespace.clone().unwrap_or_default(), name.clone());
+        let stripped = strip(&status);
+        if self.written.get(&key) == Some(&(meta.resource_version.clone(), stripped.clone())) {
+            return;
+        }
+        let patch = Patch::Merge(json!({ "status": status }));
+        match api.patch_status(&name, &PatchParams::default(), &patch).await {
+            Ok(_) => {
+                tracing::info!(kind = %key.0, namespace = %key.1, name = %key.2, "Gateway API status written");
+                self.written.insert(key.clone(), (meta.resource_version.clone(), stripped));
+            }
+            Err(e) => {
+                tracing::warn!(kind = %key.0, namespace = %key.1, name = %key.2, error = %e, "status write failed (retried on the next pass)");
+                return;
+            }
+        }
+        let Some(events) = &self.events else { return };
+        let regarding = reference(obj);
+        for ev in bad {
+            if let Err(e) = events.publish(&ev, &regarding).await {
+                tracing::warn!(kind = %key.0, name = %key.2, error = %e, "cannot publish an Event");
+            }
+        }
+    }
+}
+
+fn strip(v: &Value) -> Value {
+    let mut v = v.clone();
+    fn walk(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("lastTransitionTime");
+                m.values_mut().for_each(walk);
+            }
+            Value::Array(a) => a.iter_mut().for_each(walk),
+            _ => {}
+        }
+    }
+    walk(&mut v);
+    v
+}
+
+/// The Warning Events for the conditions that report bad input: a condition that should be True
+/// and is not (Accepted, ResolvedRefs), or `Conflicted` True. `Programmed` False is the data
+/// plane's state, not the user's input: no Event.
+pub fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
+    conds
+        .iter()
+        .filter(|c| match c.kind {
+            "Accepted" | "ResolvedRefs" => !c.ok,
+            "Conflicted" => c.ok,
+            _ => false,
+        })
+        .map(|c| UserEvent::warning(&c.reason, "Status", format!("{prefix}{}", c.message)))
+        .collect()
+}
+
+fn reference<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
+    let meta = obj.meta();
+    ObjectReference {
+        api_version: Some(K::api_version(&()).into_owned()),
+        kind: Some(K::kind(&()).into_owned()),
+        namespace: meta.namespace.clone(),
+        name: meta.name.clone(),
+        uid: meta.uid.clone(),
+        ..Default::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_for_bad_input_only() {
+        let conds = [
+            Cond::no("Accepted", "NotAllowedByListeners", "no listener allows the route"),
+            Cond::yes("ResolvedRefs", "ResolvedRefs", "ok"),
+            Cond::yes("Conflicted", "HostnameConflict", "two listeners on port 80 share foo.example.com"),
+            Cond::no("Programmed", "Pending", "waiting for the load balancer"),
+        ];
+        let evs = bad_conditions(&conds, "parent gw: ");
+        let got: Vec<(&str, &str)> = evs.iter().map(|e| (e.reason.as_str(), e.message.as_str())).collect();
+        assert_eq!(
+            got,
+            [
+                ("NotAllowedByListeners", "parent gw: no listener allows the route"),
+                ("HostnameConflict", "parent gw: two listeners on port 80 share foo.example.com")
+            ]
+        );
+    }
+
+    #[test]
+    fn empty_lists_are_cleared_by_the_merge_patch() {
+        let v = with_nulls(json!({"conditions": []}), &["addresses", "listeners"]);
+        assert_eq!(v, json!({"conditions": [], "addresses": null, "listeners": null}));
+        let kept = with_nulls(json!({"addresses": [{"type": "IPAddress", "value": "192.0.2.1"}]}), &["addresses"]);
+        assert_eq!(kept["addresses"][0]["value"], "192.0.2.1");
+    }
+}

@@ -1,0 +1,111 @@
+//! `plan` for Gateway API objects: the Gateways of ours in manifests, each with its router (the
+//! load balancer it becomes, [`translate_gateway`]) and the status the controller would write
+//! (with no data plane: `Programmed` is Pending), the way `plan` shows the Ingresses' router.
+
+use super::build::{Programmed, Translation, translate};
+use super::status::Cond;
+use super::world::World;
+use crate::translate::gateway::{GatewayRouter, translate_gateway};
+use crate::translate::{Inputs, TranslateOptions};
+use serde_json::{Value, json};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+pub struct GatewayPlan {
+    pub translation: Translation,
+    /// One per accepted Gateway of ours, in (namespace, name) order.
+    pub routers: Vec<GatewayRouter>,
+}
+
+/// The Gateway plan of the manifests in `files` (`None` when they hold no Gateway API object);
+/// `inputs` are the same manifests as the Ingress translation reads them (Services, endpoints,
+/// Secrets).
+pub fn plan(files: &[PathBuf], inputs: &Inputs, opts: &TranslateOptions) -> Result<Option<GatewayPlan>, String> {
+    let mut world = World::default();
+    for f in crate::translate::manifest::manifest_files(files).map_err(|e| e.to_string())? {
+        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
+        world.add_yaml(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    if world.classes.is_empty() && world.gateways.is_empty() && world.routes.is_empty() {
+        return Ok(None);
+    }
+    let translation = translate(&world, &Programmed::new());
+    let routers = translation.routers.iter().map(|r| translate_gateway(r, inputs, opts)).collect();
+    Ok(Some(GatewayPlan { translation, routers }))
+}
+
+fn cond_text(c: &Cond) -> String {
+    format!("{}={} ({}: {})", c.kind, if c.ok { "True" } else { "False" }, c.reason, c.message)
+}
+
+fn cond_json(conds: &[Cond]) -> Value {
+    conds.iter().map(|c| json!({"type": c.kind, "status": if c.ok { "True" } else { "False" }, "reason": c.reason, "message": c.message})).collect()
+}
+
+/// The plan as text: each Gateway's status and router, then each HTTPRoute's parents.
+pub fn render_table(p: &GatewayPlan) -> String {
+    let mut s = String::new();
+    for c in &p.translation.classes {
+        let _ = writeln!(s, "GATEWAYCLASS {}: {}", c.name, cond_text(&c.accepted));
+    }
+    for g in &p.translation.gateways {
+        let _ = writeln!(s, "\nGATEWAY {}/{}", g.namespace, g.name);
+        g.conditions.iter().for_each(|c| _ = writeln!(s, "  {}", cond_text(c)));
+        for l in &g.listeners {
+            let _ = writeln!(s, "  listener {} (attachedRoutes {})", l.name, l.attached_routes);
+            l.conditions.iter().for_each(|c| _ = writeln!(s, "    {}", cond_text(c)));
+        }
+        if let Some(r) = p.routers.iter().find(|r| r.owner.namespace == g.namespace && r.owner.name == g.name) {
+            let port = r.http_port.map_or("-".to_string(), |p| p.to_string());
+            let _ = writeln!(s, "  load balancer {} (HTTP port {port})", r.name);
+            for line in crate::translate::render_table(&r.desired).lines() {
+                let _ = writeln!(s, "  {line}");
+            }
+        }
+    }
+    for r in &p.translation.routes {
+        let _ = writeln!(s, "\nHTTPROUTE {}/{}", r.namespace, r.name);
+        for parent in &r.parents {
+            let _ = writeln!(s, "  parent {}", parent.parent_ref.name);
+            parent.conditions.iter().for_each(|c| _ = writeln!(s, "    {}", cond_text(c)));
+        }
+    }
+    s
+}
+
+/// The plan as JSON: `gatewayClasses`, `gateways` and `httpRoutes` by name.
+pub fn to_json(p: &GatewayPlan) -> Value {
+    let classes: serde_json::Map<String, Value> =
+        p.translation.classes.iter().map(|c| (c.name.clone(), cond_json(std::slice::from_ref(&c.accepted)))).collect();
+    let mut gateways = serde_json::Map::new();
+    for g in &p.translation.gateways {
+        let router = p.routers.iter().find(|r| r.owner.namespace == g.namespace && r.owner.name == g.name);
+        let listeners: Vec<Value> = g
+            .listeners
+            .iter()
+            .map(|l| json!({"name": l.name, "attachedRoutes": l.attached_routes, "conditions": cond_json(&l.conditions)}))
+            .collect();
+        let v = json!({
+            "conditions": cond_json(&g.conditions),
+            "listeners": listeners,
+            "loadBalancer": router.map(|r| r.name.clone()),
+            "httpPort": router.and_then(|r| r.http_port),
+            "router": router.map(|r| serde_json::to_value(&r.desired).unwrap_or_default()),
+        });
+        gateways.insert(format!("{}/{}", g.namespace, g.name), v);
+    }
+    let routes: serde_json::Map<String, Value> = p
+        .translation
+        .routes
+        .iter()
+        .map(|r| {
+            let parents: Vec<Value> = r
+                .parents
+                .iter()
+                .map(|x| json!({"parent": x.parent_ref.name, "conditions": cond_json(&x.conditions)}))
+                .collect();
+            (format!("{}/{}", r.namespace, r.name), Value::Array(parents))
+        })
+        .collect();
+    json!({"gatewayClasses": classes, "gateways": gateways, "httpRoutes": routes})
+}
