@@ -385,7 +385,8 @@ impl Context {
                 }
                 Err(e) => {
                     tracing::warn!(router = %slot.name, error = %e, "router sync failed: its groups wait");
-                    Err(HandlerError::Octavia(e))
+                    // The Event on the Ingress says which router of the set holds it back.
+                    Err(HandlerError::Octavia(WriteError::new(e.label, format!("router {}: {}", slot.name, e.message))))
                 }
             };
             let take = match mine {
