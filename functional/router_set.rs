@@ -115,7 +115,8 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
         for (i, r) in routers.iter().enumerate() {
             let i = i as u32;
             let lb = r.find().await.unwrap().unwrap_or_else(|| panic!("router {} exists", r.spec().name));
-            let q = ListQuery { extra: vec![("port_id".into(), lb.vip_port_id.clone().unwrap())], ..ListQuery::default() };
+            let q =
+                ListQuery { extra: vec![("port_id".into(), lb.vip_port_id.clone().unwrap())], ..ListQuery::default() };
             let fips: BTreeSet<String> =
                 r.neutron().list_floating_ips(&q).await.unwrap().into_iter().map(|f| f.floating_ip_address).collect();
             assert_eq!(fips, address[&i], "{}: status = its floating IP", r.spec().name);
