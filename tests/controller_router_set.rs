@@ -254,3 +254,33 @@ async fn a_failing_router_holds_back_only_its_own_groups() {
     }
     running.stop().await;
 }
+
+/// The Service behind every Ingress feeds a pool on each of the three routers: an endpoint
+/// change reaches the pool of each router (its notice names each router under its own key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_on_several_routers_gets_its_members_on_each() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start(&fake, &[]).await;
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    // The Syncs the records trigger are over (their debounce is 500 ms): the change below goes
+    // through the member path alone (a Sync would refill every router's pools too).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut moved = slice();
+    moved["endpoints"][0]["addresses"] = json!(["10.0.0.9"]);
+    fake.put("endpointslices", moved);
+    eventually("the new endpoint in the pool of every router", 5, || {
+        (0..3).all(|i| running.members_of(i) == ["10.0.0.9"]).then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+impl Running {
+    /// The member addresses of router `index`'s pools.
+    fn members_of(&self, index: u32) -> Vec<String> {
+        let sims = self.sims.lock().unwrap();
+        let Some(sim) = sims.get(&index) else { return vec![] };
+        let sim = sim.lock().unwrap();
+        sim.router.pools.iter().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect()
+    }
+}

@@ -618,8 +618,19 @@ fn controllers(
     let svc_ctl = Controller::for_stream(services.remove(0), stores.services.clone())
         .with_config(config.debounce(Duration::ZERO))
         .watches_stream(node_changes, {
-            let writer = ctx.router().writer.clone();
-            move |n: Node| node_change_targets(&on_nodes.lock().expect("lock"), writer.last_synced().as_deref(), &n)
+            // Every router's pools: with scale-out a zone-aware pool may be on any of them.
+            let ctx = ctx.clone();
+            move |n: Node| {
+                let index = on_nodes.lock().expect("lock");
+                let mut out: Vec<ObjectRef<Service>> = ctx
+                    .routers
+                    .iter()
+                    .flat_map(|slot| node_change_targets(&index, slot.writer.last_synced().as_deref(), &n))
+                    .collect();
+                out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+                out.dedup();
+                out
+            }
         });
     let svc_ctl = if k.use_endpoint_slices {
         let api = Api::<EndpointSlice>::all(client.clone());
