@@ -245,19 +245,28 @@ async fn smoke(settings: Settings) -> Result<(), String> {
 
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
+    inputs_and_desired(settings, files).map(|(_, desired)| desired)
+}
+
+/// The manifests' inputs and their translation.
+fn inputs_and_desired(
+    settings: &Settings,
+    files: &[PathBuf],
+) -> Result<(crate::translate::Inputs, crate::model::DesiredRouter), String> {
     let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
     // Certificates are checked against the clock, as the controller does.
     inputs.now = Some(std::time::SystemTime::now());
     for note in &inputs.notes {
         tracing::info!("{note}");
     }
-    Ok(crate::translate::translate(&inputs, &crate::wiring::translate_options(settings)))
+    let desired = crate::translate::translate(&inputs, &crate::wiring::translate_options(settings));
+    Ok((inputs, desired))
 }
 
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
-    match desired_from(settings, files) {
-        Ok(desired) => {
-            let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &desired));
+    match inputs_and_desired(settings, files) {
+        Ok((inputs, desired)) => {
+            let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &inputs, &desired));
             let base = &settings.octavia_defaults.l7_router_name;
             match (output, set) {
                 (OutputFormat::Table, set) => {
@@ -283,12 +292,18 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
     }
 }
 
-/// The placement of a new router set: `plan` reads no OpenStack, so no recorded placement.
-fn plan_placement(settings: &Settings, desired: &crate::model::DesiredRouter) -> crate::placement::split::RouterSet {
+/// The placement `run` would make: `plan` reads no OpenStack, but the placement recorded on the
+/// manifests' Ingresses (`controller::router_set::PLACEMENT_ANNOTATION`) is kept, as `run` does.
+fn plan_placement(
+    settings: &Settings,
+    inputs: &crate::translate::Inputs,
+    desired: &crate::model::DesiredRouter,
+) -> crate::placement::split::RouterSet {
     let so = &settings.octavia_defaults.scale_out;
+    let base = &settings.octavia_defaults.l7_router_name;
     let params = crate::placement::split::SplitParams {
         capacity: so.capacity,
-        current: Default::default(),
+        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),

@@ -116,7 +116,7 @@ impl RouterSet {
             return Ok(placed.clone());
         }
         let started = Instant::now();
-        let mut current = recorded_placement(&self.base, ingresses);
+        let mut current = recorded_placement(&self.base, ingresses.iter().map(|i| i.as_ref()));
         // The last placement wins over the record: it is newer (its annotations may not be
         // written yet).
         if let Some((_, prev)) = last.as_ref() {
@@ -170,7 +170,10 @@ impl RouterSet {
 /// The placement recorded on the Ingresses: each host of an Ingress carrying
 /// [`PLACEMENT_ANNOTATION`] → the index of the router it names (a name not of the set is
 /// ignored: the group is placed as new).
-pub fn recorded_placement(base: &str, ingresses: &[Arc<Ingress>]) -> BTreeMap<String, RouterIndex> {
+pub fn recorded_placement<'a>(
+    base: &str,
+    ingresses: impl IntoIterator<Item = &'a Ingress>,
+) -> BTreeMap<String, RouterIndex> {
     let mut out = BTreeMap::new();
     for ing in ingresses {
         let Some(name) = ing.metadata.annotations.as_ref().and_then(|a| a.get(PLACEMENT_ANNOTATION)) else { continue };
@@ -211,7 +214,7 @@ mod tests {
             ingress("d", &["d.example.com"], Some("other-2")),
             ingress("e", &["e.example.com"], None),
         ];
-        let got = recorded_placement("edge", &ings);
+        let got = recorded_placement("edge", ings.iter().map(|i| i.as_ref()));
         let want: BTreeMap<String, RouterIndex> =
             [("a.example.com", 2), ("b.example.com", 2), ("c.example.com", 0)].map(|(h, r)| (h.to_string(), r)).into();
         assert_eq!(got, want);
