@@ -312,16 +312,46 @@ fn plan_placement(
 }
 
 /// Converge the router once and print every write and a summary; non-zero exit on failure.
+/// With `scale_out`, every router of the placement (`plan`'s, the record on the manifests kept)
+/// converges to its part, the routers in parallel.
 async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
-    let desired = desired_from(&settings, &files)?;
+    let (inputs, desired) = inputs_and_desired(&settings, &files)?;
     for w in &desired.warnings {
         println!("warning: {}: {} ({})", w.object, w.message, w.reason);
     }
-    let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
-    let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
+    if !settings.octavia_defaults.scale_out.enabled {
+        let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
+        let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
+        print_report(&settings.octavia_defaults.l7_router_name, &report);
+        return Ok(());
+    }
+    let set = plan_placement(&settings, &inputs, &desired);
+    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    let mut routers = Vec::new();
+    for (&index, part) in &set.routers {
+        let router =
+            crate::wiring::router_observed_at(&settings, None, index, permits.clone()).map_err(|e| e.to_string())?;
+        routers.push((router, part));
+    }
+    let results = futures::future::join_all(routers.iter().map(|(r, part)| r.converge(part))).await;
+    let mut failed = Vec::new();
+    for ((router, _), result) in routers.iter().zip(results) {
+        match result {
+            Ok(report) => print_report(&router.spec().name, &report),
+            Err(e) => {
+                println!("L7 router {}: failed: {e}", router.spec().name);
+                failed.push(router.spec().name.clone());
+            }
+        }
+    }
+    if failed.is_empty() { Ok(()) } else { Err(format!("router(s) {} failed", failed.join(", "))) }
+}
+
+/// `apply`'s lines about one router: its writes and a summary.
+fn print_report(name: &str, report: &crate::driver::ConvergeReport) {
     println!(
         "L7 router {} ({}) listener {}{}",
-        settings.octavia_defaults.l7_router_name,
+        name,
         report.lb_id,
         report.listener_id,
         if report.created_router { ", created fully populated" } else { "" }
@@ -345,7 +375,6 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
             _ => String::new(),
         }
     );
-    Ok(())
 }
 
 /// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.
