@@ -15,6 +15,10 @@ use common::*;
 mod fake_api;
 use fake_api::Fake;
 
+/// Scale-out on the real Octavia, on the same fake API server.
+#[path = "router_set.rs"]
+mod router_set;
+
 use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::metrics::Metrics;

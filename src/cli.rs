@@ -253,20 +253,29 @@ fn gateway_plan(settings: &Settings, files: &[PathBuf]) -> Result<Option<crate::
 
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
+    inputs_and_desired(settings, files).map(|(_, desired)| desired)
+}
+
+/// The manifests' inputs and their translation.
+fn inputs_and_desired(
+    settings: &Settings,
+    files: &[PathBuf],
+) -> Result<(crate::translate::Inputs, crate::model::DesiredRouter), String> {
     let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
     // Certificates are checked against the clock, as the controller does.
     inputs.now = Some(std::time::SystemTime::now());
     for note in &inputs.notes {
         tracing::info!("{note}");
     }
-    Ok(crate::translate::translate(&inputs, &crate::wiring::translate_options(settings)))
+    let desired = crate::translate::translate(&inputs, &crate::wiring::translate_options(settings));
+    Ok((inputs, desired))
 }
 
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
     let gateways = gateway_plan(settings, files);
-    match desired_from(settings, files).and_then(|d| gateways.map(|g| (d, g))) {
-        Ok((desired, gateways)) => {
-            let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &desired));
+    match inputs_and_desired(settings, files).and_then(|d| gateways.map(|g| (d, g))) {
+        Ok(((inputs, desired), gateways)) => {
+            let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &inputs, &desired));
             let base = &settings.octavia_defaults.l7_router_name;
             match (output, set) {
                 (OutputFormat::Table, set) => {
@@ -304,12 +313,18 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
     }
 }
 
-/// The placement of a new router set: `plan` reads no OpenStack, so no recorded placement.
-fn plan_placement(settings: &Settings, desired: &crate::model::DesiredRouter) -> crate::placement::split::RouterSet {
+/// The placement `run` would make: `plan` reads no OpenStack, but the placement recorded on the
+/// manifests' Ingresses (`controller::router_set::PLACEMENT_ANNOTATION`) is kept, as `run` does.
+fn plan_placement(
+    settings: &Settings,
+    inputs: &crate::translate::Inputs,
+    desired: &crate::model::DesiredRouter,
+) -> crate::placement::split::RouterSet {
     let so = &settings.octavia_defaults.scale_out;
+    let base = &settings.octavia_defaults.l7_router_name;
     let params = crate::placement::split::SplitParams {
         capacity: so.capacity,
-        current: Default::default(),
+        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),
@@ -318,16 +333,46 @@ fn plan_placement(settings: &Settings, desired: &crate::model::DesiredRouter) ->
 }
 
 /// Converge the router once and print every write and a summary; non-zero exit on failure.
+/// With `scale_out`, every router of the placement (`plan`'s, the record on the manifests kept)
+/// converges to its part, the routers in parallel.
 async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
-    let desired = desired_from(&settings, &files)?;
+    let (inputs, desired) = inputs_and_desired(&settings, &files)?;
     for w in &desired.warnings {
         println!("warning: {}: {} ({})", w.object, w.message, w.reason);
     }
-    let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
-    let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
+    if !settings.octavia_defaults.scale_out.enabled {
+        let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
+        let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
+        print_report(&settings.octavia_defaults.l7_router_name, &report);
+        return Ok(());
+    }
+    let set = plan_placement(&settings, &inputs, &desired);
+    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    let mut routers = Vec::new();
+    for (&index, part) in &set.routers {
+        let router =
+            crate::wiring::router_observed_at(&settings, None, index, permits.clone()).map_err(|e| e.to_string())?;
+        routers.push((router, part));
+    }
+    let results = futures::future::join_all(routers.iter().map(|(r, part)| r.converge(part))).await;
+    let mut failed = Vec::new();
+    for ((router, _), result) in routers.iter().zip(results) {
+        match result {
+            Ok(report) => print_report(&router.spec().name, &report),
+            Err(e) => {
+                println!("L7 router {}: failed: {e}", router.spec().name);
+                failed.push(router.spec().name.clone());
+            }
+        }
+    }
+    if failed.is_empty() { Ok(()) } else { Err(format!("router(s) {} failed", failed.join(", "))) }
+}
+
+/// `apply`'s lines about one router: its writes and a summary.
+fn print_report(name: &str, report: &crate::driver::ConvergeReport) {
     println!(
         "L7 router {} ({}) listener {}{}",
-        settings.octavia_defaults.l7_router_name,
+        name,
         report.lb_id,
         report.listener_id,
         if report.created_router { ", created fully populated" } else { "" }
@@ -351,7 +396,6 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
             _ => String::new(),
         }
     );
-    Ok(())
 }
 
 /// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.

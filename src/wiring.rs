@@ -151,14 +151,26 @@ pub fn router(s: &Settings) -> Result<Router, crate::openstack::Error> {
 
 /// [`router`] with an `observer` of every request (see [`clients_observed`]).
 pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Router, crate::openstack::Error> {
+    // One router per process here; a caller that builds several gives them this one's permits
+    // (`Router::write_permits`), or builds each with [`router_observed_at`] and shared permits,
+    // so that the bound holds across them.
+    let permits = crate::driver::WritePermits::new(s.octavia_defaults.parallel_writes);
+    router_observed_at(s, observer, 0, permits)
+}
+
+/// Router `index` of a scale-out set ([`router_spec_at`]; 0 is the router of [`router_observed`]),
+/// its writes bounded by `permits` shared with the other routers of the process.
+pub fn router_observed_at(
+    s: &Settings,
+    observer: Option<Observer>,
+    index: crate::placement::RouterIndex,
+    permits: crate::driver::WritePermits,
+) -> Result<Router, crate::openstack::Error> {
     let (octavia, neutron) = clients_observed(s, observer)?;
     // Same session (token, catalog): Barbican is found in the catalog when a certificate is
     // first stored, so clouds without it work until an Ingress asks for TLS.
     let barbican = crate::openstack::Barbican::new(octavia.session().clone());
-    // One router per process today; a caller that builds several gives them this one's permits
-    // (`Router::write_permits`), so that the bound holds across them.
-    let permits = crate::driver::WritePermits::new(s.octavia_defaults.parallel_writes);
-    Ok(Router::new(octavia, neutron, router_spec(s)).with_barbican(barbican).with_write_permits(permits))
+    Ok(Router::new(octavia, neutron, router_spec_at(s, index)).with_barbican(barbican).with_write_permits(permits))
 }
 
 /// "router zone: zone-a ([octavia_defaults] router_zone)": which zone zone-aware weighting uses

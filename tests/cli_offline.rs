@@ -75,6 +75,20 @@ fn plan_shows_the_router_of_each_ingress_with_scale_out() {
     assert!(table.contains("    shop/accounts -> demo-router-2"), "{table}");
     assert!(table.contains("PLACEMENT WARNINGS (0)"), "{table}");
 
+    // The placement recorded on an Ingress is kept: storefront stays on the router it names.
+    let copied = dir.path().join("examples");
+    std::fs::create_dir(&copied).unwrap();
+    for e in std::fs::read_dir(examples).unwrap().flatten().filter(|e| e.path().is_file()) {
+        let text = std::fs::read_to_string(e.path()).unwrap().replace(
+            "  name: storefront\n  namespace: shop\n",
+            "  name: storefront\n  namespace: shop\n  annotations:\n    placement.kuryr-l7-router.openstack.org/router: demo-router-2\n",
+        );
+        std::fs::write(copied.join(e.file_name()), text).unwrap();
+    }
+    let out = run(&conf, &["plan", "-f", copied.to_str().unwrap(), "-o", "json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan -o json prints JSON");
+    assert_eq!(plan["ingresses"]["shop/storefront"], "demo-router-2", "{plan}");
+
     // Without scale_out the output is the single router, as before.
     std::fs::write(&conf, NO_KEYSTONE).unwrap();
     let out = run(&conf, &["plan", "-f", examples]);

@@ -12,6 +12,7 @@ use crate::controller::indexes::{
 use crate::controller::metrics::{Metrics, RouterMetrics};
 use crate::controller::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
+use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::service_events::{self, ServiceWarnings};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
@@ -162,6 +163,9 @@ pub struct Context {
     /// The routers this controller drives, by key: each one's writer, budget, readiness and
     /// metrics (see [`crate::controller::routers`]).
     pub routers: Routers,
+    /// With scale-out: the router set (placement, and the writers of the routers other than
+    /// the first). None: the one router of `routers` gets every Ingress.
+    pub set: Option<RouterSet>,
     pub events: Arc<EventPublisher>,
     pub metrics: Metrics,
     pub opts: TranslateOptions,
@@ -232,7 +236,7 @@ impl Context {
         if let Some(r) = &readiness {
             r.send_modify(|r| {
                 for n in routers.names() {
-                    r.router_mut(n);
+                    r.router_mut(&n);
                 }
             });
         }
@@ -240,6 +244,7 @@ impl Context {
             client,
             stores,
             routers,
+            set: None,
             events,
             metrics,
             opts,
@@ -259,8 +264,15 @@ impl Context {
         self
     }
 
-    /// The router every Ingress of the class goes to (one today; see [`Routers::primary`]).
-    pub fn router(&self) -> &Arc<RouterSlot> {
+    /// With scale-out: drives the router set `set` (the first router is the one given to
+    /// [`Context::new`]).
+    pub fn with_router_set(mut self, set: RouterSet) -> Self {
+        self.set = Some(set);
+        self
+    }
+
+    /// The first router: without scale-out, the one every Ingress of the class goes to.
+    pub fn router(&self) -> Arc<RouterSlot> {
         self.routers.primary()
     }
 
@@ -291,9 +303,19 @@ impl Context {
         force: bool,
         scope: Scope<'_>,
     ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+        if let Some(set) = &self.set {
+            return self.sync_set(set, force, scope).await;
+        }
         self.wait_caches().await;
         let slot = self.router();
         let synced = slot.writer.sync_from_caches(force).await.map_err(HandlerError::Octavia)?;
+        self.took(&slot, &synced);
+        self.apply_outputs(&slot, &synced, scope, &|_| true).await?;
+        Ok((synced.desired, synced.report))
+    }
+
+    /// What a router's finished Sync tells its slot: budget, metrics, readiness.
+    fn took(&self, slot: &RouterSlot, synced: &Synced) {
         if synced.written {
             slot.take_budget_of(&synced.report);
             slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
@@ -304,15 +326,144 @@ impl Context {
                 slot.mark_ready(r);
             }
         }
-        self.apply_outputs(slot, &synced, scope).await?;
-        Ok((synced.desired, synced.report))
+    }
+
+    /// The slot of router `index` of `set`, its writer spawned when placement first uses it.
+    fn slot_at(&self, set: &RouterSet, index: crate::placement::RouterIndex) -> Result<Arc<RouterSlot>, HandlerError> {
+        let name = set.name_of(index);
+        if let Some(slot) = self.routers.get(&name) {
+            return Ok(slot);
+        }
+        let writer = set.spawn_writer(index).map_err(HandlerError::Octavia)?;
+        tracing::info!(router = %name, "router joins the set");
+        if let Some(r) = &self.readiness {
+            r.send_modify(|r| {
+                r.router_mut(&name);
+            });
+        }
+        Ok(self.routers.insert(RouterSlot::new(name, writer, &self.metrics)))
+    }
+
+    /// [`Context::sync_for`] with scale-out: one translation and placement, each router's part
+    /// submitted to its writer at once, then each router's outputs (the statuses of the
+    /// Ingresses placed on it, its notices) and the placement record. The result is the
+    /// reconciled Ingress's router's (a failure of another router holds back only its own
+    /// groups); for the other scopes, the first router's, failing only when every router failed.
+    async fn sync_set(
+        &self,
+        set: &RouterSet,
+        force: bool,
+        scope: Scope<'_>,
+    ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+        let requested = std::time::Instant::now();
+        self.wait_caches().await;
+        let (translator, metrics) = (self.translator.clone(), self.router().metrics.clone());
+        // The project's quota budget is not split among the routers yet: none is applied.
+        let placed = set
+            .placed(requested, &self.stores.ingresses.state(), move || translator.desired(None, &metrics).1)
+            .await
+            .map_err(HandlerError::Octavia)?;
+        let mut slots = Vec::new();
+        for &index in placed.parts.keys() {
+            slots.push((index, self.slot_at(set, index)?));
+        }
+        let writes = slots.iter().map(|(i, slot)| slot.writer.sync_to(placed.parts[i].as_ref().clone(), force));
+        let results = futures::future::join_all(writes).await;
+        let mine = match scope {
+            Scope::Ingress(ing) => Some(placed.router_of(ing)),
+            _ => None,
+        };
+        let mut answer: Option<Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>> = None;
+        let mut synced_routers = Vec::new();
+        for ((index, slot), result) in slots.iter().zip(results) {
+            let result = match result {
+                Ok(synced) => {
+                    self.took(slot, &synced);
+                    synced_routers.push(*index);
+                    let out = self.set_outputs(&placed, *index, slot, &synced, scope).await;
+                    out.map(|()| (synced.desired, synced.report))
+                }
+                Err(e) => {
+                    tracing::warn!(router = %slot.name, error = %e, "router sync failed: its groups wait");
+                    // The Event on the Ingress says which router of the set holds it back.
+                    Err(HandlerError::Octavia(WriteError::new(e.label, format!("router {}: {}", slot.name, e.message))))
+                }
+            };
+            let take = match mine {
+                Some(m) => m == *index,
+                None => answer.as_ref().is_none_or(|a| a.is_err()) && (answer.is_none() || result.is_ok()),
+            };
+            if take {
+                answer = Some(result);
+            }
+        }
+        self.record_placement(set, &placed, &synced_routers).await;
+        answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
+    }
+
+    /// The outputs of router `index`'s Sync: the statuses of the Ingresses placed on it, its
+    /// notices, and for the reconciled Ingress's router its own Events (with the warnings of
+    /// the whole translation, which the split leaves on the first router only).
+    async fn set_outputs(
+        &self,
+        placed: &Placed,
+        index: crate::placement::RouterIndex,
+        slot: &RouterSlot,
+        synced: &Synced,
+        scope: Scope<'_>,
+    ) -> Result<(), HandlerError> {
+        let here = |ing: &Ingress| placed.router_of(ing) == index;
+        match scope {
+            Scope::Ingress(ing) if !here(ing) => self.apply_outputs(slot, synced, Scope::Sync, &here).await,
+            Scope::Ingress(_) if index != 0 => {
+                let mut desired = synced.desired.as_ref().clone();
+                desired.warnings = placed.whole.warnings.clone();
+                let with_warnings = Synced { desired: Arc::new(desired), ..synced.clone() };
+                self.apply_outputs(slot, &with_warnings, scope, &here).await
+            }
+            _ => self.apply_outputs(slot, synced, scope, &here).await,
+        }
+    }
+
+    /// Writes [`crate::controller::router_set::PLACEMENT_ANNOTATION`] on each Ingress of ours
+    /// with hosts, placed on a router that synced, where it differs: the record a restarted
+    /// controller or a new leader places from.
+    async fn record_placement(&self, set: &RouterSet, placed: &Placed, synced: &[crate::placement::RouterIndex]) {
+        use crate::controller::router_set::{PLACEMENT_ANNOTATION, recorded_router};
+        for ing in self.stores.ingresses.state() {
+            if !self.keeps_status_of(&ing) || !placed.is_placed(&ing) {
+                continue;
+            }
+            let index = placed.router_of(&ing);
+            let name = set.name_of(index);
+            if !synced.contains(&index) || recorded_router(&ing) == Some(name.as_str()) {
+                continue;
+            }
+            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
+            let patch = serde_json::json!({"metadata": {"annotations": {PLACEMENT_ANNOTATION: name}}});
+            let params = kube::api::PatchParams::default();
+            match api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
+                Ok(_) => tracing::info!(ingress = %outputs::ingress_ref(&ing), router = %name, "placement recorded"),
+                Err(e) => {
+                    tracing::warn!(ingress = %outputs::ingress_ref(&ing), error = %e, "cannot record the placement")
+                }
+            }
+        }
     }
 
     /// The one output step of a finished Sync: plans (purely) and applies its notices,
     /// statuses and Events. A notice write that fails fails the call; so does the status of the
     /// reconciled Ingress (it is retried with it), while the resync only logs a status it could
     /// not write.
-    async fn apply_outputs(&self, slot: &RouterSlot, synced: &Synced, scope: Scope<'_>) -> Result<(), HandlerError> {
+    /// `here`: whether an Ingress is placed on this router (its status carries this router's
+    /// address).
+    async fn apply_outputs(
+        &self,
+        slot: &RouterSlot,
+        synced: &Synced,
+        scope: Scope<'_>,
+        here: &(dyn Fn(&Ingress) -> bool + Sync),
+    ) -> Result<(), HandlerError> {
         let services = self.stores.services.state();
         let key =
             |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
@@ -330,7 +481,9 @@ impl Context {
                 .collect(),
             statuses: match scope {
                 Scope::Ingress(ing) => vec![ing],
-                Scope::Resync => cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i)).collect(),
+                Scope::Resync => {
+                    cached.iter().map(|i| i.as_ref()).filter(|i| self.keeps_status_of(i) && here(i)).collect()
+                }
                 Scope::Sync | Scope::Conflicts => vec![],
             },
         };

@@ -44,6 +44,7 @@ pub mod metrics;
 pub mod notice;
 pub mod outputs;
 pub mod patches;
+pub mod router_set;
 pub mod routers;
 pub mod runtime;
 pub mod service;

@@ -2,9 +2,8 @@
 //! per router: its writer (which holds its last Sync and its objects on hold), its budget under
 //! the project's quotas, its line of `/readyz` and its metrics.
 //!
-//! Today a controller drives exactly one router; the set exists so that a logical router spread
-//! over several Octavia load balancers (`crate::placement`), or a Gateway per router, adds slots
-//! instead of reshaping the controller.
+//! Without scale-out a controller drives exactly one router; with `[octavia_defaults] scale_out`
+//! it drives one slot per router of the set (`crate::controller::router_set`).
 
 use crate::controller::health::Readiness;
 use crate::controller::metrics::{Metrics, RouterMetrics};
@@ -82,33 +81,40 @@ impl RouterSlot {
     }
 }
 
-/// The routers, by key.
+/// The routers, by key. With scale-out a router joins the set when placement first puts a group
+/// on it (`crate::controller::router_set`), so the map grows while the controller runs.
 pub struct Routers {
-    slots: BTreeMap<String, Arc<RouterSlot>>,
+    slots: std::sync::RwLock<BTreeMap<String, Arc<RouterSlot>>>,
 }
 
 impl Routers {
     pub fn new(slots: impl IntoIterator<Item = RouterSlot>) -> Self {
-        Self { slots: slots.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect() }
+        Self { slots: std::sync::RwLock::new(slots.into_iter().map(|s| (s.name.clone(), Arc::new(s))).collect()) }
     }
 
-    pub fn get(&self, name: &str) -> Option<&Arc<RouterSlot>> {
-        self.slots.get(name)
+    pub fn get(&self, name: &str) -> Option<Arc<RouterSlot>> {
+        self.slots.read().expect("lock").get(name).cloned()
+    }
+
+    /// Adds `slot` unless a slot of that key exists; the slot of that key either way.
+    pub fn insert(&self, slot: RouterSlot) -> Arc<RouterSlot> {
+        let mut slots = self.slots.write().expect("lock");
+        slots.entry(slot.name.clone()).or_insert_with(|| Arc::new(slot)).clone()
     }
 
     /// Every slot, by key.
-    pub fn iter(&self) -> impl Iterator<Item = &Arc<RouterSlot>> {
-        self.slots.values()
+    pub fn iter(&self) -> std::vec::IntoIter<Arc<RouterSlot>> {
+        self.slots.read().expect("lock").values().cloned().collect::<Vec<_>>().into_iter()
     }
 
-    pub fn names(&self) -> impl Iterator<Item = &str> {
-        self.slots.keys().map(String::as_str)
+    pub fn names(&self) -> Vec<String> {
+        self.slots.read().expect("lock").keys().cloned().collect()
     }
 
-    /// The router every Ingress of the class goes to. One today; with several, placement picks
-    /// the slot of each Ingress (`crate::placement`) and this goes.
-    pub fn primary(&self) -> &Arc<RouterSlot> {
-        self.slots.values().next().expect("a controller drives at least one router")
+    /// The first router: the only one without scale-out; with it, the router that also
+    /// carries the translation's warnings (see `placement::split`).
+    pub fn primary(&self) -> Arc<RouterSlot> {
+        self.slots.read().expect("lock").values().next().cloned().expect("a controller drives at least one router")
     }
 }
 

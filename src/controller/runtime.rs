@@ -21,9 +21,11 @@ use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::outputs::Scope;
-use crate::controller::writer::{OctaviaBackend, RouterBackend, Writer, WriterMetrics};
+use crate::controller::router_set::{RouterSet, SpawnWriter};
+use crate::controller::writer::{OctaviaBackend, RouterBackend, WriteError, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
+use crate::placement::RouterIndex;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
@@ -86,7 +88,8 @@ pub(crate) async fn signal() {
 /// The start-up preflight ([`preflight`]) runs first: an error refuses to start, before any write.
 pub async fn run(settings: Settings) -> Result<(), ControllerError> {
     let settings = preflight(settings).await?;
-    run_with(settings, octavia_backend, signal()).await
+    let backends = octavia_backends(&settings);
+    run_set_with(settings, backends, signal()).await
 }
 
 /// Checks what the cloud can do and what the user may do (`openstack::preflight`), logs the
@@ -146,7 +149,26 @@ pub async fn run_with<B, F>(
 ) -> Result<(), ControllerError>
 where
     B: RouterBackend,
-    F: FnOnce(&Settings, &Metrics) -> Result<B, ControllerError>,
+    F: FnOnce(&Settings, &Metrics) -> Result<B, ControllerError> + Send + 'static,
+{
+    let once = Mutex::new(Some(backend));
+    let backends = move |s: &Settings, m: &Metrics, _: RouterIndex| match once.lock().expect("lock").take() {
+        Some(f) => f(s, m),
+        None => Err(ControllerError::ClientConfig("this controller was given the backend of one router only".into())),
+    };
+    run_set_with(settings, backends, shutdown).await
+}
+
+/// [`run_with`] with the backend of each router of a scale-out set: `backends` builds router
+/// `index`'s (0 at start; the others when placement first puts a group on them).
+pub async fn run_set_with<B, F>(
+    settings: Settings,
+    backends: F,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ControllerError>
+where
+    B: RouterBackend,
+    F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
 {
     let (registry, metrics) = Metrics::registry();
     let (ready_tx, ready_rx) = watch::channel(Readiness::default());
@@ -189,7 +211,7 @@ where
         None
     };
 
-    let result = match backend(&settings, &metrics) {
+    let result = match backends(&settings, &metrics, 0) {
         Ok(mut b) => {
             // A lost lease stops the writes before the next one, not after the job (see
             // driver::rounds); the handlers stop on it too (acquire_leadership).
@@ -198,8 +220,14 @@ where
                 Some(l) => WriteGate::new(l.is_leader()),
                 None => WriteGate::default(),
             };
-            b.set_write_gate(gate.stopping_on(stop_rx.clone()));
-            run_leader(&settings, client, b, metrics, ready_tx, &stop_rx).await
+            let gate = gate.stopping_on(stop_rx.clone());
+            b.set_write_gate(gate.clone());
+            let spawn = settings
+                .octavia_defaults
+                .scale_out
+                .enabled
+                .then(|| spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate));
+            run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
     };
@@ -421,6 +449,50 @@ pub fn octavia_backend(settings: &Settings, metrics: &Metrics) -> Result<Octavia
         .map_err(|e| ControllerError::ClientConfig(format!("OpenStack session: {e}")))
 }
 
+/// With scale-out: how the writer of each router other than the first is built, as the first's
+/// (same gate, metrics under its own `router` label, its own line of `/readyz`).
+fn spawn_writers<B, F>(
+    settings: Settings,
+    backends: F,
+    metrics: Metrics,
+    readiness: watch::Sender<Readiness>,
+    gate: WriteGate,
+) -> SpawnWriter
+where
+    B: RouterBackend,
+    F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
+{
+    Box::new(move |index, name| {
+        let mut b =
+            backends(&settings, &metrics, index).map_err(|e| WriteError::new("client_config", e.to_string()))?;
+        b.set_write_gate(gate.clone());
+        let wm = WriterMetrics {
+            router: name.to_string(),
+            metrics: Some(metrics.clone()),
+            readiness: Some(readiness.clone()),
+        };
+        Ok(Writer::spawn(b, wm))
+    })
+}
+
+/// The real backends of every router of the set: the driver on Octavia and Neutron, every
+/// request counted in the metrics, the writes of all routers bounded together by
+/// `[l7_router] parallel_writes`.
+pub fn octavia_backends(
+    settings: &Settings,
+) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
+    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    move |settings, metrics, index| {
+        let metrics = metrics.clone();
+        let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
+            metrics.octavia_request(r.method.as_str(), &r.kind, r.status, r.duration);
+        });
+        crate::wiring::router_observed_at(settings, Some(observer), index, permits.clone())
+            .map(OctaviaBackend::new)
+            .map_err(|e| ControllerError::ClientConfig(format!("OpenStack session: {e}")))
+    }
+}
+
 /// What Service notices name as router: `l7_router_uuid`, else `l7_router_name`.
 fn notice_router_name(settings: &Settings) -> String {
     let o = &settings.octavia_defaults;
@@ -432,6 +504,7 @@ async fn run_leader<B: RouterBackend>(
     settings: &Settings,
     client: kube::Client,
     backend: B,
+    spawn: Option<SpawnWriter>,
     metrics: Metrics,
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
@@ -445,20 +518,22 @@ async fn run_leader<B: RouterBackend>(
     let (stores, store_writers) = StoreWriters::new();
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
-    let ctx = Arc::new(
-        Context::new(
-            client.clone(),
-            stores.clone(),
-            writer.handle(),
-            events,
-            metrics,
-            crate::wiring::translate_options(settings),
-            router,
-            caches_rx,
-            Some(ready_tx.clone()),
-        )
-        .with_member_change_window(k.member_change_window),
-    );
+    let mut ctx = Context::new(
+        client.clone(),
+        stores.clone(),
+        writer.handle(),
+        events,
+        metrics,
+        crate::wiring::translate_options(settings),
+        router.clone(),
+        caches_rx,
+        Some(ready_tx.clone()),
+    )
+    .with_member_change_window(k.member_change_window);
+    if let Some(spawn) = spawn {
+        ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
+    }
+    let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
     background.push(crate::controller::gateway::spawn(&client, &ctx.stores, ctx.events.clone(), stop_rx.clone()));
     let handlers = vec![
@@ -546,8 +621,19 @@ fn controllers(
     let svc_ctl = Controller::for_stream(services.remove(0), stores.services.clone())
         .with_config(config.debounce(Duration::ZERO))
         .watches_stream(node_changes, {
-            let writer = ctx.router().writer.clone();
-            move |n: Node| node_change_targets(&on_nodes.lock().expect("lock"), writer.last_synced().as_deref(), &n)
+            // Every router's pools: with scale-out a zone-aware pool may be on any of them.
+            let ctx = ctx.clone();
+            move |n: Node| {
+                let index = on_nodes.lock().expect("lock");
+                let mut out: Vec<ObjectRef<Service>> = ctx
+                    .routers
+                    .iter()
+                    .flat_map(|slot| node_change_targets(&index, slot.writer.last_synced().as_deref(), &n))
+                    .collect();
+                out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+                out.dedup();
+                out
+            }
         });
     let svc_ctl = if k.use_endpoint_slices {
         let api = Api::<EndpointSlice>::all(client.clone());
@@ -642,14 +728,16 @@ pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(WRITER_DRAIN.as_secs()
 /// finish. (A Controller whose cache never synced never ends by itself: kube holds it until its
 /// store is ready, hence the timeout and abort.)
 async fn drain(
-    writer: Writer,
+    first: Writer,
     handlers: Vec<JoinHandle<()>>,
     resync: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
     ctx: &Context,
 ) {
     tracing::info!("stopping: draining the router writer (no write after the one in flight)");
-    writer.shutdown_within(WRITER_DRAIN).await;
+    let mut writers = vec![first];
+    writers.extend(ctx.set.iter().flat_map(RouterSet::take_writers));
+    futures::future::join_all(writers.into_iter().map(|w| w.shutdown_within(WRITER_DRAIN))).await;
     let aborts: Vec<_> = handlers.iter().map(JoinHandle::abort_handle).collect();
     let finished = async {
         for h in handlers {

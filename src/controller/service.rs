@@ -26,6 +26,7 @@ use crate::controller::context::{Context, HandlerError, instrumented};
 use crate::controller::members::{endpoints_of, node_index, service_members};
 use crate::controller::notice::ServiceNotice;
 use crate::controller::outputs::{FailedStep, Failure, failure_event};
+use crate::controller::routers::RouterSlot;
 use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
 use crate::translate::namespace_of;
@@ -77,8 +78,17 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, H
 
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
+    // Each router's notice names the pools the Service feeds there: with scale-out a Service
+    // used on several routers gets its member update on each.
+    for router in ctx.routers.iter() {
+        reconcile_on(svc, ctx, &router).await?;
+    }
+    Ok(Action::await_change())
+}
+
+/// The reconcile of one Service for one router (its notice, its pools).
+async fn reconcile_on(svc: &Service, ctx: &Context, router: &RouterSlot) -> Result<Action, HandlerError> {
     let regarding = svc.object_ref(&());
-    let router = ctx.router();
     let current = match ServiceNotice::from_service(svc, &router.name) {
         Ok(n) => n,
         Err(e) => {
@@ -121,7 +131,7 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
             ctx.sync(false).await?;
             Ok(Action::await_change())
         }
-        ServiceStep::Members(pools) => update_members(svc, ctx, &me, &regarding, &pools).await,
+        ServiceStep::Members(pools) => update_members(svc, ctx, router, &me, &regarding, &pools).await,
     }
 }
 
@@ -130,6 +140,7 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
 async fn update_members(
     svc: &Service,
     ctx: &Context,
+    router: &RouterSlot,
     me: &KubeRef,
     regarding: &ObjectReference,
     pools: &[String],
@@ -145,7 +156,6 @@ async fn update_members(
             None => return Ok(Action::await_change()),
         }
     }
-    let router = ctx.router();
     let Some(synced) = router.writer.last_synced() else { return Ok(Action::await_change()) };
     let update = {
         let endpoints = endpoints_of(&svc, &ctx.stores, &ctx.opts);

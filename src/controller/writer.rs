@@ -166,6 +166,12 @@ impl WriteQueue {
         self.push(None, force, reply);
     }
 
+    /// Queues a Sync to `desired` (a router's part of the placed set), converged only when it
+    /// differs from the last clean Sync's unless `force`.
+    pub fn push_sync_to(&mut self, desired: DesiredRouter, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
+        self.push(Some(desired), force, reply);
+    }
+
     fn push(&mut self, desired: Option<DesiredRouter>, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
         let now = Instant::now();
         let (mut since, mut replies, mut superseded, mut forced) = match self.sync.take() {
@@ -345,6 +351,13 @@ impl WriterHandle {
     /// for its result: every waiter coalesced into one job gets the same [`Synced`].
     pub async fn sync_from_caches(&self, force: bool) -> SyncedResult {
         self.submit(|q, tx| q.push_sync_from_caches(force, Some(tx)))
+            .await
+            .unwrap_or_else(|_| Err(WriteError::shutdown()))
+    }
+
+    /// Queues a Sync to `desired` (see [`WriteQueue::push_sync_to`]) and waits for its result.
+    pub async fn sync_to(&self, desired: DesiredRouter, force: bool) -> SyncedResult {
+        self.submit(|q, tx| q.push_sync_to(desired, force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
     }

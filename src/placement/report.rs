@@ -52,7 +52,7 @@ pub fn render_placement(base: &str, capacity: Capacity, set: &RouterSet) -> Stri
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "PLACEMENT ({} routers; at most {} policies and {} certificates each; as for a new set: plan reads no recorded placement)",
+        "PLACEMENT ({} routers; at most {} policies and {} certificates each; the placement recorded on the Ingresses kept)",
         p.routers.len(),
         capacity.max_policies,
         capacity.max_certificates

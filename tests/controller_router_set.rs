@@ -1,0 +1,286 @@
+//! Scale-out through the whole controller (`run_set_with`) against the FAKE Kubernetes API
+//! server (`tests/support/fake_api.rs`), each router of the set on its own in-memory Octavia
+//! (`SimBackend`, address 172.24.4.1N for router N): placement at a small capacity, each
+//! Ingress's status pointing at its router, the placement record surviving a restart, and a
+//! failing router holding back only its own groups.
+
+#[path = "support/fake_api.rs"]
+mod fake_api;
+use fake_api::Fake;
+
+use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
+use kuryr_l7_router::controller::runtime::run_set_with;
+use kuryr_l7_router::controller::writer::WriteError;
+use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::sim::Simulator;
+use kuryr_l7_router::placement::router_index;
+use kuryr_l7_router::testing::SimBackend;
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const BASE: &str = "rset";
+const ING: &str = "networking.k8s.io/v1/ingresses";
+
+fn class() -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+           "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
+}
+
+/// One host, one path: one policy.
+fn ingress(name: &str) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
+               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+}
+
+fn service() -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
+}
+
+fn slice() -> Value {
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+           "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
+           "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+           "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]})
+}
+
+fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let text = format!(
+        "[kubernetes]
+api_root = {api_root}
+token_file = {}
+enable_ingress = True
+leader_election = False
+health_port = {port}
+[neutron_defaults]
+project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
+lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
+[octavia_defaults]
+l7_router_name = {BASE}
+scale_out = True
+max_policies_per_router = 2
+[neutron]
+auth_url = https://keystone.example.com:5000/v3
+username = kuryr
+password = s3cr3t-PaSS
+project_name = service
+",
+        token_file.display()
+    );
+    kuryr_l7_router::config::load_texts(&[("set-test.conf".into(), text)], Vec::new()).unwrap().settings
+}
+
+fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {
+    let fake = Fake::new();
+    fake.put("ingressclasses", class());
+    fake.put("services", service());
+    fake.put("endpointslices", slice());
+    for i in ingresses {
+        fake.put("ingresses", i);
+    }
+    fake
+}
+
+/// The simulated Octavia of each router the controller built, by index.
+type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
+
+struct Running {
+    sims: Sims,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
+    _dir: tempfile::TempDir,
+}
+
+/// Runs the controller against `fake`; the routers in `failing` refuse every write.
+async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let sims: Sims = Arc::default();
+    let (built, failing) = (sims.clone(), failing.to_vec());
+    let backends = move |_: &_, _: &_, index: u32| {
+        let name = kuryr_l7_router::placement::router_name(BASE, index);
+        let address = format!("172.24.4.{}", 10 + index).parse().ok();
+        let sim = SimBackend::new(DiffOptions { ownership: Ownership::new(&name), health_monitor: None }, address);
+        if failing.contains(&index) {
+            *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
+        }
+        built.lock().unwrap().insert(index, sim.state.clone());
+        Ok(sim)
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_set_with(settings(&api_root, &token), backends, async move {
+        let _ = stopped.await;
+    }));
+    Running { sims, stop, run, _dir: dir }
+}
+
+impl Running {
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        tokio::time::timeout(Duration::from_secs(30), self.run).await.unwrap().unwrap().unwrap();
+    }
+
+    /// The hosts routed by router `index` (its host rules).
+    fn hosts_of(&self, index: u32) -> Vec<String> {
+        let sims = self.sims.lock().unwrap();
+        let Some(sim) = sims.get(&index) else { return vec![] };
+        let sim = sim.lock().unwrap();
+        let mut hosts: Vec<String> = sim
+            .router
+            .policies
+            .iter()
+            .flat_map(|p| p.rules.iter())
+            .filter(|r| r.rule_type == "HOST_NAME")
+            .map(|r| r.value.trim_start_matches('^').split('(').next().unwrap().replace('\\', ""))
+            .collect();
+        hosts.sort();
+        hosts.dedup();
+        hosts
+    }
+}
+
+/// (recorded router, status address) of Ingress `name`, once both are written.
+fn placed(fake: &Fake, name: &str) -> Option<(String, String)> {
+    let ing = fake.get(ING, "shop", name)?;
+    let router = ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].as_str()?.to_string();
+    let ip = ing["status"]["loadBalancer"]["ingress"][0]["ip"].as_str()?.to_string();
+    Some((router, ip))
+}
+
+async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(v) = f() {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+
+/// Five one-policy Ingresses at two policies per router: three routers, each Ingress's status
+/// the address of the router that routes its host, its router recorded on it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_ingress_status_points_at_its_router() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start(&fake, &[]).await;
+    let got: BTreeMap<&str, (String, String)> = eventually("every Ingress placed", 20, || {
+        NAMES.iter().map(|n| placed(&fake, n).map(|p| (*n, p))).collect::<Option<_>>()
+    })
+    .await;
+    let mut per_router: BTreeMap<u32, Vec<String>> = BTreeMap::new();
+    for (name, (router, ip)) in &got {
+        let index = router_index(BASE, router).unwrap_or_else(|| panic!("{name}: {router} is not of the set"));
+        assert_eq!(ip, &format!("172.24.4.{}", 10 + index), "{name} on {router}");
+        per_router.entry(index).or_default().push(format!("{name}.example.com"));
+    }
+    assert_eq!(per_router.keys().copied().collect::<Vec<_>>(), [0, 1, 2], "{got:?}");
+    for (index, hosts) in &per_router {
+        assert!(hosts.len() <= 2, "router {index} over capacity: {hosts:?}");
+        assert_eq!(&running.hosts_of(*index), hosts, "router {index} routes exactly its hosts");
+    }
+    running.stop().await;
+}
+
+/// The Ingresses of the first router are deleted while the controller is down: on restart the
+/// others stay on the routers recorded on them (a fresh placement would pack them on the
+/// first router), and their statuses do not change.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_keeps_the_recorded_placement() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start(&fake, &[]).await;
+    let before: BTreeMap<&str, (String, String)> = eventually("every Ingress placed", 20, || {
+        NAMES.iter().map(|n| placed(&fake, n).map(|p| (*n, p))).collect::<Option<_>>()
+    })
+    .await;
+    running.stop().await;
+
+    let kept: Vec<Value> = NAMES
+        .iter()
+        .filter(|n| before[*n].0 != BASE)
+        .map(|n| {
+            let mut v = fake.get(ING, "shop", n).unwrap();
+            v["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+            v
+        })
+        .collect();
+    assert_eq!(kept.len(), 3, "{before:?}");
+    let fake = fake_with(kept.clone());
+    let running = start(&fake, &[]).await;
+    let kept_names: Vec<String> = kept.iter().map(|v| v["metadata"]["name"].as_str().unwrap().to_string()).collect();
+    eventually("every kept host routed on its recorded router", 20, || {
+        kept_names
+            .iter()
+            .all(|n| {
+                let index = router_index(BASE, &before[n.as_str()].0).unwrap();
+                running.hosts_of(index).contains(&format!("{n}.example.com"))
+            })
+            .then_some(())
+    })
+    .await;
+    assert_eq!(running.hosts_of(0), Vec::<String>::new(), "nothing moved to the emptied first router");
+    for n in &kept_names {
+        assert_eq!(placed(&fake, n).as_ref(), Some(&before[n.as_str()]), "{n}: same router, same address");
+    }
+    running.stop().await;
+}
+
+/// Router 2 (`rset-2`, index 1) refuses every write: the Ingresses placed on it get no status
+/// and no record, the others are routed and published as usual.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_router_holds_back_only_its_own_groups() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start(&fake, &[1]).await;
+    // First-fit by room: a, b on the first router, c, d on the second, e on the third.
+    for (name, ip) in [("a", "172.24.4.10"), ("b", "172.24.4.10"), ("e", "172.24.4.12")] {
+        let (_, got) = eventually(&format!("{name} placed"), 20, || placed(&fake, name)).await;
+        assert_eq!(got, ip, "{name}");
+    }
+    assert_eq!(running.hosts_of(2), ["e.example.com"]);
+    for name in ["c", "d"] {
+        let ing = fake.get(ING, "shop", name).unwrap();
+        assert!(ing["status"]["loadBalancer"]["ingress"].is_null(), "{name}: {ing}");
+        assert!(ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].is_null(), "{name}: {ing}");
+    }
+    running.stop().await;
+}
+
+/// The Service behind every Ingress feeds a pool on each of the three routers: an endpoint
+/// change reaches the pool of each router (its notice names each router under its own key).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_service_on_several_routers_gets_its_members_on_each() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start(&fake, &[]).await;
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    // The Syncs the records trigger are over (their debounce is 500 ms): the change below goes
+    // through the member path alone (a Sync would refill every router's pools too).
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut moved = slice();
+    moved["endpoints"][0]["addresses"] = json!(["10.0.0.9"]);
+    fake.put("endpointslices", moved);
+    eventually("the new endpoint in the pool of every router", 5, || {
+        (0..3).all(|i| running.members_of(i) == ["10.0.0.9"]).then_some(())
+    })
+    .await;
+    running.stop().await;
+}
+
+impl Running {
+    /// The member addresses of router `index`'s pools.
+    fn members_of(&self, index: u32) -> Vec<String> {
+        let sims = self.sims.lock().unwrap();
+        let Some(sim) = sims.get(&index) else { return vec![] };
+        let sim = sim.lock().unwrap();
+        sim.router.pools.iter().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect()
+    }
+}
