@@ -21,6 +21,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[global_allocator]
+static ALLOC: mem::Counting = mem::Counting;
+
 fn vm_hwm_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -360,27 +363,27 @@ fn memory_breakdown(full: bool) {
     let (n_ing, n_svc, eps) = if full { (10_000, 10_000, 10) } else { (100, 100, 10) };
     println!("\n## memory at {n_ing} Ingresses, {n_svc} Services, {} endpoints (MiB: held / peak)", n_svc * eps);
     let opts = TranslateOptions::default();
-    let (caches, held, _) = mem::measure(|| as_caches(apps(n_ing, n_svc, eps)));
-    println!("[mem] the caches (Kubernetes objects in Arcs): {held:.0}");
-    let (_, held, peak) = mem::measure(|| translate(&caches, &opts));
-    println!("[mem] one translation from a Snapshot of the caches (now): {held:.0} / {peak:.0}");
+    let (caches, held, _, live) = mem::measure_live(|| as_caches(apps(n_ing, n_svc, eps)));
+    println!("[mem] the caches (Kubernetes objects in Arcs): {held:.0} (live {live:.0})");
+    let (_, held, peak, live) = mem::measure_live(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot of the caches (now): {held:.0} / {peak:.0} (live {live:.0})");
     let (_, held, peak) = mem::measure(|| {
         let copy = deep_copy(&caches);
         let desired = translate(&copy, &opts);
         (copy, desired)
     });
     println!("[mem] one translation from a deep copy of every cache (before): {held:.0} / {peak:.0}");
-    let (desired, held, peak) = mem::measure(|| translate(&caches, &opts));
-    println!("[mem] one translation from a Snapshot again (order check): {held:.0} / {peak:.0}");
+    let (desired, held, peak, live) = mem::measure_live(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot again (order check): {held:.0} / {peak:.0} (live {live:.0})");
     let empty = empty_router();
-    let (cold, held, peak) = mem::measure(|| plan_writes(&desired, &empty, &diff_opts()));
-    println!("[mem] the cold plan ({} writes): {held:.0} / {peak:.0}", cold.writes.len());
-    let (sim, held, peak) = mem::measure(|| {
+    let (cold, held, peak, live) = mem::measure_live(|| plan_writes(&desired, &empty, &diff_opts()));
+    println!("[mem] the cold plan ({} writes): {held:.0} / {peak:.0} (live {live:.0})", cold.writes.len());
+    let (sim, held, peak, live) = mem::measure_live(|| {
         let mut sim = Simulator::new(empty_router());
         sim.apply_all(&cold.writes).expect("simulator accepts the plan");
         sim
     });
-    println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0}");
+    println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0} (live {live:.0})");
     drop((cold, sim, desired, caches));
 
     // Each object is received as applied and, now, slimmed before the next one is received.

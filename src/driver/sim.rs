@@ -80,7 +80,7 @@ impl Simulator {
                     lb_algorithm: lb_algorithm.clone(),
                     members: vec![],
                     healthmonitor: None,
-                    tags: tags.clone(),
+                    tags: tags.to_vec(),
                     in_error: false,
                 });
             }
@@ -142,7 +142,7 @@ impl Simulator {
                 if p.healthmonitor.is_some() {
                     return Err(format!("pool {} already has a health monitor", p.name));
                 }
-                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.clone() });
+                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.to_vec() });
             }
             Write::UpdateHealthMonitor { id, spec, .. } => {
                 let hm = self
@@ -186,7 +186,7 @@ impl Simulator {
                         redirect_http_code: redirect.as_ref().map(|r| r.0),
                         admin_state_up: *admin_state_up,
                         rules: vec![],
-                        tags: tags.clone(),
+                        tags: tags.to_vec(),
                         in_error: false,
                     },
                 );
