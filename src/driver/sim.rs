@@ -80,7 +80,7 @@ impl Simulator {
                     lb_algorithm: lb_algorithm.clone(),
                     members: vec![],
                     healthmonitor: None,
-                    tags: tags.to_vec(),
+                    tags: tags.clone(),
                     in_error: false,
                 });
             }
@@ -186,7 +186,7 @@ impl Simulator {
                         redirect_http_code: redirect.as_ref().map(|r| r.0),
                         admin_state_up: *admin_state_up,
                         rules: vec![],
-                        tags: tags.to_vec(),
+                        tags: tags.clone(),
                         in_error: false,
                     },
                 );
