@@ -4,6 +4,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use k8s_openapi::api::core::v1::Endpoints;
+use k8s_openapi::api::discovery::v1::EndpointSlice;
+
 use super::backends::{PoolKey, Services};
 use super::health::service_health_monitor;
 use super::members::{SliceCache, endpoints_as_slices, index_nodes};
@@ -14,14 +17,39 @@ use crate::model::{KubeRef, Pool, PoolHealthMonitor, Warning};
 /// Label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
-/// The endpoint caches of the wanted Services only.
-fn endpoint_caches<'a>(
+/// The endpoint objects of one wanted Service: its EndpointSlices, or its core Endpoints.
+#[derive(Default)]
+struct EndpointSources<'a> {
+    slices: Vec<&'a EndpointSlice>,
+    endpoints: Vec<&'a Endpoints>,
+}
+
+impl EndpointSources<'_> {
+    /// The Service's endpoints digested. Made for one Service at a time and dropped after its
+    /// pools: a digest of every wanted Service at once was the largest part of a translation's
+    /// transient memory (every endpoint of the cluster copied).
+    fn cache(&self, family: IpFamily) -> SliceCache {
+        let mut cache = SliceCache::new(family);
+        for s in &self.slices {
+            cache.upsert(s);
+        }
+        for e in &self.endpoints {
+            for slice in endpoints_as_slices(e) {
+                cache.upsert(&slice);
+            }
+        }
+        cache
+    }
+}
+
+/// The endpoint objects of the wanted Services only, by (namespace, Service).
+fn endpoint_sources<'a>(
     inputs: &View<'a>,
     opts: &TranslateOptions,
     keys: &'a BTreeSet<PoolKey>,
-) -> BTreeMap<(&'a str, &'a str), SliceCache> {
+) -> BTreeMap<(&'a str, &'a str), EndpointSources<'a>> {
     let wanted: BTreeSet<(&str, &str)> = keys.iter().map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
-    let mut caches: BTreeMap<(&str, &str), SliceCache> = BTreeMap::new();
+    let mut sources: BTreeMap<(&str, &str), EndpointSources<'a>> = BTreeMap::new();
     if opts.use_endpoint_slices {
         for &s in &inputs.endpoint_slices {
             let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
@@ -29,21 +57,18 @@ fn endpoint_caches<'a>(
             };
             let key = (namespace_of(&s.metadata), svc.as_str());
             if wanted.contains(&key) {
-                caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family)).upsert(s);
+                sources.entry(key).or_default().slices.push(s);
             }
         }
     } else {
         for &e in &inputs.endpoints {
             let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
             if wanted.contains(&key) {
-                let cache = caches.entry(key).or_insert_with(|| SliceCache::new(opts.vip_family));
-                for slice in endpoints_as_slices(e) {
-                    cache.upsert(&slice);
-                }
+                sources.entry(key).or_default().endpoints.push(e);
             }
         }
     }
-    caches
+    sources
 }
 
 fn no_endpoints(k: &PoolKey, name: &str, opts: &TranslateOptions) -> Warning {
@@ -75,8 +100,11 @@ pub fn build_pools(
 ) -> BTreeMap<String, Pool> {
     let inputs = inputs.view();
     let nodes = index_nodes(&inputs.nodes);
-    let caches = endpoint_caches(&inputs, opts, keys);
-    let empty = SliceCache::new(opts.vip_family);
+    let sources = endpoint_sources(&inputs, opts, keys);
+    let none = EndpointSources::default();
+    // Keys are sorted by (namespace, Service, port): a Service's ports are consecutive and
+    // share one digest of its endpoints.
+    let mut current: Option<((&str, &str), SliceCache)> = None;
     let mut pools = BTreeMap::new();
     for k in keys {
         let svc = services[&(k.namespace.as_str(), k.service.as_str())];
@@ -86,7 +114,11 @@ pub fn build_pools(
             .and_then(|s| s.ports.as_ref())
             .and_then(|ps| ps.iter().find(|p| p.port == i32::from(k.port)))
             .expect("resolved ports exist");
-        let cache = caches.get(&(k.namespace.as_str(), k.service.as_str())).unwrap_or(&empty);
+        let service = (k.namespace.as_str(), k.service.as_str());
+        if current.as_ref().is_none_or(|(of, _)| *of != service) {
+            current = Some((service, sources.get(&service).unwrap_or(&none).cache(opts.vip_family)));
+        }
+        let cache = &current.as_ref().expect("set above").1;
         let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
         warnings.extend(w);
         let name = names[k].clone();
