@@ -21,6 +21,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Instant;
 
+#[global_allocator]
+static ALLOC: mem::Counting = mem::Counting;
+
 fn vm_hwm_kib() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -62,10 +65,14 @@ fn converge(sim: &mut Simulator, desired: &DesiredRouter) -> WritePlan {
     plan
 }
 
+/// The best time of `n` runs, and the last result. The previous result is dropped before the
+/// next run: the controller never holds two translations or two plans of one router, and
+/// keeping both inflated the bench's peak RSS by one result.
 fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
     let mut out = None;
     for _ in 0..n {
+        drop(out.take());
         let t = Instant::now();
         out = Some(f());
         best = best.min(t.elapsed().as_secs_f64());
@@ -185,6 +192,8 @@ fn controller_scale(full: bool) {
     let t = Instant::now();
     sim.apply_all(&cold.writes).expect("simulator accepts the plan");
     println!("(simulator applied them in {:.0} ms)", t.elapsed().as_secs_f64() * 1e3);
+    // Executed: the controller keeps no plan once its writes are done.
+    drop(cold);
     let (t_steady, steady) = best_of(reps, || plan_writes(&desired, &sim.router, &diff_opts()));
     assert!(steady.writes.is_empty());
     println!("plan_writes, nothing changed (resync): best of {reps} {:.1} ms (0 writes)", t_steady * 1e3);
@@ -227,7 +236,8 @@ fn controller_scale(full: bool) {
          ({writes} write: the batch member PUT)",
         t.elapsed().as_secs_f64() * 1e6 / iters as f64
     );
-    let mut d = desired.clone();
+    // The router's desired state itself, changed in place (not a second copy of it).
+    let mut d = desired;
     d.pools.get_mut(&pool_name).unwrap().members = cache.members(svc, sp, &nodes, &opts).0;
     let (t_one, plan) = best_of(reps, || plan_writes(&d, &sim.router, &diff_opts()));
     assert_eq!(plan.writes.len(), 1);
@@ -353,27 +363,27 @@ fn memory_breakdown(full: bool) {
     let (n_ing, n_svc, eps) = if full { (10_000, 10_000, 10) } else { (100, 100, 10) };
     println!("\n## memory at {n_ing} Ingresses, {n_svc} Services, {} endpoints (MiB: held / peak)", n_svc * eps);
     let opts = TranslateOptions::default();
-    let (caches, held, _) = mem::measure(|| as_caches(apps(n_ing, n_svc, eps)));
-    println!("[mem] the caches (Kubernetes objects in Arcs): {held:.0}");
-    let (_, held, peak) = mem::measure(|| translate(&caches, &opts));
-    println!("[mem] one translation from a Snapshot of the caches (now): {held:.0} / {peak:.0}");
+    let (caches, held, _, live) = mem::measure_live(|| as_caches(apps(n_ing, n_svc, eps)));
+    println!("[mem] the caches (Kubernetes objects in Arcs): {held:.0} (live {live:.0})");
+    let (_, held, peak, live) = mem::measure_live(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot of the caches (now): {held:.0} / {peak:.0} (live {live:.0})");
     let (_, held, peak) = mem::measure(|| {
         let copy = deep_copy(&caches);
         let desired = translate(&copy, &opts);
         (copy, desired)
     });
     println!("[mem] one translation from a deep copy of every cache (before): {held:.0} / {peak:.0}");
-    let (desired, held, peak) = mem::measure(|| translate(&caches, &opts));
-    println!("[mem] one translation from a Snapshot again (order check): {held:.0} / {peak:.0}");
+    let (desired, held, peak, live) = mem::measure_live(|| translate(&caches, &opts));
+    println!("[mem] one translation from a Snapshot again (order check): {held:.0} / {peak:.0} (live {live:.0})");
     let empty = empty_router();
-    let (cold, held, peak) = mem::measure(|| plan_writes(&desired, &empty, &diff_opts()));
-    println!("[mem] the cold plan ({} writes): {held:.0} / {peak:.0}", cold.writes.len());
-    let (sim, held, peak) = mem::measure(|| {
+    let (cold, held, peak, live) = mem::measure_live(|| plan_writes(&desired, &empty, &diff_opts()));
+    println!("[mem] the cold plan ({} writes): {held:.0} / {peak:.0} (live {live:.0})", cold.writes.len());
+    let (sim, held, peak, live) = mem::measure_live(|| {
         let mut sim = Simulator::new(empty_router());
         sim.apply_all(&cold.writes).expect("simulator accepts the plan");
         sim
     });
-    println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0}");
+    println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0} (live {live:.0})");
     drop((cold, sim, desired, caches));
 
     // Each object is received as applied and, now, slimmed before the next one is received.

@@ -786,7 +786,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
                 loadbalancer_id: Some(lb.id.clone()),
                 protocol: "HTTP".into(),
                 lb_algorithm: original.lb_algorithm.clone(),
-                tags: original.tags.clone(),
+                tags: original.tags.to_vec(),
                 ..PoolCreate::default()
             })
             .await

@@ -177,7 +177,7 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
             })
             .collect(),
         healthmonitor: None,
-        tags,
+        tags: tags.into(),
         in_error: false,
     }
 }

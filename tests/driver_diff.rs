@@ -428,7 +428,7 @@ fn foreign_objects_are_never_written() {
         lb_algorithm: "ROUND_ROBIN".into(),
         members: vec![],
         healthmonitor: None,
-        tags: foreign_tags.clone(),
+        tags: foreign_tags.clone().into(),
         in_error: false,
     });
     router.policies.push(ActualPolicy {
@@ -449,7 +449,7 @@ fn foreign_objects_are_never_written() {
             key: None,
             invert: false,
         }],
-        tags: foreign_tags.clone(),
+        tags: foreign_tags.clone().into(),
         in_error: false,
     });
     let mut sim = Simulator::new(router);
@@ -569,7 +569,7 @@ proptest! {
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
             redirect_pool_id: None, redirect_prefix: None, redirect_url: None, redirect_http_code: None, admin_state_up: true,
-            rules: vec![], tags: vec![], in_error: false,
+            rules: vec![], tags: Default::default(), in_error: false,
         });
         let mut sim = Simulator::new(router);
         converge(&mut sim, &first, &opts());

@@ -35,7 +35,8 @@ pub struct ActualPolicy {
     pub redirect_http_code: Option<u16>,
     pub admin_state_up: bool,
     pub rules: Vec<ActualRule>,
-    pub tags: Vec<String>,
+    /// Shared with the other objects of the read that carry the same tags (see [`TagSet`]).
+    pub tags: Tags,
     /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`](super::diff::plan_writes)).
     pub in_error: bool,
 }
@@ -57,7 +58,8 @@ pub struct ActualPool {
     pub lb_algorithm: String,
     pub members: Vec<ActualMember>,
     pub healthmonitor: Option<ActualHealthMonitor>,
-    pub tags: Vec<String>,
+    /// Shared like a policy's (see [`TagSet`]).
+    pub tags: Tags,
     /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`](super::diff::plan_writes)).
     pub in_error: bool,
 }
@@ -95,12 +97,24 @@ pub fn share_tags(members: &mut [ActualMember]) {
     }
 }
 
+/// One copy of each distinct tag list of a read: Octavia returns a copy per object, and the
+/// policies of one Ingress, or the pools of one Service, carry the same tags.
+#[derive(Default)]
+pub struct TagSet(std::collections::HashMap<Vec<String>, Tags>);
+
+impl TagSet {
+    pub fn share(&mut self, tags: Vec<String>) -> Tags {
+        self.0.entry(tags).or_insert_with_key(|t| Tags::from(t.as_slice())).clone()
+    }
+}
+
 /// The per-pool health monitor (defined with the desired state, which may carry one per pool).
 pub use crate::model::HealthMonitorSpec;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn member(tags: &[&str]) -> ActualMember {
         ActualMember {
@@ -114,6 +128,18 @@ mod tests {
             tags: tags.iter().map(|t| t.to_string()).collect::<Vec<_>>().into(),
             in_error: false,
         }
+    }
+
+    #[test]
+    fn a_read_keeps_one_copy_of_each_distinct_tag_list() {
+        let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        let mut set = TagSet::default();
+        let a = set.share(tags(&["kuryr-l7-router", "ingress:ns/a"]));
+        let a2 = set.share(tags(&["kuryr-l7-router", "ingress:ns/a"]));
+        let b = set.share(tags(&["kuryr-l7-router", "ingress:ns/b"]));
+        assert!(Arc::ptr_eq(&a, &a2));
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert_eq!(&b[..], &tags(&["kuryr-l7-router", "ingress:ns/b"])[..]);
     }
 
     #[test]

@@ -262,7 +262,7 @@ mod tests {
             a.policies.push(ActualPolicy {
                 id: p.name.clone(),
                 name: p.name.clone(),
-                tags: own().tags_for(&p.owner),
+                tags: own().tags_for(&p.owner).into(),
                 rules: (0..p.rules.len())
                     .map(|i| ActualRule { id: format!("{}-{i}", p.name), ..Default::default() })
                     .collect(),

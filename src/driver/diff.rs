@@ -248,7 +248,8 @@ fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<
 }
 
 fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions, writes: &mut Vec<Write>) {
-    let tags = opts.ownership.tags_for(&pool.service);
+    // One copy of the tags for the pool, its members and its monitor (shared, not one per write).
+    let tags = Tags::from(opts.ownership.tags_for(&pool.service));
     writes.push(Write::CreatePool {
         name: pool.name.clone(),
         lb_algorithm: pool.lb_algorithm.clone(),
@@ -258,10 +259,7 @@ fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions,
         writes.push(Write::SetMembers {
             pool: PoolRef::New(pool.name.clone()),
             pool_name: pool.name.clone(),
-            members: {
-                let tags = Tags::from(tags.clone());
-                pool.members.iter().map(|m| member_spec(m, &tags)).collect()
-            },
+            members: pool.members.iter().map(|m| member_spec(m, &tags)).collect(),
         });
     }
     if let Some(spec) = hm {
@@ -386,7 +384,7 @@ fn plan_listener_policies(
             cursor += 1;
         }
         let position = (placed + stale_before + 1) as u32;
-        let tags = own.tags_for(want.owner);
+        let tags = Tags::from(own.tags_for(want.owner));
         match ours.get(want.name) {
             None => plan_new_policy(want, position, action, &tags, &mut plan.writes),
             Some(have) => {
@@ -426,7 +424,7 @@ fn plan_listener_policies(
 
 /// A new policy at `position`: created, then its rules; created disabled and enabled after its
 /// last rule when it has several (see the module docs).
-fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags: &[String], writes: &mut Vec<Write>) {
+fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags: &Tags, writes: &mut Vec<Write>) {
     let multi = want.rules.len() > 1;
     writes.push(Write::CreatePolicy {
         name: want.name.to_string(),
@@ -434,14 +432,14 @@ fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags:
         action,
         admin_state_up: !multi,
         description: want.description.clone(),
-        tags: tags.to_vec(),
+        tags: tags.clone(),
     });
     for rule in want.rules {
         writes.push(Write::CreateRule {
             policy: PolicyRef::New(want.name.to_string()),
             policy_name: want.name.to_string(),
             rule: rule.clone(),
-            tags: tags.to_vec(),
+            tags: tags.clone(),
         });
     }
     if multi {
@@ -543,7 +541,7 @@ impl<'a> Wanted<'a> {
 
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
-fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &[String], writes: &mut Vec<Write>) {
+fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &Tags, writes: &mut Vec<Write>) {
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();
@@ -571,7 +569,7 @@ fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &[String], writes: &
                 policy: PolicyRef::Id(have.id.clone()),
                 policy_name: want.name.to_string(),
                 rule: rule.clone(),
-                tags: tags.to_vec(),
+                tags: tags.clone(),
             });
         }
     }

@@ -130,7 +130,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
                     loadbalancer_id: Some(target.lb_id.clone()),
                     protocol: "HTTP".into(),
                     lb_algorithm: lb_algorithm.clone(),
-                    tags: tags.clone(),
+                    tags: tags.to_vec(),
                     ..PoolCreate::default()
                 })
                 .await?;
@@ -147,7 +147,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
         Write::CreateHealthMonitor { pool, spec, tags, .. } => {
             o.create_health_monitor(&HealthMonitorCreate {
                 pool_id: Some(pool_id(pool)),
-                tags: tags.clone(),
+                tags: tags.to_vec(),
                 ..health_monitor_create(spec)
             })
             .await?;
@@ -189,7 +189,7 @@ async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), 
                     redirect_http_code,
                     position: Some(*position),
                     admin_state_up: Some(*admin_state_up),
-                    tags: tags.clone(),
+                    tags: tags.to_vec(),
                     ..L7PolicyCreate::default()
                 })
                 .await?;

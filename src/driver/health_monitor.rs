@@ -40,7 +40,7 @@ pub fn plan(
         pool: PoolRef::Id(actual.id.clone()),
         pool_name: pool_name.to_string(),
         spec: spec.clone(),
-        tags: own.tags_for(&pool.service),
+        tags: own.tags_for(&pool.service).into(),
     };
     match (want.as_ref(), &actual.healthmonitor, ours) {
         (Some(spec), None, _) => vec![create(spec)],

@@ -93,7 +93,7 @@ pub enum Write {
     CreatePool {
         name: String,
         lb_algorithm: String,
-        tags: Vec<String>,
+        tags: Tags,
     },
     UpdatePool {
         id: String,
@@ -114,7 +114,7 @@ pub enum Write {
         pool: PoolRef,
         pool_name: String,
         spec: HealthMonitorSpec,
-        tags: Vec<String>,
+        tags: Tags,
     },
     UpdateHealthMonitor {
         id: String,
@@ -132,13 +132,13 @@ pub enum Write {
         action: PolicyAction,
         admin_state_up: bool,
         description: String,
-        tags: Vec<String>,
+        tags: Tags,
     },
     CreateRule {
         policy: PolicyRef,
         policy_name: String,
         rule: Rule,
-        tags: Vec<String>,
+        tags: Tags,
     },
     UpdateRule {
         policy_id: String,

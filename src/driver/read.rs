@@ -4,7 +4,7 @@
 
 use super::actual::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
-    HealthMonitorSpec, share_tags,
+    HealthMonitorSpec, TagSet, share_tags,
 };
 use super::cloud::Cloud;
 use super::error::Result;
@@ -82,6 +82,7 @@ impl Read<'_> {
         let policies =
             o.list_l7policies(&ListQuery { listener_id: Some(listener_id.into()), ..ListQuery::default() }).await?;
         let mut actual = Vec::with_capacity(policies.len());
+        let mut tag_set = TagSet::default();
         for p in policies {
             let parent = Parent {
                 id: &p.id,
@@ -98,7 +99,7 @@ impl Read<'_> {
                     },
                 )
                 .await?;
-            actual.push(actual_policy(p, rules));
+            actual.push(actual_policy(p, rules, &mut tag_set));
         }
         actual.sort_by_key(|p| p.position);
         Ok(actual)
@@ -118,6 +119,7 @@ impl Read<'_> {
             BTreeMap::new()
         };
         let mut actual = Vec::with_capacity(pools.len());
+        let mut tag_set = TagSet::default();
         for p in pools {
             let parent = Parent {
                 id: &p.id,
@@ -147,7 +149,7 @@ impl Read<'_> {
                 lb_algorithm: p.lb_algorithm,
                 healthmonitor,
                 in_error: p.provisioning_status == "ERROR",
-                tags: p.tags,
+                tags: tag_set.share(p.tags),
             });
         }
         Ok(actual)
@@ -181,7 +183,7 @@ pub async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String,
         .collect())
 }
 
-fn actual_policy(p: L7Policy, rules: Vec<ActualRule>) -> ActualPolicy {
+fn actual_policy(p: L7Policy, rules: Vec<ActualRule>, tag_set: &mut TagSet) -> ActualPolicy {
     ActualPolicy {
         rules,
         id: p.id,
@@ -194,7 +196,7 @@ fn actual_policy(p: L7Policy, rules: Vec<ActualRule>) -> ActualPolicy {
         redirect_http_code: p.redirect_http_code,
         admin_state_up: p.admin_state_up,
         in_error: p.provisioning_status == "ERROR",
-        tags: p.tags,
+        tags: tag_set.share(p.tags),
     }
 }
 

@@ -446,7 +446,7 @@ impl Router {
             lb_algorithm: pool.lb_algorithm.clone(),
             members,
             healthmonitor: None,
-            tags: self.cloud.spec.ownership.tags_for(&pool.service),
+            tags: self.cloud.spec.ownership.tags_for(&pool.service).into(),
             in_error: false,
         };
         match plan_members(pool, &actual, &self.cloud.spec.diff_options()) {

@@ -142,7 +142,7 @@ impl Simulator {
                 if p.healthmonitor.is_some() {
                     return Err(format!("pool {} already has a health monitor", p.name));
                 }
-                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.clone() });
+                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.to_vec() });
             }
             Write::UpdateHealthMonitor { id, spec, .. } => {
                 let hm = self

@@ -4,7 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use k8s_openapi::api::core::v1::{Service, ServicePort};
+use k8s_openapi::api::core::v1::{Endpoints, Service, ServicePort};
+use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::backends::{Feed, PoolKey, Services};
 use super::health::service_health_monitor;
@@ -17,44 +18,57 @@ use crate::model::{KubeRef, Pool, PoolFeed, PoolHealthMonitor, Warning};
 /// Label tying an EndpointSlice to its Service.
 pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
-/// The endpoint caches of the wanted Services only.
-fn endpoint_caches<'a>(
+/// The endpoint objects of one wanted Service: its EndpointSlices, or its core Endpoints.
+#[derive(Default)]
+struct EndpointSources<'a> {
+    slices: Vec<&'a EndpointSlice>,
+    endpoints: Vec<&'a Endpoints>,
+}
+
+impl EndpointSources<'_> {
+    /// The Service's endpoints digested. Made for one Service at a time and dropped after its
+    /// pools: a digest of every wanted Service at once was the largest part of a translation's
+    /// transient memory (every endpoint of the cluster copied).
+    fn cache(&self, family: IpFamily) -> SliceCache {
+        let mut cache = SliceCache::new(family);
+        for s in &self.slices {
+            cache.upsert(s);
+        }
+        for e in &self.endpoints {
+            for slice in endpoints_as_slices(e) {
+                cache.upsert(&slice);
+            }
+        }
+        cache
+    }
+}
+
+/// The endpoint objects of the wanted Services only, by (namespace, Service).
+fn endpoint_sources<'a>(
     inputs: &View<'a>,
     opts: &TranslateOptions,
-    wanted: &BTreeSet<(&str, &str)>,
-) -> BTreeMap<(String, String), SliceCache> {
-    let mut caches: BTreeMap<(String, String), SliceCache> = BTreeMap::new();
-    fn cache<'c>(
-        caches: &'c mut BTreeMap<(String, String), SliceCache>,
-        wanted: &BTreeSet<(&str, &str)>,
-        opts: &TranslateOptions,
-        (ns, svc): (&str, &str),
-    ) -> Option<&'c mut SliceCache> {
-        if !wanted.contains(&(ns, svc)) {
-            return None;
-        }
-        Some(caches.entry((ns.to_string(), svc.to_string())).or_insert_with(|| SliceCache::new(opts.vip_family)))
-    }
+    wanted: &BTreeSet<(&'a str, &'a str)>,
+) -> BTreeMap<(&'a str, &'a str), EndpointSources<'a>> {
+    let mut sources: BTreeMap<(&str, &str), EndpointSources<'a>> = BTreeMap::new();
     if opts.use_endpoint_slices {
         for &s in &inputs.endpoint_slices {
             let Some(svc) = s.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL)) else {
                 continue;
             };
-            if let Some(c) = cache(&mut caches, wanted, opts, (namespace_of(&s.metadata), svc)) {
-                c.upsert(s);
+            let key = (namespace_of(&s.metadata), svc.as_str());
+            if wanted.contains(&key) {
+                sources.entry(key).or_default().slices.push(s);
             }
         }
     } else {
         for &e in &inputs.endpoints {
             let key = (namespace_of(&e.metadata), e.metadata.name.as_deref().unwrap_or(""));
-            if let Some(c) = cache(&mut caches, wanted, opts, key) {
-                for slice in endpoints_as_slices(e) {
-                    c.upsert(&slice);
-                }
+            if wanted.contains(&key) {
+                sources.entry(key).or_default().endpoints.push(e);
             }
         }
     }
-    caches
+    sources
 }
 
 fn no_endpoints(k: &PoolKey, name: &str, opts: &TranslateOptions) -> Warning {
@@ -102,8 +116,11 @@ pub fn build_pools(
     let inputs = inputs.view();
     let nodes = index_nodes(&inputs.nodes);
     let wanted = names.keys().flat_map(Feed::keys).map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
-    let caches = endpoint_caches(&inputs, opts, &wanted);
-    let empty = SliceCache::new(opts.vip_family);
+    let sources = endpoint_sources(&inputs, opts, &wanted);
+    let none = EndpointSources::default();
+    // Single-Service feeds are sorted by (namespace, Service, port): a Service's ports are
+    // consecutive and share one digest of its endpoints, dropped when the next Service comes.
+    let mut current: Option<((&str, &str), SliceCache)> = None;
     let mut pools = BTreeMap::new();
     for (feed, name) in names {
         let mut feeds = Vec::new();
@@ -114,7 +131,11 @@ pub fn build_pools(
         for (k, weight) in backends {
             let svc = services[&(k.namespace.as_str(), k.service.as_str())];
             let sp = key_port(svc, k);
-            let cache = caches.get(&(k.namespace.clone(), k.service.clone())).unwrap_or(&empty);
+            let of = (k.namespace.as_str(), k.service.as_str());
+            if current.as_ref().is_none_or(|(c, _)| *c != of) {
+                current = Some((of, sources.get(&of).unwrap_or(&none).cache(opts.vip_family)));
+            }
+            let cache = &current.as_ref().expect("set above").1;
             let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
             warnings.extend(w);
             if members.is_empty() {
