@@ -3,9 +3,11 @@
 //! for `cargo test` and the benches, so that no extra flag is needed and the binary has none of it.
 
 use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
+use crate::driver::actual::{ActualListener, ActualRouter};
 use crate::driver::admission::QuotaLedger;
-use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
+use crate::driver::diff::plan_members;
 use crate::driver::isolation::WriteBackoff;
+use crate::driver::plan::DiffOptions;
 use crate::driver::rounds::{RoundOptions, converge_listener};
 use crate::driver::sim::{Refuse, SimListener, Simulator};
 use crate::driver::{ConvergeReport, WriteGate};

@@ -29,7 +29,7 @@ use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL};
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::gateway::{GatewayRouter, translate_gateway};
 use kuryr_l7_router::translate::manifest::load_str;
-use kuryr_l7_router::translate::status::StatusResponder;
+use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -332,7 +332,7 @@ fn tally(
 fn combined_body(
     spec: &kuryr_l7_router::driver::RouterSpec,
     targets: &[&Target],
-) -> kuryr_l7_router::openstack::octavia::LoadBalancerCreate {
+) -> kuryr_l7_router::openstack::octavia_requests::LoadBalancerCreate {
     let subnet = spec.vip_subnet_id.clone().expect("the test router's VIP subnet");
     let mut body = populated_create(spec, &subnet, &DesiredRouter::default());
     body.listeners.clear();

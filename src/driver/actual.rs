@@ -95,8 +95,7 @@ pub fn share_tags(members: &mut [ActualMember]) {
     }
 }
 
-/// The per-pool health monitor (defined with the desired state, which may carry one per pool).
-pub use crate::model::HealthMonitorSpec;
+use crate::model::HealthMonitorSpec;
 
 #[cfg(test)]
 mod tests {

@@ -2,12 +2,12 @@
 //! router (listener, pools, members, health monitors, policies and rules in one call) and the
 //! bodies of the single objects the writes create.
 
-use super::actual::HealthMonitorSpec;
 use super::listener_plan::http_listener_create;
 use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
 use super::spec::RouterSpec;
+use crate::model::HealthMonitorSpec;
 use crate::model::{DesiredRouter, Policy, RedirectTarget, Rule};
-use crate::openstack::octavia::{
+use crate::openstack::octavia_requests::{
     HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
     PoolCreate,
 };

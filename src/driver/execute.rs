@@ -14,9 +14,10 @@ use super::read_cache::ReadCache;
 use super::report::WriteRecord;
 use super::rounds::ListenerIo;
 use crate::openstack::Error as OsError;
-use crate::openstack::octavia::{
-    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, Listener, ListenerUpdate, MemberCreate,
-    PoolCreate, PoolUpdate,
+use crate::openstack::octavia::Listener;
+use crate::openstack::octavia_requests::{
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
+    PoolUpdate,
 };
 use std::collections::BTreeMap;
 use std::sync::Mutex;

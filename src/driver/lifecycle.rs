@@ -13,7 +13,8 @@ use super::listener_plan::{choose_listener, plan_http_listener};
 use super::report::ConvergeReport;
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::octavia::{Listener, LoadBalancer, LoadBalancerCreate};
+use crate::openstack::octavia::{Listener, LoadBalancer};
+use crate::openstack::octavia_requests::LoadBalancerCreate;
 use crate::openstack::{Error as OsError, ListQuery};
 
 /// The router's load balancer, if it exists: the adopted one, or ours found by name and tags.

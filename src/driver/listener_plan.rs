@@ -5,7 +5,8 @@
 use super::certificates::{listener_refs, secret_uuid};
 use super::spec::RouterSpec;
 use crate::model::HttpsListener;
-use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate};
+use crate::openstack::octavia::Listener;
+use crate::openstack::octavia_requests::{ListenerCreate, ListenerUpdate};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Octavia's protocol of the HTTPS listener.

@@ -1,8 +1,8 @@
 //! The writes a plan is made of, each one Octavia call on the router, and how they are shown in
 //! the `apply` transcript and the logs.
 
-use super::actual::HealthMonitorSpec;
 use super::ownership::{Ownership, Tags};
+use crate::model::HealthMonitorSpec;
 use crate::model::{CompareType, Member, Rule, RuleType};
 use std::net::IpAddr;
 

@@ -3,12 +3,12 @@
 //! Children are read again only where their parent changed (see [`super::read_cache`]).
 
 use super::actual::{
-    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
-    HealthMonitorSpec, share_tags,
+    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, share_tags,
 };
 use super::cloud::Cloud;
 use super::error::Result;
 use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
+use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
 use crate::openstack::{Error as OsError, ListQuery};
 use std::collections::BTreeMap;

@@ -1,8 +1,8 @@
 //! What the router should be, from `[octavia_defaults]`, `[neutron_defaults]` and `[kubernetes]`.
 
-use super::actual::HealthMonitorSpec;
 use super::ownership::Ownership;
 use super::plan::DiffOptions;
+use crate::model::HealthMonitorSpec;
 use std::net::IpAddr;
 use std::time::Duration;
 

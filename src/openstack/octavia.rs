@@ -7,9 +7,9 @@
 use super::error::{Error, Result, Service};
 use super::http::{ListQuery, bump, next_link, relative_next};
 use super::keystone::{Request, Session};
-pub use super::octavia_requests::{
+use super::octavia_requests::{
     HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, L7RuleCreate, ListenerCreate,
-    ListenerUpdate, LoadBalancerCreate, LoadBalancerUpdate, MemberCreate, NameRef, PoolCreate, PoolUpdate,
+    ListenerUpdate, LoadBalancerCreate, LoadBalancerUpdate, MemberCreate, PoolCreate, PoolUpdate,
 };
 use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
 use reqwest::Method;
@@ -615,6 +615,7 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openstack::octavia_requests::NameRef;
 
     #[test]
     fn create_bodies_skip_unset_fields() {

@@ -10,9 +10,10 @@ use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend,
 use super::backends::{PoolKey, PortRef, Services, resolve_service};
 use super::claim::{FixedAnswer, OrderKey, OrderPart, PathMatch, RouteAction, RouteClaim, RouteOwner};
 use super::names::namespace_of;
+use super::options::TenancyOptions;
 use super::rules::PathKind;
 use super::rules::{host_problem, host_value_problem, normalize_prefix, path_problem, path_rule, value_problem};
-use super::tenancy::{HOST_OWNED, HostOwners, TenancyOptions};
+use super::tenancy::{HOST_OWNED, HostOwners};
 use crate::model::{KubeRef, Warning};
 
 /// The Event reason of a host-less rule from a namespace that may not catch every host.

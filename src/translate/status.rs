@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 
 use super::backends::PoolKey;
-pub use super::options::StatusResponder;
+use super::options::StatusResponder;
 use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, SERVER_ERROR_POOL, UNAVAILABLE_POOL, Warning};
 
 /// The owner of a reserved pool that no Service fills: the tag `config:/status_responder` says

@@ -31,7 +31,6 @@ use serde::{Deserialize, Serialize};
 use super::hosts::{HostKind, wildcard_covers};
 use super::ingress_class::{our_class, ours_by_age};
 use super::names::namespace_of;
-pub use super::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
 use super::options::{Source, TranslateOptions, View};
 use super::rules::host_problem;
 use crate::model::KubeRef;
@@ -194,6 +193,7 @@ pub const HOST_OWNED: &str = "HostOwnedByOtherNamespace";
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
 
     fn ing(ns: &str, name: &str, age: u32, hosts: &[&str], tls: &[&str]) -> Ingress {
         let rules: Vec<_> = hosts.iter().map(|h| serde_json::json!({"host": h})).collect();

@@ -30,7 +30,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::namespace_of;
 use super::names::{certificate_name, redirect_name};
-pub use super::options::TlsOptions;
+use super::options::TlsOptions;
 use super::options::View;
 use super::rules::{host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
