@@ -70,17 +70,15 @@ pub struct FloatingIp {
 }
 
 /// `POST /v2.0/floatingips`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FloatingIpCreate {
     pub floating_network_id: String,
     /// Set it to find the address again after a restart (e.g. `kuryr-l7-router <cluster>`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Associate at creation.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub port_id: Option<String>,
     /// Ask for a specific address (admin or pre-allocated only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub floating_ip_address: Option<String>,
 }
 

@@ -39,11 +39,12 @@ use crate::model::KubeRef;
 pub const HOST_OWNERS_ANNOTATION: &str = "kuryr-l7-router.openstack.org/host-owners";
 
 /// A host's remembered owner.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RememberedOwner {
     pub namespace: String,
     /// Unix seconds when the namespace's last Ingress naming the host went; absent while it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub vacated: Option<u64>,
 }
 
