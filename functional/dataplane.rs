@@ -19,6 +19,8 @@ mod conformance;
 mod forwarded;
 #[path = "dataplane/gateway.rs"]
 mod gateway;
+#[path = "../tests/support/gateway_case.rs"]
+mod gateway_case;
 #[path = "dataplane/isolation.rs"]
 mod isolation;
 #[path = "dataplane/rotation.rs"]

@@ -22,6 +22,7 @@
 use super::status_answers::{Responder, send_requests};
 use super::{converge, repo, run_py_full};
 use crate::common::{enabled, local_router, session};
+use crate::gateway_case::{CaseRequest, split};
 use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::gateway::build::{Programmed, translate};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
@@ -37,7 +38,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const INFRA: &str = "gateway-conformance-infra";
 /// Requests sent for one weighted request of the table: each named Service must answer some.
 const SPLIT_REQUESTS: usize = 30;
 /// Where the conformance client sends a request without a host: the Gateway's address.
@@ -59,24 +59,6 @@ struct Case {
     tls_secrets: Vec<String>,
     #[serde(default)]
     requests: Vec<CaseRequest>,
-}
-
-#[derive(Clone, Deserialize)]
-struct CaseRequest {
-    gateway: Option<String>,
-    port: Option<u16>,
-    host: Option<String>,
-    path: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    answer: String,
-}
-
-fn split(s: &str) -> (String, String) {
-    match s.split_once('/') {
-        Some((ns, n)) => (ns.into(), n.into()),
-        None => (INFRA.into(), s.into()),
-    }
 }
 
 /// The status responder's Service with one ready endpoint serving its three ports.
