@@ -407,9 +407,6 @@ impl Octavia {
 
     // Members.
 
-    pub async fn get_member(&self, pool_id: &str, id: &str) -> Result<Member> {
-        self.get(format!("{BASE}/pools/{pool_id}/members/{id}"), "member").await
-    }
     pub async fn list_members(&self, pool_id: &str, q: &ListQuery) -> Result<Vec<Member>> {
         self.list(format!("{BASE}/pools/{pool_id}/members"), "members", q).await
     }
