@@ -288,7 +288,7 @@ mod tests {
                 "ConflictingDefaultBackend",
                 "ConflictingCertificate",
                 "DefaultBackendNotAllowed",
-                crate::translate::tenancy::HOST_OWNED,
+                crate::translate::tenancy::HOST_OWNED.as_str(),
                 crate::translate::budget::QUOTA_EXCEEDED,
             ]
         );

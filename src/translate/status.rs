@@ -87,7 +87,7 @@ pub fn reserved(
                 let why = if svc.is_none() { "not found".to_string() } else { format!("has no port {port}") };
                 warnings.push(Warning {
                     object: svc_ref.clone(),
-                    reason: "StatusResponderUnavailable".into(),
+                    reason: crate::reason::Reason::StatusResponderUnavailable,
                     message: format!(
                         "{svc_ref} ([status_responder] service) {why}: reserved pool {pool} has no members, \
                          so its requests get HTTP 503 from haproxy instead of the responder's answer"

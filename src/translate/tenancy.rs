@@ -34,6 +34,7 @@ use super::names::namespace_of;
 use super::options::{Source, TranslateOptions, View};
 use super::rules::host_problem;
 use crate::model::KubeRef;
+use crate::reason::Reason;
 
 /// Annotation of our IngressClass: the remembered owner of each host (JSON [`RememberedOwners`]).
 pub const HOST_OWNERS_ANNOTATION: &str = "kuryr-l7-router.openstack.org/host-owners";
@@ -189,7 +190,7 @@ pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOption
 }
 
 /// The Event reason of a claim refused by host ownership.
-pub const HOST_OWNED: &str = "HostOwnedByOtherNamespace";
+pub const HOST_OWNED: Reason = Reason::HostOwnedByOtherNamespace;
 
 #[cfg(test)]
 mod tests {
