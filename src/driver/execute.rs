@@ -90,7 +90,7 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
 
 /// One planned listener write (see `listener_plan`), waited for and recorded: the listener as
 /// it is afterwards, `None` once deleted.
-pub async fn listener_write(
+pub(crate) async fn listener_write(
     cloud: &Cloud,
     lb_id: &str,
     step: ListenerStep,

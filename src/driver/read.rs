@@ -169,7 +169,7 @@ pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Vec<Act
 }
 
 /// Our pools on the router by name, as (name, id).
-pub async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String, String>> {
+pub(crate) async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String, String>> {
     let own = &cloud.spec.ownership;
     Ok(cloud
         .octavia
@@ -211,7 +211,7 @@ fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
 
 /// An Octavia member as the diff sees it (`None` for an address that does not parse, which
 /// Octavia never returns).
-pub fn actual_member(m: Member) -> Option<ActualMember> {
+pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
     Some(ActualMember {
         address: m.address.parse().ok()?,
         id: m.id,

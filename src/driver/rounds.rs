@@ -91,7 +91,7 @@ pub async fn converge_listener<I: ListenerIo>(
 
 /// [`converge_listener`] on a view of the desired router (the HTTPS listener's, or the HTTP
 /// listener's without its held redirects): read -> plan -> execute, in rounds.
-pub async fn converge_view<I: ListenerIo>(
+pub(crate) async fn converge_view<I: ListenerIo>(
     io: &mut I,
     desired: &DesiredView<'_>,
     o: &RoundOptions<'_>,
