@@ -7,10 +7,11 @@
 mod common;
 
 use common::*;
-use kuryr_l7_router::driver::diff::{
-    ActualListener, ActualRouter, DiffOptions, Ownership, Write, WritePlan, plan_writes,
-};
+use kuryr_l7_router::driver::actual::{ActualListener, ActualRouter};
+use kuryr_l7_router::driver::diff::plan_writes;
 use kuryr_l7_router::driver::isolation::{WriteKey, exclude_held};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, Write, WritePlan};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::driver::view::DesiredView;
 use kuryr_l7_router::model::{DesiredRouter, HttpsListener};

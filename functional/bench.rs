@@ -19,9 +19,11 @@ mod common;
 mod functional;
 
 use common::*;
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, populated_create};
+use kuryr_l7_router::driver::populated_create;
+use kuryr_l7_router::driver::report::ConvergeReport;
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
-use kuryr_l7_router::openstack::octavia::LoadBalancerUpdate;
+use kuryr_l7_router::openstack::octavia_requests::LoadBalancerUpdate;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::translate::{TranslateOptions, translate};
 use std::time::{Duration, Instant};
@@ -133,7 +135,7 @@ async fn run(r: Router, fp: Router) {
         let name = std::env::var("KURYR_BENCH_ROUTER").expect("KURYR_BENCH_ROUTER: the router's name");
         let mut adopted = fp.clone();
         adopted.spec_mut().name = name.clone();
-        adopted.spec_mut().ownership = kuryr_l7_router::driver::diff::Ownership::new(&name);
+        adopted.spec_mut().ownership = kuryr_l7_router::driver::ownership::Ownership::new(&name);
         let adopted = Router::new(adopted.octavia().clone(), adopted.neutron().clone(), adopted.spec().clone());
         after_cold_start(&adopted, &desired).await;
         functional::cleanup(&adopted).await;

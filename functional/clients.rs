@@ -10,6 +10,7 @@ use futures::FutureExt;
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia::*;
+use kuryr_l7_router::openstack::octavia_requests::*;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use reqwest::Method;

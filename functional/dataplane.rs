@@ -19,6 +19,8 @@ mod conformance;
 mod forwarded;
 #[path = "dataplane/gateway.rs"]
 mod gateway;
+#[path = "../tests/support/gateway_case.rs"]
+mod gateway_case;
 #[path = "dataplane/isolation.rs"]
 mod isolation;
 #[path = "dataplane/rotation.rs"]
@@ -29,7 +31,8 @@ mod status_answers;
 mod zones;
 
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress};
-use kuryr_l7_router::driver::router::{ConvergeReport, Router};
+use kuryr_l7_router::driver::report::ConvergeReport;
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::manifest::load_str;

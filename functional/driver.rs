@@ -9,10 +9,13 @@
 mod common;
 use common::*;
 
-use kuryr_l7_router::driver::diff::{HealthMonitorSpec, PRODUCT_TAG};
-use kuryr_l7_router::driver::router::{ConvergeReport, Router, floating_ip_description, populated_create};
+use kuryr_l7_router::driver::ownership::PRODUCT_TAG;
+use kuryr_l7_router::driver::report::ConvergeReport;
+use kuryr_l7_router::driver::router::Router;
+use kuryr_l7_router::driver::{floating_ip_description, populated_create};
+use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
-use kuryr_l7_router::openstack::octavia::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
+use kuryr_l7_router::openstack::octavia_requests::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -176,8 +179,8 @@ fn expected(d: &DesiredRouter) -> Observed {
                     .map(|r| {
                         format!(
                             "{} {} {}",
-                            kuryr_l7_router::driver::diff::rule_type_str(r.rule_type),
-                            kuryr_l7_router::driver::diff::compare_type_str(r.compare_type),
+                            kuryr_l7_router::driver::plan::rule_type_str(r.rule_type),
+                            kuryr_l7_router::driver::plan::compare_type_str(r.compare_type),
                             r.value
                         )
                     })
@@ -206,15 +209,15 @@ fn expected_cold_writes(r: &Router, want: &DesiredRouter) -> Vec<&'static str> {
     if r.spec().fully_populated_create {
         return vec!["create_router"];
     }
-    let empty = kuryr_l7_router::driver::diff::ActualRouter {
-        listener: kuryr_l7_router::driver::diff::ActualListener {
+    let empty = kuryr_l7_router::driver::actual::ActualRouter {
+        listener: kuryr_l7_router::driver::actual::ActualListener {
             id: "l".into(),
             default_pool_id: None,
             tags: r.spec().ownership.router_tags(),
         },
         ..Default::default()
     };
-    let opts = kuryr_l7_router::driver::diff::DiffOptions {
+    let opts = kuryr_l7_router::driver::plan::DiffOptions {
         ownership: r.spec().ownership.clone(),
         health_monitor: r.spec().health_monitor.clone(),
     };
@@ -720,7 +723,7 @@ async fn adopts_a_router_given_by_uuid() {
     let mut r = router("adopt", None).await;
     let lb = r
         .octavia()
-        .create_load_balancer(&kuryr_l7_router::openstack::octavia::LoadBalancerCreate {
+        .create_load_balancer(&kuryr_l7_router::openstack::octavia_requests::LoadBalancerCreate {
             name: Some(unique("fct-drv", "precreated")),
             vip_subnet_id: r.spec().vip_subnet_id.clone(),
             tags: vec!["made-by-devstack".into()],
@@ -730,7 +733,7 @@ async fn adopts_a_router_given_by_uuid() {
         .unwrap();
     r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
     r.octavia()
-        .create_listener(&kuryr_l7_router::openstack::octavia::ListenerCreate {
+        .create_listener(&kuryr_l7_router::openstack::octavia_requests::ListenerCreate {
             loadbalancer_id: Some(lb.id.clone()),
             protocol: "HTTP".into(),
             protocol_port: 80,

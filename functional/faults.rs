@@ -379,7 +379,7 @@ async fn pool_and_member_in_error_are_reported_and_repaired() {
 }
 
 /// The kinds of the writes a convergence made, in order.
-fn kinds(report: &kuryr_l7_router::driver::router::ConvergeReport) -> Vec<&'static str> {
+fn kinds(report: &kuryr_l7_router::driver::report::ConvergeReport) -> Vec<&'static str> {
     report.writes.iter().map(|w| w.kind).collect()
 }
 

@@ -24,7 +24,8 @@ use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, OctaviaBackend, RouterBackend, SyncResult};
-use kuryr_l7_router::driver::router::{Router, WriteGate};
+use kuryr_l7_router::driver::WriteGate;
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::openstack::{RequestRecord, Service};
 use serde_json::json;
@@ -348,7 +349,7 @@ async fn a_deposed_leaders_busy_retries_stop_at_the_gate_and_its_write_never_lan
         set_provisioning_status("load_balancer", &lb.id, "PENDING_UPDATE");
         let before = r.octavia().session().stats();
         let (o, id) = (r.octavia().clone(), lb.id.clone());
-        let stale = kuryr_l7_router::openstack::octavia::LoadBalancerUpdate {
+        let stale = kuryr_l7_router::openstack::octavia_requests::LoadBalancerUpdate {
             description: Some("stale write of a deposed leader".into()),
             ..Default::default()
         };

@@ -14,7 +14,8 @@
 mod common;
 use common::*;
 
-use kuryr_l7_router::driver::router::{Router, floating_ip_description};
+use kuryr_l7_router::driver::floating_ip_description;
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::ListQuery;
 use std::time::{Duration, Instant};

@@ -8,11 +8,12 @@
 mod common;
 use common::*;
 
-use kuryr_l7_router::driver::router::{DriverError, Router};
+use kuryr_l7_router::driver::error::DriverError;
+use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
-use kuryr_l7_router::openstack::octavia::{MemberCreate, PoolCreate};
+use kuryr_l7_router::openstack::octavia_requests::{MemberCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use reqwest::Method;

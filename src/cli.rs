@@ -195,7 +195,7 @@ async fn check_online(settings: Settings) -> Result<(), String> {
 
 /// Create an LB, wait for ACTIVE, delete it (cascade), clean its VIP port.
 async fn smoke(settings: Settings) -> Result<(), String> {
-    use crate::openstack::octavia::LoadBalancerCreate;
+    use crate::openstack::octavia_requests::LoadBalancerCreate;
     use std::time::Instant;
     let (octavia, neutron) = crate::wiring::clients(&settings).map_err(|e| e.to_string())?;
     let info = octavia.session().token_info().await.map_err(|e| e.to_string())?;
@@ -215,7 +215,7 @@ async fn smoke(settings: Settings) -> Result<(), String> {
         .create_load_balancer(&LoadBalancerCreate {
             name: Some(name.clone()),
             vip_subnet_id: Some(subnet),
-            tags: vec![crate::driver::diff::PRODUCT_TAG.into(), "smoke".into()],
+            tags: vec![crate::driver::ownership::PRODUCT_TAG.into(), "smoke".into()],
             ..LoadBalancerCreate::default()
         })
         .await

@@ -81,6 +81,7 @@ pub enum CompareType {
 }
 
 /// One L7 rule; the rules of a policy are ANDed by Octavia.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Rule {
     #[serde(rename = "type")]
@@ -90,12 +91,13 @@ pub struct Rule {
     #[serde(default)]
     pub invert: bool,
     /// The header name of a [`RuleType::Header`] rule (Octavia's `key`); `None` for the others.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub key: Option<String>,
 }
 
 /// One L7 policy on the router's listener: REDIRECT_TO_POOL to [`Policy::pool`], or, when
 /// [`Policy::redirect`] is set, a redirect.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Policy {
     /// Unique, stable key on the router (see module docs).
@@ -110,7 +112,7 @@ pub struct Policy {
     /// Human-readable origin, e.g. `foo.bar.com Prefix /api`.
     pub description: String,
     /// The redirect this policy answers with instead of a pool (Gateway API `RequestRedirect`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub redirect: Option<PolicyRedirect>,
 }
 
@@ -146,6 +148,7 @@ pub const UNAVAILABLE_POOL: &str = "kuryr-status-503";
 pub const SERVER_ERROR_POOL: &str = "kuryr-status-500";
 
 /// One backend member of a pool.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub struct Member {
     pub address: IpAddr,
@@ -154,10 +157,10 @@ pub struct Member {
     pub weight: u16,
     #[serde(default)]
     pub backup: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub zone: Option<String>,
     /// Pod (targetRef) name when known; informative only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub target: Option<String>,
 }
 
@@ -202,6 +205,7 @@ impl Pool {
 
 /// A pool's Octavia health monitor: `[octavia_defaults] health_monitor*` for every pool, or a
 /// Service's `kuryr-l7-router.openstack.org/health-monitor` annotation for its pools.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HealthMonitorSpec {
     /// HTTP, HTTPS, TCP or PING.
@@ -212,9 +216,9 @@ pub struct HealthMonitorSpec {
     /// Successful probes before a member is ONLINE (1..10).
     pub max_retries: u32,
     /// HTTP(S) only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub url_path: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub expected_codes: Option<String>,
 }
 

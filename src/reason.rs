@@ -284,7 +284,7 @@ mod tests {
                 "ConflictingDefaultBackend",
                 "ConflictingCertificate",
                 "DefaultBackendNotAllowed",
-                crate::translate::tenancy::HOST_OWNED,
+                crate::translate::tenancy::HOST_OWNED.as_str(),
                 crate::translate::budget::QUOTA_EXCEEDED,
             ]
         );

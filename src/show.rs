@@ -3,7 +3,7 @@
 //! default pool, and the pools with their members. The driver reads it (`Router::snapshot`);
 //! this module only renders it.
 
-use crate::driver::diff::{ActualPolicy, ActualPool, ActualRule};
+use crate::driver::actual::{ActualPolicy, ActualPool, ActualRule};
 use crate::driver::{HttpsSnapshot, RouterSnapshot};
 use crate::model::DesiredRouter;
 use std::collections::BTreeMap;

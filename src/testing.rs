@@ -1,10 +1,13 @@
 //! Test doubles for the tests in `tests/` and the demos: not used by the controller itself.
-//! A plain public module (not a cargo feature) so that `cargo test` needs no extra flag.
+//! Compiled only with the `testing` feature, which the crate's dev-dependency on itself turns on
+//! for `cargo test` and the benches, so that no extra flag is needed and the binary has none of it.
 
 use crate::controller::writer::{MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
+use crate::driver::actual::{ActualListener, ActualRouter};
 use crate::driver::admission::QuotaLedger;
-use crate::driver::diff::{ActualListener, ActualRouter, DiffOptions, plan_members};
+use crate::driver::diff::plan_members;
 use crate::driver::isolation::WriteBackoff;
+use crate::driver::plan::DiffOptions;
 use crate::driver::rounds::{RoundOptions, converge_listener};
 use crate::driver::sim::{Refuse, SimListener, Simulator};
 use crate::driver::{ConvergeReport, WriteGate};

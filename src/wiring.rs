@@ -2,8 +2,9 @@
 //! commands and the controller build them the same way.
 
 use crate::config::{AuthType, Settings};
-use crate::driver::diff::{HealthMonitorSpec, Ownership};
+use crate::driver::ownership::Ownership;
 use crate::driver::{Router, RouterSpec};
+use crate::model::HealthMonitorSpec;
 use crate::openstack::{
     AppCredentialRef, AuthMethod, AuthOptions, DomainRef, Neutron, Observer, Octavia, OctaviaOptions, ProjectScope,
     Session, UserRef,
@@ -222,13 +223,13 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
         },
         lb_algorithm: o.lb_algorithm.as_str().to_string(),
         vip_family: vip_family(s),
-        tls: crate::translate::tls::TlsOptions {
+        tls: crate::translate::options::TlsOptions {
             https_port: o.https_listener_port,
             default_certificate: o.default_tls_secret.clone(),
             ssl_redirect: o.ssl_redirect,
             redirect_code: o.ssl_redirect_code.code(),
         },
-        tenancy: crate::translate::tenancy::TenancyOptions {
+        tenancy: crate::translate::options::TenancyOptions {
             default_backend_namespaces: k.default_backend_namespaces.clone(),
             host_ownership: k.host_ownership,
             host_ownership_grace: k.host_ownership_grace_period,
@@ -240,8 +241,8 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
 }
 
 /// `[status_responder]` as the translation needs it; `None` when `service` is unset.
-fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate::translate::status::StatusResponder> {
-    s.service.as_ref().map(|(namespace, name)| crate::translate::status::StatusResponder {
+fn status_responder(s: &crate::config::StatusResponderSettings) -> Option<crate::translate::options::StatusResponder> {
+    s.service.as_ref().map(|(namespace, name)| crate::translate::options::StatusResponder {
         namespace: namespace.clone(),
         name: name.clone(),
         not_found_port: s.service_not_found_port.clone(),

@@ -10,7 +10,8 @@ mod fake_api;
 use fake_api::Fake;
 
 use kuryr_l7_router::controller::runtime::run_with;
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::testing::SimBackend;
 use kuryr_l7_router::translate::load_manifests;
 use serde_json::{Value, json};

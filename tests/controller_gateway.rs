@@ -421,7 +421,8 @@ async fn run_controller(
     tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
     tempfile::TempDir,
 ) {
-    use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+    use kuryr_l7_router::driver::ownership::Ownership;
+    use kuryr_l7_router::driver::plan::DiffOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();

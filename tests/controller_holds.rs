@@ -11,11 +11,12 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::FINALIZER;
+use kuryr_l7_router::controller::context::{Context, StoreWriters};
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
-use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, Writer, WriterMetrics};
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership, Write};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, Write};
 use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::testing::SimBackend;
 use kuryr_l7_router::translate::TranslateOptions;
@@ -115,7 +116,7 @@ async fn events_during_a_hold_do_not_read_the_router_again() {
 /// `converge_reading_budget` does), counting those reads.
 struct Budgeted {
     inner: SimBackend,
-    reading: Arc<std::sync::Mutex<kuryr_l7_router::driver::quota::BudgetReading>>,
+    reading: Arc<std::sync::Mutex<kuryr_l7_router::driver::report::BudgetReading>>,
     reads: Arc<AtomicUsize>,
 }
 

@@ -8,13 +8,14 @@ mod fake_api;
 use fake_api::Fake;
 
 use kube::runtime::watcher::Event;
+use kuryr_l7_router::controller::context::{Context, StoreWriters};
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::notice::notice_annotation;
-use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
 use kuryr_l7_router::controller::service;
 use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::testing::SimBackend;
 use serde_json::{Value, json};
 use std::sync::Arc;

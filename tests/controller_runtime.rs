@@ -6,15 +6,18 @@
 mod fake_api;
 use fake_api::{Fake, Write};
 
+use kuryr_l7_router::config::Settings;
+use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::runtime::run_with;
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::testing::SimBackend;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -148,6 +151,36 @@ project_name = service
         token_file.display()
     );
     kuryr_l7_router::config::load_texts(&[("runtime-test.conf".into(), text)], Vec::new()).unwrap().settings
+}
+
+/// The controller's whole `run` pipeline on the fake API server, writing to the simulated router.
+struct Running {
+    state: Arc<Mutex<Simulator>>,
+    /// Batch member PUTs the simulated router applied.
+    puts: Arc<AtomicUsize>,
+    health: u16,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<Result<(), ControllerError>>,
+    _token_dir: tempfile::TempDir,
+}
+
+/// Starts [`run_with`] on `fake` (served from now on) with the test settings, changed by `tune`.
+async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Running {
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let health = free_port();
+    let mut settings = settings(&api_root, &token, health);
+    tune(&mut settings);
+    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
+    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
+    let (state, puts) = (sim.state.clone(), sim.member_puts.clone());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    Running { state, puts, health, stop, run, _token_dir: dir }
 }
 
 // ------------------------------------------------------------------ tests
@@ -491,9 +524,9 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn service_warnings_become_events_on_the_service_once() {
     use kube::runtime::watcher::Event;
+    use kuryr_l7_router::controller::context::{Context, StoreWriters};
     use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
     use kuryr_l7_router::controller::metrics::Metrics;
-    use kuryr_l7_router::controller::runtime::{Context, StoreWriters};
     use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = Fake::new();
@@ -618,20 +651,8 @@ async fn rollout_through_the_controller(window: Duration, gap: Duration) -> Roll
     fake.put("services", service());
     fake.put("endpointslices", slice_of(&rollout_states(&OLD, &NEW)[0][..3]));
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
-    let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let health = free_port();
-    let mut settings = settings(&api_root, &token, health);
-    settings.kubernetes.member_change_window = window;
-    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
-    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
-    let (state, puts) = (sim.state.clone(), sim.member_puts.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let Running { state, puts, stop, run, _token_dir, .. } =
+        start_on_sim(&fake, |s| s.kubernetes.member_change_window = window).await;
     let initial = eventually("the old endpoints on the router", 15, async || {
         let w = sim_weights(&state);
         (w.len() == 3).then_some(w)
@@ -712,19 +733,8 @@ async fn a_health_monitor_annotation_reaches_the_pool() {
     fake.put("services", service());
     fake.put("endpointslices", slice());
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
-    let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let mut settings = settings(&api_root, &token, free_port());
-    settings.kubernetes.member_change_window = Duration::from_millis(100);
-    let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
-    let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
-    let state = sim.state.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let Running { state, stop, run, _token_dir, .. } =
+        start_on_sim(&fake, |s| s.kubernetes.member_change_window = Duration::from_millis(100)).await;
     let monitor = || {
         let sim = state.lock().unwrap();
         sim.router.pools.first().and_then(|p| p.healthmonitor.as_ref()).map(|h| h.spec.clone())
@@ -764,19 +774,7 @@ async fn a_service_created_after_its_ingress_is_routed_at_once() {
         fake.put("nodes", node(n, z));
     }
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
-    let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let health = free_port();
-    let settings = settings(&api_root, &token, health);
-    let router = settings.octavia_defaults.l7_router_name.clone();
-    let sim = SimBackend::new(DiffOptions { ownership: Ownership::new(&router), health_monitor: None }, None);
-    let state = sim.state.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let Running { state, health, stop, run, _token_dir, .. } = start_on_sim(&fake, |_| {}).await;
     eventually("/readyz 200", 15, async || matches!(http_get(health, "/readyz").await, Some((200, _))).then_some(()))
         .await;
     // Quiet: the Ingress's own reconciles (finalizer, status) are done, so no Sync of theirs

@@ -2,11 +2,14 @@
 //! each kind of change, convergence (plan, apply, plan again = nothing), and that foreign objects
 //! are never named by a write.
 
-use kuryr_l7_router::driver::diff::{
-    ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, DiffOptions, HealthMonitorSpec,
-    Ownership, PoolRef, Write, plan_writes,
+use kuryr_l7_router::driver::actual::{
+    ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
 };
+use kuryr_l7_router::driver::diff::plan_writes;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, PoolRef, Write};
 use kuryr_l7_router::driver::sim::Simulator;
+use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -616,7 +619,7 @@ fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
     assert!(converge(&mut sim, &want, &with_hm).is_empty(), "stable: no update of the reserved monitors");
     // TCP monitors have no codes to adjust.
     let tcp = HealthMonitorSpec { monitor_type: "TCP".into(), url_path: None, expected_codes: None, ..hm };
-    let monitor = kuryr_l7_router::driver::diff::pool_monitor(NOT_FOUND_POOL, Some(&tcp)).unwrap();
+    let monitor = kuryr_l7_router::driver::health_monitor::pool_monitor(NOT_FOUND_POOL, Some(&tcp)).unwrap();
     assert_eq!(monitor, tcp);
 }
 

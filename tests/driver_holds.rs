@@ -3,7 +3,8 @@
 //! isolation.rs, admission.rs).
 
 use kuryr_l7_router::controller::writer::RouterBackend;
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership, Write};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, Write};
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use kuryr_l7_router::openstack::{Error as OsError, Service};
 use kuryr_l7_router::testing::SimBackend;

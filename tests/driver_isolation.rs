@@ -1,8 +1,10 @@
 //! Failure isolation, removal-first deletes and the leader gate in the driver's rounds, on the
 //! in-memory Octavia (the same rounds the real driver runs; see src/driver/rounds.rs).
 
-use kuryr_l7_router::driver::diff::{ActualListener, DiffOptions, Ownership, Write};
+use kuryr_l7_router::driver::actual::ActualListener;
 use kuryr_l7_router::driver::isolation::WriteBackoff;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, Write};
 use kuryr_l7_router::driver::rounds::{RoundOptions, converge_listener};
 use kuryr_l7_router::driver::sim::{SimListener, Simulator};
 use kuryr_l7_router::driver::{ConvergeReport, DriverError, WriteGate};

@@ -7,9 +7,10 @@
 //! name (`key`), a route redirect is a REDIRECT_PREFIX or REDIRECT_TO_URL policy at its route
 //! position with its code, and a converged router plans nothing more.
 
-use kuryr_l7_router::driver::diff::{
-    ActualListener, ActualRouter, DiffOptions, Ownership, PolicyAction, PrefixRedirect, Write, plan_writes,
-};
+use kuryr_l7_router::driver::actual::{ActualListener, ActualRouter};
+use kuryr_l7_router::driver::diff::plan_writes;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, PolicyAction, PrefixRedirect, Write};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::model::{
     CompareType, DesiredRouter, KubeRef, Policy, PolicyRedirect, Pool, Redirect, RedirectTarget, Rule, RuleType,

@@ -2,8 +2,10 @@
 //! (docs/octavia-fully-populated.md): pools at load-balancer level with their members, referenced
 //! by name from the listener's default pool and from the policies; tags on every object.
 
-use kuryr_l7_router::driver::diff::{HealthMonitorSpec, Ownership};
-use kuryr_l7_router::driver::router::{RouterSpec, populated_create};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::populated_create;
+use kuryr_l7_router::driver::spec::RouterSpec;
+use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use serde_json::json;
 use std::time::Duration;

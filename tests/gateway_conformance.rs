@@ -13,7 +13,9 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-const INFRA: &str = "gateway-conformance-infra";
+#[path = "support/gateway_case.rs"]
+mod gateway_case;
+use gateway_case::{CaseRequest, split};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -29,7 +31,7 @@ struct Case {
     #[serde(default)]
     routes: Vec<RouteExpect>,
     #[serde(default)]
-    requests: Vec<RequestExpect>,
+    requests: Vec<CaseRequest>,
 }
 
 #[derive(Deserialize)]
@@ -68,27 +70,6 @@ struct RouteExpect {
     observed_generation: Option<i64>,
     parent: String,
     conditions: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RequestExpect {
-    gateway: Option<String>,
-    port: Option<u16>,
-    host: Option<String>,
-    path: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    /// A backend Service name, `500`, `404`, or `<code> <redirect prefix>`.
-    answer: String,
-}
-
-/// `ns/name`, the namespace defaulting to the conformance infra namespace.
-fn split(s: &str) -> (String, String) {
-    match s.split_once('/') {
-        Some((ns, n)) => (ns.into(), n.into()),
-        None => (INFRA.into(), s.into()),
-    }
 }
 
 fn load(file: &Path) -> (Case, Translation) {
@@ -203,7 +184,7 @@ fn host_ok(e: &RouteEntry, host: &str) -> bool {
     e.host.as_deref().is_none_or(m) && !e.excluded_hosts.iter().any(|x| m(x))
 }
 
-fn entry_matches(e: &RouteEntry, r: &RequestExpect, host: &str) -> bool {
+fn entry_matches(e: &RouteEntry, r: &CaseRequest, host: &str) -> bool {
     let path_ok = match &e.path {
         PathMatch::Regex(re) => regex::Regex::new(&format!("^(?:{re})")).unwrap().is_match(&r.path),
         p => p.matches(&r.path).unwrap(),
@@ -218,7 +199,7 @@ fn entry_matches(e: &RouteEntry, r: &RequestExpect, host: &str) -> bool {
     host_ok(e, host) && path_ok && headers_ok
 }
 
-fn answer(t: &Translation, r: &RequestExpect) -> String {
+fn answer(t: &Translation, r: &CaseRequest) -> String {
     let (ns, name) = split(r.gateway.as_deref().unwrap_or("same-namespace"));
     let Some(router) = t.router(&ns, &name) else { return format!("no router for {ns}/{name}") };
     let port = r.port.unwrap_or(80);

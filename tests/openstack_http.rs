@@ -13,7 +13,7 @@
 #[path = "support/http_request.rs"]
 mod http_request;
 
-use kuryr_l7_router::openstack::octavia::LoadBalancerCreate;
+use kuryr_l7_router::openstack::octavia_requests::LoadBalancerCreate;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::json;

@@ -3,7 +3,9 @@
 //! `plan` prints, next to the weights Octavia holds (here: the simulator after applying the plan).
 
 use kuryr_l7_router::driver::RouterSnapshot;
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership, plan_writes};
+use kuryr_l7_router::driver::diff::plan_writes;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::openstack::octavia::LoadBalancer;
 use kuryr_l7_router::show::{Reasons, render_with, weighting_lines};

@@ -3,9 +3,13 @@
 //! a pool's monitor with the fewest writes (none when equal, one PUT when values change, delete +
 //! create only for a type change), checked by applying the plans on the simulator.
 
-use kuryr_l7_router::driver::diff::{DiffOptions, HealthMonitorSpec, Ownership, Write, plan_writes};
-use kuryr_l7_router::driver::router::{RouterSpec, populated_create};
+use kuryr_l7_router::driver::diff::plan_writes;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::{DiffOptions, Write};
+use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::driver::sim::Simulator;
+use kuryr_l7_router::driver::spec::RouterSpec;
+use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{DesiredRouter, PoolHealthMonitor};
 use kuryr_l7_router::translate::health::{HEALTH_MONITOR_ANNOTATION, is_expected_codes, parse_health_monitor};
 use kuryr_l7_router::translate::manifest::load_str;

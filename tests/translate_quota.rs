@@ -5,7 +5,8 @@
 use std::path::PathBuf;
 
 use kuryr_l7_router::controller::writer::RouterBackend;
-use kuryr_l7_router::driver::diff::{DiffOptions, Ownership};
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::model::{DesiredRouter, Policy};
 use kuryr_l7_router::testing::SimBackend;
 use kuryr_l7_router::translate::budget::{Budget, QUOTA_EXCEEDED, Usage, translate_within, usage};

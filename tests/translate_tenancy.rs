@@ -12,7 +12,7 @@ use k8s_openapi::api::networking::v1::IngressTLS;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::testing::tls_secret_manifest;
 use kuryr_l7_router::translate::manifest::load_str;
-use kuryr_l7_router::translate::tenancy::TenancyOptions;
+use kuryr_l7_router::translate::options::TenancyOptions;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, load_manifests, translate};
 
 const DIR: &str = "tests/fixtures/tenancy";
@@ -180,8 +180,8 @@ fn inputs_with(catch_all: bool, yaml: &str) -> Inputs {
     inp
 }
 
-fn responder() -> kuryr_l7_router::translate::status::StatusResponder {
-    kuryr_l7_router::translate::status::StatusResponder {
+fn responder() -> kuryr_l7_router::translate::options::StatusResponder {
+    kuryr_l7_router::translate::options::StatusResponder {
         namespace: "kuryr-system".into(),
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),

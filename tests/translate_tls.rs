@@ -10,7 +10,7 @@ use kuryr_l7_router::certificate::CertificateCache;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, RuleType};
 use kuryr_l7_router::testing::tls_secret_manifest;
 use kuryr_l7_router::translate::manifest::load_str;
-use kuryr_l7_router::translate::tls::TlsOptions;
+use kuryr_l7_router::translate::options::TlsOptions;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, render_json, render_table, translate};
 use rcgen::{CertificateParams, KeyPair, date_time_ymd};
 
@@ -414,7 +414,7 @@ fn the_https_listener_also_answers_404_through_the_status_responder() {
         secret("shop", "tls-a", &pem),
         ingress("web", "2026-01-01T00:00:00Z", &["secure.example.com"], &[("tls-a", &["secure.example.com"])], ""),
     ]);
-    let responder = kuryr_l7_router::translate::status::StatusResponder {
+    let responder = kuryr_l7_router::translate::options::StatusResponder {
         namespace: "kuryr-system".into(),
         name: "kuryr-status-responder".into(),
         not_found_port: "not-found".into(),

@@ -2,8 +2,10 @@
 //! (functional/openstack.sh) and its clean-up. Included with `#[path = "common/mod.rs"] mod common;`.
 #![allow(dead_code)] // each test crate uses a different part
 
-use kuryr_l7_router::driver::diff::Ownership;
-use kuryr_l7_router::driver::router::{Router, RouterSpec, floating_ip_description};
+use kuryr_l7_router::driver::floating_ip_description;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::router::Router;
+use kuryr_l7_router::driver::spec::RouterSpec;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use std::time::Duration;
@@ -86,7 +88,7 @@ pub async fn local_router_as(prefix: &str, tag: &str, s: Session) -> Router {
 }
 
 /// The router's children as Octavia holds them (the router must exist; its first listener).
-pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::diff::ActualRouter {
+pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::actual::ActualRouter {
     let lb = r.find().await.unwrap().expect("router exists");
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = r.octavia().list_listeners(&q).await.unwrap();

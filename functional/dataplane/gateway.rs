@@ -23,6 +23,7 @@
 use super::status_answers::{Responder, send_requests};
 use super::{converge, repo, run_py_full};
 use crate::common::{enabled, local_router, session};
+use crate::gateway_case::{CaseRequest, split};
 use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::gateway::build::{Programmed, translate};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
@@ -30,7 +31,7 @@ use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL};
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::gateway::{GatewayRouter, translate_gateway};
 use kuryr_l7_router::translate::manifest::load_str;
-use kuryr_l7_router::translate::status::StatusResponder;
+use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -38,7 +39,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-const INFRA: &str = "gateway-conformance-infra";
 /// Requests sent for one weighted request of the table: each named Service must answer some.
 const SPLIT_REQUESTS: usize = 30;
 /// Where the conformance client sends a request without a host: the Gateway's address.
@@ -57,24 +57,6 @@ struct Case {
     tls_secrets: Vec<String>,
     #[serde(default)]
     requests: Vec<CaseRequest>,
-}
-
-#[derive(Clone, Deserialize)]
-struct CaseRequest {
-    gateway: Option<String>,
-    port: Option<u16>,
-    host: Option<String>,
-    path: String,
-    #[serde(default)]
-    headers: BTreeMap<String, String>,
-    answer: String,
-}
-
-fn split(s: &str) -> (String, String) {
-    match s.split_once('/') {
-        Some((ns, n)) => (ns.into(), n.into()),
-        None => (INFRA.into(), s.into()),
-    }
 }
 
 /// The status responder's Service with one ready endpoint serving its three ports.
@@ -339,7 +321,7 @@ fn tally(
 fn combined_body(
     spec: &kuryr_l7_router::driver::RouterSpec,
     targets: &[&Target],
-) -> kuryr_l7_router::openstack::octavia::LoadBalancerCreate {
+) -> kuryr_l7_router::openstack::octavia_requests::LoadBalancerCreate {
     let subnet = spec.vip_subnet_id.clone().expect("the test router's VIP subnet");
     let mut body = populated_create(spec, &subnet, &DesiredRouter::default());
     body.listeners.clear();

@@ -9,7 +9,7 @@ use super::status_answers::{Responder, send_requests};
 use crate::common::{enabled, local_router, session};
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::manifest::load_str;
-use kuryr_l7_router::translate::status::StatusResponder;
+use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
 use serde_json::json;
 use std::path::Path;
@@ -137,7 +137,7 @@ async fn a_named_host_never_reaches_another_namespaces_catch_all_on_either_liste
                     unavailable_port: "unavailable".into(),
                     server_error_port: "server-error".into(),
                 }),
-                tenancy: kuryr_l7_router::translate::tenancy::TenancyOptions {
+                tenancy: kuryr_l7_router::translate::options::TenancyOptions {
                     host_ownership: ownership,
                     ..Default::default()
                 },

@@ -8,7 +8,7 @@
 use super::{converge, echo_names, load, options, run_py_full, with_router};
 use crate::common::enabled;
 use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL, SERVER_ERROR_POOL, UNAVAILABLE_POOL};
-use kuryr_l7_router::translate::status::StatusResponder;
+use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{TranslateOptions, translate};
 use std::net::{TcpListener, TcpStream};
 use std::process::{Child, Command, Stdio};

@@ -107,7 +107,7 @@ impl ParsedCertificate {
 
     /// End of the leaf's validity.
     /// `not_after` as RFC 3339, for plan output and messages.
-    pub fn not_after_rfc3339(&self) -> String {
+    pub(crate) fn not_after_rfc3339(&self) -> String {
         rfc3339(self.not_after)
     }
 

@@ -57,7 +57,7 @@ pub fn normalize_section(name: &str) -> String {
 }
 
 /// Normalizes an option name: lower-case, `-` read as `_`.
-pub fn normalize_key(name: &str) -> String {
+pub(crate) fn normalize_key(name: &str) -> String {
     name.trim().to_lowercase().replace('-', "_")
 }
 
@@ -196,7 +196,7 @@ impl FileStoredFormat for OsloIni {
 
 /// Converts parsed sections into the `config` crate's tree: one table per section, string leaves
 /// carrying `origin`. Types are applied later, per option, like oslo does.
-pub fn to_config_map(origin: &str, sections: IniSections) -> Map<String, Value> {
+pub(crate) fn to_config_map(origin: &str, sections: IniSections) -> Map<String, Value> {
     let origin = origin.to_owned();
     sections
         .into_iter()

@@ -94,7 +94,7 @@ pub fn load_offline(paths: &[PathBuf], env: impl IntoIterator<Item = (String, St
 }
 
 /// [`load`] or [`load_offline`].
-pub fn load_as(
+pub(crate) fn load_as(
     paths: &[PathBuf],
     env: impl IntoIterator<Item = (String, String)>,
     needs: Needs,

@@ -164,7 +164,7 @@ impl OptKind {
     }
 
     /// Whether the value may span several lines (list options only).
-    pub fn is_list(&self) -> bool {
+    pub(crate) fn is_list(&self) -> bool {
         matches!(self, OptKind::TagList)
     }
 }
@@ -185,7 +185,7 @@ pub struct OptionSpec {
 
 impl OptionSpec {
     /// Human description of the type.
-    pub fn type_description(&self) -> String {
+    pub(crate) fn type_description(&self) -> String {
         self.kind.describe()
     }
 }

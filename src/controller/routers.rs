@@ -128,7 +128,8 @@ mod tests {
     /// keeps the last budget; a report that did not read leaves everything as it was.
     #[tokio::test]
     async fn budget_follows_the_reports_that_read_it() {
-        use crate::driver::diff::{DiffOptions, Ownership};
+        use crate::driver::ownership::Ownership;
+        use crate::driver::plan::DiffOptions;
         let opts = DiffOptions { ownership: Ownership::new("r1"), health_monitor: None };
         let writer = Writer::spawn(crate::testing::SimBackend::new(opts, None), WriterMetrics::default());
         let slot = RouterSlot::new("r1", writer.handle(), &Metrics::default());

@@ -42,10 +42,7 @@ use std::time::Duration;
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 
-// The handlers' shared pieces used to live here; their paths stay valid for the tests.
-pub use crate::controller::context::{
-    Context, HandlerError, StoreWriters, backoff, error_policy, instrumented, object_key,
-};
+use crate::controller::context::{Context, StoreWriters, error_policy};
 
 // ------------------------------------------------------------------ run
 

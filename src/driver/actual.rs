@@ -87,7 +87,7 @@ pub struct ActualHealthMonitor {
 }
 
 /// Makes members with equal tags share one copy of them (Octavia returns a copy per member).
-pub fn share_tags(members: &mut [ActualMember]) {
+pub(crate) fn share_tags(members: &mut [ActualMember]) {
     let mut seen: Vec<Tags> = Vec::new();
     for m in members {
         match seen.iter().find(|t| **t == m.tags) {
@@ -108,8 +108,7 @@ impl TagSet {
     }
 }
 
-/// The per-pool health monitor (defined with the desired state, which may carry one per pool).
-pub use crate::model::HealthMonitorSpec;
+use crate::model::HealthMonitorSpec;
 
 #[cfg(test)]
 mod tests {

@@ -91,7 +91,7 @@ impl QuotaLedger {
     }
 
     /// [`QuotaLedger::admit`] on a view (the rounds: no copy of the desired router).
-    pub fn admit_view<'a>(
+    pub(crate) fn admit_view<'a>(
         &mut self,
         listener: &str,
         desired: &DesiredView<'a>,
@@ -125,7 +125,7 @@ impl QuotaLedger {
     /// The HTTP side of `desired` for the create of a new router (nothing on it yet), when the
     /// quota leaves something out (`None`: all of it fits). Nothing is recorded: the rounds
     /// after the create admit and report as usual.
-    pub fn admit_new_router(&self, desired: &DesiredRouter, own: &Ownership) -> Option<DesiredRouter> {
+    pub(crate) fn admit_new_router(&self, desired: &DesiredRouter, own: &Ownership) -> Option<DesiredRouter> {
         let q = self.quota.as_ref()?;
         let view = DesiredView::of(desired);
         let a = admit_view(&view, &ActualRouter::default(), own, &q.budget, Usage::default(), &q.oldest_first);
@@ -133,7 +133,7 @@ impl QuotaLedger {
     }
 
     /// Forgets what listeners other than `listeners` held (deleted ones hold nothing).
-    pub fn keep_listeners(&mut self, listeners: &[&str]) {
+    pub(crate) fn keep_listeners(&mut self, listeners: &[&str]) {
         self.planned.retain(|l, _| listeners.contains(&l.as_str()));
     }
 }
@@ -170,7 +170,7 @@ pub fn admit(
 }
 
 /// [`admit`] on a view.
-pub fn admit_view<'a>(
+pub(crate) fn admit_view<'a>(
     desired: &DesiredView<'a>,
     actual: &ActualRouter,
     own: &Ownership,

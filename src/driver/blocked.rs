@@ -42,7 +42,7 @@ pub fn gate(blocked: Option<&Blocked>, now: Instant, recheck: Duration) -> Gate 
 
 /// Whether `e` means the router refuses every write, and why (`None`: an error of one write or
 /// of the cloud, not of the router).
-pub fn blocking(e: &DriverError) -> Option<(Option<String>, String)> {
+pub(crate) fn blocking(e: &DriverError) -> Option<(Option<String>, String)> {
     let os = match e {
         DriverError::RouterInError { id, .. } => return Some((Some(id.clone()), "provisioning_status ERROR".into())),
         DriverError::RouterBlocked { .. } => return None,

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::diff::PRODUCT_TAG;
+use super::ownership::PRODUCT_TAG;
 use crate::model::HttpsListener;
 
 /// A secret of ours as listed from Barbican.

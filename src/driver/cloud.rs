@@ -36,7 +36,7 @@ impl WriteGate {
     }
 
     /// Also closed once `stop` says `true`.
-    pub fn stopping_on(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
+    pub(crate) fn stopping_on(mut self, stop: tokio::sync::watch::Receiver<bool>) -> Self {
         self.stop = Some(stop);
         self
     }
@@ -62,7 +62,7 @@ impl WritePermits {
     }
 
     /// One write's permit, held until it is dropped.
-    pub async fn acquire(&self) -> tokio::sync::SemaphorePermit<'_> {
+    pub(crate) async fn acquire(&self) -> tokio::sync::SemaphorePermit<'_> {
         self.0.acquire().await.expect("the write permits are never closed")
     }
 
@@ -80,7 +80,7 @@ impl Default for WritePermits {
 
 impl Cloud {
     /// Whose Barbican secrets this router owns (see [`super::certificates`]).
-    pub fn secret_scope(&self) -> super::certificates::SecretScope {
+    pub(crate) fn secret_scope(&self) -> super::certificates::SecretScope {
         super::certificates::SecretScope::new(&self.spec.ownership.cluster, &self.spec.name)
     }
 

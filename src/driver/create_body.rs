@@ -2,12 +2,12 @@
 //! router (listener, pools, members, health monitors, policies and rules in one call) and the
 //! bodies of the single objects the writes create.
 
-use super::actual::HealthMonitorSpec;
 use super::listener_plan::http_listener_create;
 use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
 use super::spec::RouterSpec;
+use crate::model::HealthMonitorSpec;
 use crate::model::{DesiredRouter, Policy, RedirectTarget, Rule};
-use crate::openstack::octavia::{
+use crate::openstack::octavia_requests::{
     HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
     PoolCreate,
 };
@@ -71,7 +71,7 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
 
 /// The action part of a policy's create body: REDIRECT_TO_POOL (by pool name, inside a
 /// fully-populated create), REDIRECT_PREFIX or REDIRECT_TO_URL with its `redirect_http_code`.
-pub fn policy_action(p: &Policy) -> L7PolicyCreate {
+pub(crate) fn policy_action(p: &Policy) -> L7PolicyCreate {
     let Some(r) = &p.redirect else {
         return L7PolicyCreate {
             action: "REDIRECT_TO_POOL".into(),
@@ -93,7 +93,7 @@ pub fn policy_action(p: &Policy) -> L7PolicyCreate {
 }
 
 /// The create body of a router without children (VIP only).
-pub fn bare_create(spec: &RouterSpec, vip_subnet_id: &str) -> LoadBalancerCreate {
+pub(crate) fn bare_create(spec: &RouterSpec, vip_subnet_id: &str) -> LoadBalancerCreate {
     LoadBalancerCreate {
         name: Some(spec.name.clone()),
         description: Some("L7 router of kuryr-l7-router: Kubernetes Ingresses as L7 policies".into()),
@@ -113,7 +113,7 @@ pub fn member_body(spec: &RouterSpec, m: &MemberSpec) -> MemberCreate {
     MemberCreate { subnet_id, ..member_create(m) }
 }
 
-pub fn member_create(m: &MemberSpec) -> MemberCreate {
+pub(crate) fn member_create(m: &MemberSpec) -> MemberCreate {
     MemberCreate {
         name: Some(m.name.clone()),
         address: m.address.to_string(),
@@ -126,7 +126,7 @@ pub fn member_create(m: &MemberSpec) -> MemberCreate {
     }
 }
 
-pub fn health_monitor_create(spec: &HealthMonitorSpec) -> HealthMonitorCreate {
+pub(crate) fn health_monitor_create(spec: &HealthMonitorSpec) -> HealthMonitorCreate {
     let http = spec.monitor_type.starts_with("HTTP");
     HealthMonitorCreate {
         monitor_type: spec.monitor_type.clone(),
@@ -142,7 +142,7 @@ pub fn health_monitor_create(spec: &HealthMonitorSpec) -> HealthMonitorCreate {
 
 /// An L7 rule in Octavia's spelling (a full replacement when used in an update, so `tags` may be
 /// empty there).
-pub fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
+pub(crate) fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
     L7RuleCreate {
         rule_type: rule_type_str(r.rule_type).into(),
         compare_type: compare_type_str(r.compare_type).into(),

@@ -15,19 +15,15 @@
 //!   PUT: foreign members of one of our pools are carried over unchanged, because the batch PUT
 //!   deletes what it omits).
 
-pub use super::actual::{
-    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
-    HealthMonitorSpec,
-};
-pub use super::health_monitor::pool_monitor;
+use super::actual::{ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule};
 use super::ownership::is_route_owner_tag;
-pub use super::ownership::{Ownership, PRODUCT_TAG, Tags, owner_tag};
-pub use super::plan::{
+use super::ownership::{Ownership, Tags, owner_tag};
+use super::plan::{
     Conflict, DiffOptions, MemberSpec, PolicyAction, PolicyRef, PoolRef, PrefixRedirect, UrlRedirect, Write, WritePlan,
     compare_type_str, member_spec, rule_type_str,
 };
 use super::view::DesiredView;
-use crate::model::{DesiredRouter, KubeRef, Member, Policy, Pool, Redirect, RedirectTarget, Rule};
+use crate::model::{DesiredRouter, HealthMonitorSpec, KubeRef, Member, Policy, Pool, Redirect, RedirectTarget, Rule};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 

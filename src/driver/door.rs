@@ -67,7 +67,7 @@ impl Order {
 
     /// An Octavia write whose call waits itself (the router's create and delete: the door has
     /// no router to wait for).
-    pub fn octavia_waited(kind: &'static str, description: String) -> Self {
+    pub(crate) fn octavia_waited(kind: &'static str, description: String) -> Self {
         Self { kind, description, service: Service::Octavia, settle: Settle::No }
     }
 }
@@ -132,7 +132,7 @@ where
 }
 
 /// [`write`], recorded in `writes` (a convergence's report).
-pub async fn write_recorded<T, E>(
+pub(crate) async fn write_recorded<T, E>(
     cloud: &Cloud,
     order: Order,
     writes: &mut Vec<WriteRecord>,

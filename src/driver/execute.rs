@@ -14,9 +14,10 @@ use super::read_cache::ReadCache;
 use super::report::WriteRecord;
 use super::rounds::ListenerIo;
 use crate::openstack::Error as OsError;
-use crate::openstack::octavia::{
-    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, Listener, ListenerUpdate, MemberCreate,
-    PoolCreate, PoolUpdate,
+use crate::openstack::octavia::Listener;
+use crate::openstack::octavia_requests::{
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
+    PoolUpdate,
 };
 use std::collections::BTreeMap;
 use std::sync::Mutex;
@@ -89,7 +90,7 @@ pub async fn replace_members(cloud: &Cloud, lb_id: &str, pool_id: &str, write: &
 
 /// One planned listener write (see `listener_plan`), waited for and recorded: the listener as
 /// it is afterwards, `None` once deleted.
-pub async fn listener_write(
+pub(crate) async fn listener_write(
     cloud: &Cloud,
     lb_id: &str,
     step: ListenerStep,

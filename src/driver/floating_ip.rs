@@ -18,7 +18,7 @@ fn by(key: &str, value: &str) -> ListQuery {
 }
 
 /// The floating IP on `port` (a router's VIP port), if any.
-pub async fn of_port(neutron: &Neutron, port: &str) -> Result<Option<FloatingIp>, crate::openstack::Error> {
+pub(crate) async fn of_port(neutron: &Neutron, port: &str) -> Result<Option<FloatingIp>, crate::openstack::Error> {
     Ok(neutron.list_floating_ips(&by("port_id", port)).await?.into_iter().next())
 }
 
@@ -36,7 +36,7 @@ pub fn floating_ip_description(own: &Ownership, router_name: &str) -> String {
 /// is allocated on the external network of `external_svc_subnet`, described with the router's
 /// id so that a restart finds the same one (never one more per start). Its writes go through
 /// the write door and are recorded in `writes`.
-pub async fn ensure(cloud: &Cloud, lb: &LoadBalancer, writes: &mut Vec<WriteRecord>) -> Result<Option<IpAddr>> {
+pub(crate) async fn ensure(cloud: &Cloud, lb: &LoadBalancer, writes: &mut Vec<WriteRecord>) -> Result<Option<IpAddr>> {
     let Some(vip_port) = lb.vip_port_id.clone() else { return Ok(None) };
     let n = &cloud.neutron;
     if let Some(ip) = cloud.spec.floating_ip {

@@ -3,8 +3,9 @@
 //! an in-place PUT when values change, delete + create only when the type changes (Octavia's
 //! `type` is immutable).
 
-use super::actual::{ActualPool, HealthMonitorSpec};
+use super::actual::ActualPool;
 use super::plan::{DiffOptions, PoolRef, Write};
+use crate::model::HealthMonitorSpec;
 use crate::model::{Pool, PoolHealthMonitor};
 use std::collections::BTreeMap;
 

@@ -58,7 +58,7 @@ pub enum Phase {
 
 impl Phase {
     /// Whether the router has an HTTPS listener as found.
-    pub fn has_listener(&self) -> bool {
+    pub(crate) fn has_listener(&self) -> bool {
         match self {
             Phase::Off => false,
             Phase::Unavailable { has_listener, .. } | Phase::Refused { has_listener } => *has_listener,
@@ -69,7 +69,7 @@ impl Phase {
 
 /// Whether the router has any TERMINATED_HTTPS listener (ours or not: Octavia's worker reads
 /// its certificates for a member write all the same).
-pub async fn has_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
+pub(crate) async fn has_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<bool> {
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     Ok(cloud.octavia.list_listeners(&q).await?.iter().any(|l| l.protocol == TERMINATED_HTTPS))
 }
@@ -95,7 +95,7 @@ async fn https_listener(cloud: &Cloud, lb: &LoadBalancer, port: Option<u16>) -> 
 /// Phase 1: see the module docs. A secret Barbican refuses to store for good (or one on hold
 /// after such a refusal) is not retried until its hold ends: its certificate serves its last
 /// good content meanwhile, if any (see [`super::https_holds`]).
-pub async fn prepare(
+pub(crate) async fn prepare(
     cloud: &Cloud,
     lb: &LoadBalancer,
     desired: Option<&HttpsListener>,
@@ -245,7 +245,7 @@ async fn store(
 }
 
 /// Every secret ref a listener holds.
-pub fn listener_secret_refs(l: &Listener) -> Vec<String> {
+pub(crate) fn listener_secret_refs(l: &Listener) -> Vec<String> {
     super::certificates::listener_refs_of(l)
 }
 
@@ -254,7 +254,7 @@ pub fn listener_secret_refs(l: &Listener) -> Vec<String> {
 /// while the HTTPS listener does not exist and its create is on hold (`listener_held`).
 /// Borrowed when every redirect can be written (the usual case): the desired router, which can
 /// hold thousands of policies, is not copied on every convergence.
-pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: bool) -> Cow<'a, DesiredRouter> {
+pub(crate) fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: bool) -> Cow<'a, DesiredRouter> {
     let servable: BTreeSet<&str> = match phase {
         Phase::Ready(state) if state.listener.is_none() && listener_held => BTreeSet::new(),
         Phase::Ready(state) => state.plan.refs.keys().map(String::as_str).collect(),
@@ -277,7 +277,7 @@ pub fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_held: b
 
 /// Phase 2: the listener itself (planned by `listener_plan::plan_https_listener`). Returns it
 /// when it exists (for its policies' plan); deletes ours when no Ingress has TLS any more.
-pub async fn ensure_listener(
+pub(crate) async fn ensure_listener(
     cloud: &Cloud,
     lb: &LoadBalancer,
     desired: Option<&HttpsListener>,
@@ -301,7 +301,7 @@ pub async fn ensure_listener(
 /// one on hold after such a refusal) leaves the listener as it is, reported and on hold. Returns
 /// the listener as it is now, and whether it is as desired (only then are unused secrets
 /// collected: a secret stored for a switch that did not happen is not garbage).
-pub async fn ensure_listener_isolated(
+pub(crate) async fn ensure_listener_isolated(
     cloud: &Cloud,
     lb: &LoadBalancer,
     desired: Option<&HttpsListener>,
@@ -332,7 +332,7 @@ pub async fn ensure_listener_isolated(
 
 /// The Ingresses to tell about an HTTPS hold: every TLS Ingress for the listener, a
 /// certificate's for its secret.
-pub fn hold_owners(
+pub(crate) fn hold_owners(
     key: &WriteKey,
     desired: Option<&HttpsListener>,
     scope: &super::certificates::SecretScope,
@@ -349,7 +349,7 @@ pub fn hold_owners(
 
 /// Delete our secrets that the listener does not use (after its last write). A delete Barbican
 /// refuses for good puts that secret on hold (reported, retried with backoff).
-pub async fn collect_garbage(
+pub(crate) async fn collect_garbage(
     cloud: &Cloud,
     state: &HttpsState,
     holds: &HttpsHolds<'_>,

@@ -36,7 +36,7 @@ pub fn refusal(e: &DriverError) -> Option<(&'static str, String)> {
 }
 
 /// The Ingresses served by `certificates` of `desired` (all of them when `None`).
-pub fn certificate_owners(desired: Option<&HttpsListener>, certificates: Option<&[&str]>) -> Vec<KubeRef> {
+pub(crate) fn certificate_owners(desired: Option<&HttpsListener>, certificates: Option<&[&str]>) -> Vec<KubeRef> {
     let Some(desired) = desired else { return Vec::new() };
     let owners: BTreeSet<KubeRef> = desired
         .certificates
@@ -49,7 +49,7 @@ pub fn certificate_owners(desired: Option<&HttpsListener>, certificates: Option<
 
 impl HttpsHolds<'_> {
     /// Whether `key` is on hold now.
-    pub fn is_held(&self, key: &WriteKey) -> bool {
+    pub(crate) fn is_held(&self, key: &WriteKey) -> bool {
         self.backoff.lock().expect("https backoff lock").held(self.now).contains_key(key)
     }
 
@@ -69,7 +69,7 @@ impl HttpsHolds<'_> {
         report.failures.push(WriteFailure { object: key.to_string(), write, reason, message, owners });
     }
 
-    pub fn succeeded(&self, key: &WriteKey) {
+    pub(crate) fn succeeded(&self, key: &WriteKey) {
         self.backoff.lock().expect("https backoff lock").succeeded(key);
     }
 

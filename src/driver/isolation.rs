@@ -51,7 +51,7 @@ impl std::fmt::Display for WriteKey {
 }
 
 /// The object `w` (on the listener `listener`) writes.
-pub fn write_key(w: &Write, listener: &str) -> WriteKey {
+pub(crate) fn write_key(w: &Write, listener: &str) -> WriteKey {
     let policy = |name: &str| WriteKey::Policy { listener: listener.into(), name: name.into() };
     match w {
         Write::CreatePool { name, .. } | Write::UpdatePool { name, .. } | Write::DeletePool { name, .. } => {
@@ -98,7 +98,7 @@ pub fn needs(w: &Write, listener: &str) -> Vec<WriteKey> {
 /// (400 for a value, 403 for a quota or a policy, 413 over limit, 409 duplicate). A 401 (token)
 /// and a 404 (an object deleted behind our back: the next read sees it) are not: the whole
 /// convergence is retried, as are 5xx, busy 409s, timeouts and transport errors.
-pub fn is_permanent(e: &OsError) -> bool {
+pub(crate) fn is_permanent(e: &OsError) -> bool {
     match e.status() {
         Some(401) | Some(404) => false,
         Some(409) => !e.is_busy_conflict(),
@@ -109,7 +109,7 @@ pub fn is_permanent(e: &OsError) -> bool {
 
 /// The metric label of a write refused for good: `invalid` (400), `quota` (403/413, or a message
 /// naming a quota), `conflict` (a 409 that is not "busy"), else `rejected`.
-pub fn failure_reason(e: &OsError) -> &'static str {
+pub(crate) fn failure_reason(e: &OsError) -> &'static str {
     let quota = matches!(e, OsError::Api { message, .. } if message.to_ascii_lowercase().contains("quota"));
     match e.status() {
         _ if quota => "quota",
@@ -122,7 +122,7 @@ pub fn failure_reason(e: &OsError) -> &'static str {
 
 /// The delay before an object is tried again after `failures` consecutive failures: 10 s
 /// doubling, capped at 10 min.
-pub fn retry_delay(failures: u32) -> Duration {
+pub(crate) fn retry_delay(failures: u32) -> Duration {
     let secs = 10u64.saturating_mul(1u64 << failures.saturating_sub(1).min(6));
     Duration::from_secs(secs).min(Duration::from_secs(600))
 }
@@ -152,7 +152,7 @@ impl WriteBackoff {
     }
 
     /// `key` went through: forgotten.
-    pub fn succeeded(&mut self, key: &WriteKey) {
+    pub(crate) fn succeeded(&mut self, key: &WriteKey) {
         self.holds.remove(key);
     }
 
@@ -162,7 +162,7 @@ impl WriteBackoff {
     }
 
     /// When the first hold ends, counted from `now` (`None`: nothing on hold).
-    pub fn next_retry(&self, now: Instant) -> Option<Duration> {
+    pub(crate) fn next_retry(&self, now: Instant) -> Option<Duration> {
         self.holds.values().filter(|h| h.until > now).map(|h| h.until - now).min()
     }
 
@@ -174,7 +174,7 @@ impl WriteBackoff {
     /// Forgets the holds of `listener`'s policies that `desired`, its desired state, no longer
     /// has: a deleted Ingress leaves no hold behind, and its re-created namesake (whose policies
     /// get the same names) starts without one. Other listeners' holds are kept.
-    pub fn forget_undesired_policies(&mut self, listener: &str, desired: &DesiredView<'_>) {
+    pub(crate) fn forget_undesired_policies(&mut self, listener: &str, desired: &DesiredView<'_>) {
         let policy = |name: &str| {
             desired.policies.iter().any(|p| p.name == name) || desired.redirects.iter().any(|r| r.name == name)
         };
@@ -186,7 +186,7 @@ impl WriteBackoff {
 
     /// Forgets the holds of pools that the whole desired router no longer has (pools are shared
     /// by the listeners: only the whole router says a pool is gone).
-    pub fn forget_undesired_pools(&mut self, desired: &DesiredRouter) {
+    pub(crate) fn forget_undesired_pools(&mut self, desired: &DesiredRouter) {
         self.retain(|k| match k {
             WriteKey::Pool(name) => desired.pools.contains_key(name),
             _ => true,
@@ -236,7 +236,7 @@ pub fn exclude_held<'a>(
 
 /// The writes of `plan` minus those of held objects (existing ones: the new ones were left out
 /// of the desired state by [`exclude_held`]).
-pub fn filter_held(writes: Vec<Write>, listener: &str, held: &BTreeSet<WriteKey>) -> (Vec<Write>, usize) {
+pub(crate) fn filter_held(writes: Vec<Write>, listener: &str, held: &BTreeSet<WriteKey>) -> (Vec<Write>, usize) {
     let before = writes.len();
     let kept: Vec<Write> = writes.into_iter().filter(|w| !held.contains(&write_key(w, listener))).collect();
     let skipped = before - kept.len();

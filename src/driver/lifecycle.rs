@@ -13,7 +13,8 @@ use super::listener_plan::{choose_listener, plan_http_listener};
 use super::report::ConvergeReport;
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::octavia::{Listener, LoadBalancer, LoadBalancerCreate};
+use crate::openstack::octavia::{Listener, LoadBalancer};
+use crate::openstack::octavia_requests::LoadBalancerCreate;
 use crate::openstack::{Error as OsError, ListQuery};
 
 /// The router's load balancer, if it exists: the adopted one, or ours found by name and tags.
@@ -53,7 +54,10 @@ fn duplicate_routers(spec: &RouterSpec, found: &[LoadBalancer]) -> DriverError {
 /// own. The one with a floating IP is the router; without one anywhere, the one with more
 /// listeners and pools, then the older. The others hold no floating IP and were made by us:
 /// they are deleted (cascade). Two with a floating IP are left to the operator.
-pub async fn find_clearing_duplicates(cloud: &Cloud, report: &mut ConvergeReport) -> Result<Option<LoadBalancer>> {
+pub(crate) async fn find_clearing_duplicates(
+    cloud: &Cloud,
+    report: &mut ConvergeReport,
+) -> Result<Option<LoadBalancer>> {
     if cloud.spec.uuid.is_some() {
         return find(cloud).await;
     }
@@ -84,7 +88,7 @@ pub async fn find_clearing_duplicates(cloud: &Cloud, report: &mut ConvergeReport
 }
 
 /// After this convergence created the router: a dying run's create may have landed beside it.
-pub async fn clear_duplicates_of_new_router(
+pub(crate) async fn clear_duplicates_of_new_router(
     cloud: &Cloud,
     keep: &LoadBalancer,
     report: &mut ConvergeReport,
@@ -234,7 +238,7 @@ async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> std::result::Re
 }
 
 /// The router's HTTP listener on the configured port (see [`choose_listener`]), if it has one.
-pub async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<Listener>> {
+pub(crate) async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<Listener>> {
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = cloud.octavia.list_listeners(&q).await?;
     Ok(choose_listener(&listeners, &cloud.spec, "HTTP", cloud.spec.listener_port).cloned())
@@ -242,7 +246,11 @@ pub async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Opti
 
 /// The router's HTTP listener: ours (its headers made as configured), else an adopted one on
 /// the same port, else created (see `listener_plan::plan_http_listener`).
-pub async fn ensure_http_listener(cloud: &Cloud, lb: &LoadBalancer, report: &mut ConvergeReport) -> Result<Listener> {
+pub(crate) async fn ensure_http_listener(
+    cloud: &Cloud,
+    lb: &LoadBalancer,
+    report: &mut ConvergeReport,
+) -> Result<Listener> {
     let found = find_http_listener(cloud, lb).await?;
     let Some(step) = plan_http_listener(found.as_ref(), &lb.id, &cloud.spec) else {
         return Ok(found.expect("a listener found needs no write or an update"));

@@ -5,7 +5,8 @@
 use super::certificates::{listener_refs, secret_uuid};
 use super::spec::RouterSpec;
 use crate::model::HttpsListener;
-use crate::openstack::octavia::{Listener, ListenerCreate, ListenerUpdate};
+use crate::openstack::octavia::Listener;
+use crate::openstack::octavia_requests::{ListenerCreate, ListenerUpdate};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Octavia's protocol of the HTTPS listener.
@@ -35,7 +36,7 @@ pub struct HttpsListenerPlan {
 }
 
 /// The `insert_headers` of both listeners.
-pub fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
+pub(crate) fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
     on.then(|| {
         ["X-Forwarded-For", "X-Forwarded-Port", "X-Forwarded-Proto"]
             .into_iter()
@@ -45,7 +46,7 @@ pub fn forwarded_headers(on: bool) -> Option<BTreeMap<String, String>> {
 }
 
 /// Whether a listener's `insert_headers` (as Octavia answers them) are `want`.
-pub fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<String, String>>) -> bool {
+pub(crate) fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<String, String>>) -> bool {
     let have: BTreeMap<String, String> = have
         .and_then(|v| v.as_object())
         .map(|o| {
@@ -62,7 +63,7 @@ pub fn headers_match(have: Option<&serde_json::Value>, want: &Option<BTreeMap<St
 
 /// The listener of `protocol` on `port` among a router's `listeners`: ours, else an adopted one
 /// (the first listed).
-pub fn choose_listener<'a>(
+pub(crate) fn choose_listener<'a>(
     listeners: &'a [Listener],
     spec: &RouterSpec,
     protocol: &str,
@@ -75,7 +76,7 @@ pub fn choose_listener<'a>(
 
 /// The router's HTTP listener (without its load balancer id, which a fully-populated create
 /// does not take).
-pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
+pub(crate) fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
     ListenerCreate {
         name: Some(spec.http_listener_name()),
         protocol: "HTTP".into(),
@@ -89,7 +90,7 @@ pub fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
 /// The HTTP listener's write: created when the router has none on the port; ours gets its
 /// `insert_headers` made equal to the configured ones (e.g. after an upgrade that turned them
 /// on); an adopted one is left as it is.
-pub fn plan_http_listener(found: Option<&Listener>, lb_id: &str, spec: &RouterSpec) -> Option<ListenerStep> {
+pub(crate) fn plan_http_listener(found: Option<&Listener>, lb_id: &str, spec: &RouterSpec) -> Option<ListenerStep> {
     let Some(l) = found else {
         let body = ListenerCreate { loadbalancer_id: Some(lb_id.into()), ..http_listener_create(spec) };
         return Some(ListenerStep {
@@ -115,7 +116,7 @@ pub fn plan_http_listener(found: Option<&Listener>, lb_id: &str, spec: &RouterSp
 /// the certificates that can be served (`refs`, by certificate): deleted (ours) once no Ingress
 /// has TLS, created, or switched to the wanted certificates and headers in one PUT; an adopted
 /// listener is never changed.
-pub fn plan_https_listener(
+pub(crate) fn plan_https_listener(
     desired: Option<&HttpsListener>,
     found: Option<&Listener>,
     refs: &BTreeMap<String, String>,

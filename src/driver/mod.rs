@@ -34,6 +34,7 @@ pub mod read_cache;
 pub mod report;
 pub mod rounds;
 pub mod router;
+#[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod spec;
 pub mod view;

@@ -47,7 +47,7 @@ impl Ownership {
         vec![PRODUCT_TAG.to_string(), self.cluster_tag()]
     }
 
-    pub fn cluster_tag(&self) -> String {
+    pub(crate) fn cluster_tag(&self) -> String {
         format!("cluster:{}", self.cluster)
     }
 
@@ -78,14 +78,14 @@ impl Ownership {
 pub const ROUTE_OWNER_TAG_PREFIXES: [&str; 2] = ["ingress:", "httproute:"];
 
 /// Whether `tag` names a route (an Ingress or an HTTPRoute) as the owner.
-pub fn is_route_owner_tag(tag: &str) -> bool {
+pub(crate) fn is_route_owner_tag(tag: &str) -> bool {
     ROUTE_OWNER_TAG_PREFIXES.iter().any(|p| tag.starts_with(p))
 }
 
 /// `ingress:<ns>/<name>`, `httproute:<ns>/<name>` or `service:<ns>/<name>`; Octavia tags are at most 255 characters and
 /// Kubernetes names at most 253, so long names are cut (the tag is informative; identity is the
 /// object name).
-pub fn owner_tag(owner: &KubeRef) -> String {
+pub(crate) fn owner_tag(owner: &KubeRef) -> String {
     let mut tag = format!("{}:{}/{}", owner.kind.to_ascii_lowercase(), owner.namespace, owner.name);
     if tag.len() > 255 {
         let mut cut = 255;

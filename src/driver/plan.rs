@@ -1,8 +1,8 @@
 //! The writes a plan is made of, each one Octavia call on the router, and how they are shown in
 //! the `apply` transcript and the logs.
 
-use super::actual::HealthMonitorSpec;
 use super::ownership::{Ownership, Tags};
+use crate::model::HealthMonitorSpec;
 use crate::model::{CompareType, Member, Rule, RuleType};
 use std::net::IpAddr;
 
@@ -292,7 +292,7 @@ pub struct DiffOptions {
 /// One member of ours in a batch member update: named after the pod it reaches when known,
 /// else after address:port. The one spelling of a member for the diff and the fully-populated
 /// create.
-pub fn member_spec(m: &Member, tags: &Tags) -> MemberSpec {
+pub(crate) fn member_spec(m: &Member, tags: &Tags) -> MemberSpec {
     MemberSpec {
         name: m.target.clone().unwrap_or_else(|| format!("{}:{}", m.address, m.protocol_port)),
         address: m.address,

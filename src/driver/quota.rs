@@ -4,7 +4,6 @@
 
 use std::collections::BTreeSet;
 
-pub use super::report::BudgetReading;
 use super::{ConvergeReport, Router};
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::L7Policy;

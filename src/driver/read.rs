@@ -3,12 +3,13 @@
 //! Children are read again only where their parent changed (see [`super::read_cache`]).
 
 use super::actual::{
-    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule,
-    HealthMonitorSpec, TagSet, share_tags,
+    ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, TagSet,
+    share_tags,
 };
 use super::cloud::Cloud;
 use super::error::Result;
 use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
+use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
 use crate::openstack::{Error as OsError, ListQuery};
 use std::collections::BTreeMap;
@@ -171,7 +172,7 @@ pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Vec<Act
 }
 
 /// Our pools on the router by name, as (name, id).
-pub async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String, String>> {
+pub(crate) async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<String, String>> {
     let own = &cloud.spec.ownership;
     Ok(cloud
         .octavia
@@ -213,7 +214,7 @@ fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
 
 /// An Octavia member as the diff sees it (`None` for an address that does not parse, which
 /// Octavia never returns).
-pub fn actual_member(m: Member) -> Option<ActualMember> {
+pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
     Some(ActualMember {
         address: m.address.parse().ok()?,
         id: m.id,

@@ -20,7 +20,7 @@
 //!   everything at once would make every resync a full read. A new process starts empty (a full
 //!   read).
 
-use super::diff::{ActualMember, ActualRule};
+use super::actual::{ActualMember, ActualRule};
 use std::collections::{BTreeSet, HashMap};
 use std::time::{Duration, Instant};
 

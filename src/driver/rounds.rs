@@ -1,13 +1,11 @@
 //! Read → plan → write rounds on one listener, with failure isolation (see [`super::isolation`])
 //! and the leader gate, independent of where the reads and writes go: the real driver sends
-//! them to Octavia (`execute`), the tests and `crate::testing::SimBackend` to the [`Simulator`].
+//! them to Octavia (`execute`), the tests and `crate::testing::SimBackend` to the `driver::sim::Simulator`.
 //!
 //! A round ends at the first write Octavia refuses for good: the write's object is put on hold
 //! and the next round re-reads and re-plans without it, so every other change still goes out in
 //! the same convergence (a plan made with the refused object in it would give the others
 //! positions counted with it). Transient errors end the convergence as before.
-//!
-//! [`Simulator`]: super::sim::Simulator
 
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
@@ -93,7 +91,7 @@ pub async fn converge_listener<I: ListenerIo>(
 
 /// [`converge_listener`] on a view of the desired router (the HTTPS listener's, or the HTTP
 /// listener's without its held redirects): read -> plan -> execute, in rounds.
-pub async fn converge_view<I: ListenerIo>(
+pub(crate) async fn converge_view<I: ListenerIo>(
     io: &mut I,
     desired: &DesiredView<'_>,
     o: &RoundOptions<'_>,

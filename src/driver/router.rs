@@ -12,7 +12,7 @@
 use super::actual::ActualRouter;
 use super::admission::QuotaLedger;
 use super::blocked;
-pub use super::cloud::WriteGate;
+use super::cloud::WriteGate;
 use super::cloud::{Cloud, WritePermits};
 use super::diff::plan_members;
 use super::https_holds::HttpsHolds;
@@ -29,12 +29,9 @@ use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
-pub use super::create_body::populated_create;
-pub use super::error::{DriverError, Result};
-pub use super::floating_ip::floating_ip_description;
-pub use super::read::actual_member;
-pub use super::report::{ConvergeReport, WriteRecord};
-pub use super::spec::RouterSpec;
+use super::error::{DriverError, Result};
+use super::report::ConvergeReport;
+use super::spec::RouterSpec;
 
 /// The router's id and our pools' ids by name, as last looked up by [`Router::set_members`].
 type PoolIds = (String, BTreeMap<String, String>);
@@ -115,7 +112,7 @@ impl Router {
 
     /// Share these write permits (see [`WritePermits`]): every router of one process is given
     /// the same, so that their writes in flight together stay within the bound.
-    pub fn with_write_permits(mut self, permits: WritePermits) -> Self {
+    pub(crate) fn with_write_permits(mut self, permits: WritePermits) -> Self {
         self.cloud.permits = permits;
         self
     }

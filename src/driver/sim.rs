@@ -6,10 +6,8 @@
 //! input without a cloud, and lets the benchmarks count the writes of large scenarios. The
 //! functional tests check the same behaviour against the real Octavia.
 
-use super::diff::{
-    ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, PolicyAction, PolicyRef,
-    PoolRef, Write, compare_type_str, rule_type_str,
-};
+use super::actual::{ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule};
+use super::plan::{PolicyAction, PolicyRef, PoolRef, Write, compare_type_str, rule_type_str};
 
 /// Applies writes to a snapshot, handing out ids `sim-1`, `sim-2`, ...
 #[derive(Debug, Default)]

@@ -1,8 +1,8 @@
 //! What the router should be, from `[octavia_defaults]`, `[neutron_defaults]` and `[kubernetes]`.
 
-use super::actual::HealthMonitorSpec;
 use super::ownership::Ownership;
 use super::plan::DiffOptions;
+use crate::model::HealthMonitorSpec;
 use std::net::IpAddr;
 use std::time::Duration;
 
@@ -39,12 +39,12 @@ pub struct RouterSpec {
 
 impl RouterSpec {
     /// The part of the spec the pure diff needs.
-    pub fn diff_options(&self) -> DiffOptions {
+    pub(crate) fn diff_options(&self) -> DiffOptions {
         DiffOptions { ownership: self.ownership.clone(), health_monitor: self.health_monitor.clone() }
     }
 
     /// The name of the router's HTTP listener, when we create it.
-    pub fn http_listener_name(&self) -> String {
+    pub(crate) fn http_listener_name(&self) -> String {
         format!("{}-http", self.name)
     }
 

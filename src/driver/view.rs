@@ -57,12 +57,12 @@ impl<'a> DesiredView<'a> {
         self.all_pools.get(name).filter(|_| !self.left_out.contains(name))
     }
 
-    pub fn has_pool(&self, name: &str) -> bool {
+    pub(crate) fn has_pool(&self, name: &str) -> bool {
         self.pool(name).is_some()
     }
 
     /// Leaves the pool `name` out (its policies are left to the caller).
-    pub fn leave_out_pool(&mut self, name: &'a str) {
+    pub(crate) fn leave_out_pool(&mut self, name: &'a str) {
         self.left_out.insert(name);
     }
 }

@@ -215,7 +215,7 @@ impl Barbican {
 }
 
 /// The UUID at the end of a secret ref (`.../v1/secrets/<uuid>`), or the UUID itself.
-pub fn secret_id(secret_ref: &str) -> Option<&str> {
+pub(crate) fn secret_id(secret_ref: &str) -> Option<&str> {
     let id = secret_ref.trim_end_matches('/').rsplit('/').next()?;
     let ok = id.len() == 36 && id.chars().all(|c| c.is_ascii_hexdigit() || c == '-');
     ok.then_some(id)

@@ -18,7 +18,7 @@ pub enum Service {
 
 impl Service {
     /// The Keystone catalog `type`.
-    pub fn catalog_type(self) -> &'static str {
+    pub(crate) fn catalog_type(self) -> &'static str {
         match self {
             Service::Identity => "identity",
             Service::LoadBalancer => "load-balancer",
@@ -100,7 +100,7 @@ impl Error {
     /// A 409 that only means "the load balancer is busy": Octavia rejects every write while the
     /// load balancer is PENDING_*, and the same write succeeds once it is ACTIVE again. Other 409s
     /// (duplicate member address:port, port in use) are real conflicts and must not be retried.
-    pub fn is_busy_conflict(&self) -> bool {
+    pub(crate) fn is_busy_conflict(&self) -> bool {
         match self {
             Error::Api { status: 409, message, .. } => {
                 message.contains("immutable") || message.contains("Invalid state") || message.contains("PENDING_")
@@ -118,7 +118,7 @@ impl Error {
     }
 
     /// Busy either way: the write was refused as a whole and succeeds later as it is.
-    pub fn is_busy(&self) -> bool {
+    pub(crate) fn is_busy(&self) -> bool {
         self.is_busy_conflict() || self.is_project_busy()
     }
 
@@ -156,7 +156,7 @@ impl Error {
 /// Keystone/keystonemiddleware (`{"error":{"code","title","message"}}`), Barbican
 /// (`{"code","title","description"}`); anything else is returned
 /// as (truncated) text so nothing is lost.
-pub fn fault_message(body: &[u8]) -> String {
+pub(crate) fn fault_message(body: &[u8]) -> String {
     if let Ok(v) = serde_json::from_slice::<serde_json::Value>(body) {
         let s = |p: &str| v.pointer(p).and_then(|m| m.as_str()).map(str::to_owned);
         if let Some(m) = s("/faultstring")

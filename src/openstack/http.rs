@@ -70,7 +70,7 @@ pub(crate) fn is_write(m: &reqwest::Method) -> bool {
 
 /// The resource kind of a path: the last segment that is not an id, so that
 /// `/v2/lbaas/pools/<id>/members/<id>` is `members` and metrics stay low-cardinality.
-pub fn resource_kind(path: &str) -> String {
+pub(crate) fn resource_kind(path: &str) -> String {
     let path = path.split('?').next().unwrap_or_default();
     path.split('/').rfind(|s| !s.is_empty() && !looks_like_id(s)).unwrap_or("root").to_string()
 }
@@ -132,7 +132,7 @@ impl ListQuery {
         self
     }
 
-    pub fn to_pairs(&self) -> Vec<(String, String)> {
+    pub(crate) fn to_pairs(&self) -> Vec<(String, String)> {
         let mut q = Vec::new();
         let mut push = |k: &str, v: String| q.push((k.to_string(), v));
         if let Some(n) = &self.name {
@@ -167,7 +167,7 @@ impl ListQuery {
 }
 
 /// The `rel=next` href of a `<collection>_links` array, if any.
-pub fn next_link(body: &serde_json::Value, collection: &str) -> Option<String> {
+pub(crate) fn next_link(body: &serde_json::Value, collection: &str) -> Option<String> {
     body.get(format!("{collection}_links"))?
         .as_array()?
         .iter()
@@ -181,7 +181,7 @@ pub fn next_link(body: &serde_json::Value, collection: &str) -> Option<String> {
 /// the href are trusted: the token is never sent to a host the catalog did not name (services
 /// behind a proxy often render links with their internal host). A path prefix the endpoint has
 /// (e.g. `https://cloud/load-balancer`) is removed so it is not doubled.
-pub fn relative_next(href: &str, endpoint: &str) -> Result<String> {
+pub(crate) fn relative_next(href: &str, endpoint: &str) -> Result<String> {
     let url = url::Url::parse(href)
         .or_else(|_| url::Url::parse(endpoint)?.join(href))
         .map_err(|e| Error::Config(format!("bad pagination link {href:?}: {e}")))?;

@@ -186,7 +186,7 @@ pub struct CatalogEndpoint {
 }
 
 /// The URL of `service_type` for `interface` in `region` (any region if `None`).
-pub fn select_endpoint(
+pub(crate) fn select_endpoint(
     catalog: &[CatalogService],
     service_type: &str,
     region: Option<&str>,
@@ -227,13 +227,13 @@ pub fn select_endpoint(
 
 /// How long before expiry a token is replaced: 10 % of its lifetime, at most 5 minutes. Keeps a
 /// margin for clock skew and long reconciles without throwing away short-lived tokens early.
-pub fn refresh_margin(lifetime: Duration) -> Duration {
+pub(crate) fn refresh_margin(lifetime: Duration) -> Duration {
     (lifetime / 10).min(Duration::from_secs(300))
 }
 
 /// Whether a token received `age` ago with `lifetime` must be replaced now. Local monotonic time is
 /// used (not the wall clock against `expires_at`), so skew between us and Keystone does not matter.
-pub fn needs_refresh(lifetime: Duration, age: Duration) -> bool {
+pub(crate) fn needs_refresh(lifetime: Duration, age: Duration) -> bool {
     age + refresh_margin(lifetime) >= lifetime
 }
 

@@ -70,17 +70,15 @@ pub struct FloatingIp {
 }
 
 /// `POST /v2.0/floatingips`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 pub struct FloatingIpCreate {
     pub floating_network_id: String,
     /// Set it to find the address again after a restart (e.g. `kuryr-l7-router <cluster>`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// Associate at creation.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub port_id: Option<String>,
     /// Ask for a specific address (admin or pre-allocated only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub floating_ip_address: Option<String>,
 }
 
@@ -149,7 +147,7 @@ impl Neutron {
     /// Delete the VIP port of a deleted load balancer if it is still there and still Octavia's:
     /// a real network driver frees it with the load balancer, a noop one (test clouds) leaves it
     /// behind. Whether a port was deleted.
-    pub async fn delete_leftover_vip_port(&self, id: &str) -> Result<bool> {
+    pub(crate) async fn delete_leftover_vip_port(&self, id: &str) -> Result<bool> {
         match self.get_port(id).await {
             Ok(p) if p.device_owner == "Octavia" => {
                 self.delete_port(id).await?;
@@ -178,7 +176,7 @@ impl Neutron {
         self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "port_id": port_id })).await
     }
     /// Sets the floating IP's description (how the router recognises its address).
-    pub async fn describe_floating_ip(&self, id: &str, description: &str) -> Result<FloatingIp> {
+    pub(crate) async fn describe_floating_ip(&self, id: &str, description: &str) -> Result<FloatingIp> {
         self.write(Method::PUT, format!("{BASE}/floatingips/{id}"), "floatingip", json!({ "description": description }))
             .await
     }
@@ -188,7 +186,7 @@ impl Neutron {
     /// Replaces the tags of the floating IP `id` (`PUT /v2.0/floatingips/{id}/tags`, the
     /// `standard-attr-tag` extension; a create body cannot carry tags before Neutron's
     /// `tag-creation` extension).
-    pub async fn set_floating_ip_tags(&self, id: &str, tags: &[String]) -> Result<()> {
+    pub(crate) async fn set_floating_ip_tags(&self, id: &str, tags: &[String]) -> Result<()> {
         let req = Request::new(Service::Network, Method::PUT, format!("{BASE}/floatingips/{id}/tags"))
             .json(json!({ "tags": tags }));
         self.session.send_json::<Value>(&req).await.map(|_| ())

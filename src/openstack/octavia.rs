@@ -7,9 +7,9 @@
 use super::error::{Error, Result, Service};
 use super::http::{ListQuery, bump, next_link, relative_next};
 use super::keystone::{Request, Session};
-pub use super::octavia_requests::{
+use super::octavia_requests::{
     HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, L7RuleCreate, ListenerCreate,
-    ListenerUpdate, LoadBalancerCreate, LoadBalancerUpdate, MemberCreate, NameRef, PoolCreate, PoolUpdate,
+    ListenerUpdate, LoadBalancerCreate, LoadBalancerUpdate, MemberCreate, PoolCreate, PoolUpdate,
 };
 use backon::{BackoffBuilder, ExponentialBuilder, Retryable};
 use reqwest::Method;
@@ -205,7 +205,7 @@ const BASE: &str = "/v2/lbaas";
 /// 2.5 s of API CPU for a router of 1,300 objects on the local stack), so a fixed poll would keep
 /// an API worker busy all the time on a large router; this keeps it at most half busy, and costs
 /// nothing on a small one (GETs of 30–50 ms).
-pub fn poll_delay(backoff: Duration, last_get: Duration) -> Duration {
+pub(crate) fn poll_delay(backoff: Duration, last_get: Duration) -> Duration {
     backoff.max(last_get)
 }
 
@@ -398,7 +398,7 @@ impl Octavia {
     pub async fn create_pool(&self, p: &PoolCreate) -> Result<Pool> {
         self.write(Method::POST, format!("{BASE}/pools"), "pool", to_value(p)).await
     }
-    pub async fn update_pool(&self, id: &str, u: &PoolUpdate) -> Result<Pool> {
+    pub(crate) async fn update_pool(&self, id: &str, u: &PoolUpdate) -> Result<Pool> {
         self.write(Method::PUT, format!("{BASE}/pools/{id}"), "pool", to_value(u)).await
     }
     pub async fn delete_pool(&self, id: &str) -> Result<()> {
@@ -407,9 +407,6 @@ impl Octavia {
 
     // Members.
 
-    pub async fn get_member(&self, pool_id: &str, id: &str) -> Result<Member> {
-        self.get(format!("{BASE}/pools/{pool_id}/members/{id}"), "member").await
-    }
     pub async fn list_members(&self, pool_id: &str, q: &ListQuery) -> Result<Vec<Member>> {
         self.list(format!("{BASE}/pools/{pool_id}/members"), "members", q).await
     }
@@ -459,7 +456,7 @@ impl Octavia {
         }
         self.get_l7policy(&policy.id).await
     }
-    pub async fn update_l7policy(&self, id: &str, u: &L7PolicyUpdate) -> Result<L7Policy> {
+    pub(crate) async fn update_l7policy(&self, id: &str, u: &L7PolicyUpdate) -> Result<L7Policy> {
         self.write(Method::PUT, format!("{BASE}/l7policies/{id}"), "l7policy", to_value(u)).await
     }
     pub async fn delete_l7policy(&self, id: &str) -> Result<()> {
@@ -477,7 +474,7 @@ impl Octavia {
     pub async fn update_l7rule(&self, policy_id: &str, id: &str, r: &L7RuleCreate) -> Result<L7Rule> {
         self.write(Method::PUT, format!("{BASE}/l7policies/{policy_id}/rules/{id}"), "rule", to_value(r)).await
     }
-    pub async fn delete_l7rule(&self, policy_id: &str, id: &str) -> Result<()> {
+    pub(crate) async fn delete_l7rule(&self, policy_id: &str, id: &str) -> Result<()> {
         self.delete(format!("{BASE}/l7policies/{policy_id}/rules/{id}")).await
     }
 
@@ -486,7 +483,7 @@ impl Octavia {
     pub async fn get_health_monitor(&self, id: &str) -> Result<HealthMonitor> {
         self.get(format!("{BASE}/healthmonitors/{id}"), "healthmonitor").await
     }
-    pub async fn list_health_monitors(&self, q: &ListQuery) -> Result<Vec<HealthMonitor>> {
+    pub(crate) async fn list_health_monitors(&self, q: &ListQuery) -> Result<Vec<HealthMonitor>> {
         self.list(format!("{BASE}/healthmonitors"), "healthmonitors", q).await
     }
     pub async fn create_health_monitor(&self, h: &HealthMonitorCreate) -> Result<HealthMonitor> {
@@ -615,6 +612,7 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::openstack::octavia_requests::NameRef;
 
     #[test]
     fn create_bodies_skip_unset_fields() {

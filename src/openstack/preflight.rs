@@ -88,7 +88,7 @@ pub const FEATURES: &[(Feature, ApiVersion)] = &[
 
 /// The newest usable version: the highest `CURRENT` or `SUPPORTED` one (`DEPRECATED` ones are not
 /// counted, nor ids that are not `vN.M`).
-pub fn newest_version(versions: &[VersionEntry]) -> Option<ApiVersion> {
+pub(crate) fn newest_version(versions: &[VersionEntry]) -> Option<ApiVersion> {
     versions
         .iter()
         .filter(|v| matches!(v.status.to_ascii_uppercase().as_str(), "CURRENT" | "SUPPORTED"))
@@ -97,7 +97,7 @@ pub fn newest_version(versions: &[VersionEntry]) -> Option<ApiVersion> {
 }
 
 /// The features the cloud's newest usable API version has.
-pub fn enabled_features(versions: &[VersionEntry]) -> BTreeSet<Feature> {
+pub(crate) fn enabled_features(versions: &[VersionEntry]) -> BTreeSet<Feature> {
     let Some(newest) = newest_version(versions) else { return BTreeSet::new() };
     FEATURES.iter().filter(|(_, min)| newest >= *min).map(|(f, _)| *f).collect()
 }
@@ -130,7 +130,7 @@ const OVN_REFUSED: &str = "the ovn provider has no L7 policies, no HTTP/TERMINAT
 /// The configured provider (`""`: Octavia's default) against the cloud's list. Octavia's default
 /// provider is not in its API: with none configured we can only tell it when the cloud offers
 /// exactly one provider.
-pub fn check_provider(configured: &str, providers: &[Provider]) -> Vec<Finding> {
+pub(crate) fn check_provider(configured: &str, providers: &[Provider]) -> Vec<Finding> {
     let names: Vec<&str> = providers.iter().map(|p| p.name.as_str()).collect();
     if !configured.is_empty() {
         if configured.eq_ignore_ascii_case("ovn") {
@@ -169,12 +169,12 @@ fn has_any(roles: &[String], wanted: &[&str]) -> bool {
 }
 
 /// Whether the token's roles may create Barbican secrets.
-pub fn can_store_certificates(roles: &[String]) -> bool {
+pub(crate) fn can_store_certificates(roles: &[String]) -> bool {
     has_any(roles, BARBICAN_CREATE_ROLES)
 }
 
 /// The message for a TLS Ingress when the user cannot store its certificate.
-pub fn missing_creator_message() -> String {
+pub(crate) fn missing_creator_message() -> String {
     "the OpenStack user lacks Barbican's `creator` role (or admin), needed to store TLS certificates for Octavia \
      (openstack role add --user <user> --project <project> creator)"
         .to_string()
@@ -190,7 +190,7 @@ pub fn check_roles(roles: &[String], tls_in_use: bool) -> Vec<Finding> {
 }
 
 /// [`check_roles`], the Octavia roles looked at only when `octavia_roles`.
-pub fn check_roles_with(roles: &[String], tls_in_use: bool, octavia_roles: bool) -> Vec<Finding> {
+pub(crate) fn check_roles_with(roles: &[String], tls_in_use: bool, octavia_roles: bool) -> Vec<Finding> {
     let mut out = Vec::new();
     let list = if roles.is_empty() { "none".to_string() } else { roles.join(", ") };
     if octavia_roles && !has_any(roles, OCTAVIA_WRITE_ROLES) {
@@ -218,7 +218,7 @@ pub fn check_roles_with(roles: &[String], tls_in_use: bool, octavia_roles: bool)
 pub const APPLICATION_CREDENTIAL: &str = "application_credential";
 
 /// The message for TLS with an application credential (measured in docs/tls.md).
-pub fn application_credential_tls_message() -> String {
+pub(crate) fn application_credential_tls_message() -> String {
     "the OpenStack credentials are an application credential: Octavia cannot re-scope its token to read TLS \
      certificates from Barbican (\"Using a delegated token to create another token is not allowed\"), so every \
      HTTPS listener create is refused (400) and TLS Ingresses are not served (their HTTP routes are). Fix: use \
@@ -229,7 +229,7 @@ pub fn application_credential_tls_message() -> String {
 
 /// How the token was obtained (`methods`) against TLS: an application credential cannot serve it.
 /// `tls_in_use`: some Ingress has TLS, so it is an error rather than a warning.
-pub fn check_auth(methods: &[String], tls_in_use: bool) -> Vec<Finding> {
+pub(crate) fn check_auth(methods: &[String], tls_in_use: bool) -> Vec<Finding> {
     if !methods.iter().any(|m| m == APPLICATION_CREDENTIAL) {
         return Vec::new();
     }
@@ -240,7 +240,7 @@ pub fn check_auth(methods: &[String], tls_in_use: bool) -> Vec<Finding> {
 /// Findings for missing features the router uses: tags are an error (without them nothing we
 /// create can be found again), redirects a warning (they are turned off). The others (HSTS,
 /// `additive_only`) are not used yet: their absence is only listed in [`Report::summary`].
-pub fn check_features(features: &BTreeSet<Feature>, newest: Option<ApiVersion>) -> Vec<Finding> {
+pub(crate) fn check_features(features: &BTreeSet<Feature>, newest: Option<ApiVersion>) -> Vec<Finding> {
     let v = newest.map(|v| v.to_string()).unwrap_or_else(|| "unknown".into());
     FEATURES
         .iter()
@@ -296,7 +296,7 @@ impl Report {
     }
 
     /// [`Report::decide`] with the token's `methods` and the [`Checks`].
-    pub fn decide_with(
+    pub(crate) fn decide_with(
         versions: &[VersionEntry],
         providers: &[Provider],
         roles: &[String],
@@ -381,7 +381,7 @@ impl Report {
 }
 
 /// Octavia's version document (`GET /` of the load-balancer endpoint).
-pub async fn read_versions(octavia: &Octavia) -> Result<Vec<VersionEntry>> {
+pub(crate) async fn read_versions(octavia: &Octavia) -> Result<Vec<VersionEntry>> {
     #[derive(Deserialize)]
     struct Doc {
         #[serde(default)]
@@ -392,7 +392,7 @@ pub async fn read_versions(octavia: &Octavia) -> Result<Vec<VersionEntry>> {
 }
 
 /// `GET /v2/lbaas/providers`.
-pub async fn read_providers(octavia: &Octavia) -> Result<Vec<Provider>> {
+pub(crate) async fn read_providers(octavia: &Octavia) -> Result<Vec<Provider>> {
     #[derive(Deserialize)]
     struct Doc {
         #[serde(default)]

@@ -39,7 +39,7 @@ pub struct HostGroup {
 }
 
 /// Hosts compare case-insensitively (DNS) and without a trailing dot.
-pub fn normalize_host(host: &str) -> String {
+pub(crate) fn normalize_host(host: &str) -> String {
     host.trim().trim_end_matches('.').to_ascii_lowercase()
 }
 

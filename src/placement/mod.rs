@@ -69,7 +69,7 @@ pub struct Capacity {
 impl Capacity {
     /// Room left after `used`, in parts per million of the tighter dimension: a single number
     /// so that "the router with the most room" is one deterministic comparison.
-    pub fn room_ppm(self, used: Cost) -> u64 {
+    pub(crate) fn room_ppm(self, used: Cost) -> u64 {
         fn ppm(used: u32, cap: u32) -> u64 {
             let cap = u64::from(cap.max(1));
             cap.saturating_sub(u64::from(used)) * 1_000_000 / cap

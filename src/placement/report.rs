@@ -15,7 +15,7 @@ fn cost_text(c: Cost) -> String {
 }
 
 /// One sentence per warning, naming the routers by name.
-pub fn warning_text(base: &str, w: &PlacementWarning) -> String {
+pub(crate) fn warning_text(base: &str, w: &PlacementWarning) -> String {
     let groups = |g: &BTreeSet<String>| g.iter().cloned().collect::<Vec<_>>().join(", ");
     match w {
         PlacementWarning::OversizedGroup { group, cost, router } => format!(
@@ -47,7 +47,7 @@ fn fate_text(fate: RouterFate) -> String {
 }
 
 /// Text view for `plan -o table`.
-pub fn render_placement(base: &str, capacity: Capacity, set: &RouterSet) -> String {
+pub(crate) fn render_placement(base: &str, capacity: Capacity, set: &RouterSet) -> String {
     let p = &set.placement;
     let mut s = String::new();
     let _ = writeln!(
@@ -85,7 +85,7 @@ pub fn render_placement(base: &str, capacity: Capacity, set: &RouterSet) -> Stri
 
 /// JSON view for `plan -o json` with `scale_out`: the placement and, by router name, each
 /// router's index, cost, groups and desired state.
-pub fn placement_json(base: &str, set: &RouterSet) -> Value {
+pub(crate) fn placement_json(base: &str, set: &RouterSet) -> Value {
     let p = &set.placement;
     let name = |i: RouterIndex| router_name(base, i);
     let routers: serde_json::Map<String, Value> = set

@@ -133,7 +133,7 @@ fn served_hosts(cert_hosts: &[String], placed: &BTreeSet<String>) -> BTreeSet<St
 /// The placement's input: one claim per owner with hosts (its policies over both listeners, the
 /// certificates serving its hosts), one per owner with host-less policies (shared cost), and the
 /// default certificate as shared cost.
-pub fn placement_input(desired: &DesiredRouter, params: &SplitParams) -> PlacementInput {
+pub(crate) fn placement_input(desired: &DesiredRouter, params: &SplitParams) -> PlacementInput {
     let owners = owner_routes(desired);
     let placed: BTreeSet<String> = owners.values().flat_map(|o| o.hosts.iter().cloned()).collect();
     let mut certs_of: BTreeMap<&str, BTreeSet<String>> = BTreeMap::new();

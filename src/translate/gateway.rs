@@ -33,6 +33,7 @@ use super::table::{PoolNames, RouteTable, Stops, number, policy_with_rules};
 use super::tls::listener_certificate;
 use crate::gateway::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
 use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, Rule, RuleType, Warning};
+use crate::reason::Reason;
 
 /// The desired router of one Gateway.
 #[derive(Clone, Debug)]
@@ -52,8 +53,8 @@ struct GatewayClaim {
     excluded_hosts: Vec<String>,
 }
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
-    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: String) {
+    out.push(Warning { object: object.clone(), reason, message });
 }
 
 /// Translate one Gateway's route table into its router. Pure and deterministic.
@@ -125,7 +126,7 @@ fn served_ports<'a>(
         warn(
             warnings,
             o,
-            "ListenerPortUnsupported",
+            Reason::ListenerPortUnsupported,
             format!(
                 "{o}: port {} (listeners {}) is not served: a router has one {} listener, on port {}",
                 p.port,
@@ -310,7 +311,7 @@ fn listener_policies(
     for c in claims {
         let rules = gateway_rules(c);
         if let Some(msg) = rules_problem(c, &rules) {
-            warn(warnings, c.claim.owner_ref(), "InvalidRule", msg);
+            warn(warnings, c.claim.owner_ref(), Reason::InvalidRule, msg);
             continue;
         }
         out.push(policy_with_rules(&c.claim, rules, names, stops));

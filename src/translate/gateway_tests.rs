@@ -4,7 +4,7 @@ use crate::gateway::world::World;
 use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL};
 use crate::translate::Inputs;
 use crate::translate::manifest::load_str;
-use crate::translate::status::StatusResponder;
+use crate::translate::options::StatusResponder;
 use std::path::Path;
 
 const OBJECTS: &str = r#"

@@ -100,7 +100,7 @@ pub fn service_health_monitor(
             );
             warnings.push(Warning {
                 object: sref.clone(),
-                reason: "InvalidHealthMonitor".into(),
+                reason: crate::reason::Reason::InvalidHealthMonitor,
                 message: format!(
                     "{sref}: annotation {HEALTH_MONITOR_ANNOTATION} ignored: {why}; its pools keep the health monitor they have (the global default if none)"
                 ),

@@ -10,13 +10,15 @@ use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend,
 use super::backends::{PoolKey, PortRef, Services, resolve_service};
 use super::claim::{FixedAnswer, OrderKey, OrderPart, PathMatch, RouteAction, RouteClaim, RouteOwner};
 use super::names::namespace_of;
+use super::options::TenancyOptions;
 use super::rules::PathKind;
 use super::rules::{host_problem, host_value_problem, normalize_prefix, path_problem, path_rule, value_problem};
-use super::tenancy::{HOST_OWNED, HostOwners, TenancyOptions};
+use super::tenancy::{HOST_OWNED, HostOwners};
 use crate::model::{KubeRef, Warning};
+use crate::reason::Reason;
 
 /// The Event reason of a host-less rule from a namespace that may not catch every host.
-pub const HOSTLESS_NOT_ALLOWED: &str = "HostlessRuleNotAllowed";
+pub const HOSTLESS_NOT_ALLOWED: Reason = Reason::HostlessRuleNotAllowed;
 
 /// Path type shown for the catch-all policy of an Ingress's default backend on one of its hosts.
 pub const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
@@ -25,8 +27,8 @@ fn ingress_ref(ing: &Ingress) -> KubeRef {
     KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
-    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: String) {
+    out.push(Warning { object: object.clone(), reason, message });
 }
 
 /// What the Ingresses ask of the route table and of the listeners.
@@ -78,7 +80,12 @@ impl Walk {
         let o = &owner.object;
         let spec = ing.spec.as_ref();
         if spec.is_none_or(|s| s.default_backend.is_none() && s.rules.as_ref().is_none_or(Vec::is_empty)) {
-            warn(warnings, o, "EmptyIngress", format!("{o}: has no rules and no defaultBackend: nothing to route"));
+            warn(
+                warnings,
+                o,
+                Reason::EmptyIngress,
+                format!("{o}: has no rules and no defaultBackend: nothing to route"),
+            );
         }
         let Some(spec) = spec else { return };
         let default_backend = spec.default_backend.as_ref().and_then(|b| {
@@ -104,7 +111,7 @@ impl Walk {
                     let msg = format!(
                         "{o}: spec.defaultBackend does not catch the unmatched paths of host {host}: the host was named first by {first}, of another namespace"
                     );
-                    warn(warnings, o, "ConflictingDefaultBackend", msg);
+                    warn(warnings, o, Reason::ConflictingDefaultBackend, msg);
                 }
             }
         }
@@ -142,7 +149,7 @@ impl Walk {
 }
 
 /// Why rule `ri`'s host is refused (reason, message), if it is.
-fn host_refusal(o: &KubeRef, ri: usize, host: &str, cx: &Context<'_>) -> Option<(&'static str, String)> {
+fn host_refusal(o: &KubeRef, ri: usize, host: &str, cx: &Context<'_>) -> Option<(Reason, String)> {
     if host.is_empty() {
         // A host-less rule catches every host: the same gate as the router-wide default.
         return (!cx.tenancy.may_set_router_default(&o.namespace)).then(|| {
@@ -157,10 +164,10 @@ fn host_refusal(o: &KubeRef, ri: usize, host: &str, cx: &Context<'_>) -> Option<
         });
     }
     if let Some(p) = host_problem(host) {
-        return Some(("InvalidHost", format!("{o}: rules[{ri}] host {host:?} dropped: {p}")));
+        return Some((Reason::InvalidHost, format!("{o}: rules[{ri}] host {host:?} dropped: {p}")));
     }
     if let Some(why) = host_value_problem(host) {
-        return Some(("InvalidRuleValue", format!("{o}: rules[{ri}] host {host:?} dropped: {why}")));
+        return Some((Reason::InvalidRuleValue, format!("{o}: rules[{ri}] host {host:?} dropped: {why}")));
     }
     let holder = cx.owners.and_then(|owners| owners.refuses(&o.namespace, host))?;
     Some((HOST_OWNED, HostOwners::message(o, &format!("rules[{ri}]"), host, holder)))
@@ -172,11 +179,11 @@ fn resolve_backend(
     where_: &str,
     b: &IngressBackend,
     services: &Services<'_>,
-) -> Result<PoolKey, (&'static str, String)> {
+) -> Result<PoolKey, (Reason, String)> {
     let Some(sb) = b.service.as_ref() else {
         let what = b.resource.as_ref().map(|r| format!("{} {}", r.kind, r.name)).unwrap_or_else(|| "nothing".into());
         return Err((
-            "UnsupportedBackend",
+            Reason::UnsupportedBackend,
             format!("{ing}: {where_}: backend is {what}, not a Service; only Service backends can be routed"),
         ));
     };
@@ -187,7 +194,8 @@ fn resolve_backend(
             _ => PortRef::Number(p.number.unwrap_or(0)),
         },
     };
-    resolve_service(services, ing, where_, &sb.name, port)
+    // The shared backends step still names its reasons as text (the Gateway side reads them too).
+    resolve_service(services, ing, where_, &sb.name, port).map_err(|(reason, msg)| (Reason::from(reason), msg))
 }
 
 /// Ingress precedence within a host: the longest match path first, Exact before Prefix at equal
@@ -205,12 +213,15 @@ fn ingress_order(kind: PathKind, match_path: &str) -> OrderKey {
 }
 
 /// The path kind of a `pathType`, or the warning that drops the path.
-fn path_kind(o: &KubeRef, where_: &str, path_type: &str) -> Result<PathKind, (&'static str, String)> {
+fn path_kind(o: &KubeRef, where_: &str, path_type: &str) -> Result<PathKind, (Reason, String)> {
     match path_type {
         "Exact" => Ok(PathKind::Exact),
         "Prefix" | "ImplementationSpecific" => Ok(PathKind::Prefix),
-        "" => Err(("MissingPathType", format!("{o}: {where_} dropped: pathType is required in networking.k8s.io/v1"))),
-        other => Err(("InvalidPathType", format!("{o}: {where_} dropped: unknown pathType {other:?}"))),
+        "" => Err((
+            Reason::MissingPathType,
+            format!("{o}: {where_} dropped: pathType is required in networking.k8s.io/v1"),
+        )),
+        other => Err((Reason::InvalidPathType, format!("{o}: {where_} dropped: unknown pathType {other:?}"))),
     }
 }
 
@@ -228,7 +239,7 @@ fn path_route(
     let raw = p.path.clone().unwrap_or_default();
     let kind = path_kind(o, where_, &p.path_type).map_err(|(reason, msg)| warn(warnings, o, reason, msg)).ok()?;
     if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
-        warn(warnings, o, "InvalidPath", format!("{o}: {where_} dropped: {why}"));
+        warn(warnings, o, Reason::InvalidPath, format!("{o}: {where_} dropped: {why}"));
         return None;
     }
     let path = if raw.is_empty() { "/".to_string() } else { raw };
@@ -239,7 +250,7 @@ fn path_route(
     // Octavia's value checks, on the exact rules we would write.
     // (The host's values were checked with the rule: `host_value_problem`.)
     if let Some(why) = path_rule(kind, &path, !host.is_empty()).and_then(|r| value_problem(&r.value)) {
-        warn(warnings, o, "InvalidRuleValue", format!("{o}: {where_} dropped: {why}"));
+        warn(warnings, o, Reason::InvalidRuleValue, format!("{o}: {where_} dropped: {why}"));
         return None;
     }
     // A backend that cannot be served keeps its route, answering 503: dropping it would send its
@@ -300,7 +311,7 @@ fn claim_router_default(
             owner.namespace,
             tenancy.default_backend_namespaces.join(",")
         );
-        warn(warnings, owner, "DefaultBackendNotAllowed", msg);
+        warn(warnings, owner, Reason::DefaultBackendNotAllowed, msg);
         return;
     }
     match default {
@@ -309,7 +320,7 @@ fn claim_router_default(
             let msg = format!(
                 "{owner}: spec.defaultBackend ignored for hosts without rules: the router's default backend is already set by the older {winner}"
             );
-            warn(warnings, owner, "ConflictingDefaultBackend", msg);
+            warn(warnings, owner, Reason::ConflictingDefaultBackend, msg);
         }
     }
 }

@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::Service;
 
 use super::backends::PoolKey;
-pub use super::options::StatusResponder;
+use super::options::StatusResponder;
 use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, SERVER_ERROR_POOL, UNAVAILABLE_POOL, Warning};
 
 /// The owner of a reserved pool that no Service fills: the tag `config:/status_responder` says
@@ -88,7 +88,7 @@ pub fn reserved(
                 let why = if svc.is_none() { "not found".to_string() } else { format!("has no port {port}") };
                 warnings.push(Warning {
                     object: svc_ref.clone(),
-                    reason: "StatusResponderUnavailable".into(),
+                    reason: crate::reason::Reason::StatusResponderUnavailable,
                     message: format!(
                         "{svc_ref} ([status_responder] service) {why}: reserved pool {pool} has no members, \
                          so its requests get HTTP 503 from haproxy instead of the responder's answer"

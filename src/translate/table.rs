@@ -13,9 +13,10 @@ use super::rules::{MAX_RULES, exclusion_rules, header_rule, host_pattern, host_r
 use crate::model::{
     KubeRef, Policy, PolicyRedirect, RedirectTarget, Rule, SERVER_ERROR_POOL, UNAVAILABLE_POOL, Warning,
 };
+use crate::reason::Reason;
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
-    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: String) {
+    out.push(Warning { object: object.clone(), reason, message });
 }
 
 /// The claimed routes, by what they match.
@@ -51,7 +52,7 @@ impl RouteTable {
                 route.describe(),
                 w.owner_ref()
             );
-            warn(warnings, owner, "DuplicateRoute", msg);
+            warn(warnings, owner, Reason::DuplicateRoute, msg);
         } else if w.owner_ref() != owner {
             let msg = format!(
                 "{owner}: {} does not catch the unmatched paths of host {}: {} of {} already does",
@@ -60,7 +61,7 @@ impl RouteTable {
                 w.describe(),
                 w.owner_ref()
             );
-            warn(warnings, owner, "ConflictingDefaultBackend", msg);
+            warn(warnings, owner, Reason::ConflictingDefaultBackend, msg);
         }
     }
 
@@ -257,7 +258,7 @@ fn route_policy(
         warn(
             warnings,
             r.owner_ref(),
-            "TooManyRules",
+            Reason::TooManyRules,
             format!(
                 "{}: {}: {} host exclusions need {} rules, Octavia allows {MAX_RULES} per policy; some hosts' unmatched requests may reach this route (set a default backend to avoid this)",
                 r.owner_ref(),

@@ -31,20 +31,21 @@ use serde::{Deserialize, Serialize};
 use super::hosts::{HostKind, wildcard_covers};
 use super::ingress_class::{our_class, ours_by_age};
 use super::names::namespace_of;
-pub use super::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
 use super::options::{Source, TranslateOptions, View};
 use super::rules::host_problem;
 use crate::model::KubeRef;
+use crate::reason::Reason;
 
 /// Annotation of our IngressClass: the remembered owner of each host (JSON [`RememberedOwners`]).
 pub const HOST_OWNERS_ANNOTATION: &str = "kuryr-l7-router.openstack.org/host-owners";
 
 /// A host's remembered owner.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RememberedOwner {
     pub namespace: String,
     /// Unix seconds when the namespace's last Ingress naming the host went; absent while it has one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub vacated: Option<u64>,
 }
 
@@ -189,11 +190,12 @@ pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOption
 }
 
 /// The Event reason of a claim refused by host ownership.
-pub const HOST_OWNED: &str = "HostOwnedByOtherNamespace";
+pub const HOST_OWNED: Reason = Reason::HostOwnedByOtherNamespace;
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
 
     fn ing(ns: &str, name: &str, age: u32, hosts: &[&str], tls: &[&str]) -> Ingress {
         let rules: Vec<_> = hosts.iter().map(|h| serde_json::json!({"host": h})).collect();

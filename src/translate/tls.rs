@@ -30,7 +30,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::namespace_of;
 use super::names::{certificate_name, redirect_name};
-pub use super::options::TlsOptions;
+use super::options::TlsOptions;
 use super::options::View;
 use super::rules::{host_problem, host_rule, host_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
@@ -38,6 +38,7 @@ use crate::certificate::{CertificateCache, ParsedCertificate};
 use crate::model::{
     Certificate, CertificateContent, CompareType, HttpsListener, KubeRef, Redirect, Rule, RuleType, Warning,
 };
+use crate::reason::Reason;
 
 /// The `type` of a Kubernetes TLS Secret.
 pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
@@ -66,8 +67,8 @@ fn ns_name(ing: &Ingress) -> (&str, &str) {
     (namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
-fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: &'static str, message: String) {
-    out.push(Warning { object: object.clone(), reason: reason.into(), message });
+fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: String) {
+    out.push(Warning { object: object.clone(), reason, message });
 }
 
 /// The Ingress's redirect choice: the annotation if it is a boolean, else the class default.
@@ -80,7 +81,7 @@ fn wants_redirect(ing: &Ingress, owner: &KubeRef, opts: &TlsOptions, warnings: &
             warn(
                 warnings,
                 owner,
-                "InvalidAnnotation",
+                Reason::InvalidAnnotation,
                 format!(
                     "{owner}: annotation {SSL_REDIRECT_ANNOTATION}={other:?} is not \"true\" or \"false\"; using the default ({})",
                     opts.ssl_redirect
@@ -114,7 +115,7 @@ fn collect_claims(
                 warn(
                     warnings,
                     &owner,
-                    "MissingTlsSecret",
+                    Reason::MissingTlsSecret,
                     format!("{owner}: spec.tls[{i}] has no secretName; its hosts are served on HTTP only"),
                 );
                 continue;
@@ -125,12 +126,17 @@ fn collect_claims(
             }
             for host in tls.hosts.iter().flatten() {
                 if let Some(p) = host_problem(host) {
-                    warn(warnings, &owner, "InvalidHost", format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}"));
+                    warn(
+                        warnings,
+                        &owner,
+                        Reason::InvalidHost,
+                        format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}"),
+                    );
                     continue;
                 }
                 if let Some(p) = host_value_problem(host) {
                     let msg = format!("{owner}: spec.tls[{i}] host {host:?} ignored: {p}");
-                    warn(warnings, &owner, "InvalidRuleValue", msg);
+                    warn(warnings, &owner, Reason::InvalidRuleValue, msg);
                     continue;
                 }
                 if let Some(o) = owners.and_then(|o| o.refuses(ns, host)) {
@@ -166,13 +172,13 @@ fn load_secret(
     secrets: &BTreeMap<(&str, &str), &Secret>,
     now: Option<std::time::SystemTime>,
     cache: Option<&CertificateCache>,
-) -> Result<CertificateContent, (&'static str, String)> {
+) -> Result<CertificateContent, (Reason, String)> {
     let Some(secret) = secrets.get(&(sref.namespace.as_str(), sref.name.as_str())) else {
-        return Err(("SecretNotFound", format!("{sref} not found")));
+        return Err((Reason::SecretNotFound, format!("{sref} not found")));
     };
     let kind = secret.type_.as_deref().unwrap_or("Opaque");
     if kind != TLS_SECRET_TYPE {
-        return Err(("SecretWrongType", format!("{sref} is of type {kind}, not {TLS_SECRET_TYPE}")));
+        return Err((Reason::SecretWrongType, format!("{sref} is of type {kind}, not {TLS_SECRET_TYPE}")));
     }
     let data = secret.data.as_ref();
     let field = |k: &str| data.and_then(|d| d.get(k)).map(|b| b.0.as_slice()).unwrap_or(&[]);
@@ -185,9 +191,9 @@ fn load_secret(
         }
         None => ParsedCertificate::from_pem(crt, key).map(Arc::new),
     }
-    .map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
+    .map_err(|e| (Reason::from(e.reason()), format!("{sref}: {e}")))?;
     if let Some(now) = now {
-        parsed.check_validity(now).map_err(|e| (e.reason(), format!("{sref}: {e}")))?;
+        parsed.check_validity(now).map_err(|e| (Reason::from(e.reason()), format!("{sref}: {e}")))?;
     }
     Ok(CertificateContent::new(parsed))
 }
@@ -247,7 +253,7 @@ pub fn translate_tls(
                 warn(
                     warnings,
                     &c.owner,
-                    "ConflictingCertificate",
+                    Reason::ConflictingCertificate,
                     format!(
                         "{}: TLS host {} ignored for {}: it is already served with {} by the older {}",
                         c.owner,
@@ -267,7 +273,7 @@ pub fn translate_tls(
             warn(
                 warnings,
                 &c.owner,
-                "HostNotCovered",
+                Reason::HostNotCovered,
                 format!(
                     "{}: TLS host {} is not covered by the certificate of {} (subject {}); the host is served on HTTP only",
                     c.owner,
@@ -365,7 +371,7 @@ fn build_redirects(
             warn(
                 warnings,
                 &owner,
-                "RedirectNotPossible",
+                Reason::RedirectNotPossible,
                 format!(
                     "{owner}: HTTP requests to {host} are not redirected to HTTPS: Octavia redirects to a fixed URL prefix, which cannot carry the requested host name of a wildcard"
                 ),

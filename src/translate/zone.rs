@@ -46,11 +46,6 @@ pub fn service_zone_policy(svc: &Service, opts: &TranslateOptions) -> ZonePolicy
     }
 }
 
-/// Has the Service opted into topology-aware routing (or is every Service zone-aware by config)?
-pub fn service_is_zone_aware(svc: &Service, opts: &TranslateOptions) -> bool {
-    service_zone_policy(svc, opts) != ZonePolicy::Even
-}
-
 /// What the weighting knows about one member that may take new requests.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Candidate {

@@ -21,25 +21,27 @@ use serde::{Deserialize, Serialize};
 pub const GROUP: &str = "gateway.networking.k8s.io";
 
 /// `GatewayClass.spec`.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[kube(group = "gateway.networking.k8s.io", version = "v1", kind = "GatewayClass")]
 #[kube(status = "GatewayClassStatus", schema = "disabled")]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayClassSpec {
     pub controller_name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parameters_ref: Option<ParametersReference>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub description: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParametersReference {
     pub group: String,
     pub kind: String,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub namespace: Option<String>,
 }
 
@@ -58,6 +60,7 @@ pub struct SupportedFeature {
 }
 
 /// `Gateway.spec`.
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[kube(group = "gateway.networking.k8s.io", version = "v1", kind = "Gateway", namespaced)]
 #[kube(status = "GatewayStatus", schema = "disabled")]
@@ -68,14 +71,15 @@ pub struct GatewaySpec {
     pub listeners: Vec<Listener>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub addresses: Vec<GatewaySpecAddress>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub infrastructure: Option<GatewayInfrastructure>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewayInfrastructure {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub parameters_ref: Option<LocalParametersReference>,
 }
 
@@ -86,78 +90,85 @@ pub struct LocalParametersReference {
     pub name: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Listener {
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub hostname: Option<String>,
     pub port: i32,
     /// `HTTP`, `HTTPS`, `TLS`, `TCP`, `UDP` or a domain-prefixed custom protocol.
     pub protocol: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub tls: Option<ListenerTls>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub allowed_routes: Option<AllowedRoutes>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ListenerTls {
     /// `Terminate` (default) or `Passthrough`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mode: Option<String>,
     #[serde(default)]
     pub certificate_refs: Vec<SecretObjectReference>,
 }
 
 /// A reference to a Secret (group "" and kind `Secret` by default).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SecretObjectReference {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub kind: Option<String>,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub namespace: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AllowedRoutes {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub namespaces: Option<RouteNamespaces>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kinds: Vec<RouteGroupKind>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteNamespaces {
     /// `Same` (default), `All` or `Selector`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub from: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub selector: Option<LabelSelector>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RouteGroupKind {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub group: Option<String>,
     pub kind: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GatewaySpecAddress {
     /// `IPAddress` (default), `Hostname` or a domain-prefixed type.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "type")]
     pub address_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub value: Option<String>,
 }
 
@@ -209,11 +220,12 @@ pub struct ReferenceGrantFrom {
     pub namespace: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ReferenceGrantTo {
     pub group: String,
     pub kind: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub name: Option<String>,
 }

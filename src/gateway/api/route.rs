@@ -23,26 +23,28 @@ fn default_rules() -> Vec<HTTPRouteRule> {
     vec![HTTPRouteRule::default()]
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ParentReference {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub group: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub kind: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub namespace: Option<String>,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub section_name: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub port: Option<i32>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteRule {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub name: Option<String>,
     /// Empty means the CRD default: one match, `PathPrefix /`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -52,44 +54,48 @@ pub struct HTTPRouteRule {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub backend_refs: Vec<HTTPBackendRef>,
     /// Request/backend timeouts: an extended feature we do not serve; kept raw.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub timeouts: Option<serde_json::Value>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteMatch {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub path: Option<HTTPPathMatch>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub headers: Vec<HTTPHeaderMatch>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub query_params: Vec<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub method: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPPathMatch {
     /// `Exact`, `PathPrefix` (default) or `RegularExpression`.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "type")]
     pub match_type: Option<String>,
     /// Defaults to `/`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub value: Option<String>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPHeaderMatch {
     /// `Exact` (default) or `RegularExpression`.
-    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    #[serde(default, rename = "type")]
     pub match_type: Option<String>,
     pub name: String,
     pub value: String,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRouteFilter {
@@ -97,44 +103,46 @@ pub struct HTTPRouteFilter {
     /// `URLRewrite`, `ExtensionRef`, `CORS`, ...
     #[serde(rename = "type")]
     pub filter_type: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub request_redirect: Option<HTTPRequestRedirectFilter>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPRequestRedirectFilter {
     /// `http` or `https`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub scheme: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub hostname: Option<String>,
     /// Path modifiers (`ReplaceFullPath`, `ReplacePrefixMatch`): an extended feature, kept raw.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub path: Option<serde_json::Value>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub port: Option<i32>,
     /// 301 (default) or 302 in core; 303, 307 and 308 are extended.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub status_code: Option<i32>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct HTTPBackendRef {
     /// Defaults to the core group "" (a Service).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub group: Option<String>,
     /// Defaults to `Service`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub kind: Option<String>,
     pub name: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub namespace: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub port: Option<i32>,
     /// Defaults to 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub weight: Option<i32>,
     /// Per-backend filters: none of them can be served by Octavia; kept raw.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
