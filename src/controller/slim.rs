@@ -2,24 +2,61 @@
 //! so that the caches (which the translation reads in place, see `translate::Snapshot`) hold
 //! only what is used.
 
-use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference};
+use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 
 /// kubectl's copy of the last applied object, in an annotation.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// Drops `managedFields` and kubectl's last-applied copy (often most of an object; for a TLS
-/// Secret a second copy of its key), and a Node's image list (tens of kB per Node). Nothing is
-/// written back from a cached object (JSON patches of our finalizer, merge patches of our
-/// annotations and statuses), so nothing is lost on the server.
+/// Secret a second copy of its key), a Node's image list (tens of kB per Node), and what the
+/// member path does not read of each endpoint (see [`slim_endpoint`]). Nothing is written back
+/// from a cached object (JSON patches of our finalizer, merge patches of our annotations and
+/// statuses), so nothing is lost on the server.
 pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
     let meta = obj.meta_mut();
     meta.managed_fields = None;
     if let Some(a) = meta.annotations.as_mut() {
         a.remove(LAST_APPLIED);
     }
-    if let Some(status) = (obj as &mut dyn std::any::Any).downcast_mut::<Node>().and_then(|n| n.status.as_mut()) {
+    let any = obj as &mut dyn std::any::Any;
+    if let Some(status) = any.downcast_mut::<Node>().and_then(|n| n.status.as_mut()) {
         status.images = None;
+    } else if let Some(slice) = any.downcast_mut::<EndpointSlice>() {
+        slice.endpoints.iter_mut().for_each(slim_endpoint);
+        for port in slice.ports.iter_mut().flatten() {
+            port.app_protocol = None;
+        }
+    } else if let Some(endpoints) = any.downcast_mut::<Endpoints>() {
+        for subset in endpoints.subsets.iter_mut().flatten() {
+            for a in subset.addresses.iter_mut().chain(subset.not_ready_addresses.iter_mut()).flatten() {
+                a.hostname = None;
+                a.target_ref = target_name(a.target_ref.take());
+            }
+        }
     }
+}
+
+/// Keeps of an endpoint what the member path reads (`translate::members::SliceCache::upsert`:
+/// the first address, the conditions, the zone, the node, the zone hints, the target's name;
+/// `controller::endpoint_nodes`: the node) and drops the rest: the other addresses (the member
+/// is the first one), the hostname, the deprecated topology (a copy of the node's labels), the
+/// node hints, and of the target reference its kind, namespace, uid and resource version (the
+/// uid and the version alone are ~50 bytes per endpoint, changed at every Pod update).
+fn slim_endpoint(e: &mut Endpoint) {
+    e.addresses.truncate(1);
+    e.addresses.shrink_to_fit();
+    e.hostname = None;
+    e.deprecated_topology = None;
+    if let Some(h) = e.hints.as_mut() {
+        h.for_nodes = None;
+    }
+    e.target_ref = target_name(e.target_ref.take());
+}
+
+/// Of a target reference, only its name (the member's target).
+fn target_name(target: Option<ObjectReference>) -> Option<ObjectReference> {
+    target.map(|t| ObjectReference { name: t.name, ..Default::default() })
 }
 
 #[cfg(test)]
@@ -70,6 +107,64 @@ mod tests {
         assert_eq!(node.metadata.managed_fields, None);
         assert_eq!(node.metadata.annotations, kept_annotations());
         assert_eq!(node.metadata.labels, meta().labels);
+    }
+
+    /// An EndpointSlice as kube-controller-manager writes it: what the member path reads stays
+    /// (same digest before and after), the rest is gone.
+    #[test]
+    fn an_endpoint_slice_keeps_what_the_member_path_reads() {
+        use crate::translate::TranslateOptions;
+        use crate::translate::members::SliceCache;
+        let json = serde_json::json!({
+            "metadata": {"name": "web-abc", "namespace": "shop",
+                         "labels": {"kubernetes.io/service-name": "web"},
+                         "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-01-01T00:00:00Z"}},
+            "addressType": "IPv4",
+            "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "appProtocol": "http"}],
+            "endpoints": [{
+                "addresses": ["10.0.0.1", "10.0.0.9"],
+                "conditions": {"ready": false, "serving": true, "terminating": true},
+                "hostname": "web-0", "nodeName": "n1", "zone": "az-1",
+                "deprecatedTopology": {"kubernetes.io/hostname": "n1"},
+                "hints": {"forZones": [{"name": "az-1"}], "forNodes": [{"name": "n1"}]},
+                "targetRef": {"kind": "Pod", "namespace": "shop", "name": "web-0",
+                              "uid": "0b3c6f0e-9d1a-4c55-8f0e-2a6f7a1d2c3b", "resourceVersion": "123456"}
+            }]
+        });
+        let received: EndpointSlice = serde_json::from_value(json).unwrap();
+        let mut slice = received.clone();
+        slim(&mut slice);
+        let e = &slice.endpoints[0];
+        assert_eq!(e.addresses, ["10.0.0.1"]);
+        assert_eq!((e.hostname.as_deref(), e.deprecated_topology.as_ref()), (None, None));
+        assert_eq!(e.target_ref, Some(ObjectReference { name: Some("web-0".into()), ..Default::default() }));
+        assert_eq!(e.hints.as_ref().unwrap().for_nodes, None);
+        assert_eq!(e.hints.as_ref().unwrap().for_zones.as_ref().unwrap()[0].name, "az-1");
+        assert_eq!((e.node_name.as_deref(), e.zone.as_deref()), (Some("n1"), Some("az-1")));
+        assert_eq!(e.conditions, received.endpoints[0].conditions);
+        assert_eq!(slice.ports.as_ref().unwrap()[0].app_protocol, None);
+        assert_eq!(slice.metadata.labels, received.metadata.labels);
+        // The member path digests both alike.
+        let opts = TranslateOptions::default();
+        let (mut before, mut after) = (SliceCache::new(opts.vip_family), SliceCache::new(opts.vip_family));
+        before.upsert(&received);
+        after.upsert(&slice);
+        assert_eq!(format!("{before:?}"), format!("{after:?}"));
+    }
+
+    #[test]
+    fn core_endpoints_keep_the_address_node_and_target_name() {
+        let mut e: Endpoints = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "web", "namespace": "shop"},
+            "subsets": [{"addresses": [{"ip": "10.0.0.1", "hostname": "web-0", "nodeName": "n1",
+                         "targetRef": {"kind": "Pod", "name": "web-0", "uid": "u"}}],
+                         "ports": [{"name": "http", "port": 8080}]}]
+        }))
+        .unwrap();
+        slim(&mut e);
+        let a = &e.subsets.as_ref().unwrap()[0].addresses.as_ref().unwrap()[0];
+        assert_eq!((a.ip.as_str(), a.node_name.as_deref(), a.hostname.as_deref()), ("10.0.0.1", Some("n1"), None));
+        assert_eq!(a.target_ref, Some(ObjectReference { name: Some("web-0".into()), ..Default::default() }));
     }
 
     #[test]
