@@ -2,15 +2,20 @@
 //! so that the caches (which the translation reads in place, see `translate::Snapshot`) hold
 //! only what is used.
 
-use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference};
+use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret};
 use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 
 /// kubectl's copy of the last applied object, in an annotation.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
+/// The keys of a TLS Secret the certificate path reads (`translate::tls`, `gateway::world`).
+pub const TLS_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
+
 /// Drops `managedFields` and kubectl's last-applied copy (often most of an object; for a TLS
-/// Secret a second copy of its key), a Node's image list (tens of kB per Node), and what the
-/// member path does not read of each endpoint (see [`slim_endpoint`]). Nothing is written back
+/// Secret a second copy of its key), a Node's image list (tens of kB per Node), what the member
+/// path does not read of each endpoint (see [`slim_endpoint`]), and every key of a Secret but
+/// [`TLS_KEYS`] (`ca.crt`, and the keystores and combined PEM cert-manager can add: more key
+/// material we would hold for nothing). Nothing is written back
 /// from a cached object (JSON patches of our finalizer, merge patches of our annotations and
 /// statuses), so nothing is lost on the server.
 pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
@@ -26,6 +31,13 @@ pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
         slice.endpoints.iter_mut().for_each(slim_endpoint);
         for port in slice.ports.iter_mut().flatten() {
             port.app_protocol = None;
+        }
+    } else if let Some(secret) = any.downcast_mut::<Secret>() {
+        if let Some(data) = secret.data.as_mut() {
+            data.retain(|k, _| TLS_KEYS.contains(&k.as_str()));
+        }
+        if let Some(data) = secret.string_data.as_mut() {
+            data.retain(|k, _| TLS_KEYS.contains(&k.as_str()));
         }
     } else if let Some(endpoints) = any.downcast_mut::<Endpoints>() {
         for subset in endpoints.subsets.iter_mut().flatten() {
@@ -168,17 +180,25 @@ mod tests {
     }
 
     #[test]
-    fn ingresses_and_secrets_lose_managed_fields_and_the_last_applied_copy_only() {
+    fn ingresses_and_secrets_lose_managed_fields_and_the_last_applied_copy_and_secrets_keep_only_tls_keys() {
         let mut ing = Ingress { metadata: meta(), ..Default::default() };
         slim(&mut ing);
         assert_eq!(ing.metadata.managed_fields, None);
         assert_eq!(ing.metadata.annotations, kept_annotations());
         assert_eq!(ing.metadata.name.as_deref(), Some("n1"));
 
-        let data = [("tls.key".to_string(), k8s_openapi::ByteString(b"key".to_vec()))].into();
-        let mut secret = Secret { metadata: meta(), data: Some(data), ..Default::default() };
+        let bytes = |b: &[u8]| k8s_openapi::ByteString(b.to_vec());
+        let data = [
+            ("tls.key".to_string(), bytes(b"key")),
+            ("tls.crt".to_string(), bytes(b"crt")),
+            ("ca.crt".to_string(), bytes(b"ca")),
+            ("keystore.p12".to_string(), bytes(b"the key again")),
+        ];
+        let mut secret = Secret { metadata: meta(), data: Some(data.into()), ..Default::default() };
         slim(&mut secret);
         assert_eq!(secret.metadata.annotations, kept_annotations());
-        assert_eq!(secret.data.unwrap()["tls.key"].0, b"key");
+        let data = secret.data.unwrap();
+        assert_eq!(data.keys().collect::<Vec<_>>(), ["tls.crt", "tls.key"], "only what the certificate path reads");
+        assert_eq!((data["tls.key"].0.as_slice(), data["tls.crt"].0.as_slice()), (&b"key"[..], &b"crt"[..]));
     }
 }
