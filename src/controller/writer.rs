@@ -749,3 +749,7 @@ impl RouterBackend for OctaviaBackend {
         self.router.set_write_gate(gate);
     }
 }
+
+#[cfg(test)]
+#[path = "writer_tests.rs"]
+mod tests;
