@@ -32,6 +32,7 @@ pub mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod gateway;
+pub mod gateway_driver;
 pub mod gateway_routers;
 pub mod gateway_status;
 pub mod health;
