@@ -108,7 +108,8 @@ fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
         Box::new(move |name: &str, port: u16| {
             let n = count.fetch_add(1, Ordering::SeqCst);
             let address = format!("172.24.4.{}", 100 + n).parse().ok();
-            let mut sim = SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, address);
+            let mut sim =
+                SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, address);
             sim.set_write_gate(gate.clone());
             if failing.iter().any(|f| f == name) {
                 *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));

@@ -18,11 +18,11 @@
 
 use crate::config::Settings;
 use crate::controller::context::Stores;
+use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;
 use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
-use crate::driver::WriteGate;
-use crate::controller::gateway_routers::desired_routers;
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
+use crate::driver::WriteGate;
 use crate::gateway::GatewayRoutes;
 use crate::gateway::build::{Programmed, RouterFailures};
 use crate::model::DesiredRouter;
@@ -183,8 +183,14 @@ impl GatewayDriver {
     ) -> GatewaySlot {
         tracing::info!(router = %name, namespace = %owner.0, gateway = %owner.1, port, "driving the Gateway's router");
         let (tx, rx) = watch::channel(desired);
-        let task =
-            tokio::spawn(drive(name.to_string(), owner.clone(), writer.handle(), rx, self.data_plane.clone(), self.resync));
+        let task = tokio::spawn(drive(
+            name.to_string(),
+            owner.clone(),
+            writer.handle(),
+            rx,
+            self.data_plane.clone(),
+            self.resync,
+        ));
         GatewaySlot { owner, port, writer, desired: tx, task, delete }
     }
 }
