@@ -92,11 +92,14 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
     fake
 }
 
+/// A Gateway router built: its port and its simulated Octavia.
+type BuiltRouter = (u16, Arc<Mutex<Simulator>>);
+
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
 #[derive(Clone, Default)]
 struct Built {
-    sims: Arc<Mutex<BTreeMap<String, (u16, Arc<Mutex<Simulator>>)>>>,
+    sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
     deleted: Arc<Mutex<Vec<String>>>,
 }
 
@@ -214,7 +217,7 @@ async fn a_gateway_gets_its_own_load_balancer_and_loses_it_when_deleted() {
     fake.remove(&format!("{GW_API}/gateways"), "shop", "web");
     eventually("the Gateway's load balancer deleted", 10, || built.deleted.lock().unwrap().contains(&lb).then_some(()))
         .await;
-    assert_eq!(*built.deleted.lock().unwrap(), [lb.clone()], "only the deleted Gateway's load balancer");
+    assert_eq!(*built.deleted.lock().unwrap(), std::slice::from_ref(&lb), "only the deleted Gateway's load balancer");
     running.stop().await;
 }
 

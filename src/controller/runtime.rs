@@ -243,7 +243,8 @@ where
                 .scale_out
                 .enabled
                 .then(|| spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate));
-            run_leader(&settings, client, b, spawn, gateways, metrics, ready_tx, &stop_rx).await
+            let spawn = Spawners { set: spawn, gateways };
+            run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
     };
@@ -521,13 +522,19 @@ fn notice_router_name(settings: &Settings) -> String {
     o.l7_router_uuid.clone().unwrap_or_else(|| o.l7_router_name.clone())
 }
 
+/// How the leader builds the routers beyond the first: the other routers of a scale-out set,
+/// and the Gateways' routers.
+struct Spawners {
+    set: Option<SpawnWriter>,
+    gateways: Option<SpawnGatewayRouter>,
+}
+
 /// The leader's work: caches, the two Controllers, the writer and the resync loop, until `stop`.
 async fn run_leader<B: RouterBackend>(
     settings: &Settings,
     client: kube::Client,
     backend: B,
-    spawn: Option<SpawnWriter>,
-    gateways: Option<SpawnGatewayRouter>,
+    spawn: Spawners,
     metrics: Metrics,
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
@@ -553,14 +560,20 @@ async fn run_leader<B: RouterBackend>(
         Some(ready_tx.clone()),
     )
     .with_member_change_window(k.member_change_window);
-    if let Some(spawn) = spawn {
+    if let Some(spawn) = spawn.set {
         ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
     let opts = crate::wiring::translate_options(settings);
-    let gw =
-        crate::controller::gateway::spawn(&client, &ctx.stores, opts, gateways, ctx.events.clone(), stop_rx.clone());
+    let gw = crate::controller::gateway::spawn(
+        &client,
+        &ctx.stores,
+        opts,
+        spawn.gateways,
+        ctx.events.clone(),
+        stop_rx.clone(),
+    );
     background.extend(gw);
     let handlers = vec![
         spawn_controller(
