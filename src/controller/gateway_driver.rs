@@ -113,8 +113,10 @@ impl GatewayDriver {
     /// balancers stay: a restarted or new leader takes them over by name).
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut slots: BTreeMap<String, GatewaySlot> = BTreeMap::new();
-        let mut deleting = Vec::new();
+        // The deletions under way, by load-balancer name.
+        let mut deleting: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
         loop {
+            deleting.retain(|_, t| !t.is_finished());
             let routes = self.routes.borrow_and_update().clone();
             let desired = desired_routers(&routes, &self.stores, &self.opts);
             let mut live = std::collections::BTreeSet::new();
@@ -132,6 +134,11 @@ impl GatewayDriver {
                         *d = desired.clone();
                         new
                     });
+                    continue;
+                }
+                if deleting.contains_key(&r.name) {
+                    // Deleted and created again while its load balancer is being deleted: built
+                    // once that delete is done (next pass), never beside it.
                     continue;
                 }
                 // A new Gateway, or its port changed (the driver's listener port is fixed per
@@ -154,16 +161,16 @@ impl GatewayDriver {
             let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
             for name in gone {
                 let slot = slots.remove(&name).expect("listed");
-                deleting.push(tokio::spawn(retire(name, slot, self.data_plane.clone(), self.resync)));
+                let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.resync));
+                deleting.insert(name, task);
             }
-            deleting.retain(|t: &tokio::task::JoinHandle<()>| !t.is_finished());
             tokio::select! {
                 r = self.routes.changed() => if r.is_err() { break },
                 _ = tokio::time::sleep(self.resync) => {}
                 _ = stop.wait_for(|v| *v) => break,
             }
         }
-        for t in deleting {
+        for t in deleting.into_values() {
             t.abort();
         }
         for (_, slot) in slots {
