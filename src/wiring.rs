@@ -126,14 +126,14 @@ pub fn router_spec_at(s: &Settings, index: crate::placement::RouterIndex) -> Rou
 }
 
 /// The spec of a Gateway's router: its own load balancer `name`
-/// (`gateway::naming::load_balancer_name`), its HTTP listener on `port`, its own floating IP from
-/// `external_svc_subnet` (never `l7_router_uuid` nor `l7_router_ip`, which are the Ingress
-/// router's).
-pub fn gateway_router_spec(s: &Settings, name: &str, port: u16) -> RouterSpec {
+/// (`gateway::naming::load_balancer_name`), its HTTP listener on `port`, the Gateway's static
+/// `address` (a pre-created floating IP) else its own floating IP from `external_svc_subnet`
+/// (never `l7_router_uuid` nor `l7_router_ip`, which are the Ingress router's).
+pub fn gateway_router_spec(s: &Settings, name: &str, port: u16, address: Option<std::net::IpAddr>) -> RouterSpec {
     let mut spec = router_spec(s);
     spec.name = name.to_string();
     spec.uuid = None;
-    spec.floating_ip = None;
+    spec.floating_ip = address;
     spec.listener_port = port;
     spec
 }
@@ -145,11 +145,12 @@ pub fn gateway_router_observed(
     observer: Option<Observer>,
     name: &str,
     port: u16,
+    address: Option<std::net::IpAddr>,
     permits: crate::driver::WritePermits,
 ) -> Result<Router, crate::openstack::Error> {
     let (octavia, neutron) = clients_observed(s, observer)?;
     let barbican = crate::openstack::Barbican::new(octavia.session().clone());
-    let spec = gateway_router_spec(s, name, port);
+    let spec = gateway_router_spec(s, name, port, address);
     Ok(Router::new(octavia, neutron, spec).with_barbican(barbican).with_write_permits(permits))
 }
 

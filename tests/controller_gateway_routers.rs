@@ -25,6 +25,8 @@ use std::time::{Duration, Instant};
 
 const GW_API: &str = "gateway.networking.k8s.io/v1";
 const OURS: &str = "openstack.org/kuryr-l7-router";
+/// The pre-created floating IP of the Gateway `static`.
+const STATIC_IP: &str = "203.0.113.7";
 
 fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
@@ -74,11 +76,13 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
                    {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "cart", "port": {"number": 80}}}}]}}]}}),
     );
     for gw in gateways {
-        fake.put(
-            "gateways",
-            json!({"apiVersion": GW_API, "kind": "Gateway", "metadata": {"name": gw, "namespace": "shop", "generation": 1},
-                   "spec": {"gatewayClassName": "kuryr", "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}}),
-        );
+        let mut gateway = json!({"apiVersion": GW_API, "kind": "Gateway",
+               "metadata": {"name": gw, "namespace": "shop", "generation": 1},
+               "spec": {"gatewayClassName": "kuryr", "listeners": [{"name": "http", "port": 8080, "protocol": "HTTP"}]}});
+        if *gw == "static" {
+            gateway["spec"]["addresses"] = json!([{"type": "IPAddress", "value": STATIC_IP}]);
+        }
+        fake.put("gateways", gateway);
         fake.put(
             "httproutes",
             json!({"apiVersion": GW_API, "kind": "HTTPRoute",
@@ -92,8 +96,8 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
     fake
 }
 
-/// A Gateway router built: its port and its simulated Octavia.
-type BuiltRouter = (u16, Arc<Mutex<Simulator>>);
+/// A Gateway router built: its port, its static address and its simulated Octavia.
+type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
 
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
@@ -103,21 +107,22 @@ struct Built {
     deleted: Arc<Mutex<Vec<String>>>,
 }
 
-/// Gateway routers on the simulator: router N built answers 172.24.4.(100+N); the routers
-/// named in `failing` fail every Sync.
+/// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
+/// address as the driver puts that floating IP on the VIP; the routers named in `failing` fail
+/// every Sync.
 fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
     Box::new(move |_, gate| {
         let count = Arc::new(std::sync::atomic::AtomicU8::new(0));
-        Box::new(move |name: &str, port: u16| {
+        Box::new(move |name: &str, port: u16, fixed: Option<std::net::IpAddr>| {
             let n = count.fetch_add(1, Ordering::SeqCst);
-            let address = format!("172.24.4.{}", 100 + n).parse().ok();
+            let address = fixed.or_else(|| format!("172.24.4.{}", 100 + n).parse().ok());
             let mut sim =
                 SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, address);
             sim.set_write_gate(gate.clone());
             if failing.iter().any(|f| f == name) {
                 *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
             }
-            built.sims.lock().unwrap().insert(name.to_string(), (port, sim.state.clone()));
+            built.sims.lock().unwrap().insert(name.to_string(), (port, fixed, sim.state.clone()));
             let writer = Writer::spawn(sim, WriterMetrics::default());
             let (deleted, sims, name) = (built.deleted.clone(), built.sims.clone(), name.to_string());
             let delete: DeleteRouter = Arc::new(move || {
@@ -201,7 +206,7 @@ async fn a_gateway_gets_its_own_load_balancer_and_loses_it_when_deleted() {
     let lb = load_balancer_name("shop", "web");
     let (port, sim) = eventually("the Gateway's router converged", 10, || {
         let sims = built.sims.lock().unwrap();
-        let (port, sim) = sims.get(&lb)?;
+        let (port, _, sim) = sims.get(&lb)?;
         (!sim.lock().unwrap().router.policies.is_empty()).then(|| (*port, sim.clone()))
     })
     .await;
@@ -246,5 +251,21 @@ async fn a_failing_gateway_router_blocks_neither_the_ingresses_nor_other_gateway
     .await;
     assert_eq!(event.body["reason"], "NoResources", "{}", event.body);
     assert!(built.deleted.lock().unwrap().is_empty(), "nothing deleted");
+    running.stop().await;
+}
+
+/// A Gateway with `spec.addresses` (StaticAddresses): its router is built with that floating IP,
+/// and the Gateway's status reports it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_with_a_static_address_is_served_on_it() {
+    let fake = fake_with(&["static"]);
+    let built = Built::default();
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+    let (_, _, _, addresses) =
+        eventually("Programmed True", 10, || programmed(&fake, "static").filter(|p| p.0 == "True")).await;
+    assert_eq!(addresses, json!([{"type": "IPAddress", "value": STATIC_IP}]));
+    let lb = load_balancer_name("shop", "static");
+    let fixed = built.sims.lock().unwrap().get(&lb).map(|b| b.1);
+    assert_eq!(fixed, Some(STATIC_IP.parse().ok()), "the router is built with the Gateway's floating IP");
     running.stop().await;
 }

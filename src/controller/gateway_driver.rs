@@ -29,6 +29,7 @@ use crate::model::DesiredRouter;
 use crate::translate::TranslateOptions;
 use futures::future::BoxFuture;
 use std::collections::BTreeMap;
+use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::watch;
@@ -37,10 +38,10 @@ use tokio::sync::watch;
 /// and our tags; called after its writer is drained, again until it succeeds.
 pub type DeleteRouter = Arc<dyn Fn() -> BoxFuture<'static, Result<(), WriteError>> + Send + Sync>;
 
-/// Builds the writer of the Gateway router named `name` whose HTTP listener is on `port`, and
-/// how its load balancer is deleted.
+/// Builds the writer of the Gateway router named `name` whose HTTP listener is on `port` (with
+/// `address`, the Gateway's static floating IP, on its VIP), and how its load balancer is deleted.
 pub type SpawnGatewayRouter =
-    Box<dyn Fn(&str, u16) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
+    Box<dyn Fn(&str, u16, Option<IpAddr>) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
 
 /// Builds the Gateways' routers once this replica leads, given the metrics and the leader gate.
 pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> SpawnGatewayRouter + Send>;
@@ -91,6 +92,7 @@ impl DataPlane {
 struct GatewaySlot {
     owner: (String, String),
     port: u16,
+    address: Option<IpAddr>,
     writer: Writer,
     desired: watch::Sender<Arc<DesiredRouter>>,
     task: tokio::task::JoinHandle<()>,
@@ -127,6 +129,7 @@ impl GatewayDriver {
                 let desired = Arc::new(r.desired);
                 if let Some(slot) = slots.get(&r.name)
                     && slot.port == port
+                    && slot.address == r.address
                     && slot.owner == owner
                 {
                     slot.desired.send_if_modified(|d| {
@@ -141,15 +144,15 @@ impl GatewayDriver {
                     // once that delete is done (next pass), never beside it.
                     continue;
                 }
-                // A new Gateway, or its port changed (the driver's listener port is fixed per
-                // router): a writer for what it is now. The load balancer stays; it is its name's.
+                // A new Gateway, or its port or static address changed (fixed per driver): a writer for what it is now. The load balancer stays; it is its name's.
                 if let Some(old) = slots.remove(&r.name) {
                     old.task.abort();
                     old.writer.shutdown().await;
                 }
-                match (self.spawn)(&r.name, port) {
+                match (self.spawn)(&r.name, port, r.address) {
                     Ok((writer, delete)) => {
-                        let slot = self.start(&r.name, owner, port, writer, delete, desired);
+                        let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
+                        slot.address = r.address;
                         slots.insert(r.name.clone(), slot);
                     }
                     Err(e) => {
@@ -198,7 +201,7 @@ impl GatewayDriver {
             self.data_plane.clone(),
             self.resync,
         ));
-        GatewaySlot { owner, port, writer, desired: tx, task, delete }
+        GatewaySlot { owner, port, address: None, writer, desired: tx, task, delete }
     }
 }
 
@@ -257,15 +260,21 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
     let settings = settings.clone();
     Box::new(move |metrics: &Metrics, gate: WriteGate| {
         let metrics = metrics.clone();
-        Box::new(move |name: &str, port: u16| {
+        Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
             let build = || {
                 let m = metrics.clone();
                 let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
                     m.octavia_request(r.method.as_str(), &r.kind, r.status, r.duration);
                 });
-                let mut router =
-                    crate::wiring::gateway_router_observed(&settings, Some(observer), name, port, permits.clone())
-                        .map_err(|e| WriteError::new("client_config", format!("OpenStack session: {e}")))?;
+                let mut router = crate::wiring::gateway_router_observed(
+                    &settings,
+                    Some(observer),
+                    name,
+                    port,
+                    address,
+                    permits.clone(),
+                )
+                .map_err(|e| WriteError::new("client_config", format!("OpenStack session: {e}")))?;
                 router.set_write_gate(gate.clone());
                 Ok::<_, WriteError>(router)
             };

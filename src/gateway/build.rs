@@ -349,6 +349,7 @@ fn router(ns: &str, name: &str, w: GatewayWork<'_>) -> GatewayRoutes {
         owner: KubeRef::new("Gateway", ns, name),
         router: super::naming::load_balancer_name(ns, name),
         listeners: ports.into_values().collect(),
+        address: w.gw.spec.addresses.iter().find_map(|a| a.value.as_deref()?.parse().ok()),
     }
 }
 
