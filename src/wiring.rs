@@ -125,6 +125,35 @@ pub fn router_spec_at(s: &Settings, index: crate::placement::RouterIndex) -> Rou
     spec
 }
 
+/// The spec of a Gateway's router: its own load balancer `name`
+/// (`gateway::naming::load_balancer_name`), its HTTP listener on `port`, the Gateway's static
+/// `address` (a pre-created floating IP) else its own floating IP from `external_svc_subnet`
+/// (never `l7_router_uuid` nor `l7_router_ip`, which are the Ingress router's).
+pub fn gateway_router_spec(s: &Settings, name: &str, port: u16, address: Option<std::net::IpAddr>) -> RouterSpec {
+    let mut spec = router_spec(s);
+    spec.name = name.to_string();
+    spec.uuid = None;
+    spec.floating_ip = address;
+    spec.listener_port = port;
+    spec
+}
+
+/// A Gateway's router ([`gateway_router_spec`]), its writes bounded by `permits` shared with the
+/// other routers of the process.
+pub fn gateway_router_observed(
+    s: &Settings,
+    observer: Option<Observer>,
+    name: &str,
+    port: u16,
+    address: Option<std::net::IpAddr>,
+    permits: crate::driver::WritePermits,
+) -> Result<Router, crate::openstack::Error> {
+    let (octavia, neutron) = clients_observed(s, observer)?;
+    let barbican = crate::openstack::Barbican::new(octavia.session().clone());
+    let spec = gateway_router_spec(s, name, port, address);
+    Ok(Router::new(octavia, neutron, spec).with_barbican(barbican).with_write_permits(permits))
+}
+
 /// One Keystone session shared by the Octavia and Neutron clients.
 pub fn clients(s: &Settings) -> Result<(Octavia, Neutron), crate::openstack::Error> {
     clients_observed(s, None)

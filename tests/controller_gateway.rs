@@ -159,6 +159,7 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
         secrets,
         events: Some(events),
         programmed: prog_rx,
+        failures: watch::channel(Default::default()).1,
         routers,
         debounce: Duration::from_millis(20),
         recheck: Duration::from_millis(200),

@@ -111,6 +111,8 @@ async fn serve(
             "issued_at": "2026-01-01T00:00:00.000000Z",
             "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
             "catalog": [{"type": "load-balancer", "endpoints": [
+                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
+                {"type": "network", "endpoints": [
                 {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]}]
         }});
         (answer(201, token), "X-Subject-Token: t\r\n")
@@ -247,4 +249,78 @@ async fn status_polls_are_spaced_by_at_least_the_time_a_get_takes() {
         // 300 ms answering + at least 300 ms pause before the next poll.
         assert!(w[1] - w[0] >= Duration::from_millis(590), "polled again after {:?}", w[1] - w[0]);
     }
+}
+
+/// A Gateway's router on the scripted cloud: named `gw`, cluster `c1`.
+fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
+    use kuryr_l7_router::driver::ownership::Ownership;
+    let spec = kuryr_l7_router::driver::spec::RouterSpec {
+        name: "gw".into(),
+        uuid: None,
+        vip_subnet_id: Some("s".into()),
+        availability_zone: None,
+        provider: None,
+        listener_port: 8080,
+        fully_populated_create: true,
+        floating_ip: None,
+        external_svc_subnet: Some("ext".into()),
+        ownership: Ownership::new("c1"),
+        member_subnet: None,
+        health_monitor: None,
+        create_timeout: Duration::from_secs(5),
+        write_timeout: Duration::from_secs(5),
+        insert_forwarded_headers: true,
+        secret_read_users: vec![],
+    };
+    let session = cloud.session(Duration::from_secs(5));
+    kuryr_l7_router::driver::Router::new(cloud.octavia(Duration::from_secs(5)), Neutron::new(session), spec)
+}
+
+fn our_lb() -> Answer {
+    answer(
+        200,
+        json!({"loadbalancers": [{"id": "lb-1", "name": "gw", "vip_port_id": "port-1", "provisioning_status": "ACTIVE"}]}),
+    )
+}
+
+fn fip_on_port(description: &str) -> Answer {
+    answer(
+        200,
+        json!({"floatingips": [{"id": "fip-1", "floating_ip_address": "203.0.113.5", "port_id": "port-1",
+                                "description": description}]}),
+    )
+}
+
+/// A Gateway deleted: its load balancer, found by its name and our tags, is deleted with
+/// cascade, and the floating IP allocated for it (described with the router's name) is released.
+#[tokio::test]
+async fn deleting_a_router_deletes_its_load_balancer_and_our_floating_ip() {
+    let marker = kuryr_l7_router::driver::floating_ip_description(
+        &kuryr_l7_router::driver::ownership::Ownership::new("c1"),
+        "gw",
+    );
+    let cloud =
+        Cloud::start(vec![our_lb(), fip_on_port(&marker), answer(204, json!(null)), answer(204, json!(null))]).await;
+    assert!(gateway_router(&cloud).delete_router().await.unwrap());
+    let seen = cloud.seen();
+    assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?") && seen[0].contains("name=gw"), "{seen:?}");
+    assert!(seen[1].starts_with("GET /v2.0/floatingips?port_id=port-1"), "{seen:?}");
+    assert_eq!(
+        seen[2..],
+        ["DELETE /v2.0/floatingips/fip-1 HTTP/1.1", "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1"]
+    );
+}
+
+/// A floating IP on the router's VIP that we did not allocate (put there by an operator) is
+/// left; the load balancer is deleted. No load balancer of ours: nothing is deleted.
+#[tokio::test]
+async fn deleting_a_router_never_touches_what_is_not_ours() {
+    let cloud = Cloud::start(vec![our_lb(), fip_on_port("the operator's"), answer(204, json!(null))]).await;
+    assert!(gateway_router(&cloud).delete_router().await.unwrap());
+    let seen = cloud.seen();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen[2], "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1");
+    let cloud = Cloud::start(vec![answer(200, json!({"loadbalancers": []}))]).await;
+    assert!(!gateway_router(&cloud).delete_router().await.unwrap());
+    assert_eq!(cloud.seen().len(), 1, "a lookup only: {:?}", cloud.seen());
 }

@@ -11,10 +11,11 @@
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
 use crate::controller::events::EventPublisher;
+use crate::controller::gateway_driver::{DataPlane, GATEWAY_ROUTER_RESYNC, GatewayDriver, SpawnGatewayRouter};
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
 use crate::gateway::GatewayRoutes;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
-use crate::gateway::build::{Programmed, translate};
+use crate::gateway::build::{Programmed, RouterFailures, translate_with_failures};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use kube::api::{Api, ListParams};
@@ -32,6 +33,8 @@ pub struct GatewayLoop {
     pub secrets: Store<Secret>,
     pub events: Option<Arc<EventPublisher>>,
     pub programmed: watch::Receiver<Programmed>,
+    /// The Gateways whose load balancer failed, with the error.
+    pub failures: watch::Receiver<RouterFailures>,
     /// The routers the Gateways need, for the router writer.
     pub routers: watch::Sender<Vec<GatewayRoutes>>,
     /// Changes arriving within this window are translated once.
@@ -148,8 +151,9 @@ impl GatewayLoop {
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         loop {
             let w = world(stores, &self.services, &self.secrets);
-            let programmed = self.programmed.borrow().clone();
-            let t = translate(&w, &programmed);
+            let programmed = self.programmed.borrow_and_update().clone();
+            let failures = self.failures.borrow_and_update().clone();
+            let t = translate_with_failures(&w, &programmed, &failures);
             self.routers.send_if_modified(|r| {
                 let new = *r != t.routers;
                 *r = t.routers.clone();
@@ -159,6 +163,7 @@ impl GatewayLoop {
             tokio::select! {
                 _ = changed.notified() => {}
                 _ = programmed_changed(&mut self.programmed) => {}
+                _ = programmed_changed(&mut self.failures) => {}
                 _ = tokio::time::sleep(self.recheck) => {}
                 _ = stop.wait_for(|v| *v) => return,
             }
@@ -169,7 +174,7 @@ impl GatewayLoop {
 }
 
 /// The next change of the data plane's addresses; never, once their sender is gone.
-async fn programmed_changed(rx: &mut watch::Receiver<Programmed>) {
+async fn programmed_changed<T>(rx: &mut watch::Receiver<T>) {
     if rx.changed().await.is_err() {
         std::future::pending::<()>().await;
     }
@@ -199,26 +204,41 @@ where
 /// How often the loop runs without a Gateway API event (and probes absent CRDs again).
 pub const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
 
-/// The Gateway loop of the leader, on the Ingress side's Service and Secret caches. Nothing
-/// drives the Gateways' routers yet (`GatewayLoop::routers` has no reader here): the Gateways
-/// show `Programmed: False` (Pending) until a router writer reports their addresses.
+/// The Gateway loop of the leader, on the Ingress side's Service and Secret caches, and with
+/// `routers` the driver of the Gateways' routers (`super::gateway_driver`), which reports their
+/// addresses back. Without it the Gateways show `Programmed: False` (Pending).
 pub fn spawn(
     client: &kube::Client,
     stores: &crate::controller::context::Stores,
+    opts: crate::translate::TranslateOptions,
+    routers: Option<SpawnGatewayRouter>,
     events: Arc<EventPublisher>,
     stop: watch::Receiver<bool>,
-) -> tokio::task::JoinHandle<()> {
-    let (_, programmed) = watch::channel(Programmed::new());
-    let (routers, _) = watch::channel(Vec::new());
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let (data_plane, programmed, failures) = DataPlane::new();
+    let (routes_tx, routes_rx) = watch::channel(Vec::new());
     let run = GatewayLoop {
         client: client.clone(),
         services: stores.services.clone(),
         secrets: stores.secrets.clone(),
         events: Some(events),
         programmed,
-        routers,
+        failures,
+        routers: routes_tx,
         debounce: Duration::from_millis(500),
         recheck: GATEWAY_RECHECK,
     };
-    tokio::spawn(run.run(stop))
+    let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
+    if let Some(spawn) = routers {
+        let driver = GatewayDriver {
+            stores: stores.clone(),
+            opts,
+            routes: routes_rx,
+            data_plane,
+            spawn,
+            resync: GATEWAY_ROUTER_RESYNC,
+        };
+        tasks.push(tokio::spawn(driver.run(stop)));
+    }
+    tasks
 }

@@ -2,12 +2,11 @@
 //! ([`super::gateway::GatewayLoop::routers`]) and the Ingress side's caches (Services,
 //! EndpointSlices, Nodes, TLS Secrets): what a router slot per Gateway converges.
 //!
-//! How it hooks into the slot map (`super::routers`): one `RouterSlot` per [`GatewayRouter::name`]
-//! (the hashed load-balancer name, `crate::gateway::naming`), its writer built on a backend for
-//! that load balancer; a change of the route tables or of a Service's endpoints queues a Sync of
-//! `desired` on the slots concerned; slots of Gateways gone are drained and their load balancers
-//! deleted (they are ours by name); each slot's address goes back to the Gateway loop as
-//! `Programmed`. The driver does not yet take a Gateway's listener port or load-balancer name.
+//! The routers are driven by `super::gateway_driver`: one writer per [`GatewayRouter::name`] (the
+//! hashed load-balancer name, `crate::gateway::naming`) on a driver for that load balancer and
+//! the Gateway's port. They are kept apart from the Ingress routers' slot map (`super::routers`):
+//! that map's first key is the Ingress router every Ingress status and warning goes to, and a
+//! Gateway's `/readyz` line would let one bad Gateway take the controller out of service.
 
 use crate::controller::context::Stores;
 use crate::gateway::GatewayRoutes;

@@ -196,14 +196,16 @@ fn strip(v: &Value) -> Value {
 }
 
 /// The Warning Events for the conditions that report bad input: a condition that should be True
-/// and is not (Accepted, ResolvedRefs), or `Conflicted` True. `Programmed` False is the data
-/// plane's state, not the user's input: no Event.
+/// and is not (Accepted, ResolvedRefs), or `Conflicted` True. `Programmed` False while the load
+/// balancer is being built (`Pending`) or because the input is invalid is no news: no Event; a
+/// load balancer that failed (`NoResources`, the message naming the error) is one.
 pub fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
     conds
         .iter()
         .filter(|c| match c.kind {
             "Accepted" | "ResolvedRefs" => !c.ok,
             "Conflicted" => c.ok,
+            "Programmed" => !c.ok && c.reason == "NoResources",
             _ => false,
         })
         .map(|c| UserEvent::warning(&c.reason, "Status", format!("{prefix}{}", c.message)))
@@ -233,6 +235,7 @@ mod tests {
             Cond::yes("ResolvedRefs", "ResolvedRefs", "ok"),
             Cond::yes("Conflicted", "HostnameConflict", "two listeners on port 80 share foo.example.com"),
             Cond::no("Programmed", "Pending", "waiting for the load balancer"),
+            Cond::no("Programmed", "NoResources", "the load balancer failed: quota: no more load balancers"),
         ];
         let evs = bad_conditions(&conds, "parent gw: ");
         let got: Vec<(&str, &str)> = evs.iter().map(|e| (e.reason.as_str(), e.message.as_str())).collect();
@@ -240,7 +243,8 @@ mod tests {
             got,
             [
                 ("NotAllowedByListeners", "parent gw: no listener allows the route"),
-                ("HostnameConflict", "parent gw: two listeners on port 80 share foo.example.com")
+                ("HostnameConflict", "parent gw: two listeners on port 80 share foo.example.com"),
+                ("NoResources", "parent gw: the load balancer failed: quota: no more load balancers")
             ]
         );
     }

@@ -19,6 +19,8 @@
 //! - [`events`]: Kubernetes Events with repeat suppression on top of kube's `Recorder`;
 //! - [`gateway`], [`gateway_status`]: the Gateway API watches (when its CRDs are installed),
 //!   translation and status writes;
+//! - [`gateway_driver`], [`gateway_routers`]: one router per Gateway (its own load balancer,
+//!   writer and floating IP), its address or error back to the Gateway's status;
 //! - [`service_events`]: the translation's warnings about a Service as Events on it;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
@@ -32,6 +34,7 @@ pub mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod gateway;
+pub mod gateway_driver;
 pub mod gateway_routers;
 pub mod gateway_status;
 pub mod health;

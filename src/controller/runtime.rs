@@ -17,6 +17,7 @@ use crate::config::{KubernetesSettings, Settings};
 use crate::controller::context::Stores;
 use crate::controller::endpoint_nodes::EndpointNodes;
 use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+use crate::controller::gateway_driver::{GatewayRouters, SpawnGatewayRouter};
 use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
@@ -85,8 +86,10 @@ pub(crate) async fn signal() {
 /// The start-up preflight ([`preflight`]) runs first: an error refuses to start, before any write.
 pub async fn run(settings: Settings) -> Result<(), ControllerError> {
     let settings = preflight(settings).await?;
-    let backends = octavia_backends(&settings);
-    run_set_with(settings, backends, signal()).await
+    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    let backends = octavia_backends_with(permits.clone());
+    let gateways = crate::controller::gateway_driver::octavia_gateway_routers(&settings, permits);
+    run_set_with_gateways(settings, backends, Some(gateways), signal()).await
 }
 
 /// Checks what the cloud can do and what the user may do (`openstack::preflight`), logs the
@@ -167,6 +170,21 @@ where
     B: RouterBackend,
     F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
 {
+    run_set_with_gateways(settings, backends, None, shutdown).await
+}
+
+/// [`run_set_with`] with the routers of the Gateways built by `gateways` (None: the Gateways are
+/// watched and their status written, but nothing converges their load balancers).
+pub async fn run_set_with_gateways<B, F>(
+    settings: Settings,
+    backends: F,
+    gateways: Option<GatewayRouters>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), ControllerError>
+where
+    B: RouterBackend,
+    F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
+{
     let (registry, metrics) = Metrics::registry();
     let (ready_tx, ready_rx) = watch::channel(Readiness::default());
     let (stop_tx, stop_rx) = watch::channel(false);
@@ -219,11 +237,13 @@ where
             };
             let gate = gate.stopping_on(stop_rx.clone());
             b.set_write_gate(gate.clone());
+            let gateways = gateways.map(|g| g(&metrics, gate.clone()));
             let spawn = settings
                 .octavia_defaults
                 .scale_out
                 .enabled
                 .then(|| spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate));
+            let spawn = Spawners { set: spawn, gateways };
             run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
@@ -478,7 +498,13 @@ where
 pub fn octavia_backends(
     settings: &Settings,
 ) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
-    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    octavia_backends_with(crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes))
+}
+
+/// [`octavia_backends`] bounded by `permits` (shared with the Gateways' routers).
+pub fn octavia_backends_with(
+    permits: crate::driver::WritePermits,
+) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
     move |settings, metrics, index| {
         let metrics = metrics.clone();
         let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
@@ -496,12 +522,19 @@ fn notice_router_name(settings: &Settings) -> String {
     o.l7_router_uuid.clone().unwrap_or_else(|| o.l7_router_name.clone())
 }
 
+/// How the leader builds the routers beyond the first: the other routers of a scale-out set,
+/// and the Gateways' routers.
+struct Spawners {
+    set: Option<SpawnWriter>,
+    gateways: Option<SpawnGatewayRouter>,
+}
+
 /// The leader's work: caches, the two Controllers, the writer and the resync loop, until `stop`.
 async fn run_leader<B: RouterBackend>(
     settings: &Settings,
     client: kube::Client,
     backend: B,
-    spawn: Option<SpawnWriter>,
+    spawn: Spawners,
     metrics: Metrics,
     ready_tx: watch::Sender<Readiness>,
     stop_rx: &watch::Receiver<bool>,
@@ -527,12 +560,21 @@ async fn run_leader<B: RouterBackend>(
         Some(ready_tx.clone()),
     )
     .with_member_change_window(k.member_change_window);
-    if let Some(spawn) = spawn {
+    if let Some(spawn) = spawn.set {
         ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
-    background.push(crate::controller::gateway::spawn(&client, &ctx.stores, ctx.events.clone(), stop_rx.clone()));
+    let opts = crate::wiring::translate_options(settings);
+    let gw = crate::controller::gateway::spawn(
+        &client,
+        &ctx.stores,
+        opts,
+        spawn.gateways,
+        ctx.events.clone(),
+        stop_rx.clone(),
+    );
+    background.extend(gw);
     let handlers = vec![
         spawn_controller(
             "ingress",

@@ -160,6 +160,28 @@ impl Router {
         lifecycle::find(&self.cloud).await
     }
 
+    /// Deletes the router's load balancer (cascade) and the floating IP allocated for it, found by
+    /// the router's name and our tags (an adopted router, `uuid`, is never deleted: it is not
+    /// ours). False when there was none. A configured floating IP (`l7_router_ip`) is left.
+    pub async fn delete_router(&self) -> Result<bool> {
+        if self.cloud.spec.uuid.is_some() {
+            return Ok(false);
+        }
+        if !self.cloud.gate.is_open() {
+            return Err(super::error::DriverError::NotLeader);
+        }
+        let Some(lb) = lifecycle::find(&self.cloud).await? else { return Ok(false) };
+        let marker = floating_ip::floating_ip_description(&self.cloud.spec.ownership, &self.cloud.spec.name);
+        if let Some(port) = &lb.vip_port_id
+            && let Some(fip) = floating_ip::of_port(&self.cloud.neutron, port).await?
+            && fip.description == marker
+        {
+            self.cloud.neutron.delete_floating_ip(&fip.id).await?;
+        }
+        self.cloud.octavia.delete_load_balancer(&lb.id, true).await?;
+        Ok(true)
+    }
+
     /// Read the router's children as seen from `listener` (see `read`).
     pub async fn read_actual(&self, listener: &Listener) -> Result<ActualRouter> {
         read::read_actual(&self.cloud, &self.reads, listener).await

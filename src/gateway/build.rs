@@ -20,6 +20,10 @@ use std::collections::BTreeMap;
 /// plane's answer. A Gateway absent here is not (yet) programmed.
 pub type Programmed = BTreeMap<(String, String), Vec<String>>;
 
+/// The error of each Gateway whose load balancer failed, by (namespace, name): the Gateway is
+/// not programmed (`NoResources`, the message naming the error), whatever `Programmed` holds.
+pub type RouterFailures = BTreeMap<(String, String), String>;
+
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Translation {
     pub classes: Vec<ClassOutcome>,
@@ -55,6 +59,11 @@ struct GatewayWork<'a> {
 }
 
 pub fn translate(world: &World, programmed: &Programmed) -> Translation {
+    translate_with_failures(world, programmed, &RouterFailures::new())
+}
+
+/// [`translate`] with the data plane's failures as well as its addresses.
+pub fn translate_with_failures(world: &World, programmed: &Programmed, failures: &RouterFailures) -> Translation {
     let classes = world
         .classes
         .iter()
@@ -74,8 +83,8 @@ pub fn translate(world: &World, programmed: &Programmed) -> Translation {
     let mut gateways = Vec::new();
     let mut routers = Vec::new();
     for ((ns, name), w) in work {
-        let addresses = programmed.get(&(ns.clone(), name.clone()));
-        gateways.push(gateway_outcome(&ns, &name, &w, addresses));
+        let key = (ns.clone(), name.clone());
+        gateways.push(gateway_outcome(&ns, &name, &w, programmed.get(&key), failures.get(&key)));
         if w.accepted.ok {
             routers.push(router(&ns, &name, w));
         }
@@ -257,10 +266,18 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
     Some(out)
 }
 
-fn gateway_outcome(ns: &str, name: &str, w: &GatewayWork<'_>, addresses: Option<&Vec<String>>) -> GatewayOutcome {
-    let programmed_gw = w.accepted.ok && addresses.is_some();
+fn gateway_outcome(
+    ns: &str,
+    name: &str,
+    w: &GatewayWork<'_>,
+    addresses: Option<&Vec<String>>,
+    failure: Option<&String>,
+) -> GatewayOutcome {
+    let programmed_gw = w.accepted.ok && addresses.is_some() && failure.is_none();
     let programmed = if !w.accepted.ok {
         Cond::no("Programmed", "Invalid", "the Gateway is not accepted")
+    } else if let Some(e) = failure {
+        Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))
     } else if programmed_gw {
         Cond::yes("Programmed", "Programmed", "the load balancer serves the Gateway")
     } else {
@@ -332,6 +349,7 @@ fn router(ns: &str, name: &str, w: GatewayWork<'_>) -> GatewayRoutes {
         owner: KubeRef::new("Gateway", ns, name),
         router: super::naming::load_balancer_name(ns, name),
         listeners: ports.into_values().collect(),
+        address: w.gw.spec.addresses.iter().find_map(|a| a.value.as_deref()?.parse().ok()),
     }
 }
 

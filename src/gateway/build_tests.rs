@@ -24,6 +24,22 @@ fn accepted(t: &Translation, route: &str) -> (bool, String, String) {
     (c.ok, c.reason.clone(), c.message.clone())
 }
 
+/// A load balancer that failed wins over an address it had: Programmed False, NoResources, the
+/// message naming the error; the listeners wait.
+#[test]
+fn a_failed_load_balancer_is_not_programmed_and_names_its_error() {
+    let w = world(&format!("{}---\n{SVC}", gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")));
+    let key = ("infra".to_string(), "gw".to_string());
+    let p: Programmed = [(key.clone(), vec!["198.51.100.7".to_string()])].into();
+    let f: RouterFailures = [(key, "quota_exceeded: no more load balancers".to_string())].into();
+    let t = translate_with_failures(&w, &p, &f);
+    let g = t.gateway("infra", "gw").unwrap();
+    let c = g.condition("Programmed").unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "NoResources"));
+    assert_eq!(c.message, "the load balancer failed: quota_exceeded: no more load balancers");
+    assert_eq!(g.listener("http").unwrap().condition("Programmed").map(|c| c.ok), Some(false));
+}
+
 const BACKEND: &str = "  rules: [{backendRefs: [{name: web, port: 80}]}]";
 
 #[test]

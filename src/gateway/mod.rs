@@ -42,6 +42,9 @@ pub struct GatewayRoutes {
     pub router: String,
     /// One per port, ascending.
     pub listeners: Vec<PortRoutes>,
+    /// The first of `spec.addresses` (validated: an IP address): a pre-created floating IP for
+    /// the load balancer (StaticAddresses); None: one is allocated.
+    pub address: Option<std::net::IpAddr>,
 }
 
 /// The Gateway listeners sharing one port: one Octavia listener.

@@ -42,6 +42,8 @@ pub struct GatewayRouter {
     pub owner: KubeRef,
     /// The Octavia load-balancer name (`crate::gateway::naming::load_balancer_name`).
     pub name: String,
+    /// The Gateway's static address (`GatewayRoutes::address`): the floating IP to put on the VIP.
+    pub address: Option<std::net::IpAddr>,
     /// The port of the router's HTTP listener, when the Gateway has an HTTP listener.
     pub http_port: Option<u16>,
     pub desired: DesiredRouter,
@@ -94,6 +96,7 @@ pub fn translate_gateway(
     GatewayRouter {
         owner: routes.owner.clone(),
         name: routes.router.clone(),
+        address: routes.address,
         http_port: http.map(|p| p.port),
         desired: DesiredRouter {
             policies,

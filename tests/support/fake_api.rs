@@ -235,6 +235,19 @@ impl Fake {
         self.rv.send_replace(rv);
     }
 
+    /// Deletes the object of `resource_path` (`<apiVersion>/<resource>`): DELETED to its watches.
+    pub fn remove(&self, resource_path: &str, ns: &str, name: &str) {
+        let mut st = self.store.lock().unwrap();
+        let key = (resource_path.to_string(), ns.to_string(), name.to_string());
+        let Some(mut obj) = st.objects.remove(&key) else { return };
+        st.rv += 1;
+        let rv = st.rv;
+        obj["metadata"]["resourceVersion"] = json!(rv.to_string());
+        st.log.push((rv, key.0, key.1, "DELETED", obj));
+        drop(st);
+        self.rv.send_replace(rv);
+    }
+
     pub fn get(&self, resource_path: &str, ns: &str, name: &str) -> Option<Value> {
         self.store.lock().unwrap().objects.get(&(resource_path.to_string(), ns.to_string(), name.to_string())).cloned()
     }

@@ -1,0 +1,295 @@
+//! The Gateways' routers converged: one router per Gateway of ours, each with its own serial
+//! writer and driver (its load balancer named by `crate::gateway::naming::load_balancer_name`,
+//! its HTTP listener on the Gateway's port), beside the Ingress router(s) and never waiting on
+//! them or on each other.
+//!
+//! The driver reads the route tables the Gateway loop publishes
+//! ([`super::gateway::GatewayLoop::routers`]), turns them into desired routers from the Ingress
+//! side's caches ([`super::gateway_routers::desired_routers`]) and hands each to the task of its
+//! Gateway, which syncs it and reports back: the load balancer's address into [`Programmed`]
+//! (the Gateway turns `Programmed: True` with `status.addresses`), or the error into
+//! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event). A Gateway gone
+//! has its writer drained and then its load balancer deleted; the deletion finds the load
+//! balancer by its name and our tags, so nothing that is not ours is touched.
+//!
+//! Members follow their Services on the next pass: a pass runs on every change of the route
+//! tables and every [`GatewayDriver::resync`] (a pass whose desired router is unchanged writes
+//! nothing).
+
+use crate::config::Settings;
+use crate::controller::context::Stores;
+use crate::controller::gateway_routers::desired_routers;
+use crate::controller::metrics::Metrics;
+use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
+use crate::controller::writer::{WriteError, Writer, WriterHandle};
+use crate::driver::WriteGate;
+use crate::gateway::GatewayRoutes;
+use crate::gateway::build::{Programmed, RouterFailures};
+use crate::model::DesiredRouter;
+use crate::translate::TranslateOptions;
+use futures::future::BoxFuture;
+use std::collections::BTreeMap;
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::watch;
+
+/// Deletes one Gateway's load balancer (and the floating IP allocated for it), found by its name
+/// and our tags; called after its writer is drained, again until it succeeds.
+pub type DeleteRouter = Arc<dyn Fn() -> BoxFuture<'static, Result<(), WriteError>> + Send + Sync>;
+
+/// Builds the writer of the Gateway router named `name` whose HTTP listener is on `port` (with
+/// `address`, the Gateway's static floating IP, on its VIP), and how its load balancer is deleted.
+pub type SpawnGatewayRouter =
+    Box<dyn Fn(&str, u16, Option<IpAddr>) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
+
+/// Builds the Gateways' routers once this replica leads, given the metrics and the leader gate.
+pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> SpawnGatewayRouter + Send>;
+
+/// How often each Gateway's router is synced again without a change of its routes: its members
+/// follow their Services, and a failed router is retried.
+pub const GATEWAY_ROUTER_RESYNC: Duration = Duration::from_secs(10);
+
+/// The port a Gateway router's HTTP listener takes when the Gateway has only HTTPS listeners
+/// (its HTTPS listener is the driver's own).
+const DEFAULT_HTTP_PORT: u16 = 80;
+
+/// What the Gateway loop gets back from the routers.
+#[derive(Clone)]
+pub struct DataPlane {
+    pub programmed: watch::Sender<Programmed>,
+    pub failures: watch::Sender<RouterFailures>,
+}
+
+impl DataPlane {
+    /// A data plane with nothing programmed, and the receivers for the Gateway loop.
+    pub fn new() -> (Self, watch::Receiver<Programmed>, watch::Receiver<RouterFailures>) {
+        let (programmed, p) = watch::channel(Programmed::new());
+        let (failures, f) = watch::channel(RouterFailures::new());
+        (Self { programmed, failures }, p, f)
+    }
+
+    fn report(&self, key: &(String, String), result: Result<Vec<String>, String>) {
+        match result {
+            Ok(addresses) => {
+                self.failures.send_if_modified(|f| f.remove(key).is_some());
+                self.programmed.send_if_modified(|p| p.insert(key.clone(), addresses.clone()) != Some(addresses));
+            }
+            Err(e) => {
+                // The failure first: the Gateway loop reads both when either changes.
+                self.failures.send_if_modified(|f| f.insert(key.clone(), e.clone()) != Some(e));
+            }
+        }
+    }
+
+    fn forget(&self, key: &(String, String)) {
+        self.failures.send_if_modified(|f| f.remove(key).is_some());
+        self.programmed.send_if_modified(|p| p.remove(key).is_some());
+    }
+}
+
+/// One Gateway's router: its writer, the task feeding it, and how its load balancer is deleted.
+struct GatewaySlot {
+    owner: (String, String),
+    port: u16,
+    address: Option<IpAddr>,
+    writer: Writer,
+    desired: watch::Sender<Arc<DesiredRouter>>,
+    task: tokio::task::JoinHandle<()>,
+    delete: DeleteRouter,
+}
+
+/// The routers of the Gateways, by load-balancer name.
+pub struct GatewayDriver {
+    pub stores: Stores,
+    pub opts: TranslateOptions,
+    pub routes: watch::Receiver<Vec<GatewayRoutes>>,
+    pub data_plane: DataPlane,
+    pub spawn: SpawnGatewayRouter,
+    /// How often each router is synced again without a change (members, retries after a failure).
+    pub resync: Duration,
+}
+
+impl GatewayDriver {
+    /// Converges the Gateways' routers until `stop`; then drains their writers (their load
+    /// balancers stay: a restarted or new leader takes them over by name).
+    pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
+        let mut slots: BTreeMap<String, GatewaySlot> = BTreeMap::new();
+        // The deletions under way, by load-balancer name.
+        let mut deleting: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
+        loop {
+            deleting.retain(|_, t| !t.is_finished());
+            let routes = self.routes.borrow_and_update().clone();
+            let desired = desired_routers(&routes, &self.stores, &self.opts);
+            let mut live = std::collections::BTreeSet::new();
+            for r in desired {
+                live.insert(r.name.clone());
+                let owner = (r.owner.namespace.clone(), r.owner.name.clone());
+                let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
+                let desired = Arc::new(r.desired);
+                if let Some(slot) = slots.get(&r.name)
+                    && slot.port == port
+                    && slot.address == r.address
+                    && slot.owner == owner
+                {
+                    slot.desired.send_if_modified(|d| {
+                        let new = **d != *desired;
+                        *d = desired.clone();
+                        new
+                    });
+                    continue;
+                }
+                if deleting.contains_key(&r.name) {
+                    // Deleted and created again while its load balancer is being deleted: built
+                    // once that delete is done (next pass), never beside it.
+                    continue;
+                }
+                // A new Gateway, or its port or static address changed (fixed per driver): a writer for what it is now. The load balancer stays; it is its name's.
+                if let Some(old) = slots.remove(&r.name) {
+                    old.task.abort();
+                    old.writer.shutdown().await;
+                }
+                match (self.spawn)(&r.name, port, r.address) {
+                    Ok((writer, delete)) => {
+                        let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
+                        slot.address = r.address;
+                        slots.insert(r.name.clone(), slot);
+                    }
+                    Err(e) => {
+                        tracing::warn!(router = %r.name, error = %e, "cannot build the Gateway's router");
+                        self.data_plane.report(&owner, Err(format!("{}: {e}", e.label)));
+                    }
+                }
+            }
+            let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
+            for name in gone {
+                let slot = slots.remove(&name).expect("listed");
+                let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.resync));
+                deleting.insert(name, task);
+            }
+            tokio::select! {
+                r = self.routes.changed() => if r.is_err() { break },
+                _ = tokio::time::sleep(self.resync) => {}
+                _ = stop.wait_for(|v| *v) => break,
+            }
+        }
+        for t in deleting.into_values() {
+            t.abort();
+        }
+        for (_, slot) in slots {
+            slot.task.abort();
+            slot.writer.shutdown().await;
+        }
+    }
+
+    fn start(
+        &self,
+        name: &str,
+        owner: (String, String),
+        port: u16,
+        writer: Writer,
+        delete: DeleteRouter,
+        desired: Arc<DesiredRouter>,
+    ) -> GatewaySlot {
+        tracing::info!(router = %name, namespace = %owner.0, gateway = %owner.1, port, "driving the Gateway's router");
+        let (tx, rx) = watch::channel(desired);
+        let task = tokio::spawn(drive(
+            name.to_string(),
+            owner.clone(),
+            writer.handle(),
+            rx,
+            self.data_plane.clone(),
+            self.resync,
+        ));
+        GatewaySlot { owner, port, address: None, writer, desired: tx, task, delete }
+    }
+}
+
+/// Syncs one Gateway's router to its desired state on every change and every `resync`,
+/// reporting each outcome; ends when its slot is dropped.
+async fn drive(
+    name: String,
+    owner: (String, String),
+    writer: WriterHandle,
+    mut desired: watch::Receiver<Arc<DesiredRouter>>,
+    data_plane: DataPlane,
+    resync: Duration,
+) {
+    loop {
+        let d = (**desired.borrow_and_update()).clone();
+        let result = match writer.sync_to(d, false).await {
+            Ok(s) => Ok(s.report.address.map(|a| a.to_string()).into_iter().collect()),
+            Err(e) => {
+                tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, error = %e, "the Gateway's router failed");
+                Err(format!("{}: {e}", e.label))
+            }
+        };
+        data_plane.report(&owner, result);
+        tokio::select! {
+            r = desired.changed() => if r.is_err() { return },
+            _ = tokio::time::sleep(resync) => {}
+        }
+    }
+}
+
+/// A Gateway gone: its writer drained, then its load balancer deleted (retried every `resync`
+/// until it is), then its status entries forgotten.
+async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, resync: Duration) {
+    slot.task.abort();
+    slot.writer.shutdown().await;
+    loop {
+        match (slot.delete)().await {
+            Ok(()) => {
+                tracing::info!(router = %name, namespace = %slot.owner.0, gateway = %slot.owner.1, "the Gateway's load balancer is deleted");
+                break;
+            }
+            Err(e) => {
+                tracing::warn!(router = %name, error = %e, "cannot delete the Gateway's load balancer (retrying)");
+                tokio::time::sleep(resync).await;
+            }
+        }
+    }
+    data_plane.forget(&slot.owner);
+}
+
+/// The real Gateway routers: the driver on Octavia and Neutron (one session per router, every
+/// request counted in the metrics), their writes bounded by `permits` together with the Ingress
+/// routers'. Their writers have no line of `/readyz`: a failing Gateway must not take the
+/// controller out of service.
+pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
+    let settings = settings.clone();
+    Box::new(move |metrics: &Metrics, gate: WriteGate| {
+        let metrics = metrics.clone();
+        Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
+            let build = || {
+                let m = metrics.clone();
+                let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
+                    m.octavia_request(r.method.as_str(), &r.kind, r.status, r.duration);
+                });
+                let mut router = crate::wiring::gateway_router_observed(
+                    &settings,
+                    Some(observer),
+                    name,
+                    port,
+                    address,
+                    permits.clone(),
+                )
+                .map_err(|e| WriteError::new("client_config", format!("OpenStack session: {e}")))?;
+                router.set_write_gate(gate.clone());
+                Ok::<_, WriteError>(router)
+            };
+            let mut backend = OctaviaBackend::new(build()?);
+            backend.set_write_gate(gate.clone());
+            let wm = WriterMetrics { router: name.to_string(), metrics: Some(metrics.clone()), readiness: None };
+            let writer = Writer::spawn(backend, wm);
+            let deleter = Arc::new(build()?);
+            let delete: DeleteRouter = Arc::new(move || {
+                let d = deleter.clone();
+                Box::pin(async move {
+                    d.delete_router().await.map(|_| ()).map_err(|e| WriteError::new(e.label(), e.to_string()))
+                })
+            });
+            Ok((writer, delete))
+        }) as SpawnGatewayRouter
+    })
+}
