@@ -11,8 +11,11 @@
 mod common;
 use common::*;
 
+#[path = "../tests/support/eventually.rs"]
+mod eventually;
 #[path = "../tests/support/fake_api.rs"]
 mod fake_api;
+use eventually::eventually_every;
 use fake_api::Fake;
 
 /// Scale-out on the real Octavia, on the same fake API server.
@@ -140,15 +143,8 @@ fn fixtures(fake: &Fake) {
 }
 
 /// Waits until `f` returns `Some`, polling every 100 ms, failing after `secs`.
-async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    eventually_every(what, secs, Duration::from_millis(100), f).await
 }
 
 /// Replica A leads and starts the router's first sync (one write per object: fully-populated

@@ -4,8 +4,11 @@
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 
+#[path = "support/eventually.rs"]
+mod eventually;
 #[path = "support/fake_api.rs"]
 mod fake_api;
+use eventually::eventually_every;
 use fake_api::Fake;
 
 use kuryr_l7_router::controller::events::EventPublisher;
@@ -309,15 +312,8 @@ fn status_writes(fake: &Fake) -> Vec<String> {
     fake.writes().iter().filter(|w| w.path.ends_with("/status")).map(|w| w.line()).collect()
 }
 
-async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    eventually_every(what, secs, Duration::from_millis(50), f).await
 }
 
 /// A status is written once, not on every pass; a new address from the data plane is written

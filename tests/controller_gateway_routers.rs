@@ -5,8 +5,11 @@
 //! deleted, and a failing Gateway router holds back neither the Ingress router nor the other
 //! Gateways.
 
+#[path = "support/eventually.rs"]
+mod eventually;
 #[path = "support/fake_api.rs"]
 mod fake_api;
+use eventually::eventually_every;
 use fake_api::Fake;
 
 use kuryr_l7_router::controller::gateway_driver::{DeleteRouter, GatewayRouters, SpawnGatewayRouter};
@@ -21,7 +24,7 @@ use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const GW_API: &str = "gateway.networking.k8s.io/v1";
 const OURS: &str = "openstack.org/kuryr-l7-router";
@@ -169,15 +172,8 @@ impl Running {
     }
 }
 
-async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
+async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    eventually_every(what, secs, Duration::from_millis(25), f).await
 }
 
 /// The Gateway's `Programmed` condition (status/reason/message) and its addresses.

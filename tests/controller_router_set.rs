@@ -4,8 +4,11 @@
 //! Ingress's status pointing at its router, the placement record surviving a restart, and a
 //! failing router holding back only its own groups.
 
+#[path = "support/eventually.rs"]
+mod eventually;
 #[path = "support/fake_api.rs"]
 mod fake_api;
+use eventually::eventually_every;
 use fake_api::Fake;
 
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
@@ -19,7 +22,7 @@ use kuryr_l7_router::testing::SimBackend;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const BASE: &str = "rset";
 const ING: &str = "networking.k8s.io/v1/ingresses";
@@ -156,15 +159,8 @@ fn placed(fake: &Fake, name: &str) -> Option<(String, String)> {
     Some((router, ip))
 }
 
-async fn eventually<T>(what: &str, secs: u64, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {secs} s waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+    eventually_every(what, secs, Duration::from_millis(50), f).await
 }
 
 const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
