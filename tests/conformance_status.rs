@@ -5,6 +5,9 @@
 //! server (`tests/support/fake_api.rs`) and the in-memory Octavia (`SimBackend`). The data plane
 //! of the same scenarios is `functional/dataplane/conformance.rs`.
 
+#[path = "support/controller_settings.rs"]
+mod controller_settings;
+use controller_settings::status_responder_settings;
 #[path = "support/fake_api.rs"]
 mod fake_api;
 use fake_api::Fake;
@@ -19,18 +22,6 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 const FEATURES: [&str; 5] = ["default_backend", "host_rules", "path_rules", "ingress_class", "load_balancing"];
-
-fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let text = format!(
-        "[kubernetes]\napi_root = {api_root}\ntoken_file = {}\nenable_ingress = True\nleader_election = False\n\
-         health_port = {free}\n\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\n\
-         [status_responder]\nservice = kuryr-l7-router/kuryr-status-responder\n\n\
-         [neutron]\nauth_url = https://keystone.example.com:5000/v3\nusername = kuryr\npassword = x\nproject_name = service\n",
-        token_file.display()
-    );
-    kuryr_l7_router::config::load_texts(&[("conformance.conf".into(), text)], Vec::new()).unwrap().settings
-}
 
 /// Every object of the conformance fixtures, as the API server would list it.
 fn objects() -> Vec<(&'static str, Value)> {
@@ -70,7 +61,7 @@ async fn every_conformance_ingress_shows_the_router_address_except_another_class
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "fake-token\n").unwrap();
-    let settings = settings(&api_root, &token);
+    let settings = status_responder_settings(&api_root, &token, "conformance.conf");
     let router_name = settings.octavia_defaults.l7_router_name.clone();
     let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();
     let sim =

@@ -4,8 +4,11 @@
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 
+#[path = "support/controller_settings.rs"]
+mod controller_settings;
 #[path = "support/eventually.rs"]
 mod eventually;
+use controller_settings::status_responder_settings;
 #[path = "support/fake_api.rs"]
 mod fake_api;
 use eventually::eventually_every;
@@ -398,18 +401,6 @@ async fn bad_input_gets_a_warning_event_on_the_object_concerned() {
     let _ = stop.send(true);
 }
 
-fn settings(api_root: &str, token_file: &Path) -> kuryr_l7_router::config::Settings {
-    let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let text = format!(
-        "[kubernetes]\napi_root = {api_root}\ntoken_file = {}\nenable_ingress = True\nleader_election = False\n\
-         health_port = {free}\n\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\n\
-         [status_responder]\nservice = kuryr-l7-router/kuryr-status-responder\n\n\
-         [neutron]\nauth_url = https://keystone.example.com:5000/v3\nusername = kuryr\npassword = x\nproject_name = service\n",
-        token_file.display()
-    );
-    kuryr_l7_router::config::load_texts(&[("gateway.conf".into(), text)], Vec::new()).unwrap().settings
-}
-
 /// The whole controller (`run_with`, in-memory Octavia) on `fake`; stop it with the sender.
 async fn run_controller(
     fake: &Arc<Fake>,
@@ -425,7 +416,7 @@ async fn run_controller(
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "fake-token\n").unwrap();
-    let settings = settings(&api_root, &token);
+    let settings = status_responder_settings(&api_root, &token, "gateway.conf");
     let ownership = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = kuryr_l7_router::testing::SimBackend::new(DiffOptions { ownership, health_monitor: None }, None);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
