@@ -19,6 +19,8 @@ use eventually::eventually_every;
 use fake_api::Fake;
 
 /// Scale-out on the real Octavia, on the same fake API server.
+#[path = "../tests/support/routed_hosts.rs"]
+mod routed_hosts;
 #[path = "router_set.rs"]
 mod router_set;
 

@@ -5,6 +5,7 @@
 
 use super::common::*;
 use super::fake_api::Fake;
+use super::routed_hosts::routed_hosts;
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::{octavia_backends, run_set_with};
 use kuryr_l7_router::driver::WritePermits;
@@ -121,13 +122,7 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
                 r.neutron().list_floating_ips(&q).await.unwrap().into_iter().map(|f| f.floating_ip_address).collect();
             assert_eq!(fips, address[&i], "{}: status = its floating IP", r.spec().name);
             let actual = read_router(r).await;
-            let routed: BTreeSet<String> = actual
-                .policies
-                .iter()
-                .flat_map(|p| p.rules.iter())
-                .filter(|r| r.rule_type == "HOST_NAME")
-                .map(|r| r.value.trim_start_matches('^').split('(').next().unwrap().replace('\\', ""))
-                .collect();
+            let routed: BTreeSet<String> = routed_hosts(&actual).collect();
             assert_eq!(routed, hosts[&i], "{} routes exactly its hosts", r.spec().name);
             assert_eq!(actual.pools.len(), 1, "{}: the shared Service's pool", r.spec().name);
         }

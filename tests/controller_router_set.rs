@@ -8,8 +8,11 @@
 mod eventually;
 #[path = "support/fake_api.rs"]
 mod fake_api;
+#[path = "support/routed_hosts.rs"]
+mod routed_hosts;
 use eventually::eventually_every;
 use fake_api::Fake;
+use routed_hosts::routed_hosts;
 
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
@@ -137,14 +140,7 @@ impl Running {
         let sims = self.sims.lock().unwrap();
         let Some(sim) = sims.get(&index) else { return vec![] };
         let sim = sim.lock().unwrap();
-        let mut hosts: Vec<String> = sim
-            .router
-            .policies
-            .iter()
-            .flat_map(|p| p.rules.iter())
-            .filter(|r| r.rule_type == "HOST_NAME")
-            .map(|r| r.value.trim_start_matches('^').split('(').next().unwrap().replace('\\', ""))
-            .collect();
+        let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
         hosts.sort();
         hosts.dedup();
         hosts
