@@ -150,3 +150,34 @@ pub fn tls_secret_manifest(namespace: &str, name: &str, crt: &str, key: &str) ->
         indent(key)
     )
 }
+
+/// A member on port 8080 of `ip` (primary, no zone, no target reference), for desired states
+/// written by hand in tests.
+pub fn member(ip: &str, weight: u16) -> crate::model::Member {
+    crate::model::Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight,
+        backup: false,
+        zone: None,
+        target: None,
+    }
+}
+
+/// Pool `name` of Service shop/web port 80, round robin, even weights, with `members`.
+pub fn pool(name: &str, members: Vec<crate::model::Member>) -> Pool {
+    Pool {
+        name: name.into(),
+        service: crate::model::KubeRef::new("Service", "shop", "web"),
+        service_port: "80".into(),
+        lb_algorithm: "ROUND_ROBIN".into(),
+        members,
+        weighting: "even".into(),
+        split: Vec::new(),
+    }
+}
+
+/// A desired router with only the empty pools `pools` (see [`pool`]).
+pub fn desired_with(pools: &[&str]) -> DesiredRouter {
+    DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }
+}

@@ -20,8 +20,8 @@ use kuryr_l7_router::driver::actual::{ActualMember, ActualPool};
 use kuryr_l7_router::driver::diff::plan_members as members_write;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write};
-use kuryr_l7_router::model::{DesiredRouter, KubeRef, Member, Pool};
-use kuryr_l7_router::testing::SimBackend;
+use kuryr_l7_router::model::{DesiredRouter, KubeRef, Member};
+use kuryr_l7_router::testing::{SimBackend, desired_with, member, pool};
 use kuryr_l7_router::translate::TranslateOptions;
 use serde_json::{Value, json};
 use std::net::IpAddr;
@@ -30,26 +30,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{oneshot, watch};
 
 // ------------------------------------------------------------------ pure parts
-
-fn member(ip: &str, weight: u16) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
-}
-
-fn pool(name: &str, members: Vec<Member>) -> Pool {
-    Pool {
-        name: name.into(),
-        service: KubeRef::new("Service", "shop", "web"),
-        service_port: "80".into(),
-        lb_algorithm: "ROUND_ROBIN".into(),
-        members,
-        weighting: "even".into(),
-        split: Vec::new(),
-    }
-}
-
-fn desired_with(pools: &[&str]) -> DesiredRouter {
-    DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }
-}
 
 enum Op {
     Sync(&'static [&'static str]),

@@ -4,29 +4,8 @@
 use super::*;
 use crate::driver::ownership::Ownership;
 use crate::driver::plan::DiffOptions;
-use crate::model::{KubeRef, Member};
-use crate::testing::SimBackend;
+use crate::testing::{SimBackend, desired_with, member, pool};
 use std::time::Duration;
-
-fn member(ip: &str, weight: u16) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
-}
-
-fn pool(name: &str, members: Vec<Member>) -> Pool {
-    Pool {
-        name: name.into(),
-        service: KubeRef::new("Service", "shop", "web"),
-        service_port: "80".into(),
-        lb_algorithm: "ROUND_ROBIN".into(),
-        members,
-        weighting: "even".into(),
-        split: Vec::new(),
-    }
-}
-
-fn desired_with(pools: &[&str]) -> DesiredRouter {
-    DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }
-}
 
 fn sim() -> SimBackend {
     let opts = DiffOptions { ownership: Ownership::new("test-cluster"), health_monitor: None };
