@@ -13,6 +13,9 @@
 //! Service. One translation of this cluster is timed in the same run.
 
 mod common;
+#[path = "../tests/support/fake_settings.rs"]
+mod fake_settings;
+use fake_settings::fake_cluster_settings;
 #[path = "../tests/support/fake_api.rs"]
 mod fake_api;
 
@@ -177,32 +180,8 @@ fn report(what: &str, d: Counters, wall: Duration, before_translations: u64, t_t
 }
 
 fn settings(api_root: &str, token: &std::path::Path, health: u16) -> kuryr_l7_router::config::Settings {
-    let text = format!(
-        "[kubernetes]
-api_root = {api_root}
-token_file = {}
-enable_ingress = True
-leader_election = False
-health_port = {health}
-ingress_class = kuryr
-resync_period = 3600
-
-[neutron_defaults]
-project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
-lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
-
-[octavia_defaults]
-availability_zone = az-1
-
-[neutron]
-auth_url = https://keystone.example.com:5000/v3
-username = kuryr
-password = s3cr3t-PaSS
-project_name = service
-",
-        token.display()
-    );
-    kuryr_l7_router::config::load_texts(&[("pipeline-bench.conf".into(), text)], Vec::new()).unwrap().settings
+    let kubernetes = "ingress_class = kuryr\nresync_period = 3600";
+    fake_cluster_settings("pipeline-bench.conf", api_root, token, health, kubernetes, "availability_zone = az-1")
 }
 
 async fn bench(size: Size) {

@@ -6,6 +6,9 @@
 
 #[path = "support/eventually.rs"]
 mod eventually;
+#[path = "support/fake_settings.rs"]
+mod fake_settings;
+use fake_settings::fake_cluster_settings;
 #[path = "support/fake_api.rs"]
 mod fake_api;
 #[path = "support/routed_hosts.rs"]
@@ -57,29 +60,8 @@ fn slice() -> Value {
 
 fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let text = format!(
-        "[kubernetes]
-api_root = {api_root}
-token_file = {}
-enable_ingress = True
-leader_election = False
-health_port = {port}
-[neutron_defaults]
-project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
-lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
-[octavia_defaults]
-l7_router_name = {BASE}
-scale_out = True
-max_policies_per_router = 2
-[neutron]
-auth_url = https://keystone.example.com:5000/v3
-username = kuryr
-password = s3cr3t-PaSS
-project_name = service
-",
-        token_file.display()
-    );
-    kuryr_l7_router::config::load_texts(&[("set-test.conf".into(), text)], Vec::new()).unwrap().settings
+    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2");
+    fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
 fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {

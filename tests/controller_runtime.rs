@@ -2,6 +2,9 @@
 //! and leader election against a FAKE Kubernetes API server (`tests/support/fake_api.rs`). The
 //! router writer is backed by `SimBackend` (in-memory Octavia).
 
+#[path = "support/fake_settings.rs"]
+mod fake_settings;
+use fake_settings::fake_cluster_settings;
 #[path = "support/fake_api.rs"]
 mod fake_api;
 use fake_api::{Fake, Write};
@@ -124,33 +127,8 @@ fn settings_with(
     kubernetes: &str,
     octavia: &str,
 ) -> kuryr_l7_router::config::Settings {
-    let text = format!(
-        "[kubernetes]
-{kubernetes}
-api_root = {api_root}
-token_file = {}
-enable_ingress = True
-leader_election = False
-health_port = {health_port}
-
-[neutron_defaults]
-project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
-lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
-
-[octavia_defaults]
-{octavia}
-availability_zone = az-1
-zone_min_local_endpoints = 1
-
-[neutron]
-auth_url = https://keystone.example.com:5000/v3
-username = kuryr
-password = s3cr3t-PaSS
-project_name = service
-",
-        token_file.display()
-    );
-    kuryr_l7_router::config::load_texts(&[("runtime-test.conf".into(), text)], Vec::new()).unwrap().settings
+    let octavia = format!("{octavia}\navailability_zone = az-1\nzone_min_local_endpoints = 1");
+    fake_cluster_settings("runtime-test.conf", api_root, token_file, health_port, kubernetes, &octavia)
 }
 
 /// The controller's whole `run` pipeline on the fake API server, writing to the simulated router.
