@@ -11,16 +11,17 @@ mod eventually;
 use controller_settings::status_responder_settings;
 #[path = "support/fake_api.rs"]
 mod fake_api;
+#[path = "support/gateway_case.rs"]
+mod gateway_case;
 use eventually::eventually_every;
 use fake_api::Fake;
+use gateway_case::{Case, split};
 
 use kuryr_l7_router::controller::events::EventPublisher;
 use kuryr_l7_router::controller::gateway::GatewayLoop;
 use kuryr_l7_router::gateway::build::Programmed;
 use kuryr_l7_router::gateway::world::World;
-use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -29,66 +30,6 @@ use tokio::sync::watch;
 
 const INFRA: &str = "gateway-conformance-infra";
 const OURS: &str = "openstack.org/kuryr-l7-router";
-
-/// The expectations of a case file (its first document; see tests/gateway_conformance.rs).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Case {
-    test: String,
-    #[serde(default)]
-    tls_secrets: Vec<String>,
-    #[serde(default)]
-    classes: Vec<ClassExpect>,
-    #[serde(default)]
-    gateways: Vec<GatewayExpect>,
-    #[serde(default)]
-    routes: Vec<RouteExpect>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ClassExpect {
-    name: String,
-    observed_generation: i64,
-    accepted: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct GatewayExpect {
-    gateway: String,
-    observed_generation: Option<i64>,
-    #[serde(default)]
-    conditions: BTreeMap<String, String>,
-    #[serde(default)]
-    listeners: Vec<ListenerExpect>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ListenerExpect {
-    name: String,
-    attached_routes: Option<i64>,
-    supported_kinds: Option<usize>,
-    #[serde(default)]
-    conditions: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RouteExpect {
-    route: String,
-    observed_generation: Option<i64>,
-    parent: String,
-    conditions: BTreeMap<String, String>,
-}
-
-fn split(s: &str) -> (String, String) {
-    match s.split_once('/') {
-        Some((ns, n)) => (ns.into(), n.into()),
-        None => (INFRA.into(), s.into()),
-    }
-}
 
 fn resource_of(kind: &str) -> Option<&'static str> {
     Some(match kind {

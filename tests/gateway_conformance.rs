@@ -9,68 +9,11 @@ use kuryr_l7_router::gateway::build::{Programmed, Translation, translate};
 use kuryr_l7_router::gateway::status::Cond;
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::gateway::{Action, BackendTarget, HeaderMatch, PathMatch, RouteEntry};
-use serde::Deserialize;
-use std::collections::BTreeMap;
 use std::path::Path;
 
 #[path = "support/gateway_case.rs"]
 mod gateway_case;
-use gateway_case::{CaseRequest, split};
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct Case {
-    kind: String,
-    test: String,
-    #[serde(default)]
-    tls_secrets: Vec<String>,
-    #[serde(default)]
-    classes: Vec<ClassExpect>,
-    #[serde(default)]
-    gateways: Vec<GatewayExpect>,
-    #[serde(default)]
-    routes: Vec<RouteExpect>,
-    #[serde(default)]
-    requests: Vec<CaseRequest>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ClassExpect {
-    name: String,
-    observed_generation: i64,
-    accepted: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct GatewayExpect {
-    gateway: String,
-    observed_generation: Option<i64>,
-    #[serde(default)]
-    conditions: BTreeMap<String, String>,
-    #[serde(default)]
-    listeners: Vec<ListenerExpect>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct ListenerExpect {
-    name: String,
-    attached_routes: Option<i32>,
-    supported_kinds: Option<usize>,
-    #[serde(default)]
-    conditions: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct RouteExpect {
-    route: String,
-    observed_generation: Option<i64>,
-    parent: String,
-    conditions: BTreeMap<String, String>,
-}
+use gateway_case::{Case, CaseRequest, split};
 
 fn load(file: &Path) -> (Case, Translation) {
     let text = std::fs::read_to_string(file).unwrap();

@@ -23,7 +23,7 @@
 use super::status_answers::{Responder, send_requests};
 use super::{converge, repo, run_py_full};
 use crate::common::{enabled, local_router, session};
-use crate::gateway_case::{CaseRequest, split};
+use crate::gateway_case::{Case, CaseRequest, split};
 use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::gateway::build::{Programmed, translate};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
@@ -33,7 +33,6 @@ use kuryr_l7_router::translate::gateway::{GatewayRouter, translate_gateway};
 use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions};
-use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -47,17 +46,6 @@ const ADDRESS: &str = "192.0.2.10";
 /// The cases whose requests do not all pass through the data plane yet, with why. The test
 /// fails when one of them passes (the list must shrink) or another one fails.
 const KNOWN_FAILING: &[(&str, &str)] = &[];
-
-/// The part of a case file this test reads (the status expectations are the pure test's).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct Case {
-    test: String,
-    #[serde(default)]
-    tls_secrets: Vec<String>,
-    #[serde(default)]
-    requests: Vec<CaseRequest>,
-}
 
 /// The status responder's Service with one ready endpoint serving its three ports.
 const RESPONDER: &str = r#"
