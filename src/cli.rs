@@ -243,14 +243,6 @@ async fn smoke(settings: Settings) -> Result<(), String> {
     Ok(())
 }
 
-/// The Gateways of ours in the manifests, each with its router and status (`None`: no Gateway
-/// API object in them).
-fn gateway_plan(settings: &Settings, files: &[PathBuf]) -> Result<Option<crate::gateway::plan::GatewayPlan>, String> {
-    let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
-    inputs.now = Some(std::time::SystemTime::now());
-    crate::gateway::plan::plan(files, &inputs, &crate::wiring::translate_options(settings))
-}
-
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
     inputs_and_desired(settings, files).map(|(_, desired)| desired)
@@ -272,9 +264,14 @@ fn inputs_and_desired(
 }
 
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
-    let gateways = gateway_plan(settings, files);
-    match inputs_and_desired(settings, files).and_then(|d| gateways.map(|g| (d, g))) {
-        Ok(((inputs, desired), gateways)) => {
+    // The Gateways of ours in the manifests, each with its router and status (`None`: no
+    // Gateway API object in them), from the same inputs as the Ingress translation.
+    let planned = inputs_and_desired(settings, files).and_then(|(inputs, desired)| {
+        let gateways = crate::gateway::plan::plan(files, &inputs, &crate::wiring::translate_options(settings))?;
+        Ok((inputs, desired, gateways))
+    });
+    match planned {
+        Ok((inputs, desired, gateways)) => {
             let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &inputs, &desired));
             let base = &settings.octavia_defaults.l7_router_name;
             match (output, set) {
