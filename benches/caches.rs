@@ -82,7 +82,7 @@ fn service_lookups(stores: &Stores, svc: &k8s_openapi::api::core::v1::Service, i
     let opts = TranslateOptions::default();
     let (scan, n_scan) = per_call(iters, || {
         let mut cache = SliceCache::new(IpFamily::V4);
-        let label = |s: &k8s_openapi::api::discovery::v1::EndpointSlice| {
+        let label = |s: &kuryr_l7_router::translate::slices::CompactSlice| {
             s.metadata.labels.as_ref().and_then(|l| l.get("kubernetes.io/service-name")).is_some_and(|n| *n == name)
         };
         for s in stores.slices.state().iter().filter(|s| s.metadata.namespace.as_deref() == Some(&ns) && label(s)) {

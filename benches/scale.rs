@@ -16,6 +16,7 @@ use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::driver::view::DesiredView;
 use kuryr_l7_router::model::{DesiredRouter, HttpsListener};
 use kuryr_l7_router::translate::members::index_nodes;
+use kuryr_l7_router::translate::slices::CompactSlice;
 use kuryr_l7_router::translate::*;
 use std::collections::BTreeMap;
 use std::collections::BTreeSet;
@@ -145,7 +146,7 @@ fn write_counts(full: bool) {
     for k in 0..p_new {
         inp.services.push(service(n_svc + k));
         let ips: Vec<String> = (0..eps).map(|e| ep_ip(n_svc + k, e, 0)).collect();
-        inp.endpoint_slices.push(slice(n_svc + k, &ips));
+        inp.endpoint_slices.push(slice(n_svc + k, &ips).into());
     }
     inp.ingresses.push(ingress("ing-new", "new.example.com", &[("/", n_svc), ("/api", n_svc + 1), ("/static", 0)]));
     let after_new = translate(&inp, &opts);
@@ -412,22 +413,21 @@ fn memory_breakdown(full: bool) {
     drop(slim);
 
     // The EndpointSlices alone as kube-controller-manager writes them (each endpoint with its
-    // conditions, node, zone and Pod reference), held whole and slimmed on receipt.
-    let slices = |slim: bool| -> Vec<k8s_openapi::api::discovery::v1::EndpointSlice> {
-        let on_receipt = |mut o| {
-            if slim {
-                kuryr_l7_router::controller::slim::slim(&mut o);
-            }
-            o
-        };
-        apps(n_ing, n_svc, eps).endpoint_slices.into_iter().map(as_written).map(on_receipt).collect()
-    };
-    let (fat, _, _, live) = mem::measure_live(|| slices(false));
+    // conditions, node, zone and Pod reference), held whole and compacted on receipt.
+    let written =
+        || (0..n_svc).map(move |s| as_written(slice(s, &(0..eps).map(|e| ep_ip(s, e, 0)).collect::<Vec<_>>())));
+    let (fat, _, _, live) = mem::measure_live(|| written().collect::<Vec<_>>());
     println!("[mem] the EndpointSlices as kube-controller-manager writes them, kept whole: live {live:.1}");
     drop(fat);
-    let (slim, _, _, live) = mem::measure_live(|| slices(true));
-    println!("[mem] the same EndpointSlices slimmed on receipt (now): live {live:.1}");
-    drop(slim);
+    let (compact, _, _, live) = mem::measure_live(|| {
+        let on_receipt = |mut o: CompactSlice| {
+            kuryr_l7_router::controller::slim::slim(&mut o);
+            o
+        };
+        written().map(CompactSlice::from).map(on_receipt).collect::<Vec<_>>()
+    });
+    println!("[mem] the same EndpointSlices compacted on receipt (now): live {live:.1}");
+    drop(compact);
 }
 
 /// An EndpointSlice as kube-controller-manager writes it for a Deployment's Pods: each endpoint

@@ -15,6 +15,7 @@ use k8s_openapi::api::networking::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kuryr_l7_router::translate::members::index_nodes;
+use kuryr_l7_router::translate::slices::CompactSlice;
 use kuryr_l7_router::translate::*;
 
 const EPS_PER_SERVICE: usize = 100;
@@ -45,22 +46,29 @@ fn inputs(ingresses: usize, services: usize) -> Inputs {
         for chunk in 0..EPS_PER_SERVICE / 50 {
             let mut m = meta("bench", &format!("svc{s}-{chunk}"));
             m.labels = Some([("kubernetes.io/service-name".to_string(), format!("svc{s}"))].into());
-            inp.endpoint_slices.push(EndpointSlice {
-                address_type: "IPv4".into(),
-                metadata: m,
-                ports: Some(vec![EndpointPort { name: Some("http".into()), port: Some(8080), ..Default::default() }]),
-                endpoints: (0..50)
-                    .map(|e| {
-                        let i = s * EPS_PER_SERVICE + chunk * 50 + e;
-                        Endpoint {
-                            addresses: vec![format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)],
-                            zone: Some(format!("zone-{}", i % 3)),
-                            node_name: Some(format!("node{}", i % 300)),
-                            ..Default::default()
-                        }
-                    })
-                    .collect(),
-            });
+            inp.endpoint_slices.push(
+                EndpointSlice {
+                    address_type: "IPv4".into(),
+                    metadata: m,
+                    ports: Some(vec![EndpointPort {
+                        name: Some("http".into()),
+                        port: Some(8080),
+                        ..Default::default()
+                    }]),
+                    endpoints: (0..50)
+                        .map(|e| {
+                            let i = s * EPS_PER_SERVICE + chunk * 50 + e;
+                            Endpoint {
+                                addresses: vec![format!("10.{}.{}.{}", i >> 16, (i >> 8) & 255, i & 255)],
+                                zone: Some(format!("zone-{}", i % 3)),
+                                node_name: Some(format!("node{}", i % 300)),
+                                ..Default::default()
+                            }
+                        })
+                        .collect(),
+                }
+                .into(),
+            );
         }
     }
     for n in 0..300 {
@@ -127,7 +135,7 @@ fn main() {
     let svc = &inp.services[0];
     let sp = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
     let nodes = index_nodes(&inp.nodes);
-    let slices: BTreeMap<String, EndpointSlice> =
+    let slices: BTreeMap<String, CompactSlice> =
         inp.endpoint_slices[..2].iter().map(|s| (s.metadata.name.clone().unwrap(), s.clone())).collect();
     let mut cache = SliceCache::new(IpFamily::V4);
     for s in slices.values() {

@@ -219,7 +219,7 @@ async fn run(r: Router, fp: Router) {
     for k in 0..2 {
         inp.services.push(service(n_svc + k));
         let ips: Vec<String> = (0..eps).map(|e| ep_ip(n_svc + k, e, 0)).collect();
-        inp.endpoint_slices.push(slice(n_svc + k, &ips));
+        inp.endpoint_slices.push(slice(n_svc + k, &ips).into());
     }
     inp.ingresses.push(ingress("ing-new", "new.example.com", &[("/", n_svc), ("/api", n_svc + 1), ("/static", 0)]));
     let new_desired = translate(&inp, &topts);

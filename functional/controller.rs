@@ -14,7 +14,6 @@ use common::*;
 
 use ::http::{Request, Response, StatusCode};
 use k8s_openapi::api::core::v1::{Node, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
 use kube::runtime::watcher;
@@ -27,6 +26,7 @@ use kuryr_l7_router::controller::writer::{OctaviaBackend, Writer, WriterMetrics}
 use kuryr_l7_router::controller::{FINALIZER, ingress, service};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::translate::TranslateOptions;
+use kuryr_l7_router::translate::slices::CompactSlice;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -127,12 +127,12 @@ fn service(name: &str, notice: Option<&ServiceNotice>) -> Service {
     serde_json::from_value(v).unwrap()
 }
 
-fn slice(svc: &str, ips: &[&str]) -> EndpointSlice {
+fn slice(svc: &str, ips: &[&str]) -> CompactSlice {
     slice_of(svc, ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect())
 }
 
 /// The one IPv4 EndpointSlice of `svc` (port `http` 8080) with these endpoints.
-fn slice_of(svc: &str, eps: Vec<Value>) -> EndpointSlice {
+fn slice_of(svc: &str, eps: Vec<Value>) -> CompactSlice {
     serde_json::from_value(json!({
         "metadata": {"name": format!("{svc}-abc"), "namespace": "shop", "labels": {"kubernetes.io/service-name": svc}},
         "addressType": "IPv4",
@@ -153,7 +153,7 @@ fn zoned_service(name: &str, notice: Option<&ServiceNotice>) -> Service {
 }
 
 /// A slice whose endpoints carry `nodeName` but no `zone` (the zone comes from the Node).
-fn slice_on_nodes(svc: &str, eps: &[(&str, &str)]) -> EndpointSlice {
+fn slice_on_nodes(svc: &str, eps: &[(&str, &str)]) -> CompactSlice {
     let eps: Vec<Value> = eps
         .iter()
         .map(|(ip, node)| json!({"addresses": [ip], "conditions": {"ready": true}, "nodeName": node}))

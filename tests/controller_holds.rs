@@ -67,7 +67,7 @@ async fn events_during_a_hold_do_not_read_the_router_again() {
         "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]
     }))
     .unwrap();
-    writers.slices.apply_watcher_event(&watcher::Event::Apply(slice));
+    writers.slices.apply_watcher_event(&watcher::Event::Apply(slice.into()));
     let mut ing = fixture("ingress.json");
     ing["metadata"]["finalizers"] = json!([FINALIZER]);
     let ing: Ingress = serde_json::from_value(ing).unwrap();

@@ -4,7 +4,6 @@
 
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::api::core::v1::Service;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
 use kube::runtime::controller::Action;
@@ -23,6 +22,7 @@ use kuryr_l7_router::driver::plan::{DiffOptions, Write};
 use kuryr_l7_router::model::{DesiredRouter, KubeRef, Member};
 use kuryr_l7_router::testing::{SimBackend, desired_with, member, pool};
 use kuryr_l7_router::translate::TranslateOptions;
+use kuryr_l7_router::translate::slices::CompactSlice;
 use serde_json::{Value, json};
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -309,7 +309,7 @@ fn class() -> IngressClass {
     .unwrap()
 }
 
-fn slice() -> EndpointSlice {
+fn slice() -> CompactSlice {
     serde_json::from_value(json!({
         "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
         "addressType": "IPv4",

@@ -94,7 +94,7 @@ pub fn apps(n_ing: usize, n_svc: usize, eps: usize) -> Inputs {
     for s in 0..n_svc {
         inp.services.push(service(s));
         let ips: Vec<String> = (0..eps).map(|e| ep_ip(s, e, 0)).collect();
-        inp.endpoint_slices.push(slice(s, &ips));
+        inp.endpoint_slices.push(slice(s, &ips).into());
     }
     for i in 0..n_ing {
         inp.ingresses.push(ingress(
@@ -110,7 +110,7 @@ pub fn apps(n_ing: usize, n_svc: usize, eps: usize) -> Inputs {
 pub fn set_endpoints(inp: &mut Inputs, s: usize, ips: &[String]) {
     let name = format!("svc{s}-0");
     let sl = inp.endpoint_slices.iter_mut().find(|x| x.metadata.name.as_deref() == Some(&name)).expect("slice");
-    *sl = slice(s, ips);
+    *sl = slice(s, ips).into();
 }
 
 /// A deterministic burst of `changes` endpoint changes spread round-robin over Services

@@ -20,9 +20,9 @@ use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::translate::budget::{Budget, translate_within};
+use crate::translate::slices::CompactSlice;
 use crate::translate::{Snapshot, TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::Resource;
 use kube::ResourceExt;
@@ -42,7 +42,8 @@ pub struct Stores {
     pub ingresses: Store<Ingress>,
     pub classes: Store<IngressClass>,
     pub services: Store<Service>,
-    pub slices: Store<EndpointSlice>,
+    /// EndpointSlices, compacted on receipt ([`CompactSlice`]).
+    pub slices: Store<CompactSlice>,
     pub endpoints: Store<Endpoints>,
     pub nodes: Store<Node>,
     /// `kubernetes.io/tls` Secrets (the watch is field-selected on that type).
@@ -58,7 +59,7 @@ pub struct StoreWriters {
     pub ingresses: IndexedWriter<Ingress>,
     pub classes: reflector::store::Writer<IngressClass>,
     pub services: reflector::store::Writer<Service>,
-    pub slices: IndexedWriter<EndpointSlice>,
+    pub slices: IndexedWriter<CompactSlice>,
     pub endpoints: reflector::store::Writer<Endpoints>,
     pub nodes: reflector::store::Writer<Node>,
     pub secrets: reflector::store::Writer<Secret>,

@@ -4,8 +4,8 @@
 //! cluster (every Service re-reconciled on every Node change, before).
 
 use crate::translate::pools::SERVICE_NAME_LABEL;
+use crate::translate::slices::CompactSlice;
 use k8s_openapi::api::core::v1::{Endpoints, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use std::collections::{BTreeSet, HashMap};
@@ -19,7 +19,7 @@ pub trait EndpointSource {
     fn nodes(&self) -> BTreeSet<String>;
 }
 
-impl EndpointSource for EndpointSlice {
+impl EndpointSource for CompactSlice {
     fn key(&self) -> (String, String) {
         (self.metadata.namespace.clone().unwrap_or_default(), self.metadata.name.clone().unwrap_or_default())
     }
@@ -28,7 +28,7 @@ impl EndpointSource for EndpointSlice {
         Some(ObjectRef::new(name).within(self.metadata.namespace.as_deref()?))
     }
     fn nodes(&self) -> BTreeSet<String> {
-        self.endpoints.iter().filter_map(|e| e.node_name.clone()).collect()
+        self.endpoints.iter().filter_map(|e| e.node.as_deref().map(String::from)).collect()
     }
 }
 
@@ -125,7 +125,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn slice(name: &str, svc: &str, nodes: &[&str]) -> EndpointSlice {
+    fn slice(name: &str, svc: &str, nodes: &[&str]) -> CompactSlice {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "shop", "labels": {SERVICE_NAME_LABEL: svc}},
             "addressType": "IPv4",
@@ -156,10 +156,10 @@ mod tests {
         idx.apply(&Delete(slice("web-b", "web", &[])));
         assert_eq!(names(idx.services_on("n2")), ["api"]);
         // A relist replaces everything at its end (a slice deleted meanwhile is forgotten).
-        idx.apply::<EndpointSlice>(&Init);
+        idx.apply::<CompactSlice>(&Init);
         idx.apply(&InitApply(slice("api-a", "api", &["n1"])));
         assert_eq!(names(idx.services_on("n3")), ["api", "web"], "the old state serves until the relist ends");
-        idx.apply::<EndpointSlice>(&InitDone);
+        idx.apply::<CompactSlice>(&InitDone);
         assert_eq!(names(idx.services_on("n1")), ["api"]);
         assert!(idx.services_on("n3").is_empty());
     }

@@ -8,7 +8,7 @@
 
 use crate::translate::namespace_of;
 use crate::translate::pools::SERVICE_NAME_LABEL;
-use k8s_openapi::api::discovery::v1::EndpointSlice;
+use crate::translate::slices::CompactSlice;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::reflector;
 use kube::runtime::watcher;
@@ -131,7 +131,7 @@ pub fn secrets_of_ingress(ing: &Ingress) -> Vec<Key> {
 }
 
 /// The Service of an EndpointSlice (its `kubernetes.io/service-name` label), if any.
-pub fn service_of_slice(slice: &EndpointSlice) -> Vec<Key> {
+pub fn service_of_slice(slice: &CompactSlice) -> Vec<Key> {
     let name = slice.metadata.labels.as_ref().and_then(|l| l.get(SERVICE_NAME_LABEL));
     name.map(|n| vec![(namespace_of(&slice.metadata).to_string(), n.clone())]).unwrap_or_default()
 }
@@ -192,12 +192,16 @@ mod tests {
     use serde_json::json;
     use watcher::Event::*;
 
-    fn slice(name: &str, svc: &str) -> EndpointSlice {
+    fn slice_with(name: &str, svc: &str, endpoints: serde_json::Value) -> CompactSlice {
         serde_json::from_value(json!({
             "metadata": {"name": name, "namespace": "shop", "labels": {SERVICE_NAME_LABEL: svc}},
-            "addressType": "IPv4", "endpoints": []
+            "addressType": "IPv4", "endpoints": endpoints
         }))
         .unwrap()
+    }
+
+    fn slice(name: &str, svc: &str) -> CompactSlice {
+        slice_with(name, svc, json!([]))
     }
 
     fn k(name: &str) -> Key {
@@ -207,7 +211,7 @@ mod tests {
     #[test]
     fn follows_applies_label_changes_deletes_and_relists() {
         let ix = Index::default();
-        let apply = |ev: watcher::Event<EndpointSlice>| ix.apply(&ev, service_of_slice);
+        let apply = |ev: watcher::Event<CompactSlice>| ix.apply(&ev, service_of_slice);
         apply(Apply(slice("web-a", "web")));
         apply(Apply(slice("web-b", "web")));
         apply(Apply(slice("api-a", "api")));
@@ -272,9 +276,7 @@ mod tests {
         use crate::controller::members::endpoints_of;
         let (stores, mut w) = StoreWriters::new();
         let with_ip = |name: &str, svc: &str, ip: &str| {
-            let mut s = slice(name, svc);
-            s.endpoints = serde_json::from_value(json!([{"addresses": [ip], "conditions": {"ready": true}}])).unwrap();
-            s
+            slice_with(name, svc, json!([{"addresses": [ip], "conditions": {"ready": true}}]))
         };
         w.slices.apply_watcher_event(&Apply(with_ip("web-a", "web", "10.0.0.1")));
         w.slices.apply_watcher_event(&Apply(with_ip("web-b", "web", "10.0.0.2")));

@@ -185,8 +185,8 @@ pub fn node_index(nodes: &[Arc<Node>]) -> NodeIndex<'_> {
 mod tests {
     use super::*;
     use crate::translate::pools::SERVICE_NAME_LABEL;
+    use crate::translate::slices::CompactSlice;
     use crate::translate::{Inputs, translate};
-    use k8s_openapi::api::discovery::v1::EndpointSlice;
     use serde_json::json;
 
     fn service(annotations: serde_json::Value) -> Service {
@@ -197,7 +197,7 @@ mod tests {
         .unwrap()
     }
 
-    fn slice(ips: &[&str]) -> EndpointSlice {
+    fn slice(ips: &[&str]) -> CompactSlice {
         serde_json::from_value(json!({
             "metadata": {"name": "web-abc", "namespace": "shop", "labels": {SERVICE_NAME_LABEL: "web"}},
             "addressType": "IPv4",

@@ -27,10 +27,10 @@ use crate::controller::writer::{OctaviaBackend, RouterBackend, WriteError, Write
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
 use crate::placement::RouterIndex;
+use crate::translate::slices::CompactSlice;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
@@ -675,7 +675,7 @@ fn controllers(
             }
         });
     let svc_ctl = if k.use_endpoint_slices {
-        let api = Api::<EndpointSlice>::all(client.clone());
+        let api = Api::<CompactSlice>::all(client.clone());
         let (slice_writer, mut slice_index) = w.slices.into_parts();
         let (t, mut slices) = watch_shared(slice_writer, api, all(), 1, move |ev| {
             slice_index(ev);

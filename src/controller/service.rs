@@ -31,15 +31,15 @@ use crate::controller::writer::MembersOutcome;
 use crate::model::KubeRef;
 use crate::translate::namespace_of;
 use crate::translate::pools::SERVICE_NAME_LABEL;
+use crate::translate::slices::CompactSlice;
 use k8s_openapi::api::core::v1::{Endpoints, ObjectReference, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
 
 /// The Service an EndpointSlice belongs to.
-pub fn service_of_slice(slice: EndpointSlice) -> Option<ObjectRef<Service>> {
+pub fn service_of_slice(slice: CompactSlice) -> Option<ObjectRef<Service>> {
     let name = slice.labels().get(SERVICE_NAME_LABEL)?.clone();
     Some(ObjectRef::new(&name).within(&slice.namespace()?))
 }

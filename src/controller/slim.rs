@@ -3,7 +3,6 @@
 //! only what is used.
 
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret};
-use k8s_openapi::api::discovery::v1::{Endpoint, EndpointSlice};
 
 /// kubectl's copy of the last applied object, in an annotation.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -12,10 +11,10 @@ pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration
 pub const TLS_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
 
 /// Drops `managedFields` and kubectl's last-applied copy (often most of an object; for a TLS
-/// Secret a second copy of its key), a Node's image list (tens of kB per Node), what the member
-/// path does not read of each endpoint (see [`slim_endpoint`]), and every key of a Secret but
+/// Secret a second copy of its key), a Node's image list (tens of kB per Node), and every key of a Secret but
 /// [`TLS_KEYS`] (`ca.crt`, and the keystores and combined PEM cert-manager can add: more key
-/// material we would hold for nothing). Nothing is written back
+/// material we would hold for nothing). EndpointSlices are compacted as they are read
+/// (`translate::slices::CompactSlice`). Nothing is written back
 /// from a cached object (JSON patches of our finalizer, merge patches of our annotations and
 /// statuses), so nothing is lost on the server.
 pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
@@ -27,11 +26,6 @@ pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
     let any = obj as &mut dyn std::any::Any;
     if let Some(status) = any.downcast_mut::<Node>().and_then(|n| n.status.as_mut()) {
         status.images = None;
-    } else if let Some(slice) = any.downcast_mut::<EndpointSlice>() {
-        slice.endpoints.iter_mut().for_each(slim_endpoint);
-        for port in slice.ports.iter_mut().flatten() {
-            port.app_protocol = None;
-        }
     } else if let Some(secret) = any.downcast_mut::<Secret>() {
         if let Some(data) = secret.data.as_mut() {
             data.retain(|k, _| TLS_KEYS.contains(&k.as_str()));
@@ -47,23 +41,6 @@ pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
             }
         }
     }
-}
-
-/// Keeps of an endpoint what the member path reads (`translate::members::SliceCache::upsert`:
-/// the first address, the conditions, the zone, the node, the zone hints, the target's name;
-/// `controller::endpoint_nodes`: the node) and drops the rest: the other addresses (the member
-/// is the first one), the hostname, the deprecated topology (a copy of the node's labels), the
-/// node hints, and of the target reference its kind, namespace, uid and resource version (the
-/// uid and the version alone are ~50 bytes per endpoint, changed at every Pod update).
-fn slim_endpoint(e: &mut Endpoint) {
-    e.addresses.truncate(1);
-    e.addresses.shrink_to_fit();
-    e.hostname = None;
-    e.deprecated_topology = None;
-    if let Some(h) = e.hints.as_mut() {
-        h.for_nodes = None;
-    }
-    e.target_ref = target_name(e.target_ref.take());
 }
 
 /// Of a target reference, only its name (the member's target).
@@ -121,15 +98,19 @@ mod tests {
         assert_eq!(node.metadata.labels, meta().labels);
     }
 
-    /// An EndpointSlice as kube-controller-manager writes it: what the member path reads stays
-    /// (same digest before and after), the rest is gone.
+    /// An EndpointSlice as kube-controller-manager writes it, read as the watch reads it (into
+    /// a `CompactSlice`) and slimmed: what the member path reads stays (same digest as the whole
+    /// object), its metadata loses what `slim` drops.
     #[test]
     fn an_endpoint_slice_keeps_what_the_member_path_reads() {
         use crate::translate::TranslateOptions;
         use crate::translate::members::SliceCache;
+        use crate::translate::slices::CompactSlice;
+        use k8s_openapi::api::discovery::v1::EndpointSlice;
         let json = serde_json::json!({
             "metadata": {"name": "web-abc", "namespace": "shop",
                          "labels": {"kubernetes.io/service-name": "web"},
+                         "managedFields": [{"manager": "kube-controller-manager"}],
                          "annotations": {"endpoints.kubernetes.io/last-change-trigger-time": "2026-01-01T00:00:00Z"}},
             "addressType": "IPv4",
             "ports": [{"name": "http", "port": 8080, "protocol": "TCP", "appProtocol": "http"}],
@@ -143,19 +124,17 @@ mod tests {
                               "uid": "0b3c6f0e-9d1a-4c55-8f0e-2a6f7a1d2c3b", "resourceVersion": "123456"}
             }]
         });
-        let received: EndpointSlice = serde_json::from_value(json).unwrap();
-        let mut slice = received.clone();
+        let received: EndpointSlice = serde_json::from_value(json.clone()).unwrap();
+        let mut slice: CompactSlice = serde_json::from_value(json).unwrap();
         slim(&mut slice);
-        let e = &slice.endpoints[0];
-        assert_eq!(e.addresses, ["10.0.0.1"]);
-        assert_eq!((e.hostname.as_deref(), e.deprecated_topology.as_ref()), (None, None));
-        assert_eq!(e.target_ref, Some(ObjectReference { name: Some("web-0".into()), ..Default::default() }));
-        assert_eq!(e.hints.as_ref().unwrap().for_nodes, None);
-        assert_eq!(e.hints.as_ref().unwrap().for_zones.as_ref().unwrap()[0].name, "az-1");
-        assert_eq!((e.node_name.as_deref(), e.zone.as_deref()), (Some("n1"), Some("az-1")));
-        assert_eq!(e.conditions, received.endpoints[0].conditions);
-        assert_eq!(slice.ports.as_ref().unwrap()[0].app_protocol, None);
+        assert_eq!(slice.metadata.managed_fields, None);
         assert_eq!(slice.metadata.labels, received.metadata.labels);
+        let e = &slice.endpoints[0];
+        assert_eq!(e.address, Some("10.0.0.1".parse().unwrap()));
+        assert_eq!(
+            (e.node.as_deref(), e.zone.as_deref(), e.target.as_deref()),
+            (Some("n1"), Some("az-1"), Some("web-0"))
+        );
         // The member path digests both alike.
         let opts = TranslateOptions::default();
         let (mut before, mut after) = (SliceCache::new(opts.vip_family), SliceCache::new(opts.vip_family));

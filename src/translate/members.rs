@@ -14,6 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::names::namespace_of;
 use super::options::{IpFamily, TranslateOptions};
+use super::slices::{AsCompact, CachedEndpoint};
 use super::zone::{Candidate, LEGACY_ZONE_LABEL, NodeZones, ZONE_LABEL, service_zone_policy, weigh};
 use crate::model::{KubeRef, Member, Warning};
 
@@ -23,20 +24,6 @@ pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
 /// Index nodes by name (owned Nodes, borrowed ones, or the cache's `Arc<Node>`).
 pub fn index_nodes<N: std::borrow::Borrow<Node>>(nodes: &[N]) -> NodeIndex<'_> {
     nodes.iter().map(|n| n.borrow()).map(|n| (n.metadata.name.clone().unwrap_or_default(), n)).collect()
-}
-
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct CachedEndpoint {
-    address: IpAddr,
-    ready: bool,
-    /// `conditions.serving` (unset: same as ready).
-    serving: bool,
-    /// `conditions.terminating` (unset: false).
-    terminating: bool,
-    zone: Option<String>,
-    node: Option<String>,
-    for_zones: Option<Vec<String>>,
-    target: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -59,50 +46,25 @@ impl SliceCache {
         Self { family, slices: BTreeMap::new() }
     }
 
-    /// Insert or replace one slice. Slices of the other IP family and FQDN slices hold nothing
-    /// routable and are stored empty (so a later `remove` is still a no-op-safe call).
-    pub fn upsert(&mut self, slice: &EndpointSlice) {
+    /// Insert or replace one slice (the cached [`CompactSlice`], or a whole EndpointSlice). Slices
+    /// of the other IP family and FQDN slices hold nothing routable and are stored empty (so a
+    /// later `remove` is still a no-op-safe call).
+    pub fn upsert<S: AsCompact + ?Sized>(&mut self, slice: &S) {
+        let slice = slice.compact();
         let name = slice.metadata.name.clone().unwrap_or_default();
-        let want = match self.family {
-            IpFamily::V4 => "IPv4",
-            IpFamily::V6 => "IPv6",
-        };
         let mut cached = CachedSlice { ports: Vec::new(), endpoints: Vec::new() };
-        if slice.address_type == want {
-            cached.ports = slice
-                .ports
-                .iter()
-                .flatten()
-                .filter(|p| p.protocol.as_deref().unwrap_or("TCP") == "TCP")
-                .filter_map(|p| Some((p.name.clone().unwrap_or_default(), u16::try_from(p.port?).ok()?)))
-                .collect();
+        if slice.family == Some(self.family) {
+            cached.ports = slice.ports.clone();
             cached.endpoints = slice
                 .endpoints
                 .iter()
-                .filter_map(|e| {
-                    let address: IpAddr = e.addresses.first()?.parse().ok()?;
-                    let family_ok = match self.family {
-                        IpFamily::V4 => address.is_ipv4(),
-                        IpFamily::V6 => address.is_ipv6(),
-                    };
-                    let cond = e.conditions.as_ref();
-                    // Unset `ready` means ready; unset `serving` means as ready (API contract).
-                    let ready = cond.and_then(|c| c.ready).unwrap_or(true);
-                    family_ok.then(|| CachedEndpoint {
-                        address,
-                        ready,
-                        serving: cond.and_then(|c| c.serving).unwrap_or(ready),
-                        terminating: cond.and_then(|c| c.terminating).unwrap_or(false),
-                        zone: e.zone.clone().filter(|z| !z.is_empty()),
-                        node: e.node_name.clone(),
-                        for_zones: e
-                            .hints
-                            .as_ref()
-                            .and_then(|h| h.for_zones.as_ref())
-                            .map(|z| z.iter().map(|z| z.name.clone()).collect()),
-                        target: e.target_ref.as_ref().and_then(|t| t.name.clone()),
+                .filter(|e| {
+                    e.address.is_some_and(|a| match self.family {
+                        IpFamily::V4 => a.is_ipv4(),
+                        IpFamily::V6 => a.is_ipv6(),
                     })
                 })
+                .cloned()
                 .collect();
         }
         self.slices.insert(name, cached);
@@ -165,8 +127,9 @@ impl SliceCache {
                 if !member || !in_node_pool(e.node.as_deref(), nodes, opts) {
                     continue;
                 }
-                if seen.insert((e.address, port)) {
-                    drafts.push((e.address, port, e.clone()));
+                let Some(address) = e.address else { continue };
+                if seen.insert((address, port)) {
+                    drafts.push((address, port, e.clone()));
                 }
             }
         }
@@ -193,7 +156,7 @@ fn weigh_drafts(
         .map(|(a, p, e)| Candidate {
             label: format!("{a}:{p}"),
             zone: endpoint_zone(e, nodes),
-            for_zones: e.for_zones.clone(),
+            for_zones: e.for_zones.as_ref().map(|z| z.iter().map(|z| z.to_string()).collect()),
         })
         .collect();
     let policy = service_zone_policy(service, opts);
@@ -211,14 +174,21 @@ fn weigh_drafts(
         .into_iter()
         .map(|(address, protocol_port, e)| {
             let (weight, backup) = if active(&e) { weights.next().unwrap_or((1, false)) } else { (0, false) };
-            Member { address, protocol_port, weight, backup, zone: endpoint_zone(&e, nodes), target: e.target }
+            Member {
+                address,
+                protocol_port,
+                weight,
+                backup,
+                zone: endpoint_zone(&e, nodes),
+                target: e.target.map(String::from),
+            }
         })
         .collect();
     (members, reason)
 }
 
 fn endpoint_zone(e: &CachedEndpoint, nodes: &NodeIndex<'_>) -> Option<String> {
-    e.zone.clone().or_else(|| node_zone(e.node.as_deref(), nodes))
+    e.zone.as_deref().map(String::from).or_else(|| node_zone(e.node.as_deref(), nodes))
 }
 
 /// Zones and allocatable CPU of the Ready nodes (of the node pool, when one is configured).
@@ -283,7 +253,7 @@ fn node_zone(node: Option<&str>, nodes: &NodeIndex<'_>) -> Option<String> {
 pub fn pool_members(
     service: &Service,
     service_port: &ServicePort,
-    slices_by_name: &BTreeMap<String, EndpointSlice>,
+    slices_by_name: &BTreeMap<String, impl AsCompact>,
     nodes: &NodeIndex<'_>,
     opts: &TranslateOptions,
 ) -> (Vec<Member>, String, Vec<Warning>) {

@@ -29,6 +29,7 @@ pub mod pipeline;
 pub mod pools;
 pub mod render;
 pub mod rules;
+pub mod slices;
 pub mod split;
 pub mod status;
 pub mod table;

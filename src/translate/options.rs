@@ -3,8 +3,8 @@
 //! [`View`]). A leaf of `translate`: every part may import it, it imports none of them (the parts
 //! re-export their own option types from here).
 
+use super::slices::CompactSlice;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
 
@@ -118,7 +118,8 @@ pub struct Inputs {
     pub ingresses: Vec<Ingress>,
     pub ingress_classes: Vec<IngressClass>,
     pub services: Vec<Service>,
-    pub endpoint_slices: Vec<EndpointSlice>,
+    /// EndpointSlices as the caches hold them ([`CompactSlice`]; manifests read them so too).
+    pub endpoint_slices: Vec<CompactSlice>,
     pub endpoints: Vec<Endpoints>,
     pub nodes: Vec<Node>,
     /// The `kubernetes.io/tls` Secrets our Ingresses name (only those are watched).
@@ -140,7 +141,7 @@ pub struct View<'a> {
     pub ingresses: Vec<&'a Ingress>,
     pub ingress_classes: Vec<&'a IngressClass>,
     pub services: Vec<&'a Service>,
-    pub endpoint_slices: Vec<&'a EndpointSlice>,
+    pub endpoint_slices: Vec<&'a CompactSlice>,
     pub endpoints: Vec<&'a Endpoints>,
     pub nodes: Vec<&'a Node>,
     pub secrets: Vec<&'a Secret>,
@@ -157,7 +158,7 @@ pub struct Snapshot {
     pub ingresses: Vec<Arc<Ingress>>,
     pub ingress_classes: Vec<Arc<IngressClass>>,
     pub services: Vec<Arc<Service>>,
-    pub endpoint_slices: Vec<Arc<EndpointSlice>>,
+    pub endpoint_slices: Vec<Arc<CompactSlice>>,
     pub endpoints: Vec<Arc<Endpoints>>,
     pub nodes: Vec<Arc<Node>>,
     /// The `kubernetes.io/tls` Secrets our Ingresses (or the default certificate) name.

@@ -5,13 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Endpoints, Service, ServicePort};
-use k8s_openapi::api::discovery::v1::EndpointSlice;
 
 use super::backends::{Feed, PoolKey, Services};
 use super::health::service_health_monitor;
 use super::members::{SliceCache, endpoints_as_slices, index_nodes};
 use super::names::namespace_of;
 use super::options::{IpFamily, Source, TranslateOptions, View};
+use super::slices::CompactSlice;
 use super::split::{FeedMembers, split_members};
 use crate::model::{KubeRef, Pool, PoolFeed, PoolHealthMonitor, Warning};
 
@@ -21,7 +21,7 @@ pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 /// The endpoint objects of one wanted Service: its EndpointSlices, or its core Endpoints.
 #[derive(Default)]
 struct EndpointSources<'a> {
-    slices: Vec<&'a EndpointSlice>,
+    slices: Vec<&'a CompactSlice>,
     endpoints: Vec<&'a Endpoints>,
 }
 
