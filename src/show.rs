@@ -174,7 +174,7 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
                 m.protocol_port,
                 m.weight,
                 if m.backup { "yes" } else { "no" },
-                m.name,
+                m.name.whole(m.address, m.protocol_port),
                 if m.admin_state_up { "" } else { " [disabled]" }
             );
         }
@@ -208,7 +208,7 @@ pub fn render_json(v: &RouterSnapshot) -> String {
                     json!({
                         "id": p.id, "name": p.name, "lb_algorithm": p.lb_algorithm,
                         "members": p.members.iter().map(|m| json!({
-                            "id": m.id, "name": m.name, "address": m.address.to_string(),
+                            "id": m.id, "name": m.name.whole(m.address, m.protocol_port), "address": m.address.to_string(),
                             "protocol_port": m.protocol_port, "weight": m.weight, "backup": m.backup,
                             "admin_state_up": m.admin_state_up,
                         })).collect::<Vec<_>>(),

@@ -67,7 +67,8 @@ pub struct ActualPool {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActualMember {
     pub id: String,
-    pub name: String,
+    /// Only when it is not `address:port` (see [`MemberName`](super::plan::MemberName)).
+    pub name: super::plan::MemberName,
     pub address: IpAddr,
     pub protocol_port: u16,
     pub weight: u16,
@@ -118,7 +119,7 @@ mod tests {
     fn member(tags: &[&str]) -> ActualMember {
         ActualMember {
             id: String::new(),
-            name: String::new(),
+            name: String::new().into(),
             address: "10.0.0.1".parse().unwrap(),
             protocol_port: 80,
             weight: 1,

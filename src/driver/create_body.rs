@@ -115,7 +115,7 @@ pub fn member_body(spec: &RouterSpec, m: &MemberSpec) -> MemberCreate {
 
 pub(crate) fn member_create(m: &MemberSpec) -> MemberCreate {
     MemberCreate {
-        name: Some(m.name.clone()),
+        name: Some(m.name.whole(m.address, m.protocol_port)),
         address: m.address.to_string(),
         protocol_port: m.protocol_port,
         weight: Some(m.weight),

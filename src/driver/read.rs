@@ -8,6 +8,7 @@ use super::actual::{
 };
 use super::cloud::Cloud;
 use super::error::Result;
+use super::plan::MemberName;
 use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
 use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
@@ -215,10 +216,11 @@ fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
 /// An Octavia member as the diff sees it (`None` for an address that does not parse, which
 /// Octavia never returns).
 pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
+    let address = m.address.parse().ok()?;
     Some(ActualMember {
-        address: m.address.parse().ok()?,
+        name: MemberName::read(&m.name, address, m.protocol_port),
+        address,
         id: m.id,
-        name: m.name,
         protocol_port: m.protocol_port,
         weight: m.weight,
         backup: m.backup,
