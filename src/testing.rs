@@ -37,6 +37,8 @@ pub struct SimBackend {
     pub gate: WriteGate,
     /// What [`RouterBackend::blocked`] answers (a router refusing every write).
     pub blocked: Arc<std::sync::atomic::AtomicBool>,
+    /// What a Sync that reads the budget reports (`None`: it reads nothing, as without quotas).
+    pub budget: Arc<Mutex<Option<crate::driver::report::BudgetReading>>>,
 }
 
 impl SimBackend {
@@ -56,6 +58,7 @@ impl SimBackend {
             quota: Default::default(),
             gate: WriteGate::default(),
             blocked: Default::default(),
+            budget: Default::default(),
         }
     }
 
@@ -105,6 +108,12 @@ impl RouterBackend for SimBackend {
         }
         let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
         self.member_puts.fetch_add(puts, Ordering::SeqCst);
+        Ok(report)
+    }
+
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        let mut report = self.sync(desired).await?;
+        report.budget = self.budget.lock().expect("sim lock").clone();
         Ok(report)
     }
 

@@ -25,6 +25,7 @@ use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::placement::router_index;
 use kuryr_l7_router::testing::SimBackend;
+use kuryr_l7_router::translate::budget::Budget;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -87,19 +88,28 @@ struct Running {
 
 /// Runs the controller against `fake`; the routers in `failing` refuse every write.
 async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
+    start_with(fake, failing, &[]).await
+}
+
+/// [`start`], router `index` of each `(index, policies)` of `budgets` reading a budget of
+/// `policies` L7 policies under the project's quota (the others read none: no quota).
+async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)]) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "fake-token\n").unwrap();
     let sims: Sims = Arc::default();
-    let (built, failing) = (sims.clone(), failing.to_vec());
+    let (built, failing, budgets) = (sims.clone(), failing.to_vec(), budgets.to_vec());
     let backends = move |_: &_, _: &_, index: u32| {
         let name = kuryr_l7_router::placement::router_name(BASE, index);
         let address = format!("172.24.4.{}", 10 + index).parse().ok();
         let sim = SimBackend::new(DiffOptions { ownership: Ownership::new(&name), health_monitor: None }, address);
         if failing.contains(&index) {
             *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
+        }
+        if let Some((_, policies)) = budgets.iter().find(|(i, _)| *i == index) {
+            *sim.budget.lock().unwrap() = Some(Ok(Some(Budget { l7policies: Some(*policies), l7rules: None })));
         }
         built.lock().unwrap().insert(index, sim.state.clone());
         Ok(sim)
@@ -258,4 +268,29 @@ impl Running {
         let sim = sim.lock().unwrap();
         sim.router.pools.iter().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect()
     }
+}
+
+/// The Event of `reason` on Ingress `name`, if one was published.
+fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
+    fake.writes()
+        .into_iter()
+        .find(|w| w.path.contains("/events") && w.body["regarding"]["name"] == name && w.body["reason"] == reason)
+        .map(|w| w.body)
+}
+
+/// Each router admits new routes within its own budget under the project's quota (which its
+/// driver reads): `rset-3` can hold one policy, `e`'s. A new Ingress placed on it (the router
+/// with the most room) waits with `QuotaExceeded` and gets no status, and `e` keeps its route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_router_of_the_set_admits_new_routes_within_its_own_budget() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start_with(&fake, &[], &[(2, 1)]).await;
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    fake.put("ingresses", ingress("f"));
+    let event = eventually("QuotaExceeded on f", 20, || event_on(&fake, "f", "QuotaExceeded")).await;
+    assert!(event["note"].as_str().unwrap_or_default().contains("shop/f"), "{event}");
+    assert_eq!(running.hosts_of(2), ["e.example.com"], "f waits, e keeps its route");
+    let f = fake.get(ING, "shop", "f").unwrap();
+    assert!(f["status"]["loadBalancer"]["ingress"].is_null(), "{f}");
+    running.stop().await;
 }

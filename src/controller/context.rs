@@ -358,16 +358,26 @@ impl Context {
         let requested = std::time::Instant::now();
         self.wait_caches().await;
         let (translator, metrics) = (self.translator.clone(), self.router().metrics.clone());
-        // The project's quota budget is not split among the routers yet: none is applied.
+        // Translated with the age order and no limit: each router gets its own budget below.
         let placed = set
-            .placed(requested, &self.stores.ingresses.state(), move || translator.desired(None, &metrics).1)
+            .placed(requested, &self.stores.ingresses.state(), move || {
+                translator.desired(Some(Budget::UNLIMITED), &metrics).1
+            })
             .await
             .map_err(HandlerError::Octavia)?;
         let mut slots = Vec::new();
         for &index in placed.parts.keys() {
             slots.push((index, self.slot_at(set, index)?));
         }
-        let writes = slots.iter().map(|(i, slot)| slot.writer.sync_to(placed.parts[i].as_ref().clone(), force));
+        let writes = slots.iter().map(|(i, slot)| {
+            // Each router admits new routes within its own budget: the project's quota minus
+            // what the project's other load balancers, the other routers of the set among them,
+            // hold (its driver reads it). A router whose budget was never read reads it at its
+            // next convergence (a new one reads the project's room before it is created).
+            let mut part = placed.parts[i].as_ref().clone();
+            part.quota = crate::translate::budget::for_router(placed.whole.quota.as_ref(), slot.budget());
+            slot.writer.sync_to(part, force || !slot.budget_read())
+        });
         let results = futures::future::join_all(writes).await;
         let mine = match scope {
             Scope::Ingress(ing) => Some(placed.router_of(ing)),
