@@ -294,3 +294,30 @@ async fn each_router_of_the_set_admits_new_routes_within_its_own_budget() {
     assert!(f["status"]["loadBalancer"]["ingress"].is_null(), "{f}");
     running.stop().await;
 }
+
+/// An Ingress whose host group alone needs more than a router (three policies at two per
+/// router) gets a router of its own, is served there, and gets a Warning Event `OversizedGroup`
+/// naming that router (before, the warning was only logged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_group_is_served_on_its_own_router_with_a_warning_event() {
+    let mut big = ingress("big");
+    let path = big["spec"]["rules"][0]["http"]["paths"][0].clone();
+    let paths: Vec<Value> = ["/", "/a", "/b"]
+        .iter()
+        .map(|p| {
+            let mut v = path.clone();
+            v["path"] = json!(p);
+            v
+        })
+        .collect();
+    big["spec"]["rules"][0]["http"]["paths"] = json!(paths);
+    let fake = fake_with([ingress("a"), big]);
+    let running = start(&fake, &[]).await;
+    let event = eventually("OversizedGroup on big", 20, || event_on(&fake, "big", "OversizedGroup")).await;
+    assert_eq!(event["type"], "Warning", "{event}");
+    let (router, _) = eventually("big placed", 20, || placed(&fake, "big")).await;
+    let note = event["note"].as_str().unwrap_or_default();
+    assert!(note.contains("big.example.com") && note.contains(&format!("router {router}")), "{note}");
+    assert!(event_on(&fake, "a", "OversizedGroup").is_none(), "only the Ingresses of the group");
+    running.stop().await;
+}

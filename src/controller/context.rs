@@ -365,6 +365,7 @@ impl Context {
             })
             .await
             .map_err(HandlerError::Octavia)?;
+        self.publish_placement_warnings(set, &placed, scope).await;
         let mut slots = Vec::new();
         for &index in placed.parts.keys() {
             slots.push((index, self.slot_at(set, index)?));
@@ -409,6 +410,21 @@ impl Context {
         }
         self.record_placement(set, &placed, &synced_routers).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
+    }
+
+    /// The placement's warnings as Warning Events on the Ingresses concerned, as for the
+    /// translation's warnings: the reconciled Ingress gets its own, the resync everyone's.
+    async fn publish_placement_warnings(&self, set: &RouterSet, placed: &Placed, scope: Scope<'_>) {
+        let me = match scope {
+            Scope::Ingress(ing) => Some(ing),
+            Scope::Resync => None,
+            Scope::Sync | Scope::Conflicts => return,
+        };
+        for ev in crate::controller::router_set::placement_events(&set.base, placed) {
+            if me.is_none_or(|ing| outputs::ingress_ref(ing) == ev.regarding) {
+                self.publish_on_ingress(&ev, me).await;
+            }
+        }
     }
 
     /// The outputs of router `index`'s Sync: the statuses of the Ingresses placed on it, its
