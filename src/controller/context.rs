@@ -409,6 +409,7 @@ impl Context {
             }
         }
         self.record_placement(set, &placed, &synced_routers).await;
+        self.delete_empty_routers(set, &placed).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
     }
 
@@ -423,6 +424,29 @@ impl Context {
         for ev in crate::controller::router_set::placement_events(&set.base, placed) {
             if me.is_none_or(|ing| outputs::ingress_ref(ing) == ev.regarding) {
                 self.publish_on_ingress(&ev, me).await;
+            }
+        }
+    }
+
+    /// Deletes the routers of the set left empty for their whole `empty_router_grace` (never
+    /// the first), each through its own writer (its load balancer and the floating IP allocated
+    /// for it, found by name and our tags: nothing that is not ours). A failed delete is tried
+    /// again at the next Sync.
+    async fn delete_empty_routers(&self, set: &RouterSet, placed: &Placed) {
+        for index in set.to_delete(placed) {
+            let slot = match self.slot_at(set, index) {
+                Ok(slot) => slot,
+                Err(e) => {
+                    tracing::warn!(router = %set.name_of(index), error = %e, "cannot delete the empty router");
+                    continue;
+                }
+            };
+            match slot.writer.delete_router().await {
+                Ok(deleted) => {
+                    tracing::info!(router = %slot.name, deleted, "router empty for its whole grace: deleted");
+                    set.deleted(index);
+                }
+                Err(e) => tracing::warn!(router = %slot.name, error = %e, "cannot delete the empty router"),
             }
         }
     }

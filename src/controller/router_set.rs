@@ -72,6 +72,9 @@ pub struct RouterSet {
     last: tokio::sync::Mutex<Option<(Instant, Arc<Placed>)>>,
     /// Since when each router has been empty (for `empty_router_grace`).
     empty_since: Mutex<BTreeMap<RouterIndex, UnixSeconds>>,
+    /// Routers deleted after their grace: left out of the next placements (until a new group
+    /// is placed on that index again, which creates the router anew).
+    gone: Mutex<BTreeSet<RouterIndex>>,
 }
 
 impl RouterSet {
@@ -83,6 +86,7 @@ impl RouterSet {
             writers: Mutex::default(),
             last: tokio::sync::Mutex::new(None),
             empty_since: Mutex::default(),
+            gone: Mutex::default(),
         }
     }
 
@@ -129,7 +133,9 @@ impl RouterSet {
         let mut routers: BTreeMap<RouterIndex, RouterRecord> =
             current.values().map(|r| (*r, RouterRecord::default())).collect();
         if let Some((_, prev)) = last.as_ref() {
-            routers.extend(prev.placement.routers.keys().map(|r| (*r, RouterRecord::default())));
+            let gone = self.gone.lock().expect("lock");
+            let kept = prev.placement.routers.keys().filter(|r| !gone.contains(r));
+            routers.extend(kept.map(|r| (*r, RouterRecord::default())));
         }
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
             routers.insert(*r, RouterRecord { empty_since: Some(*since) });
@@ -161,12 +167,33 @@ impl RouterSet {
                 _ => None,
             })
             .collect();
+        // An index placed on again is a router again.
+        self.gone.lock().expect("lock").retain(|r| !placed.placement.routers.contains_key(r));
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
         }
         let placed = Arc::new(placed);
         *last = Some((started, placed.clone()));
         Ok(placed)
+    }
+}
+
+impl RouterSet {
+    /// The routers `placed` says to delete (empty for their whole grace; never the first),
+    /// not deleted yet.
+    pub fn to_delete(&self, placed: &Placed) -> Vec<RouterIndex> {
+        let gone = self.gone.lock().expect("lock");
+        let routers = placed.placement.routers.iter();
+        routers
+            .filter(|(r, l)| **r != 0 && l.fate == RouterFate::Delete && !gone.contains(r))
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// Router `index` was deleted: later placements leave it out.
+    pub fn deleted(&self, index: RouterIndex) {
+        self.gone.lock().expect("lock").insert(index);
+        self.empty_since.lock().expect("lock").remove(&index);
     }
 }
 
