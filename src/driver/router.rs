@@ -182,6 +182,17 @@ impl Router {
         Ok(true)
     }
 
+    /// The names of the load balancers carrying our ownership tags, whatever their name
+    /// (`show` finds the routers of a set and the Gateways' routers among them). Read only.
+    pub async fn our_load_balancer_names(&self) -> Result<Vec<String>> {
+        let q = crate::openstack::ListQuery {
+            tags: self.cloud.spec.ownership.ownership_tags(),
+            fields: vec!["id".into(), "name".into()],
+            ..Default::default()
+        };
+        Ok(self.cloud.octavia.list_load_balancers(&q).await?.into_iter().map(|lb| lb.name).collect())
+    }
+
     /// Read the router's children as seen from `listener` (see `read`).
     pub async fn read_actual(&self, listener: &Listener) -> Result<ActualRouter> {
         read::read_actual(&self.cloud, &self.reads, listener).await
