@@ -70,6 +70,9 @@ pub enum Command {
         /// print why each pool is weighted the way it is.
         #[arg(short = 'f', long = "filename")]
         files: Vec<PathBuf>,
+        /// Only this router (with `scale_out`, `<l7_router_name>-N`; or a Gateway's load balancer).
+        #[arg(long = "router")]
+        router: Option<String>,
     },
     /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
     /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
@@ -124,7 +127,7 @@ pub fn main() -> ExitCode {
         Command::Smoke => run_async(smoke(settings)),
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
-        Command::Show { output, files } => run_async(show(settings, output, files)),
+        Command::Show { output, files, router } => run_async(show(settings, output, files, router)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
 }
@@ -395,25 +398,64 @@ fn print_report(name: &str, report: &crate::driver::ConvergeReport) {
     );
 }
 
-/// Print the router as Octavia has it; an error (non-zero exit) when it does not exist.
-async fn show(settings: Settings, output: OutputFormat, files: Vec<PathBuf>) -> Result<(), String> {
+/// Print the routers as Octavia has them: the first router; with `scale_out`, every router of
+/// the set; and the Gateways' routers (see `show::routers_to_show`). `--router NAME` prints that
+/// one only. One router prints as before (JSON: one object); several print one after the other
+/// (JSON: an array). An error (non-zero exit) when the router asked for does not exist.
+async fn show(
+    settings: Settings,
+    output: OutputFormat,
+    files: Vec<PathBuf>,
+    wanted: Option<String>,
+) -> Result<(), String> {
     let desired = if files.is_empty() { None } else { Some(desired_from(&settings, &files)?) };
-    let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
-    let view = router.snapshot().await.map_err(|e| e.to_string())?.ok_or_else(|| {
-        format!(
-            "the L7 router {} does not exist (cluster {}); `apply` creates it",
-            settings.octavia_defaults.l7_router_name, settings.kubernetes.cluster_name
-        )
-    })?;
+    let first = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
+    let base = &settings.octavia_defaults.l7_router_name;
+    let ours = first.our_load_balancer_names().await.map_err(|e| e.to_string())?;
+    let targets =
+        crate::show::routers_to_show(base, settings.octavia_defaults.scale_out.enabled, &ours, wanted.as_deref())?;
+    let permits = first.write_permits().clone();
+    let mut views = Vec::new();
+    for (name, kind) in &targets {
+        let router = match kind {
+            crate::show::ShownRouter::Set(0) => Ok(first.clone()),
+            crate::show::ShownRouter::Set(i) => crate::wiring::router_observed_at(&settings, None, *i, permits.clone()),
+            crate::show::ShownRouter::Gateway => {
+                crate::wiring::gateway_router_observed(&settings, None, name, 80, None, permits.clone())
+            }
+        }
+        .map_err(|e| e.to_string())?;
+        match router.snapshot().await.map_err(|e| e.to_string())? {
+            Some(view) => views.push(view),
+            None if targets.len() == 1 => {
+                return Err(format!(
+                    "the L7 router {name} does not exist (cluster {}); `apply` creates it",
+                    settings.kubernetes.cluster_name
+                ));
+            }
+            None => println!("L7 router {name}: does not exist"),
+        }
+    }
+    // Weighting reasons come from the manifests' translation: the first router's only.
+    let reasons =
+        crate::show::Reasons { router_zone: crate::wiring::router_zone_text(&settings), desired: desired.as_ref() };
     match output {
         OutputFormat::Table => {
-            let reasons = crate::show::Reasons {
-                router_zone: crate::wiring::router_zone_text(&settings),
-                desired: desired.as_ref(),
-            };
-            print!("{}", crate::show::render_with(&view, Some(&reasons)))
+            for view in &views {
+                if views.len() > 1 {
+                    println!("==== ROUTER {} ====", view.lb.name);
+                }
+                print!("{}", crate::show::render_with(view, Some(&reasons)));
+            }
         }
-        OutputFormat::Json => println!("{}", crate::show::render_json(&view)),
+        OutputFormat::Json if views.len() == 1 => println!("{}", crate::show::render_json(&views[0])),
+        OutputFormat::Json => {
+            let all: Vec<serde_json::Value> = views
+                .iter()
+                .map(|v| serde_json::from_str(&crate::show::render_json(v)).expect("render_json prints JSON"))
+                .collect();
+            println!("{}", serde_json::to_string_pretty(&all).expect("JSON values serialize"));
+        }
     }
     Ok(())
 }

@@ -122,6 +122,15 @@ reasons! {
     EndpointPortNotFound,
     // About the router's configuration.
     StatusResponderUnavailable,
+    // Scale-out placement (the routes are served; the router set is over its capacity).
+    /// A host group alone needs more than a router's capacity: it has a router of its own.
+    OversizedGroup,
+    /// A router holds more than its capacity: placed groups grew or merged, and never move
+    /// by themselves.
+    RouterOverCapacity,
+    /// The part copied to every router (host-less rules, default certificate) alone exceeds a
+    /// router's capacity: more routers do not help.
+    SharedOverCapacity,
 }
 
 impl Reason {
@@ -194,6 +203,9 @@ impl Reason {
             | NoEndpoints
             | EndpointPortNotFound
             | StatusResponderUnavailable
+            | OversizedGroup
+            | RouterOverCapacity
+            | SharedOverCapacity
             // A Gateway's listener is not a route.
             | ListenerPortUnsupported
             | Other(_) => None,

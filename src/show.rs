@@ -238,3 +238,78 @@ pub fn render_json(v: &RouterSnapshot) -> String {
     });
     serde_json::to_string_pretty(&out).expect("JSON values always serialize")
 }
+
+/// A router `show` reads: one of the set (by index), or a Gateway's (by load-balancer name).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ShownRouter {
+    Set(crate::placement::RouterIndex),
+    Gateway,
+}
+
+/// The routers `show` reads, by name: the first router always; with `scale_out`, every other
+/// router of the set among `ours` (the names of the load balancers with our ownership tags),
+/// by index; then the Gateways' routers among `ours`, by name. `wanted` (`--router NAME`)
+/// keeps only that one, and is an error naming the routers there are when it is none of them.
+pub fn routers_to_show(
+    base: &str,
+    scale_out: bool,
+    ours: &[String],
+    wanted: Option<&str>,
+) -> Result<Vec<(String, ShownRouter)>, String> {
+    let mut set: Vec<(crate::placement::RouterIndex, String)> = vec![(0, base.to_string())];
+    if scale_out {
+        set.extend(
+            ours.iter()
+                .filter_map(|n| crate::placement::router_index(base, n).filter(|i| *i > 0).map(|i| (i, n.clone()))),
+        );
+    }
+    set.sort();
+    set.dedup();
+    let mut gateways: Vec<String> = ours.iter().filter(|n| n.starts_with(GATEWAY_PREFIX)).cloned().collect();
+    gateways.sort();
+    gateways.dedup();
+    let all: Vec<(String, ShownRouter)> = set
+        .into_iter()
+        .map(|(i, n)| (n, ShownRouter::Set(i)))
+        .chain(gateways.into_iter().map(|n| (n, ShownRouter::Gateway)))
+        .collect();
+    match wanted {
+        None => Ok(all),
+        Some(w) => match all.iter().find(|(n, _)| n == w) {
+            Some(found) => Ok(vec![found.clone()]),
+            None => Err(format!(
+                "no router {w} of this controller; there are: {}",
+                all.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>().join(", ")
+            )),
+        },
+    }
+}
+
+/// How every Gateway's load balancer name begins (`gateway::naming::load_balancer_name`).
+const GATEWAY_PREFIX: &str = "kuryr-gw-";
+
+#[cfg(test)]
+mod router_list_tests {
+    use super::*;
+
+    /// The set's routers by index (a name outside the set, `edge-1` or another controller's,
+    /// is not one), then the Gateways'; `--router` picks one, or names the routers there are.
+    #[test]
+    fn show_lists_every_router_of_the_set_then_the_gateways() {
+        let ours: Vec<String> =
+            ["edge-10", "kuryr-gw-00ff-shop.web", "edge-2", "edge-1", "other", "edge"].map(String::from).to_vec();
+        let names = |v: Vec<(String, ShownRouter)>| v.into_iter().map(|(n, _)| n).collect::<Vec<_>>();
+        assert_eq!(
+            names(routers_to_show("edge", true, &ours, None).unwrap()),
+            ["edge", "edge-2", "edge-10", "kuryr-gw-00ff-shop.web"]
+        );
+        assert_eq!(names(routers_to_show("edge", false, &ours, None).unwrap()), ["edge", "kuryr-gw-00ff-shop.web"]);
+        assert_eq!(routers_to_show("edge", true, &[], None).unwrap(), [("edge".to_string(), ShownRouter::Set(0))]);
+        assert_eq!(
+            routers_to_show("edge", true, &ours, Some("edge-10")).unwrap(),
+            [("edge-10".to_string(), ShownRouter::Set(9))]
+        );
+        let err = routers_to_show("edge", true, &ours, Some("other")).unwrap_err();
+        assert!(err.contains("no router other") && err.contains("edge-2"), "{err}");
+    }
+}

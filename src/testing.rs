@@ -37,6 +37,10 @@ pub struct SimBackend {
     pub gate: WriteGate,
     /// What [`RouterBackend::blocked`] answers (a router refusing every write).
     pub blocked: Arc<std::sync::atomic::AtomicBool>,
+    /// Set when the router was deleted (its simulated load balancer is emptied too).
+    pub deleted: Arc<std::sync::atomic::AtomicBool>,
+    /// What a Sync that reads the budget reports (`None`: it reads nothing, as without quotas).
+    pub budget: Arc<Mutex<Option<crate::driver::report::BudgetReading>>>,
 }
 
 impl SimBackend {
@@ -56,6 +60,8 @@ impl SimBackend {
             quota: Default::default(),
             gate: WriteGate::default(),
             blocked: Default::default(),
+            budget: Default::default(),
+            deleted: Default::default(),
         }
     }
 
@@ -106,6 +112,22 @@ impl RouterBackend for SimBackend {
         let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
         self.member_puts.fetch_add(puts, Ordering::SeqCst);
         Ok(report)
+    }
+
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        let mut report = self.sync(desired).await?;
+        report.budget = self.budget.lock().expect("sim lock").clone();
+        Ok(report)
+    }
+
+    async fn delete_router(&self) -> crate::controller::writer::DeleteResult {
+        self.before_job().await?;
+        if !self.gate.is_open() {
+            let e = crate::driver::DriverError::NotLeader;
+            return Err(WriteError::new(e.label(), e.to_string()));
+        }
+        self.state.lock().expect("sim lock").router = ActualRouter::default();
+        Ok(!self.deleted.swap(true, Ordering::SeqCst))
     }
 
     fn blocked(&self) -> bool {

@@ -25,6 +25,7 @@ use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::placement::router_index;
 use kuryr_l7_router::testing::SimBackend;
+use kuryr_l7_router::translate::budget::Budget;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -58,9 +59,9 @@ fn slice() -> Value {
            "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]})
 }
 
-fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
+fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_l7_router::config::Settings {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2");
+    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\n{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
@@ -78,8 +79,12 @@ fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {
 /// The simulated Octavia of each router the controller built, by index.
 type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
 
+/// Whether each router the controller built was deleted, by index.
+type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
+
 struct Running {
     sims: Sims,
+    deleted: Deleted,
     stop: tokio::sync::oneshot::Sender<()>,
     run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
     _dir: tempfile::TempDir,
@@ -87,13 +92,21 @@ struct Running {
 
 /// Runs the controller against `fake`; the routers in `failing` refuse every write.
 async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
+    start_with(fake, failing, &[], "").await
+}
+
+/// [`start`], router `index` of each `(index, policies)` of `budgets` reading a budget of
+/// `policies` L7 policies under the project's quota (the others read none: no quota).
+async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], octavia: &str) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");
     std::fs::write(&token, "fake-token\n").unwrap();
     let sims: Sims = Arc::default();
-    let (built, failing) = (sims.clone(), failing.to_vec());
+    let deleted: Deleted = Arc::default();
+    let (built, failing, budgets) = (sims.clone(), failing.to_vec(), budgets.to_vec());
+    let gone = deleted.clone();
     let backends = move |_: &_, _: &_, index: u32| {
         let name = kuryr_l7_router::placement::router_name(BASE, index);
         let address = format!("172.24.4.{}", 10 + index).parse().ok();
@@ -101,14 +114,18 @@ async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
         if failing.contains(&index) {
             *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
         }
+        if let Some((_, policies)) = budgets.iter().find(|(i, _)| *i == index) {
+            *sim.budget.lock().unwrap() = Some(Ok(Some(Budget { l7policies: Some(*policies), l7rules: None })));
+        }
         built.lock().unwrap().insert(index, sim.state.clone());
+        gone.lock().unwrap().insert(index, sim.deleted.clone());
         Ok(sim)
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_set_with(settings(&api_root, &token), backends, async move {
+    let run = tokio::spawn(run_set_with(settings(&api_root, &token, octavia), backends, async move {
         let _ = stopped.await;
     }));
-    Running { sims, stop, run, _dir: dir }
+    Running { sims, deleted, stop, run, _dir: dir }
 }
 
 impl Running {
@@ -258,4 +275,90 @@ impl Running {
         let sim = sim.lock().unwrap();
         sim.router.pools.iter().flat_map(|p| p.members.iter().map(|m| m.address.to_string())).collect()
     }
+}
+
+/// The Event of `reason` on Ingress `name`, if one was published.
+fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
+    fake.writes()
+        .into_iter()
+        .find(|w| w.path.contains("/events") && w.body["regarding"]["name"] == name && w.body["reason"] == reason)
+        .map(|w| w.body)
+}
+
+/// Each router admits new routes within its own budget under the project's quota (which its
+/// driver reads): `rset-3` can hold one policy, `e`'s. A new Ingress placed on it (the router
+/// with the most room) waits with `QuotaExceeded` and gets no status, and `e` keeps its route.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_router_of_the_set_admits_new_routes_within_its_own_budget() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start_with(&fake, &[], &[(2, 1)], "").await;
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    fake.put("ingresses", ingress("f"));
+    let event = eventually("QuotaExceeded on f", 20, || event_on(&fake, "f", "QuotaExceeded")).await;
+    assert!(event["note"].as_str().unwrap_or_default().contains("shop/f"), "{event}");
+    assert_eq!(running.hosts_of(2), ["e.example.com"], "f waits, e keeps its route");
+    let f = fake.get(ING, "shop", "f").unwrap();
+    assert!(f["status"]["loadBalancer"]["ingress"].is_null(), "{f}");
+    running.stop().await;
+}
+
+/// An Ingress whose host group alone needs more than a router (three policies at two per
+/// router) gets a router of its own, is served there, and gets a Warning Event `OversizedGroup`
+/// naming that router (before, the warning was only logged).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_group_is_served_on_its_own_router_with_a_warning_event() {
+    let mut big = ingress("big");
+    let path = big["spec"]["rules"][0]["http"]["paths"][0].clone();
+    let paths: Vec<Value> = ["/", "/a", "/b"]
+        .iter()
+        .map(|p| {
+            let mut v = path.clone();
+            v["path"] = json!(p);
+            v
+        })
+        .collect();
+    big["spec"]["rules"][0]["http"]["paths"] = json!(paths);
+    let fake = fake_with([ingress("a"), big]);
+    let running = start(&fake, &[]).await;
+    let event = eventually("OversizedGroup on big", 20, || event_on(&fake, "big", "OversizedGroup")).await;
+    assert_eq!(event["type"], "Warning", "{event}");
+    let (router, _) = eventually("big placed", 20, || placed(&fake, "big")).await;
+    let note = event["note"].as_str().unwrap_or_default();
+    assert!(note.contains("big.example.com") && note.contains(&format!("router {router}")), "{note}");
+    assert!(event_on(&fake, "a", "OversizedGroup").is_none(), "only the Ingresses of the group");
+    running.stop().await;
+}
+
+impl Running {
+    fn is_deleted(&self, index: u32) -> bool {
+        self.deleted.lock().unwrap().get(&index).is_some_and(|d| d.load(std::sync::atomic::Ordering::SeqCst))
+    }
+}
+
+/// The only Ingress of the third router (`e`) leaves our class: once `empty_router_grace` (1 s)
+/// is over, the next Sync deletes that router (through its own writer), and only it; the other
+/// routers keep their routes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_left_empty_is_deleted_after_its_grace_and_only_it() {
+    let fake = fake_with(NAMES.map(ingress));
+    let running = start_with(&fake, &[], &[], "empty_router_grace = 1").await;
+    let got =
+        eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>())
+            .await;
+    assert_eq!(got[4].0, format!("{BASE}-3"), "e alone on the third router: {got:?}");
+    let mut e = fake.get(ING, "shop", "e").unwrap();
+    e["spec"]["ingressClassName"] = json!("someone-else");
+    fake.put("ingresses", e);
+    eventually("e's route gone from the third router", 20, || running.hosts_of(2).is_empty().then_some(())).await;
+    assert!(!running.is_deleted(2), "not before its grace");
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    // Any change makes a Sync, which finds the grace over.
+    let mut a = fake.get(ING, "shop", "a").unwrap();
+    a["metadata"]["labels"] = json!({"touched": "yes"});
+    fake.put("ingresses", a);
+    eventually("the empty router deleted", 20, || running.is_deleted(2).then_some(())).await;
+    assert!(!running.is_deleted(0) && !running.is_deleted(1), "the others are kept");
+    assert_eq!(running.hosts_of(0), ["a.example.com", "b.example.com"]);
+    assert_eq!(running.hosts_of(1), ["c.example.com", "d.example.com"]);
+    running.stop().await;
 }

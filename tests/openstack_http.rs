@@ -324,3 +324,49 @@ async fn deleting_a_router_never_touches_what_is_not_ours() {
     assert!(!gateway_router(&cloud).delete_router().await.unwrap());
     assert_eq!(cloud.seen().len(), 1, "a lookup only: {:?}", cloud.seen());
 }
+
+/// One Ingress (shop/web) with one policy, to be admitted within the project's quota.
+fn one_route_within_quota() -> kuryr_l7_router::model::DesiredRouter {
+    use kuryr_l7_router::model::*;
+    use kuryr_l7_router::translate::budget::{Budget, RouterQuota};
+    let owner = KubeRef::new("Ingress", "shop", "web");
+    DesiredRouter {
+        policies: vec![Policy {
+            name: "ingress:shop/web:a.com:Exact:/x".into(),
+            position: 1,
+            pool: "shop_web".into(),
+            rules: vec![Rule {
+                rule_type: RuleType::Path,
+                compare_type: CompareType::EqualTo,
+                value: "/x".into(),
+                invert: false,
+                key: None,
+            }],
+            owner: owner.clone(),
+            description: "a.com Exact /x".into(),
+            redirect: None,
+        }],
+        pools: [("shop_web".to_string(), kuryr_l7_router::testing::pool("shop_web", vec![]))].into(),
+        // The controller's budget for a router it never read: unlimited, with the age order.
+        quota: Some(RouterQuota { budget: Budget::UNLIMITED, oldest_first: vec![owner] }),
+        ..Default::default()
+    }
+}
+
+/// A router of the set that does not exist yet reads the project's room before it is created:
+/// the project's l7policy quota is 1 and another load balancer holds that one policy, so not one
+/// route of the new router fits, and no load balancer is created (no POST): the error names the
+/// router and the quota, and the Ingresses wait with it.
+#[tokio::test]
+async fn a_new_router_is_not_created_when_the_project_quota_has_no_room() {
+    let quota = answer(200, json!({"quota": {"l7policy": 1, "l7rule": -1}}));
+    let others = answer(200, json!({"l7policies": [{"id": "p1", "listener_id": "someone-else", "rules": []}]}));
+    let cloud = Cloud::start(vec![answer(200, json!({"loadbalancers": []})), quota, others]).await;
+    let err = gateway_router(&cloud).converge(&one_route_within_quota()).await.unwrap_err();
+    assert_eq!(err.label(), "quota_exceeded", "{err}");
+    let text = err.to_string();
+    assert!(text.contains("gw is not created") && text.contains("need 1 L7 policies"), "{text}");
+    let seen = cloud.seen();
+    assert!(seen.iter().any(|l| l.starts_with("GET /v2/lbaas/quotas/p ")), "{seen:?}");
+    assert!(seen.iter().all(|l| !l.starts_with("POST")), "nothing created: {seen:?}");
+}

@@ -359,16 +359,27 @@ impl Context {
         let requested = std::time::Instant::now();
         self.wait_caches().await;
         let (translator, metrics) = (self.translator.clone(), self.router().metrics.clone());
-        // The project's quota budget is not split among the routers yet: none is applied.
+        // Translated with the age order and no limit: each router gets its own budget below.
         let placed = set
-            .placed(requested, &self.stores.ingresses.state(), move || translator.desired(None, &metrics).1)
+            .placed(requested, &self.stores.ingresses.state(), move || {
+                translator.desired(Some(Budget::UNLIMITED), &metrics).1
+            })
             .await
             .map_err(HandlerError::Octavia)?;
+        self.publish_placement_warnings(set, &placed, scope).await;
         let mut slots = Vec::new();
         for &index in placed.parts.keys() {
             slots.push((index, self.slot_at(set, index)?));
         }
-        let writes = slots.iter().map(|(i, slot)| slot.writer.sync_to(placed.parts[i].as_ref().clone(), force));
+        let writes = slots.iter().map(|(i, slot)| {
+            // Each router admits new routes within its own budget: the project's quota minus
+            // what the project's other load balancers, the other routers of the set among them,
+            // hold (its driver reads it). A router whose budget was never read reads it at its
+            // next convergence (a new one reads the project's room before it is created).
+            let mut part = placed.parts[i].as_ref().clone();
+            part.quota = crate::translate::budget::for_router(placed.whole.quota.as_ref(), slot.budget());
+            slot.writer.sync_to(part, force || !slot.budget_read())
+        });
         let results = futures::future::join_all(writes).await;
         let mine = match scope {
             Scope::Ingress(ing) => Some(placed.router_of(ing)),
@@ -399,7 +410,46 @@ impl Context {
             }
         }
         self.record_placement(set, &placed, &synced_routers).await;
+        self.delete_empty_routers(set, &placed).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
+    }
+
+    /// The placement's warnings as Warning Events on the Ingresses concerned, as for the
+    /// translation's warnings: the reconciled Ingress gets its own, the resync everyone's.
+    async fn publish_placement_warnings(&self, set: &RouterSet, placed: &Placed, scope: Scope<'_>) {
+        let me = match scope {
+            Scope::Ingress(ing) => Some(ing),
+            Scope::Resync => None,
+            Scope::Sync | Scope::Conflicts => return,
+        };
+        for ev in crate::controller::router_set::placement_events(&set.base, placed) {
+            if me.is_none_or(|ing| outputs::ingress_ref(ing) == ev.regarding) {
+                self.publish_on_ingress(&ev, me).await;
+            }
+        }
+    }
+
+    /// Deletes the routers of the set left empty for their whole `empty_router_grace` (never
+    /// the first), each through its own writer (its load balancer and the floating IP allocated
+    /// for it, found by name and our tags: nothing that is not ours). A failed delete is tried
+    /// again at the next Sync.
+    async fn delete_empty_routers(&self, set: &RouterSet, placed: &Placed) {
+        for index in set.to_delete(placed) {
+            let slot = match self.slot_at(set, index) {
+                Ok(slot) => slot,
+                Err(e) => {
+                    tracing::warn!(router = %set.name_of(index), error = %e, "cannot delete the empty router");
+                    continue;
+                }
+            };
+            match slot.writer.delete_router().await {
+                Ok(deleted) => {
+                    tracing::info!(router = %slot.name, deleted, "router empty for its whole grace: deleted");
+                    set.deleted(index);
+                }
+                Err(e) => tracing::warn!(router = %slot.name, error = %e, "cannot delete the empty router"),
+            }
+        }
     }
 
     /// The outputs of router `index`'s Sync: the statuses of the Ingresses placed on it, its

@@ -14,14 +14,17 @@
 //! reading any router (see `docs/scale-out.md` for why an annotation and not Octavia tags).
 
 use crate::config::ScaleOut;
+use crate::controller::events::UserEvent;
+use crate::controller::outputs::PlannedEvent;
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
-use crate::model::DesiredRouter;
+use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::groups::normalize_host;
 use crate::placement::split::{SplitParams, place_and_split};
 use crate::placement::{Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name};
+use crate::reason::Reason;
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
@@ -69,6 +72,9 @@ pub struct RouterSet {
     last: tokio::sync::Mutex<Option<(Instant, Arc<Placed>)>>,
     /// Since when each router has been empty (for `empty_router_grace`).
     empty_since: Mutex<BTreeMap<RouterIndex, UnixSeconds>>,
+    /// Routers deleted after their grace: left out of the next placements (until a new group
+    /// is placed on that index again, which creates the router anew).
+    gone: Mutex<BTreeSet<RouterIndex>>,
 }
 
 impl RouterSet {
@@ -80,6 +86,7 @@ impl RouterSet {
             writers: Mutex::default(),
             last: tokio::sync::Mutex::new(None),
             empty_since: Mutex::default(),
+            gone: Mutex::default(),
         }
     }
 
@@ -126,7 +133,9 @@ impl RouterSet {
         let mut routers: BTreeMap<RouterIndex, RouterRecord> =
             current.values().map(|r| (*r, RouterRecord::default())).collect();
         if let Some((_, prev)) = last.as_ref() {
-            routers.extend(prev.placement.routers.keys().map(|r| (*r, RouterRecord::default())));
+            let gone = self.gone.lock().expect("lock");
+            let kept = prev.placement.routers.keys().filter(|r| !gone.contains(r));
+            routers.extend(kept.map(|r| (*r, RouterRecord::default())));
         }
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
             routers.insert(*r, RouterRecord { empty_since: Some(*since) });
@@ -158,12 +167,33 @@ impl RouterSet {
                 _ => None,
             })
             .collect();
+        // An index placed on again is a router again.
+        self.gone.lock().expect("lock").retain(|r| !placed.placement.routers.contains_key(r));
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
         }
         let placed = Arc::new(placed);
         *last = Some((started, placed.clone()));
         Ok(placed)
+    }
+}
+
+impl RouterSet {
+    /// The routers `placed` says to delete (empty for their whole grace; never the first),
+    /// not deleted yet.
+    pub fn to_delete(&self, placed: &Placed) -> Vec<RouterIndex> {
+        let gone = self.gone.lock().expect("lock");
+        let routers = placed.placement.routers.iter();
+        routers
+            .filter(|(r, l)| **r != 0 && l.fate == RouterFate::Delete && !gone.contains(r))
+            .map(|(r, _)| *r)
+            .collect()
+    }
+
+    /// Router `index` was deleted: later placements leave it out.
+    pub fn deleted(&self, index: RouterIndex) {
+        self.gone.lock().expect("lock").insert(index);
+        self.empty_since.lock().expect("lock").remove(&index);
     }
 }
 
@@ -186,6 +216,48 @@ pub fn recorded_placement<'a>(
     out
 }
 
+/// One Warning Event per Ingress concerned by each placement warning (`warning_text` as its
+/// message, naming the routers): the Ingresses of an oversized group, those of every group on a
+/// router over capacity, and, when the part copied to every router alone is too big, the
+/// Ingresses whose host-less rules make it. The routes are served either way: the Events say
+/// why a router is over its capacity, and what to do.
+pub fn placement_events(base: &str, placed: &Placed) -> Vec<PlannedEvent> {
+    use crate::placement::PlacementWarning as W;
+    let p = &placed.placement;
+    let of_groups = |ids: &mut dyn Iterator<Item = &String>| -> BTreeSet<String> {
+        let ids: BTreeSet<&String> = ids.collect();
+        p.groups.iter().filter(|g| ids.contains(&g.id)).flat_map(|g| g.ingresses.iter().cloned()).collect()
+    };
+    let mut out = Vec::new();
+    for w in &p.warnings {
+        let (reason, owners) = match w {
+            W::OversizedGroup { group, .. } => (Reason::OversizedGroup, of_groups(&mut std::iter::once(group))),
+            W::OverCapacity { groups, .. } => (Reason::RouterOverCapacity, of_groups(&mut groups.iter())),
+            W::SharedOverCapacity { .. } => (Reason::SharedOverCapacity, hostless_owners(&placed.whole)),
+        };
+        let message = crate::placement::report::warning_text(base, w);
+        for owner in owners {
+            // Owners of other kinds (`Kind ns/name`) get their Events from their own handlers.
+            let Some((ns, name)) = owner.split_once('/').filter(|_| !owner.contains(' ')) else { continue };
+            let event = UserEvent::of(reason, "Placement", message.clone());
+            out.push(PlannedEvent { regarding: KubeRef::new("Ingress", ns, name), event });
+        }
+    }
+    out
+}
+
+/// The Ingresses (`ns/name`) with a host-less policy: their rules are copied to every router.
+fn hostless_owners(whole: &DesiredRouter) -> BTreeSet<String> {
+    let https = whole.https.iter().flat_map(|h| h.policies.iter());
+    whole
+        .policies
+        .iter()
+        .chain(https)
+        .filter(|p| crate::placement::split::policy_host(p).is_none())
+        .map(|p| crate::placement::split::owner_key(&p.owner))
+        .collect()
+}
+
 /// The router name `ing` records, if any.
 pub fn recorded_router(ing: &Ingress) -> Option<&str> {
     ing.metadata.annotations.as_ref().and_then(|a| a.get(PLACEMENT_ANNOTATION)).map(String::as_str)
@@ -202,6 +274,65 @@ mod tests {
             v["metadata"]["annotations"] = serde_json::json!({PLACEMENT_ANNOTATION: r});
         }
         Arc::new(serde_json::from_value(v).unwrap())
+    }
+
+    /// An oversized group's Ingresses get `OversizedGroup`, naming the router it has to
+    /// itself; the Ingresses of every group on a router over capacity get `RouterOverCapacity`;
+    /// nobody else gets anything.
+    #[test]
+    fn placement_warnings_become_warning_events_on_the_ingresses_concerned() {
+        use crate::placement::split::{SplitParams, place_and_split};
+        use crate::placement::{Capacity, PlacementWarning};
+        use crate::translate::{TranslateOptions, translate};
+        let yaml = |name: &str, hosts: &[&str], paths: usize| {
+            let rules: Vec<serde_json::Value> = hosts
+                .iter()
+                .map(|h| {
+                    let paths: Vec<serde_json::Value> = (0..paths)
+                        .map(|i| {
+                            serde_json::json!({"path": format!("/p{i}"), "pathType": "Prefix",
+                            "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+                        })
+                        .collect();
+                    serde_json::json!({"host": h, "http": {"paths": paths}})
+                })
+                .collect();
+            serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": name, "namespace": "shop"},
+                "spec": {"ingressClassName": "kuryr-l7-router", "rules": rules}})
+        };
+        let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+        let docs = [yaml("big", &["big.example.com"], 3), yaml("small", &["small.example.com"], 1)];
+        let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+        // JSON documents are YAML documents.
+        let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
+        let mut inputs = crate::translate::options::Inputs::default();
+        crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs)
+            .unwrap();
+        let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+        let whole = translate(&inputs, &opts);
+        let params = SplitParams {
+            capacity: Capacity { max_policies: 2, max_certificates: 10 },
+            current: BTreeMap::new(),
+            routers: BTreeMap::new(),
+            now: 0,
+            empty_grace_secs: 60,
+        };
+        let set = place_and_split(&whole, &params);
+        assert!(matches!(set.placement.warnings[..], [PlacementWarning::OversizedGroup { .. }]), "{:?}", set.placement);
+        let placed = Placed {
+            placement: set.placement,
+            whole: Arc::new(whole),
+            parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+        };
+        let events = placement_events("edge", &placed);
+        let got: Vec<(String, &str)> =
+            events.iter().map(|e| (e.regarding.to_string(), e.event.reason.as_str())).collect();
+        assert_eq!(got, [("Ingress shop/big".to_string(), "OversizedGroup")]);
+        assert!(matches!(events[0].event.type_, kube::runtime::events::EventType::Warning));
+        assert!(events[0].event.message.contains("big.example.com"), "{}", events[0].event.message);
     }
 
     /// Each host of an annotated Ingress is recorded on its router; a name outside the set and

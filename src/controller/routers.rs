@@ -29,6 +29,9 @@ pub struct RouterSlot {
     budget: Mutex<Option<Budget>>,
     /// Set when a report changed the budget, until [`RouterSlot::take_budget_change`].
     budget_changed: AtomicBool,
+    /// Whether a report ever read the budget (an unread router of a set forces its Syncs to read
+    /// it: see `Context::sync_set`).
+    budget_read: AtomicBool,
 }
 
 impl RouterSlot {
@@ -40,6 +43,7 @@ impl RouterSlot {
             writer,
             budget: Mutex::new(None),
             budget_changed: AtomicBool::new(false),
+            budget_read: AtomicBool::new(false),
         }
     }
 
@@ -60,6 +64,9 @@ impl RouterSlot {
     /// Takes the budget a convergence read (if it read one). An unreadable quota (e.g. a policy
     /// that forbids reading it) keeps the budget the router had.
     pub fn take_budget_of(&self, report: &ConvergeReport) {
+        if report.budget.is_some() {
+            self.budget_read.store(true, Ordering::SeqCst);
+        }
         match &report.budget {
             None => {}
             Some(Ok(budget)) if self.set_budget(*budget) => {
@@ -68,6 +75,11 @@ impl RouterSlot {
             Some(Ok(_)) => {}
             Some(Err(e)) => tracing::warn!(router = %self.name, error = %e, "cannot read the project's Octavia quotas"),
         }
+    }
+
+    /// Whether a convergence has read the budget (even as unreadable).
+    pub fn budget_read(&self) -> bool {
+        self.budget_read.load(Ordering::SeqCst)
     }
 
     /// Whether the budget changed since the last call (then the router must converge to it).
@@ -135,7 +147,11 @@ mod tests {
         let slot = RouterSlot::new("r1", writer.handle(), &Metrics::default());
         let b = Budget { l7policies: Some(5), l7rules: None };
         let report = |budget| ConvergeReport { budget, ..ConvergeReport::default() };
+        assert!(!slot.budget_read());
+        slot.take_budget_of(&report(None));
+        assert!(!slot.budget_read(), "a report that did not read");
         slot.take_budget_of(&report(Some(Ok(Some(b)))));
+        assert!(slot.budget_read());
         assert_eq!((slot.budget(), slot.take_budget_change()), (Some(b), true));
         assert!(!slot.take_budget_change(), "a change is taken once");
         slot.take_budget_of(&report(Some(Err("403".into()))));

@@ -729,7 +729,9 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
                 tracing::warn!(error = %e, "resync failed");
             }
         }
-        if ctx.router().take_budget_change() {
+        // Every router's flag is taken (no short cut): each change is answered by this one Sync.
+        let changed = ctx.routers.iter().filter(|slot| slot.take_budget_change()).count();
+        if changed > 0 {
             converge_to_budget(&ctx).await;
         }
         tokio::select! {

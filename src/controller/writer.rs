@@ -124,6 +124,11 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn blocked(&self) -> bool {
         false
     }
+    /// Delete the router's load balancer and the floating IP allocated for it, when ours; true
+    /// when one was deleted (by default nothing: a backend without routers to delete).
+    fn delete_router(&self) -> impl Future<Output = DeleteResult> + Send {
+        async { Ok(false) }
+    }
     /// Write only while `gate` is open (the leader lease), checked before every write.
     fn set_write_gate(&mut self, _gate: WriteGate) {}
 }
@@ -151,7 +156,13 @@ pub enum Job {
         since: Instant,
         replies: Vec<oneshot::Sender<MembersResult>>,
     },
+    /// Delete the router (a router of a set left empty for its whole grace period): its load
+    /// balancer and the floating IP allocated for it, only if ours.
+    Delete { replies: Vec<oneshot::Sender<DeleteResult>> },
 }
+
+/// What a Delete job answers: whether a load balancer was deleted.
+pub type DeleteResult = Result<bool, WriteError>;
 
 /// How many Members jobs may run before one queued Sync (see the module docs): at a few seconds
 /// per batch member update on Octavia, a Sync waits at most a minute or two behind them.
@@ -163,6 +174,7 @@ impl Job {
         match self {
             Job::Sync { .. } => "sync",
             Job::Members { .. } => "members",
+            Job::Delete { .. } => "delete",
         }
     }
 
@@ -178,6 +190,8 @@ pub struct WriteQueue {
     /// Set at shutdown: no job is accepted any more.
     pub closed: bool,
     sync: Option<Job>,
+    /// A queued Delete: it runs before anything else (the router holds no group any more).
+    delete: Option<Job>,
     /// Members jobs in arrival order (at most one per pool).
     members: VecDeque<Job>,
     /// Members jobs that have run before the queued Sync so far (bounded by
@@ -194,6 +208,14 @@ impl WriteQueue {
     /// Queues a Sync to the caches, translated when the job runs; `force` as in [`Job::Sync`].
     pub fn push_sync_from_caches(&mut self, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
         self.push(None, force, reply);
+    }
+
+    /// Queues the router's deletion (waiters of a Delete already queued share it).
+    pub fn push_delete(&mut self, reply: oneshot::Sender<DeleteResult>) {
+        match &mut self.delete {
+            Some(Job::Delete { replies }) => replies.push(reply),
+            _ => self.delete = Some(Job::Delete { replies: vec![reply] }),
+        }
     }
 
     /// Queues a Sync to `desired` (a router's part of the placed set), converged only when it
@@ -263,6 +285,9 @@ impl WriteQueue {
     /// The next job to run: a Members job that may overtake the queued Sync (see the module
     /// docs), else the Sync if one is queued, else the oldest Members job.
     pub fn pop(&mut self) -> Option<Job> {
+        if let Some(delete) = self.delete.take() {
+            return Some(delete);
+        }
         if self.ahead_of_sync() > 0
             && let Some(i) = self.members.iter().position(Job::on_router)
         {
@@ -277,7 +302,7 @@ impl WriteQueue {
     }
 
     pub fn len(&self) -> usize {
-        usize::from(self.sync.is_some()) + self.members.len()
+        usize::from(self.sync.is_some()) + usize::from(self.delete.is_some()) + self.members.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -289,9 +314,10 @@ impl WriteQueue {
         let name = |j: &Job| match j {
             Job::Members { pool, .. } => format!("members:{}", pool.name),
             Job::Sync { .. } => "sync".into(),
+            Job::Delete { .. } => "delete".into(),
         };
         let mut ahead = self.ahead_of_sync();
-        let (mut first, mut rest) = (Vec::new(), Vec::new());
+        let (mut first, mut rest) = (self.delete.iter().map(name).collect::<Vec<_>>(), Vec::new());
         for job in &self.members {
             if ahead > 0 && job.on_router() {
                 ahead -= 1;
@@ -325,6 +351,11 @@ fn answer(job: Job, sync_result: SyncedResult, err_for_members: &WriteError) {
             }
         }
         Job::Members { replies, .. } => {
+            for r in replies {
+                let _ = r.send(Err(err_for_members.clone()));
+            }
+        }
+        Job::Delete { replies } => {
             for r in replies {
                 let _ = r.send(Err(err_for_members.clone()));
             }
@@ -440,6 +471,11 @@ impl WriterHandle {
         self.submit(|q, tx| q.push_sync_to(desired, force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
+    }
+
+    /// Queues the router's deletion and waits for it (see [`Job::Delete`]).
+    pub async fn delete_router(&self) -> DeleteResult {
+        self.submit(|q, tx| q.push_delete(tx)).await.unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
     /// Installs how a Sync from the caches gets its desired state.
@@ -616,6 +652,18 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
                 }
                 label
             }
+            Job::Delete { replies } => {
+                let result = backend.delete_router().await;
+                match &result {
+                    Ok(deleted) => tracing::info!(deleted, "empty router of the set deleted"),
+                    Err(e) => tracing::warn!(error = %e, "cannot delete the empty router"),
+                }
+                let label = result.as_ref().map_or_else(|e| e.label, |_| "ok");
+                for r in replies {
+                    let _ = r.send(result.clone());
+                }
+                label
+            }
         };
         shared.blocked_is(backend.blocked());
         let retries = backend.conflict_retries();
@@ -739,6 +787,10 @@ impl RouterBackend for OctaviaBackend {
 
     fn conflict_retries(&self) -> u64 {
         self.router.conflict_retries()
+    }
+
+    async fn delete_router(&self) -> DeleteResult {
+        self.router.delete_router().await.map_err(driver_error)
     }
 
     fn blocked(&self) -> bool {

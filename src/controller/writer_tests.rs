@@ -100,6 +100,27 @@ fn write_queue_bounds_the_members_jobs_ahead_of_a_sync() {
     assert_eq!(q.describe(), ["members:p32", "members:p33", "members:p34", "members:p35", "members:p36", "sync"]);
 }
 
+/// A Delete (an emptied router of a set) runs before anything queued, its waiters share one
+/// job, and at shutdown they are answered with the error like every waiter.
+#[test]
+fn a_queued_delete_runs_first_and_is_shared() {
+    let mut q = WriteQueue::default();
+    q.push_sync_from_caches(false, None);
+    q.push_members_on_router(pool("p", vec![member("10.0.0.1", 1)]), None);
+    let (a, mut ra) = tokio::sync::oneshot::channel();
+    let (b, mut rb) = tokio::sync::oneshot::channel();
+    q.push_delete(a);
+    q.push_delete(b);
+    assert_eq!(q.describe(), ["delete", "members:p", "sync"]);
+    assert_eq!(q.len(), 3);
+    assert_eq!(q.pop().unwrap().kind(), "delete");
+    q.push_delete(tokio::sync::oneshot::channel().0);
+    q.fail_all(&WriteError::shutdown());
+    assert!(q.is_empty());
+    // The popped job was dropped unanswered here: its waiters see a closed channel.
+    assert!(ra.try_recv().is_err() && rb.try_recv().is_err());
+}
+
 /// An endpoint change does not wait behind whole-router Syncs: with a Sync in flight and another
 /// one from the caches queued, a Members job for a pool the router holds runs before the queued
 /// Sync (one batch write). That Sync translates the caches after it, so it carries the same

@@ -51,6 +51,12 @@ pub enum DriverError {
          {recheck_s} s)"
     )]
     RouterBlocked { name: String, id: String, why: String, recheck_s: u64 },
+    #[error(
+        "L7 router {name} is not created: the project's Octavia quota has no room for its routes (they need \
+         {need_policies} L7 policies and {need_rules} L7 rules; the project can take {room}); its Ingresses wait, \
+         older first, and the router is created when room is made"
+    )]
+    NoRoomForRouter { name: String, need_policies: u64, need_rules: u64, room: String },
     /// A write the in-memory Octavia (`super::sim`) cannot apply (tests only).
     #[error("simulated Octavia: {0}")]
     Simulated(String),
@@ -89,6 +95,7 @@ impl DriverError {
             DriverError::RouterInError { .. } => "router_error",
             DriverError::RouterBlocked { .. } => "router_blocked",
             DriverError::NotLeader => "not_leader",
+            DriverError::NoRoomForRouter { .. } => "quota_exceeded",
             DriverError::Simulated(_) => "sim",
             DriverError::AdoptedRouterNotFound(_) => "router_not_found",
             DriverError::DuplicateRouters { .. } => "duplicate_routers",

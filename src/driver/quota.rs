@@ -4,6 +4,7 @@
 
 use std::collections::BTreeSet;
 
+use super::error::DriverError;
 use super::{ConvergeReport, Router};
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::L7Policy;
@@ -21,6 +22,50 @@ impl Router {
             std::iter::once(report.listener_id.clone()).chain(report.https_listener_id.clone()).collect();
         report.budget = Some(read_budget(self.octavia(), &ours).await.map_err(|e| e.to_string()));
         Ok(report)
+    }
+}
+
+impl Router {
+    /// What of `desired` the fully-populated create of this (new) router may hold, when the
+    /// quota leaves something out (`None`: all of it). When the controller asks for the quota
+    /// (`desired.quota`), the project's room is read first (the budget of a router with no
+    /// listeners: nothing on the project is ours yet), and the tighter of the two budgets holds
+    /// for the whole convergence: a router of a set is often created before its own budget was
+    /// ever read. When not one of its routes fits, the load balancer is not created at all:
+    /// an empty router would only cost a load balancer and a floating IP.
+    pub(super) async fn admit_new_router(
+        &self,
+        desired: &DesiredRouter,
+    ) -> super::error::Result<Option<DesiredRouter>> {
+        let room = match &desired.quota {
+            None => None,
+            Some(_) => match read_budget(self.octavia(), &BTreeSet::new()).await {
+                Ok(room) => room,
+                Err(e) => {
+                    // A policy that forbids reading quotas: Octavia's own 403 stays the guard.
+                    tracing::warn!(router = %self.cloud.spec.name, error = %e, "cannot read the project's Octavia quotas");
+                    None
+                }
+            },
+        };
+        let mut ledger = self.quota.lock().expect("quota lock");
+        if let (Some(room), Some(q)) = (room, ledger.quota.as_mut()) {
+            q.budget = q.budget.tighter(room);
+        }
+        let admitted = ledger.admit_new_router(desired, &self.cloud.spec.ownership);
+        let Some(admitted) = admitted else { return Ok(None) };
+        if admitted.policies.is_empty() && admitted.redirects.is_empty() {
+            let need = crate::translate::budget::usage(desired);
+            let budget = ledger.quota.as_ref().map(|q| q.budget).unwrap_or_default();
+            let limit = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |v| v.to_string());
+            return Err(DriverError::NoRoomForRouter {
+                name: self.cloud.spec.name.clone(),
+                need_policies: need.l7policies,
+                need_rules: need.l7rules,
+                room: format!("{} policies and {} rules", limit(budget.l7policies), limit(budget.l7rules)),
+            });
+        }
+        Ok(Some(admitted))
     }
 }
 

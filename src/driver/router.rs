@@ -52,7 +52,7 @@ impl HttpsKnown {
 /// The driver both handlers share (clones share the caches).
 #[derive(Clone, Debug)]
 pub struct Router {
-    cloud: Cloud,
+    pub(super) cloud: Cloud,
     /// Whether a convergence of this process has already read its writes back (see
     /// [`Router::converge`]).
     verified: Arc<AtomicBool>,
@@ -69,7 +69,7 @@ pub struct Router {
     /// Objects whose write Octavia refused for good, on hold (see [`super::isolation`]).
     backoff: Arc<Mutex<WriteBackoff>>,
     /// The project's L7 quota and what our listeners hold (see [`super::admission`]).
-    quota: Arc<Mutex<QuotaLedger>>,
+    pub(super) quota: Arc<Mutex<QuotaLedger>>,
     /// Holds for the HTTPS listener and our Barbican secrets (see [`super::https_holds`]).
     https_backoff: Arc<Mutex<WriteBackoff>>,
     /// Set while the router refuses every write (ERROR, or busy beyond `write_timeout`).
@@ -180,6 +180,17 @@ impl Router {
         }
         self.cloud.octavia.delete_load_balancer(&lb.id, true).await?;
         Ok(true)
+    }
+
+    /// The names of the load balancers carrying our ownership tags, whatever their name
+    /// (`show` finds the routers of a set and the Gateways' routers among them). Read only.
+    pub async fn our_load_balancer_names(&self) -> Result<Vec<String>> {
+        let q = crate::openstack::ListQuery {
+            tags: self.cloud.spec.ownership.ownership_tags(),
+            fields: vec!["id".into(), "name".into()],
+            ..Default::default()
+        };
+        Ok(self.cloud.octavia.list_load_balancers(&q).await?.into_iter().map(|lb| lb.name).collect())
     }
 
     /// Read the router's children as seen from `listener` (see `read`).
@@ -302,7 +313,7 @@ impl Router {
             None => {
                 // A new router is created within the project's quota too: what waits is left out
                 // of the fully-populated create and reported by the rounds below.
-                let admitted = self.quota.lock().expect("quota lock").admit_new_router(desired, &c.spec.ownership);
+                let admitted = self.admit_new_router(desired).await?;
                 waits_for_quota = admitted.is_some();
                 lifecycle::create(c, admitted.as_ref().unwrap_or(desired), &mut report).await?
             }

@@ -37,6 +37,20 @@ pub struct Usage {
 }
 
 impl Budget {
+    /// No limit. A router of a scale-out set gets it until its driver has read its own budget:
+    /// the desired state still carries the age order, so that the driver admits a new router's
+    /// routes within the room it reads before creating it (`driver::quota`).
+    pub const UNLIMITED: Budget = Budget { l7policies: None, l7rules: None };
+
+    /// The tighter of two budgets, limit by limit (`None` is unlimited).
+    pub fn tighter(self, other: Budget) -> Budget {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget { l7policies: min(self.l7policies, other.l7policies), l7rules: min(self.l7rules, other.l7rules) }
+    }
+
     /// From the project's quotas (`-1`: unlimited, Octavia's convention; `None`: not set) and
     /// what the project's other load balancers use. `None` when neither is limited.
     pub fn from_quota(policies: Option<i64>, rules: Option<i64>, elsewhere: Usage) -> Option<Self> {
@@ -87,6 +101,12 @@ pub fn translate_within(
     let mut r = translate(inputs, opts);
     r.quota = budget.map(|budget| router_quota(inputs, opts, budget));
     r
+}
+
+/// `quota` (the age order of the whole translation) with router `budget` (None: unlimited, or
+/// not read yet): what one router of a scale-out set admits within.
+pub fn for_router(quota: Option<&RouterQuota>, budget: Option<Budget>) -> Option<RouterQuota> {
+    quota.map(|q| RouterQuota { budget: budget.unwrap_or(Budget::UNLIMITED), oldest_first: q.oldest_first.clone() })
 }
 
 /// The quota phase: the budget and our Ingresses oldest first.
