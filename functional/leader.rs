@@ -6,6 +6,8 @@
 //! (`tests/support/fake_api.rs`) holding the Lease, each through its own address. Every Octavia
 //! and Neutron write of each replica is recorded (start time, method, kind) by its session's
 //! observer, and the moment its write gate closes (the lease lost) by a wrapper backend.
+//! Also included, on the same fake server: `router_set` (scale-out) and `gateway_lb` (one
+//! Gateway's load balancer).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -23,6 +25,8 @@ use fake_api::Fake;
 mod routed_hosts;
 #[path = "router_set.rs"]
 mod router_set;
+#[path = "gateway_lb.rs"]
+mod gateway_lb;
 
 use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::ControllerError;
