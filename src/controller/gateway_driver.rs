@@ -154,14 +154,16 @@ impl GatewayDriver {
         // The deletions under way, by load-balancer name.
         let mut deleting: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
         let changes = self.service_changes.clone();
+        // Whether the Gateway loop has published its first translation (see `pass`).
+        let mut published = false;
         'passes: loop {
-            self.pass(&mut slots, &mut deleting).await;
+            self.pass(&mut slots, &mut deleting, published).await;
             let next_pass = tokio::time::Instant::now() + self.resync;
             // Between passes, endpoint changes become Members jobs; a change they cannot carry,
             // a change of the route tables or the resync period ends the wait.
             loop {
                 tokio::select! {
-                    r = self.routes.changed() => if r.is_err() { break 'passes } else { break },
+                    r = self.routes.changed() => if r.is_err() { break 'passes } else { published = true; break },
                     _ = tokio::time::sleep_until(next_pass) => break,
                     _ = stop.wait_for(|v| *v) => break 'passes,
                     changed = next_changes(changes.as_deref(), self.member_change_window) => {
@@ -188,11 +190,13 @@ impl GatewayDriver {
         &mut self,
         slots: &mut BTreeMap<String, GatewaySlot>,
         deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+        published: bool,
     ) {
         deleting.retain(|_, t| !t.is_finished());
         let (routes, published) = {
             let r = self.routes.borrow_and_update();
-            (r.clone(), r.has_changed())
+            // Published before this driver first looked, or since (`changed` marks it seen).
+            (r.clone(), published || r.has_changed())
         };
         let desired = desired_routers(&routes, &self.stores, &self.opts);
         let mut live = std::collections::BTreeSet::new();
