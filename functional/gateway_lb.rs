@@ -84,6 +84,11 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
     if !enabled() {
         return;
     }
+    // `RUST_LOG=info` shows the controller's logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let name = unique("gw2", "lb");
     let gateway = format!("{name}-web");
     let fake = Fake::new();
@@ -113,19 +118,36 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
             if let Some(a) = programmed(&fake, &gateway) {
                 break a;
             }
-            assert!(Instant::now() < deadline, "the Gateway not Programmed in 80 s: {:?}", gateway_status(&fake, &gateway));
+            if Instant::now() >= deadline {
+                let lb = gw_router.find().await.map(|l| l.map(|l| (l.name, l.provisioning_status)));
+                panic!(
+                    "the Gateway not Programmed in 80 s (load balancer: {lb:?}): {}",
+                    gateway_status(&fake, &gateway)
+                );
+            }
             tokio::time::sleep(Duration::from_millis(250)).await;
         };
         eprintln!("Gateway Programmed in {:.1} s at {address}", started.elapsed().as_secs_f64());
         let lb = gw_router.find().await.unwrap().expect("the Gateway's load balancer exists");
         *vip_port.lock().unwrap() = lb.vip_port_id.clone();
         let q = ListQuery { extra: vec![("port_id".into(), lb.vip_port_id.clone().unwrap())], ..ListQuery::default() };
-        let fips: BTreeSet<String> =
-            gw_router.neutron().list_floating_ips(&q).await.unwrap().into_iter().map(|f| f.floating_ip_address).collect();
+        let fips: BTreeSet<String> = gw_router
+            .neutron()
+            .list_floating_ips(&q)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|f| f.floating_ip_address)
+            .collect();
         assert_eq!(fips, BTreeSet::from([address.clone()]), "status.addresses = the load balancer's floating IP");
         let actual = read_router(&gw_router).await;
-        let paths: Vec<&str> =
-            actual.policies.iter().flat_map(|p| &p.rules).filter(|r| r.rule_type == "PATH").map(|r| r.value.as_str()).collect();
+        let paths: Vec<&str> = actual
+            .policies
+            .iter()
+            .flat_map(|p| &p.rules)
+            .filter(|r| r.rule_type == "PATH")
+            .map(|r| r.value.as_str())
+            .collect();
         assert!(paths.iter().any(|p| p.contains("/cart")), "the route's path rule: {paths:?}");
         let members: Vec<String> =
             actual.pools.iter().flat_map(|p| &p.members).map(|m| m.address.to_string()).collect();

@@ -20,13 +20,13 @@ mod fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 
+#[path = "gateway_lb.rs"]
+mod gateway_lb;
 /// Scale-out on the real Octavia, on the same fake API server.
 #[path = "../tests/support/routed_hosts.rs"]
 mod routed_hosts;
 #[path = "router_set.rs"]
 mod router_set;
-#[path = "gateway_lb.rs"]
-mod gateway_lb;
 
 use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::ControllerError;

@@ -25,12 +25,12 @@ use crate::controller::context::Stores;
 use crate::controller::gateway_members::{ServiceChanges, refill};
 use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;
-use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
+use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
 use crate::driver::WriteGate;
 use crate::gateway::GatewayRoutes;
-use crate::gateway::naming::GATEWAY_PREFIX;
 use crate::gateway::build::{Programmed, RouterFailures};
+use crate::gateway::naming::GATEWAY_PREFIX;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::TranslateOptions;
 use futures::future::BoxFuture;
@@ -278,7 +278,15 @@ impl GatewayDriver {
                     let (tx, _) = watch::channel(Arc::new(DesiredRouter::default()));
                     let owner = (String::new(), name.clone());
                     let task = tokio::spawn(async {});
-                    let slot = GatewaySlot { owner, port: DEFAULT_HTTP_PORT, address: None, writer, desired: tx, task, delete };
+                    let slot = GatewaySlot {
+                        owner,
+                        port: DEFAULT_HTTP_PORT,
+                        address: None,
+                        writer,
+                        desired: tx,
+                        task,
+                        delete,
+                    };
                     let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
                     deleting.insert(name, task);
                 }
@@ -309,7 +317,9 @@ impl GatewayDriver {
                 for pool in refill.pools {
                     let pool_name = pool.name.clone();
                     match writer.members(pool).await {
-                        Ok(MembersOutcome::Updated) => tracing::info!(router = %name, pool = %pool_name, "members updated"),
+                        Ok(MembersOutcome::Updated) => {
+                            tracing::info!(router = %name, pool = %pool_name, "members updated")
+                        }
                         Ok(MembersOutcome::PoolMissing) => {
                             // The next pass (or a Sync already queued) builds it.
                             tracing::info!(router = %name, pool = %pool_name, "pool missing on the Gateway router")
@@ -456,7 +466,14 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
 fn list_gateway_routers(settings: &Settings, permits: &crate::driver::WritePermits) -> ListGatewayRouters {
     let (settings, permits) = (settings.clone(), permits.clone());
     Arc::new(move || {
-        let router = crate::wiring::gateway_router_observed(&settings, None, GATEWAY_PREFIX, DEFAULT_HTTP_PORT, None, permits.clone());
+        let router = crate::wiring::gateway_router_observed(
+            &settings,
+            None,
+            GATEWAY_PREFIX,
+            DEFAULT_HTTP_PORT,
+            None,
+            permits.clone(),
+        );
         Box::pin(async move {
             let router = router.map_err(|e| WriteError::new("client_config", format!("OpenStack session: {e}")))?;
             router.list_ours_named(GATEWAY_PREFIX).await.map_err(|e| WriteError::new(e.label(), e.to_string()))

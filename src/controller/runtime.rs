@@ -569,14 +569,8 @@ async fn run_leader<B: RouterBackend>(
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
     let opts = crate::wiring::translate_options(settings);
-    let gw = crate::controller::gateway::spawn(
-        &client,
-        &ctx,
-        opts,
-        spawn.gateways,
-        ctx.events.clone(),
-        stop_rx.clone(),
-    );
+    let gw =
+        crate::controller::gateway::spawn(&client, &ctx, opts, spawn.gateways, ctx.events.clone(), stop_rx.clone());
     background.extend(gw);
     let handlers = vec![
         spawn_controller(

@@ -232,8 +232,10 @@ pub(crate) async fn delete_own_secrets(cloud: &Cloud) -> Result<usize> {
         if scope.parse(&name).is_none_or(|(certificate, _)| certificate.contains(':')) {
             continue;
         }
-        let description = format!("delete Barbican secret {name} ({}): its router is deleted", secret_uuid(&s.secret_ref));
-        door::write(cloud, Order::barbican("delete_secret", description), barbican.delete_secret(&s.secret_ref)).await?;
+        let description =
+            format!("delete Barbican secret {name} ({}): its router is deleted", secret_uuid(&s.secret_ref));
+        door::write(cloud, Order::barbican("delete_secret", description), barbican.delete_secret(&s.secret_ref))
+            .await?;
         deleted += 1;
     }
     Ok(deleted)
