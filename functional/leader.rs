@@ -6,6 +6,8 @@
 //! (`tests/support/fake_api.rs`) holding the Lease, each through its own address. Every Octavia
 //! and Neutron write of each replica is recorded (start time, method, kind) by its session's
 //! observer, and the moment its write gate closes (the lease lost) by a wrapper backend.
+//! Also included, on the same fake server: `router_set` (scale-out) and `gateway_lb` (one
+//! Gateway's load balancer).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -18,6 +20,8 @@ mod fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 
+#[path = "gateway_lb.rs"]
+mod gateway_lb;
 /// Scale-out on the real Octavia, on the same fake API server.
 #[path = "../tests/support/routed_hosts.rs"]
 mod routed_hosts;

@@ -2,8 +2,8 @@
 //! Kubernetes API server (tests/support/fake_api.rs), each Gateway's load balancer an in-memory
 //! Octavia (`SimBackend`): a Gateway and its HTTPRoute converge to the Gateway's own load balancer,
 //! the Gateway turns Programmed with its address, a Gateway deleted has its load balancer
-//! deleted, and a failing Gateway router holds back neither the Ingress router nor the other
-//! Gateways.
+//! deleted, an endpoint change reaches the Gateway's members at once, and a failing Gateway
+//! router holds back neither the Ingress router nor the other Gateways.
 
 #[path = "support/eventually.rs"]
 mod eventually;
@@ -12,7 +12,9 @@ mod fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 
-use kuryr_l7_router::controller::gateway_driver::{DeleteRouter, GatewayRouters, SpawnGatewayRouter};
+use kuryr_l7_router::controller::gateway_driver::{
+    DeleteRouter, GatewayBackends, GatewayRouters, ListGatewayRouters, SpawnGatewayRouter,
+};
 use kuryr_l7_router::controller::runtime::run_set_with_gateways;
 use kuryr_l7_router::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -46,6 +48,13 @@ fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::co
 
 /// A cluster with our GatewayClass, the Service `shop/cart` with one ready endpoint, an Ingress
 /// of ours to `cart`, and one Gateway + HTTPRoute (`/cart` to `cart`) per name of `gateways`.
+fn cart_slice(ips: &[&str]) -> Value {
+    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
+           "metadata": {"name": "cart-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "cart"}},
+           "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
+           "endpoints": ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect::<Vec<_>>()})
+}
+
 fn fake_with(gateways: &[&str]) -> Arc<Fake> {
     let fake = Fake::new();
     fake.gateway_api.store(true, Ordering::SeqCst);
@@ -64,13 +73,7 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
         json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "cart", "namespace": "shop"},
                "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
     );
-    fake.put(
-        "endpointslices",
-        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "cart-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "cart"}},
-               "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-               "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]}),
-    );
+    fake.put("endpointslices", cart_slice(&["10.0.0.5"]));
     fake.put(
         "ingresses",
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
@@ -112,11 +115,22 @@ struct Built {
 
 /// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
 /// address as the driver puts that floating IP on the VIP; the routers named in `failing` fail
-/// every Sync.
+/// every Sync. No load balancer is listed at start.
 fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
+    sim_gateway_routers_listing(built, failing, None)
+}
+
+/// [`sim_gateway_routers`] whose Octavia lists `listed` as our Gateway load balancers at start.
+fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Option<Vec<String>>) -> GatewayRouters {
     Box::new(move |_, gate| {
+        let list = listed.map(|names| {
+            Arc::new(move || {
+                let names = names.clone();
+                Box::pin(async move { Ok(names) }) as futures::future::BoxFuture<'static, _>
+            }) as ListGatewayRouters
+        });
         let count = Arc::new(std::sync::atomic::AtomicU8::new(0));
-        Box::new(move |name: &str, port: u16, fixed: Option<std::net::IpAddr>| {
+        let spawn = Box::new(move |name: &str, port: u16, fixed: Option<std::net::IpAddr>| {
             let n = count.fetch_add(1, Ordering::SeqCst);
             let address = fixed.or_else(|| format!("172.24.4.{}", 100 + n).parse().ok());
             let mut sim =
@@ -134,7 +148,8 @@ fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
                 Box::pin(async { Ok(()) })
             });
             Ok((writer, delete))
-        }) as SpawnGatewayRouter
+        }) as SpawnGatewayRouter;
+        GatewayBackends { spawn, list }
     })
 }
 
@@ -219,6 +234,48 @@ async fn a_gateway_gets_its_own_load_balancer_and_loses_it_when_deleted() {
     eventually("the Gateway's load balancer deleted", 10, || built.deleted.lock().unwrap().contains(&lb).then_some(()))
         .await;
     assert_eq!(*built.deleted.lock().unwrap(), std::slice::from_ref(&lb), "only the deleted Gateway's load balancer");
+    running.stop().await;
+}
+
+/// An EndpointSlice change of a Service a Gateway route uses reaches that Gateway's load balancer
+/// at once (a Members job on its writer), not on the routers' periodic pass (60 s; 10 s before).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_change_reaches_the_gateway_members_at_once() {
+    let fake = fake_with(&["web"]);
+    let built = Built::default();
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+    let lb = load_balancer_name("shop", "web");
+    let sim = eventually("the Gateway's router converged", 10, || {
+        let sims = built.sims.lock().unwrap();
+        let (_, _, sim) = sims.get(&lb)?;
+        (routed(&sim.lock().unwrap()).1 == ["10.0.0.5"]).then(|| sim.clone())
+    })
+    .await;
+    let changed = std::time::Instant::now();
+    fake.put("endpointslices", cart_slice(&["10.0.0.5", "10.0.0.6"]));
+    eventually("the new endpoint on the Gateway's pool", 3, || {
+        (routed(&sim.lock().unwrap()).1 == ["10.0.0.5", "10.0.0.6"]).then_some(())
+    })
+    .await;
+    eprintln!("endpoint change to Gateway member: {:?}", changed.elapsed());
+    fake.put("endpointslices", cart_slice(&["10.0.0.6"]));
+    eventually("the old endpoint gone", 3, || (routed(&sim.lock().unwrap()).1 == ["10.0.0.6"]).then_some(())).await;
+    running.stop().await;
+}
+
+/// The load balancer of a Gateway deleted while no controller ran (listed by our tags and the
+/// `kuryr-gw-` prefix at start) is deleted once the Gateways are known; the live Gateway's is
+/// kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_load_balancer_of_a_gateway_deleted_meanwhile_is_collected_at_start() {
+    let fake = fake_with(&["web"]);
+    let built = Built::default();
+    let (web, gone) = (load_balancer_name("shop", "web"), load_balancer_name("shop", "gone"));
+    let listed = Some(vec![gone.clone(), web.clone()]);
+    let running = start(&fake, sim_gateway_routers_listing(built.clone(), vec![], listed)).await;
+    eventually("the orphan deleted", 10, || built.deleted.lock().unwrap().contains(&gone).then_some(())).await;
+    eventually("web: Programmed True", 10, || programmed(&fake, "web").filter(|p| p.0 == "True")).await;
+    assert_eq!(*built.deleted.lock().unwrap(), [gone], "only the load balancer whose Gateway is gone");
     running.stop().await;
 }
 

@@ -113,6 +113,8 @@ async fn serve(
             "catalog": [{"type": "load-balancer", "endpoints": [
                 {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
                 {"type": "network", "endpoints": [
+                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
+                {"type": "key-manager", "endpoints": [
                 {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]}]
         }});
         (answer(201, token), "X-Subject-Token: t\r\n")
@@ -369,4 +371,52 @@ async fn a_new_router_is_not_created_when_the_project_quota_has_no_room() {
     let seen = cloud.seen();
     assert!(seen.iter().any(|l| l.starts_with("GET /v2/lbaas/quotas/p ")), "{seen:?}");
     assert!(seen.iter().all(|l| !l.starts_with("POST")), "nothing created: {seen:?}");
+}
+
+const OUR_SECRET: &str = "11111111-2222-3333-4444-555555555555";
+
+/// A router deleted with its key manager: after the load balancer, the Barbican secrets named
+/// after this router (`kuryr-l7-router:<cluster>:<router>:…`) are deleted, never another
+/// router's whose name only begins like it, nor a legacy one of the cluster.
+#[tokio::test]
+async fn deleting_a_router_deletes_its_own_barbican_secrets_only() {
+    let secret = |id: &str, name: &str| json!({"secret_ref": format!("http://kms/v1/secrets/{id}"), "name": name});
+    let secrets = json!({"total": 3, "secrets": [
+        secret(OUR_SECRET, "kuryr-l7-router:c1:gw:shop/tls:abc"),
+        secret("99999999-2222-3333-4444-555555555555", "kuryr-l7-router:c1:gw:x:shop/tls:abc"),
+        secret("88888888-2222-3333-4444-555555555555", "kuryr-l7-router:c1:gw2:shop/tls:abc"),
+    ]});
+    let cloud = Cloud::start(vec![
+        our_lb(),
+        answer(200, json!({"floatingips": []})),
+        answer(204, json!(null)),
+        answer(200, secrets),
+        answer(204, json!(null)),
+    ])
+    .await;
+    let session = cloud.session(Duration::from_secs(5));
+    let router = gateway_router(&cloud).with_barbican(kuryr_l7_router::openstack::Barbican::new(session));
+    assert!(router.delete_router().await.unwrap());
+    let seen = cloud.seen();
+    assert_eq!(seen[2], "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1", "{seen:?}");
+    assert!(seen[3].starts_with("GET /v1/secrets?") && seen[3].contains("kuryr-l7-router%3Ac1%3Agw%3A"), "{seen:?}");
+    assert_eq!(seen[4..], [format!("DELETE /v1/secrets/{OUR_SECRET} HTTP/1.1")], "only this router's own secret");
+}
+
+/// The Gateways' load balancers are listed by our ownership tags alone (no name filter), and
+/// only those named like a Gateway's router are kept.
+#[tokio::test]
+async fn listing_the_gateway_routers_keeps_our_tags_and_the_gateway_prefix() {
+    let lbs = json!({"loadbalancers": [
+        {"id": "lb-1", "name": "kuryr-gw-0123456789abcdef-shop.web", "provisioning_status": "ACTIVE"},
+        {"id": "lb-2", "name": "ingress-router", "provisioning_status": "ACTIVE"},
+        {"id": "lb-3", "name": "kuryr-gw-fedcba9876543210-shop.gone", "provisioning_status": "ACTIVE"},
+    ]});
+    let cloud = Cloud::start(vec![answer(200, lbs)]).await;
+    let names = gateway_router(&cloud).list_ours_named("kuryr-gw-").await.unwrap();
+    assert_eq!(names, ["kuryr-gw-0123456789abcdef-shop.web", "kuryr-gw-fedcba9876543210-shop.gone"]);
+    let seen = cloud.seen();
+    assert_eq!(seen.len(), 1, "{seen:?}");
+    assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?") && seen[0].contains("tags="), "{seen:?}");
+    assert!(!seen[0].contains("name="), "no name filter: {seen:?}");
 }

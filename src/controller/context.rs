@@ -187,6 +187,9 @@ pub struct Context {
     /// `[kubernetes] member_change_window_ms`: how long a Service's member update waits for more
     /// endpoint changes (see `service::reconcile`).
     pub member_change_window: Duration,
+    /// Where the Service handler records the Services it sees changed, for the Gateways'
+    /// routers (`super::gateway_members`); None without a Gateway driver.
+    pub gateway_services: Option<Arc<crate::controller::gateway_members::ServiceChanges>>,
 }
 
 /// A desired state and the Service notices it implies.
@@ -256,12 +259,19 @@ impl Context {
             failures: Mutex::new(HashMap::new()),
             service_warnings: Mutex::new(ServiceWarnings::default()),
             member_change_window: Duration::ZERO,
+            gateway_services: None,
         }
     }
 
     /// With a member change window (see [`Context::member_change_window`]).
     pub fn with_member_change_window(mut self, window: Duration) -> Self {
         self.member_change_window = window;
+        self
+    }
+
+    /// With the Gateways' routers told of every Service change (see [`Context::gateway_services`]).
+    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::gateway_members::ServiceChanges>) -> Self {
+        self.gateway_services = Some(changes);
         self
     }
 

@@ -11,7 +11,9 @@
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
 use crate::controller::events::EventPublisher;
-use crate::controller::gateway_driver::{DataPlane, GATEWAY_ROUTER_RESYNC, GatewayDriver, SpawnGatewayRouter};
+use crate::controller::gateway_driver::{
+    DataPlane, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver,
+};
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
 use crate::gateway::GatewayRoutes;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
@@ -149,16 +151,20 @@ impl GatewayLoop {
         }
         tracing::info!("Gateway API caches synced");
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
+        let mut first = true;
         loop {
             let w = world(stores, &self.services, &self.secrets);
             let programmed = self.programmed.borrow_and_update().clone();
             let failures = self.failures.borrow_and_update().clone();
             let t = translate_with_failures(&w, &programmed, &failures);
+            // The first translation is always published, even when empty: the driver learns that
+            // the tables are known (it collects the load balancers of Gateways gone then).
             self.routers.send_if_modified(|r| {
-                let new = *r != t.routers;
+                let new = first || *r != t.routers;
                 *r = t.routers.clone();
                 new
             });
+            first = false;
             status.write(stores, &t).await;
             tokio::select! {
                 _ = changed.notified() => {}
@@ -206,12 +212,13 @@ pub const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
 
 /// The Gateway loop of the leader, on the Ingress side's Service and Secret caches, and with
 /// `routers` the driver of the Gateways' routers (`super::gateway_driver`), which reports their
-/// addresses back. Without it the Gateways show `Programmed: False` (Pending).
+/// addresses back. Without it the Gateways show `Programmed: False` (Pending). The driver takes
+/// the Service changes the Service handler records in `ctx.gateway_services`.
 pub fn spawn(
     client: &kube::Client,
-    stores: &crate::controller::context::Stores,
+    ctx: &crate::controller::context::Context,
     opts: crate::translate::TranslateOptions,
-    routers: Option<SpawnGatewayRouter>,
+    routers: Option<GatewayBackends>,
     events: Arc<EventPublisher>,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
@@ -219,8 +226,8 @@ pub fn spawn(
     let (routes_tx, routes_rx) = watch::channel(Vec::new());
     let run = GatewayLoop {
         client: client.clone(),
-        services: stores.services.clone(),
-        secrets: stores.secrets.clone(),
+        services: ctx.stores.services.clone(),
+        secrets: ctx.stores.secrets.clone(),
         events: Some(events),
         programmed,
         failures,
@@ -229,14 +236,18 @@ pub fn spawn(
         recheck: GATEWAY_RECHECK,
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
-    if let Some(spawn) = routers {
+    if let Some(GatewayBackends { spawn, list }) = routers {
         let driver = GatewayDriver {
-            stores: stores.clone(),
+            stores: ctx.stores.clone(),
             opts,
             routes: routes_rx,
             data_plane,
             spawn,
+            list,
             resync: GATEWAY_ROUTER_RESYNC,
+            retry: GATEWAY_ROUTER_RETRY,
+            service_changes: ctx.gateway_services.clone(),
+            member_change_window: ctx.member_change_window,
         };
         tasks.push(tokio::spawn(driver.run(stop)));
     }

@@ -12,23 +12,29 @@
 //! has its writer drained and then its load balancer deleted; the deletion finds the load
 //! balancer by its name and our tags, so nothing that is not ours is touched.
 //!
-//! Members follow their Services on the next pass: a pass runs on every change of the route
-//! tables and every [`GatewayDriver::resync`] (a pass whose desired router is unchanged writes
-//! nothing).
+//! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
+//! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
+//! the Gateway routers whose pools that Service feeds (`super::gateway_members`), as on the
+//! Ingress side. A full pass (every Gateway's desired router translated again) runs on every
+//! change of the route tables, on a Service change the Members path cannot carry, and every
+//! [`GatewayDriver::resync`] (a pass whose desired router is unchanged writes nothing); a failed
+//! router is synced again every [`GatewayDriver::retry`].
 
 use crate::config::Settings;
 use crate::controller::context::Stores;
+use crate::controller::gateway_members::{ServiceChanges, refill};
 use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;
+use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
-use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::driver::WriteGate;
 use crate::gateway::GatewayRoutes;
 use crate::gateway::build::{Programmed, RouterFailures};
-use crate::model::DesiredRouter;
+use crate::gateway::naming::GATEWAY_PREFIX;
+use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::TranslateOptions;
 use futures::future::BoxFuture;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,11 +50,33 @@ pub type SpawnGatewayRouter =
     Box<dyn Fn(&str, u16, Option<IpAddr>) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
 
 /// Builds the Gateways' routers once this replica leads, given the metrics and the leader gate.
-pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> SpawnGatewayRouter + Send>;
+pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> GatewayBackends + Send>;
 
-/// How often each Gateway's router is synced again without a change of its routes: its members
-/// follow their Services, and a failed router is retried.
-pub const GATEWAY_ROUTER_RESYNC: Duration = Duration::from_secs(10);
+/// The names of the Gateway load balancers of ours (`kuryr-gw-*` with our ownership tags).
+pub type ListGatewayRouters = Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<String>, WriteError>> + Send + Sync>;
+
+/// How the Gateways' routers are built, and how the load balancers of Gateways deleted while
+/// no controller ran are found ([`GatewayBackends::list`]: deleted through a router built by
+/// `spawn`, as any Gateway gone).
+pub struct GatewayBackends {
+    pub spawn: SpawnGatewayRouter,
+    /// None: nothing is collected at start.
+    pub list: Option<ListGatewayRouters>,
+}
+
+impl From<SpawnGatewayRouter> for GatewayBackends {
+    fn from(spawn: SpawnGatewayRouter) -> Self {
+        Self { spawn, list: None }
+    }
+}
+
+/// How often every Gateway's desired router is translated again without a change of its routes
+/// (what no event announces, e.g. a Service's health-monitor annotation). Endpoint changes do not
+/// wait for it (see the module docs).
+pub const GATEWAY_ROUTER_RESYNC: Duration = Duration::from_secs(60);
+
+/// How soon a Gateway router whose Sync failed is synced again (and a failed deletion retried).
+pub const GATEWAY_ROUTER_RETRY: Duration = Duration::from_secs(10);
 
 /// The port a Gateway router's HTTP listener takes when the Gateway has only HTTPS listeners
 /// (its HTTPS listener is the driver's own).
@@ -106,8 +134,16 @@ pub struct GatewayDriver {
     pub routes: watch::Receiver<Vec<GatewayRoutes>>,
     pub data_plane: DataPlane,
     pub spawn: SpawnGatewayRouter,
-    /// How often each router is synced again without a change (members, retries after a failure).
+    /// Lists our Gateway load balancers, to collect those of Gateways gone (None: no collection).
+    pub list: Option<ListGatewayRouters>,
+    /// How often every desired router is translated again without a change of the routes.
     pub resync: Duration,
+    /// How soon a failed router is synced again, and a failed deletion retried.
+    pub retry: Duration,
+    /// The Services whose endpoints changed (None: members follow on the passes only).
+    pub service_changes: Option<Arc<ServiceChanges>>,
+    /// `[kubernetes] member_change_window_ms`: the changes of one window make one batch write.
+    pub member_change_window: Duration,
 }
 
 impl GatewayDriver {
@@ -117,60 +153,25 @@ impl GatewayDriver {
         let mut slots: BTreeMap<String, GatewaySlot> = BTreeMap::new();
         // The deletions under way, by load-balancer name.
         let mut deleting: BTreeMap<String, tokio::task::JoinHandle<()>> = BTreeMap::new();
-        loop {
-            deleting.retain(|_, t| !t.is_finished());
-            let routes = self.routes.borrow_and_update().clone();
-            let desired = desired_routers(&routes, &self.stores, &self.opts);
-            let mut live = std::collections::BTreeSet::new();
-            for r in desired {
-                live.insert(r.name.clone());
-                let owner = (r.owner.namespace.clone(), r.owner.name.clone());
-                let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
-                let desired = Arc::new(r.desired);
-                if let Some(slot) = slots.get(&r.name)
-                    && slot.port == port
-                    && slot.address == r.address
-                    && slot.owner == owner
-                {
-                    slot.desired.send_if_modified(|d| {
-                        let new = **d != *desired;
-                        *d = desired.clone();
-                        new
-                    });
-                    continue;
-                }
-                if deleting.contains_key(&r.name) {
-                    // Deleted and created again while its load balancer is being deleted: built
-                    // once that delete is done (next pass), never beside it.
-                    continue;
-                }
-                // A new Gateway, or its port or static address changed (fixed per driver): a writer for what it is now. The load balancer stays; it is its name's.
-                if let Some(old) = slots.remove(&r.name) {
-                    old.task.abort();
-                    old.writer.shutdown().await;
-                }
-                match (self.spawn)(&r.name, port, r.address) {
-                    Ok((writer, delete)) => {
-                        let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
-                        slot.address = r.address;
-                        slots.insert(r.name.clone(), slot);
-                    }
-                    Err(e) => {
-                        tracing::warn!(router = %r.name, error = %e, "cannot build the Gateway's router");
-                        self.data_plane.report(&owner, Err(format!("{}: {e}", e.label)));
+        let changes = self.service_changes.clone();
+        // Whether the Gateway loop has published its first translation (see `pass`).
+        let mut published = false;
+        'passes: loop {
+            self.pass(&mut slots, &mut deleting, published).await;
+            let next_pass = tokio::time::Instant::now() + self.resync;
+            // Between passes, endpoint changes become Members jobs; a change they cannot carry,
+            // a change of the route tables or the resync period ends the wait.
+            loop {
+                tokio::select! {
+                    r = self.routes.changed() => if r.is_err() { break 'passes } else { published = true; break },
+                    _ = tokio::time::sleep_until(next_pass) => break,
+                    _ = stop.wait_for(|v| *v) => break 'passes,
+                    changed = next_changes(changes.as_deref(), self.member_change_window) => {
+                        if self.refill_members(&slots, &changed) {
+                            break;
+                        }
                     }
                 }
-            }
-            let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
-            for name in gone {
-                let slot = slots.remove(&name).expect("listed");
-                let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.resync));
-                deleting.insert(name, task);
-            }
-            tokio::select! {
-                r = self.routes.changed() => if r.is_err() { break },
-                _ = tokio::time::sleep(self.resync) => {}
-                _ = stop.wait_for(|v| *v) => break,
             }
         }
         for t in deleting.into_values() {
@@ -180,6 +181,158 @@ impl GatewayDriver {
             slot.task.abort();
             slot.writer.shutdown().await;
         }
+    }
+
+    /// One pass: every Gateway's desired router translated from the caches and handed to its
+    /// slot (a new slot for a new Gateway or a changed port or address); the slots of Gateways
+    /// gone are retired.
+    async fn pass(
+        &mut self,
+        slots: &mut BTreeMap<String, GatewaySlot>,
+        deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+        published: bool,
+    ) {
+        deleting.retain(|_, t| !t.is_finished());
+        let (routes, published) = {
+            let r = self.routes.borrow_and_update();
+            // Published before this driver first looked, or since (`changed` marks it seen).
+            (r.clone(), published || r.has_changed())
+        };
+        let desired = desired_routers(&routes, &self.stores, &self.opts);
+        let mut live = std::collections::BTreeSet::new();
+        for r in desired {
+            live.insert(r.name.clone());
+            let owner = (r.owner.namespace.clone(), r.owner.name.clone());
+            let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
+            let desired = Arc::new(r.desired);
+            if let Some(slot) = slots.get(&r.name)
+                && slot.port == port
+                && slot.address == r.address
+                && slot.owner == owner
+            {
+                slot.desired.send_if_modified(|d| {
+                    let new = **d != *desired;
+                    *d = desired.clone();
+                    new
+                });
+                continue;
+            }
+            if deleting.contains_key(&r.name) {
+                // Deleted and created again while its load balancer is being deleted: built
+                // once that delete is done (next pass), never beside it.
+                continue;
+            }
+            // A new Gateway, or its port or static address changed (fixed per driver): a writer for what it is now. The load balancer stays; it is its name's.
+            if let Some(old) = slots.remove(&r.name) {
+                old.task.abort();
+                old.writer.shutdown().await;
+            }
+            match (self.spawn)(&r.name, port, r.address) {
+                Ok((writer, delete)) => {
+                    let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
+                    slot.address = r.address;
+                    slots.insert(r.name.clone(), slot);
+                }
+                Err(e) => {
+                    tracing::warn!(router = %r.name, error = %e, "cannot build the Gateway's router");
+                    self.data_plane.report(&owner, Err(format!("{}: {e}", e.label)));
+                }
+            }
+        }
+        let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
+        for name in gone {
+            let slot = slots.remove(&name).expect("listed");
+            let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
+            deleting.insert(name, task);
+        }
+        // Once, on the Gateway loop's first translation (the route tables of every Gateway of
+        // ours, from synced caches): before it, an empty table means "not known yet", not "none".
+        if published && let Some(list) = self.list.take() {
+            self.collect_orphans(list, live, deleting).await;
+        }
+    }
+
+    /// The load balancers of ours named like a Gateway's router whose Gateway is not among
+    /// `live` (deleted, or no longer accepted, while no controller ran): each deleted like a
+    /// Gateway gone, through a router built for its name.
+    async fn collect_orphans(
+        &self,
+        list: ListGatewayRouters,
+        live: BTreeSet<String>,
+        deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+    ) {
+        let names = match list().await {
+            Ok(n) => n,
+            Err(e) => {
+                // Collected by the next start; a Gateway deleted while this one runs is retired.
+                tracing::warn!(error = %e, "cannot list the Gateways' load balancers: none collected");
+                return;
+            }
+        };
+        let orphans: Vec<String> =
+            names.into_iter().filter(|n| !live.contains(n) && !deleting.contains_key(n)).collect();
+        for name in orphans {
+            match (self.spawn)(&name, DEFAULT_HTTP_PORT, None) {
+                Ok((writer, delete)) => {
+                    tracing::info!(router = %name, "the load balancer of a Gateway gone: deleting it");
+                    let (tx, _) = watch::channel(Arc::new(DesiredRouter::default()));
+                    let owner = (String::new(), name.clone());
+                    let task = tokio::spawn(async {});
+                    let slot = GatewaySlot {
+                        owner,
+                        port: DEFAULT_HTTP_PORT,
+                        address: None,
+                        writer,
+                        desired: tx,
+                        task,
+                        delete,
+                    };
+                    let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
+                    deleting.insert(name, task);
+                }
+                Err(e) => tracing::warn!(router = %name, error = %e, "cannot build the router of a Gateway gone"),
+            }
+        }
+    }
+
+    /// The pools the `changed` Services feed, refilled on every Gateway router that holds them
+    /// (Members jobs on its writer, awaited by a task of their own so that the driver never
+    /// waits on Octavia). `true`: a change needs a full pass instead.
+    fn refill_members(&self, slots: &BTreeMap<String, GatewaySlot>, changed: &BTreeSet<KubeRef>) -> bool {
+        let mut needs_pass = false;
+        for (name, slot) in slots {
+            let writer = slot.writer.handle();
+            let Some(synced) = writer.last_synced() else { continue };
+            let refill = refill(changed, &synced, &self.stores, &self.opts);
+            if let Some(why) = refill.needs_pass {
+                tracing::info!(router = %name, %why, "a Service change needs the Gateway router's pass");
+                needs_pass = true;
+                continue;
+            }
+            if refill.pools.is_empty() {
+                continue;
+            }
+            let name = name.clone();
+            tokio::spawn(async move {
+                for pool in refill.pools {
+                    let pool_name = pool.name.clone();
+                    match writer.members(pool).await {
+                        Ok(MembersOutcome::Updated) => {
+                            tracing::info!(router = %name, pool = %pool_name, "members updated")
+                        }
+                        Ok(MembersOutcome::PoolMissing) => {
+                            // The next pass (or a Sync already queued) builds it.
+                            tracing::info!(router = %name, pool = %pool_name, "pool missing on the Gateway router")
+                        }
+                        Ok(_) => {}
+                        Err(e) => {
+                            tracing::warn!(router = %name, pool = %pool_name, error = %e, "cannot update the members")
+                        }
+                    }
+                }
+            });
+        }
+        needs_pass
     }
 
     fn start(
@@ -200,13 +353,15 @@ impl GatewayDriver {
             rx,
             self.data_plane.clone(),
             self.resync,
+            self.retry,
         ));
         GatewaySlot { owner, port, address: None, writer, desired: tx, task, delete }
     }
 }
 
-/// Syncs one Gateway's router to its desired state on every change and every `resync`,
-/// reporting each outcome; ends when its slot is dropped.
+/// Syncs one Gateway's router to its desired state on every change, every `resync` (answered
+/// from the writer's last Sync when nothing changed) and `retry` after a failure, reporting each
+/// outcome; ends when its slot is dropped.
 async fn drive(
     name: String,
     owner: (String, String),
@@ -214,6 +369,7 @@ async fn drive(
     mut desired: watch::Receiver<Arc<DesiredRouter>>,
     data_plane: DataPlane,
     resync: Duration,
+    retry: Duration,
 ) {
     loop {
         let d = (**desired.borrow_and_update()).clone();
@@ -224,17 +380,18 @@ async fn drive(
                 Err(format!("{}: {e}", e.label))
             }
         };
+        let wait = if result.is_ok() { resync } else { retry };
         data_plane.report(&owner, result);
         tokio::select! {
             r = desired.changed() => if r.is_err() { return },
-            _ = tokio::time::sleep(resync) => {}
+            _ = tokio::time::sleep(wait) => {}
         }
     }
 }
 
-/// A Gateway gone: its writer drained, then its load balancer deleted (retried every `resync`
+/// A Gateway gone: its writer drained, then its load balancer deleted (retried every `retry`
 /// until it is), then its status entries forgotten.
-async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, resync: Duration) {
+async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, retry: Duration) {
     slot.task.abort();
     slot.writer.shutdown().await;
     loop {
@@ -245,11 +402,19 @@ async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, resync: 
             }
             Err(e) => {
                 tracing::warn!(router = %name, error = %e, "cannot delete the Gateway's load balancer (retrying)");
-                tokio::time::sleep(resync).await;
+                tokio::time::sleep(retry).await;
             }
         }
     }
     data_plane.forget(&slot.owner);
+}
+
+/// The next Services changed; never, without a source of changes.
+async fn next_changes(changes: Option<&ServiceChanges>, window: Duration) -> BTreeSet<KubeRef> {
+    match changes {
+        Some(c) => c.next(window).await,
+        None => std::future::pending().await,
+    }
 }
 
 /// The real Gateway routers: the driver on Octavia and Neutron (one session per router, every
@@ -260,7 +425,8 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
     let settings = settings.clone();
     Box::new(move |metrics: &Metrics, gate: WriteGate| {
         let metrics = metrics.clone();
-        Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
+        let list = list_gateway_routers(&settings, &permits);
+        let spawn = Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
             let build = || {
                 let m = metrics.clone();
                 let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
@@ -290,6 +456,27 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
                 })
             });
             Ok((writer, delete))
-        }) as SpawnGatewayRouter
+        }) as SpawnGatewayRouter;
+        GatewayBackends { spawn, list: Some(list) }
+    })
+}
+
+/// The Gateway load balancers of ours on Octavia: listed by our ownership tags, kept by the
+/// name prefix every Gateway router has (`crate::gateway::naming`).
+fn list_gateway_routers(settings: &Settings, permits: &crate::driver::WritePermits) -> ListGatewayRouters {
+    let (settings, permits) = (settings.clone(), permits.clone());
+    Arc::new(move || {
+        let router = crate::wiring::gateway_router_observed(
+            &settings,
+            None,
+            GATEWAY_PREFIX,
+            DEFAULT_HTTP_PORT,
+            None,
+            permits.clone(),
+        );
+        Box::pin(async move {
+            let router = router.map_err(|e| WriteError::new("client_config", format!("OpenStack session: {e}")))?;
+            router.list_ours_named(GATEWAY_PREFIX).await.map_err(|e| WriteError::new(e.label(), e.to_string()))
+        })
     })
 }

@@ -21,6 +21,7 @@
 //!   translation and status writes;
 //! - [`gateway_driver`], [`gateway_routers`]: one router per Gateway (its own load balancer,
 //!   writer and floating IP), its address or error back to the Gateway's status;
+//!   [`gateway_members`]: endpoint changes to those routers' members;
 //! - [`service_events`]: the translation's warnings about a Service as Events on it;
 //! - [`notice`]: which Services must carry which [`notice::ServiceNotice`] for a desired router;
 //! - [`metrics`], [`health`]: Prometheus metrics and the `/healthz`, `/readyz`, `/metrics` server;
@@ -35,6 +36,7 @@ pub mod error;
 pub mod events;
 pub mod gateway;
 pub mod gateway_driver;
+pub mod gateway_members;
 pub mod gateway_routers;
 pub mod gateway_status;
 pub mod health;

@@ -17,7 +17,7 @@ use crate::config::{KubernetesSettings, Settings};
 use crate::controller::context::Stores;
 use crate::controller::endpoint_nodes::EndpointNodes;
 use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
-use crate::controller::gateway_driver::{GatewayRouters, SpawnGatewayRouter};
+use crate::controller::gateway_driver::{GatewayBackends, GatewayRouters};
 use crate::controller::health::{self, Readiness};
 use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
@@ -526,7 +526,7 @@ fn notice_router_name(settings: &Settings) -> String {
 /// and the Gateways' routers.
 struct Spawners {
     set: Option<SpawnWriter>,
-    gateways: Option<SpawnGatewayRouter>,
+    gateways: Option<GatewayBackends>,
 }
 
 /// The leader's work: caches, the two Controllers, the writer and the resync loop, until `stop`.
@@ -560,20 +560,17 @@ async fn run_leader<B: RouterBackend>(
         Some(ready_tx.clone()),
     )
     .with_member_change_window(k.member_change_window);
+    if spawn.gateways.is_some() {
+        ctx = ctx.with_gateway_services(Arc::default());
+    }
     if let Some(spawn) = spawn.set {
         ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
     let opts = crate::wiring::translate_options(settings);
-    let gw = crate::controller::gateway::spawn(
-        &client,
-        &ctx.stores,
-        opts,
-        spawn.gateways,
-        ctx.events.clone(),
-        stop_rx.clone(),
-    );
+    let gw =
+        crate::controller::gateway::spawn(&client, &ctx, opts, spawn.gateways, ctx.events.clone(), stop_rx.clone());
     background.extend(gw);
     let handlers = vec![
         spawn_controller(

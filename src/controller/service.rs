@@ -78,6 +78,10 @@ pub async fn reconcile(svc: Arc<Service>, ctx: Arc<Context>) -> Result<Action, H
 
 async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, HandlerError> {
     ctx.wait_caches().await;
+    if let Some(changes) = &ctx.gateway_services {
+        // The Gateways' routers take their share first: they never wait on the Ingress writes.
+        changes.changed(KubeRef::service(namespace_of(&svc.metadata), &svc.name_any()));
+    }
     // Each router's notice names the pools the Service feeds there: with scale-out a Service
     // used on several routers gets its member update on each.
     for router in ctx.routers.iter() {

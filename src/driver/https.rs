@@ -214,6 +214,33 @@ async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Resu
         .collect())
 }
 
+/// Deletes every Barbican secret this router owns (named with its own prefix: never another
+/// router's, never a legacy one of the cluster), once its load balancer is deleted; how many.
+pub(crate) async fn delete_own_secrets(cloud: &Cloud) -> Result<usize> {
+    let Some(barbican) = &cloud.barbican else { return Ok(0) };
+    let scope = cloud.secret_scope();
+    let listed = match barbican.list_secrets(&scope.prefix()).await {
+        Ok(l) => l,
+        // A cloud without a key manager has no secrets of ours: the router deletes all the same.
+        Err(crate::openstack::Error::EndpointNotFound { .. }) => return Ok(0),
+        Err(source) => return Err(DriverError::KeyManager { source }),
+    };
+    let mut deleted = 0;
+    for s in listed {
+        let name = s.name.unwrap_or_default();
+        // The listing is by prefix; the parse also refuses a longer router name sharing it.
+        if scope.parse(&name).is_none_or(|(certificate, _)| certificate.contains(':')) {
+            continue;
+        }
+        let description =
+            format!("delete Barbican secret {name} ({}): its router is deleted", secret_uuid(&s.secret_ref));
+        door::write(cloud, Order::barbican("delete_secret", description), barbican.delete_secret(&s.secret_ref))
+            .await?;
+        deleted += 1;
+    }
+    Ok(deleted)
+}
+
 /// One PKCS#12 secret for `cert`, readable by the users the operator named (Octavia's service
 /// user): its ref and its record.
 async fn store(

@@ -160,9 +160,11 @@ impl Router {
         lifecycle::find(&self.cloud).await
     }
 
-    /// Deletes the router's load balancer (cascade) and the floating IP allocated for it, found by
-    /// the router's name and our tags (an adopted router, `uuid`, is never deleted: it is not
-    /// ours). False when there was none. A configured floating IP (`l7_router_ip`) is left.
+    /// Deletes the router's load balancer (cascade), the floating IP allocated for it, found by
+    /// the router's name and our tags, and the Barbican secrets it owns (named after the router:
+    /// never another router's). An adopted router (`uuid`) is never deleted: it is not ours.
+    /// False when there was no load balancer (its secrets are deleted all the same: a delete cut
+    /// short after the load balancer went). A configured floating IP (`l7_router_ip`) is left.
     pub async fn delete_router(&self) -> Result<bool> {
         if self.cloud.spec.uuid.is_some() {
             return Ok(false);
@@ -170,16 +172,31 @@ impl Router {
         if !self.cloud.gate.is_open() {
             return Err(super::error::DriverError::NotLeader);
         }
-        let Some(lb) = lifecycle::find(&self.cloud).await? else { return Ok(false) };
-        let marker = floating_ip::floating_ip_description(&self.cloud.spec.ownership, &self.cloud.spec.name);
-        if let Some(port) = &lb.vip_port_id
-            && let Some(fip) = floating_ip::of_port(&self.cloud.neutron, port).await?
-            && fip.description == marker
-        {
-            self.cloud.neutron.delete_floating_ip(&fip.id).await?;
+        let found = lifecycle::find(&self.cloud).await?;
+        if let Some(lb) = &found {
+            let marker = floating_ip::floating_ip_description(&self.cloud.spec.ownership, &self.cloud.spec.name);
+            if let Some(port) = &lb.vip_port_id
+                && let Some(fip) = floating_ip::of_port(&self.cloud.neutron, port).await?
+                && fip.description == marker
+            {
+                self.cloud.neutron.delete_floating_ip(&fip.id).await?;
+            }
+            self.cloud.octavia.delete_load_balancer(&lb.id, true).await?;
         }
-        self.cloud.octavia.delete_load_balancer(&lb.id, true).await?;
-        Ok(true)
+        // After the load balancer: its HTTPS listener no longer references them.
+        https::delete_own_secrets(&self.cloud).await?;
+        Ok(found.is_some())
+    }
+
+    /// The names of the load balancers of ours (by our ownership tags) whose name starts with
+    /// `prefix`: the Gateways' routers (`kuryr-gw-`), to find those whose Gateway is gone.
+    pub async fn list_ours_named(&self, prefix: &str) -> Result<Vec<String>> {
+        let q = crate::openstack::ListQuery { tags: self.cloud.spec.ownership.ownership_tags(), ..Default::default() };
+        let found = self.cloud.octavia.list_load_balancers(&q).await?;
+        let mut names: Vec<String> = found.into_iter().map(|lb| lb.name).filter(|n| n.starts_with(prefix)).collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
     }
 
     /// The names of the load balancers carrying our ownership tags, whatever their name

@@ -5,11 +5,15 @@
 
 use crate::translate::names::{MAX_NAME, bounded, fnv1a64};
 
+/// How every Gateway's load-balancer name begins: with our ownership tags, what finds the load
+/// balancers of Gateways deleted while no controller ran.
+pub const GATEWAY_PREFIX: &str = "kuryr-gw-";
+
 /// `kuryr-gw-<16 hex digits of FNV-1a("namespace/name")>-<namespace>.<name>`, cut to 255 bytes.
 /// The hash alone is the identity; the tail only helps an operator reading `openstack
 /// loadbalancer list`.
 pub fn load_balancer_name(namespace: &str, name: &str) -> String {
-    let full = format!("kuryr-gw-{:016x}-{namespace}.{name}", fnv1a64(format!("{namespace}/{name}").as_bytes()));
+    let full = format!("{GATEWAY_PREFIX}{:016x}-{namespace}.{name}", fnv1a64(format!("{namespace}/{name}").as_bytes()));
     let mut cut = full.len().min(MAX_NAME);
     while !full.is_char_boundary(cut) {
         cut -= 1;

@@ -32,9 +32,10 @@ impl Cond {
 
 /// The features this implementation declares in `GatewayClass.status.supportedFeatures`: the
 /// core of Gateway, HTTPRoute and ReferenceGrant, plus the extended ones Octavia serves exactly.
+/// Not GatewayPort8080: a router has one HTTP listener, so a listener on 8080 beside one on 80 is
+/// not served (docs/gateway-api.md, "ports").
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
-    "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",
