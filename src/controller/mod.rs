@@ -48,6 +48,7 @@ pub mod notice;
 pub mod outputs;
 pub mod patches;
 pub mod router_set;
+pub mod set_moves;
 pub mod routers;
 pub mod runtime;
 pub mod service;
