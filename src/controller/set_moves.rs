@@ -185,13 +185,13 @@ impl crate::controller::context::Context {
                 self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
             }
         }
-        let mut stepped: Moves = placed.moved.iter().map(|m| (m.group.clone(), m.clone())).collect();
-        stepped.extend(observed.into_iter().map(|m| (m.group.clone(), m)));
+        // In order: a move can take two steps in one Sync (started, then its target ACTIVE).
+        let stepped: Vec<MovePlan> = placed.moved.iter().cloned().chain(observed).collect();
         let known = set.known_moves();
         for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
             let hosts = ingress_hosts(ing);
             let Some(plan) = known.values().find(|m| !m.hosts.is_disjoint(&hosts)) else { continue };
-            if let Some(step) = stepped.get(&plan.group).filter(|s| !s.hosts.is_disjoint(&hosts)) {
+            for step in stepped.iter().filter(|s| !s.hosts.is_disjoint(&hosts)) {
                 let (reason, message) = step.event(&set.name_of(step.from), &set.name_of(step.to));
                 self.publish(&UserEvent::normal(reason, "Move", message), &ing.object_ref(&())).await;
             }
