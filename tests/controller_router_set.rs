@@ -19,8 +19,8 @@ use fake_api::Fake;
 use routed_hosts::routed_hosts;
 
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
-use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
 use kuryr_l7_router::controller::runtime::run_set_with;
+use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
 use kuryr_l7_router::controller::writer::WriteError;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
@@ -279,7 +279,8 @@ fn ask_move(fake: &Fake, name: &str, router: &str) {
 
 /// The reasons of the Events posted on Ingress `name`, in order.
 fn event_reasons(fake: &Fake, name: &str) -> Vec<String> {
-    let on = |w: &fake_api::Write| w.method == "POST" && w.path.ends_with("/events") && w.body["regarding"]["name"] == name;
+    let on =
+        |w: &fake_api::Write| w.method == "POST" && w.path.ends_with("/events") && w.body["regarding"]["name"] == name;
     fake.writes().iter().filter(|w| on(w)).filter_map(|w| w.body["reason"].as_str().map(str::to_string)).collect()
 }
 
@@ -333,8 +334,8 @@ async fn a_restart_in_publish_both_resumes_the_move() {
         let text = v["metadata"]["annotations"][MOVE_ANNOTATION].as_str()?.to_string();
         serde_json::from_str::<Value>(&text).ok()
     };
-    let both = eventually("PublishBoth recorded", 10, || record(&fake).filter(|r| !r["phase"]["PublishBoth"].is_null()))
-        .await;
+    let both =
+        eventually("PublishBoth recorded", 10, || record(&fake).filter(|r| !r["phase"]["PublishBoth"].is_null())).await;
     running.stop().await;
     assert_eq!(addresses(&fake, "a"), [FIRST, SECOND], "stopped in PublishBoth");
 

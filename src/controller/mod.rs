@@ -48,12 +48,12 @@ pub mod notice;
 pub mod outputs;
 pub mod patches;
 pub mod router_set;
-pub mod set_moves;
 pub mod routers;
 pub mod runtime;
 pub mod service;
 pub mod service_events;
 pub mod service_shape;
+pub mod set_moves;
 pub mod slim;
 pub mod writer;
 

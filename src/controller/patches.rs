@@ -176,8 +176,7 @@ pub async fn patch_ingress_addresses(
     ing: &Ingress,
     addresses: &[IpAddr],
 ) -> Result<Option<Ingress>, ControllerError> {
-    let want: Vec<IngressLoadBalancerIngress> =
-        addresses.iter().flat_map(|a| desired_lb_ingress(Some(*a))).collect();
+    let want: Vec<IngressLoadBalancerIngress> = addresses.iter().flat_map(|a| desired_lb_ingress(Some(*a))).collect();
     let current = ing.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|lb| lb.ingress.clone());
     if current.unwrap_or_default() == want {
         return Ok(None);
