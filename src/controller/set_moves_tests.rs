@@ -75,3 +75,79 @@ fn homes_keep_the_source_until_delete_old() {
         assert_eq!(got, want, "{phase:?}");
     }
 }
+
+const TIED: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kuryr}
+spec: {controller: openstack.org/kuryr-l7-router}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ix, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: a.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+  - {host: b.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: iy, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: b.com, http: {paths: [{path: /y, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: iz, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: c.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+"#;
+
+/// An ask on one Ingress moves its whole host group (the hosts another Ingress ties to it), and
+/// only that group; the placement counts the group on the target from the start; an ask while
+/// the group moves, or for its own router, starts nothing; a bad name is refused.
+#[test]
+fn an_ask_moves_the_whole_group_once() {
+    let mut inputs = crate::translate::Inputs::default();
+    crate::translate::manifest::load_str(TIED, std::path::Path::new("tied.yaml"), &mut inputs).unwrap();
+    let opts = crate::translate::TranslateOptions { ingress_class: "kuryr".into(), ..Default::default() };
+    let desired = crate::translate::translate(&inputs, &opts);
+    let current = [("a.com", 0), ("b.com", 0), ("c.com", 0)].map(|(h, r)| (h.to_string(), r)).into();
+    let params = SplitParams {
+        capacity: crate::placement::Capacity { max_policies: 10, max_certificates: 10 },
+        current,
+        routers: Default::default(),
+        now: 500,
+        empty_grace_secs: 3600,
+    };
+    let ask = |ingress: &str, target| MoveAsk { ingress: ingress.into(), target };
+    let asks = [ask("shop/iy", Ok(1)), ask("shop/iz", Err("bad name".into()))];
+    let got = place_with_moves(&desired, &params, Moves::new(), &asks, 500);
+    assert_eq!(got.started.len(), 1, "{got:?}");
+    let m = &got.started[0];
+    let hosts: Vec<&str> = m.hosts.iter().map(String::as_str).collect();
+    assert_eq!(
+        (hosts, m.from, m.to, m.phase),
+        (vec!["a.com", "b.com"], 0, 1, MovePhase::CreateOnTarget { since: 500 })
+    );
+    assert_eq!(got.placement.host_router["a.com"], 1);
+    assert_eq!(got.placement.host_router["c.com"], 0, "the other group stays");
+    assert_eq!(got.refused, vec![("shop/iz".to_string(), "bad name".to_string())]);
+    // The next Sync: the same ask (the annotation stays) while the group moves, and once done.
+    let again = place_with_moves(&desired, &params, got.moves.clone(), &[ask("shop/ix", Ok(2))], 501);
+    assert!(again.started.is_empty(), "a moving group is not moved again: {:?}", again.started);
+    let mut done_params = params.clone();
+    done_params.current.extend([("a.com".to_string(), 1), ("b.com".to_string(), 1)]);
+    let done = place_with_moves(&desired, &done_params, Moves::new(), &[ask("shop/iy", Ok(1))], 900);
+    assert!(done.started.is_empty(), "already on its target: {:?}", done.started);
+}
