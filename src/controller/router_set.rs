@@ -285,6 +285,21 @@ impl RouterSet {
     }
 }
 
+/// Sleeps until the next resync is due: after `period`, or as soon as a move's grace ends (a
+/// move that changes phase meanwhile sets a new deadline), so the phases step on on time.
+pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
+    let due = tokio::time::Instant::now() + period;
+    loop {
+        let left = due.saturating_duration_since(tokio::time::Instant::now());
+        let wake = set.and_then(|s| s.next_move_wake()).map_or(left, |w| w.min(left));
+        let Some(set) = set else { return tokio::time::sleep(wake).await };
+        tokio::select! {
+            _ = tokio::time::sleep(wake) => return,
+            _ = set.move_changed.notified() => {}
+        }
+    }
+}
+
 /// How long after a move's deadline the resync runs.
 const MOVE_WAKE_MARGIN: Duration = Duration::from_millis(50);
 

@@ -732,20 +732,9 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
         if ctx.router().take_budget_change() {
             converge_to_budget(&ctx).await;
         }
-        // A move waiting on a grace is stepped on by the resync that follows its deadline.
-        loop {
-            let wake = ctx.set.as_ref().and_then(|s| s.next_move_wake()).map_or(period, |w| w.min(period));
-            let move_changed = async {
-                match &ctx.set {
-                    Some(set) => set.move_changed.notified().await,
-                    None => std::future::pending().await,
-                }
-            };
-            tokio::select! {
-                _ = tokio::time::sleep(wake) => break,
-                _ = move_changed => continue,
-                _ = stop.wait_for(|v| *v) => return,
-            }
+        tokio::select! {
+            _ = crate::controller::router_set::until_next_resync(ctx.set.as_ref(), period) => {}
+            _ = stop.wait_for(|v| *v) => return,
         }
     }
 }
