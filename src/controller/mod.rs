@@ -44,6 +44,7 @@ pub mod last_sync;
 pub mod leader;
 pub mod members;
 pub mod metrics;
+pub mod move_outputs;
 pub mod notice;
 pub mod outputs;
 pub mod patches;

@@ -14,19 +14,13 @@
 //! A group that outgrows its router is reported (`OverCapacity`), not moved: moves are the
 //! operator's decision.
 
-use crate::controller::events::UserEvent;
-use crate::controller::patches;
-use crate::controller::router_set::{Placed, RouterSet};
 use crate::placement::assign::MoveRequest;
 use crate::placement::groups::normalize_host;
 use crate::placement::split::{Homes, SplitParams, placement_input};
 use crate::placement::{GroupId, MovePhase, MovePlan, Placement, RouterIndex, UnixSeconds, place, router_index};
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
-use kube::api::Api;
-use kube::{Resource, ResourceExt};
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 /// Asks for a move of the Ingress's host group to the router named (`<l7_router_name>[-N]`).
 pub const MOVE_TO_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/move-to";
@@ -47,7 +41,7 @@ pub fn ingress_hosts(ing: &Ingress) -> BTreeSet<String> {
     rules.into_iter().flatten().filter_map(|r| r.host.as_deref()).map(normalize_host).collect()
 }
 
-fn annotation<'a>(ing: &'a Ingress, key: &str) -> Option<&'a str> {
+pub(crate) fn annotation<'a>(ing: &'a Ingress, key: &str) -> Option<&'a str> {
     ing.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
 }
 
@@ -172,69 +166,6 @@ pub fn homes(placement: &Placement, moves: &Moves) -> Homes {
 pub fn move_of<'a>(moves: &'a Moves, ing: &Ingress) -> Option<&'a MovePlan> {
     let hosts = ingress_hosts(ing);
     moves.values().find(|m| !matches!(m.phase, MovePhase::Done { .. }) && !m.hosts.is_disjoint(&hosts))
-}
-
-impl crate::controller::context::Context {
-    /// The moves' outputs after a Sync of the set: a Warning on each Ingress whose ask is
-    /// refused, an Event on the group's Ingresses for each step, the record of each move on its
-    /// Ingresses (removed once done) and their status (the addresses of the phase).
-    pub(crate) async fn drive_moves(&self, set: &RouterSet, placed: &Placed, observed: Vec<MovePlan>) {
-        let cached = self.stores.ingresses.state();
-        for (key, why) in &placed.refused {
-            if let Some(ing) = cached.iter().find(|i| ingress_key(i) == *key) {
-                self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
-            }
-        }
-        // In order: a move can take two steps in one Sync (started, then its target ACTIVE).
-        let stepped: Vec<MovePlan> = placed.moved.iter().cloned().chain(observed).collect();
-        let known = set.known_moves();
-        for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
-            let hosts = ingress_hosts(ing);
-            let Some(plan) = known.values().find(|m| !m.hosts.is_disjoint(&hosts)) else { continue };
-            for step in stepped.iter().filter(|s| !s.hosts.is_disjoint(&hosts)) {
-                let (reason, message) = step.event(&set.name_of(step.from), &set.name_of(step.to));
-                self.publish(&UserEvent::normal(reason, "Move", message), &ing.object_ref(&())).await;
-            }
-            self.record_move(ing, plan).await;
-            self.write_move_status(set, ing, plan).await;
-        }
-    }
-
-    /// Writes the move record on `ing` where it differs (a finished move's is removed).
-    async fn record_move(&self, ing: &Ingress, plan: &MovePlan) {
-        let want = match plan.phase {
-            MovePhase::Done { .. } => None,
-            _ => serde_json::to_string(plan).ok(),
-        };
-        if annotation(ing, MOVE_ANNOTATION) == want.as_deref() {
-            return;
-        }
-        let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-        let patch = serde_json::json!({"metadata": {"annotations": {MOVE_ANNOTATION: want}}});
-        let params = kube::api::PatchParams::default();
-        if let Err(e) = api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
-            tracing::warn!(ingress = %ingress_key(ing), error = %e, "cannot record the move");
-        }
-    }
-
-    /// The status of a moving group's Ingress: the addresses its phase publishes (an address
-    /// not known yet is left out rather than guessed).
-    async fn write_move_status(&self, set: &RouterSet, ing: &Ingress, plan: &MovePlan) {
-        let (Some(source), Some(target)) = (set.address_of(plan.from), set.address_of(plan.to)) else {
-            return;
-        };
-        let addresses: Vec<IpAddr> = plan
-            .status_addresses(&source.to_string(), &target.to_string())
-            .iter()
-            .filter_map(|a| a.parse().ok())
-            .collect();
-        let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-        match patches::patch_ingress_addresses(&api, ing, &addresses).await {
-            Ok(Some(_)) => tracing::info!(ingress = %ingress_key(ing), ?addresses, "ingress status written (move)"),
-            Ok(None) => {}
-            Err(e) => tracing::warn!(ingress = %ingress_key(ing), error = %e, "cannot patch the ingress status"),
-        }
-    }
 }
 
 #[cfg(test)]
