@@ -23,6 +23,8 @@ mod gateway;
 mod gateway_case;
 #[path = "dataplane/isolation.rs"]
 mod isolation;
+#[path = "dataplane/moves.rs"]
+mod moves;
 #[path = "dataplane/rotation.rs"]
 mod rotation;
 #[path = "dataplane/status_answers.rs"]

@@ -2,7 +2,8 @@
 //! server (`tests/support/fake_api.rs`), each router of the set on its own in-memory Octavia
 //! (`SimBackend`, address 172.24.4.1N for router N): placement at a small capacity, each
 //! Ingress's status pointing at its router, the placement record surviving a restart, and a
-//! failing router holding back only its own groups.
+//! failing router holding back only its own groups, and a move asked by the operator
+//! (make-before-break, through a restart).
 
 #[path = "support/eventually.rs"]
 mod eventually;
@@ -19,6 +20,7 @@ use routed_hosts::routed_hosts;
 
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
+use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
 use kuryr_l7_router::controller::writer::WriteError;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
@@ -61,7 +63,8 @@ fn slice() -> Value {
 
 fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_l7_router::config::Settings {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\n{extra}");
+    // A move's graces of one second (the move tests).
+    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
@@ -360,5 +363,96 @@ async fn a_router_left_empty_is_deleted_after_its_grace_and_only_it() {
     assert!(!running.is_deleted(0) && !running.is_deleted(1), "the others are kept");
     assert_eq!(running.hosts_of(0), ["a.example.com", "b.example.com"]);
     assert_eq!(running.hosts_of(1), ["c.example.com", "d.example.com"]);
+    running.stop().await;
+}
+
+/// The addresses of Ingress `name`'s status, in order.
+fn addresses(fake: &Fake, name: &str) -> Vec<String> {
+    let ing = fake.get(ING, "shop", name).unwrap_or_default();
+    let list = ing["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
+    list.iter().filter_map(|e| e["ip"].as_str().map(str::to_string)).collect()
+}
+
+/// The operator asks for Ingress `name`'s group to move to `router`.
+fn ask_move(fake: &Fake, name: &str, router: &str) {
+    let mut v = fake.get(ING, "shop", name).unwrap();
+    v["metadata"]["annotations"][MOVE_TO_ANNOTATION] = json!(router);
+    fake.put("ingresses", v);
+}
+
+/// The reasons of the Events posted on Ingress `name`, in order.
+fn event_reasons(fake: &Fake, name: &str) -> Vec<String> {
+    let on =
+        |w: &fake_api::Write| w.method == "POST" && w.path.ends_with("/events") && w.body["regarding"]["name"] == name;
+    fake.writes().iter().filter(|w| on(w)).filter_map(|w| w.body["reason"].as_str().map(str::to_string)).collect()
+}
+
+const FIRST: &str = "172.24.4.10";
+const SECOND: &str = "172.24.4.11";
+
+/// Ingresses a and b on the first router; the operator moves a's group to `rset-2`.
+async fn start_move(fake: &Arc<Fake>) -> Running {
+    let running = start(fake, &[]).await;
+    for n in ["a", "b"] {
+        eventually(&format!("{n} on the first router"), 20, || placed(fake, n).filter(|p| p.0 == BASE)).await;
+    }
+    ask_move(fake, "a", "rset-2");
+    running
+}
+
+/// A move asked with the annotation: the target routes the host before the status names it;
+/// the status shows both routers' addresses, then the target's alone; the old router's
+/// routes for the host are gone at the end, b stays where it was, and each step is an Event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_move_publishes_both_addresses_then_the_target_and_clears_the_source() {
+    let fake = fake_with(["a", "b"].map(ingress));
+    let running = start_move(&fake).await;
+    eventually("both addresses published", 10, || (addresses(&fake, "a") == [FIRST, SECOND]).then_some(())).await;
+    let host = "a.example.com".to_string();
+    assert!(running.hosts_of(0).contains(&host) && running.hosts_of(1).contains(&host), "both routers route a");
+    eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
+    eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
+    eventually("the move record removed", 10, || {
+        fake.get(ING, "shop", "a").filter(|v| v["metadata"]["annotations"][MOVE_ANNOTATION].is_null())
+    })
+    .await;
+    assert_eq!(running.hosts_of(1), [host]);
+    assert_eq!(placed(&fake, "a"), Some(("rset-2".to_string(), SECOND.to_string())));
+    assert_eq!(placed(&fake, "b"), Some((BASE.to_string(), FIRST.to_string())), "b did not move");
+    let steps = ["MoveStarted", "MovePublishedBoth", "MovePublishedTarget", "MoveDeletingOld", "MoveDone"];
+    let reasons: Vec<String> = event_reasons(&fake, "a").into_iter().filter(|r| r.starts_with("Move")).collect();
+    assert_eq!(reasons, steps, "one Event per step on a");
+    running.stop().await;
+}
+
+/// The controller stops while both addresses are published: the next one resumes the
+/// recorded phase with its clock (the record's time is kept, not restarted), and finishes the
+/// move with the host on the target only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restart_in_publish_both_resumes_the_move() {
+    let fake = fake_with(["a", "b"].map(ingress));
+    let running = start_move(&fake).await;
+    let record = |fake: &Fake| {
+        let v = fake.get(ING, "shop", "a")?;
+        let text = v["metadata"]["annotations"][MOVE_ANNOTATION].as_str()?.to_string();
+        serde_json::from_str::<Value>(&text).ok()
+    };
+    let both =
+        eventually("PublishBoth recorded", 10, || record(&fake).filter(|r| !r["phase"]["PublishBoth"].is_null())).await;
+    running.stop().await;
+    assert_eq!(addresses(&fake, "a"), [FIRST, SECOND], "stopped in PublishBoth");
+
+    let running = start(&fake, &[]).await;
+    let host = "a.example.com".to_string();
+    eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
+    let after = eventually("a later phase recorded", 10, || record(&fake)).await;
+    assert!(!after["phase"]["PublishTarget"].is_null() || !after["phase"]["DeleteOld"].is_null(), "{after}");
+    let entered = after["phase"].as_object().unwrap().values().next().unwrap()["since"].as_u64().unwrap();
+    let since = both["phase"]["PublishBoth"]["since"].as_u64().unwrap();
+    assert!(entered > since, "the grace counted from the recorded phase: {since} -> {entered}");
+    eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
+    assert_eq!(running.hosts_of(1), [host]);
+    let started = event_reasons(&fake, "a").iter().filter(|r| *r == "MoveStarted").count();
+    assert_eq!(started, 1, "the move resumed, not started again");
     running.stop().await;
 }

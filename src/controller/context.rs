@@ -397,11 +397,13 @@ impl Context {
         };
         let mut answer: Option<Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>> = None;
         let mut synced_routers = Vec::new();
+        let mut addresses = BTreeMap::new();
         for ((index, slot), result) in slots.iter().zip(results) {
             let result = match result {
                 Ok(synced) => {
                     self.took(slot, &synced);
                     synced_routers.push(*index);
+                    addresses.insert(*index, synced.report.address);
                     let out = self.set_outputs(&placed, *index, slot, &synced, scope).await;
                     out.map(|()| (synced.desired, synced.report))
                 }
@@ -421,6 +423,8 @@ impl Context {
         }
         self.record_placement(set, &placed, &synced_routers).await;
         self.delete_empty_routers(set, &placed).await;
+        let observed = set.observe(&placed, &addresses);
+        self.drive_moves(set, &placed, observed).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
     }
 
@@ -473,7 +477,8 @@ impl Context {
         synced: &Synced,
         scope: Scope<'_>,
     ) -> Result<(), HandlerError> {
-        let here = |ing: &Ingress| placed.router_of(ing) == index;
+        // A moving group's status carries the move's addresses (`drive_moves`).
+        let here = |ing: &Ingress| placed.router_of(ing) == index && !placed.is_moving(ing);
         match scope {
             Scope::Ingress(ing) if !here(ing) => self.apply_outputs(slot, synced, Scope::Sync, &here).await,
             Scope::Ingress(_) if index != 0 => {
@@ -585,7 +590,7 @@ impl Context {
 
     /// Whether the status of `ing` is ours to keep: of our class, with our finalizer, not
     /// being deleted.
-    fn keeps_status_of(&self, ing: &Ingress) -> bool {
+    pub(crate) fn keeps_status_of(&self, ing: &Ingress) -> bool {
         crate::translate::ingress_class::is_ours(ing, &self.stores.classes.state(), &self.opts)
             && patches::has_finalizer(ing)
             && ing.metadata.deletion_timestamp.is_none()

@@ -46,6 +46,7 @@ pub mod last_sync;
 pub mod leader;
 pub mod members;
 pub mod metrics;
+pub mod move_outputs;
 pub mod notice;
 pub mod outputs;
 pub mod patches;
@@ -55,6 +56,7 @@ pub mod runtime;
 pub mod service;
 pub mod service_events;
 pub mod service_shape;
+pub mod set_moves;
 pub mod slim;
 pub mod writer;
 

@@ -169,6 +169,24 @@ pub async fn patch_ingress_status(
     Ok(Some(api.patch_status(name, &patch_params(), &Patch::Merge(status_patch(address))).await?))
 }
 
+/// Writes `status.loadBalancer.ingress` of `ing` as `addresses`, in order (during a move, both
+/// routers': external-dns publishes an A record for each), unless already equal.
+pub async fn patch_ingress_addresses(
+    api: &Api<Ingress>,
+    ing: &Ingress,
+    addresses: &[IpAddr],
+) -> Result<Option<Ingress>, ControllerError> {
+    let want: Vec<IngressLoadBalancerIngress> = addresses.iter().flat_map(|a| desired_lb_ingress(Some(*a))).collect();
+    let current = ing.status.as_ref().and_then(|s| s.load_balancer.as_ref()).and_then(|lb| lb.ingress.clone());
+    if current.unwrap_or_default() == want {
+        return Ok(None);
+    }
+    let name = ing.metadata.name.as_deref().ok_or(ControllerError::MissingObjectKey("metadata.name"))?;
+    let ips: Vec<Value> = addresses.iter().map(|a| json!({"ip": a.to_string()})).collect();
+    let patch = json!({"status": {"loadBalancer": {"ingress": ips}}});
+    Ok(Some(api.patch_status(name, &patch_params(), &Patch::Merge(patch)).await?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,17 +16,22 @@
 use crate::config::ScaleOut;
 use crate::controller::events::UserEvent;
 use crate::controller::outputs::PlannedEvent;
+use crate::controller::set_moves::{self, Moves};
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::groups::normalize_host;
-use crate::placement::split::{SplitParams, place_and_split};
-use crate::placement::{Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name};
+use crate::placement::moves::MoveObservation;
+use crate::placement::split::{SplitParams, place_and_split, split_by_homes};
+use crate::placement::{
+    MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name,
+};
 use crate::reason::Reason;
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
 use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// The router an Ingress's hosts are placed on: its name (`<l7_router_name>[-N]`).
 pub const PLACEMENT_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/router";
@@ -42,6 +47,12 @@ pub struct Placed {
     pub whole: Arc<DesiredRouter>,
     /// Each router's desired state, index 0 always.
     pub parts: BTreeMap<RouterIndex, Arc<DesiredRouter>>,
+    /// The moves in progress, in the phase this placement split by.
+    pub moves: Moves,
+    /// Moves that entered a new phase (or started) while placing: to record and report.
+    pub moved: Vec<MovePlan>,
+    /// Move asks refused: (Ingress key, why).
+    pub refused: Vec<(String, String)>,
 }
 
 impl Placed {
@@ -50,6 +61,11 @@ impl Placed {
     pub fn router_of(&self, ing: &Ingress) -> RouterIndex {
         let key = format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default());
         self.placement.ingress_router.get(&key).copied().unwrap_or(0)
+    }
+
+    /// Whether `ing`'s group is being moved (its status is the move's, not one router's).
+    pub fn is_moving(&self, ing: &Ingress) -> bool {
+        set_moves::move_of(&self.moves, ing).is_some()
     }
 
     /// Whether `ing` has hosts (then its router is recorded on it).
@@ -75,6 +91,15 @@ pub struct RouterSet {
     /// Routers deleted after their grace: left out of the next placements (until a new group
     /// is placed on that index again, which creates the router anew).
     gone: Mutex<BTreeSet<RouterIndex>>,
+    /// The moves as this controller last advanced them (newer than the records on the
+    /// Ingresses, whose patches may not be in the cache yet); a finished move stays as `Done`
+    /// so that its stale record is not resumed.
+    moves: Mutex<Moves>,
+    /// Each router's floating IP, from its last Sync (a move's status names two routers).
+    addresses: Mutex<BTreeMap<RouterIndex, IpAddr>>,
+    /// Told when a move changes phase: the resync loop then sleeps until the move's next
+    /// deadline instead of its whole period.
+    pub move_changed: tokio::sync::Notify,
 }
 
 impl RouterSet {
@@ -87,6 +112,9 @@ impl RouterSet {
             last: tokio::sync::Mutex::new(None),
             empty_since: Mutex::default(),
             gone: Mutex::default(),
+            moves: Mutex::default(),
+            addresses: Mutex::default(),
+            move_changed: tokio::sync::Notify::new(),
         }
     }
 
@@ -129,7 +157,9 @@ impl RouterSet {
         if let Some((_, prev)) = last.as_ref() {
             current.extend(prev.placement.host_router.iter().map(|(h, r)| (h.clone(), *r)));
         }
-        let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+        let now = unix_now();
+        let (moves, mut moved) = self.moves_now(ingresses, now);
+        let asks = set_moves::move_asks(&self.base, ingresses.iter().map(|i| i.as_ref()));
         let mut routers: BTreeMap<RouterIndex, RouterRecord> =
             current.values().map(|r| (*r, RouterRecord::default())).collect();
         if let Some((_, prev)) = last.as_ref() {
@@ -149,11 +179,17 @@ impl RouterSet {
         };
         let placed = tokio::task::spawn_blocking(move || {
             let whole = translate();
-            let set = place_and_split(&whole, &params);
+            let with_moves = set_moves::place_with_moves(&whole, &params, moves, &asks, now);
+            let homes = set_moves::homes(&with_moves.placement, &with_moves.moves);
+            let parts = split_by_homes(&whole, &homes);
+            moved.extend(with_moves.started.iter().cloned());
             Placed {
-                placement: set.placement,
+                placement: with_moves.placement,
                 whole: Arc::new(whole),
-                parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+                parts: parts.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+                moves: with_moves.moves,
+                moved,
+                refused: with_moves.refused,
             }
         })
         .await
@@ -171,6 +207,10 @@ impl RouterSet {
         self.gone.lock().expect("lock").retain(|r| !placed.placement.routers.contains_key(r));
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
+        }
+        self.moves.lock().expect("lock").extend(placed.moves.iter().map(|(g, m)| (g.clone(), m.clone())));
+        if !placed.moved.is_empty() {
+            self.move_changed.notify_one();
         }
         let placed = Arc::new(placed);
         *last = Some((started, placed.clone()));
@@ -195,6 +235,104 @@ impl RouterSet {
         self.gone.lock().expect("lock").insert(index);
         self.empty_since.lock().expect("lock").remove(&index);
     }
+
+    /// The moves in progress (the records, with this controller's newer state over them),
+    /// each advanced by the clock (a grace that ended); and those that changed phase.
+    fn moves_now(&self, ingresses: &[Arc<Ingress>], now: UnixSeconds) -> (Moves, Vec<MovePlan>) {
+        let recorded = set_moves::recorded_moves(ingresses.iter().map(|i| i.as_ref()));
+        let mut known = self.moves.lock().expect("lock");
+        // A finished move is forgotten once no Ingress records it any more.
+        known.retain(|g, m| !matches!(m.phase, MovePhase::Done { .. }) || recorded.contains_key(g));
+        let mut moves = recorded;
+        moves.extend(known.iter().map(|(g, m)| (g.clone(), m.clone())));
+        moves.retain(|_, m| !matches!(m.phase, MovePhase::Done { .. }));
+        let timings = self.scale_out.move_timings();
+        let mut moved = Vec::new();
+        for m in moves.values_mut() {
+            let next = m.advance(now, MoveObservation::default(), timings);
+            if next != *m {
+                *m = next;
+                moved.push(m.clone());
+            }
+        }
+        (moves, moved)
+    }
+
+    /// After the writes of a Sync that split by `placed`: the moves whose wait on Octavia is
+    /// over (the target synced with the routes, the source synced without them) step on.
+    /// Returns the moves that changed phase (a move already stepped on by a concurrent Sync is
+    /// left alone). `synced`: the routers whose Sync succeeded, with their address.
+    pub fn observe(&self, placed: &Placed, synced: &BTreeMap<RouterIndex, Option<IpAddr>>) -> Vec<MovePlan> {
+        {
+            let mut addresses = self.addresses.lock().expect("lock");
+            addresses.extend(synced.iter().filter_map(|(r, a)| Some((*r, (*a)?))));
+        }
+        let now = unix_now();
+        let timings = self.scale_out.move_timings();
+        let mut known = self.moves.lock().expect("lock");
+        let mut changed = Vec::new();
+        for (group, m) in &placed.moves {
+            let seen = MoveObservation {
+                target_active: synced.contains_key(&m.to),
+                source_cleared: synced.contains_key(&m.from),
+            };
+            let next = m.advance(now, seen, timings);
+            let current = known.get(group);
+            // Unchanged, or already stepped on by a concurrent Sync.
+            if next.phase == m.phase || current.is_some_and(|c| c.phase != m.phase) {
+                continue;
+            }
+            known.insert(group.clone(), next.clone());
+            changed.push(next);
+        }
+        if !changed.is_empty() {
+            self.move_changed.notify_one();
+        }
+        changed
+    }
+
+    /// The moves as this controller knows them now, finished ones (`Done`) included until no
+    /// Ingress records them.
+    pub fn known_moves(&self) -> Moves {
+        self.moves.lock().expect("lock").clone()
+    }
+
+    /// The last known address of router `index`.
+    pub fn address_of(&self, index: RouterIndex) -> Option<IpAddr> {
+        self.addresses.lock().expect("lock").get(&index).copied()
+    }
+
+    /// How long until the next move's grace ends (None: no move waits on the clock).
+    pub fn next_move_wake(&self) -> Option<Duration> {
+        let timings = self.scale_out.move_timings();
+        let deadline = self.moves.lock().expect("lock").values().filter_map(|m| m.deadline(timings)).min()?;
+        let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
+        let at_ms = u128::from(deadline) * 1000;
+        // A little after the second the deadline names, so that the clock has reached it.
+        Some(Duration::from_millis(u64::try_from(at_ms.saturating_sub(now_ms)).unwrap_or(u64::MAX)) + MOVE_WAKE_MARGIN)
+    }
+}
+
+/// Sleeps until the next resync is due: after `period`, or as soon as a move's grace ends (a
+/// move that changes phase meanwhile sets a new deadline), so the phases step on on time.
+pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
+    let due = tokio::time::Instant::now() + period;
+    loop {
+        let left = due.saturating_duration_since(tokio::time::Instant::now());
+        let wake = set.and_then(|s| s.next_move_wake()).map_or(left, |w| w.min(left));
+        let Some(set) = set else { return tokio::time::sleep(wake).await };
+        tokio::select! {
+            _ = tokio::time::sleep(wake) => return,
+            _ = set.move_changed.notified() => {}
+        }
+    }
+}
+
+/// How long after a move's deadline the resync runs.
+const MOVE_WAKE_MARGIN: Duration = Duration::from_millis(50);
+
+fn unix_now() -> UnixSeconds {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
 /// The placement recorded on the Ingresses: each host of an Ingress carrying

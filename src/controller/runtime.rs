@@ -732,7 +732,7 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
             converge_to_budget(&ctx).await;
         }
         tokio::select! {
-            _ = tokio::time::sleep(period) => {}
+            _ = crate::controller::router_set::until_next_resync(ctx.set.as_ref(), period) => {}
             _ = stop.wait_for(|v| *v) => return,
         }
     }

@@ -1,0 +1,77 @@
+//! The outputs of the moves after a Sync of the router set: Events for each step, the move
+//! record on the group's Ingresses and their status during the move (see
+//! [`crate::controller::set_moves`] for the protocol).
+
+use crate::controller::events::UserEvent;
+use crate::controller::patches;
+use crate::controller::router_set::{Placed, RouterSet};
+use crate::controller::set_moves::{MOVE_ANNOTATION, annotation, ingress_hosts, ingress_key};
+use crate::placement::{MovePhase, MovePlan};
+use crate::translate::namespace_of;
+use k8s_openapi::api::networking::v1::Ingress;
+use kube::api::Api;
+use kube::{Resource, ResourceExt};
+use std::net::IpAddr;
+
+impl crate::controller::context::Context {
+    /// The moves' outputs after a Sync of the set: a Warning on each Ingress whose ask is
+    /// refused, an Event on the group's Ingresses for each step, the record of each move on its
+    /// Ingresses (removed once done) and their status (the addresses of the phase).
+    pub(crate) async fn drive_moves(&self, set: &RouterSet, placed: &Placed, observed: Vec<MovePlan>) {
+        let cached = self.stores.ingresses.state();
+        for (key, why) in &placed.refused {
+            if let Some(ing) = cached.iter().find(|i| ingress_key(i) == *key) {
+                self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
+            }
+        }
+        // In order: a move can take two steps in one Sync (started, then its target ACTIVE).
+        let stepped: Vec<MovePlan> = placed.moved.iter().cloned().chain(observed).collect();
+        let known = set.known_moves();
+        for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
+            let hosts = ingress_hosts(ing);
+            let Some(plan) = known.values().find(|m| !m.hosts.is_disjoint(&hosts)) else { continue };
+            for step in stepped.iter().filter(|s| !s.hosts.is_disjoint(&hosts)) {
+                let (reason, message) = step.event(&set.name_of(step.from), &set.name_of(step.to));
+                self.publish(&UserEvent::normal(reason, "Move", message), &ing.object_ref(&())).await;
+            }
+            self.record_move(ing, plan).await;
+            self.write_move_status(set, ing, plan).await;
+        }
+    }
+
+    /// Writes the move record on `ing` where it differs (a finished move's is removed).
+    async fn record_move(&self, ing: &Ingress, plan: &MovePlan) {
+        let want = match plan.phase {
+            MovePhase::Done { .. } => None,
+            _ => serde_json::to_string(plan).ok(),
+        };
+        if annotation(ing, MOVE_ANNOTATION) == want.as_deref() {
+            return;
+        }
+        let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
+        let patch = serde_json::json!({"metadata": {"annotations": {MOVE_ANNOTATION: want}}});
+        let params = kube::api::PatchParams::default();
+        if let Err(e) = api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
+            tracing::warn!(ingress = %ingress_key(ing), error = %e, "cannot record the move");
+        }
+    }
+
+    /// The status of a moving group's Ingress: the addresses its phase publishes (an address
+    /// not known yet is left out rather than guessed).
+    async fn write_move_status(&self, set: &RouterSet, ing: &Ingress, plan: &MovePlan) {
+        let (Some(source), Some(target)) = (set.address_of(plan.from), set.address_of(plan.to)) else {
+            return;
+        };
+        let addresses: Vec<IpAddr> = plan
+            .status_addresses(&source.to_string(), &target.to_string())
+            .iter()
+            .filter_map(|a| a.parse().ok())
+            .collect();
+        let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
+        match patches::patch_ingress_addresses(&api, ing, &addresses).await {
+            Ok(Some(_)) => tracing::info!(ingress = %ingress_key(ing), ?addresses, "ingress status written (move)"),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(ingress = %ingress_key(ing), error = %e, "cannot patch the ingress status"),
+        }
+    }
+}

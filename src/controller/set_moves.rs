@@ -1,0 +1,173 @@
+//! Moves of host groups between the routers of a set, as the controller drives them
+//! (make-before-break: `placement::MovePlan` is the state machine, this module feeds it).
+//!
+//! - The operator asks with [`MOVE_TO_ANNOTATION`] on one Ingress of the group: the name of the
+//!   target router. The annotation is the durable intent: a controller killed before it
+//!   recorded the move starts it again, and creating routes that exist is a no-op for the
+//!   converge, so nothing is duplicated.
+//! - The move in progress is recorded in [`MOVE_ANNOTATION`] on every Ingress of the group (the
+//!   plan as JSON, with the time its phase was entered), so a new leader resumes the phase
+//!   with its clock: a restart never shortens a grace.
+//! - While the source must keep its routes, the group's hosts are on both routers
+//!   ([`homes`]); the Ingresses' status carries the addresses of the phase.
+//!
+//! A group that outgrows its router is reported (`OverCapacity`), not moved: moves are the
+//! operator's decision.
+
+use crate::placement::assign::MoveRequest;
+use crate::placement::groups::normalize_host;
+use crate::placement::split::{Homes, SplitParams, placement_input};
+use crate::placement::{GroupId, MovePhase, MovePlan, Placement, RouterIndex, UnixSeconds, place, router_index};
+use crate::translate::namespace_of;
+use k8s_openapi::api::networking::v1::Ingress;
+use std::collections::{BTreeMap, BTreeSet};
+
+/// Asks for a move of the Ingress's host group to the router named (`<l7_router_name>[-N]`).
+pub const MOVE_TO_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/move-to";
+/// The move in progress of the Ingress's host group (written by the controller).
+pub const MOVE_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/move";
+
+/// The moves in progress, by the group id they started with.
+pub type Moves = BTreeMap<GroupId, MovePlan>;
+
+/// `namespace/name` of an Ingress, as the placement keys it.
+pub fn ingress_key(ing: &Ingress) -> String {
+    format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default())
+}
+
+/// The hosts of an Ingress's rules, normalized.
+pub fn ingress_hosts(ing: &Ingress) -> BTreeSet<String> {
+    let rules = ing.spec.as_ref().and_then(|s| s.rules.as_ref());
+    rules.into_iter().flatten().filter_map(|r| r.host.as_deref()).map(normalize_host).collect()
+}
+
+pub(crate) fn annotation<'a>(ing: &'a Ingress, key: &str) -> Option<&'a str> {
+    ing.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
+}
+
+/// The moves recorded on the Ingresses (an unreadable record is ignored: the move-to
+/// annotation, still there, starts the move again).
+pub fn recorded_moves<'a>(ingresses: impl IntoIterator<Item = &'a Ingress>) -> Moves {
+    let mut out = Moves::new();
+    for ing in ingresses {
+        let Some(text) = annotation(ing, MOVE_ANNOTATION) else { continue };
+        match serde_json::from_str::<MovePlan>(text) {
+            Ok(plan) => {
+                out.insert(plan.group.clone(), plan);
+            }
+            Err(e) => tracing::warn!(ingress = %ingress_key(ing), error = %e, "unreadable move record ignored"),
+        }
+    }
+    out
+}
+
+/// A move the operator asked for: the Ingress key and the target, or why it cannot be done.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct MoveAsk {
+    pub ingress: String,
+    pub target: Result<RouterIndex, String>,
+}
+
+/// The moves asked for with [`MOVE_TO_ANNOTATION`].
+pub fn move_asks<'a>(base: &str, ingresses: impl IntoIterator<Item = &'a Ingress>) -> Vec<MoveAsk> {
+    let mut out = Vec::new();
+    for ing in ingresses {
+        let Some(name) = annotation(ing, MOVE_TO_ANNOTATION) else { continue };
+        let target = match router_index(base, name.trim()) {
+            Some(i) => Ok(i),
+            None => Err(format!(
+                "{MOVE_TO_ANNOTATION}: {name:?} is not a router of this set (expected {base} or {base}-N, N >= 2)"
+            )),
+        };
+        out.push(MoveAsk { ingress: ingress_key(ing), target });
+    }
+    out
+}
+
+/// The placement with the moves applied, and the moves in force.
+#[derive(Clone, Debug, PartialEq)]
+pub struct MovesPlaced {
+    pub placement: Placement,
+    /// The moves in progress (a move whose hosts are all gone is dropped).
+    pub moves: Moves,
+    /// Moves started by this placement.
+    pub started: Vec<MovePlan>,
+    /// Asks that cannot be done: (Ingress key, why).
+    pub refused: Vec<(String, String)>,
+}
+
+/// Places with the moves: a moving group's hosts are placed on the target (its cost counts
+/// there from the start), and an ask whose Ingress's group is elsewhere and not moving starts a
+/// move. Pure.
+pub fn place_with_moves(
+    desired: &crate::model::DesiredRouter,
+    params: &SplitParams,
+    mut moves: Moves,
+    asks: &[MoveAsk],
+    now: UnixSeconds,
+) -> MovesPlaced {
+    let mut params = params.clone();
+    pin_moving_hosts(&mut params, moves.values());
+    let mut placement = place(&placement_input(desired, &params));
+    let placed_hosts = &placement.host_router;
+    moves.retain(|_, m| m.hosts.iter().any(|h| placed_hosts.contains_key(h)));
+    let (mut started, mut refused) = (Vec::new(), Vec::new());
+    for ask in asks {
+        let to = match &ask.target {
+            Ok(to) => *to,
+            Err(why) => {
+                refused.push((ask.ingress.clone(), why.clone()));
+                continue;
+            }
+        };
+        let Some(group) = placement.groups.iter().find(|g| g.ingresses.contains(&ask.ingress)) else { continue };
+        let Some(&from) = placement.group_router.get(&group.id) else { continue };
+        let busy = moves.values().chain(started.iter()).any(|m| !m.hosts.is_disjoint(&group.hosts));
+        if from == to || busy {
+            continue;
+        }
+        let request = MoveRequest { group: group.id.clone(), hosts: group.hosts.clone(), from, to };
+        started.push(MovePlan::start(&request, now));
+    }
+    if !started.is_empty() {
+        pin_moving_hosts(&mut params, started.iter());
+        placement = place(&placement_input(desired, &params));
+        moves.extend(started.iter().map(|m| (m.group.clone(), m.clone())));
+    }
+    MovesPlaced { placement, moves, started, refused }
+}
+
+fn pin_moving_hosts<'a>(params: &mut SplitParams, moves: impl Iterator<Item = &'a MovePlan>) {
+    for m in moves.filter(|m| !matches!(m.phase, MovePhase::Done { .. })) {
+        for h in &m.hosts {
+            params.current.insert(h.clone(), m.to);
+        }
+        params.routers.entry(m.to).or_default();
+    }
+}
+
+/// Where each host's routes are: its placed router, and the source of a move until the move
+/// deletes its old routes.
+pub fn homes(placement: &Placement, moves: &Moves) -> Homes {
+    let mut homes = Homes::of(placement);
+    for m in moves.values().filter(|m| m.routes_wanted().source) {
+        for h in &m.hosts {
+            if let Some(routers) = homes.hosts.get_mut(h) {
+                routers.insert(m.from);
+            }
+        }
+        homes.routers.insert(m.from);
+        homes.routers.insert(m.to);
+    }
+    homes
+}
+
+/// The move in progress of `ing`'s hosts, if any.
+pub fn move_of<'a>(moves: &'a Moves, ing: &Ingress) -> Option<&'a MovePlan> {
+    let hosts = ingress_hosts(ing);
+    moves.values().find(|m| !matches!(m.phase, MovePhase::Done { .. }) && !m.hosts.is_disjoint(&hosts))
+}
+
+#[cfg(test)]
+#[path = "set_moves_tests.rs"]
+mod tests;

@@ -1,0 +1,153 @@
+use super::*;
+use crate::placement::MoveTimings;
+use crate::placement::moves::MoveObservation;
+
+fn ingress(name: &str, hosts: &[&str], annotations: &[(&str, &str)]) -> Ingress {
+    let rules: Vec<serde_json::Value> = hosts.iter().map(|h| serde_json::json!({"host": h})).collect();
+    let ann: serde_json::Map<String, serde_json::Value> =
+        annotations.iter().map(|(k, v)| (k.to_string(), serde_json::Value::from(*v))).collect();
+    serde_json::from_value(serde_json::json!({
+        "metadata": {"name": name, "namespace": "shop", "annotations": ann},
+        "spec": {"rules": rules}}))
+    .unwrap()
+}
+
+fn plan(phase: MovePhase) -> MovePlan {
+    MovePlan { group: "a.com".into(), hosts: ["a.com".to_string()].into(), from: 0, to: 1, phase }
+}
+
+/// The record keeps the phase and the time it was entered: a controller restarted in the middle
+/// of a grace resumes it where it was, neither restarting nor shortening it.
+#[test]
+fn a_recorded_move_resumes_with_its_clock() {
+    let t = MoveTimings { dns_grace_secs: 60, old_routes_grace_secs: 60 };
+    let before = plan(MovePhase::PublishBoth { since: 1_000 });
+    let record = serde_json::to_string(&before).unwrap();
+    let ing = ingress("a", &["a.com"], &[(MOVE_ANNOTATION, &record)]);
+    let resumed = recorded_moves([&ing]);
+    assert_eq!(resumed.get("a.com"), Some(&before));
+    let seen = MoveObservation::default();
+    // 59 s after the phase was entered (the restart took part of the grace): still both.
+    assert_eq!(resumed["a.com"].advance(1_059, seen, t).phase, MovePhase::PublishBoth { since: 1_000 });
+    assert_eq!(resumed["a.com"].advance(1_060, seen, t).phase, MovePhase::PublishTarget { since: 1_060 });
+}
+
+/// Asks are read from the annotation; a name outside the set is refused with a clear reason.
+#[test]
+fn asks_name_a_router_of_the_set() {
+    let ok = ingress("a", &["a.com"], &[(MOVE_TO_ANNOTATION, "edge-3")]);
+    let bad = ingress("b", &["b.com"], &[(MOVE_TO_ANNOTATION, "other")]);
+    let none = ingress("c", &["c.com"], &[]);
+    let asks = move_asks("edge", [&ok, &bad, &none]);
+    assert_eq!(asks.len(), 2);
+    assert_eq!(asks[0], MoveAsk { ingress: "shop/a".into(), target: Ok(2) });
+    let why = asks[1].target.clone().unwrap_err();
+    assert!(why.contains("\"other\"") && why.contains("edge-N"), "{why}");
+}
+
+/// Until the old routes are deleted the group's hosts are on both routers, afterwards on the
+/// target only.
+#[test]
+fn homes_keep_the_source_until_delete_old() {
+    let placement = crate::placement::place(&crate::placement::PlacementInput {
+        claims: vec![crate::placement::IngressClaim {
+            ingress: "shop/a".into(),
+            hosts: vec!["a.com".into()],
+            policies: 1,
+            certificates: Default::default(),
+        }],
+        shared: Default::default(),
+        capacity: crate::placement::Capacity { max_policies: 10, max_certificates: 10 },
+        current: [("a.com".to_string(), 1)].into(),
+        routers: Default::default(),
+        now: 0,
+        empty_grace_secs: 0,
+    });
+    assert_eq!(placement.host_router["a.com"], 1);
+    for (phase, want) in [
+        (MovePhase::CreateOnTarget { since: 0 }, vec![0, 1]),
+        (MovePhase::PublishBoth { since: 0 }, vec![0, 1]),
+        (MovePhase::PublishTarget { since: 0 }, vec![0, 1]),
+        (MovePhase::DeleteOld { since: 0 }, vec![1]),
+    ] {
+        let moves: Moves = [("a.com".to_string(), plan(phase))].into();
+        let got: Vec<RouterIndex> = homes(&placement, &moves).hosts["a.com"].iter().copied().collect();
+        assert_eq!(got, want, "{phase:?}");
+    }
+}
+
+const TIED: &str = r#"
+apiVersion: networking.k8s.io/v1
+kind: IngressClass
+metadata: {name: kuryr}
+spec: {controller: openstack.org/kuryr-l7-router}
+---
+apiVersion: v1
+kind: Service
+metadata: {name: web, namespace: shop}
+spec: {ports: [{port: 80}]}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: ix, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: a.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+  - {host: b.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: iy, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: b.com, http: {paths: [{path: /y, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+---
+apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: iz, namespace: shop}
+spec:
+  ingressClassName: kuryr
+  rules:
+  - {host: c.com, http: {paths: [{path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}]}}
+"#;
+
+/// An ask on one Ingress moves its whole host group (the hosts another Ingress ties to it), and
+/// only that group; the placement counts the group on the target from the start; an ask while
+/// the group moves, or for its own router, starts nothing; a bad name is refused.
+#[test]
+fn an_ask_moves_the_whole_group_once() {
+    let mut inputs = crate::translate::Inputs::default();
+    crate::translate::manifest::load_str(TIED, std::path::Path::new("tied.yaml"), &mut inputs).unwrap();
+    let opts = crate::translate::TranslateOptions { ingress_class: "kuryr".into(), ..Default::default() };
+    let desired = crate::translate::translate(&inputs, &opts);
+    let current = [("a.com", 0), ("b.com", 0), ("c.com", 0)].map(|(h, r)| (h.to_string(), r)).into();
+    let params = SplitParams {
+        capacity: crate::placement::Capacity { max_policies: 10, max_certificates: 10 },
+        current,
+        routers: Default::default(),
+        now: 500,
+        empty_grace_secs: 3600,
+    };
+    let ask = |ingress: &str, target| MoveAsk { ingress: ingress.into(), target };
+    let asks = [ask("shop/iy", Ok(1)), ask("shop/iz", Err("bad name".into()))];
+    let got = place_with_moves(&desired, &params, Moves::new(), &asks, 500);
+    assert_eq!(got.started.len(), 1, "{got:?}");
+    let m = &got.started[0];
+    let hosts: Vec<&str> = m.hosts.iter().map(String::as_str).collect();
+    assert_eq!(
+        (hosts, m.from, m.to, m.phase),
+        (vec!["a.com", "b.com"], 0, 1, MovePhase::CreateOnTarget { since: 500 })
+    );
+    assert_eq!(got.placement.host_router["a.com"], 1);
+    assert_eq!(got.placement.host_router["c.com"], 0, "the other group stays");
+    assert_eq!(got.refused, vec![("shop/iz".to_string(), "bad name".to_string())]);
+    // The next Sync: the same ask (the annotation stays) while the group moves, and once done.
+    let again = place_with_moves(&desired, &params, got.moves.clone(), &[ask("shop/ix", Ok(2))], 501);
+    assert!(again.started.is_empty(), "a moving group is not moved again: {:?}", again.started);
+    let mut done_params = params.clone();
+    done_params.current.extend([("a.com".to_string(), 1), ("b.com".to_string(), 1)]);
+    let done = place_with_moves(&desired, &done_params, Moves::new(), &[ask("shop/iy", Ok(1))], 900);
+    assert!(done.started.is_empty(), "already on its target: {:?}", done.started);
+}
