@@ -21,7 +21,7 @@ use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::groups::normalize_host;
 use crate::placement::moves::MoveObservation;
-use crate::placement::split::{SplitParams, place_and_split, split_by_homes};
+use crate::placement::split::{SplitParams, split_by_homes};
 use crate::placement::{
     MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name,
 };
@@ -464,6 +464,9 @@ mod tests {
             placement: set.placement,
             whole: Arc::new(whole),
             parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+            moves: Moves::default(),
+            moved: Vec::new(),
+            refused: Vec::new(),
         };
         let events = placement_events("edge", &placed);
         let got: Vec<(String, &str)> =
