@@ -202,8 +202,10 @@ pub struct Translator {
 
 impl Translator {
     /// The inputs and the desired state of a router (its `budget`, its `metrics`) from the
-    /// caches now.
+    /// caches now. Every translation of the controller comes here, so `translations_total`
+    /// counts them all (the writer's, the placement's with scale-out, the tools').
     pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Snapshot, DesiredRouter) {
+        metrics.translated();
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
@@ -314,9 +316,10 @@ impl Context {
         Ok((synced.desired, synced.report))
     }
 
-    /// What a router's finished Sync tells its slot: budget, metrics, readiness.
+    /// What a router's finished Sync tells its slot: budget, metrics, readiness (by the first
+    /// of the job's waiters only: the metrics count the job's failures once).
     fn took(&self, slot: &RouterSlot, synced: &Synced) {
-        if synced.written {
+        if synced.written && slot.outputs.lock().expect("lock").claim_report(synced.job) {
             slot.take_budget_of(&synced.report);
             slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
             for f in &synced.report.failures {
@@ -452,7 +455,8 @@ impl Context {
     }
 
     /// The one output step of a finished Sync: plans (purely) and applies its notices,
-    /// statuses and Events. A notice write that fails fails the call; so does the status of the
+    /// statuses and Events, less what another waiter of the same job applied already (see
+    /// [`outputs::Ledger`]). A notice write that fails fails the call; so does the status of the
     /// reconciled Ingress (it is retried with it), while the resync only logs a status it could
     /// not write.
     /// `here`: whether an Ingress is placed on this router (its status carries this router's
@@ -487,7 +491,8 @@ impl Context {
                 Scope::Sync | Scope::Conflicts => vec![],
             },
         };
-        let out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        let mut out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        slot.outputs.lock().expect("lock").claim(synced.job, &mut out);
         for ev in &out.refusals {
             self.publish_on_ingress(ev, None).await;
         }

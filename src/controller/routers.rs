@@ -7,6 +7,7 @@
 
 use crate::controller::health::Readiness;
 use crate::controller::metrics::{Metrics, RouterMetrics};
+use crate::controller::outputs::Ledger;
 use crate::controller::writer::WriterHandle;
 use crate::driver::ConvergeReport;
 use crate::translate::budget::Budget;
@@ -29,6 +30,8 @@ pub struct RouterSlot {
     budget: Mutex<Option<Budget>>,
     /// Set when a report changed the budget, until [`RouterSlot::take_budget_change`].
     budget_changed: AtomicBool,
+    /// What the waiters of its recent Sync jobs have applied of their outputs.
+    pub outputs: Mutex<Ledger>,
 }
 
 impl RouterSlot {
@@ -40,6 +43,7 @@ impl RouterSlot {
             writer,
             budget: Mutex::new(None),
             budget_changed: AtomicBool::new(false),
+            outputs: Mutex::default(),
         }
     }
 

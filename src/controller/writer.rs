@@ -93,6 +93,9 @@ pub struct Synced {
     pub report: ConvergeReport,
     /// False when the job was answered from the last clean Sync (same desired state, not forced).
     pub written: bool,
+    /// The job's number on its writer: the waiters of one job share it, so that its outputs
+    /// are applied once (see `outputs::Ledger`).
+    pub job: u64,
 }
 
 /// The translation of the caches as they are now (installed by the controller's `Context`).
@@ -354,6 +357,8 @@ struct Shared {
     translate: Mutex<Option<Translate>>,
     /// Translations made so far (one per Sync job from the caches).
     translations: AtomicU64,
+    /// Sync jobs run so far: the last one's number.
+    sync_jobs: AtomicU64,
     last: Mutex<LastSync>,
 }
 
@@ -452,6 +457,11 @@ impl WriterHandle {
         self.shared.translations.load(Ordering::Relaxed)
     }
 
+    /// Sync jobs run so far (each answers all the waiters coalesced into it).
+    pub fn sync_jobs(&self) -> u64 {
+        self.shared.sync_jobs.load(Ordering::Relaxed)
+    }
+
     /// The desired state of the last successful Sync.
     pub fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
         self.shared.last.lock().expect("writer lock").synced.clone()
@@ -536,6 +546,7 @@ impl Writer {
             router: metrics.router,
             translate: Mutex::new(None),
             translations: AtomicU64::new(0),
+            sync_jobs: AtomicU64::new(0),
             last: Mutex::new(LastSync::default()),
         });
         let task = tokio::spawn(run_writer(backend, shared.clone()));
@@ -636,9 +647,6 @@ async fn desired_of(shared: &Shared, given: Option<DesiredRouter>) -> Result<Des
     let translate = shared.translate.lock().expect("writer lock").clone();
     let translate = translate.ok_or_else(|| WriteError::new("no_translation", "no translation installed"))?;
     shared.translations.fetch_add(1, Ordering::Relaxed);
-    if let Some(m) = &shared.metrics {
-        m.translated();
-    }
     tokio::task::spawn_blocking(move || translate())
         .await
         .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))
@@ -653,13 +661,14 @@ async fn run_sync<B: RouterBackend>(
     force: bool,
     since: Instant,
 ) -> SyncedResult {
+    let job = shared.sync_jobs.fetch_add(1, Ordering::Relaxed) + 1;
     let desired = Arc::new(desired_of(shared, given).await?);
     if !force {
         let last = shared.last.lock().expect("writer lock").reusable.clone();
         if let Some(last) = last
             && let Some(report) = last.reuse(&desired, Instant::now())
         {
-            return Ok(Synced { desired: last.desired, report, written: false });
+            return Ok(Synced { desired: last.desired, report, written: false, job });
         }
     }
     // A forced Sync (the resync) also reads the router's budget under the quotas: as often as
@@ -694,7 +703,7 @@ async fn run_sync<B: RouterBackend>(
             }
         }
     }
-    result.map(|report| Synced { desired, report, written: true })
+    result.map(|report| Synced { desired, report, written: true, job })
 }
 
 // ------------------------------------------------------------------ the real driver
