@@ -7,11 +7,11 @@
 mod fake_api;
 use fake_api::Fake;
 
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::watcher::Event;
 use kuryr_l7_router::controller::context::{Context, StoreWriters};
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
-use k8s_openapi::api::networking::v1::Ingress;
 use kuryr_l7_router::controller::notice::notice_annotation;
 use kuryr_l7_router::controller::outputs::Scope;
 use kuryr_l7_router::controller::service;

@@ -192,7 +192,7 @@ pub struct Context {
 type SyncedNotices = (String, Arc<DesiredRouter>, Arc<BTreeMap<KubeRef, ServiceNotice>>);
 
 /// The whole-router translation from the caches: what the writer runs once per Sync job.
-pub struct Translator {
+pub(crate) struct Translator {
     stores: Stores,
     opts: TranslateOptions,
     /// The host owners our IngressClass should remember after the last translation, when they
@@ -268,7 +268,7 @@ impl Context {
 
     /// With scale-out: drives the router set `set` (the first router is the one given to
     /// [`Context::new`]).
-    pub fn with_router_set(mut self, set: RouterSet) -> Self {
+    pub(crate) fn with_router_set(mut self, set: RouterSet) -> Self {
         self.set = Some(set);
         self
     }
@@ -279,7 +279,7 @@ impl Context {
     }
 
     /// Waits until every cache is synced.
-    pub async fn wait_caches(&self) {
+    pub(crate) async fn wait_caches(&self) {
         let mut rx = self.caches_ready.clone();
         let _ = rx.wait_for(|r| *r).await;
     }
@@ -570,7 +570,12 @@ impl Context {
 
     /// The notice `service` must carry for `synced` (a desired state the writer synced).
     /// `router` is the key of the router that synced it.
-    pub fn notice_for(&self, router: &str, synced: &Arc<DesiredRouter>, service: &KubeRef) -> Option<ServiceNotice> {
+    pub(crate) fn notice_for(
+        &self,
+        router: &str,
+        synced: &Arc<DesiredRouter>,
+        service: &KubeRef,
+    ) -> Option<ServiceNotice> {
         let mut cached = self.notices.lock().expect("lock");
         let notices = match cached.as_ref() {
             Some((r, d, n)) if r == router && Arc::ptr_eq(d, synced) => n.clone(),
@@ -607,7 +612,7 @@ impl Context {
     /// with `service`, those of that Service only, from its Members path
     /// ([`ServiceWarnings::due_for`]): a Service that loses its last endpoint says so at once,
     /// not at the next Sync.
-    pub async fn publish_service_warnings(&self, service: Option<&KubeRef>, warnings: &[Warning]) {
+    pub(crate) async fn publish_service_warnings(&self, service: Option<&KubeRef>, warnings: &[Warning]) {
         let now = std::time::Instant::now();
         let (due, action) = {
             let mut published = self.service_warnings.lock().expect("lock");
@@ -629,7 +634,7 @@ impl Context {
     }
 
     /// Forgets the failures of `key` (after a successful reconcile).
-    pub fn succeeded(&self, key: &str) {
+    pub(crate) fn succeeded(&self, key: &str) {
         self.failures.lock().expect("lock").remove(key);
     }
 
@@ -656,7 +661,7 @@ pub fn error_policy<K: kube::Resource<DynamicType = ()>>(obj: Arc<K>, err: &Hand
 }
 
 /// `kind/namespace/name` of an object, for logs and the failure table.
-pub fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
+pub(crate) fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
     let m = obj.meta();
     format!("{}/{}/{}", K::kind(&()), m.namespace.as_deref().unwrap_or_default(), m.name.as_deref().unwrap_or_default())
 }
@@ -664,7 +669,7 @@ pub fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
 /// The reconcile of one object by `handler` (`ingress`, `service`): one span naming the handler
 /// and the object (so every log line of the reconcile, the Octavia calls included, carries
 /// them), the duration and result metrics, and the failure table cleared on success.
-pub async fn instrumented<K: kube::Resource<DynamicType = ()>>(
+pub(crate) async fn instrumented<K: kube::Resource<DynamicType = ()>>(
     handler: &'static str,
     obj: &K,
     ctx: &Context,

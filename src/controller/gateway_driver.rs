@@ -48,7 +48,7 @@ pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> SpawnGatewayRou
 
 /// How often each Gateway's router is synced again without a change of its routes: its members
 /// follow their Services, and a failed router is retried.
-pub const GATEWAY_ROUTER_RESYNC: Duration = Duration::from_secs(10);
+pub(crate) const GATEWAY_ROUTER_RESYNC: Duration = Duration::from_secs(10);
 
 /// The port a Gateway router's HTTP listener takes when the Gateway has only HTTPS listeners
 /// (its HTTPS listener is the driver's own).
@@ -56,7 +56,7 @@ const DEFAULT_HTTP_PORT: u16 = 80;
 
 /// What the Gateway loop gets back from the routers.
 #[derive(Clone)]
-pub struct DataPlane {
+pub(crate) struct DataPlane {
     pub programmed: watch::Sender<Programmed>,
     pub failures: watch::Sender<RouterFailures>,
 }
@@ -100,11 +100,11 @@ struct GatewaySlot {
 }
 
 /// The routers of the Gateways, by load-balancer name.
-pub struct GatewayDriver {
+pub(crate) struct GatewayDriver {
     pub stores: Stores,
     pub opts: TranslateOptions,
     pub routes: watch::Receiver<Vec<GatewayRoutes>>,
-    pub data_plane: DataPlane,
+    pub(crate) data_plane: DataPlane,
     pub spawn: SpawnGatewayRouter,
     /// How often each router is synced again without a change (members, retries after a failure).
     pub resync: Duration,
@@ -256,7 +256,7 @@ async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, resync: 
 /// request counted in the metrics), their writes bounded by `permits` together with the Ingress
 /// routers'. Their writers have no line of `/readyz`: a failing Gateway must not take the
 /// controller out of service.
-pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
+pub(crate) fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
     let settings = settings.clone();
     Box::new(move |metrics: &Metrics, gate: WriteGate| {
         let metrics = metrics.clone();

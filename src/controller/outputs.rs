@@ -81,7 +81,7 @@ pub struct Outputs {
     pub refusals: Vec<PlannedEvent>,
     pub notices: Vec<NoticeChange>,
     /// The warnings about Services (published when due: see `service_events`).
-    pub service_warnings: Vec<Warning>,
+    pub(crate) service_warnings: Vec<Warning>,
     pub statuses: Vec<StatusChange>,
     pub events: Vec<PlannedEvent>,
 }
@@ -161,7 +161,7 @@ const LEDGER_JOBS: usize = 8;
 
 /// What the waiters of a router's recent Sync jobs have applied already, by job.
 #[derive(Debug, Default)]
-pub struct Ledger {
+pub(crate) struct Ledger {
     jobs: VecDeque<(u64, Applied)>,
 }
 
@@ -189,7 +189,7 @@ impl Ledger {
     }
 
     /// True for the first waiter of `job` only: it takes the report (metrics, budget).
-    pub fn claim_report(&mut self, job: u64) -> bool {
+    pub(crate) fn claim_report(&mut self, job: u64) -> bool {
         !std::mem::replace(&mut self.of(job).report, true)
     }
 
@@ -236,7 +236,7 @@ pub enum Failure<'a> {
 }
 
 /// The Event of `failure` (on the reconciled object), decided on its typed reason.
-pub fn failure_event(failure: &Failure) -> UserEvent {
+pub(crate) fn failure_event(failure: &Failure) -> UserEvent {
     match failure {
         Failure::Write(step, e) => UserEvent::of(Reason::OctaviaError, step.action(), &e.message),
         Failure::Notice(e) => UserEvent::of(Reason::InvalidNotice, FailedStep::UpdateMembers.action(), e.to_string()),
@@ -249,7 +249,7 @@ pub fn failure_event(failure: &Failure) -> UserEvent {
 /// fills), and the loser would lose its route silently until edited. So every Sync of an
 /// Ingress, and the resync, also publishes these; the Event publisher's window keeps a repeated
 /// one from being sent again.
-pub fn conflict_warnings<'a>(
+pub(crate) fn conflict_warnings<'a>(
     desired: &'a DesiredRouter,
     except: Option<&'a KubeRef>,
 ) -> impl Iterator<Item = &'a Warning> + 'a {
@@ -367,7 +367,10 @@ mod tests {
     fn the_ledger_applies_a_jobs_outputs_once() {
         let (a, b, loser) = (KubeRef::ingress("ns", "a"), KubeRef::ingress("ns", "b"), KubeRef::ingress("ns", "loser"));
         let desired = DesiredRouter {
-            warnings: vec![warning(loser.clone(), Reason::DuplicateRoute), warning(KubeRef::service("ns", "web"), Reason::NoEndpoints)],
+            warnings: vec![
+                warning(loser.clone(), Reason::DuplicateRoute),
+                warning(KubeRef::service("ns", "web"), Reason::NoEndpoints),
+            ],
             ..DesiredRouter::default()
         };
         let report = ConvergeReport {

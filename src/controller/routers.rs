@@ -31,7 +31,7 @@ pub struct RouterSlot {
     /// Set when a report changed the budget, until [`RouterSlot::take_budget_change`].
     budget_changed: AtomicBool,
     /// What the waiters of its recent Sync jobs have applied of their outputs.
-    pub outputs: Mutex<Ledger>,
+    pub(crate) outputs: Mutex<Ledger>,
 }
 
 impl RouterSlot {
@@ -53,7 +53,7 @@ impl RouterSlot {
     }
 
     /// Sets the budget; true when it changed.
-    pub fn set_budget(&self, budget: Option<Budget>) -> bool {
+    pub(crate) fn set_budget(&self, budget: Option<Budget>) -> bool {
         let changed = std::mem::replace(&mut *self.budget.lock().expect("lock"), budget) != budget;
         if changed {
             self.budget_changed.store(true, Ordering::SeqCst);
@@ -63,7 +63,7 @@ impl RouterSlot {
 
     /// Takes the budget a convergence read (if it read one). An unreadable quota (e.g. a policy
     /// that forbids reading it) keeps the budget the router had.
-    pub fn take_budget_of(&self, report: &ConvergeReport) {
+    pub(crate) fn take_budget_of(&self, report: &ConvergeReport) {
         match &report.budget {
             None => {}
             Some(Ok(budget)) if self.set_budget(*budget) => {
@@ -80,7 +80,7 @@ impl RouterSlot {
     }
 
     /// `/readyz`: the router exists (a Sync succeeded).
-    pub fn mark_ready(&self, readiness: &watch::Sender<Readiness>) {
+    pub(crate) fn mark_ready(&self, readiness: &watch::Sender<Readiness>) {
         readiness.send_if_modified(|r| !std::mem::replace(&mut r.router_mut(&self.name).ready, true));
     }
 }
@@ -117,7 +117,7 @@ impl Routers {
 
     /// The first router: the only one without scale-out; with it, the router that also
     /// carries the translation's warnings (see `placement::split`).
-    pub fn primary(&self) -> Arc<RouterSlot> {
+    pub(crate) fn primary(&self) -> Arc<RouterSlot> {
         self.slots.read().expect("lock").values().next().cloned().expect("a controller drives at least one router")
     }
 }

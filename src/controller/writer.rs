@@ -104,7 +104,7 @@ pub type Translate = Arc<dyn Fn() -> DesiredRouter + Send + Sync>;
 /// What the backend's convergence returns.
 pub type SyncResult = Result<ConvergeReport, WriteError>;
 /// What a Sync job answers its waiters.
-pub type SyncedResult = Result<Synced, WriteError>;
+pub(crate) type SyncedResult = Result<Synced, WriteError>;
 pub type MembersResult = Result<MembersOutcome, WriteError>;
 
 /// What the writer needs from the driver; implemented by the real [`Router`] ([`OctaviaBackend`])
@@ -158,7 +158,7 @@ pub enum Job {
 
 /// How many Members jobs may run before one queued Sync (see the module docs): at a few seconds
 /// per batch member update on Octavia, a Sync waits at most a minute or two behind them.
-pub const MEMBERS_AHEAD_OF_A_SYNC: usize = 32;
+pub(crate) const MEMBERS_AHEAD_OF_A_SYNC: usize = 32;
 
 impl Job {
     /// `sync` or `members`.
@@ -201,7 +201,12 @@ impl WriteQueue {
 
     /// Queues a Sync to `desired` (a router's part of the placed set), converged only when it
     /// differs from the last clean Sync's unless `force`.
-    pub fn push_sync_to(&mut self, desired: DesiredRouter, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
+    pub(crate) fn push_sync_to(
+        &mut self,
+        desired: DesiredRouter,
+        force: bool,
+        reply: Option<oneshot::Sender<SyncedResult>>,
+    ) {
         self.push(Some(desired), force, reply);
     }
 
@@ -236,7 +241,7 @@ impl WriteQueue {
 
     /// Queues a Members job for a pool the router holds: it may run before a queued Sync from the
     /// caches (see the module docs).
-    pub fn push_members_on_router(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
+    pub(crate) fn push_members_on_router(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
         self.push_members_job(pool, true, reply);
     }
 
@@ -434,21 +439,21 @@ impl WriterHandle {
 
     /// Queues a Sync to the caches (translated by the writer when it takes the job) and waits
     /// for its result: every waiter coalesced into one job gets the same [`Synced`].
-    pub async fn sync_from_caches(&self, force: bool) -> SyncedResult {
+    pub(crate) async fn sync_from_caches(&self, force: bool) -> SyncedResult {
         self.submit(|q, tx| q.push_sync_from_caches(force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
     /// Queues a Sync to `desired` (see [`WriteQueue::push_sync_to`]) and waits for its result.
-    pub async fn sync_to(&self, desired: DesiredRouter, force: bool) -> SyncedResult {
+    pub(crate) async fn sync_to(&self, desired: DesiredRouter, force: bool) -> SyncedResult {
         self.submit(|q, tx| q.push_sync_to(desired, force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
     /// Installs how a Sync from the caches gets its desired state.
-    pub fn set_translate(&self, translate: Translate) {
+    pub(crate) fn set_translate(&self, translate: Translate) {
         *self.shared.translate.lock().expect("writer lock") = Some(translate);
     }
 
@@ -463,7 +468,7 @@ impl WriterHandle {
     }
 
     /// The desired state of the last successful Sync.
-    pub fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
+    pub(crate) fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
         self.shared.last.lock().expect("writer lock").synced.clone()
     }
 
@@ -567,7 +572,7 @@ impl Writer {
 
     /// [`Writer::shutdown`], the job in flight given at most `limit` (then dropped: a write
     /// already sent completes in Octavia anyway; queued waiters get a `shutdown` error).
-    pub async fn shutdown_within(mut self, limit: std::time::Duration) {
+    pub(crate) async fn shutdown_within(mut self, limit: std::time::Duration) {
         self.handle.shared.queue.lock().expect("writer lock").closed = true;
         self.handle.shared.notify.notify_one();
         match tokio::time::timeout(limit, &mut self.task).await {
