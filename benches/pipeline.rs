@@ -136,7 +136,8 @@ async fn counters(port: u16) -> Counters {
     }
 }
 
-/// Waits until the counters stay the same for `quiet`; returns them and when they last moved.
+/// Waits until the counters stay the same for `quiet` with no Sync job in flight (at most
+/// `10 * quiet`); returns them and when they last moved.
 async fn settle(port: u16, quiet: Duration, since: Instant) -> (Counters, Duration) {
     let mut last = counters(port).await;
     let mut moved = since.elapsed();
@@ -148,7 +149,9 @@ async fn settle(port: u16, quiet: Duration, since: Instant) -> (Counters, Durati
             last = now;
             moved = since.elapsed();
             still = Instant::now();
-        } else if still.elapsed() >= quiet {
+        } else if still.elapsed() >= quiet && (now.translations == now.sync_jobs || still.elapsed() >= 10 * quiet) {
+            // A Sync job counts its translation when it starts and itself when it ends: a long
+            // job in flight is not "settled" (the check in `report` would then fail).
             return (last, moved);
         }
     }
