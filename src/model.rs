@@ -30,7 +30,7 @@ impl KubeRef {
         Self::new(INGRESS, namespace, name)
     }
 
-    pub fn is_ingress(&self) -> bool {
+    pub(crate) fn is_ingress(&self) -> bool {
         self.kind == INGRESS
     }
 
@@ -39,15 +39,15 @@ impl KubeRef {
         Self::new(SERVICE, namespace, name)
     }
 
-    pub fn is_service(&self) -> bool {
+    pub(crate) fn is_service(&self) -> bool {
         self.kind == SERVICE
     }
 }
 
 /// [`KubeRef::kind`] of an Ingress.
-pub const INGRESS: &str = "Ingress";
+pub(crate) const INGRESS: &str = "Ingress";
 /// [`KubeRef::kind`] of a Service.
-pub const SERVICE: &str = "Service";
+pub(crate) const SERVICE: &str = "Service";
 
 impl std::fmt::Display for KubeRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -198,7 +198,7 @@ pub struct Pool {
 
 impl Pool {
     /// The Services whose endpoints fill the pool: its split's, or its one Service.
-    pub fn feeders(&self) -> Vec<&KubeRef> {
+    pub(crate) fn feeders(&self) -> Vec<&KubeRef> {
         if self.split.is_empty() { vec![&self.service] } else { self.split.iter().map(|f| &f.service).collect() }
     }
 }

@@ -7,11 +7,13 @@
 mod fake_api;
 use fake_api::Fake;
 
+use k8s_openapi::api::networking::v1::Ingress;
 use kube::runtime::watcher::Event;
 use kuryr_l7_router::controller::context::{Context, StoreWriters};
 use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
 use kuryr_l7_router::controller::notice::notice_annotation;
+use kuryr_l7_router::controller::outputs::Scope;
 use kuryr_l7_router::controller::service;
 use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -62,6 +64,11 @@ struct Harness {
 
 /// `services` each with one ready endpoint and one Ingress routing to it; the router synced.
 async fn harness(services: &[&str], delay: Duration) -> Harness {
+    harness_with(services, delay, DEFAULT_DEDUP_WINDOW).await
+}
+
+/// [`harness`] with the Event publisher's window `dedup` (zero: every Event reaches the API).
+async fn harness_with(services: &[&str], delay: Duration, dedup: Duration) -> Harness {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = Fake::new();
     let (api_root, _) = fake.serve().await;
@@ -80,7 +87,7 @@ async fn harness(services: &[&str], delay: Duration) -> Harness {
     let (caches_ready, ready_rx) = watch::channel(true);
     let opts =
         kuryr_l7_router::translate::TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..Default::default() };
-    let events = Arc::new(EventPublisher::new(client.clone(), None, DEFAULT_DEDUP_WINDOW));
+    let events = Arc::new(EventPublisher::new(client.clone(), None, dedup));
     let ctx = Arc::new(Context::new(
         client,
         stores,
@@ -124,6 +131,47 @@ async fn waiting_handlers_share_one_translation_per_sync_job() {
     let jobs_before = h.ctx.router().writer.translations();
     h.ctx.sync(false).await.unwrap();
     assert_eq!(h.ctx.router().writer.translations(), jobs_before + 1);
+}
+
+/// Eight Ingress reconciles waiting on one Sync job apply its Sync-wide outputs once: one
+/// notice patch per Service, one Event for the conflict of an Ingress none of them is, and each
+/// its own `Synced` (before: every waiter patched every notice and told the conflict again).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waiters_of_one_sync_apply_its_outputs_once() {
+    let services: Vec<String> = (0..8).map(|i| format!("s{i}")).collect();
+    let services: Vec<&str> = services.iter().map(String::as_str).collect();
+    let mut h = harness_with(&services, Duration::from_millis(300), Duration::ZERO).await;
+    // A younger Ingress routing the host and path of to-s0: it loses them (DuplicateRoute).
+    let mut dup = ingress("to-s0", "s1");
+    dup["metadata"]["name"] = json!("dup");
+    dup["metadata"]["creationTimestamp"] = json!("2026-01-02T00:00:00Z");
+    h.writers.ingresses.apply_watcher_event(&Event::Apply(obj(dup)));
+    let first = tokio::spawn({
+        let ctx = h.ctx.clone();
+        async move { ctx.sync(true).await.unwrap() }
+    });
+    tokio::time::sleep(Duration::from_millis(100)).await; // the first job is in flight
+    let waiters: Vec<_> = services
+        .iter()
+        .map(|s| {
+            let ctx = h.ctx.clone();
+            let ing: Ingress = obj(ingress(&format!("to-{s}"), s));
+            tokio::spawn(async move { ctx.sync_for(true, Scope::Ingress(&ing)).await.unwrap() })
+        })
+        .collect();
+    for w in waiters {
+        w.await.unwrap();
+    }
+    first.await.unwrap();
+    assert_eq!(h.ctx.router().writer.sync_jobs(), 2, "the eight shared one job");
+    let writes = h.fake.writes();
+    let notices = writes.iter().filter(|w| w.method == "PATCH" && w.path.contains("/services/")).count();
+    assert_eq!(notices, 2 * services.len(), "one notice patch per Service per job (the caches never see them)");
+    let events: Vec<&Value> = writes.iter().filter(|w| w.path.contains("/events")).map(|w| &w.body).collect();
+    let told = |reason: &str| events.iter().filter(|e| e["reason"] == reason).count();
+    assert_eq!(told("DuplicateRoute"), 1, "{events:#?}");
+    assert_eq!(told("Synced"), services.len(), "each waiter its own result");
+    assert_eq!(events.len(), 1 + services.len(), "{events:#?}");
 }
 
 /// A Service whose last endpoint goes unready gets its `NoEndpoints` Warning from the Members

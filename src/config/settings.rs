@@ -252,6 +252,27 @@ impl Reader {
             });
         }
         let od = "octavia_defaults";
+        let octavia_defaults = self.octavia_defaults();
+        if octavia_defaults.member_mode == MemberMode::L2 && neutron_defaults.pod_subnet.is_none() {
+            self.problem(
+                od,
+                "member_mode",
+                true,
+                "L2 requires [neutron_defaults] pod_subnet (the subnet members are created on)".into(),
+            );
+        }
+        self.check_octavia(&octavia_defaults);
+        let neutron = self.neutron();
+        let status_responder = self.status_responder();
+        if !self.problems.is_empty() {
+            return Err(self.problems);
+        }
+        Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron, status_responder })
+    }
+
+    /// `[octavia_defaults]`, read (its checks are `check_octavia`'s).
+    fn octavia_defaults(&mut self) -> OctaviaDefaults {
+        let od = "octavia_defaults";
         let mut octavia_defaults = OctaviaDefaults {
             l7_router_name: self.value(od, "l7_router_name"),
             l7_router_uuid: self.get(od, "l7_router_uuid"),
@@ -288,21 +309,7 @@ impl Reader {
             preflight_role_check: self.value(od, "preflight_role_check"),
         };
         octavia_defaults.zone_overload_threshold = self.overload_threshold(octavia_defaults.zone_overload_factor);
-        if octavia_defaults.member_mode == MemberMode::L2 && neutron_defaults.pod_subnet.is_none() {
-            self.problem(
-                od,
-                "member_mode",
-                true,
-                "L2 requires [neutron_defaults] pod_subnet (the subnet members are created on)".into(),
-            );
-        }
-        self.check_octavia(&octavia_defaults);
-        let neutron = self.neutron();
-        let status_responder = self.status_responder();
-        if !self.problems.is_empty() {
-            return Err(self.problems);
-        }
-        Ok(Settings { default, kubernetes, neutron_defaults, octavia_defaults, neutron, status_responder })
+        octavia_defaults
     }
 
     /// `zone_overload_threshold`, or the deprecated `zone_overload_factor` − 1 when only it is set

@@ -196,7 +196,7 @@ pub struct Context {
 type SyncedNotices = (String, Arc<DesiredRouter>, Arc<BTreeMap<KubeRef, ServiceNotice>>);
 
 /// The whole-router translation from the caches: what the writer runs once per Sync job.
-pub struct Translator {
+pub(crate) struct Translator {
     stores: Stores,
     opts: TranslateOptions,
     /// The host owners our IngressClass should remember after the last translation, when they
@@ -206,8 +206,10 @@ pub struct Translator {
 
 impl Translator {
     /// The inputs and the desired state of a router (its `budget`, its `metrics`) from the
-    /// caches now.
+    /// caches now. Every translation of the controller comes here, so `translations_total`
+    /// counts them all (the writer's, the placement's with scale-out, the tools').
     pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Snapshot, DesiredRouter) {
+        metrics.translated();
         let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
@@ -277,7 +279,7 @@ impl Context {
 
     /// With scale-out: drives the router set `set` (the first router is the one given to
     /// [`Context::new`]).
-    pub fn with_router_set(mut self, set: RouterSet) -> Self {
+    pub(crate) fn with_router_set(mut self, set: RouterSet) -> Self {
         self.set = Some(set);
         self
     }
@@ -288,7 +290,7 @@ impl Context {
     }
 
     /// Waits until every cache is synced.
-    pub async fn wait_caches(&self) {
+    pub(crate) async fn wait_caches(&self) {
         let mut rx = self.caches_ready.clone();
         let _ = rx.wait_for(|r| *r).await;
     }
@@ -325,9 +327,10 @@ impl Context {
         Ok((synced.desired, synced.report))
     }
 
-    /// What a router's finished Sync tells its slot: budget, metrics, readiness.
+    /// What a router's finished Sync tells its slot: budget, metrics, readiness (by the first
+    /// of the job's waiters only: the metrics count the job's failures once).
     fn took(&self, slot: &RouterSlot, synced: &Synced) {
-        if synced.written {
+        if synced.written && slot.outputs.lock().expect("lock").claim_report(synced.job) {
             slot.take_budget_of(&synced.report);
             slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
             for f in &synced.report.failures {
@@ -518,7 +521,8 @@ impl Context {
     }
 
     /// The one output step of a finished Sync: plans (purely) and applies its notices,
-    /// statuses and Events. A notice write that fails fails the call; so does the status of the
+    /// statuses and Events, less what another waiter of the same job applied already (see
+    /// [`outputs::Ledger`]). A notice write that fails fails the call; so does the status of the
     /// reconciled Ingress (it is retried with it), while the resync only logs a status it could
     /// not write.
     /// `here`: whether an Ingress is placed on this router (its status carries this router's
@@ -553,7 +557,8 @@ impl Context {
                 Scope::Sync | Scope::Conflicts => vec![],
             },
         };
-        let out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        let mut out = outputs::plan(router, &synced.desired, &synced.report, synced.written, &facts, scope);
+        slot.outputs.lock().expect("lock").claim(synced.job, &mut out);
         for ev in &out.refusals {
             self.publish_on_ingress(ev, None).await;
         }
@@ -631,7 +636,12 @@ impl Context {
 
     /// The notice `service` must carry for `synced` (a desired state the writer synced).
     /// `router` is the key of the router that synced it.
-    pub fn notice_for(&self, router: &str, synced: &Arc<DesiredRouter>, service: &KubeRef) -> Option<ServiceNotice> {
+    pub(crate) fn notice_for(
+        &self,
+        router: &str,
+        synced: &Arc<DesiredRouter>,
+        service: &KubeRef,
+    ) -> Option<ServiceNotice> {
         let mut cached = self.notices.lock().expect("lock");
         let notices = match cached.as_ref() {
             Some((r, d, n)) if r == router && Arc::ptr_eq(d, synced) => n.clone(),
@@ -668,7 +678,7 @@ impl Context {
     /// with `service`, those of that Service only, from its Members path
     /// ([`ServiceWarnings::due_for`]): a Service that loses its last endpoint says so at once,
     /// not at the next Sync.
-    pub async fn publish_service_warnings(&self, service: Option<&KubeRef>, warnings: &[Warning]) {
+    pub(crate) async fn publish_service_warnings(&self, service: Option<&KubeRef>, warnings: &[Warning]) {
         let now = std::time::Instant::now();
         let (due, action) = {
             let mut published = self.service_warnings.lock().expect("lock");
@@ -690,7 +700,7 @@ impl Context {
     }
 
     /// Forgets the failures of `key` (after a successful reconcile).
-    pub fn succeeded(&self, key: &str) {
+    pub(crate) fn succeeded(&self, key: &str) {
         self.failures.lock().expect("lock").remove(key);
     }
 
@@ -717,7 +727,7 @@ pub fn error_policy<K: kube::Resource<DynamicType = ()>>(obj: Arc<K>, err: &Hand
 }
 
 /// `kind/namespace/name` of an object, for logs and the failure table.
-pub fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
+pub(crate) fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
     let m = obj.meta();
     format!("{}/{}/{}", K::kind(&()), m.namespace.as_deref().unwrap_or_default(), m.name.as_deref().unwrap_or_default())
 }
@@ -725,7 +735,7 @@ pub fn object_key<K: kube::Resource<DynamicType = ()>>(obj: &K) -> String {
 /// The reconcile of one object by `handler` (`ingress`, `service`): one span naming the handler
 /// and the object (so every log line of the reconcile, the Octavia calls included, carries
 /// them), the duration and result metrics, and the failure table cleared on success.
-pub async fn instrumented<K: kube::Resource<DynamicType = ()>>(
+pub(crate) async fn instrumented<K: kube::Resource<DynamicType = ()>>(
     handler: &'static str,
     obj: &K,
     ctx: &Context,

@@ -12,7 +12,7 @@ use std::collections::{BTreeSet, HashMap};
 
 /// An endpoint source (an EndpointSlice or core Endpoints): its Service and the Nodes its
 /// endpoints are on.
-pub trait EndpointSource {
+pub(crate) trait EndpointSource {
     /// (namespace, name) of the source object itself.
     fn key(&self) -> (String, String);
     fn service(&self) -> Option<ObjectRef<Service>>;
@@ -49,7 +49,7 @@ impl EndpointSource for Endpoints {
 
 /// The Services with endpoints on each Node.
 #[derive(Debug, Default)]
-pub struct EndpointNodes {
+pub(crate) struct EndpointNodes {
     /// Per source object: its Service and Nodes (to undo its contribution on a change).
     sources: HashMap<(String, String), (ObjectRef<Service>, BTreeSet<String>)>,
     /// Per Node: the Services with an endpoint on it, with the number of sources saying so.
@@ -90,7 +90,7 @@ impl EndpointNodes {
     }
 
     /// The Services with an endpoint on `node`.
-    pub fn services_on(&self, node: &str) -> Vec<ObjectRef<Service>> {
+    pub(crate) fn services_on(&self, node: &str) -> Vec<ObjectRef<Service>> {
         let mut out: Vec<_> = self.by_node.get(node).map(|m| m.keys().cloned().collect()).unwrap_or_default();
         out.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
         out

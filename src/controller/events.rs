@@ -14,7 +14,6 @@
 //! one `Recorder` per distinct message key, so each distinct message has its own series.
 
 use crate::controller::CONTROLLER_NAME;
-use crate::model::KubeRef;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::Client;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
@@ -63,7 +62,7 @@ impl UserEvent {
 /// The fields of an `ObjectReference` that identify the object (not its resourceVersion, which
 /// changes with every write and would defeat deduplication).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct RegardingKey {
+pub(crate) struct RegardingKey {
     pub api_version: Option<String>,
     pub kind: Option<String>,
     pub namespace: Option<String>,
@@ -73,7 +72,7 @@ pub struct RegardingKey {
 
 /// Identity of an event for deduplication: the object and everything the user reads.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
-pub struct DedupKey {
+pub(crate) struct DedupKey {
     pub object: RegardingKey,
     pub event: UserEvent,
 }
@@ -95,7 +94,7 @@ impl DedupKey {
 
 /// Verdict of [`EventDedup::check`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Dedup {
+pub(crate) enum Dedup {
     /// Send it; `suppressed` identical events were dropped since the last send.
     Send { suppressed: u64 },
     /// An identical event was sent less than `window` ago.
@@ -110,7 +109,7 @@ struct Entry {
 
 /// Pure repeat-suppression table; the clock is passed in so tests control time.
 #[derive(Debug)]
-pub struct EventDedup {
+pub(crate) struct EventDedup {
     window: Duration,
     /// How long an entry is kept after its last send (≥ window).
     retain: Duration,
@@ -143,7 +142,7 @@ impl EventDedup {
     }
 
     /// Forgets a send that failed, so the next attempt is not suppressed.
-    pub fn forget(&mut self, key: &DedupKey) {
+    pub(crate) fn forget(&mut self, key: &DedupKey) {
         self.entries.remove(key);
     }
 
@@ -157,10 +156,12 @@ impl EventDedup {
         self.entries.contains_key(key)
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
+    #[cfg(test)]
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -253,32 +254,18 @@ fn truncate(s: &str, max: usize) -> String {
     format!("{}...", &s[..end])
 }
 
-/// An `ObjectReference` for a model object (e.g. a translation warning's subject). `uid` should be
-/// filled from the cached object when known: `kubectl describe` matches events on it. `None` for
-/// kinds that are not Kubernetes objects (e.g. `Config`).
-pub fn object_reference(obj: &KubeRef, uid: Option<String>) -> Option<ObjectReference> {
-    let api_version = match obj.kind.as_str() {
-        "Ingress" | "IngressClass" => "networking.k8s.io/v1",
-        "Service" | "Endpoints" | "Node" | "Secret" => "v1",
-        "EndpointSlice" => "discovery.k8s.io/v1",
-        _ => return None,
-    };
-    Some(ObjectReference {
-        api_version: Some(api_version.to_string()),
-        kind: Some(obj.kind.clone()),
-        namespace: (!obj.namespace.is_empty()).then(|| obj.namespace.clone()),
-        name: Some(obj.name.clone()),
-        uid,
-        ..Default::default()
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn key(reason: &str, message: &str, name: &str) -> DedupKey {
-        let r = object_reference(&KubeRef::new("Ingress", "ns", name), None).unwrap();
+        let r = ObjectReference {
+            api_version: Some("networking.k8s.io/v1".into()),
+            kind: Some("Ingress".into()),
+            namespace: Some("ns".into()),
+            name: Some(name.into()),
+            ..Default::default()
+        };
         DedupKey::new(&UserEvent::warning(reason, "Sync", message), &r)
     }
 
@@ -334,15 +321,5 @@ mod tests {
         let long = "é".repeat(600); // 1200 bytes
         let t = truncate(&long, 1024);
         assert!(t.len() <= 1024 && t.ends_with("..."));
-    }
-
-    #[test]
-    fn object_reference_maps_kinds() {
-        let r = object_reference(&KubeRef::new("Service", "ns", "web"), Some("u1".into())).unwrap();
-        assert_eq!(r.api_version.as_deref(), Some("v1"));
-        assert_eq!(r.uid.as_deref(), Some("u1"));
-        let r = object_reference(&KubeRef::new("IngressClass", "", "c"), None).unwrap();
-        assert_eq!((r.api_version.as_deref(), r.namespace), (Some("networking.k8s.io/v1"), None));
-        assert_eq!(object_reference(&KubeRef::new("Config", "", "x"), None), None);
     }
 }

@@ -208,7 +208,7 @@ where
 }
 
 /// How often the loop runs without a Gateway API event (and probes absent CRDs again).
-pub const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
+pub(crate) const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
 
 /// The Gateway loop of the leader, on the Ingress side's Service and Secret caches, and with
 /// `routers` the driver of the Gateways' routers (`super::gateway_driver`), which reports their

@@ -84,7 +84,7 @@ const DEFAULT_HTTP_PORT: u16 = 80;
 
 /// What the Gateway loop gets back from the routers.
 #[derive(Clone)]
-pub struct DataPlane {
+pub(crate) struct DataPlane {
     pub programmed: watch::Sender<Programmed>,
     pub failures: watch::Sender<RouterFailures>,
 }
@@ -128,11 +128,11 @@ struct GatewaySlot {
 }
 
 /// The routers of the Gateways, by load-balancer name.
-pub struct GatewayDriver {
+pub(crate) struct GatewayDriver {
     pub stores: Stores,
     pub opts: TranslateOptions,
     pub routes: watch::Receiver<Vec<GatewayRoutes>>,
-    pub data_plane: DataPlane,
+    pub(crate) data_plane: DataPlane,
     pub spawn: SpawnGatewayRouter,
     /// Lists our Gateway load balancers, to collect those of Gateways gone (None: no collection).
     pub list: Option<ListGatewayRouters>,

@@ -14,7 +14,11 @@ use crate::translate::TranslateOptions;
 use crate::translate::gateway::{GatewayRouter, translate_gateway};
 
 /// One desired router per Gateway, in the order of `routes`, reading the caches in place.
-pub fn desired_routers(routes: &[GatewayRoutes], stores: &Stores, opts: &TranslateOptions) -> Vec<GatewayRouter> {
+pub(crate) fn desired_routers(
+    routes: &[GatewayRoutes],
+    stores: &Stores,
+    opts: &TranslateOptions,
+) -> Vec<GatewayRouter> {
     let snapshot = stores.inputs();
     routes.iter().map(|r| translate_gateway(r, &snapshot, opts)).collect()
 }

@@ -18,13 +18,13 @@ use std::sync::Arc;
 
 /// The Gateway API caches, filled by the Gateway loop's watches.
 #[derive(Clone)]
-pub struct GatewayStores {
+pub(crate) struct GatewayStores {
     pub classes: Store<GatewayClass>,
     pub gateways: Store<Gateway>,
     pub routes: Store<HTTPRoute>,
     /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
     /// reference is then refused).
-    pub grants: Store<ReferenceGrant>,
+    pub(crate) grants: Store<ReferenceGrant>,
     pub namespaces: Store<Namespace>,
 }
 
@@ -75,7 +75,7 @@ fn secret_refs(gw: &Gateway) -> Vec<(String, String)> {
 
 /// The status writes of the Gateway loop, remembering what it wrote: the cache shows a write only
 /// once its watch event arrives, and the next pass must not write the same status again.
-pub struct StatusWriter {
+pub(crate) struct StatusWriter {
     client: kube::Client,
     events: Option<Arc<EventPublisher>>,
     /// (kind, namespace, name) -> (the cached resourceVersion when written, the status written).
@@ -199,7 +199,7 @@ fn strip(v: &Value) -> Value {
 /// and is not (Accepted, ResolvedRefs), or `Conflicted` True. `Programmed` False while the load
 /// balancer is being built (`Pending`) or because the input is invalid is no news: no Event; a
 /// load balancer that failed (`NoResources`, the message naming the error) is one.
-pub fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
+pub(crate) fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
     conds
         .iter()
         .filter(|c| match c.kind {

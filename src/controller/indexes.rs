@@ -16,7 +16,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, RwLock};
 
 /// (namespace, name) of an object.
-pub type Key = (String, String);
+pub(crate) type Key = (String, String);
 
 fn key_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> Key {
     (namespace_of(meta).to_string(), meta.name.clone().unwrap_or_default())
@@ -96,13 +96,13 @@ impl Index {
     }
 
     /// Whether any object names `key`.
-    pub fn is_named(&self, key: &Key) -> bool {
+    pub(crate) fn is_named(&self, key: &Key) -> bool {
         self.0.read().expect("lock").named_by.contains_key(key)
     }
 }
 
 /// The Services an Ingress routes to (default backend and every path), in its namespace.
-pub fn services_of_ingress(ing: &Ingress) -> Vec<Key> {
+pub(crate) fn services_of_ingress(ing: &Ingress) -> Vec<Key> {
     let Some(spec) = ing.spec.as_ref() else { return vec![] };
     let ns = namespace_of(&ing.metadata);
     let paths = spec.rules.iter().flatten().flat_map(|r| r.http.iter().flat_map(|h| &h.paths));
@@ -112,7 +112,7 @@ pub fn services_of_ingress(ing: &Ingress) -> Vec<Key> {
 }
 
 /// (namespace, name) of every Secret an Ingress's `spec.tls` names.
-pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
+pub(crate) fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
     let ns = namespace_of(&ing.metadata);
     ing.spec
         .iter()
@@ -123,7 +123,7 @@ pub fn tls_secrets_of(ing: &Ingress) -> Vec<(String, String)> {
 }
 
 /// The TLS Secrets an Ingress's `spec.tls` names.
-pub fn secrets_of_ingress(ing: &Ingress) -> Vec<Key> {
+pub(crate) fn secrets_of_ingress(ing: &Ingress) -> Vec<Key> {
     let mut out = tls_secrets_of(ing);
     out.sort();
     out.dedup();
@@ -140,11 +140,11 @@ pub fn service_of_slice(slice: &CompactSlice) -> Vec<Key> {
 #[derive(Clone, Debug, Default)]
 pub struct Indexes {
     /// Service (namespace, name) → the Ingresses routing to it.
-    pub ingresses_by_service: Index,
+    pub(crate) ingresses_by_service: Index,
     /// TLS Secret (namespace, name) → the Ingresses whose `spec.tls` names it.
-    pub ingresses_by_secret: Index,
+    pub(crate) ingresses_by_secret: Index,
     /// Service (namespace, name) → its EndpointSlices.
-    pub slices_by_service: Index,
+    pub(crate) slices_by_service: Index,
 }
 
 /// Which keys an object names (one per index).
@@ -175,7 +175,7 @@ where
 
     /// The store writer (for a reflector, which applies events itself) and what keeps the
     /// indexes from the same events (for the watch's observer, called after the reflector).
-    pub fn into_parts(self) -> (reflector::store::Writer<K>, impl FnMut(&watcher::Event<K>) + Send + 'static) {
+    pub(crate) fn into_parts(self) -> (reflector::store::Writer<K>, impl FnMut(&watcher::Event<K>) + Send + 'static) {
         let indexes = self.indexes;
         (self.store, move |event: &watcher::Event<K>| {
             for (index, names) in &indexes {

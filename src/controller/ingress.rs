@@ -17,7 +17,7 @@ use std::time::Duration;
 /// What the Ingress handler must do with an Ingress, decided from its finalizers, its deletion
 /// timestamp and whether it is of our class (decided by the caller from IngressClass/config).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum IngressStep {
+pub(crate) enum IngressStep {
     /// Ours and not yet protected: add the finalizer first (so a deletion while we are down is
     /// still seen), then apply. The patch triggers a new reconcile, which applies.
     AddFinalizer,
@@ -31,7 +31,7 @@ pub enum IngressStep {
 }
 
 /// Decides the [`IngressStep`]; `ours` is "the Ingress is of our IngressClass".
-pub fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
+pub(crate) fn ingress_step(ing: &Ingress, ours: bool) -> IngressStep {
     let deleting = ing.metadata.deletion_timestamp.is_some();
     match (has_finalizer(ing), deleting, ours) {
         (true, true, _) | (true, false, false) => IngressStep::Cleanup,
@@ -48,7 +48,7 @@ pub fn ingresses_naming(stores: &Stores, svc: &Service) -> Vec<ObjectRef<Ingress
 }
 
 /// The Ingresses whose `spec.tls` names `secret` (from the index): its certificate changed.
-pub fn ingresses_naming_secret(stores: &Stores, secret: &Secret) -> Vec<ObjectRef<Ingress>> {
+pub(crate) fn ingresses_naming_secret(stores: &Stores, secret: &Secret) -> Vec<ObjectRef<Ingress>> {
     refs(stores.indexes.ingresses_by_secret.naming(&(secret.namespace().unwrap_or_default(), secret.name_any())))
 }
 

@@ -15,7 +15,7 @@ use std::time::Instant;
 
 /// The last successful Sync: its desired state, its report, and when its first hold ends.
 #[derive(Clone, Debug)]
-pub struct LastSync {
+pub(crate) struct LastSync {
     pub desired: Arc<DesiredRouter>,
     pub report: ConvergeReport,
     retry_at: Option<Instant>,

@@ -47,7 +47,7 @@ impl LeaderSettings {
 
 /// This replica's identity: `POD_NAME` (downward API), else `HOSTNAME` (the pod name in
 /// Kubernetes), else `fallback`.
-pub fn default_identity(fallback: &str) -> String {
+pub(crate) fn default_identity(fallback: &str) -> String {
     identity_from(std::env::var("POD_NAME").ok(), std::env::var("HOSTNAME").ok(), fallback)
 }
 
@@ -56,7 +56,7 @@ fn identity_from(pod_name: Option<String>, hostname: Option<String>, fallback: &
 }
 
 /// Backoff after a lease API error: 1 s, 2 s, 4 s ... capped at 30 s.
-pub fn error_backoff(consecutive_errors: u32) -> Duration {
+pub(crate) fn error_backoff(consecutive_errors: u32) -> Duration {
     Duration::from_secs(1u64 << consecutive_errors.min(5)).min(Duration::from_secs(30))
 }
 

@@ -19,23 +19,23 @@ use std::sync::Arc;
 
 /// What one Service's endpoints make of its pools.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct ServiceMembers {
+pub(crate) struct ServiceMembers {
     /// The Service's pools with their members of now (same result as a full translation).
     pub pools: Vec<Pool>,
     /// The translation's warnings about this Service (`NoEndpoints`, `EndpointPortNotFound`,
     /// `InvalidHealthMonitor`), worded as the full translation words them.
     pub warnings: Vec<Warning>,
     /// Why a Sync must handle the change instead (None: member updates suffice).
-    pub needs_sync: Option<String>,
+    pub(crate) needs_sync: Option<String>,
 }
 
 /// Another Service feeding a split pool, with its endpoints, as the caches hold them now
 /// (`None`: not in the cache).
-pub type OtherFeed<'a> = &'a dyn Fn(&KubeRef) -> Option<(Arc<Service>, SliceCache)>;
+pub(crate) type OtherFeed<'a> = &'a dyn Fn(&KubeRef) -> Option<(Arc<Service>, SliceCache)>;
 
 /// The pools `pool_names` of `service`, refilled from `endpoints` (see the module docs). A split
 /// pool is re-weighed over all its Services: the others' endpoints come from `other`.
-pub fn service_members(
+pub(crate) fn service_members(
     service: &Service,
     pool_names: &[String],
     synced: &DesiredRouter,
@@ -177,7 +177,7 @@ pub fn endpoints_of(service: &Service, stores: &Stores, opts: &TranslateOptions)
 }
 
 /// Nodes by name, borrowed from the cache's snapshot `nodes`.
-pub fn node_index(nodes: &[Arc<Node>]) -> NodeIndex<'_> {
+pub(crate) fn node_index(nodes: &[Arc<Node>]) -> NodeIndex<'_> {
     nodes.iter().map(|n| (n.metadata.name.clone().unwrap_or_default(), n.as_ref())).collect()
 }
 

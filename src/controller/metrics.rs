@@ -19,10 +19,10 @@ use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 /// Prefix of every metric name.
-pub const PREFIX: &str = "kuryr_l7_router";
+pub(crate) const PREFIX: &str = "kuryr_l7_router";
 
 /// Octavia load balancer `provisioning_status` values, so all are exported (0 or 1).
-pub const PROVISIONING_STATUSES: [&str; 6] =
+pub(crate) const PROVISIONING_STATUSES: [&str; 6] =
     ["ACTIVE", "PENDING_CREATE", "PENDING_UPDATE", "PENDING_DELETE", "DELETED", "ERROR"];
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -34,7 +34,7 @@ pub struct ReconcileLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct HandlerLabels {
+pub(crate) struct HandlerLabels {
     pub handler: String,
 }
 
@@ -49,7 +49,7 @@ pub struct OctaviaLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OctaviaDurationLabels {
+pub(crate) struct OctaviaDurationLabels {
     pub method: String,
     pub resource: String,
 }
@@ -61,7 +61,7 @@ pub struct RouterLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct JobLabels {
+pub(crate) struct JobLabels {
     pub router: String,
     /// `sync` or `members`.
     pub job: String,
@@ -77,14 +77,14 @@ pub struct ReasonLabels {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct StatusLabels {
+pub(crate) struct StatusLabels {
     pub router: String,
     pub status: String,
 }
 
 /// How a pool's members are weighted: a stable rule key (see `translate::zone::weighting_rule`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct WeightingLabels {
+pub(crate) struct WeightingLabels {
     pub router: String,
     pub rule: String,
 }
@@ -95,23 +95,23 @@ type HistogramFamily<L> = Family<L, Histogram, fn() -> Histogram>;
 #[derive(Clone)]
 pub struct Metrics {
     pub reconciles: Family<ReconcileLabels, Counter>,
-    pub reconcile_duration: HistogramFamily<HandlerLabels>,
+    pub(crate) reconcile_duration: HistogramFamily<HandlerLabels>,
     pub octavia_requests: Family<OctaviaLabels, Counter>,
-    pub octavia_request_duration: HistogramFamily<OctaviaDurationLabels>,
-    pub octavia_write_queue_depth: Family<RouterLabels, Gauge>,
-    pub octavia_conflict_retries: Family<RouterLabels, Counter>,
-    pub change_to_active: HistogramFamily<RouterLabels>,
-    pub router_provisioning_status: Family<StatusLabels, Gauge>,
+    pub(crate) octavia_request_duration: HistogramFamily<OctaviaDurationLabels>,
+    pub(crate) octavia_write_queue_depth: Family<RouterLabels, Gauge>,
+    pub(crate) octavia_conflict_retries: Family<RouterLabels, Counter>,
+    pub(crate) change_to_active: HistogramFamily<RouterLabels>,
+    pub(crate) router_provisioning_status: Family<StatusLabels, Gauge>,
     /// Duration of each router writer job by job and result.
-    pub octavia_write_job_duration: HistogramFamily<JobLabels>,
+    pub(crate) octavia_write_job_duration: HistogramFamily<JobLabels>,
     /// Pools of the desired router by weighting rule (zone-aware kinds and each even fallback).
-    pub pool_weighting: Family<WeightingLabels, Gauge>,
+    pub(crate) pool_weighting: Family<WeightingLabels, Gauge>,
     /// Writes Octavia refused for good (their object put on hold), by reason.
     pub write_failures: Family<ReasonLabels, Counter>,
     /// 1 while the router refuses every write (ERROR, or busy beyond write_timeout).
-    pub router_writes_blocked: Family<RouterLabels, Gauge>,
+    pub(crate) router_writes_blocked: Family<RouterLabels, Gauge>,
     /// Ingresses whose new routes wait for the project's L7 quota (as of the last Sync).
-    pub ingresses_waiting_for_quota: Family<RouterLabels, Gauge>,
+    pub(crate) ingresses_waiting_for_quota: Family<RouterLabels, Gauge>,
     /// Translations of the whole cluster (one per Sync job, whatever its waiters).
     pub translations: Family<RouterLabels, Counter>,
     /// The weighting rules last counted per router, so that a rule gone from one router's
@@ -152,7 +152,7 @@ impl Default for Metrics {
 impl Metrics {
     /// Creates the metrics and registers them in `registry` (use [`Metrics::registry`] for a fresh
     /// prefixed one).
-    pub fn register(registry: &mut Registry) -> Self {
+    pub(crate) fn register(registry: &mut Registry) -> Self {
         let m = Self::default();
         registry.register("reconciles", "Reconciles by handler and result", m.reconciles.clone());
         registry.register(
@@ -241,7 +241,7 @@ impl Metrics {
 
     /// Starts timing a reconcile of `handler`; the duration is recorded when the guard drops
     /// (also on early return or panic), like controller-rs's `ReconcileMeasurer`.
-    pub fn reconcile_timer(&self, handler: &str) -> ReconcileTimer {
+    pub(crate) fn reconcile_timer(&self, handler: &str) -> ReconcileTimer {
         ReconcileTimer {
             start: Instant::now(),
             histogram: self.reconcile_duration.get_or_create_owned(&HandlerLabels { handler: handler.into() }),
@@ -301,7 +301,7 @@ impl RouterMetrics {
 
     /// Counts the desired router's pools by weighting rule (replacing this router's previous
     /// counts, not the other routers').
-    pub fn pool_weightings<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
+    pub(crate) fn pool_weightings<'a>(&self, reasons: impl Iterator<Item = &'a str>) {
         let mut counts: std::collections::BTreeMap<&'static str, i64> = std::collections::BTreeMap::new();
         for r in reasons {
             *counts.entry(crate::translate::zone::weighting_rule(r)).or_default() += 1;
@@ -318,7 +318,7 @@ impl RouterMetrics {
     }
 
     /// Jobs waiting in the router's writer (not counting the one running).
-    pub fn queue_depth(&self, depth: usize) {
+    pub(crate) fn queue_depth(&self, depth: usize) {
         self.metrics.octavia_write_queue_depth.get_or_create(&self.labels()).set(depth as i64);
     }
 
@@ -328,12 +328,12 @@ impl RouterMetrics {
     }
 
     /// From a Kubernetes change to the router being ACTIVE with it.
-    pub fn change_to_active(&self, elapsed: Duration) {
+    pub(crate) fn change_to_active(&self, elapsed: Duration) {
         self.metrics.change_to_active.get_or_create(&self.labels()).observe(elapsed.as_secs_f64());
     }
 
     /// One writer job (`sync`, `members`) finished with `result` (`ok` or the error's label).
-    pub fn job_done(&self, job: &str, result: &str, elapsed: Duration) {
+    pub(crate) fn job_done(&self, job: &str, result: &str, elapsed: Duration) {
         let labels = JobLabels { router: self.router.clone(), job: job.into(), result: result.into() };
         self.metrics.octavia_write_job_duration.get_or_create(&labels).observe(elapsed.as_secs_f64());
     }
@@ -344,24 +344,24 @@ impl RouterMetrics {
     }
 
     /// Whether the router refuses every write now.
-    pub fn writes_blocked(&self, blocked: bool) {
+    pub(crate) fn writes_blocked(&self, blocked: bool) {
         self.metrics.router_writes_blocked.get_or_create(&self.labels()).set(i64::from(blocked));
     }
 
     /// Ingresses whose new routes wait for the quota, as of the last Sync.
-    pub fn waiting_for_quota(&self, n: usize) {
+    pub(crate) fn waiting_for_quota(&self, n: usize) {
         self.metrics.ingresses_waiting_for_quota.get_or_create(&self.labels()).set(n as i64);
     }
 
     /// A write Octavia refused for good, by reason.
-    pub fn write_failure(&self, reason: &str) {
+    pub(crate) fn write_failure(&self, reason: &str) {
         let labels = ReasonLabels { router: self.router.clone(), reason: reason.into() };
         self.metrics.write_failures.get_or_create(&labels).inc();
     }
 }
 
 /// Drop guard recording a reconcile's duration.
-pub struct ReconcileTimer {
+pub(crate) struct ReconcileTimer {
     start: Instant,
     histogram: Histogram,
 }

@@ -31,14 +31,14 @@
 
 pub mod client;
 pub mod context;
-pub mod endpoint_nodes;
+pub(crate) mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod gateway;
 pub mod gateway_driver;
 pub mod gateway_members;
-pub mod gateway_routers;
-pub mod gateway_status;
+pub(crate) mod gateway_routers;
+pub(crate) mod gateway_status;
 pub mod health;
 pub mod indexes;
 pub mod ingress;
@@ -54,8 +54,8 @@ pub mod router_set;
 pub mod routers;
 pub mod runtime;
 pub mod service;
-pub mod service_events;
-pub mod service_shape;
+pub(crate) mod service_events;
+pub(crate) mod service_shape;
 pub mod set_moves;
 pub mod slim;
 pub mod writer;
@@ -69,18 +69,18 @@ pub const FINALIZER: &str = "openstack.org/kuryr-l7-router";
 /// The legacy Service notice annotation: ONE router and its pools (value:
 /// [`notice::ServiceNotice`] as JSON), written by versions before per-router notices. Read only
 /// to move a notice naming our router to our own key ([`notice::notice_annotation`]).
-pub const NOTICE_ANNOTATION: &str = "openstack.org/kuryr-l7-router";
+pub(crate) const NOTICE_ANNOTATION: &str = "openstack.org/kuryr-l7-router";
 
 /// Prefix of the per-router Service notice annotations: `kuryr-l7-router.openstack.org/<router>`
 /// ([`notice::notice_annotation`]), one per router whose pools the Service's endpoints fill.
-pub const NOTICE_ANNOTATION_PREFIX: &str = "kuryr-l7-router.openstack.org/";
+pub(crate) const NOTICE_ANNOTATION_PREFIX: &str = "kuryr-l7-router.openstack.org/";
 
 /// Name of this controller: Event `reportingController` and server-side field manager.
-pub const CONTROLLER_NAME: &str = "kuryr-l7-router";
+pub(crate) const CONTROLLER_NAME: &str = "kuryr-l7-router";
 
 /// The span of one reconcile, naming the handler and the object, so every log line of the
 /// reconcile (including the Octavia calls it makes) carries them.
-pub fn reconcile_span(handler: &'static str, namespace: &str, name: &str) -> tracing::Span {
+pub(crate) fn reconcile_span(handler: &'static str, namespace: &str, name: &str) -> tracing::Span {
     tracing::info_span!("reconcile", handler, namespace, name)
 }
 

@@ -151,7 +151,7 @@ pub struct NoticeChange {
 /// desired is removed; a desired notice that differs (or is absent) is written; a legacy notice
 /// of ours is removed in the same patch. Sorted by Service, so callers and tests see a stable
 /// order.
-pub fn notice_changes<'a>(
+pub(crate) fn notice_changes<'a>(
     desired: &BTreeMap<KubeRef, ServiceNotice>,
     current: impl IntoIterator<Item = (KubeRef, &'a ServiceNotice)>,
     legacy: &BTreeSet<KubeRef>,

@@ -6,6 +6,11 @@
 //! which warnings are published on whom, which are conflicts published on the loser at every
 //! Sync, which Event is Normal.
 //!
+//! Every waiter of one Sync job gets the same [`crate::controller::writer::Synced`], and each
+//! plans its outputs from it; the router's [`Ledger`] lets only the first apply the Sync-wide
+//! part (refusals, notices, Service warnings, the report's metrics) and never applies a status or
+//! an Event twice for one job, so N waiters cost one set of writes plus their own results.
+//!
 //! Order (the order the writes are applied in): refusals of the convergence, notices, Service
 //! warnings, statuses, then the Events of the scope (the reconciled Ingress's own warnings, the
 //! conflicts of the other Ingresses, `Synced`).
@@ -20,7 +25,7 @@ use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::reason::Reason;
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::net::IpAddr;
 
 /// Why the outputs of a Sync are applied: what more than the Sync-wide outputs it carries.
@@ -38,7 +43,7 @@ pub enum Scope<'a> {
 }
 
 /// One Event to publish, on the object `regarding`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct PlannedEvent {
     pub regarding: KubeRef,
     pub event: UserEvent,
@@ -76,7 +81,7 @@ pub struct Outputs {
     pub refusals: Vec<PlannedEvent>,
     pub notices: Vec<NoticeChange>,
     /// The warnings about Services (published when due: see `service_events`).
-    pub service_warnings: Vec<Warning>,
+    pub(crate) service_warnings: Vec<Warning>,
     pub statuses: Vec<StatusChange>,
     pub events: Vec<PlannedEvent>,
 }
@@ -150,6 +155,58 @@ fn scope_events(router: &str, desired: &DesiredRouter, report: &ConvergeReport, 
     out
 }
 
+/// How many Sync jobs a [`Ledger`] remembers: the waiters of a job apply their outputs right
+/// after it is answered, long before this many more jobs of the same router have finished.
+const LEDGER_JOBS: usize = 8;
+
+/// What the waiters of a router's recent Sync jobs have applied already, by job.
+#[derive(Debug, Default)]
+pub(crate) struct Ledger {
+    jobs: VecDeque<(u64, Applied)>,
+}
+
+/// What is applied of one Sync job's outputs.
+#[derive(Debug, Default)]
+struct Applied {
+    /// The report's metrics and budget were taken.
+    report: bool,
+    /// Refusals, notices and Service warnings were applied.
+    wide: bool,
+    statuses: HashSet<KubeRef>,
+    events: HashSet<PlannedEvent>,
+}
+
+impl Ledger {
+    fn of(&mut self, job: u64) -> &mut Applied {
+        if let Some(i) = self.jobs.iter().position(|(j, _)| *j == job) {
+            return &mut self.jobs[i].1;
+        }
+        if self.jobs.len() == LEDGER_JOBS {
+            self.jobs.pop_front();
+        }
+        self.jobs.push_back((job, Applied::default()));
+        &mut self.jobs.back_mut().expect("just pushed").1
+    }
+
+    /// True for the first waiter of `job` only: it takes the report (metrics, budget).
+    pub(crate) fn claim_report(&mut self, job: u64) -> bool {
+        !std::mem::replace(&mut self.of(job).report, true)
+    }
+
+    /// Leaves in `out` what no waiter of `job` has applied yet, and records it as applied: the
+    /// Sync-wide part for the first waiter only, each status and Event once.
+    pub fn claim(&mut self, job: u64, out: &mut Outputs) {
+        let applied = self.of(job);
+        if std::mem::replace(&mut applied.wide, true) {
+            out.refusals.clear();
+            out.notices.clear();
+            out.service_warnings.clear();
+        }
+        out.statuses.retain(|s| applied.statuses.insert(s.ingress.clone()));
+        out.events.retain(|e| applied.events.insert(e.clone()));
+    }
+}
+
 /// The step of a handler that failed: the Event's action.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FailedStep {
@@ -179,7 +236,7 @@ pub enum Failure<'a> {
 }
 
 /// The Event of `failure` (on the reconciled object), decided on its typed reason.
-pub fn failure_event(failure: &Failure) -> UserEvent {
+pub(crate) fn failure_event(failure: &Failure) -> UserEvent {
     match failure {
         Failure::Write(step, e) => UserEvent::of(Reason::OctaviaError, step.action(), &e.message),
         Failure::Notice(e) => UserEvent::of(Reason::InvalidNotice, FailedStep::UpdateMembers.action(), e.to_string()),
@@ -192,7 +249,7 @@ pub fn failure_event(failure: &Failure) -> UserEvent {
 /// fills), and the loser would lose its route silently until edited. So every Sync of an
 /// Ingress, and the resync, also publishes these; the Event publisher's window keeps a repeated
 /// one from being sent again.
-pub fn conflict_warnings<'a>(
+pub(crate) fn conflict_warnings<'a>(
     desired: &'a DesiredRouter,
     except: Option<&'a KubeRef>,
 ) -> impl Iterator<Item = &'a Warning> + 'a {
@@ -301,6 +358,60 @@ mod tests {
             assert_eq!((ev.type_, ev.reason.as_str(), ev.action.as_str()), (Warning, reason, action), "{failure:?}");
             assert!(ev.message.contains(message), "{failure:?}: {}", ev.message);
         }
+    }
+
+    /// The waiters of one job: the first applies the Sync-wide part, the next only its own
+    /// status and Events; a conflict told by one is not told again by another. A new job
+    /// starts afresh.
+    #[test]
+    fn the_ledger_applies_a_jobs_outputs_once() {
+        let (a, b, loser) = (KubeRef::ingress("ns", "a"), KubeRef::ingress("ns", "b"), KubeRef::ingress("ns", "loser"));
+        let desired = DesiredRouter {
+            warnings: vec![
+                warning(loser.clone(), Reason::DuplicateRoute),
+                warning(KubeRef::service("ns", "web"), Reason::NoEndpoints),
+            ],
+            ..DesiredRouter::default()
+        };
+        let report = ConvergeReport {
+            address: Some("172.24.4.9".parse().unwrap()),
+            failures: vec![WriteFailure {
+                object: "pool p".into(),
+                write: "create pool p".into(),
+                reason: "invalid",
+                message: "HTTP 400".into(),
+                owners: vec![a.clone()],
+            }],
+            ..ConvergeReport::default()
+        };
+        let (ing_a, ing_b) = (ingress("a", None), ingress("b", None));
+        let planned = |ing: &Ingress| {
+            let facts = Facts { statuses: vec![ing], ..Facts::default() };
+            plan("r1", &desired, &report, true, &facts, Scope::Ingress(ing))
+        };
+        let mut ledger = Ledger::default();
+        assert!(ledger.claim_report(7) && !ledger.claim_report(7), "the report is taken once");
+
+        let mut first = planned(&ing_a);
+        ledger.claim(7, &mut first);
+        assert_eq!(reasons(&first.refusals), ["a OctaviaWriteRefused"]);
+        assert_eq!(first.service_warnings.len(), 1);
+        assert_eq!(reasons(&first.events), ["loser DuplicateRoute", "a Synced"]);
+
+        let mut second = planned(&ing_b);
+        ledger.claim(7, &mut second);
+        assert!(second.refusals.is_empty() && second.service_warnings.is_empty() && second.notices.is_empty());
+        assert_eq!(second.statuses, vec![StatusChange { ingress: b.clone(), address: report.address }]);
+        assert_eq!(reasons(&second.events), ["b Synced"], "its own result only");
+
+        let mut again = planned(&ing_a);
+        ledger.claim(7, &mut again);
+        assert_eq!(again, Outputs::default(), "nothing twice for one job");
+
+        let mut next_job = planned(&ing_b);
+        ledger.claim(8, &mut next_job);
+        assert_eq!(reasons(&next_job.refusals), ["a OctaviaWriteRefused"]);
+        assert!(ledger.claim_report(8));
     }
 
     #[test]

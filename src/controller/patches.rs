@@ -20,7 +20,7 @@ use std::fmt::Debug;
 use std::net::IpAddr;
 
 /// Patch parameters for all our writes: our field manager, no dry-run, no force.
-pub fn patch_params() -> PatchParams {
+pub(crate) fn patch_params() -> PatchParams {
     PatchParams { field_manager: Some(CONTROLLER_NAME.to_string()), ..Default::default() }
 }
 
@@ -92,7 +92,7 @@ where
 /// (only ever when it names `router`). A merge patch touches only these keys: the notices of other
 /// routers, under their own keys, and every other annotation stay as they are, whatever order
 /// two controllers write in.
-pub fn annotation_patch(router: &str, notice: Option<&ServiceNotice>, drop_legacy: bool) -> Value {
+pub(crate) fn annotation_patch(router: &str, notice: Option<&ServiceNotice>, drop_legacy: bool) -> Value {
     let value = match notice {
         Some(n) => Value::String(n.to_annotation()),
         None => Value::Null,
@@ -126,7 +126,7 @@ pub async fn patch_service_notice(
 }
 
 /// `status.loadBalancer.ingress` as we write it: one entry with the router's address, or empty.
-pub fn desired_lb_ingress(address: Option<IpAddr>) -> Vec<IngressLoadBalancerIngress> {
+pub(crate) fn desired_lb_ingress(address: Option<IpAddr>) -> Vec<IngressLoadBalancerIngress> {
     address
         .map(|ip| IngressLoadBalancerIngress { ip: Some(ip.to_string()), ..Default::default() })
         .into_iter()
@@ -148,7 +148,7 @@ pub fn status_needs_update(ing: &Ingress, address: Option<IpAddr>) -> bool {
 
 /// The merge patch for the status subresource: `[{ip}]`, or null to clear it (an Ingress that
 /// left our class must not keep advertising our address).
-pub fn status_patch(address: Option<IpAddr>) -> Value {
+pub(crate) fn status_patch(address: Option<IpAddr>) -> Value {
     match address {
         Some(ip) => json!({"status": {"loadBalancer": {"ingress": [{"ip": ip.to_string()}]}}}),
         None => json!({"status": {"loadBalancer": {"ingress": null}}}),

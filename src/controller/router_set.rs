@@ -38,7 +38,7 @@ pub const PLACEMENT_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/
 
 /// Builds the writer of router `index` named `name` (its backend gated by the leader lease and
 /// counted in the metrics), when placement first puts a group on it.
-pub type SpawnWriter = Box<dyn Fn(RouterIndex, &str) -> Result<Writer, WriteError> + Send + Sync>;
+pub(crate) type SpawnWriter = Box<dyn Fn(RouterIndex, &str) -> Result<Writer, WriteError> + Send + Sync>;
 
 /// One placement of the set and each router's part of the translation.
 pub struct Placed {
@@ -58,7 +58,7 @@ pub struct Placed {
 impl Placed {
     /// The router of `ing`: the router of its hosts; an Ingress with only host-less rules is on
     /// every router, and its status carries the first router's address.
-    pub fn router_of(&self, ing: &Ingress) -> RouterIndex {
+    pub(crate) fn router_of(&self, ing: &Ingress) -> RouterIndex {
         let key = format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default());
         self.placement.ingress_router.get(&key).copied().unwrap_or(0)
     }
@@ -69,7 +69,7 @@ impl Placed {
     }
 
     /// Whether `ing` has hosts (then its router is recorded on it).
-    pub fn is_placed(&self, ing: &Ingress) -> bool {
+    pub(crate) fn is_placed(&self, ing: &Ingress) -> bool {
         let key = format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default());
         self.placement.ingress_router.contains_key(&key)
     }
@@ -119,12 +119,12 @@ impl RouterSet {
     }
 
     /// The key (name) of router `index`.
-    pub fn name_of(&self, index: RouterIndex) -> String {
+    pub(crate) fn name_of(&self, index: RouterIndex) -> String {
         router_name(&self.base, index)
     }
 
     /// Spawns the writer of router `index`.
-    pub fn spawn_writer(&self, index: RouterIndex) -> Result<WriterHandle, WriteError> {
+    pub(crate) fn spawn_writer(&self, index: RouterIndex) -> Result<WriterHandle, WriteError> {
         let writer = (self.spawn)(index, &self.name_of(index))?;
         let handle = writer.handle();
         self.writers.lock().expect("lock").push(writer);
@@ -132,7 +132,7 @@ impl RouterSet {
     }
 
     /// The writers spawned so far (shutdown drains them).
-    pub fn take_writers(&self) -> Vec<Writer> {
+    pub(crate) fn take_writers(&self) -> Vec<Writer> {
         std::mem::take(&mut *self.writers.lock().expect("lock"))
     }
 
@@ -338,7 +338,7 @@ fn unix_now() -> UnixSeconds {
 /// The placement recorded on the Ingresses: each host of an Ingress carrying
 /// [`PLACEMENT_ANNOTATION`] → the index of the router it names (a name not of the set is
 /// ignored: the group is placed as new).
-pub fn recorded_placement<'a>(
+pub(crate) fn recorded_placement<'a>(
     base: &str,
     ingresses: impl IntoIterator<Item = &'a Ingress>,
 ) -> BTreeMap<String, RouterIndex> {
@@ -397,7 +397,7 @@ fn hostless_owners(whole: &DesiredRouter) -> BTreeSet<String> {
 }
 
 /// The router name `ing` records, if any.
-pub fn recorded_router(ing: &Ingress) -> Option<&str> {
+pub(crate) fn recorded_router(ing: &Ingress) -> Option<&str> {
     ing.metadata.annotations.as_ref().and_then(|a| a.get(PLACEMENT_ANNOTATION)).map(String::as_str)
 }
 

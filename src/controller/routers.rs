@@ -7,6 +7,7 @@
 
 use crate::controller::health::Readiness;
 use crate::controller::metrics::{Metrics, RouterMetrics};
+use crate::controller::outputs::Ledger;
 use crate::controller::writer::WriterHandle;
 use crate::driver::ConvergeReport;
 use crate::translate::budget::Budget;
@@ -32,6 +33,8 @@ pub struct RouterSlot {
     /// Whether a report ever read the budget (an unread router of a set forces its Syncs to read
     /// it: see `Context::sync_set`).
     budget_read: AtomicBool,
+    /// What the waiters of its recent Sync jobs have applied of their outputs.
+    pub(crate) outputs: Mutex<Ledger>,
 }
 
 impl RouterSlot {
@@ -44,6 +47,7 @@ impl RouterSlot {
             budget: Mutex::new(None),
             budget_changed: AtomicBool::new(false),
             budget_read: AtomicBool::new(false),
+            outputs: Mutex::default(),
         }
     }
 
@@ -53,7 +57,7 @@ impl RouterSlot {
     }
 
     /// Sets the budget; true when it changed.
-    pub fn set_budget(&self, budget: Option<Budget>) -> bool {
+    pub(crate) fn set_budget(&self, budget: Option<Budget>) -> bool {
         let changed = std::mem::replace(&mut *self.budget.lock().expect("lock"), budget) != budget;
         if changed {
             self.budget_changed.store(true, Ordering::SeqCst);
@@ -63,7 +67,7 @@ impl RouterSlot {
 
     /// Takes the budget a convergence read (if it read one). An unreadable quota (e.g. a policy
     /// that forbids reading it) keeps the budget the router had.
-    pub fn take_budget_of(&self, report: &ConvergeReport) {
+    pub(crate) fn take_budget_of(&self, report: &ConvergeReport) {
         if report.budget.is_some() {
             self.budget_read.store(true, Ordering::SeqCst);
         }
@@ -88,7 +92,7 @@ impl RouterSlot {
     }
 
     /// `/readyz`: the router exists (a Sync succeeded).
-    pub fn mark_ready(&self, readiness: &watch::Sender<Readiness>) {
+    pub(crate) fn mark_ready(&self, readiness: &watch::Sender<Readiness>) {
         readiness.send_if_modified(|r| !std::mem::replace(&mut r.router_mut(&self.name).ready, true));
     }
 }
@@ -125,7 +129,7 @@ impl Routers {
 
     /// The first router: the only one without scale-out; with it, the router that also
     /// carries the translation's warnings (see `placement::split`).
-    pub fn primary(&self) -> Arc<RouterSlot> {
+    pub(crate) fn primary(&self) -> Arc<RouterSlot> {
         self.slots.read().expect("lock").values().next().cloned().expect("a controller drives at least one router")
     }
 }

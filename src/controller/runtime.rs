@@ -402,7 +402,7 @@ impl NodeLabels {
 /// or node pool decides their members), and those whose pools the last Sync weighted by zone
 /// (a Node changing zones moves CPU between zones, which weighs every zone-aware pool). Not
 /// the Services weighted evenly elsewhere: their members do not depend on this Node.
-pub fn node_change_targets(
+pub(crate) fn node_change_targets(
     index: &EndpointNodes,
     synced: Option<&crate::model::DesiredRouter>,
     node: &Node,
@@ -455,17 +455,6 @@ where
     (task, rxs.into_iter().map(|rx| rx.map(Ok).boxed()).collect())
 }
 
-/// The real router backend: the driver on Octavia and Neutron, every request counted in `metrics`.
-pub fn octavia_backend(settings: &Settings, metrics: &Metrics) -> Result<OctaviaBackend, ControllerError> {
-    let metrics = metrics.clone();
-    let observer: crate::openstack::Observer = Arc::new(move |r: &crate::openstack::RequestRecord| {
-        metrics.octavia_request(r.method.as_str(), &r.kind, r.status, r.duration);
-    });
-    crate::wiring::router_observed(settings, Some(observer))
-        .map(OctaviaBackend::new)
-        .map_err(|e| ControllerError::ClientConfig(format!("OpenStack session: {e}")))
-}
-
 /// With scale-out: how the writer of each router other than the first is built, as the first's
 /// (same gate, metrics under its own `router` label, its own line of `/readyz`).
 fn spawn_writers<B, F>(
@@ -502,7 +491,7 @@ pub fn octavia_backends(
 }
 
 /// [`octavia_backends`] bounded by `permits` (shared with the Gateways' routers).
-pub fn octavia_backends_with(
+pub(crate) fn octavia_backends_with(
     permits: crate::driver::WritePermits,
 ) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
     move |settings, metrics, index| {
@@ -746,15 +735,15 @@ async fn converge_to_budget(ctx: &Context) {
 }
 
 /// Reconciles each Controller (Ingress, Service) runs at once.
-pub const RECONCILE_CONCURRENCY: u16 = 16;
+pub(crate) const RECONCILE_CONCURRENCY: u16 = 16;
 
 /// How long the writer's job in flight may go on after SIGTERM: the gate is closed, so it makes
 /// no further write; this bounds the Octavia request in flight and the wait for ACTIVE after it
 /// (cut short: Octavia completes the write anyway, and the next leader waits for ACTIVE before
 /// its first write).
-pub const WRITER_DRAIN: Duration = Duration::from_secs(10);
+pub(crate) const WRITER_DRAIN: Duration = Duration::from_secs(10);
 /// How long the handlers get to finish their Kubernetes writes once the writer answered.
-pub const HANDLERS_GRACE: Duration = Duration::from_secs(15);
+pub(crate) const HANDLERS_GRACE: Duration = Duration::from_secs(15);
 /// The whole shutdown after SIGTERM at most: writer, handlers, then the lease release and the
 /// health server (5 s). `terminationGracePeriodSeconds` must exceed it
 /// (tests/ship_manifests.rs); it need not exceed `write_timeout`.

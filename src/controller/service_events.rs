@@ -20,11 +20,11 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 /// A warning still present is published again after this long (Kubernetes' default event TTL).
-pub const REPUBLISH_AFTER: Duration = Duration::from_secs(60 * 60);
+pub(crate) const REPUBLISH_AFTER: Duration = Duration::from_secs(60 * 60);
 
 /// The Service warnings published, and when (pure, clock passed in).
 #[derive(Debug, Default)]
-pub struct ServiceWarnings {
+pub(crate) struct ServiceWarnings {
     published: BTreeMap<Warning, Instant>,
 }
 
@@ -32,7 +32,7 @@ impl ServiceWarnings {
     /// The warnings of one translation that must be published now: those about a Service that
     /// were not in the previous translation, or were published [`REPUBLISH_AFTER`] ago or more.
     /// Forgets the warnings no longer present (so they are published again if they come back).
-    pub fn due(&mut self, warnings: &[Warning], now: Instant) -> Vec<Warning> {
+    pub(crate) fn due(&mut self, warnings: &[Warning], now: Instant) -> Vec<Warning> {
         let current: Vec<&Warning> = warnings.iter().filter(|w| w.object.is_service()).collect();
         self.published.retain(|w, _| current.contains(&w));
         self.fresh(current, now)
@@ -40,7 +40,7 @@ impl ServiceWarnings {
 
     /// [`ServiceWarnings::due`] for the warnings about ONE Service (the Members path computes
     /// that Service's pools only): the other Services' warnings are left as they are.
-    pub fn due_for(&mut self, service: &KubeRef, warnings: &[Warning], now: Instant) -> Vec<Warning> {
+    pub(crate) fn due_for(&mut self, service: &KubeRef, warnings: &[Warning], now: Instant) -> Vec<Warning> {
         let current: Vec<&Warning> = warnings.iter().filter(|w| w.object == *service).collect();
         self.published.retain(|w, _| w.object != *service || current.contains(&w));
         self.fresh(current, now)

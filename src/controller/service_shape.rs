@@ -18,7 +18,7 @@ use crate::controller::{NOTICE_ANNOTATION, NOTICE_ANNOTATION_PREFIX};
 
 /// The shape of each Service the Ingresses last saw, by (namespace, name).
 #[derive(Default)]
-pub struct ServiceShapes {
+pub(crate) struct ServiceShapes {
     seen: Mutex<HashMap<(String, String), u64>>,
 }
 

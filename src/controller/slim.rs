@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret};
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
 /// The keys of a TLS Secret the certificate path reads (`translate::tls`, `gateway::world`).
-pub const TLS_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
+pub(crate) const TLS_KEYS: [&str; 2] = ["tls.crt", "tls.key"];
 
 /// Drops `managedFields` and kubectl's last-applied copy (often most of an object; for a TLS
 /// Secret a second copy of its key), a Node's image list (tens of kB per Node), and every key of a Secret but

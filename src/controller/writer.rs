@@ -93,6 +93,9 @@ pub struct Synced {
     pub report: ConvergeReport,
     /// False when the job was answered from the last clean Sync (same desired state, not forced).
     pub written: bool,
+    /// The job's number on its writer: the waiters of one job share it, so that its outputs
+    /// are applied once (see `outputs::Ledger`).
+    pub job: u64,
 }
 
 /// The translation of the caches as they are now (installed by the controller's `Context`).
@@ -101,7 +104,7 @@ pub type Translate = Arc<dyn Fn() -> DesiredRouter + Send + Sync>;
 /// What the backend's convergence returns.
 pub type SyncResult = Result<ConvergeReport, WriteError>;
 /// What a Sync job answers its waiters.
-pub type SyncedResult = Result<Synced, WriteError>;
+pub(crate) type SyncedResult = Result<Synced, WriteError>;
 pub type MembersResult = Result<MembersOutcome, WriteError>;
 
 /// What the writer needs from the driver; implemented by the real [`Router`] ([`OctaviaBackend`])
@@ -166,7 +169,7 @@ pub type DeleteResult = Result<bool, WriteError>;
 
 /// How many Members jobs may run before one queued Sync (see the module docs): at a few seconds
 /// per batch member update on Octavia, a Sync waits at most a minute or two behind them.
-pub const MEMBERS_AHEAD_OF_A_SYNC: usize = 32;
+pub(crate) const MEMBERS_AHEAD_OF_A_SYNC: usize = 32;
 
 impl Job {
     /// `sync` or `members`.
@@ -220,7 +223,12 @@ impl WriteQueue {
 
     /// Queues a Sync to `desired` (a router's part of the placed set), converged only when it
     /// differs from the last clean Sync's unless `force`.
-    pub fn push_sync_to(&mut self, desired: DesiredRouter, force: bool, reply: Option<oneshot::Sender<SyncedResult>>) {
+    pub(crate) fn push_sync_to(
+        &mut self,
+        desired: DesiredRouter,
+        force: bool,
+        reply: Option<oneshot::Sender<SyncedResult>>,
+    ) {
         self.push(Some(desired), force, reply);
     }
 
@@ -255,7 +263,7 @@ impl WriteQueue {
 
     /// Queues a Members job for a pool the router holds: it may run before a queued Sync from the
     /// caches (see the module docs).
-    pub fn push_members_on_router(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
+    pub(crate) fn push_members_on_router(&mut self, pool: Pool, reply: Option<oneshot::Sender<MembersResult>>) {
         self.push_members_job(pool, true, reply);
     }
 
@@ -385,6 +393,8 @@ struct Shared {
     translate: Mutex<Option<Translate>>,
     /// Translations made so far (one per Sync job from the caches).
     translations: AtomicU64,
+    /// Sync jobs run so far: the last one's number.
+    sync_jobs: AtomicU64,
     last: Mutex<LastSync>,
 }
 
@@ -460,14 +470,14 @@ impl WriterHandle {
 
     /// Queues a Sync to the caches (translated by the writer when it takes the job) and waits
     /// for its result: every waiter coalesced into one job gets the same [`Synced`].
-    pub async fn sync_from_caches(&self, force: bool) -> SyncedResult {
+    pub(crate) async fn sync_from_caches(&self, force: bool) -> SyncedResult {
         self.submit(|q, tx| q.push_sync_from_caches(force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
     }
 
     /// Queues a Sync to `desired` (see [`WriteQueue::push_sync_to`]) and waits for its result.
-    pub async fn sync_to(&self, desired: DesiredRouter, force: bool) -> SyncedResult {
+    pub(crate) async fn sync_to(&self, desired: DesiredRouter, force: bool) -> SyncedResult {
         self.submit(|q, tx| q.push_sync_to(desired, force, Some(tx)))
             .await
             .unwrap_or_else(|_| Err(WriteError::shutdown()))
@@ -479,7 +489,7 @@ impl WriterHandle {
     }
 
     /// Installs how a Sync from the caches gets its desired state.
-    pub fn set_translate(&self, translate: Translate) {
+    pub(crate) fn set_translate(&self, translate: Translate) {
         *self.shared.translate.lock().expect("writer lock") = Some(translate);
     }
 
@@ -488,8 +498,13 @@ impl WriterHandle {
         self.shared.translations.load(Ordering::Relaxed)
     }
 
+    /// Sync jobs run so far (each answers all the waiters coalesced into it).
+    pub fn sync_jobs(&self) -> u64 {
+        self.shared.sync_jobs.load(Ordering::Relaxed)
+    }
+
     /// The desired state of the last successful Sync.
-    pub fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
+    pub(crate) fn last_synced(&self) -> Option<Arc<DesiredRouter>> {
         self.shared.last.lock().expect("writer lock").synced.clone()
     }
 
@@ -572,6 +587,7 @@ impl Writer {
             router: metrics.router,
             translate: Mutex::new(None),
             translations: AtomicU64::new(0),
+            sync_jobs: AtomicU64::new(0),
             last: Mutex::new(LastSync::default()),
         });
         let task = tokio::spawn(run_writer(backend, shared.clone()));
@@ -592,7 +608,7 @@ impl Writer {
 
     /// [`Writer::shutdown`], the job in flight given at most `limit` (then dropped: a write
     /// already sent completes in Octavia anyway; queued waiters get a `shutdown` error).
-    pub async fn shutdown_within(mut self, limit: std::time::Duration) {
+    pub(crate) async fn shutdown_within(mut self, limit: std::time::Duration) {
         self.handle.shared.queue.lock().expect("writer lock").closed = true;
         self.handle.shared.notify.notify_one();
         match tokio::time::timeout(limit, &mut self.task).await {
@@ -684,9 +700,6 @@ async fn desired_of(shared: &Shared, given: Option<DesiredRouter>) -> Result<Des
     let translate = shared.translate.lock().expect("writer lock").clone();
     let translate = translate.ok_or_else(|| WriteError::new("no_translation", "no translation installed"))?;
     shared.translations.fetch_add(1, Ordering::Relaxed);
-    if let Some(m) = &shared.metrics {
-        m.translated();
-    }
     tokio::task::spawn_blocking(move || translate())
         .await
         .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))
@@ -701,13 +714,14 @@ async fn run_sync<B: RouterBackend>(
     force: bool,
     since: Instant,
 ) -> SyncedResult {
+    let job = shared.sync_jobs.fetch_add(1, Ordering::Relaxed) + 1;
     let desired = Arc::new(desired_of(shared, given).await?);
     if !force {
         let last = shared.last.lock().expect("writer lock").reusable.clone();
         if let Some(last) = last
             && let Some(report) = last.reuse(&desired, Instant::now())
         {
-            return Ok(Synced { desired: last.desired, report, written: false });
+            return Ok(Synced { desired: last.desired, report, written: false, job });
         }
     }
     // A forced Sync (the resync) also reads the router's budget under the quotas: as often as
@@ -742,7 +756,7 @@ async fn run_sync<B: RouterBackend>(
             }
         }
     }
-    result.map(|report| Synced { desired, report, written: true })
+    result.map(|report| Synced { desired, report, written: true, job })
 }
 
 // ------------------------------------------------------------------ the real driver

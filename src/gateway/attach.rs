@@ -8,7 +8,7 @@ use super::world::{World, ns_of};
 
 /// The route on one listener, with the hosts it serves there.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Attachment {
+pub(crate) struct Attachment {
     /// Index of the listener in the Gateway's spec (and in its plans).
     pub listener: usize,
     /// The intersected hosts; `None` is any host.
@@ -16,12 +16,12 @@ pub struct Attachment {
 }
 
 /// Whether a parentRef points at a Gateway (the default group and kind).
-pub fn names_a_gateway(p: &ParentReference) -> bool {
+pub(crate) fn names_a_gateway(p: &ParentReference) -> bool {
     p.group.as_deref().is_none_or(|g| g == GROUP) && p.kind.as_deref().is_none_or(|k| k == "Gateway")
 }
 
 /// The Gateway's namespace for a parentRef of `route`.
-pub fn parent_namespace(route: &HTTPRoute, p: &ParentReference) -> String {
+pub(crate) fn parent_namespace(route: &HTTPRoute, p: &ParentReference) -> String {
     p.namespace.clone().unwrap_or_else(|| ns_of(route))
 }
 
@@ -29,7 +29,7 @@ pub fn parent_namespace(route: &HTTPRoute, p: &ParentReference) -> String {
 /// saying why it attaches to none, checked in the spec's order: a listener named by
 /// sectionName/port must exist (NoMatchingParent), admit the route's namespace and kind
 /// (NotAllowedByListeners) and share a hostname with it (NoMatchingListenerHostname).
-pub fn attach(
+pub(crate) fn attach(
     route: &HTTPRoute,
     p: &ParentReference,
     gw: &Gateway,

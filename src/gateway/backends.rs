@@ -24,7 +24,7 @@ fn problem(reason: &'static str, message: String) -> BackendProblem {
 }
 
 /// The Service (namespace, name, port) `b` names, or why it cannot be used.
-pub fn resolve(
+pub(crate) fn resolve(
     route: &HTTPRoute,
     field: &str,
     b: &HTTPBackendRef,

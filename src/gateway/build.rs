@@ -22,7 +22,7 @@ pub type Programmed = BTreeMap<(String, String), Vec<String>>;
 
 /// The error of each Gateway whose load balancer failed, by (namespace, name): the Gateway is
 /// not programmed (`NoResources`, the message naming the error), whatever `Programmed` holds.
-pub type RouterFailures = BTreeMap<(String, String), String>;
+pub(crate) type RouterFailures = BTreeMap<(String, String), String>;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Translation {
@@ -63,7 +63,11 @@ pub fn translate(world: &World, programmed: &Programmed) -> Translation {
 }
 
 /// [`translate`] with the data plane's failures as well as its addresses.
-pub fn translate_with_failures(world: &World, programmed: &Programmed, failures: &RouterFailures) -> Translation {
+pub(crate) fn translate_with_failures(
+    world: &World,
+    programmed: &Programmed,
+    failures: &RouterFailures,
+) -> Translation {
     let classes = world
         .classes
         .iter()

@@ -14,7 +14,7 @@ pub fn matches(pattern: &str, host: &str) -> bool {
 /// The hostnames a route serves through a listener: the intersection of the listener's hostname
 /// (`None`: any) with the route's hostnames (empty: any). `Some(vec![])` when none intersect (the
 /// route does not attach to this listener); the inner `None` stands for "any host".
-pub fn intersect(listener: Option<&str>, route: &[String]) -> Vec<Option<String>> {
+pub(crate) fn intersect(listener: Option<&str>, route: &[String]) -> Vec<Option<String>> {
     let Some(l) = listener else {
         return if route.is_empty() { vec![None] } else { route.iter().cloned().map(Some).collect() };
     };
@@ -42,14 +42,14 @@ pub fn intersect(listener: Option<&str>, route: &[String]) -> Vec<Option<String>
     out
 }
 
-pub fn is_wildcard(h: &str) -> bool {
+pub(crate) fn is_wildcard(h: &str) -> bool {
     h.starts_with("*.")
 }
 
 /// Precedence of a host, smaller first: an exact name before any wildcard, longer before
 /// shorter within each ("the largest number of characters in a matching non-wildcard hostname,
 /// then in a matching hostname"), any host last.
-pub fn specificity(host: Option<&str>) -> (u8, std::cmp::Reverse<usize>) {
+pub(crate) fn specificity(host: Option<&str>) -> (u8, std::cmp::Reverse<usize>) {
     match host {
         Some(h) if !is_wildcard(h) => (0, std::cmp::Reverse(h.len())),
         Some(h) => (1, std::cmp::Reverse(h.len())),

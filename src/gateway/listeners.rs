@@ -30,23 +30,28 @@ pub struct ListenerPlan {
     /// HTTPS: the Secrets (namespace, name), all resolved.
     pub certificates: Vec<(String, String)>,
     pub accepted: Cond,
-    pub resolved_refs: Cond,
-    pub conflicted: Cond,
+    pub(crate) resolved_refs: Cond,
+    pub(crate) conflicted: Cond,
 }
 
 impl ListenerPlan {
     /// Routes may attach: accepted, not conflicted, and admitting HTTPRoutes.
-    pub fn attachable(&self) -> bool {
+    pub(crate) fn attachable(&self) -> bool {
         self.accepted.ok && !self.conflicted.ok && !self.supported_kinds.is_empty()
     }
 
     /// Served by the data plane: attachable and every reference resolved.
-    pub fn programmable(&self) -> bool {
+    pub(crate) fn programmable(&self) -> bool {
         self.attachable() && self.resolved_refs.ok
     }
 
     /// Whether a route in `namespace` (whose labels are given) may attach.
-    pub fn admits_namespace(&self, gateway_ns: &str, namespace: &str, labels: &BTreeMap<String, String>) -> bool {
+    pub(crate) fn admits_namespace(
+        &self,
+        gateway_ns: &str,
+        namespace: &str,
+        labels: &BTreeMap<String, String>,
+    ) -> bool {
         match &self.namespaces {
             AllowedNamespaces::Same => gateway_ns == namespace,
             AllowedNamespaces::All => true,
@@ -223,7 +228,7 @@ fn mark_conflicts(plans: &mut [ListenerPlan]) {
 }
 
 /// Kubernetes label-selector semantics: every matchLabels pair and every expression must hold.
-pub fn selector_matches(s: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
+pub(crate) fn selector_matches(s: &LabelSelector, labels: &BTreeMap<String, String>) -> bool {
     let pairs = s.match_labels.iter().flatten().all(|(k, v)| labels.get(k) == Some(v));
     let exprs = s.match_expressions.iter().flatten().all(|e| {
         let values = e.values.clone().unwrap_or_default();

@@ -36,7 +36,7 @@ pub struct MatchSpec {
 /// The filters a rule may carry that Octavia serves.
 const SERVED_FILTERS: &[&str] = &["RequestRedirect"];
 /// Redirect codes Octavia's `redirect_http_code` accepts.
-pub const REDIRECT_CODES: &[i32] = &[301, 302, 303, 307, 308];
+pub(crate) const REDIRECT_CODES: &[i32] = &[301, 302, 303, 307, 308];
 
 /// The first field of the route that Octavia cannot serve, as a message naming it; `None` when
 /// the whole route can be served.

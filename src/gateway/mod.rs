@@ -9,7 +9,7 @@
 //! per rule ([`backends`]; weighted members: `crate::translate::split`), redirect ([`redirect`]) or answer a fixed status.
 
 pub mod api;
-pub mod attach;
+pub(crate) mod attach;
 pub mod backends;
 pub mod build;
 pub mod hostnames;
@@ -20,7 +20,7 @@ pub mod plan;
 pub mod precedence;
 pub mod protocol;
 pub mod redirect;
-pub mod refgrant;
+pub(crate) mod refgrant;
 pub mod status;
 pub mod world;
 
@@ -31,7 +31,7 @@ pub use protocol::Protocol;
 pub use redirect::RedirectAction;
 
 /// `GatewayClass.spec.controllerName` of the classes this controller serves.
-pub const CONTROLLER_NAME: &str = "openstack.org/kuryr-l7-router";
+pub(crate) const CONTROLLER_NAME: &str = "openstack.org/kuryr-l7-router";
 
 /// The route table of one Gateway: what its router must serve.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ pub struct PortRoutes {
     pub port: u16,
     pub protocol: Protocol,
     /// The programmed Gateway listeners on this port, by name.
-    pub listener_names: Vec<String>,
+    pub(crate) listener_names: Vec<String>,
     /// HTTPS: the Secrets (namespace, name) to serve, by SNI; the first one is the default.
     pub certificates: Vec<(String, String)>,
     /// First match wins, in this order.

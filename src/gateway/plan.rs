@@ -74,7 +74,7 @@ pub fn render_table(p: &GatewayPlan) -> String {
 }
 
 /// The plan as JSON: `gatewayClasses`, `gateways` and `httpRoutes` by name.
-pub fn to_json(p: &GatewayPlan) -> Value {
+pub(crate) fn to_json(p: &GatewayPlan) -> Value {
     let classes: serde_json::Map<String, Value> =
         p.translation.classes.iter().map(|c| (c.name.clone(), cond_json(std::slice::from_ref(&c.accepted)))).collect();
     let mut gateways = serde_json::Map::new();

@@ -21,8 +21,8 @@ use std::cmp::Reverse;
 pub struct OrderKey {
     pub host: (u8, Reverse<usize>),
     /// 0 Exact, 1 RegularExpression, 2 PathPrefix.
-    pub path_kind: u8,
-    pub path_len: Reverse<usize>,
+    pub(crate) path_kind: u8,
+    pub(crate) path_len: Reverse<usize>,
     pub headers: Reverse<usize>,
     /// `None` (unknown) sorts first, as the API server always sets it.
     pub created: Option<Time>,

@@ -30,7 +30,7 @@ pub struct RedirectAction {
 
 /// Where the filter applies: the listener (its protocol and port) and the entry's host.
 #[derive(Clone, Copy, Debug)]
-pub struct RedirectFrom<'a> {
+pub(crate) struct RedirectFrom<'a> {
     pub protocol: Protocol,
     pub port: u16,
     pub host: Option<&'a str>,
@@ -42,7 +42,7 @@ fn well_known(scheme: &str) -> u16 {
 
 /// The Octavia redirect for `f` applied at `from`; `Err` names the field that cannot be served.
 /// `field` is the filter's path in the route (for the message).
-pub fn octavia_redirect(
+pub(crate) fn octavia_redirect(
     f: &HTTPRequestRedirectFilter,
     from: RedirectFrom<'_>,
     field: &str,

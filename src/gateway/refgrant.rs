@@ -5,20 +5,20 @@ use super::world::ns_of;
 
 /// A reference from (group, kind, namespace) to (group, kind, namespace, name).
 #[derive(Clone, Copy, Debug)]
-pub struct CrossRef<'a> {
-    pub from_group: &'a str,
-    pub from_kind: &'a str,
-    pub from_namespace: &'a str,
-    pub to_group: &'a str,
-    pub to_kind: &'a str,
-    pub to_namespace: &'a str,
-    pub to_name: &'a str,
+pub(crate) struct CrossRef<'a> {
+    pub(crate) from_group: &'a str,
+    pub(crate) from_kind: &'a str,
+    pub(crate) from_namespace: &'a str,
+    pub(crate) to_group: &'a str,
+    pub(crate) to_kind: &'a str,
+    pub(crate) to_namespace: &'a str,
+    pub(crate) to_name: &'a str,
 }
 
 /// A same-namespace reference is always permitted; a cross-namespace one only when a
 /// ReferenceGrant in the target's namespace lists the source in `from` and the target in `to`
 /// (a `to` without `name` grants every object of that kind).
-pub fn permitted(r: &CrossRef<'_>, grants: &[ReferenceGrant]) -> bool {
+pub(crate) fn permitted(r: &CrossRef<'_>, grants: &[ReferenceGrant]) -> bool {
     if r.from_namespace == r.to_namespace {
         return true;
     }

@@ -34,7 +34,7 @@ impl Cond {
 /// core of Gateway, HTTPRoute and ReferenceGrant, plus the extended ones Octavia serves exactly.
 /// Not GatewayPort8080: a router has one HTTP listener, so a listener on 8080 beside one on 80 is
 /// not served (docs/gateway-api.md, "ports").
-pub const SUPPORTED_FEATURES: &[&str] = &[
+pub(crate) const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayStaticAddresses",
     "HTTPRoute",
@@ -75,7 +75,7 @@ pub struct GatewayOutcome {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ParentOutcome {
-    pub parent_ref: ParentReference,
+    pub(crate) parent_ref: ParentReference,
     /// Accepted, ResolvedRefs.
     pub conditions: Vec<Cond>,
 }
@@ -114,7 +114,12 @@ impl ListenerOutcome {
 
 /// The API conditions for `conds`: a condition whose status did not change keeps its old
 /// `lastTransitionTime` (the spec's meaning of the field); others take `now`.
-pub fn render_conditions(conds: &[Cond], generation: Option<i64>, old: &[Condition], now: &Time) -> Vec<Condition> {
+pub(crate) fn render_conditions(
+    conds: &[Cond],
+    generation: Option<i64>,
+    old: &[Condition],
+    now: &Time,
+) -> Vec<Condition> {
     conds
         .iter()
         .map(|c| {
@@ -136,7 +141,7 @@ pub fn render_conditions(conds: &[Cond], generation: Option<i64>, old: &[Conditi
         .collect()
 }
 
-pub fn render_class(o: &ClassOutcome, old: Option<&GatewayClassStatus>, now: &Time) -> GatewayClassStatus {
+pub(crate) fn render_class(o: &ClassOutcome, old: Option<&GatewayClassStatus>, now: &Time) -> GatewayClassStatus {
     let old_c = old.map(|s| s.conditions.as_slice()).unwrap_or(&[]);
     let supported_features = if o.accepted.ok {
         SUPPORTED_FEATURES.iter().map(|f| SupportedFeature { name: (*f).into() }).collect()
@@ -149,7 +154,7 @@ pub fn render_class(o: &ClassOutcome, old: Option<&GatewayClassStatus>, now: &Ti
     }
 }
 
-pub fn render_gateway(o: &GatewayOutcome, old: Option<&GatewayStatus>, now: &Time) -> GatewayStatus {
+pub(crate) fn render_gateway(o: &GatewayOutcome, old: Option<&GatewayStatus>, now: &Time) -> GatewayStatus {
     let old_c = old.map(|s| s.conditions.as_slice()).unwrap_or(&[]);
     let listeners = o
         .listeners
@@ -176,7 +181,7 @@ pub fn render_gateway(o: &GatewayOutcome, old: Option<&GatewayStatus>, now: &Tim
 
 /// The route's status: our parents' entries replace our old ones; other controllers' entries
 /// are kept as they are (a route may attach to Gateways of several implementations).
-pub fn render_route(o: &RouteOutcome, old: Option<&HTTPRouteStatus>, now: &Time) -> HTTPRouteStatus {
+pub(crate) fn render_route(o: &RouteOutcome, old: Option<&HTTPRouteStatus>, now: &Time) -> HTTPRouteStatus {
     let old_parents = old.map(|s| s.parents.as_slice()).unwrap_or(&[]);
     let mut parents: Vec<RouteParentStatus> =
         old_parents.iter().filter(|p| p.controller_name != CONTROLLER_NAME).cloned().collect();

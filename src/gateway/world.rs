@@ -10,7 +10,7 @@ pub struct ServiceInfo {
     /// The Service's port numbers.
     pub ports: Vec<i32>,
     /// ExternalName Services have no endpoints Octavia could reach.
-    pub external_name: bool,
+    pub(crate) external_name: bool,
 }
 
 /// What the translation needs to know of a Secret named by a listener.
@@ -27,7 +27,7 @@ pub struct World {
     pub classes: Vec<GatewayClass>,
     pub gateways: Vec<Gateway>,
     pub routes: Vec<HTTPRoute>,
-    pub grants: Vec<ReferenceGrant>,
+    pub(crate) grants: Vec<ReferenceGrant>,
     /// Namespace name -> its labels (for `allowedRoutes.namespaces.from: Selector`).
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// (namespace, name) -> Service.
@@ -37,11 +37,11 @@ pub struct World {
 }
 
 /// The namespace of a namespaced object (empty when unset, as in a bad fixture).
-pub fn ns_of<K: kube::Resource>(o: &K) -> String {
+pub(crate) fn ns_of<K: kube::Resource>(o: &K) -> String {
     o.meta().namespace.clone().unwrap_or_default()
 }
 
-pub fn name_of<K: kube::Resource>(o: &K) -> String {
+pub(crate) fn name_of<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().unwrap_or_default()
 }
 
@@ -55,11 +55,11 @@ impl World {
     }
 
     /// Whether the Gateway's class is one of ours (the Gateway is then ours to serve).
-    pub fn is_ours(&self, gw: &Gateway) -> bool {
+    pub(crate) fn is_ours(&self, gw: &Gateway) -> bool {
         self.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
     }
 
-    pub fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
+    pub(crate) fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
         self.namespaces.get(namespace).cloned().unwrap_or_default()
     }
 }
@@ -108,7 +108,7 @@ impl World {
 
 /// A listener can serve a Secret only when it is `kubernetes.io/tls` and its certificate and
 /// key parse (with `stringData` merged as the API server would).
-pub fn secret_info(s: &k8s_openapi::api::core::v1::Secret) -> SecretInfo {
+pub(crate) fn secret_info(s: &k8s_openapi::api::core::v1::Secret) -> SecretInfo {
     if s.type_.as_deref() != Some("kubernetes.io/tls") {
         return SecretInfo::Malformed;
     }

@@ -20,7 +20,7 @@ pub struct PoolKey {
 /// One backend of a route with its share of the route's requests (Gateway API `weight`; an
 /// Ingress backend is the only one, weight 1).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct WeightedBackend {
+pub(crate) struct WeightedBackend {
     pub key: PoolKey,
     pub weight: u32,
 }
@@ -29,7 +29,7 @@ pub struct WeightedBackend {
 pub type Services<'a> = BTreeMap<(&'a str, &'a str), &'a Service>;
 
 /// `services` owned, borrowed or the cache's `Arc`s.
-pub fn index_services<S: std::borrow::Borrow<Service>>(services: &[S]) -> Services<'_> {
+pub(crate) fn index_services<S: std::borrow::Borrow<Service>>(services: &[S]) -> Services<'_> {
     services
         .iter()
         .map(|s| s.borrow())
@@ -39,7 +39,7 @@ pub fn index_services<S: std::borrow::Borrow<Service>>(services: &[S]) -> Servic
 
 /// The Service port a route asks for: by name, or by number.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PortRef<'a> {
+pub(crate) enum PortRef<'a> {
     Name(&'a str),
     Number(i32),
     /// The route names no port.
@@ -47,7 +47,7 @@ pub enum PortRef<'a> {
 }
 
 /// Resolve a Service port for `owner`'s route at `where_`, or explain why not (reason, message).
-pub fn resolve_service(
+pub(crate) fn resolve_service(
     services: &Services<'_>,
     owner: &KubeRef,
     where_: &str,
@@ -88,7 +88,7 @@ pub fn resolve_service(
 
 /// What fills a pool: one Service port, or a weighted split over several.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Feed {
+pub(crate) enum Feed {
     One(PoolKey),
     /// Two or more backends, sorted, each once, weights > 0 and divided by their greatest common
     /// divisor (1:9 and 10:90 are the same split).
@@ -109,7 +109,7 @@ impl Feed {
 /// The feed of a route forwarding to `backends`: those with weight > 0 (a weight-0 backend gets
 /// no traffic), the same backend listed twice counting once with the sum of its weights. `None`:
 /// no backend has weight.
-pub fn feed_of(backends: &[WeightedBackend]) -> Option<Feed> {
+pub(crate) fn feed_of(backends: &[WeightedBackend]) -> Option<Feed> {
     let mut merged: BTreeMap<&PoolKey, u64> = BTreeMap::new();
     for b in backends.iter().filter(|b| b.weight > 0) {
         *merged.entry(&b.key).or_default() += u64::from(b.weight);
@@ -140,7 +140,7 @@ fn gcd(a: u64, b: u64) -> u64 {
 ///   (DNS labels and `_`). The weights are not in the name, so a canary's weight change updates
 ///   member weights instead of replacing the pool; only when two splits of one router share the
 ///   backends with different ratios does each get its ratio as a suffix (`@1:9`).
-pub fn pool_names<'a>(feeds: impl IntoIterator<Item = &'a Feed>) -> BTreeMap<Feed, String> {
+pub(crate) fn pool_names<'a>(feeds: impl IntoIterator<Item = &'a Feed>) -> BTreeMap<Feed, String> {
     let feeds: BTreeSet<&Feed> = feeds.into_iter().collect();
     let mut per_service: BTreeMap<(&str, &str), usize> = BTreeMap::new();
     let mut per_backends: BTreeMap<Vec<&PoolKey>, usize> = BTreeMap::new();

@@ -16,7 +16,7 @@ pub enum PathMatch {
 
 impl PathMatch {
     /// Matches every path: a route with it is its host's catch-all.
-    pub fn is_everything(&self) -> bool {
+    pub(crate) fn is_everything(&self) -> bool {
         matches!(self, PathMatch::Prefix(p) if p == "/")
     }
 }
@@ -39,9 +39,7 @@ pub struct HeaderMatch {
 
 /// An answer the router gives by itself, through a reserved pool (see `status`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum FixedAnswer {
-    /// 404: the status responder's answer for "no route" (haproxy's 503 without a responder).
-    NotFound,
+pub(crate) enum FixedAnswer {
     /// 503: a backend that cannot be served.
     Unavailable,
     /// 500: a Gateway API rule whose backendRefs are all invalid or not permitted (the spec's
@@ -52,7 +50,7 @@ pub enum FixedAnswer {
 /// Where a redirect sends the client. The request path and query are kept unless `path` is set
 /// (Octavia REDIRECT_PREFIX), else the client goes to exactly that URL (REDIRECT_TO_URL).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RedirectSpec {
+pub(crate) struct RedirectSpec {
     /// `http` or `https`.
     pub scheme: String,
     pub host: String,
@@ -65,7 +63,7 @@ pub struct RedirectSpec {
 
 /// What the route does with the requests it matches.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RouteAction {
+pub(crate) enum RouteAction {
     /// Forward to a pool fed by these Service ports, by weight.
     Forward(Vec<WeightedBackend>),
     Redirect(RedirectSpec),
@@ -74,7 +72,7 @@ pub enum RouteAction {
 
 impl RouteAction {
     /// One Service port with all the weight (what an Ingress backend is).
-    pub fn to_service(key: PoolKey) -> Self {
+    pub(crate) fn to_service(key: PoolKey) -> Self {
         RouteAction::Forward(vec![WeightedBackend { key, weight: 1 }])
     }
 }
@@ -83,10 +81,10 @@ impl RouteAction {
 /// precedence is kind-specific (Ingress: the longest path first, Exact before Prefix; Gateway
 /// API: exact path, longest prefix, most headers, oldest route). Smaller sorts first.
 #[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct OrderKey(pub Vec<OrderPart>);
+pub(crate) struct OrderKey(pub Vec<OrderPart>);
 
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum OrderPart {
+pub(crate) enum OrderPart {
     Number(u64),
     Text(String),
 }
@@ -94,7 +92,7 @@ pub enum OrderPart {
 /// The object a route comes from: the owner of its policy, the subject of its Events and
 /// status. `uid` tells a re-created object from the one before it.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct RouteOwner {
+pub(crate) struct RouteOwner {
     /// Kind (`Ingress`, `HTTPRoute`), namespace and name.
     pub object: KubeRef,
     pub uid: Option<String>,
@@ -102,14 +100,14 @@ pub struct RouteOwner {
 
 /// One route a front end asks for.
 #[derive(Clone, Debug)]
-pub struct RouteClaim {
+pub(crate) struct RouteClaim {
     /// Exact, `*.`-wildcard, or empty (any host).
     pub host: String,
     pub path: PathMatch,
     /// The path as written and its kind's spelling (`Prefix`, `Exact`, `defaultBackend`, ...):
     /// the policy's name and description, stable for the same input.
     pub path_type: String,
-    pub path_as_written: String,
+    pub(crate) path_as_written: String,
     /// Sorted, so that equal matches compare equal.
     pub headers: Vec<HeaderMatch>,
     pub action: RouteAction,
@@ -129,12 +127,12 @@ impl RouteClaim {
     }
 
     /// What the route matches: two claims with the same key compete, the first wins.
-    pub fn match_key(&self) -> (String, PathMatch, Vec<HeaderMatch>) {
+    pub(crate) fn match_key(&self) -> (String, PathMatch, Vec<HeaderMatch>) {
         (self.host.clone(), self.path.clone(), self.headers.clone())
     }
 
     /// The owner as Events and Octavia tags name it.
-    pub fn owner_ref(&self) -> &KubeRef {
+    pub(crate) fn owner_ref(&self) -> &KubeRef {
         &self.owner.object
     }
 }

@@ -29,7 +29,7 @@ use super::pools::{build_pools, health_monitors};
 use super::rules::{
     MAX_RULES, PORT_SUFFIX, escape_regex, exclusion_rules, header_problem, header_rule, path_match_rule, value_problem,
 };
-use super::table::{PoolNames, RouteTable, Stops, number, policy_with_rules};
+use super::table::{PoolNames, RouteTable, number, policy_with_rules};
 use super::tls::listener_certificate;
 use crate::gateway::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
 use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, Rule, RuleType, Warning};
@@ -76,15 +76,9 @@ pub fn translate_gateway(
     let https_claims = claimed(https.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
     let all: Vec<RouteClaim> = http_claims.iter().chain(&https_claims).map(|c| c.claim.clone()).collect();
     let backends = Backends::of(&all, None, &services, opts, &mut warnings);
-    let stops = Stops {
-        default_pool: backends.default_pool.as_deref(),
-        guard_pool: None,
-        router_default: false,
-        not_found_pool: backends.not_found.as_deref(),
-    };
-    let policies = listener_policies(&http_claims, &backends.names, &stops, &mut warnings);
+    let policies = listener_policies(&http_claims, &backends.names, &mut warnings);
     let https = https.map(|p| HttpsListener {
-        policies: listener_policies(&https_claims, &backends.names, &stops, &mut warnings),
+        policies: listener_policies(&https_claims, &backends.names, &mut warnings),
         default_pool: backends.default_pool.clone(),
         ..https_certificates(p, &routes.owner, inputs, &mut warnings)
     });
@@ -263,7 +257,7 @@ fn claimed(claims: Vec<GatewayClaim>, warnings: &mut Vec<Warning>) -> Vec<Gatewa
 
 /// The regex body matching a Gateway API host: an exact name literally, `*.example.com` as one
 /// or more labels before `.example.com` (never the bare suffix).
-pub fn gateway_host_pattern(host: &str) -> String {
+pub(crate) fn gateway_host_pattern(host: &str) -> String {
     match host.strip_prefix("*.") {
         Some(rest) => format!("[^:]+\\.{}", escape_regex(rest)),
         None => escape_regex(host),
@@ -304,12 +298,7 @@ fn rules_problem(c: &GatewayClaim, rules: &[Rule]) -> Option<String> {
 }
 
 /// The order phase of a Gateway listener: its claims as policies, in the spec's order.
-fn listener_policies(
-    claims: &[GatewayClaim],
-    names: &PoolNames,
-    stops: &Stops<'_>,
-    warnings: &mut Vec<Warning>,
-) -> Vec<Policy> {
+fn listener_policies(claims: &[GatewayClaim], names: &PoolNames, warnings: &mut Vec<Warning>) -> Vec<Policy> {
     let mut out = Vec::with_capacity(claims.len());
     for c in claims {
         let rules = gateway_rules(c);
@@ -317,7 +306,7 @@ fn listener_policies(
             warn(warnings, c.claim.owner_ref(), Reason::InvalidRule, msg);
             continue;
         }
-        out.push(policy_with_rules(&c.claim, rules, names, stops));
+        out.push(policy_with_rules(&c.claim, rules, names));
     }
     number(&mut out);
     out

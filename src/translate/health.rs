@@ -84,7 +84,7 @@ pub fn parse_health_monitor(raw: &str, base: &HealthMonitorSpec) -> Result<Healt
 
 /// The Service's health monitor for its pools: `None` without the annotation, else a monitor or
 /// (with a Warning naming the Service) `KeepExisting`.
-pub fn service_health_monitor(
+pub(crate) fn service_health_monitor(
     svc: &Service,
     base: &HealthMonitorSpec,
     warnings: &mut Vec<Warning>,

@@ -5,7 +5,7 @@
 /// Host kind, in precedence order: Kubernetes prefers an exact host over a wildcard over none
 /// (Ingress and Gateway API alike).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum HostKind {
+pub(crate) enum HostKind {
     Exact,
     Wildcard,
     Any,
@@ -25,7 +25,7 @@ impl HostKind {
 
 /// Does the wildcard `wild` (`*.example.com`) cover `host`: exactly one label in front of its
 /// suffix, never the bare suffix and never two labels?
-pub fn wildcard_covers(wild: &str, host: &str) -> bool {
+pub(crate) fn wildcard_covers(wild: &str, host: &str) -> bool {
     let suffix = &wild[1..]; // ".example.com"
     host.len() > suffix.len() && host.ends_with(suffix) && !host[..host.len() - suffix.len()].contains('.')
 }

@@ -18,10 +18,10 @@ use crate::model::{KubeRef, Warning};
 use crate::reason::Reason;
 
 /// The Event reason of a host-less rule from a namespace that may not catch every host.
-pub const HOSTLESS_NOT_ALLOWED: Reason = Reason::HostlessRuleNotAllowed;
+pub(crate) const HOSTLESS_NOT_ALLOWED: Reason = Reason::HostlessRuleNotAllowed;
 
 /// Path type shown for the catch-all policy of an Ingress's default backend on one of its hosts.
-pub const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
+pub(crate) const DEFAULT_BACKEND_PATH_TYPE: &str = "defaultBackend";
 
 fn ingress_ref(ing: &Ingress) -> KubeRef {
     KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
@@ -33,14 +33,14 @@ fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: Strin
 
 /// What the Ingresses ask of the route table and of the listeners.
 #[derive(Debug, Default)]
-pub struct IngressRoutes {
+pub(crate) struct IngressRoutes {
     /// Every path of every rule, in age order of the Ingresses, then the default backends'
     /// per-host catch-alls (claimed after every explicit route).
     pub claims: Vec<RouteClaim>,
     /// The router-wide default backend: the oldest allowed Ingress whose rules name no host.
-    pub router_default: Option<PoolKey>,
+    pub(crate) router_default: Option<PoolKey>,
     /// The Ingresses whose `spec.defaultBackend` names the Service of the router default.
-    pub router_default_owners: Vec<KubeRef>,
+    pub(crate) router_default_owners: Vec<KubeRef>,
 }
 
 /// What the front end reads besides the Ingresses.
@@ -62,7 +62,7 @@ struct Walk {
 }
 
 /// `ours`: our Ingresses, oldest first.
-pub fn routes(ours: &[&Ingress], cx: &Context<'_>, warnings: &mut Vec<Warning>) -> IngressRoutes {
+pub(crate) fn routes(ours: &[&Ingress], cx: &Context<'_>, warnings: &mut Vec<Warning>) -> IngressRoutes {
     let mut walk = Walk::default();
     for ing in ours {
         walk.ingress(ing, cx, warnings);

@@ -16,7 +16,7 @@ const DEFAULT_CLASS_ANNOTATION: &str = "ingressclass.kubernetes.io/is-default-cl
 /// controller), else the legacy annotation equal to our class, else no class at all while our
 /// IngressClass is marked default.
 /// `classes` owned, borrowed or the cache's `Arc`s.
-pub fn is_ours<C: Borrow<IngressClass>>(ing: &Ingress, classes: &[C], opts: &TranslateOptions) -> bool {
+pub(crate) fn is_ours<C: Borrow<IngressClass>>(ing: &Ingress, classes: &[C], opts: &TranslateOptions) -> bool {
     let ours = |c: &&IngressClass| {
         c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
             && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
@@ -35,7 +35,10 @@ pub fn is_ours<C: Borrow<IngressClass>>(ing: &Ingress, classes: &[C], opts: &Tra
 }
 
 /// Our IngressClass (right name and controller), if it exists.
-pub fn our_class<'a, C: Borrow<IngressClass>>(classes: &'a [C], opts: &TranslateOptions) -> Option<&'a IngressClass> {
+pub(crate) fn our_class<'a, C: Borrow<IngressClass>>(
+    classes: &'a [C],
+    opts: &TranslateOptions,
+) -> Option<&'a IngressClass> {
     classes.iter().map(Borrow::borrow).find(|c| {
         c.metadata.name.as_deref() == Some(opts.ingress_class.as_str())
             && c.spec.as_ref().and_then(|s| s.controller.as_deref()) == Some(opts.controller.as_str())
@@ -43,14 +46,14 @@ pub fn our_class<'a, C: Borrow<IngressClass>>(classes: &'a [C], opts: &Translate
 }
 
 /// The age order of Ingresses: creationTimestamp, then namespace/name.
-pub type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
+pub(crate) type Age<'a> = (Option<&'a Time>, &'a str, &'a str);
 
 pub fn age(ing: &Ingress) -> Age<'_> {
     (ing.metadata.creation_timestamp.as_ref(), namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""))
 }
 
 /// Our Ingresses, oldest first: conflicts are won by the first claimant in this order.
-pub fn ours_by_age<'a>(inputs: &'a (impl Source + ?Sized), opts: &TranslateOptions) -> Vec<&'a Ingress> {
+pub(crate) fn ours_by_age<'a>(inputs: &'a (impl Source + ?Sized), opts: &TranslateOptions) -> Vec<&'a Ingress> {
     let inputs = inputs.view();
     let mut ours: Vec<&Ingress> =
         inputs.ingresses.iter().copied().filter(|i| is_ours(i, &inputs.ingress_classes, opts)).collect();

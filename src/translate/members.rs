@@ -19,7 +19,7 @@ use super::zone::{Candidate, LEGACY_ZONE_LABEL, NodeZones, ZONE_LABEL, service_z
 use crate::model::{KubeRef, Member, Warning};
 
 /// Nodes by name, borrowed: the translation never copies Node objects.
-pub type NodeIndex<'a> = BTreeMap<String, &'a Node>;
+pub(crate) type NodeIndex<'a> = BTreeMap<String, &'a Node>;
 
 /// Index nodes by name (owned Nodes, borrowed ones, or the cache's `Arc<Node>`).
 pub fn index_nodes<N: std::borrow::Borrow<Node>>(nodes: &[N]) -> NodeIndex<'_> {
@@ -266,7 +266,7 @@ pub fn pool_members(
 
 /// Core Endpoints seen as EndpointSlices (one per subset and IP family), so both sources share
 /// one code path. Endpoints carry no zone: the node's zone label is used.
-pub fn endpoints_as_slices(e: &Endpoints) -> Vec<EndpointSlice> {
+pub(crate) fn endpoints_as_slices(e: &Endpoints) -> Vec<EndpointSlice> {
     let base = e.metadata.name.clone().unwrap_or_default();
     let mut out = Vec::new();
     for (i, s) in e.subsets.iter().flatten().enumerate() {

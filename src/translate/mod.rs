@@ -37,11 +37,10 @@ pub mod tenancy;
 pub mod tls;
 pub mod zone;
 
-pub use manifest::{ManifestError, load_manifests};
+pub use manifest::load_manifests;
 pub use members::{SliceCache, pool_members};
-pub use names::namespace_of;
-pub use options::{
-    CONTROLLER, DEFAULT_NODE_POOL_LABEL, Inputs, IpFamily, Snapshot, Source, TranslateOptions, View, ZoneMode,
-};
+pub(crate) use names::namespace_of;
+pub use options::Source;
+pub use options::{CONTROLLER, Inputs, IpFamily, Snapshot, TranslateOptions, ZoneMode};
 pub use pipeline::translate;
 pub use render::{render_json, render_table};

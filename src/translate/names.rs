@@ -5,12 +5,12 @@ use crate::model::KubeRef;
 
 /// The namespace of an object that names none: Kubernetes' `default` (manifests given to `plan`
 /// and `apply` may leave it out; objects from the API always carry one).
-pub fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
+pub(crate) fn namespace_of(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> &str {
     meta.namespace.as_deref().unwrap_or("default")
 }
 
 /// Octavia's limit on `name` (StringType(max_length=255)).
-pub const MAX_NAME: usize = 255;
+pub(crate) const MAX_NAME: usize = 255;
 
 /// 64-bit FNV-1a: tiny, dependency-free and stable across releases and platforms (unlike
 /// `std::hash`), which is what a persisted identity needs.
@@ -47,7 +47,7 @@ pub fn policy_name(owner: &KubeRef, host: &str, path_type: &str, path: &str) -> 
 
 /// `guard:<host>`: the policy that stops a host's unmatched requests from reaching wildcard or
 /// host-less routes (Kubernetes picks the host first, then the path).
-pub fn guard_name(host: &str) -> String {
+pub(crate) fn guard_name(host: &str) -> String {
     bounded(format!("guard:{host}"))
 }
 
@@ -63,11 +63,11 @@ pub fn pool_name(namespace: &str, service: &str, port: Option<u16>) -> String {
 
 /// `<namespace>_<secret>`: one certificate per Kubernetes TLS Secret (Secret names are DNS
 /// subdomains, without `_`, so the names cannot collide).
-pub fn certificate_name(namespace: &str, secret: &str) -> String {
+pub(crate) fn certificate_name(namespace: &str, secret: &str) -> String {
     format!("{namespace}_{secret}")
 }
 
 /// `redirect:<host>`: the HTTP→HTTPS redirect policy of a TLS host.
-pub fn redirect_name(host: &str) -> String {
+pub(crate) fn redirect_name(host: &str) -> String {
     bounded(format!("redirect:{host}"))
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 /// `spec.controller` of the IngressClasses we serve.
 pub const CONTROLLER: &str = "openstack.org/kuryr-l7-router";
 /// Node label that names a node's pool (OpenYurt's NodePool design).
-pub const DEFAULT_NODE_POOL_LABEL: &str = "apps.openyurt.io/nodepool";
+pub(crate) const DEFAULT_NODE_POOL_LABEL: &str = "apps.openyurt.io/nodepool";
 
 /// How remote (other-zone) members are de-preferred when a pool is zone-aware.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -248,7 +248,7 @@ pub struct TenancyOptions {
 }
 
 /// `[kubernetes] host_ownership_grace_period` default: long enough for a reinstall or a restore.
-pub const DEFAULT_HOST_OWNERSHIP_GRACE: Duration = Duration::from_secs(3600);
+pub(crate) const DEFAULT_HOST_OWNERSHIP_GRACE: Duration = Duration::from_secs(3600);
 
 fn default_grace() -> Duration {
     DEFAULT_HOST_OWNERSHIP_GRACE
@@ -266,7 +266,7 @@ impl Default for TenancyOptions {
 
 impl TenancyOptions {
     /// May an Ingress of `namespace` set the router-wide default backend?
-    pub fn may_set_router_default(&self, namespace: &str) -> bool {
+    pub(crate) fn may_set_router_default(&self, namespace: &str) -> bool {
         self.default_backend_namespaces.is_empty() || self.default_backend_namespaces.iter().any(|n| n == namespace)
     }
 }
@@ -286,7 +286,7 @@ pub struct StatusResponder {
 }
 
 /// `[status_responder] service_server_error_port` default.
-pub const DEFAULT_SERVER_ERROR_PORT: &str = "server-error";
+pub(crate) const DEFAULT_SERVER_ERROR_PORT: &str = "server-error";
 
 fn default_server_error_port() -> String {
     DEFAULT_SERVER_ERROR_PORT.into()

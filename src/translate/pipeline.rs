@@ -70,7 +70,6 @@ pub(super) struct Backends {
     /// The pool of the hosts' guard policies (see [`Stops::guard_pool`]).
     guard_pool: Option<String>,
     router_default: bool,
-    pub(super) not_found: Option<String>,
 }
 
 impl Backends {
@@ -88,7 +87,7 @@ impl Backends {
         // guarded to the empty 503 pool: they must never reach another tenant's catch-all.
         let guard_to_unavailable =
             opts.status_responder.is_none() && router_default.is_some() && routes.iter().any(|r| !r.host.is_empty());
-        let unservable = needs_unavailable_pool(routes, opts.status_responder.is_some());
+        let unservable = needs_unavailable_pool(routes);
         let reserved = reserved(
             opts.status_responder.as_ref(),
             services,
@@ -109,7 +108,6 @@ impl Backends {
             default_pool,
             guard_pool,
             router_default: router_default.is_some(),
-            not_found: reserved.not_found,
         }
     }
 
@@ -118,7 +116,6 @@ impl Backends {
             default_pool: self.default_pool.as_deref(),
             guard_pool: self.guard_pool.as_deref(),
             router_default: self.router_default,
-            not_found_pool: self.not_found.as_deref(),
         }
     }
 }

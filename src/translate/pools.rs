@@ -16,7 +16,7 @@ use super::split::{FeedMembers, split_members};
 use crate::model::{KubeRef, Pool, PoolFeed, PoolHealthMonitor, Warning};
 
 /// Label tying an EndpointSlice to its Service.
-pub const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
+pub(crate) const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
 
 /// The endpoint objects of one wanted Service: its EndpointSlices, or its core Endpoints.
 #[derive(Default)]
@@ -98,7 +98,7 @@ fn key_port<'a>(svc: &'a Service, k: &PoolKey) -> &'a ServicePort {
 }
 
 /// How a pool names its Service port: by name when named, else by number.
-pub fn port_label(sp: &ServicePort) -> String {
+pub(crate) fn port_label(sp: &ServicePort) -> String {
     sp.name.clone().filter(|n| !n.is_empty()).unwrap_or_else(|| sp.port.to_string())
 }
 
@@ -106,7 +106,7 @@ pub fn port_label(sp: &ServicePort) -> String {
 /// front ends resolved them). A split pool's members come from all its Services
 /// ([`split_members`]); a Service without endpoints leaves its share to the others (a warning
 /// says so, as for any pool).
-pub fn build_pools(
+pub(crate) fn build_pools(
     inputs: &(impl Source + ?Sized),
     opts: &TranslateOptions,
     names: &BTreeMap<Feed, String>,

@@ -11,12 +11,12 @@ use super::claim::{HeaderMatch, HeaderMatchKind, PathMatch};
 use crate::model::{CompareType, Rule, RuleType};
 
 /// Octavia's limit on a rule value (StringType(max_length=255)).
-pub const MAX_VALUE: usize = 255;
+pub(crate) const MAX_VALUE: usize = 255;
 /// Octavia's limit on rules per policy.
-pub const MAX_RULES: usize = 50;
+pub(crate) const MAX_RULES: usize = 50;
 
 /// Matches an optional `:port` after the host: the Host header carries it when the client does.
-pub const PORT_SUFFIX: &str = "(:[0-9]+)?";
+pub(crate) const PORT_SUFFIX: &str = "(:[0-9]+)?";
 
 /// Backslash-escape every regex metacharacter. Only characters that are metacharacters in both
 /// Python `re` (Octavia's validation) and PCRE (haproxy) are escaped, and escaping them is
@@ -110,7 +110,7 @@ pub fn path_problem(path: &str, kind_strict: bool) -> Option<String> {
 /// Octavia's checks on a rule value, applied before the write so a bad value becomes a warning:
 /// non-empty, ≤ 255 characters, no whitespace or control characters (header_value_string,
 /// INVALID_CONFIG_CHARS_RE). Our regexes compile in Python `re` by construction.
-pub fn value_problem(value: &str) -> Option<String> {
+pub(crate) fn value_problem(value: &str) -> Option<String> {
     if value.is_empty() {
         return Some("rule value is empty".into());
     }
@@ -127,7 +127,7 @@ pub fn value_problem(value: &str) -> Option<String> {
 /// inverted exclusion rule that keeps its requests out of wildcard and host-less policies
 /// (`^(<host>)(:[0-9]+)?$`, the longer of the two). A 253-character host is legal in Kubernetes,
 /// yet its escaped exclusion value exceeds 255 characters and Octavia answers 400.
-pub fn host_value_problem(host: &str) -> Option<String> {
+pub(crate) fn host_value_problem(host: &str) -> Option<String> {
     std::iter::once(host_rule(host).value)
         .chain(exclusion_rules(&[host_pattern(host)]).into_iter().map(|r| r.value))
         .find_map(|v| value_problem(&v))
@@ -135,7 +135,7 @@ pub fn host_value_problem(host: &str) -> Option<String> {
 
 /// The regex body (no anchors) matching a host: exact hosts literally, `*.example.com` as exactly
 /// one extra label (`[^.]+`), never the bare suffix and never two labels.
-pub fn host_pattern(host: &str) -> String {
+pub(crate) fn host_pattern(host: &str) -> String {
     match host.strip_prefix("*.") {
         Some(rest) => format!("[^.]+\\.{}", escape_regex(rest)),
         None => escape_regex(host),
@@ -154,7 +154,7 @@ pub fn host_rule(host: &str) -> Rule {
 }
 
 /// Trailing slashes of a Prefix path are ignored (`/foo/` ≡ `/foo`); `/` stays `/`.
-pub fn normalize_prefix(path: &str) -> &str {
+pub(crate) fn normalize_prefix(path: &str) -> &str {
     let t = path.trim_end_matches('/');
     if t.is_empty() { "/" } else { t }
 }
@@ -217,7 +217,7 @@ pub fn exclusion_rules(patterns: &[String]) -> Vec<Rule> {
 
 /// The PATH rule of a route claim's path match (see [`path_rule`]); a Regex is compared as given
 /// (haproxy `-m reg`, case-sensitive, unanchored unless the regex anchors itself).
-pub fn path_match_rule(m: &PathMatch, has_other_rule: bool) -> Option<Rule> {
+pub(crate) fn path_match_rule(m: &PathMatch, has_other_rule: bool) -> Option<Rule> {
     match m {
         PathMatch::Exact(p) => path_rule(PathKind::Exact, p, has_other_rule),
         PathMatch::Prefix(p) => path_rule(PathKind::Prefix, p, has_other_rule),
@@ -233,7 +233,7 @@ pub fn path_match_rule(m: &PathMatch, has_other_rule: bool) -> Option<Rule> {
 
 /// HEADER `key` EQUAL_TO or REGEX `value`: haproxy's `req.hdr(<key>)` (the name is
 /// case-insensitive, the value is not).
-pub fn header_rule(h: &HeaderMatch) -> Rule {
+pub(crate) fn header_rule(h: &HeaderMatch) -> Rule {
     let compare_type = match h.kind {
         HeaderMatchKind::Exact => CompareType::EqualTo,
         HeaderMatchKind::Regex => CompareType::Regex,
@@ -243,7 +243,7 @@ pub fn header_rule(h: &HeaderMatch) -> Rule {
 
 /// Octavia's checks on a HEADER rule: the key is an HTTP header name (RFC 9110 token
 /// characters), the value passes [`value_problem`]. `None` when valid.
-pub fn header_problem(h: &HeaderMatch) -> Option<String> {
+pub(crate) fn header_problem(h: &HeaderMatch) -> Option<String> {
     let token = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
     if h.name.is_empty() || !h.name.chars().all(token) {
         return Some(format!("header name {:?} is not an HTTP header name", h.name));

@@ -28,7 +28,7 @@ use crate::model::{KubeRef, Member};
 
 /// One feed of a split pool with its members as its Service's own weighting made them.
 #[derive(Clone, Debug)]
-pub struct FeedMembers {
+pub(crate) struct FeedMembers {
     pub service: KubeRef,
     pub weight: u32,
     pub members: Vec<Member>,
@@ -38,7 +38,7 @@ pub struct FeedMembers {
 /// The members of a split pool: every feed's members, weighted by [`split_weights`], sorted by
 /// (address, port). An endpoint behind two of the Services (same address and port) is one
 /// Octavia member: its weights add up (capped at 256). Also the pool's weighting reason.
-pub fn split_members(feeds: &[FeedMembers]) -> (Vec<Member>, String) {
+pub(crate) fn split_members(feeds: &[FeedMembers]) -> (Vec<Member>, String) {
     let weights = split_weights(
         &feeds
             .iter()
@@ -70,7 +70,7 @@ pub fn split_members(feeds: &[FeedMembers]) -> (Vec<Member>, String) {
 
 /// One feed of a split pool: its weight and its members' zone weights (backup or not).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FeedWeights {
+pub(crate) struct FeedWeights {
     /// The backendRef's weight (the spec allows 0..=1_000_000).
     pub weight: u32,
     /// Each member's weight from the Service's own weighting (0..=256), and whether it is a
@@ -79,7 +79,7 @@ pub struct FeedWeights {
 }
 
 /// The Octavia weight (0..=256) of every member of every feed, in input order.
-pub fn split_weights(feeds: &[FeedWeights]) -> Vec<Vec<u16>> {
+pub(crate) fn split_weights(feeds: &[FeedWeights]) -> Vec<Vec<u16>> {
     // t_ik = w_i · z_ik / Z_i, kept as the exact fraction (numerator, denominator) in u128.
     let primary_sum = |f: &FeedWeights| -> u128 { f.members.iter().filter(|m| !m.1).map(|m| u128::from(m.0)).sum() };
     let fraction = |f: &FeedWeights, z: u16| -> (u128, u128) {

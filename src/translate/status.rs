@@ -25,7 +25,7 @@ use crate::model::{KubeRef, NOT_FOUND_POOL, Pool, SERVER_ERROR_POOL, UNAVAILABLE
 
 /// The owner of a reserved pool that no Service fills: the tag `config:/status_responder` says
 /// where it comes from, and the Service notices leave it out (it is not a Service).
-pub fn config_owner() -> KubeRef {
+pub(crate) fn config_owner() -> KubeRef {
     KubeRef::new("Config", "", "status_responder")
 }
 

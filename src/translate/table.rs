@@ -21,13 +21,13 @@ fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: Strin
 
 /// The claimed routes, by what they match.
 #[derive(Default)]
-pub struct RouteTable {
+pub(crate) struct RouteTable {
     claimed: BTreeMap<(String, PathMatch, Vec<HeaderMatch>), RouteClaim>,
 }
 
 impl RouteTable {
     /// Claims in the order given (front ends list the oldest object first).
-    pub fn claim_all(claims: impl IntoIterator<Item = RouteClaim>, warnings: &mut Vec<Warning>) -> Self {
+    pub(crate) fn claim_all(claims: impl IntoIterator<Item = RouteClaim>, warnings: &mut Vec<Warning>) -> Self {
         let mut table = RouteTable::default();
         for c in claims {
             table.claim(c, warnings);
@@ -72,20 +72,18 @@ impl RouteTable {
 }
 
 /// Where the requests that a host's routes do not match may go.
-pub struct Stops<'a> {
+pub(crate) struct Stops<'a> {
     /// The listeners' default pool: the router-wide default backend, else the 404 pool, if any.
     pub default_pool: Option<&'a str>,
     /// The pool of a host's guard policy: the 404 pool (status responder), else, while a
     /// router-wide default backend exists, the empty 503 pool; `None`: exclusion rules instead.
-    pub guard_pool: Option<&'a str>,
+    pub(crate) guard_pool: Option<&'a str>,
     /// A router-wide default backend exists: every named host needs a stop.
-    pub router_default: bool,
-    /// The 404 pool, when there is one (a [`FixedAnswer::NotFound`] route's pool).
-    pub not_found_pool: Option<&'a str>,
+    pub(crate) router_default: bool,
 }
 
 /// The pool names a listener's policies refer to, by what fills the pool.
-pub type PoolNames = BTreeMap<Feed, String>;
+pub(crate) type PoolNames = BTreeMap<Feed, String>;
 
 fn precedence(a: &RouteClaim, b: &RouteClaim) -> std::cmp::Ordering {
     (HostKind::of(&a.host), &a.host, &a.order, &a.path, &a.headers).cmp(&(
@@ -153,7 +151,7 @@ fn exclusions(host: &str, leaky: &[&str], stops: &Stops<'_>) -> Vec<String> {
 /// policies exclude it with inverted host rules. Nor may it fall into the router-wide default
 /// backend (another tenant's catch-all): with one, every named host without a catch-all of its
 /// own gets a guard.
-pub fn order_policies(
+pub(crate) fn order_policies(
     mut routes: Vec<RouteClaim>,
     names: &PoolNames,
     stops: &Stops<'_>,
@@ -167,7 +165,7 @@ pub fn order_policies(
         let host = group[0].host.as_str();
         let excluded = exclusions(host, &leaky, stops);
         let excl_rules = exclusion_rules(&excluded);
-        policies.extend(group.iter().map(|r| route_policy(r, names, stops, &excluded, &excl_rules, warnings)));
+        policies.extend(group.iter().map(|r| route_policy(r, names, &excluded, &excl_rules, warnings)));
         if let Some(gp) = stops.guard_pool
             && leaky.contains(&host)
         {
@@ -187,7 +185,7 @@ pub fn number(policies: &mut [Policy]) {
 
 /// One guard policy (host rule only → `pool`) per named host of `routes`, exact hosts first,
 /// owned by the smallest owner of the host's routes.
-pub fn guard_policies(routes: &[RouteClaim], pool: &str) -> Vec<Policy> {
+pub(crate) fn guard_policies(routes: &[RouteClaim], pool: &str) -> Vec<Policy> {
     let mut hosts: BTreeMap<(HostKind, &str), &KubeRef> = BTreeMap::new();
     for r in routes.iter().filter(|r| !r.host.is_empty()) {
         let e = hosts.entry((HostKind::of(&r.host), r.host.as_str())).or_insert(r.owner_ref());
@@ -222,7 +220,7 @@ fn route_policy_name(r: &RouteClaim) -> String {
 
 /// The rules of a route: host, path, headers (an empty list only for a host-less route of
 /// every path with no header, which Octavia would skip: it gets `STARTS_WITH /`).
-pub fn route_rules(r: &RouteClaim) -> Vec<Rule> {
+pub(crate) fn route_rules(r: &RouteClaim) -> Vec<Rule> {
     let mut rules = Vec::new();
     if !r.host.is_empty() {
         rules.push(host_rule(&r.host));
@@ -247,7 +245,6 @@ fn redirect_of(spec: &RedirectSpec) -> PolicyRedirect {
 fn route_policy(
     r: &RouteClaim,
     names: &PoolNames,
-    stops: &Stops<'_>,
     excluded: &[String],
     excl_rules: &[Rule],
     warnings: &mut Vec<Warning>,
@@ -269,19 +266,16 @@ fn route_policy(
         );
     }
     rules.extend(excl_rules.iter().take(room).cloned());
-    policy_with_rules(r, rules, names, stops)
+    policy_with_rules(r, rules, names)
 }
 
 /// The policy of one route with the rules its front end computed: its name, and its pool or
 /// redirect from the route's action. Position 0 (see [`number`]).
-pub fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames, stops: &Stops<'_>) -> Policy {
+pub(crate) fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames) -> Policy {
     let (pool, redirect) = match &r.action {
         RouteAction::Forward(_) => (forward_pool(r, names), None),
         RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
         RouteAction::Fixed(FixedAnswer::ServerError) => (SERVER_ERROR_POOL.to_string(), None),
-        RouteAction::Fixed(FixedAnswer::NotFound) => {
-            (stops.not_found_pool.unwrap_or(UNAVAILABLE_POOL).to_string(), None)
-        }
         RouteAction::Redirect(spec) => (String::new(), Some(redirect_of(spec))),
     };
     Policy {
@@ -297,7 +291,7 @@ pub fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames, st
 
 /// What fills a forwarding route's pool: its backend, or the weighted split over several.
 /// `None`: no backend with weight, the route answers 503.
-pub fn route_feed(action: &RouteAction) -> Option<Feed> {
+pub(crate) fn route_feed(action: &RouteAction) -> Option<Feed> {
     let RouteAction::Forward(backends) = action else { return None };
     feed_of(backends)
 }
@@ -307,15 +301,14 @@ fn forward_pool(r: &RouteClaim, names: &PoolNames) -> String {
 }
 
 /// Does some route answer 500 through the reserved 500 pool?
-pub fn needs_server_error_pool(routes: &[RouteClaim]) -> bool {
+pub(crate) fn needs_server_error_pool(routes: &[RouteClaim]) -> bool {
     routes.iter().any(|r| matches!(r.action, RouteAction::Fixed(FixedAnswer::ServerError)))
 }
 
-/// Does some route answer 503 (or 404 without a 404 pool) through the reserved 503 pool?
-pub fn needs_unavailable_pool(routes: &[RouteClaim], has_not_found_pool: bool) -> bool {
+/// Does some route answer 503 through the reserved 503 pool?
+pub(crate) fn needs_unavailable_pool(routes: &[RouteClaim]) -> bool {
     routes.iter().any(|r| match &r.action {
         RouteAction::Fixed(FixedAnswer::Unavailable) => true,
-        RouteAction::Fixed(FixedAnswer::NotFound) => !has_not_found_pool,
         RouteAction::Fixed(FixedAnswer::ServerError) => false,
         RouteAction::Forward(b) => b.iter().all(|b| b.weight == 0),
         RouteAction::Redirect(_) => false,
@@ -353,7 +346,7 @@ mod tests {
     }
 
     fn stops() -> Stops<'static> {
-        Stops { default_pool: None, guard_pool: None, router_default: false, not_found_pool: None }
+        Stops { default_pool: None, guard_pool: None, router_default: false }
     }
 
     fn header(name: &str, value: &str) -> HeaderMatch {
@@ -424,19 +417,18 @@ mod tests {
     #[test]
     fn fixed_answers_use_the_reserved_pools_and_the_first_claim_of_a_match_wins() {
         let mut warnings = Vec::new();
-        let not_found =
-            claim("", PathMatch::Regex("^/x[0-9]+$".into()), vec![], RouteAction::Fixed(FixedAnswer::NotFound), 0);
-        let mut younger = not_found.clone();
+        let unavailable =
+            claim("", PathMatch::Regex("^/x[0-9]+$".into()), vec![], RouteAction::Fixed(FixedAnswer::Unavailable), 0);
+        let mut younger = unavailable.clone();
         younger.owner = owner("younger");
-        younger.action = RouteAction::Fixed(FixedAnswer::Unavailable);
-        let routes = RouteTable::claim_all([not_found, younger], &mut warnings).routes();
+        younger.action = RouteAction::Fixed(FixedAnswer::ServerError);
+        let routes = RouteTable::claim_all([unavailable, younger], &mut warnings).routes();
         assert_eq!(routes.len(), 1);
         assert_eq!(warnings.len(), 1, "{warnings:?}");
         assert!(warnings[0].message.contains("HTTPRoute ns/younger: rules[0] ignored"), "{}", warnings[0].message);
-        assert!(needs_unavailable_pool(&routes, false), "a 404 without a 404 pool answers from the 503 pool");
-        let with_404 = Stops { not_found_pool: Some("kuryr-status-404"), ..stops() };
-        let policies = order_policies(routes, &PoolNames::new(), &with_404, &mut Vec::new());
-        assert_eq!(policies[0].pool, "kuryr-status-404");
+        assert!(needs_unavailable_pool(&routes) && !needs_server_error_pool(&routes));
+        let policies = order_policies(routes, &PoolNames::new(), &stops(), &mut Vec::new());
+        assert_eq!(policies[0].pool, UNAVAILABLE_POOL);
         assert_eq!(policies[0].rules[0].compare_type, CompareType::Regex);
         assert_eq!(policies[0].rules[0].value, "^/x[0-9]+$");
     }

@@ -57,7 +57,7 @@ fn unix(t: SystemTime) -> u64 {
 }
 
 /// The remembered owners stored on `class` (none, or unreadable: none, as before any was stored).
-pub fn stored_owners(class: Option<&IngressClass>) -> RememberedOwners {
+pub(crate) fn stored_owners(class: Option<&IngressClass>) -> RememberedOwners {
     class
         .and_then(|c| c.metadata.annotations.as_ref())
         .and_then(|a| a.get(HOST_OWNERS_ANNOTATION))
@@ -133,7 +133,7 @@ impl HostOwners {
 
     /// The owners to remember after this sync: every owned host, `vacated` set (to `now`) when
     /// its owner's namespace no longer names it, dropped once the grace period is over.
-    pub fn to_remember(
+    pub(crate) fn to_remember(
         &self,
         ours: &[&Ingress],
         previous: &RememberedOwners,
@@ -166,7 +166,7 @@ fn names_host(ing: &Ingress, host: &str) -> bool {
 }
 
 /// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
-pub fn host_owners(ours: &[&Ingress], inputs: &View<'_>, opts: &TranslateOptions) -> Option<HostOwners> {
+pub(crate) fn host_owners(ours: &[&Ingress], inputs: &View<'_>, opts: &TranslateOptions) -> Option<HostOwners> {
     opts.tenancy.host_ownership.then(|| {
         let remembered = stored_owners(our_class(&inputs.ingress_classes, opts));
         HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
@@ -190,7 +190,7 @@ pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOption
 }
 
 /// The Event reason of a claim refused by host ownership.
-pub const HOST_OWNED: Reason = Reason::HostOwnedByOtherNamespace;
+pub(crate) const HOST_OWNED: Reason = Reason::HostOwnedByOtherNamespace;
 
 #[cfg(test)]
 mod tests {

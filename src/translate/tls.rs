@@ -41,11 +41,11 @@ use crate::model::{
 use crate::reason::Reason;
 
 /// The `type` of a Kubernetes TLS Secret.
-pub const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+pub(crate) const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 /// Per-Ingress override of [`TlsOptions::ssl_redirect`]: `"true"` or `"false"`.
-pub const SSL_REDIRECT_ANNOTATION: &str = "kuryr-l7-router.openstack.org/ssl-redirect";
+pub(crate) const SSL_REDIRECT_ANNOTATION: &str = "kuryr-l7-router.openstack.org/ssl-redirect";
 /// Never redirected: cert-manager's HTTP-01 solver must answer here on plain HTTP.
-pub const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
+pub(crate) const ACME_CHALLENGE_PREFIX: &str = "/.well-known/acme-challenge/";
 
 /// One `spec.tls[]` host claim, in age order of the Ingresses.
 struct Claim {
@@ -56,11 +56,11 @@ struct Claim {
 }
 
 /// The HTTPS listener (None when no Ingress of ours has TLS) and the redirects for the HTTP one.
-pub struct TlsRouting {
+pub(crate) struct TlsRouting {
     pub https: Option<HttpsListener>,
     pub redirects: Vec<Redirect>,
     /// Hosts served on HTTPS (exact and wildcard), for the route filter.
-    pub tls_hosts: Vec<String>,
+    pub(crate) tls_hosts: Vec<String>,
 }
 
 fn ns_name(ing: &Ingress) -> (&str, &str) {
@@ -202,7 +202,7 @@ fn load_secret(
 /// `tls.certificateRefs`), with its content from the Secret `namespace/name`, checked as an
 /// Ingress's is; a missing or broken Secret warns `owner` and leaves the content empty (the
 /// driver keeps the last good one).
-pub fn listener_certificate(
+pub(crate) fn listener_certificate(
     namespace: &str,
     name: &str,
     hosts: Vec<String>,
@@ -224,7 +224,7 @@ pub fn listener_certificate(
 /// See the module docs. `ours` is age-sorted (oldest first), like the route translation.
 /// `owners`: host ownership, when on (the same as the routes see).
 /// `inputs`: its Secrets, its clock and its certificate cache.
-pub fn translate_tls(
+pub(crate) fn translate_tls(
     ours: &[&Ingress],
     inputs: &View<'_>,
     topts: &TlsOptions,
@@ -403,7 +403,7 @@ fn build_redirects(
 /// Does a route's host belong on the HTTPS listener? Host-less routes do (a TLS host falls
 /// through to them on HTTP too); a host does when it is a TLS host, a wildcard TLS host covers
 /// it, or it is a wildcard that covers a TLS host.
-pub fn on_https(route_host: &str, tls_hosts: &[String]) -> bool {
+pub(crate) fn on_https(route_host: &str, tls_hosts: &[String]) -> bool {
     route_host.is_empty()
         || tls_hosts.iter().any(|t| {
             let covers = |wild: &str, exact: &str| {

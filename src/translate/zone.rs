@@ -11,13 +11,13 @@ use k8s_openapi::api::core::v1::Service;
 
 use super::options::{TranslateOptions, ZoneMode};
 
-pub const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
+pub(crate) const TOPOLOGY_MODE_ANNOTATION: &str = "service.kubernetes.io/topology-mode";
 /// Pre-1.27 name of the same opt-in.
-pub const TOPOLOGY_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
-pub const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
-pub const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
+pub(crate) const TOPOLOGY_HINTS_ANNOTATION: &str = "service.kubernetes.io/topology-aware-hints";
+pub(crate) const ZONE_LABEL: &str = "topology.kubernetes.io/zone";
+pub(crate) const LEGACY_ZONE_LABEL: &str = "failure-domain.beta.kubernetes.io/zone";
 /// Octavia's maximum member weight.
-pub const MAX_WEIGHT: u16 = 256;
+pub(crate) const MAX_WEIGHT: u16 = 256;
 
 /// How a Service asks to be routed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -294,7 +294,7 @@ pub fn intended_local_share(local: usize, n: usize, t: f64) -> f64 {
 /// TAR's balance safeguard: each zone's endpoints are expected to carry the zone's share of the
 /// allocatable CPU (zones without endpoints are served by the others, in proportion). A zone whose
 /// endpoints would then carry more than (1 + t) times their even share makes the Service fall back.
-pub fn overloaded_zone(keys: &[String], nodes: &NodeZones, t: f64) -> Option<String> {
+pub(crate) fn overloaded_zone(keys: &[String], nodes: &NodeZones, t: f64) -> Option<String> {
     let n = keys.len() as f64;
     let mut per_zone: BTreeMap<&str, f64> = BTreeMap::new();
     for k in keys {
