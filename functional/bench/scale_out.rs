@@ -14,14 +14,15 @@
 //! `KURYR_BENCH_MAX_POLICIES` (100), `KURYR_BENCH_PARALLEL_WRITES` (2),
 //! `KURYR_BENCH_BURST` (50 changes), `KURYR_BENCH_BURST_GAP_MS` (200: the burst lasts 10 s),
 //! `KURYR_BENCH_BURST_ONE_ROUTER` (changes of the burst on the one router, 12: the rest would
-//! each wait one more write of that router's size), `KURYR_BENCH_SKIP_ONE=1` (the set only).
+//! each wait one more write of that router's size), `KURYR_BENCH_SKIP_ONE=1` (the set only),
+//! `KURYR_BENCH_SKIP_SET=1` (the one router only).
 
 use super::common::*;
 use super::{env_usize, secs};
-use kuryr_l7_router::driver::WritePermits;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::report::{ConvergeReport, MembersChange};
 use kuryr_l7_router::driver::router::Router;
+use kuryr_l7_router::driver::{WritePermits, populated_create};
 use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::placement::split::{SplitParams, place_and_split};
 use kuryr_l7_router::placement::{Capacity, Placement, RouterIndex, RouterRecord, router_name};
@@ -121,6 +122,8 @@ struct Outcome {
     wall: Duration,
     /// Per router: (name, writes, elapsed, of which in writes).
     per_router: Vec<(String, usize, Duration, Duration)>,
+    /// Convergences that failed (router: error), reported instead of ending the run.
+    errors: Vec<String>,
 }
 
 impl Outcome {
@@ -130,7 +133,9 @@ impl Outcome {
             .iter()
             .map(|(n, w, e, inw)| format!("{n}: {w} writes {:.1} s ({:.1} s in writes)", secs(*e), secs(*inw)))
             .collect();
-        format!("{} writes, wall {:.1} s [{}]", self.writes, secs(self.wall), per.join("; "))
+        let failed =
+            if self.errors.is_empty() { String::new() } else { format!(" FAILED: {}", self.errors.join("; ")) };
+        format!("{} writes, wall {:.1} s [{}]{failed}", self.writes, secs(self.wall), per.join("; "))
     }
 }
 
@@ -138,14 +143,18 @@ async fn converge_all(jobs: Vec<(Router, DesiredRouter)>) -> Outcome {
     let t = Instant::now();
     let mut set = tokio::task::JoinSet::new();
     for (r, d) in jobs {
-        set.spawn(async move {
-            let rep: ConvergeReport = r.converge(&d).await.unwrap_or_else(|e| panic!("{}: {e}", r.spec().name));
-            (r.spec().name.clone(), rep)
-        });
+        set.spawn(async move { (r.spec().name.clone(), r.converge(&d).await) });
     }
     let mut out = Outcome::default();
     while let Some(res) = set.join_next().await {
         let (name, rep) = res.expect("converge task");
+        let rep: ConvergeReport = match rep {
+            Ok(rep) => rep,
+            Err(e) => {
+                out.errors.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
         let inw = rep.writes.iter().map(|w| w.duration).sum();
         out.writes += rep.writes.len();
         out.per_router.push((name, rep.writes.len(), rep.elapsed, inw));
@@ -210,11 +219,15 @@ pub async fn run(one: Router, set_template: Router, made: Made) {
         capacity.max_policies,
         loadavg()
     );
+    create_body_sizes(&set_template, eps);
     let mut set = Deployment::new("set", set_template, Some(capacity), parallel, made.clone());
     // The set first, with the parallel-writes question on its routers while nothing else of
     // ours runs; the one router after it, whose reads and writes take minutes at this size.
-    phases(&mut set, inp.clone(), &topts, eps).await;
-    parallel_writes(&set).await;
+    // `KURYR_BENCH_SKIP_SET=1`: the one router only (e.g. in a second process beside a set run).
+    if std::env::var("KURYR_BENCH_SKIP_SET").as_deref() != Ok("1") {
+        phases(&mut set, inp.clone(), &topts, eps).await;
+        parallel_writes(&set).await;
+    }
     if !skip_one {
         let mut one = Deployment::new("one", one, None, parallel, made.clone());
         phases(&mut one, inp, &topts, eps).await;
@@ -225,7 +238,19 @@ pub async fn run(one: Router, set_template: Router, made: Made) {
 async fn phases(d: &mut Deployment, mut inp: Inputs, topts: &TranslateOptions, eps: usize) {
     let desired = translate(&inp, topts);
     let out = d.sync(&desired).await;
-    println!("[{}] cold start ({} routers): {} | load {}", d.label, d.parts.len(), out.line(), loadavg());
+    let sizes: Vec<String> = d.parts.values().map(|p| create_body_size(&d.template, p).to_string()).collect();
+    println!(
+        "[{}] cold start ({} routers; fully-populated create bodies {} bytes): {} | load {}",
+        d.label,
+        d.parts.len(),
+        sizes.join(", "),
+        out.line(),
+        loadavg()
+    );
+    if !out.errors.is_empty() {
+        println!("[{}] no router to measure further", d.label);
+        return;
+    }
 
     // One EndpointSlice change: Service 0's first endpoint replaced, one batch member update on
     // each router holding its pool.
@@ -260,6 +285,25 @@ async fn phases(d: &mut Deployment, mut inp: Inputs, topts: &TranslateOptions, e
     let gap = Duration::from_millis(env_usize("KURYR_BENCH_BURST_GAP_MS", 200) as u64);
     let n = if d.capacity.is_some() { burst } else { env_usize("KURYR_BENCH_BURST_ONE_ROUTER", 12).min(burst) };
     burst_run(d, &mut inp, topts, (n, 2), gap, eps).await;
+}
+
+/// Bytes of the fully-populated create of `part` (Octavia's API refuses a body over its
+/// `max_request_body_size`, 114,688 bytes by default, with a 413).
+fn create_body_size(template: &Router, part: &DesiredRouter) -> usize {
+    let subnet = template.spec().vip_subnet_id.clone().unwrap_or_default();
+    serde_json::to_vec(&populated_create(template.spec(), &subnet, part)).map_or(0, |b| b.len())
+}
+
+/// The create body's size by router size, for the same app workload.
+fn create_body_sizes(template: &Router, eps: usize) {
+    let sizes: Vec<String> = [25usize, 50, 75, 100, 150, 200]
+        .iter()
+        .map(|&n| {
+            let d = translate(&apps(n, (n / 4).max(1), eps), &TranslateOptions::default());
+            format!("{} policies {} bytes", d.policies.len(), create_body_size(template, &d))
+        })
+        .collect();
+    println!("fully-populated create body by router size: {}", sizes.join("; "));
 }
 
 fn fresh_ips(svc: usize, eps: usize, generation: usize) -> Vec<String> {
