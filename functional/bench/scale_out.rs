@@ -11,11 +11,12 @@
 //! Kubernetes side (watch, translation in the controller) is not in these times.
 //!
 //! Knobs: `KURYR_BENCH_INGRESSES` (200), `KURYR_BENCH_SERVICES` (48),
-//! `KURYR_BENCH_MAX_POLICIES` (100), `KURYR_BENCH_PARALLEL_WRITES` (2),
+//! `KURYR_BENCH_MAX_POLICIES` (100), `KURYR_BENCH_PARALLEL_WRITES` (4, the option's default),
 //! `KURYR_BENCH_BURST` (50 changes), `KURYR_BENCH_BURST_GAP_MS` (200: the burst lasts 10 s),
 //! `KURYR_BENCH_BURST_ONE_ROUTER` (changes of the burst on the one router, 12: the rest would
 //! each wait one more write of that router's size), `KURYR_BENCH_SKIP_ONE=1` (the set only),
-//! `KURYR_BENCH_SKIP_SET=1` (the one router only).
+//! `KURYR_BENCH_SKIP_SET=1` (the one router only), `KURYR_BENCH_PARALLEL_ONLY=1` (the set's cold
+//! start and the concurrent writes only), `KURYR_BENCH_PARALLEL_ROUNDS` (3).
 
 use super::common::*;
 use super::{env_usize, secs};
@@ -203,7 +204,7 @@ pub async fn run(one: Router, set_template: Router, made: Made) {
     let n_svc = env_usize("KURYR_BENCH_SERVICES", 48);
     let eps = 5;
     let capacity = Capacity { max_policies: env_usize("KURYR_BENCH_MAX_POLICIES", 100) as u32, max_certificates: 24 };
-    let parallel = env_usize("KURYR_BENCH_PARALLEL_WRITES", 2);
+    let parallel = env_usize("KURYR_BENCH_PARALLEL_WRITES", 4);
     let skip_one = std::env::var("KURYR_BENCH_SKIP_ONE").as_deref() == Ok("1");
     let inp = workload(n_ing, n_svc, eps, capacity);
     let topts = TranslateOptions::default();
@@ -224,6 +225,12 @@ pub async fn run(one: Router, set_template: Router, made: Made) {
     // The set first, with the parallel-writes question on its routers while nothing else of
     // ours runs; the one router after it, whose reads and writes take minutes at this size.
     // `KURYR_BENCH_SKIP_SET=1`: the one router only (e.g. in a second process beside a set run).
+    if std::env::var("KURYR_BENCH_PARALLEL_ONLY").as_deref() == Ok("1") {
+        let out = set.sync(&translate(&inp, &topts)).await;
+        println!("[set] cold start ({} routers): {} | load {}", set.parts.len(), out.line(), loadavg());
+        parallel_writes(&set).await;
+        return;
+    }
     if std::env::var("KURYR_BENCH_SKIP_SET").as_deref() != Ok("1") {
         phases(&mut set, inp.clone(), &topts, eps).await;
         parallel_writes(&set).await;
@@ -366,12 +373,12 @@ async fn burst_run(
     let mut queues = queues;
     let mut workers = tokio::task::JoinSet::new();
     let writes = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let t0 = Instant::now();
     for i in changes.iter().flatten().map(|(i, _)| *i).collect::<std::collections::BTreeSet<_>>() {
         let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
         queues.insert(i, tx);
-        workers.spawn(router_queue(d.router(i), rx, done.clone(), writes.clone()));
+        workers.spawn(router_queue(d.router(i), rx, (t0, gap), done.clone(), writes.clone()));
     }
-    let t0 = Instant::now();
     let mut events = Vec::new();
     for (c, pools) in changes.iter().enumerate() {
         tokio::time::sleep_until((t0 + gap * c as u32).into()).await;
@@ -409,6 +416,7 @@ async fn burst_run(
 async fn router_queue(
     r: Router,
     mut rx: tokio::sync::mpsc::UnboundedReceiver<(usize, Pool)>,
+    (t0, gap): (Instant, Duration),
     done: Arc<Mutex<Vec<Vec<Instant>>>>,
     writes: Arc<std::sync::atomic::AtomicUsize>,
 ) {
@@ -431,6 +439,10 @@ async fn router_queue(
         }
         let now = Instant::now();
         let mut done = done.lock().unwrap();
+        // Progress, so that a run stopped before the end of the burst still has its numbers.
+        let lat: Vec<String> =
+            ids.iter().map(|c| format!("{:.1}", secs(now.saturating_duration_since(t0 + gap * *c as u32)))).collect();
+        println!("  burst: {} live on {}: changes {ids:?} after {} s", pool.name, r.spec().name, lat.join(", "));
         for c in ids {
             done[c].push(now);
         }
