@@ -17,6 +17,8 @@
 mod common;
 #[path = "common/mod.rs"]
 mod functional;
+#[path = "bench/scale_out.rs"]
+mod scale_out;
 
 use common::*;
 use kuryr_l7_router::driver::populated_create;
@@ -95,6 +97,10 @@ fn main() {
     }
     let _ = rustls::crypto::ring::default_provider().install_default();
     let rt = tokio::runtime::Runtime::new().unwrap();
+    if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("scale-out") {
+        rt.block_on(scale_out_main());
+        return;
+    }
     rt.block_on(async {
         let r = router("l7", false).await;
         let fp = router("fp", true).await;
@@ -106,6 +112,22 @@ fn main() {
             std::panic::resume_unwind(e.into_panic());
         }
     });
+}
+
+/// `KURYR_BENCH_ONLY=scale-out` (functional/bench/scale_out.rs): fully-populated creates, as the
+/// product's default on 2025.1; every router made is removed at the end, also after a panic.
+async fn scale_out_main() {
+    let one = router("one", true).await;
+    let set = router("set", true).await;
+    let made: scale_out::Made = Default::default();
+    let result = tokio::spawn(scale_out::run(one, set, made.clone())).await;
+    let routers: Vec<Router> = made.lock().unwrap().clone();
+    for r in &routers {
+        functional::cleanup(r).await;
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
 }
 
 async fn run(r: Router, fp: Router) {

@@ -112,7 +112,7 @@ impl Router {
 
     /// Share these write permits (see [`WritePermits`]): every router of one process is given
     /// the same, so that their writes in flight together stay within the bound.
-    pub(crate) fn with_write_permits(mut self, permits: WritePermits) -> Self {
+    pub fn with_write_permits(mut self, permits: WritePermits) -> Self {
         self.cloud.permits = permits;
         self
     }
