@@ -64,7 +64,8 @@ fn slice() -> Value {
 fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_l7_router::config::Settings {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     // A move's graces of one second (the move tests).
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n{extra}");
+    let octavia =
+        format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 

@@ -189,7 +189,7 @@ pub struct Context {
     pub member_change_window: Duration,
     /// Where the Service handler records the Services it sees changed, for the Gateways'
     /// routers (`super::gateway_members`); None without a Gateway driver.
-    pub gateway_services: Option<Arc<crate::controller::gateway_members::ServiceChanges>>,
+    pub gateway_services: Option<Arc<crate::controller::service_changes::ServiceChanges>>,
 }
 
 /// A desired state and the Service notices it implies.
@@ -272,7 +272,7 @@ impl Context {
     }
 
     /// With the Gateways' routers told of every Service change (see [`Context::gateway_services`]).
-    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::gateway_members::ServiceChanges>) -> Self {
+    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::service_changes::ServiceChanges>) -> Self {
         self.gateway_services = Some(changes);
         self
     }

@@ -22,9 +22,10 @@
 
 use crate::config::Settings;
 use crate::controller::context::Stores;
-use crate::controller::gateway_members::{ServiceChanges, refill};
+use crate::controller::gateway_members::refill;
 use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;
+use crate::controller::service_changes::ServiceChanges;
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{OctaviaBackend, RouterBackend, WriterMetrics};
 use crate::driver::WriteGate;

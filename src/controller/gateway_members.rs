@@ -1,8 +1,8 @@
 //! Endpoint changes to the Gateways' routers: the Ingress side's Service handler (triggered by
 //! the Service, its EndpointSlices or Endpoints, and the Node labels that weigh its members)
-//! records each changed Service in [`ServiceChanges`]; the Gateway driver takes them and
-//! refills, on each Gateway router, the pools those Services feed, as Members jobs on that
-//! router's writer ([`refill`]), without translating the Gateway again.
+//! records each changed Service in `service_changes::ServiceChanges`; the Gateway driver takes
+//! them and refills, on each Gateway router, the pools those Services feed, as Members jobs on
+//! that router's writer ([`refill`]), without translating the Gateway again.
 //!
 //! The pools are the ones of the router's last successful Sync, refilled by the same
 //! [`service_members`] the Ingress side uses, so a split pool is re-weighed over all its
@@ -15,42 +15,6 @@ use crate::model::{DesiredRouter, KubeRef, Pool};
 use crate::translate::TranslateOptions;
 use kube::runtime::reflector::ObjectRef;
 use std::collections::BTreeSet;
-use std::sync::Mutex;
-use std::time::Duration;
-use tokio::sync::Notify;
-
-/// The Services whose endpoints (or Node weights) changed since the Gateway driver last looked:
-/// a set, so a burst of changes to one Service is one refill.
-#[derive(Default)]
-pub struct ServiceChanges {
-    pending: Mutex<BTreeSet<KubeRef>>,
-    notify: Notify,
-}
-
-impl ServiceChanges {
-    /// Records a change of `service`.
-    pub fn changed(&self, service: KubeRef) {
-        self.pending.lock().expect("lock").insert(service);
-        // A permit is kept when the driver is not waiting: no change is lost.
-        self.notify.notify_one();
-    }
-
-    /// The Services changed: waits for the first, then `window` more (the member change window,
-    /// so that the changes of a rollout go in one batch write per pool), then takes them all.
-    pub async fn next(&self, window: Duration) -> BTreeSet<KubeRef> {
-        loop {
-            let notified = self.notify.notified();
-            if !self.pending.lock().expect("lock").is_empty() {
-                break;
-            }
-            notified.await;
-        }
-        if !window.is_zero() {
-            tokio::time::sleep(window).await;
-        }
-        std::mem::take(&mut *self.pending.lock().expect("lock"))
-    }
-}
 
 /// What the changed Services make of one router's pools.
 #[derive(Debug, Default, PartialEq)]
@@ -100,9 +64,11 @@ pub fn refill(changed: &BTreeSet<KubeRef>, synced: &DesiredRouter, stores: &Stor
 mod tests {
     use super::*;
     use crate::controller::context::StoreWriters;
+    use crate::controller::service_changes::ServiceChanges;
     use crate::model::Member;
     use kube::runtime::watcher::Event;
     use serde_json::json;
+    use std::time::Duration;
 
     fn pool(name: &str, service: &str) -> Pool {
         Pool {

@@ -54,6 +54,7 @@ pub mod router_set;
 pub mod routers;
 pub mod runtime;
 pub mod service;
+pub mod service_changes;
 pub(crate) mod service_events;
 pub(crate) mod service_shape;
 pub mod set_moves;

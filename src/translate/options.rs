@@ -29,13 +29,7 @@ pub enum ZoneMode {
     Backup,
 }
 
-/// IP family of the router's VIP; members of the other family would be unreachable.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub enum IpFamily {
-    #[default]
-    V4,
-    V6,
-}
+pub use super::slices::IpFamily;
 
 /// Everything the translation needs from the configuration (`wiring::translate_options` maps
 /// kuryr.conf onto it).

@@ -17,7 +17,15 @@ use k8s_openapi::api::discovery::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use super::options::IpFamily;
+/// IP family of the router's VIP (an option) and of an endpoint slice's addresses: members of
+/// the other family would be unreachable. Here, with the slices, so that the options (which name
+/// the compact slice type) and the slices do not import each other.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub enum IpFamily {
+    #[default]
+    V4,
+    V6,
+}
 
 /// One endpoint as the member path reads it.
 #[derive(Clone, Debug, PartialEq, Eq)]
