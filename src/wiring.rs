@@ -95,6 +95,7 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         provider: Some(o.provider.clone()).filter(|p| !p.is_empty()),
         listener_port: o.listener_port,
         fully_populated_create: o.fully_populated_create,
+        max_create_body_bytes: o.max_create_body_bytes,
         floating_ip: s.neutron_defaults.l7_router_ip,
         external_svc_subnet: s.neutron_defaults.external_svc_subnet.clone(),
         ownership: ownership(s),

@@ -19,6 +19,7 @@ fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
         provider: Some("amphora".into()),
         listener_port: 80,
         fully_populated_create: true,
+        max_create_body_bytes: 114_688,
         floating_ip: None,
         external_svc_subnet: None,
         ownership: Ownership::new("c1"),

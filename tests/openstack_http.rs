@@ -264,6 +264,7 @@ fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
         provider: None,
         listener_port: 8080,
         fully_populated_create: true,
+        max_create_body_bytes: 114_688,
         floating_ip: None,
         external_svc_subnet: Some("ext".into()),
         ownership: Ownership::new("c1"),

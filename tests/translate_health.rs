@@ -225,6 +225,7 @@ fn the_fully_populated_create_carries_the_services_monitor() {
         provider: None,
         listener_port: 80,
         fully_populated_create: true,
+        max_create_body_bytes: 114_688,
         floating_ip: None,
         external_svc_subnet: None,
         ownership: Ownership::new("c1"),

@@ -74,6 +74,7 @@ pub async fn local_router_as(prefix: &str, tag: &str, s: Session) -> Router {
         provider: Some("amphora".into()),
         listener_port: 80,
         fully_populated_create: std::env::var("KURYR_FULLY_POPULATED").as_deref() == Ok("1"),
+        max_create_body_bytes: 114_688,
         floating_ip: None,
         external_svc_subnet: Some(subnet_id(&neutron, "public-subnet").await),
         ownership: Ownership::new(&name),

@@ -95,6 +95,8 @@ pub struct OctaviaDefaults {
     pub member_mode: MemberMode,
     pub listener_port: u16,
     pub fully_populated_create: bool,
+    /// `max_create_body_bytes`: the largest fully-populated create sent.
+    pub max_create_body_bytes: usize,
     pub lb_create_timeout: Duration,
     pub write_timeout: Duration,
     /// Writes in flight at once across the routers of the process (the driver's write door).
@@ -282,6 +284,7 @@ impl Reader {
             member_mode: self.choice(od, "member_mode"),
             listener_port: self.value(od, "listener_port"),
             fully_populated_create: self.value(od, "fully_populated_create"),
+            max_create_body_bytes: self.value::<u32>(od, "max_create_body_bytes") as usize,
             lb_create_timeout: self.value(od, "lb_create_timeout"),
             write_timeout: self.value(od, "write_timeout"),
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,

@@ -69,6 +69,77 @@ pub fn populated_create(spec: &RouterSpec, vip_subnet_id: &str, desired: &Desire
     }
 }
 
+/// A fully-populated create cut to a request body limit ([`populated_create_within`]).
+#[derive(Clone, Debug)]
+pub struct SizedCreate {
+    pub body: LoadBalancerCreate,
+    /// The request body's size, as sent.
+    pub bytes: usize,
+    /// L7 policies in the body, and in the desired router.
+    pub policies_sent: usize,
+    pub policies_wanted: usize,
+    /// Everything of the desired router is in the body (nothing is left to the convergence).
+    pub complete: bool,
+}
+
+/// The request body of a load balancer create: the body under `loadbalancer`.
+pub fn create_body_bytes(body: &LoadBalancerCreate) -> usize {
+    serde_json::to_vec(&serde_json::json!({ "loadbalancer": body })).map_or(usize::MAX, |b| b.len())
+}
+
+/// [`populated_create`] within `limit` bytes of request body: Octavia's API refuses a larger one
+/// with a 413 (oslo.middleware's `max_request_body_size`, 114,688 bytes by default, about 170
+/// policies). Over it, the body keeps the listener, the longest prefix of the policies (in
+/// position order, so that the positions stay right) that fits, and the pools those and the
+/// default pool use; the convergence that follows writes the rest one object at a time. When not
+/// even the default pool fits, the listener goes alone.
+pub fn populated_create_within(
+    spec: &RouterSpec,
+    vip_subnet_id: &str,
+    desired: &DesiredRouter,
+    limit: usize,
+) -> SizedCreate {
+    let sized = |d: &DesiredRouter| {
+        let body = populated_create(spec, vip_subnet_id, d);
+        let bytes = create_body_bytes(&body);
+        let policies_sent = body.listeners.iter().map(|l| l.l7policies.len()).sum();
+        SizedCreate { body, bytes, policies_sent, policies_wanted: 0, complete: false }
+    };
+    let whole = sized(desired);
+    let policies_wanted = whole.policies_sent;
+    if whole.bytes <= limit {
+        return SizedCreate { policies_wanted, complete: true, ..whole };
+    }
+    // The body grows with the prefix: the largest prefix that fits, by bisection.
+    let (mut fits, mut over) = (None, desired.policies.len());
+    let mut low = 0;
+    while low < over {
+        let mid = (low + over) / 2;
+        let candidate = sized(&first_policies(desired, mid));
+        if candidate.bytes <= limit {
+            low = mid + 1;
+            fits = Some(candidate);
+        } else {
+            over = mid;
+        }
+    }
+    let cut = fits.unwrap_or_else(|| sized(&listener_only(desired)));
+    SizedCreate { policies_wanted, ..cut }
+}
+
+/// `desired` with its first `n` policies, and only the pools they and the default pool use.
+fn first_policies(desired: &DesiredRouter, n: usize) -> DesiredRouter {
+    let policies: Vec<Policy> = desired.policies.iter().take(n).cloned().collect();
+    let used = |name: &String| desired.default_pool.as_ref() == Some(name) || policies.iter().any(|p| &p.pool == name);
+    let pools = desired.pools.iter().filter(|(name, _)| used(name)).map(|(k, v)| (k.clone(), v.clone())).collect();
+    DesiredRouter { policies, pools, ..desired.clone() }
+}
+
+/// `desired` without a child: the load balancer and its HTTP listener only.
+fn listener_only(desired: &DesiredRouter) -> DesiredRouter {
+    DesiredRouter { policies: vec![], pools: Default::default(), default_pool: None, ..desired.clone() }
+}
+
 /// The action part of a policy's create body: REDIRECT_TO_POOL (by pool name, inside a
 /// fully-populated create), REDIRECT_PREFIX or REDIRECT_TO_URL with its `redirect_http_code`.
 pub(crate) fn policy_action(p: &Policy) -> L7PolicyCreate {
@@ -207,5 +278,60 @@ mod tests {
         let pool = policy_action(&policy(None));
         assert_eq!((pool.action.as_str(), pool.redirect_http_code), ("REDIRECT_TO_POOL", None));
         assert_eq!(pool.redirect_pool.map(|p| p.name), Some("ns_web".to_string()));
+    }
+    fn routes(n: usize) -> DesiredRouter {
+        let mut d = DesiredRouter::default();
+        for i in 0..n {
+            let pool = format!("ns_web{i}");
+            d.policies.push(Policy {
+                name: format!("p{i}"),
+                position: i as u32 + 1,
+                pool: pool.clone(),
+                ..policy(None)
+            });
+            d.pools.insert(pool.clone(), crate::testing::pool(&pool, vec![crate::testing::member("10.1.0.1", 1)]));
+        }
+        d
+    }
+
+    fn sent_policies(c: &SizedCreate) -> Vec<String> {
+        c.body.listeners[0].l7policies.iter().map(|p| p.name.clone().unwrap_or_default()).collect()
+    }
+
+    #[test]
+    fn a_create_over_the_limit_keeps_the_first_policies_and_their_pools() {
+        let spec = RouterSpec::for_tests("r");
+        let mut want = routes(30);
+        want.default_pool = Some("ns_web29".into());
+        let whole = populated_create_within(&spec, "s", &want, usize::MAX);
+        assert!(whole.complete && whole.policies_sent == 30);
+        let cut = populated_create_within(&spec, "s", &want, whole.bytes / 2);
+        assert!(!cut.complete && cut.bytes <= whole.bytes / 2, "{} bytes", cut.bytes);
+        assert_eq!(cut.policies_wanted, 30);
+        // The longest prefix in position order: one more policy would not fit.
+        let n = cut.policies_sent;
+        assert!((10..30).contains(&n), "{n}");
+        assert_eq!(sent_policies(&cut), (0..n).map(|i| format!("p{i}")).collect::<Vec<_>>());
+        let more = populated_create(&spec, "s", &first_policies(&want, n + 1));
+        assert!(create_body_bytes(&more) > whole.bytes / 2);
+        // Their pools and the default pool, no other.
+        let mut pools: Vec<_> = cut.body.pools.iter().map(|p| p.name.clone().unwrap_or_default()).collect();
+        pools.sort();
+        let mut expected: Vec<_> = (0..n).chain([29]).map(|i| format!("ns_web{i}")).collect();
+        expected.sort();
+        assert_eq!(pools, expected);
+        assert_eq!(cut.body.listeners[0].default_pool.as_ref().map(|p| p.name.as_str()), Some("ns_web29"));
+    }
+
+    #[test]
+    fn a_create_with_no_room_for_a_pool_is_the_listener_alone() {
+        let spec = RouterSpec::for_tests("r");
+        let mut want = routes(3);
+        want.default_pool = Some("ns_web0".into());
+        let bare = populated_create(&spec, "s", &listener_only(&want));
+        let cut = populated_create_within(&spec, "s", &want, create_body_bytes(&bare));
+        assert_eq!((cut.policies_sent, cut.body.pools.len(), cut.complete), (0, 0, false));
+        assert!(cut.body.listeners[0].default_pool.is_none());
+        assert_eq!(cut.body.listeners.len(), 1, "the listener goes with the load balancer");
     }
 }

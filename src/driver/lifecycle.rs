@@ -4,7 +4,7 @@
 //! create its HTTP listener.
 
 use super::cloud::Cloud;
-use super::create_body::{bare_create, populated_create};
+use super::create_body::{SizedCreate, bare_create, populated_create_within};
 use super::door::{self, CallError, Order};
 use super::error::{DriverError, Result};
 use super::execute::listener_write;
@@ -144,14 +144,15 @@ pub async fn ready(cloud: &Cloud, lb: LoadBalancer) -> Result<LoadBalancer> {
 }
 
 /// Create the router that does not exist yet: fully populated with `desired` when configured
-/// (`report.created_router` then says the children are in place), else bare.
+/// (`report.created_router` then says the children are in place), else bare. A create body over
+/// Octavia's request limit carries what fits; the convergence writes the rest.
 pub async fn create(cloud: &Cloud, desired: &DesiredRouter, report: &mut ConvergeReport) -> Result<LoadBalancer> {
     if !cloud.spec.fully_populated_create {
         return create_bare(cloud, report).await;
     }
-    let lb = create_populated(cloud, desired, report).await?;
+    let (lb, complete) = create_populated(cloud, desired, report).await?;
     if children_active(cloud, &lb).await? {
-        report.created_router = true;
+        report.created_router = complete;
         return Ok(lb);
     }
     // Seen on Debian's Zed packages: the load balancer goes ACTIVE but its listener, pools and
@@ -170,18 +171,62 @@ pub async fn create(cloud: &Cloud, desired: &DesiredRouter, report: &mut Converg
     create_bare(cloud, report).await
 }
 
-/// The fully-populated create of a brand-new router: one write.
-async fn create_populated(cloud: &Cloud, desired: &DesiredRouter, report: &mut ConvergeReport) -> Result<LoadBalancer> {
-    let body = populated_create(&cloud.spec, &vip_subnet(&cloud.spec)?, desired);
-    let description = format!(
-        "create L7 router {} fully populated: {} pool(s), {} member(s), {} policy(ies), {} rule(s)",
-        cloud.spec.name,
+/// The fully-populated create of a brand-new router: one write, within
+/// `max_create_body_bytes`. A 413 (the cloud's limit is lower than configured) halves the body
+/// until it is the listener alone: the router is created either way, and the convergence writes
+/// what was left out. Returns whether the body held all of `desired`.
+async fn create_populated(
+    cloud: &Cloud,
+    desired: &DesiredRouter,
+    report: &mut ConvergeReport,
+) -> Result<(LoadBalancer, bool)> {
+    let vip = vip_subnet(&cloud.spec)?;
+    let mut limit = cloud.spec.max_create_body_bytes;
+    loop {
+        let sized = populated_create_within(&cloud.spec, &vip, desired, limit);
+        let has_children = !sized.body.pools.is_empty() || sized.policies_sent > 0;
+        match create_router(cloud, &sized.body, create_description(&cloud.spec.name, &sized), report).await {
+            Ok(lb) => return Ok((lb, sized.complete)),
+            Err(e) if too_large(&e) && has_children => {
+                let msg = format!(
+                    "Octavia refused the {}-byte fully-populated create of {} as too large (413): sent again \
+                     with fewer children, the rest written one at a time; set [octavia_defaults] \
+                     max_create_body_bytes to the cloud's max_request_body_size",
+                    sized.bytes, cloud.spec.name
+                );
+                tracing::warn!("{msg}");
+                report.conflicts.push(msg);
+                limit = sized.bytes / 2;
+            }
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// The create's transcript line: what it carries, and what it leaves to the convergence.
+fn create_description(name: &str, sized: &SizedCreate) -> String {
+    let body = &sized.body;
+    let left = if sized.complete {
+        String::new()
+    } else {
+        format!(
+            " (over the request limit: {} of {} policies, the rest written one at a time)",
+            sized.policies_sent, sized.policies_wanted
+        )
+    };
+    format!(
+        "create L7 router {name} fully populated: {} pool(s), {} member(s), {} policy(ies), {} rule(s), {} bytes{left}",
         body.pools.len(),
         body.pools.iter().map(|p| p.members.len()).sum::<usize>(),
-        body.listeners.iter().map(|l| l.l7policies.len()).sum::<usize>(),
+        sized.policies_sent,
         body.listeners.iter().flat_map(|l| &l.l7policies).map(|p| p.rules.len()).sum::<usize>(),
-    );
-    create_router(cloud, &body, description, report).await
+        sized.bytes,
+    )
+}
+
+/// Octavia's API answer to a request body over its `max_request_body_size`.
+fn too_large(e: &DriverError) -> bool {
+    matches!(e, DriverError::Write { source, .. } if source.status() == Some(413))
 }
 
 /// A bare router (VIP only); the listener and the children follow as ordinary writes.

@@ -40,7 +40,7 @@ pub mod spec;
 pub mod view;
 
 pub use cloud::{WriteGate, WritePermits};
-pub use create_body::{member_body, populated_create};
+pub use create_body::{SizedCreate, create_body_bytes, member_body, populated_create, populated_create_within};
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
 pub use report::{

@@ -19,6 +19,9 @@ pub struct RouterSpec {
     pub listener_port: u16,
     /// Build a new router in one fully-populated create (else one write per object).
     pub fully_populated_create: bool,
+    /// The largest fully-populated create body sent (Octavia's API refuses a larger request with
+    /// a 413); what does not fit is written object by object afterwards.
+    pub max_create_body_bytes: usize,
     /// `[neutron_defaults] l7_router_ip`: an existing floating IP to put on the VIP.
     pub floating_ip: Option<IpAddr>,
     /// `[neutron_defaults] external_svc_subnet`: where to allocate a floating IP otherwise.
@@ -59,6 +62,7 @@ impl RouterSpec {
             provider: None,
             listener_port: 80,
             fully_populated_create: true,
+            max_create_body_bytes: 114_688,
             floating_ip: None,
             external_svc_subnet: None,
             ownership: Ownership::new("c1"),
