@@ -48,6 +48,7 @@ pub mod members;
 pub mod metrics;
 pub mod move_outputs;
 pub mod notice;
+pub mod octavia_backend;
 pub mod outputs;
 pub mod patches;
 pub mod router_set;
