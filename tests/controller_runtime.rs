@@ -163,15 +163,9 @@ async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Run
 
 // ------------------------------------------------------------------ tests
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn run_against_a_fake_api_server() {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    // `RUST_LOG=info cargo test --test controller_runtime -- --nocapture` shows the controller's logs.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
-    let started = Instant::now();
+/// The cluster of [`run_against_a_fake_api_server`]: our class, three Nodes in two zones, one
+/// Service with its slice, an Ingress of ours and one of another class.
+fn seeded_cluster() -> Arc<Fake> {
     let fake = Fake::new();
     fake.put("ingressclasses", class());
     for (n, z) in [("n1", "az-1"), ("n2", "az-2"), ("n3", "az-2")] {
@@ -181,32 +175,11 @@ async fn run_against_a_fake_api_server() {
     fake.put("endpointslices", slice());
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
     fake.put("ingresses", ingress("other", "nginx"));
-    let (api_root, _) = fake.serve().await;
+    fake
+}
 
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let health = free_port();
-    let settings = settings(&api_root, &token, health);
-    let router_name = settings.octavia_defaults.l7_router_name.clone();
-
-    let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();
-    let sim =
-        SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
-    let sim_state = sim.state.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
-
-    // Caches sync and the first Sync succeeds: /readyz turns 200.
-    eventually("/readyz 200", 15, async || match http_get(health, "/readyz").await {
-        Some((200, _)) => Some(()),
-        _ => None,
-    })
-    .await;
-    // Every informer listed, then watched from the list's resourceVersion.
-    let reads = fake.reads();
+/// Every informer listed once, then watched from the list's resourceVersion; Secrets by type.
+fn assert_each_kind_listed_once_and_watched(reads: &[String]) {
     for coll in [
         "/apis/networking.k8s.io/v1/ingresses",
         "/apis/networking.k8s.io/v1/ingressclasses",
@@ -226,10 +199,12 @@ async fn run_against_a_fake_api_server() {
     } // Only TLS Secrets are listed and watched: the field selector is on every Secret read.
     let secret_reads: Vec<&String> = reads.iter().filter(|r| r.starts_with("GET /api/v1/secrets?")).collect();
     assert!(secret_reads.iter().all(|r| r.contains("fieldSelector=type=kubernetes.io/tls")), "{secret_reads:?}");
-
     assert!(!reads.iter().any(|r| r.contains("/endpoints?")), "core Endpoints are not watched with slices");
+}
 
-    // Ingress a: the finalizer and the notice on its Service, then the status with the address.
+/// Ingress a: the finalizer and the notice on its Service, then the status with the address, and
+/// a Synced Event; the Ingress of another class is left alone.
+async fn assert_first_sync_outputs(fake: &Arc<Fake>, router_name: &str) {
     // (The start-up resync converges every Ingress of our class, finalizer or not, so the notice
     // may come before the finalizer patch; a route of an Ingress deleted meanwhile goes with the
     // next Sync, since the translation reads the caches.)
@@ -250,9 +225,9 @@ async fn run_against_a_fake_api_server() {
     let stored = fake.get("networking.k8s.io/v1/ingresses", "shop", "a").unwrap();
     assert_eq!(stored["metadata"]["finalizers"], json!([FINALIZER]));
     let svc = fake.get("v1/services", "shop", "web").unwrap();
-    let key = notice_annotation(&router_name);
+    let key = notice_annotation(router_name);
     let n = ServiceNotice::parse(svc["metadata"]["annotations"][&key].as_str().unwrap()).unwrap();
-    assert_eq!((n.router.as_str(), n.ingresses.as_slice()), (router_name.as_str(), &["shop/a".to_string()][..]));
+    assert_eq!((n.router.as_str(), n.ingresses.as_slice()), (router_name, &["shop/a".to_string()][..]));
     assert!(!lines.iter().any(|l| l.contains("/ingresses/other")), "another class's Ingress is left alone");
     // An Event reports the Sync on the Ingress.
     eventually("Synced event", 10, async || {
@@ -262,14 +237,10 @@ async fn run_against_a_fake_api_server() {
             .then_some(())
     })
     .await;
-    // 1 of 3 endpoints in the router's zone az-1, 3 equal zones: the local one takes 1.2 × 1/3
-    // = 40%, the others 30% each → 4:3:3.
-    assert_eq!(
-        sim_weights(&sim_state),
-        BTreeMap::from([("10.0.0.5".into(), 4), ("10.0.0.6".into(), 3), ("10.0.0.7".into(), 3)])
-    );
+}
 
-    // Quiet: the writes of the reconciles triggered by our own patches are done.
+/// Quiet: the writes of the reconciles triggered by our own patches are done.
+async fn wait_for_no_kubernetes_writes(fake: &Arc<Fake>) {
     let mut settled = fake.writes().len();
     eventually("no more Kubernetes writes for 1 s", 10, async || {
         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -277,16 +248,17 @@ async fn run_against_a_fake_api_server() {
         std::mem::replace(&mut settled, now).eq(&now).then_some(())
     })
     .await;
-    let metrics = http_get(health, "/metrics").await.expect("metrics").1;
-    let (syncs, members) = (job_count(&metrics, "sync"), job_count(&metrics, "members"));
-    assert!(syncs >= 1, "{metrics}");
-    // The zone-aware pool is counted under the TAR rule.
-    let weighting = format!("kuryr_l7_router_pool_weighting{{router=\"{router_name}\",rule=\"topology\"}} 1");
-    assert!(metrics.lines().any(|l| l == weighting), "{metrics}");
-    let writes_before = fake.writes().len();
+}
 
-    // Node n2 moves to az-1: the Service handler runs (reconcile_all_on Node changes) and makes
-    // one members job; no Sync, no Kubernetes write.
+/// Node n2 moves to az-1: the Service handler runs (reconcile_all_on Node changes) and makes one
+/// members job; no Sync, no Kubernetes write. `syncs` and `members`: the job counts before.
+async fn a_node_move_is_one_members_job(
+    fake: &Arc<Fake>,
+    health: u16,
+    sim_state: &Mutex<Simulator>,
+    (syncs, members): (u64, u64),
+) {
+    let writes_before = fake.writes().len();
     fake.put("nodes", node("n2", "az-1"));
     eventually("members job after the Node change", 10, async || {
         let m = http_get(health, "/metrics").await?.1;
@@ -294,7 +266,7 @@ async fn run_against_a_fake_api_server() {
     })
     .await;
     assert_eq!(
-        sim_weights(&sim_state),
+        sim_weights(sim_state),
         // 2 of 3 in az-1 (8 of 12 CPUs, balanced): locals take min(1, 1.2 × 2/3) = 80% → 2:2:1.
         BTreeMap::from([("10.0.0.5".into(), 2), ("10.0.0.6".into(), 2), ("10.0.0.7".into(), 1)])
     );
@@ -303,9 +275,11 @@ async fn run_against_a_fake_api_server() {
     assert_eq!(job_count(&metrics, "sync"), syncs, "a Node change is no Sync");
     let after: Vec<String> = fake.writes()[writes_before..].iter().map(Write::line).collect();
     assert!(after.is_empty(), "no Kubernetes write for a Node change: {after:?}");
+}
 
-    // Another router's notice written on the Service (as each Service handler writes its own)
-    // re-reconciles no Ingress: it changes nothing an Ingress reads. A label does.
+/// Another router's notice written on the Service (as each Service handler writes its own)
+/// re-reconciles no Ingress: it changes nothing an Ingress reads. A label does.
+async fn only_a_label_on_the_service_rereconciles_the_ingress(fake: &Arc<Fake>, health: u16) {
     let ingress_reconciles = async || reconcile_count(&http_get(health, "/metrics").await.unwrap().1, "ingress");
     // Quiet first: the Ingress reconciles queued by earlier events (slow on a loaded machine) are
     // done, so that only the notice below could add one.
@@ -328,7 +302,57 @@ async fn run_against_a_fake_api_server() {
         (ingress_reconciles().await > before).then_some(())
     })
     .await;
+}
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_against_a_fake_api_server() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    // `RUST_LOG=info cargo test --test controller_runtime -- --nocapture` shows the controller's logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let started = Instant::now();
+    let fake = seeded_cluster();
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let health = free_port();
+    let settings = settings(&api_root, &token, health);
+    let router_name = settings.octavia_defaults.l7_router_name.clone();
+    let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();
+    let sim =
+        SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
+    let sim_state = sim.state.clone();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+
+    // Caches sync and the first Sync succeeds: /readyz turns 200.
+    eventually("/readyz 200", 15, async || match http_get(health, "/readyz").await {
+        Some((200, _)) => Some(()),
+        _ => None,
+    })
+    .await;
+    assert_each_kind_listed_once_and_watched(&fake.reads());
+    assert_first_sync_outputs(&fake, &router_name).await;
+    // 1 of 3 endpoints in the router's zone az-1, 3 equal zones: the local one takes 1.2 × 1/3
+    // = 40%, the others 30% each → 4:3:3.
+    assert_eq!(
+        sim_weights(&sim_state),
+        BTreeMap::from([("10.0.0.5".into(), 4), ("10.0.0.6".into(), 3), ("10.0.0.7".into(), 3)])
+    );
+    wait_for_no_kubernetes_writes(&fake).await;
+    let metrics = http_get(health, "/metrics").await.expect("metrics").1;
+    let (syncs, members) = (job_count(&metrics, "sync"), job_count(&metrics, "members"));
+    assert!(syncs >= 1, "{metrics}");
+    // The zone-aware pool is counted under the TAR rule.
+    let weighting = format!("kuryr_l7_router_pool_weighting{{router=\"{router_name}\",rule=\"topology\"}} 1");
+    assert!(metrics.lines().any(|l| l == weighting), "{metrics}");
+    a_node_move_is_one_members_job(&fake, health, &sim_state, (syncs, members)).await;
+    only_a_label_on_the_service_rereconciles_the_ingress(&fake, health).await;
     // Shutdown (as SIGTERM): run ends cleanly, promptly, and the health server is gone.
     stop.send(()).unwrap();
     let result = tokio::time::timeout(Duration::from_secs(10), run).await.expect("run ends within 10 s").unwrap();

@@ -174,58 +174,70 @@ fn ingress_cases(rows: &mut Vec<Row>) -> usize {
     files.len()
 }
 
-fn generated_cases(rows: &mut Vec<Row>) -> usize {
-    let base = base();
-    let alone = translate(&base, &TranslateOptions::default());
-    let ingress = |name: &str, rules: String| {
-        format!(
-            "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: bad, \
-             creationTimestamp: \"2024-01-01T00:00:00Z\"}}\nspec:\n  ingressClassName: kuryr\n  rules:\n{rules}"
-        )
-    };
-    let path = |p: &str| {
-        format!("      - {{path: {p}, pathType: Prefix, backend: {{service: {{name: app, port: {{number: 80}}}}}}}}\n")
-    };
+/// An Ingress of namespace `bad` with `rules`, and one path of it to Service app.
+fn generated_ingress(name: &str, rules: &str) -> String {
+    format!(
+        "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {{name: {name}, namespace: bad, \
+         creationTimestamp: \"2024-01-01T00:00:00Z\"}}\nspec:\n  ingressClassName: kuryr\n  rules:\n{rules}"
+    )
+}
 
-    // 1,000 paths in one Ingress: all become policies, quickly, no warning.
+fn generated_path(p: &str) -> String {
+    format!("      - {{path: {p}, pathType: Prefix, backend: {{service: {{name: app, port: {{number: 80}}}}}}}}\n")
+}
+
+/// 1,000 paths in one Ingress: all become policies, quickly, no warning.
+fn huge_ingress_case(base: &Inputs, alone: &DesiredRouter) -> Row {
     let mut rules = "  - host: huge.example.com\n    http:\n      paths:\n".to_string();
     for i in 0..1000 {
-        rules.push_str(&path(&format!("/p{i:04}")));
+        rules.push_str(&generated_path(&format!("/p{i:04}")));
     }
     let mut inputs = base.clone();
-    load_str(&ingress("huge", rules), Path::new("generated-huge.yaml"), &mut inputs).unwrap();
+    load_str(&generated_ingress("huge", &rules), Path::new("generated-huge.yaml"), &mut inputs).unwrap();
     let t = std::time::Instant::now();
-    let r = translate_isolated("generated: huge", &inputs, &alone);
+    let r = translate_isolated("generated: huge", &inputs, alone);
     assert!(t.elapsed() < std::time::Duration::from_secs(10), "1,000 paths took {:?}", t.elapsed());
     assert!(r.warnings.is_empty(), "{:?}", r.warnings);
     assert_eq!(r.policies.iter().filter(|p| p.owner.namespace == "bad").count(), 1000);
-    rows.push(Row {
+    Row {
         file: "(generated) huge".into(),
         case: "one Ingress with 1,000 paths".into(),
         outcome: "accepted, no warning; 1,000 policies".into(),
-    });
+    }
+}
 
-    // > 50 rules in one policy: a host-less route must exclude 800 exact hosts that have no
-    // catch-all (no default backend to guard them), which needs more than 50 inverted rules.
+/// More than 50 rules in one policy: a host-less route must exclude 800 exact hosts that have no
+/// catch-all (no default backend to guard them), which needs more than 50 inverted rules.
+fn many_hosts_case(base: &Inputs, alone: &DesiredRouter) -> Row {
     let mut rules = String::new();
     for i in 0..800 {
-        rules.push_str(&format!("  - host: host-{i:04}.many.example.com\n    http:\n      paths:\n{}", path("/x")));
+        rules.push_str(&format!(
+            "  - host: host-{i:04}.many.example.com\n    http:\n      paths:\n{}",
+            generated_path("/x")
+        ));
     }
-    rules.push_str(&format!("  - http:\n      paths:\n{}", path("/any")));
+    rules.push_str(&format!("  - http:\n      paths:\n{}", generated_path("/any")));
     let mut inputs = base.clone();
-    load_str(&ingress("many", rules), Path::new("generated-many.yaml"), &mut inputs).unwrap();
-    let r = translate_isolated("generated: many hosts", &inputs, &alone);
+    load_str(&generated_ingress("many", &rules), Path::new("generated-many.yaml"), &mut inputs).unwrap();
+    let r = translate_isolated("generated: many hosts", &inputs, alone);
     check_warnings(
         "generated: many hosts",
         &["TooManyRules | Ingress bad/many | Octavia allows 50 per policy"],
         &r.warnings,
     );
     assert!(r.policies.iter().all(|p| p.rules.len() <= 50), "no policy over Octavia's limit");
-    rows.push(Row {
+    Row {
         file: "(generated) many hosts".into(),
         case: "800 hosts without catch-all + a host-less route: > 50 rules in one policy".into(),
         outcome: warnings_cell(&r.warnings),
-    });
+    }
+}
+
+fn generated_cases(rows: &mut Vec<Row>) -> usize {
+    let base = base();
+    let alone = translate(&base, &TranslateOptions::default());
+    rows.push(huge_ingress_case(&base, &alone));
+    rows.push(many_hosts_case(&base, &alone));
     2
 }
 
