@@ -16,6 +16,7 @@ pub mod certificates;
 mod cloud;
 mod create_body;
 pub mod diff;
+pub mod digest;
 pub mod door;
 pub mod error;
 mod execute;
