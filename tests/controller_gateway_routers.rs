@@ -202,7 +202,7 @@ fn programmed(fake: &Fake, gw: &str) -> Option<(String, String, String, Value)> 
 /// The (path rule values, pool member addresses) the policies of `sim` route.
 fn routed(sim: &Simulator) -> (Vec<String>, Vec<String>) {
     let rules = sim.router.policies.iter().flat_map(|p| &p.rules).filter(|r| r.rule_type == "PATH");
-    let members = sim.router.pools.iter().flat_map(|p| &p.members).map(|m| m.address.to_string());
+    let members = sim.router.pools.iter().flat_map(|p| p.members.iter()).map(|m| m.address.to_string());
     (rules.map(|r| r.value.clone()).collect(), members.collect())
 }
 

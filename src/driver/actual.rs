@@ -56,7 +56,8 @@ pub struct ActualPool {
     pub id: String,
     pub name: String,
     pub lb_algorithm: String,
-    pub members: Vec<ActualMember>,
+    /// Shared with the read cache when read through it (see [`super::read_cache`]).
+    pub members: std::sync::Arc<[ActualMember]>,
     pub healthmonitor: Option<ActualHealthMonitor>,
     /// Shared like a policy's (see [`TagSet`]).
     pub tags: Tags,

@@ -76,7 +76,7 @@ impl Simulator {
                     id,
                     name: name.clone(),
                     lb_algorithm: lb_algorithm.clone(),
-                    members: vec![],
+                    members: Default::default(),
                     healthmonitor: None,
                     tags: tags.clone(),
                     in_error: false,
