@@ -7,12 +7,12 @@
 mod common;
 
 use common::*;
-use kuryr_l7_router::driver::actual::{ActualListener, ActualMember, ActualRouter};
+use kuryr_l7_router::driver::actual::{ActualListener, ActualRouter};
 use kuryr_l7_router::driver::diff::plan_writes;
 use kuryr_l7_router::driver::isolation::{WriteKey, exclude_held};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write, WritePlan};
-use kuryr_l7_router::driver::read_cache::{Cached, Parent};
+use kuryr_l7_router::driver::read_cache::{Parent, ReadCache};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::driver::view::DesiredView;
 use kuryr_l7_router::model::{DesiredRouter, HttpsListener};
@@ -359,20 +359,28 @@ fn as_applied<K: kube::Resource + serde::Serialize>(mut obj: K) -> K {
     obj
 }
 
-/// The read cache the controller keeps after reading `router` back: every pool's members, as
-/// the read shares them with it (`copied`: as it held them before, a copy per pool).
-fn read_cache_of(router: &ActualRouter, copied: bool) -> Cached<ActualMember> {
+/// The read cache the controller keeps after reading `router` back: every policy's rules and
+/// every pool's members, as the read shares them with it (`copied`: as it held them before, a
+/// copy per parent).
+fn read_cache_of(router: &ActualRouter, copied: bool) -> ReadCache {
+    fn shared<T: Clone>(children: &Arc<[T]>, copied: bool) -> Arc<[T]> {
+        if copied { children.to_vec().into() } else { Arc::clone(children) }
+    }
     let now = Instant::now();
-    let mut cache = Cached::default();
+    let mut cache = ReadCache::default();
+    let parent = |id, child_ids| Parent {
+        id,
+        provisioning_status: "ACTIVE",
+        updated_at: Some("2026-11-26T08:40:00"),
+        child_ids,
+    };
+    for p in &router.policies {
+        let ids = p.rules.iter().map(|r| r.id.as_str()).collect();
+        cache.rules.put(&parent(&p.id, ids), now, &shared(&p.rules, copied));
+    }
     for p in &router.pools {
-        let parent = Parent {
-            id: &p.id,
-            provisioning_status: "ACTIVE",
-            updated_at: Some("2026-11-26T08:40:00"),
-            child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
-        };
-        let members: Arc<[ActualMember]> = if copied { p.members.to_vec().into() } else { Arc::clone(&p.members) };
-        cache.put(&parent, now, &members);
+        let ids = p.members.iter().map(|m| m.id.as_str()).collect();
+        cache.members.put(&parent(&p.id, ids), now, &shared(&p.members, copied));
     }
     cache
 }
@@ -406,10 +414,12 @@ fn memory_breakdown(full: bool) {
     });
     println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0} (live {live:.0})");
     let (cache, held, _, live) = mem::measure_live(|| read_cache_of(&sim.router, false));
-    println!("[mem] the controller's read cache over it, members shared (now): {held:.0} (live {live:.0})");
+    println!("[mem] the controller's read cache over it, rules and members shared (now): {held:.0} (live {live:.0})");
     drop(cache);
     let (cache, held, _, live) = mem::measure_live(|| read_cache_of(&sim.router, true));
-    println!("[mem] the controller's read cache over it, members copied (before): {held:.0} (live {live:.0})");
+    println!(
+        "[mem] the controller's read cache over it, rules and members copied (before): {held:.0} (live {live:.0})"
+    );
     drop(cache);
     drop((cold, sim, desired, caches));
 

@@ -144,7 +144,7 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
         let paths: Vec<&str> = actual
             .policies
             .iter()
-            .flat_map(|p| &p.rules)
+            .flat_map(|p| p.rules.iter())
             .filter(|r| r.rule_type == "PATH")
             .map(|r| r.value.as_str())
             .collect();

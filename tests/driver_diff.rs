@@ -231,7 +231,8 @@ fn duplicates_left_by_an_interrupted_run_are_deleted() {
     sim.router.policies.push(pol);
     let mut rule = sim.router.policies[0].rules[0].clone();
     rule.id = "dup-rule".into();
-    sim.router.policies[0].rules.push(rule);
+    let rules = &mut sim.router.policies[0].rules;
+    *rules = rules.iter().cloned().chain([rule]).collect();
 
     let writes = converge(&mut sim, &base(), &opts());
     let mut k = kinds(&writes);
@@ -444,14 +445,15 @@ fn foreign_objects_are_never_written() {
         redirect_url: None,
         redirect_http_code: None,
         admin_state_up: true,
-        rules: vec![ActualRule {
+        rules: [ActualRule {
             id: "foreign-rule".into(),
             rule_type: "PATH".into(),
             compare_type: "STARTS_WITH".into(),
             value: "/manual".into(),
             key: None,
             invert: false,
-        }],
+        }]
+        .into(),
         tags: foreign_tags.clone().into(),
         in_error: false,
     });
@@ -574,7 +576,7 @@ proptest! {
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
             redirect_pool_id: None, redirect_prefix: None, redirect_url: None, redirect_http_code: None, admin_state_up: true,
-            rules: vec![], tags: Default::default(), in_error: false,
+            rules: Default::default(), tags: Default::default(), in_error: false,
         });
         let mut sim = Simulator::new(router);
         converge(&mut sim, &first, &opts());

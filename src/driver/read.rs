@@ -101,7 +101,7 @@ impl Read<'_> {
                     },
                 )
                 .await?;
-            actual.push(actual_policy(p, rules.to_vec(), &mut tag_set));
+            actual.push(actual_policy(p, rules, &mut tag_set));
         }
         actual.sort_by_key(|p| p.position);
         Ok(actual)
@@ -189,7 +189,7 @@ pub(crate) async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<
         .collect())
 }
 
-fn actual_policy(p: L7Policy, rules: Vec<ActualRule>, tag_set: &mut TagSet) -> ActualPolicy {
+fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) -> ActualPolicy {
     ActualPolicy {
         rules,
         id: p.id,
