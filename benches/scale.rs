@@ -12,6 +12,7 @@ use kuryr_l7_router::driver::diff::plan_writes;
 use kuryr_l7_router::driver::isolation::{WriteKey, exclude_held};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write, WritePlan};
+use kuryr_l7_router::driver::read_cache::{Parent, ReadCache};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::driver::view::DesiredView;
 use kuryr_l7_router::model::{DesiredRouter, HttpsListener};
@@ -358,6 +359,32 @@ fn as_applied<K: kube::Resource + serde::Serialize>(mut obj: K) -> K {
     obj
 }
 
+/// The read cache the controller keeps after reading `router` back: every policy's rules and
+/// every pool's members, as the read shares them with it (`copied`: as it held them before, a
+/// copy per parent).
+fn read_cache_of(router: &ActualRouter, copied: bool) -> ReadCache {
+    fn shared<T: Clone>(children: &Arc<[T]>, copied: bool) -> Arc<[T]> {
+        if copied { children.to_vec().into() } else { Arc::clone(children) }
+    }
+    let now = Instant::now();
+    let mut cache = ReadCache::default();
+    let parent = |id, child_ids| Parent {
+        id,
+        provisioning_status: "ACTIVE",
+        updated_at: Some("2026-11-26T08:40:00"),
+        child_ids,
+    };
+    for p in &router.policies {
+        let ids = p.rules.iter().map(|r| r.id.as_str()).collect();
+        cache.rules.put(&parent(&p.id, ids), now, &shared(&p.rules, copied));
+    }
+    for p in &router.pools {
+        let ids = p.members.iter().map(|m| m.id.as_str()).collect();
+        cache.members.put(&parent(&p.id, ids), now, &shared(&p.members, copied));
+    }
+    cache
+}
+
 /// Where the memory of one translation goes, the translation inputs before and after they were
 /// borrowed side by side in one run, and the objects slimmed on receipt.
 /// `docs/benchmarks.md`, "Where the memory goes".
@@ -386,6 +413,14 @@ fn memory_breakdown(full: bool) {
         sim
     });
     println!("[mem] the router read back (ActualRouter of the simulator): {held:.0} / {peak:.0} (live {live:.0})");
+    let (cache, held, _, live) = mem::measure_live(|| read_cache_of(&sim.router, false));
+    println!("[mem] the controller's read cache over it, rules and members shared (now): {held:.0} (live {live:.0})");
+    drop(cache);
+    let (cache, held, _, live) = mem::measure_live(|| read_cache_of(&sim.router, true));
+    println!(
+        "[mem] the controller's read cache over it, rules and members copied (before): {held:.0} (live {live:.0})"
+    );
+    drop(cache);
     drop((cold, sim, desired, caches));
 
     // Each object is received as applied and, now, slimmed before the next one is received.

@@ -144,13 +144,13 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
         let paths: Vec<&str> = actual
             .policies
             .iter()
-            .flat_map(|p| &p.rules)
+            .flat_map(|p| p.rules.iter())
             .filter(|r| r.rule_type == "PATH")
             .map(|r| r.value.as_str())
             .collect();
         assert!(paths.iter().any(|p| p.contains("/cart")), "the route's path rule: {paths:?}");
         let members: Vec<String> =
-            actual.pools.iter().flat_map(|p| &p.members).map(|m| m.address.to_string()).collect();
+            actual.pools.iter().flat_map(|p| p.members.iter()).map(|m| m.address.to_string()).collect();
         assert!(members.contains(&"10.0.0.61".to_string()), "the route's endpoint: {members:?}");
 
         fake.remove(&format!("{GW_API}/gateways"), "shop", &gateway);

@@ -33,7 +33,7 @@ fn write_policies(s: &mut String, policies: &[ActualPolicy], pool_name: &dyn Fn(
         if p.rules.is_empty() {
             let _ = writeln!(s, "  {:>3}  {:<20}    (no rules: haproxy skips this policy)", "", "");
         }
-        for r in &p.rules {
+        for r in p.rules.iter() {
             let _ = writeln!(s, "  {:>3}  {:<20}    {}", "", "", rule_text(r));
         }
     }

@@ -201,8 +201,8 @@ fn programmed(fake: &Fake, gw: &str) -> Option<(String, String, String, Value)> 
 
 /// The (path rule values, pool member addresses) the policies of `sim` route.
 fn routed(sim: &Simulator) -> (Vec<String>, Vec<String>) {
-    let rules = sim.router.policies.iter().flat_map(|p| &p.rules).filter(|r| r.rule_type == "PATH");
-    let members = sim.router.pools.iter().flat_map(|p| &p.members).map(|m| m.address.to_string());
+    let rules = sim.router.policies.iter().flat_map(|p| p.rules.iter()).filter(|r| r.rule_type == "PATH");
+    let members = sim.router.pools.iter().flat_map(|p| p.members.iter()).map(|m| m.address.to_string());
     (rules.map(|r| r.value.clone()).collect(), members.collect())
 }
 
@@ -295,7 +295,7 @@ async fn a_failing_gateway_router_blocks_neither_the_ingresses_nor_other_gateway
     eventually("web: Programmed True", 10, || programmed(&fake, "web").filter(|p| p.0 == "True")).await;
     eventually("the Ingress router converged", 10, || {
         let sim = running.ingress_sim.lock().unwrap();
-        sim.router.policies.iter().flat_map(|p| &p.rules).any(|r| r.value.contains("legacy")).then_some(())
+        sim.router.policies.iter().flat_map(|p| p.rules.iter()).any(|r| r.value.contains("legacy")).then_some(())
     })
     .await;
     let event = eventually("an Event on the broken Gateway", 10, || {

@@ -223,7 +223,7 @@ fn duplicates_left_by_an_interrupted_run_are_deleted() {
     // (appended, as Octavia does without a position) and of one rule of the first policy.
     let mut pool = sim.router.pools.iter().find(|p| p.name == "default_auth").unwrap().clone();
     pool.id = "dup-pool".into();
-    pool.members.clear();
+    pool.members = Default::default();
     sim.router.pools.push(pool);
     let mut pol = sim.router.policies.last().unwrap().clone();
     pol.id = "dup-policy".into();
@@ -231,7 +231,8 @@ fn duplicates_left_by_an_interrupted_run_are_deleted() {
     sim.router.policies.push(pol);
     let mut rule = sim.router.policies[0].rules[0].clone();
     rule.id = "dup-rule".into();
-    sim.router.policies[0].rules.push(rule);
+    let rules = &mut sim.router.policies[0].rules;
+    *rules = rules.iter().cloned().chain([rule]).collect();
 
     let writes = converge(&mut sim, &base(), &opts());
     let mut k = kinds(&writes);
@@ -251,7 +252,7 @@ fn the_duplicate_pool_in_use_is_the_one_kept() {
     let mut sim = Simulator::new(clean.router.clone());
     let first = sim.router.pools.iter().position(|p| p.name == "default_auth").unwrap();
     let mut orphan = sim.router.pools[first].clone();
-    orphan.members.clear();
+    orphan.members = Default::default();
     orphan.id = "orphan".into();
     // The orphan comes first in the listing, as the older of the two would.
     sim.router.pools.insert(first, orphan);
@@ -316,7 +317,7 @@ fn objects_in_error_are_reported_and_replaced() {
     // A member in ERROR: one batch update of its pool.
     let mut sim = Simulator::new(clean.router.clone());
     let auth = sim.router.pools.iter_mut().find(|p| p.name == "default_auth").unwrap();
-    auth.members[1].in_error = true;
+    std::sync::Arc::make_mut(&mut auth.members)[1].in_error = true;
     let plan = plan_writes(&base(), &sim.router, &opts());
     assert!(plan.conflicts.iter().any(|c| c.message.contains("10.0.0.2:8080")), "{plan:?}");
     let writes = converge(&mut sim, &base(), &opts());
@@ -429,7 +430,7 @@ fn foreign_objects_are_never_written() {
         id: "foreign-pool".into(),
         name: "manual".into(),
         lb_algorithm: "ROUND_ROBIN".into(),
-        members: vec![],
+        members: Default::default(),
         healthmonitor: None,
         tags: foreign_tags.clone().into(),
         in_error: false,
@@ -444,14 +445,15 @@ fn foreign_objects_are_never_written() {
         redirect_url: None,
         redirect_http_code: None,
         admin_state_up: true,
-        rules: vec![ActualRule {
+        rules: [ActualRule {
             id: "foreign-rule".into(),
             rule_type: "PATH".into(),
             compare_type: "STARTS_WITH".into(),
             value: "/manual".into(),
             key: None,
             invert: false,
-        }],
+        }]
+        .into(),
         tags: foreign_tags.clone().into(),
         in_error: false,
     });
@@ -459,7 +461,8 @@ fn foreign_objects_are_never_written() {
     converge(&mut sim, &base(), &opts());
     // A foreign member is added by hand to one of our pools; a weight change keeps it as it is.
     let auth = sim.router.pools.iter_mut().find(|p| p.name == "default_auth").unwrap();
-    auth.members.push(ActualMember {
+    let mut members = auth.members.to_vec();
+    members.push(ActualMember {
         id: "foreign-member".into(),
         name: "manual".into(),
         address: "192.0.2.7".parse::<IpAddr>().unwrap(),
@@ -470,6 +473,7 @@ fn foreign_objects_are_never_written() {
         tags: Default::default(),
         in_error: false,
     });
+    auth.members = members.into();
     let mut want = base();
     want.pools.get_mut("default_auth").unwrap().members[0].weight = 2;
     let writes = converge(&mut sim, &want, &opts());
@@ -572,7 +576,7 @@ proptest! {
         router.policies.push(ActualPolicy {
             id: "foreign-policy".into(), name: "manual".into(), position: 1, action: "REJECT".into(),
             redirect_pool_id: None, redirect_prefix: None, redirect_url: None, redirect_http_code: None, admin_state_up: true,
-            rules: vec![], tags: Default::default(), in_error: false,
+            rules: Default::default(), tags: Default::default(), in_error: false,
         });
         let mut sim = Simulator::new(router);
         converge(&mut sim, &first, &opts());

@@ -158,7 +158,7 @@ fn ingress_cases(rows: &mut Vec<Row>) -> usize {
         let bad_policies: Vec<&Policy> = r.policies.iter().filter(|p| p.owner.namespace == "bad").collect();
         for want in values(&h, "expect-rule") {
             assert!(
-                bad_policies.iter().flat_map(|p| &p.rules).any(|r| r.value == want),
+                bad_policies.iter().flat_map(|p| p.rules.iter()).any(|r| r.value == want),
                 "{name}: no rule {want:?} in {bad_policies:#?}"
             );
         }

@@ -38,7 +38,7 @@ fn every_pool_shows_the_reason_plan_computes() {
 fn weights_that_differ_from_the_plan_are_pointed_out() {
     let (desired, mut sim) = converged();
     let pool = sim.router.pools.iter_mut().find(|p| p.members.len() > 1).unwrap();
-    pool.members[0].weight += 1;
+    std::sync::Arc::make_mut(&mut pool.members)[0].weight += 1;
     let lines = weighting_lines(pool, Some(&desired));
     assert_eq!(lines.len(), 2, "{lines:?}");
     assert!(lines[1].contains("differ from the plan"), "{lines:?}");

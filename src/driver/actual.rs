@@ -34,7 +34,8 @@ pub struct ActualPolicy {
     pub redirect_url: Option<String>,
     pub redirect_http_code: Option<u16>,
     pub admin_state_up: bool,
-    pub rules: Vec<ActualRule>,
+    /// Shared with the read cache when read through it (see [`super::read_cache`]).
+    pub rules: std::sync::Arc<[ActualRule]>,
     /// Shared with the other objects of the read that carry the same tags (see [`TagSet`]).
     pub tags: Tags,
     /// provisioning_status ERROR: replaced by a new one (see [`plan_writes`](super::diff::plan_writes)).
@@ -56,7 +57,8 @@ pub struct ActualPool {
     pub id: String,
     pub name: String,
     pub lb_algorithm: String,
-    pub members: Vec<ActualMember>,
+    /// Shared with the read cache when read through it (see [`super::read_cache`]).
+    pub members: std::sync::Arc<[ActualMember]>,
     pub healthmonitor: Option<ActualHealthMonitor>,
     /// Shared like a policy's (see [`TagSet`]).
     pub tags: Tags,

@@ -14,7 +14,7 @@ use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
 use crate::openstack::{Error as OsError, ListQuery};
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
 /// One read: the cache it uses, and its budget of expired entries to refresh.
@@ -65,15 +65,15 @@ impl Read<'_> {
         kind: fn(&mut ReadCache) -> &mut Cached<T>,
         parent: &Parent<'_>,
         fetch: impl FnOnce() -> Fut,
-    ) -> std::result::Result<Vec<T>, OsError>
+    ) -> std::result::Result<Arc<[T]>, OsError>
     where
-        T: Child + Clone,
+        T: Child,
         Fut: std::future::Future<Output = std::result::Result<Vec<T>, OsError>>,
     {
         if let Some(cached) = kind(&mut lock(self.cache)).get(parent, self.now, &mut self.refresh) {
             return Ok(cached);
         }
-        let fresh = if parent.child_ids.is_empty() { vec![] } else { fetch().await? };
+        let fresh: Arc<[T]> = if parent.child_ids.is_empty() { Arc::new([]) } else { fetch().await?.into() };
         kind(&mut lock(self.cache)).put(parent, Instant::now(), &fresh);
         Ok(fresh)
     }
@@ -129,20 +129,24 @@ impl Read<'_> {
                 updated_at: p.updated_at.as_deref(),
                 child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
             };
-            let mut members = self
+            // Tags are shared before the members are cached, so that the cache and every read
+            // that uses it hold one copy of both.
+            let members = self
                 .children(
                     |c| &mut c.members,
                     &parent,
                     || async {
-                        Ok(o.list_members(&p.id, &ListQuery::default())
+                        let mut members: Vec<ActualMember> = o
+                            .list_members(&p.id, &ListQuery::default())
                             .await?
                             .into_iter()
                             .filter_map(actual_member)
-                            .collect())
+                            .collect();
+                        share_tags(&mut members);
+                        Ok(members)
                     },
                 )
                 .await?;
-            share_tags(&mut members);
             let healthmonitor = p.healthmonitor_id.as_ref().map(|id| actual_health_monitor(id, monitors.get(id)));
             actual.push(ActualPool {
                 members,
@@ -160,12 +164,12 @@ impl Read<'_> {
 
 /// The members of one pool, read now (no cache: the Members path reads exactly one pool).
 /// `None` when the pool is gone.
-pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Vec<ActualMember>>> {
+pub async fn pool_members(cloud: &Cloud, pool_id: &str) -> Result<Option<Arc<[ActualMember]>>> {
     match cloud.octavia.list_members(pool_id, &ListQuery::default()).await {
         Ok(m) => {
             let mut members: Vec<ActualMember> = m.into_iter().filter_map(actual_member).collect();
             share_tags(&mut members);
-            Ok(Some(members))
+            Ok(Some(members.into()))
         }
         Err(e) if e.is_not_found() => Ok(None),
         Err(e) => Err(e.into()),
@@ -185,7 +189,7 @@ pub(crate) async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<
         .collect())
 }
 
-fn actual_policy(p: L7Policy, rules: Vec<ActualRule>, tag_set: &mut TagSet) -> ActualPolicy {
+fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) -> ActualPolicy {
     ActualPolicy {
         rules,
         id: p.id,

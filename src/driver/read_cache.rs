@@ -22,6 +22,7 @@
 
 use super::actual::{ActualMember, ActualRule};
 use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// The age after which a cached read is refreshed (at most [`REFRESH_PER_READ`] per read).
@@ -44,7 +45,9 @@ pub struct Parent<'a> {
 struct Entry<T> {
     updated_at: String,
     read_at: Instant,
-    children: Vec<T>,
+    /// The one copy of the children: the router read back holds the same allocation, so a
+    /// cached pool's members are held once, not once here and once per read.
+    children: Arc<[T]>,
 }
 
 /// Children that carry an Octavia id.
@@ -74,11 +77,11 @@ impl<T> Default for Cached<T> {
     }
 }
 
-impl<T: Child + Clone> Cached<T> {
+impl<T: Child> Cached<T> {
     /// The children of `parent` if the cached read is still good at `now` (see the module doc).
     /// An entry older than [`MAX_AGE`] is refused while `refresh` (the read's budget of
     /// refreshes) lasts, and used once it is spent.
-    pub fn get(&self, parent: &Parent<'_>, now: Instant, refresh: &mut usize) -> Option<Vec<T>> {
+    pub fn get(&self, parent: &Parent<'_>, now: Instant, refresh: &mut usize) -> Option<Arc<[T]>> {
         let e = self.entries.get(parent.id)?;
         let unchanged = parent.provisioning_status == "ACTIVE" && parent.updated_at == Some(e.updated_at.as_str());
         let ids: BTreeSet<&str> = e.children.iter().map(Child::id).collect();
@@ -90,16 +93,17 @@ impl<T: Child + Clone> Cached<T> {
             *refresh -= 1;
             return None;
         }
-        Some(e.children.clone())
+        Some(Arc::clone(&e.children))
     }
 
-    /// Remember children just read; only from a settled parent (ACTIVE, with an `updated_at`).
-    pub fn put(&mut self, parent: &Parent<'_>, read_at: Instant, children: &[T]) {
+    /// Remember children just read (shared, not copied); only from a settled parent (ACTIVE,
+    /// with an `updated_at`).
+    pub fn put(&mut self, parent: &Parent<'_>, read_at: Instant, children: &Arc<[T]>) {
         match parent.updated_at {
             Some(u) if parent.provisioning_status == "ACTIVE" => {
                 self.entries.insert(
                     parent.id.to_string(),
-                    Entry { updated_at: u.to_string(), read_at, children: children.to_vec() },
+                    Entry { updated_at: u.to_string(), read_at, children: Arc::clone(children) },
                 );
             }
             _ => {
@@ -158,7 +162,7 @@ mod tests {
         let read = parent("ACTIVE", Some(T1), &["r1", "r2"]);
         let mut budget = REFRESH_PER_READ;
         assert_eq!(c.get(&read, t0, &mut budget), None, "nothing read yet");
-        c.put(&read, t0, &[rule("r1"), rule("r2")]);
+        c.put(&read, t0, &[rule("r1"), rule("r2")].into());
         let soon = t0 + Duration::from_secs(5);
         let cases: Vec<(&str, Parent<'_>, Instant, bool)> = vec![
             ("same stamp, same ids", parent("ACTIVE", Some(T1), &["r2", "r1"]), soon, true),
@@ -193,7 +197,7 @@ mod tests {
         let ids = ["pol-0", "pol-1", "pol-2", "pol-3", "pol-4"];
         let p = |id| Parent { id, ..parent("ACTIVE", Some(T1), &["r1"]) };
         for id in ids {
-            c.put(&p(id), t0, &[rule("r1")]);
+            c.put(&p(id), t0, &[rule("r1")].into());
         }
         let later = t0 + MAX_AGE + Duration::from_secs(1);
         let mut budget = 2;
@@ -208,14 +212,14 @@ mod tests {
     fn only_settled_parents_are_remembered_and_an_unsettled_read_forgets() {
         let t0 = Instant::now();
         let mut c = Cached::<ActualRule>::default();
-        c.put(&parent("PENDING_UPDATE", Some(T1), &["r1"]), t0, &[rule("r1")]);
+        c.put(&parent("PENDING_UPDATE", Some(T1), &["r1"]), t0, &[rule("r1")].into());
         assert!(c.is_empty(), "a parent being changed is not remembered");
-        c.put(&parent("ACTIVE", None, &["r1"]), t0, &[rule("r1")]);
+        c.put(&parent("ACTIVE", None, &["r1"]), t0, &[rule("r1")].into());
         assert!(c.is_empty(), "nor one without updated_at");
-        c.put(&parent("ACTIVE", Some(T1), &["r1"]), t0, &[rule("r1")]);
+        c.put(&parent("ACTIVE", Some(T1), &["r1"]), t0, &[rule("r1")].into());
         assert_eq!(c.len(), 1);
         // Read again while it was being changed: the earlier read is dropped, not kept.
-        c.put(&parent("PENDING_UPDATE", Some(T2), &["r1"]), t0, &[rule("r1")]);
+        c.put(&parent("PENDING_UPDATE", Some(T2), &["r1"]), t0, &[rule("r1")].into());
         assert!(c.get(&parent("ACTIVE", Some(T1), &["r1"]), t0, &mut 1).is_none());
         assert!(c.is_empty());
     }
@@ -226,16 +230,34 @@ mod tests {
         let t0 = Instant::now();
         let mut c = Cached::<ActualRule>::default();
         let p = parent("ACTIVE", Some(T1), &["r1"]);
-        c.put(&p, t0, &[rule("r1"), rule("r1")]);
+        c.put(&p, t0, &[rule("r1"), rule("r1")].into());
         assert!(c.get(&p, t0, &mut 1).is_none());
+    }
+
+    #[test]
+    fn a_cached_read_hands_out_the_cached_copy_not_a_second_one() {
+        // The router read back and the cache hold one allocation of the children: at 100,000
+        // members a second copy was the size of the read back's members (~30 MiB).
+        let t0 = Instant::now();
+        let mut c = Cached::<ActualRule>::default();
+        let p = parent("ACTIVE", Some(T1), &["r1", "r2"]);
+        let read: Arc<[ActualRule]> = [rule("r1"), rule("r2")].into();
+        c.put(&p, t0, &read);
+        let first = c.get(&p, t0, &mut 0).unwrap();
+        let second = c.get(&p, t0, &mut 0).unwrap();
+        assert!(Arc::ptr_eq(&first, &read) && Arc::ptr_eq(&second, &read), "the cached children, not a copy");
+        assert_eq!(Arc::strong_count(&read), 4, "one copy held by the read, the cache and two reads");
+        drop((first, second));
+        c.retain(&BTreeSet::new());
+        assert_eq!(Arc::strong_count(&read), 1, "a parent forgotten frees the cache's share");
     }
 
     #[test]
     fn parents_gone_are_forgotten() {
         let t0 = Instant::now();
         let mut c = Cached::<ActualRule>::default();
-        c.put(&Parent { id: "a", ..parent("ACTIVE", Some(T1), &["r1"]) }, t0, &[rule("r1")]);
-        c.put(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0, &[rule("r2")]);
+        c.put(&Parent { id: "a", ..parent("ACTIVE", Some(T1), &["r1"]) }, t0, &[rule("r1")].into());
+        c.put(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0, &[rule("r2")].into());
         c.retain(&["b"].into_iter().collect());
         assert_eq!(c.len(), 1);
         assert!(c.get(&Parent { id: "b", ..parent("ACTIVE", Some(T1), &["r2"]) }, t0, &mut 1).is_some());

@@ -76,7 +76,7 @@ impl Simulator {
                     id,
                     name: name.clone(),
                     lb_algorithm: lb_algorithm.clone(),
-                    members: vec![],
+                    members: Default::default(),
                     healthmonitor: None,
                     tags: tags.clone(),
                     in_error: false,
@@ -183,7 +183,7 @@ impl Simulator {
                         redirect_url: redirect.as_ref().and_then(|r| r.2.clone()),
                         redirect_http_code: redirect.as_ref().map(|r| r.0),
                         admin_state_up: *admin_state_up,
-                        rules: vec![],
+                        rules: Default::default(),
                         tags: tags.clone(),
                         in_error: false,
                     },
@@ -197,7 +197,8 @@ impl Simulator {
                 if p.rules.len() >= 50 {
                     return Err(format!("policy {} already has 50 rules", p.name));
                 }
-                p.rules.push(ActualRule {
+                let mut rules = p.rules.to_vec();
+                rules.push(ActualRule {
                     id,
                     rule_type: rule_type_str(rule.rule_type).into(),
                     compare_type: compare_type_str(rule.compare_type).into(),
@@ -205,11 +206,11 @@ impl Simulator {
                     key: rule.key.clone(),
                     invert: rule.invert,
                 });
+                p.rules = rules.into();
             }
             Write::UpdateRule { policy_id, rule_id, rule, .. } => {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
-                let r = self.router.policies[i]
-                    .rules
+                let r = std::sync::Arc::make_mut(&mut self.router.policies[i].rules)
                     .iter_mut()
                     .find(|r| &r.id == rule_id)
                     .ok_or(format!("no rule {rule_id}"))?;
@@ -221,7 +222,8 @@ impl Simulator {
             }
             Write::DeleteRule { policy_id, rule_id, .. } => {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
-                self.router.policies[i].rules.retain(|r| &r.id != rule_id);
+                let rules = &mut self.router.policies[i].rules;
+                *rules = rules.iter().filter(|r| &r.id != rule_id).cloned().collect();
             }
             Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
                 let i = self.policy_index(policy)?;
