@@ -518,6 +518,28 @@ struct Spawners {
     gateways: Option<GatewayBackends>,
 }
 
+/// How long the start waits for the list of the set's load balancers.
+const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The routers of the set `base` on Octavia (by our set tag), other than the first: those no
+/// placement names are collected after their `empty_router_grace`. A failed list finds none
+/// (logged): they are collected by a later start.
+async fn set_routers_found<B: RouterBackend>(backend: &B, base: &str) -> Vec<RouterIndex> {
+    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancer_names()).await {
+        Ok(Ok(names)) => {
+            names.iter().filter_map(|n| crate::placement::router_index(base, n)).filter(|i| *i > 0).collect()
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
+            Vec::new()
+        }
+    }
+}
+
 /// The leader's work: caches, the two Controllers, the writer and the resync loop, until `stop`.
 async fn run_leader<B: RouterBackend>(
     settings: &Settings,
@@ -529,6 +551,10 @@ async fn run_leader<B: RouterBackend>(
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
     let router = notice_router_name(settings);
+    let found = match spawn.set {
+        Some(_) => set_routers_found(&backend, &router).await,
+        None => Vec::new(),
+    };
     let writer = Writer::spawn(
         backend,
         WriterMetrics { router: router.clone(), metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) },
@@ -553,7 +579,9 @@ async fn run_leader<B: RouterBackend>(
         ctx = ctx.with_gateway_services(Arc::default());
     }
     if let Some(spawn) = spawn.set {
-        ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
+        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn);
+        set.found(found);
+        ctx = ctx.with_router_set(set);
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
