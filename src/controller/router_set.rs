@@ -343,6 +343,31 @@ pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
     }
 }
 
+/// How long the start waits for the list of the set's load balancers.
+const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The routers of the set `base` on Octavia (by our set tag), other than the first: those no
+/// placement names are collected after their `empty_router_grace`. A failed list finds none
+/// (logged): they are collected by a later start.
+pub(crate) async fn found_on_octavia<B: crate::controller::writer::RouterBackend>(
+    backend: &B,
+    base: &str,
+) -> Vec<RouterIndex> {
+    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancer_names()).await {
+        Ok(Ok(names)) => {
+            names.iter().filter_map(|n| crate::placement::router_index(base, n)).filter(|i| *i > 0).collect()
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
+            Vec::new()
+        }
+    }
+}
+
 /// How long after a move's deadline the resync runs.
 const MOVE_WAKE_MARGIN: Duration = Duration::from_millis(50);
 

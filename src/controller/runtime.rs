@@ -518,28 +518,6 @@ struct Spawners {
     gateways: Option<GatewayBackends>,
 }
 
-/// How long the start waits for the list of the set's load balancers.
-const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
-
-/// The routers of the set `base` on Octavia (by our set tag), other than the first: those no
-/// placement names are collected after their `empty_router_grace`. A failed list finds none
-/// (logged): they are collected by a later start.
-async fn set_routers_found<B: RouterBackend>(backend: &B, base: &str) -> Vec<RouterIndex> {
-    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancer_names()).await {
-        Ok(Ok(names)) => {
-            names.iter().filter_map(|n| crate::placement::router_index(base, n)).filter(|i| *i > 0).collect()
-        }
-        Ok(Err(e)) => {
-            tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
-            Vec::new()
-        }
-        Err(_) => {
-            tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
-            Vec::new()
-        }
-    }
-}
-
 /// The leader's work: caches, the two Controllers, the writer and the resync loop, until `stop`.
 async fn run_leader<B: RouterBackend>(
     settings: &Settings,
@@ -552,7 +530,7 @@ async fn run_leader<B: RouterBackend>(
 ) -> Result<(), ControllerError> {
     let router = notice_router_name(settings);
     let found = match spawn.set {
-        Some(_) => set_routers_found(&backend, &router).await,
+        Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
         None => Vec::new(),
     };
     let writer = Writer::spawn(
