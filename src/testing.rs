@@ -41,6 +41,9 @@ pub struct SimBackend {
     pub deleted: Arc<std::sync::atomic::AtomicBool>,
     /// What a Sync that reads the budget reports (`None`: it reads nothing, as without quotas).
     pub budget: Arc<Mutex<Option<crate::driver::report::BudgetReading>>>,
+    /// What [`RouterBackend::set_load_balancer_names`] answers: the load balancers carrying
+    /// the set tag, as Octavia would list them.
+    pub set_names: Arc<Mutex<Vec<String>>>,
 }
 
 impl SimBackend {
@@ -62,6 +65,7 @@ impl SimBackend {
             blocked: Default::default(),
             budget: Default::default(),
             deleted: Default::default(),
+            set_names: Default::default(),
         }
     }
 
@@ -136,6 +140,10 @@ impl RouterBackend for SimBackend {
 
     fn set_write_gate(&mut self, gate: WriteGate) {
         self.gate = gate;
+    }
+
+    async fn set_load_balancer_names(&self) -> Result<Vec<String>, WriteError> {
+        Ok(self.set_names.lock().expect("sim lock").clone())
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {

@@ -63,7 +63,9 @@ pub fn auth_options(s: &Settings) -> AuthOptions {
 }
 
 pub fn ownership(s: &Settings) -> Ownership {
-    Ownership::new(&s.kubernetes.cluster_name).with_extra_tags(&s.neutron_defaults.resource_tags)
+    Ownership::new(&s.kubernetes.cluster_name)
+        .with_extra_tags(&s.neutron_defaults.resource_tags)
+        .with_set(&s.octavia_defaults.l7_router_name)
 }
 
 pub fn health_monitor(s: &Settings) -> Option<HealthMonitorSpec> {

@@ -294,7 +294,11 @@ fn resource_tags_are_extra_tags_of_the_router_spec() {
         .unwrap()
         .settings;
     let own = kuryr_l7_router::wiring::router_spec(&s).ownership;
-    assert_eq!(own.router_tags(), ["kuryr-l7-router", "cluster:c1", "team=edge", "env:prod"]);
+    // With the instance's set tag (`l7_router_name`, default `kuryr-l7-router`) on the router.
+    assert_eq!(
+        own.router_tags(),
+        ["kuryr-l7-router", "cluster:c1", "router-set:kuryr-l7-router", "team=edge", "env:prod"]
+    );
     assert_eq!(own.ownership_tags(), ["kuryr-l7-router", "cluster:c1"]);
 }
 

@@ -102,6 +102,19 @@ async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
 /// [`start`], router `index` of each `(index, policies)` of `budgets` reading a budget of
 /// `policies` L7 policies under the project's quota (the others read none: no quota).
 async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], octavia: &str) -> Running {
+    start_finding(fake, failing, budgets, octavia, &[]).await
+}
+
+/// [`start_with`], the first router's Octavia listing `found` as the load balancers carrying
+/// the set tag.
+async fn start_finding(
+    fake: &Arc<Fake>,
+    failing: &[u32],
+    budgets: &[(u32, u64)],
+    octavia: &str,
+    found: &[&str],
+) -> Running {
+    let found: Vec<String> = found.iter().map(|n| n.to_string()).collect();
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -120,6 +133,9 @@ async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], o
         }
         if let Some((_, policies)) = budgets.iter().find(|(i, _)| *i == index) {
             *sim.budget.lock().unwrap() = Some(Ok(Some(Budget { l7policies: Some(*policies), l7rules: None })));
+        }
+        if index == 0 {
+            *sim.set_names.lock().unwrap() = found.clone();
         }
         built.lock().unwrap().insert(index, sim.state.clone());
         gone.lock().unwrap().insert(index, sim.deleted.clone());
@@ -364,6 +380,27 @@ async fn a_router_left_empty_is_deleted_after_its_grace_and_only_it() {
     assert!(!running.is_deleted(0) && !running.is_deleted(1), "the others are kept");
     assert_eq!(running.hosts_of(0), ["a.example.com", "b.example.com"]);
     assert_eq!(running.hosts_of(1), ["c.example.com", "d.example.com"]);
+    running.stop().await;
+}
+
+/// At start, Octavia lists a router of the set (`rset-3`, by the set tag) that no placement
+/// names, beside names outside the set: once its `empty_router_grace` (1 s) is over, the next
+/// Sync deletes it; the first router is kept, and no router is built for a name outside the set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_router_of_the_set_that_no_placement_names_is_deleted_after_its_grace() {
+    let fake = fake_with([ingress("a")]);
+    let found = [BASE, "rset-3", "rset-x", "other-2", "rset-3-2"];
+    let running = start_finding(&fake, &[], &[], "empty_router_grace = 1", &found).await;
+    eventually("a placed on the first router", 20, || placed(&fake, "a").filter(|(r, _)| r == BASE)).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut a = fake.get(ING, "shop", "a").unwrap();
+    a["metadata"]["labels"] = json!({"touched": "yes"});
+    fake.put("ingresses", a);
+    eventually("the found empty router deleted", 20, || running.is_deleted(2).then_some(())).await;
+    assert!(!running.is_deleted(0), "the first router is kept");
+    assert_eq!(running.hosts_of(0), ["a.example.com"]);
+    let built: Vec<u32> = running.sims.lock().unwrap().keys().copied().collect();
+    assert_eq!(built, [0, 2], "nothing built for a name outside the set");
     running.stop().await;
 }
 

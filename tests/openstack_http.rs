@@ -255,7 +255,14 @@ async fn status_polls_are_spaced_by_at_least_the_time_a_get_takes() {
 
 /// A Gateway's router on the scripted cloud: named `gw`, cluster `c1`.
 fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
-    use kuryr_l7_router::driver::ownership::Ownership;
+    gateway_router_of(cloud, kuryr_l7_router::driver::ownership::Ownership::new("c1"))
+}
+
+/// [`gateway_router`] of the controller instance whose ownership is `ownership`.
+fn gateway_router_of(
+    cloud: &Cloud,
+    ownership: kuryr_l7_router::driver::ownership::Ownership,
+) -> kuryr_l7_router::driver::Router {
     let spec = kuryr_l7_router::driver::spec::RouterSpec {
         name: "gw".into(),
         uuid: None,
@@ -267,7 +274,7 @@ fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
         max_create_body_bytes: 114_688,
         floating_ip: None,
         external_svc_subnet: Some("ext".into()),
-        ownership: Ownership::new("c1"),
+        ownership,
         member_subnet: None,
         health_monitor: None,
         create_timeout: Duration::from_secs(5),
@@ -405,19 +412,71 @@ async fn deleting_a_router_deletes_its_own_barbican_secrets_only() {
 }
 
 /// The Gateways' load balancers are listed by our ownership tags alone (no name filter), and
-/// only those named like a Gateway's router are kept.
+/// only those named like a Gateway's router and carrying this instance's set tag are kept:
+/// another instance's (same cluster tag) and those without a set tag are never collected.
 #[tokio::test]
-async fn listing_the_gateway_routers_keeps_our_tags_and_the_gateway_prefix() {
+async fn listing_the_gateway_routers_keeps_our_tags_the_gateway_prefix_and_our_set() {
+    use kuryr_l7_router::driver::ownership::Ownership;
     let lbs = json!({"loadbalancers": [
-        {"id": "lb-1", "name": "kuryr-gw-0123456789abcdef-shop.web", "provisioning_status": "ACTIVE"},
-        {"id": "lb-2", "name": "ingress-router", "provisioning_status": "ACTIVE"},
-        {"id": "lb-3", "name": "kuryr-gw-fedcba9876543210-shop.gone", "provisioning_status": "ACTIVE"},
+        {"id": "lb-1", "name": "kuryr-gw-0123456789abcdef-shop.web", "provisioning_status": "ACTIVE",
+         "tags": ["kuryr-l7-router", "cluster:c1", "router-set:edge"]},
+        {"id": "lb-2", "name": "ingress-router", "provisioning_status": "ACTIVE",
+         "tags": ["kuryr-l7-router", "cluster:c1", "router-set:edge"]},
+        {"id": "lb-3", "name": "kuryr-gw-fedcba9876543210-shop.gone", "provisioning_status": "ACTIVE",
+         "tags": ["kuryr-l7-router", "cluster:c1", "router-set:edge"]},
+        {"id": "lb-4", "name": "kuryr-gw-1111111111111111-team.other", "provisioning_status": "ACTIVE",
+         "tags": ["kuryr-l7-router", "cluster:c1", "router-set:other"]},
+        {"id": "lb-5", "name": "kuryr-gw-2222222222222222-old.gw", "provisioning_status": "ACTIVE",
+         "tags": ["kuryr-l7-router", "cluster:c1"]},
     ]});
     let cloud = Cloud::start(vec![answer(200, lbs)]).await;
-    let names = gateway_router(&cloud).list_ours_named("kuryr-gw-").await.unwrap();
+    let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("edge"));
+    let names = router.list_ours_named("kuryr-gw-").await.unwrap();
     assert_eq!(names, ["kuryr-gw-0123456789abcdef-shop.web", "kuryr-gw-fedcba9876543210-shop.gone"]);
     let seen = cloud.seen();
     assert_eq!(seen.len(), 1, "{seen:?}");
     assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?") && seen[0].contains("tags="), "{seen:?}");
     assert!(!seen[0].contains("name="), "no name filter: {seen:?}");
+}
+
+/// Another instance of the cluster has a load balancer of the same name (instance `rset-3`'s
+/// first router is instance `rset`'s third): deleting our router of that name deletes nothing
+/// (it is not ours: never adopted, never deleted); one without a set tag is ours by name, as
+/// before set tags.
+#[tokio::test]
+async fn another_instances_router_of_the_same_name_is_neither_adopted_nor_deleted() {
+    use kuryr_l7_router::driver::ownership::Ownership;
+    let lb = |tags: serde_json::Value| {
+        answer(
+            200,
+            json!({"loadbalancers": [{"id": "lb-1", "name": "gw", "provisioning_status": "ACTIVE", "tags": tags}]}),
+        )
+    };
+    let other = lb(json!(["kuryr-l7-router", "cluster:c1", "router-set:rset-3"]));
+    let cloud = Cloud::start(vec![other]).await;
+    let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("rset"));
+    assert!(!router.delete_router().await.unwrap(), "another instance's: nothing deleted");
+    assert!(router.find().await.unwrap().is_none(), "nor adopted");
+    assert!(cloud.seen().iter().all(|r| r.starts_with("GET ")), "reads only: {:?}", cloud.seen());
+    let untagged = lb(json!(["kuryr-l7-router", "cluster:c1"]));
+    let cloud = Cloud::start(vec![untagged]).await;
+    let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("rset"));
+    assert_eq!(router.find().await.unwrap().map(|l| l.id), Some("lb-1".to_string()), "adopted by name");
+}
+
+/// The routers of the set are the load balancers of the cluster carrying the set tag, whatever
+/// their name; another instance's and those without a set tag are left out.
+#[tokio::test]
+async fn the_set_is_listed_by_its_set_tag() {
+    use kuryr_l7_router::driver::ownership::Ownership;
+    let lbs = json!({"loadbalancers": [
+        {"id": "lb-1", "name": "gw-3", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw"]},
+        {"id": "lb-2", "name": "gw-2", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw-2"]},
+        {"id": "lb-3", "name": "gw-4", "tags": ["kuryr-l7-router", "cluster:c1"]},
+    ]});
+    let cloud = Cloud::start(vec![answer(200, lbs)]).await;
+    let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("gw"));
+    assert_eq!(router.set_load_balancer_names().await.unwrap(), ["gw-3"]);
+    let seen = cloud.seen();
+    assert!(seen[0].contains("tags=") && seen[0].contains("fields=tags") && !seen[0].contains("name="), "{seen:?}");
 }

@@ -245,7 +245,7 @@ static OPTIONS: &[OptionSpec] = &[
     opt(ND, "pod_subnet", OptKind::Uuid, None, "Subnet ID of the pods: the subnet members are created on (`subnet_id`) in L2 member mode (required there)."),
     opt(ND, "resource_tags", OptKind::TagList, Some(""), "Extra tags put on every OpenStack object we create (Octavia load balancer, listeners, pools, members, health monitors, L7 policies and rules; the Neutron floating IP we allocate), after our own ownership tags, which alone decide what is ours. Set on creation: existing objects are not retagged. Comma-separated."),
     // [octavia_defaults]
-    opt(OD, "l7_router_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the shared Octavia load balancer (the L7 router)."),
+    opt(OD, "l7_router_name", OptKind::Str, Some("kuryr-l7-router"), "Name of the shared Octavia load balancer (the L7 router). Also names this controller instance: its load balancers carry the tag `router-set:<name>` (hashed beyond 255 characters), so two instances in one cluster (another IngressClass or node pool) MUST have different names (docs/operations.md)."),
     opt(OD, "l7_router_uuid", OptKind::Uuid, None, "ID of an existing load balancer to use as the L7 router instead of finding or creating it by name."),
     opt(OD, "lb_algorithm", OptKind::Choice(LbAlgorithm::NAMES), Some("ROUND_ROBIN"), "Pool load balancing algorithm."),
     opt(OD, "provider", OptKind::Str, Some(""), "Octavia provider driver; empty: Octavia's default provider."),

@@ -58,4 +58,8 @@ impl RouterBackend for OctaviaBackend {
     fn set_write_gate(&mut self, gate: WriteGate) {
         self.router.set_write_gate(gate);
     }
+
+    async fn set_load_balancer_names(&self) -> Result<Vec<String>, WriteError> {
+        self.router.set_load_balancer_names().await.map_err(driver_error)
+    }
 }

@@ -100,6 +100,9 @@ pub struct RouterSet {
     /// Told when a move changes phase: the resync loop then sleeps until the move's next
     /// deadline instead of its whole period.
     pub move_changed: tokio::sync::Notify,
+    /// Routers of the set found on Octavia at start (by our set tag), for the first placement:
+    /// one that no placement names is then empty, and deleted after its grace.
+    found: Mutex<BTreeSet<RouterIndex>>,
 }
 
 impl RouterSet {
@@ -115,7 +118,15 @@ impl RouterSet {
             moves: Mutex::default(),
             addresses: Mutex::default(),
             move_changed: tokio::sync::Notify::new(),
+            found: Mutex::default(),
         }
+    }
+
+    /// The routers `indices` exist on Octavia (found at start by our set tag): the next
+    /// placement counts them, so an empty one is collected after its grace. The first router
+    /// is always in the set.
+    pub fn found(&self, indices: impl IntoIterator<Item = RouterIndex>) {
+        self.found.lock().expect("lock").extend(indices.into_iter().filter(|i| *i > 0));
     }
 
     /// The key (name) of router `index`.
@@ -166,6 +177,10 @@ impl RouterSet {
             let gone = self.gone.lock().expect("lock");
             let kept = prev.placement.routers.keys().filter(|r| !gone.contains(r));
             routers.extend(kept.map(|r| (*r, RouterRecord::default())));
+        }
+        // Once: the placement carries them on (as empty routers, until deleted or used again).
+        for r in std::mem::take(&mut *self.found.lock().expect("lock")) {
+            routers.entry(r).or_default();
         }
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
             routers.insert(*r, RouterRecord { empty_since: Some(*since) });
@@ -324,6 +339,31 @@ pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
         tokio::select! {
             _ = tokio::time::sleep(wake) => return,
             _ = set.move_changed.notified() => {}
+        }
+    }
+}
+
+/// How long the start waits for the list of the set's load balancers.
+const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The routers of the set `base` on Octavia (by our set tag), other than the first: those no
+/// placement names are collected after their `empty_router_grace`. A failed list finds none
+/// (logged): they are collected by a later start.
+pub(crate) async fn found_on_octavia<B: crate::controller::writer::RouterBackend>(
+    backend: &B,
+    base: &str,
+) -> Vec<RouterIndex> {
+    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancer_names()).await {
+        Ok(Ok(names)) => {
+            names.iter().filter_map(|n| crate::placement::router_index(base, n)).filter(|i| *i > 0).collect()
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
+            Vec::new()
+        }
+        Err(_) => {
+            tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
+            Vec::new()
         }
     }
 }

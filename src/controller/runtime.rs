@@ -530,6 +530,10 @@ async fn run_leader<B: RouterBackend>(
     stop_rx: &watch::Receiver<bool>,
 ) -> Result<(), ControllerError> {
     let router = notice_router_name(settings);
+    let found = match spawn.set {
+        Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
+        None => Vec::new(),
+    };
     let writer = Writer::spawn(
         backend,
         WriterMetrics { router: router.clone(), metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) },
@@ -554,7 +558,9 @@ async fn run_leader<B: RouterBackend>(
         ctx = ctx.with_gateway_services(Arc::default());
     }
     if let Some(spawn) = spawn.set {
-        ctx = ctx.with_router_set(RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn));
+        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn);
+        set.found(found);
+        ctx = ctx.with_router_set(set);
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);

@@ -10,6 +10,7 @@ use super::error::{DriverError, Result};
 use super::execute::listener_write;
 use super::floating_ip;
 use super::listener_plan::{choose_listener, plan_http_listener};
+use super::ownership::SetMark;
 use super::report::ConvergeReport;
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
@@ -37,7 +38,12 @@ pub async fn find(cloud: &Cloud) -> Result<Option<LoadBalancer>> {
 async fn list_ours(cloud: &Cloud) -> Result<Vec<LoadBalancer>> {
     // By the ownership tags only: a router created before `resource_tags` changed is still ours.
     let q = ListQuery { tags: cloud.spec.ownership.ownership_tags(), ..ListQuery::name(&cloud.spec.name) };
-    Ok(cloud.octavia.list_load_balancers(&q).await?)
+    let mut found = cloud.octavia.list_load_balancers(&q).await?;
+    // Another instance of this cluster may have a router of the same name (instance `edge-2`'s
+    // first router is instance `edge`'s second): its set tag says it is not ours. One without a
+    // set tag predates them and is adopted by name, as before.
+    found.retain(|lb| cloud.spec.ownership.set_mark(&lb.tags) != SetMark::Other);
+    Ok(found)
 }
 
 fn duplicate_routers(spec: &RouterSpec, found: &[LoadBalancer]) -> DriverError {

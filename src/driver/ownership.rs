@@ -22,11 +22,68 @@ pub const PRODUCT_TAG: &str = "kuryr-l7-router";
 pub struct Ownership {
     pub cluster: String,
     pub extra_tags: Vec<String>,
+    /// The controller instance's set tag ([`set_tag`] of its `l7_router_name`), put on every load
+    /// balancer it creates: two instances in one cluster share the cluster tag, and this tells
+    /// their load balancers apart. None: no set tag (tools that only read).
+    pub set: Option<String>,
+}
+
+/// The prefix of the set tag: `router-set:<l7_router_name>`.
+pub const SET_TAG_PREFIX: &str = "router-set:";
+
+/// Octavia's limit on one tag.
+const MAX_TAG_LEN: usize = 255;
+
+/// The set tag of the instance whose `l7_router_name` is `name`: `router-set:<name>`, or, when
+/// that is longer than Octavia's 255 characters, `router-set:` and a hash of the name (a cut
+/// would let two long names that share their start collide).
+pub fn set_tag(name: &str) -> String {
+    let tag = format!("{SET_TAG_PREFIX}{name}");
+    if tag.len() <= MAX_TAG_LEN {
+        return tag;
+    }
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{SET_TAG_PREFIX}#{h:016x}")
+}
+
+/// Which controller instance a load balancer of our cluster belongs to, by its set tag.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SetMark {
+    /// Our set tag.
+    Ours,
+    /// Another instance's set tag: never adopted, never deleted.
+    Other,
+    /// No set tag: created before set tags existed. Adopted by name as before, never deleted
+    /// automatically.
+    Untagged,
 }
 
 impl Ownership {
     pub fn new(cluster: &str) -> Self {
-        Self { cluster: cluster.to_string(), extra_tags: Vec::new() }
+        Self { cluster: cluster.to_string(), extra_tags: Vec::new(), set: None }
+    }
+
+    /// With the set tag of the instance whose `l7_router_name` is `name` on every load
+    /// balancer it creates (and on its listeners and floating IPs, which carry the router's tags).
+    pub fn with_set(mut self, name: &str) -> Self {
+        self.set = Some(set_tag(name));
+        self
+    }
+
+    /// Which instance a load balancer with `tags` belongs to (any load balancer is [`SetMark::Ours`]
+    /// when we have no set tag).
+    pub fn set_mark(&self, tags: &[String]) -> SetMark {
+        let Some(ours) = &self.set else { return SetMark::Ours };
+        if tags.contains(ours) {
+            SetMark::Ours
+        } else if tags.iter().any(|t| t.starts_with(SET_TAG_PREFIX)) {
+            SetMark::Other
+        } else {
+            SetMark::Untagged
+        }
     }
 
     /// With `tags` added to every object we create (duplicates and our own tags dropped).
@@ -34,7 +91,9 @@ impl Ownership {
         let own = self.ownership_tags();
         self.extra_tags.clear();
         for t in tags {
-            if !own.contains(t) && !self.extra_tags.contains(t) {
+            // A set tag among the extra tags would make our load balancers look like another
+            // instance's.
+            if !own.contains(t) && !self.extra_tags.contains(t) && !t.starts_with(SET_TAG_PREFIX) {
                 self.extra_tags.push(t.clone());
             }
         }
@@ -60,9 +119,10 @@ impl Ownership {
     }
 
     /// The tags that mark the router itself (load balancer, listeners, floating IP): the
-    /// ownership tags and the extra tags.
+    /// ownership tags, the set tag and the extra tags.
     pub fn router_tags(&self) -> Vec<String> {
         let mut tags = self.ownership_tags();
+        tags.extend(self.set.iter().cloned());
         tags.extend(self.extra_tags.iter().cloned());
         tags
     }
@@ -116,5 +176,27 @@ mod tests {
         }
         assert!(!own.owns(&["team=edge".to_string(), "env:prod".to_string()]), "extra tags alone are not ours");
         assert_eq!(plain.ownership_tags(), own.ownership_tags(), "finding the router does not depend on them");
+    }
+
+    /// The set tag names the instance, is on the router's tags only (children keep their
+    /// ownership), tells our load balancers from another instance's and from untagged ones, and
+    /// stays within Octavia's 255 characters.
+    #[test]
+    fn the_set_tag_marks_the_instance_of_a_load_balancer() {
+        let a = Ownership::new("c1").with_set("edge");
+        let b = Ownership::new("c1").with_set("edge-2");
+        assert_eq!(a.router_tags(), ["kuryr-l7-router", "cluster:c1", "router-set:edge"]);
+        assert_eq!(a.tags_for(&KubeRef::new("Service", "shop", "web")).len(), 3, "children unchanged");
+        assert_eq!(a.set_mark(&a.router_tags()), SetMark::Ours);
+        assert_eq!(a.set_mark(&b.router_tags()), SetMark::Other);
+        assert_eq!(a.set_mark(&Ownership::new("c1").router_tags()), SetMark::Untagged);
+        assert!(a.owns(&b.router_tags()), "the children's ownership is the cluster's, as before");
+        let long = "x".repeat(300);
+        let tag = set_tag(&long);
+        assert!(tag.len() <= 255 && tag.starts_with(SET_TAG_PREFIX), "{tag}");
+        assert_ne!(tag, set_tag(&format!("{long}y")));
+        assert_eq!(set_tag(&"y".repeat(244)).len(), 255, "not hashed when it fits");
+        let extra = Ownership::new("c1").with_extra_tags(&["router-set:other".to_string()]);
+        assert!(extra.extra_tags.is_empty(), "a set tag is never an extra tag");
     }
 }

@@ -188,26 +188,71 @@ impl Router {
         Ok(found.is_some())
     }
 
-    /// The names of the load balancers of ours (by our ownership tags) whose name starts with
-    /// `prefix`: the Gateways' routers (`kuryr-gw-`), to find those whose Gateway is gone.
+    /// The names of the load balancers of this instance (our ownership tags and our set tag)
+    /// whose name starts with `prefix`: the Gateways' routers (`kuryr-gw-`), to find those whose
+    /// Gateway is gone. Another instance's are left out; so are those without a set tag (made
+    /// before set tags existed: they may be another instance's), each logged, as they are never
+    /// deleted automatically.
     pub async fn list_ours_named(&self, prefix: &str) -> Result<Vec<String>> {
-        let q = crate::openstack::ListQuery { tags: self.cloud.spec.ownership.ownership_tags(), ..Default::default() };
+        use super::ownership::SetMark;
+        let own = &self.cloud.spec.ownership;
+        let q = crate::openstack::ListQuery { tags: own.ownership_tags(), ..Default::default() };
         let found = self.cloud.octavia.list_load_balancers(&q).await?;
-        let mut names: Vec<String> = found.into_iter().map(|lb| lb.name).filter(|n| n.starts_with(prefix)).collect();
+        let mut names = Vec::new();
+        for lb in found.into_iter().filter(|lb| lb.name.starts_with(prefix)) {
+            match own.set_mark(&lb.tags) {
+                SetMark::Ours => names.push(lb.name),
+                SetMark::Other => {}
+                SetMark::Untagged => tracing::warn!(
+                    load_balancer = %lb.name, id = %lb.id,
+                    "a load balancer of this cluster without a set tag: never deleted automatically \
+                     (delete it by hand if no Gateway of any controller instance names it)"
+                ),
+            }
+        }
         names.sort();
         names.dedup();
         Ok(names)
     }
 
+    /// The names of this instance's load balancers (our ownership tags and set tag), whatever
+    /// their name: at start, the routers of the set that no placement names yet. Those named
+    /// like a router of the set (`<this router's name>-…`) without a set tag are logged: made
+    /// before set tags existed, they may be another instance's, so they are never collected.
+    pub async fn set_load_balancer_names(&self) -> Result<Vec<String>> {
+        use super::ownership::SetMark;
+        let own = &self.cloud.spec.ownership;
+        if own.set.is_none() {
+            return Ok(Vec::new());
+        }
+        let fields = ["id", "name", "tags"].map(String::from).to_vec();
+        let q = crate::openstack::ListQuery { tags: own.ownership_tags(), fields, ..Default::default() };
+        let mut names = Vec::new();
+        for lb in self.cloud.octavia.list_load_balancers(&q).await? {
+            match own.set_mark(&lb.tags) {
+                SetMark::Ours => names.push(lb.name),
+                SetMark::Untagged if lb.name.starts_with(&format!("{}-", self.cloud.spec.name)) => tracing::warn!(
+                    load_balancer = %lb.name, id = %lb.id,
+                    "a load balancer of this cluster without a set tag: never deleted automatically when empty"
+                ),
+                _ => {}
+            }
+        }
+        Ok(names)
+    }
+
     /// The names of the load balancers carrying our ownership tags, whatever their name
-    /// (`show` finds the routers of a set and the Gateways' routers among them). Read only.
+    /// (`show` finds the routers of a set and the Gateways' routers among them), but not those
+    /// of another instance (its set tag). Read only.
     pub async fn our_load_balancer_names(&self) -> Result<Vec<String>> {
+        let own = &self.cloud.spec.ownership;
         let q = crate::openstack::ListQuery {
-            tags: self.cloud.spec.ownership.ownership_tags(),
-            fields: vec!["id".into(), "name".into()],
+            tags: own.ownership_tags(),
+            fields: ["id", "name", "tags"].map(String::from).to_vec(),
             ..Default::default()
         };
-        Ok(self.cloud.octavia.list_load_balancers(&q).await?.into_iter().map(|lb| lb.name).collect())
+        let found = self.cloud.octavia.list_load_balancers(&q).await?.into_iter();
+        Ok(found.filter(|lb| own.set_mark(&lb.tags) != super::ownership::SetMark::Other).map(|lb| lb.name).collect())
     }
 
     /// Read the router's children as seen from `listener` (see `read`).
