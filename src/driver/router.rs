@@ -17,6 +17,7 @@ use super::cloud::{Cloud, WritePermits};
 use super::diff::plan_members;
 use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
+use super::ownership::SetMark;
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
 use super::view::DesiredView;
@@ -194,20 +195,16 @@ impl Router {
     /// before set tags existed: they may be another instance's), each logged, as they are never
     /// deleted automatically.
     pub async fn list_ours_named(&self, prefix: &str) -> Result<Vec<String>> {
-        use super::ownership::SetMark;
-        let own = &self.cloud.spec.ownership;
-        let q = crate::openstack::ListQuery { tags: own.ownership_tags(), ..Default::default() };
-        let found = self.cloud.octavia.list_load_balancers(&q).await?;
         let mut names = Vec::new();
-        for lb in found.into_iter().filter(|lb| lb.name.starts_with(prefix)) {
-            match own.set_mark(&lb.tags) {
-                SetMark::Ours => names.push(lb.name),
-                SetMark::Other => {}
-                SetMark::Untagged => tracing::warn!(
+        for (mark, lb) in self.marked_load_balancers().await? {
+            match mark {
+                SetMark::Ours if lb.name.starts_with(prefix) => names.push(lb.name),
+                SetMark::Untagged if lb.name.starts_with(prefix) => tracing::warn!(
                     load_balancer = %lb.name, id = %lb.id,
                     "a load balancer of this cluster without a set tag: never deleted automatically \
                      (delete it by hand if no Gateway of any controller instance names it)"
                 ),
+                _ => {}
             }
         }
         names.sort();
@@ -220,18 +217,15 @@ impl Router {
     /// like a router of the set (`<this router's name>-…`) without a set tag are logged: made
     /// before set tags existed, they may be another instance's, so they are never collected.
     pub async fn set_load_balancer_names(&self) -> Result<Vec<String>> {
-        use super::ownership::SetMark;
-        let own = &self.cloud.spec.ownership;
-        if own.set.is_none() {
+        if self.cloud.spec.ownership.set.is_none() {
             return Ok(Vec::new());
         }
-        let fields = ["id", "name", "tags"].map(String::from).to_vec();
-        let q = crate::openstack::ListQuery { tags: own.ownership_tags(), fields, ..Default::default() };
+        let set_prefix = format!("{}-", self.cloud.spec.name);
         let mut names = Vec::new();
-        for lb in self.cloud.octavia.list_load_balancers(&q).await? {
-            match own.set_mark(&lb.tags) {
+        for (mark, lb) in self.marked_load_balancers().await? {
+            match mark {
                 SetMark::Ours => names.push(lb.name),
-                SetMark::Untagged if lb.name.starts_with(&format!("{}-", self.cloud.spec.name)) => tracing::warn!(
+                SetMark::Untagged if lb.name.starts_with(&set_prefix) => tracing::warn!(
                     load_balancer = %lb.name, id = %lb.id,
                     "a load balancer of this cluster without a set tag: never deleted automatically when empty"
                 ),
@@ -245,14 +239,21 @@ impl Router {
     /// (`show` finds the routers of a set and the Gateways' routers among them), but not those
     /// of another instance (its set tag). Read only.
     pub async fn our_load_balancer_names(&self) -> Result<Vec<String>> {
+        let found = self.marked_load_balancers().await?.into_iter();
+        Ok(found.filter(|(mark, _)| *mark != SetMark::Other).map(|(_, lb)| lb.name).collect())
+    }
+
+    /// The load balancers carrying our ownership tags (id, name and tags only), each with whose
+    /// instance its set tag says it is: the one list the three lookups above filter.
+    async fn marked_load_balancers(&self) -> Result<Vec<(SetMark, crate::openstack::octavia::LoadBalancer)>> {
         let own = &self.cloud.spec.ownership;
         let q = crate::openstack::ListQuery {
             tags: own.ownership_tags(),
             fields: ["id", "name", "tags"].map(String::from).to_vec(),
             ..Default::default()
         };
-        let found = self.cloud.octavia.list_load_balancers(&q).await?.into_iter();
-        Ok(found.filter(|lb| own.set_mark(&lb.tags) != super::ownership::SetMark::Other).map(|lb| lb.name).collect())
+        let found = self.cloud.octavia.list_load_balancers(&q).await?;
+        Ok(found.into_iter().map(|lb| (own.set_mark(&lb.tags), lb)).collect())
     }
 
     /// Read the router's children as seen from `listener` (see `read`).
