@@ -442,6 +442,17 @@ async fn filters_tags_and_pagination() {
             .await
             .unwrap();
         }
+        // A pool without the tag, named to sort after the tagged ones: a next page that lost the
+        // first page's `tags` filter (Octavia's next links keep only the paging parameters) lists it.
+        o.create_pool(&PoolCreate {
+            name: Some(format!("{t}-untagged")),
+            loadbalancer_id: Some(lb.id.clone()),
+            protocol: "HTTP".into(),
+            lb_algorithm: "ROUND_ROBIN".into(),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
         o.wait_active(&lb.id, WAIT).await.unwrap();
         let names = |v: Vec<Pool>| {
             let mut n: Vec<String> = v.into_iter().map(|p| p.name).collect();

@@ -569,8 +569,10 @@ fn decode<T: DeserializeOwned>(v: Value, key: &str) -> Result<T> {
     })
 }
 
-/// GET `path` with `q`, then every `rel=next` page. Octavia drops `fields` from its next links,
-/// so they are added back.
+/// GET `path` with `q`, then every `rel=next` page. Octavia's next links keep only `limit`,
+/// `sort`, `sort_key` and `marker` (`octavia/api/common/pagination.py: _make_links`): the filters
+/// (`tags`, `loadbalancer_id`, `name`, …) and `fields` are dropped, so page 2 on would list every
+/// project's object of the kind, another router's pools among them. They are added back.
 pub(crate) async fn list_all<T: DeserializeOwned>(
     session: &Session,
     service: Service,
@@ -597,11 +599,7 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
         match next_link(&body, key) {
             Some(href) if !empty => {
                 let next = relative_next(&href, &endpoint)?;
-                let extra = if next.contains("fields=") {
-                    Vec::new()
-                } else {
-                    q.fields.iter().map(|f| ("fields".to_string(), f.clone())).collect()
-                };
+                let extra = missing_from_next(&next, q.to_pairs());
                 req = Request::new(service, Method::GET, next).query(extra);
             }
             _ => return Ok(out),
@@ -609,10 +607,40 @@ pub(crate) async fn list_all<T: DeserializeOwned>(
     }
 }
 
+/// The pairs of the first page's query whose key the next link does not carry (Neutron's links
+/// keep every parameter, Octavia's only the paging ones).
+fn missing_from_next(next: &str, first_page: Vec<(String, String)>) -> Vec<(String, String)> {
+    let carried: Vec<&str> = next
+        .split_once('?')
+        .map(|(_, query)| query.split('&').filter_map(|kv| kv.split('=').next()).collect())
+        .unwrap_or_default();
+    first_page.into_iter().filter(|(k, _)| !carried.contains(&k.as_str())).collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::openstack::octavia_requests::NameRef;
+
+    #[test]
+    fn a_next_page_keeps_the_first_pages_filters() {
+        let q = ListQuery {
+            limit: Some(2),
+            fields: vec!["id".into(), "name".into()],
+            loadbalancer_id: Some("lb-1".into()),
+            ..ListQuery::tags(["kuryr-l7-router:c1".to_string()])
+        }
+        .with("sort", "name:asc");
+        // As Octavia 2025.1 spells its next link: paging parameters only.
+        let octavia = "/v2/lbaas/pools?limit=2&sort=name:asc&marker=p2";
+        let added = missing_from_next(octavia, q.to_pairs());
+        let keys: Vec<&str> = added.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, ["tags", "loadbalancer_id", "fields", "fields"]);
+        assert!(added.contains(&("tags".into(), "kuryr-l7-router:c1".into())), "{added:?}");
+        // Neutron keeps every parameter in its links: nothing is sent twice.
+        let neutron = "/v2.0/ports?tags=kuryr-l7-router%3Ac1&loadbalancer_id=lb-1&fields=id&fields=name&limit=2&sort=name:asc&marker=p2";
+        assert_eq!(missing_from_next(neutron, q.to_pairs()), Vec::<(String, String)>::new());
+    }
 
     #[test]
     fn create_bodies_skip_unset_fields() {
