@@ -468,15 +468,17 @@ async fn another_instances_router_of_the_same_name_is_neither_adopted_nor_delete
 /// their name; another instance's and those without a set tag are left out.
 #[tokio::test]
 async fn the_set_is_listed_by_its_set_tag() {
+    use kuryr_l7_router::driver::FoundRouter;
     use kuryr_l7_router::driver::ownership::Ownership;
     let lbs = json!({"loadbalancers": [
-        {"id": "lb-1", "name": "gw-3", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw"]},
+        {"id": "lb-1", "name": "gw-3", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw", "empty-since:1700"]},
         {"id": "lb-2", "name": "gw-2", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw-2"]},
         {"id": "lb-3", "name": "gw-4", "tags": ["kuryr-l7-router", "cluster:c1"]},
     ]});
     let cloud = Cloud::start(vec![answer(200, lbs)]).await;
     let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("gw"));
-    assert_eq!(router.set_load_balancer_names().await.unwrap(), ["gw-3"]);
+    let found = router.set_load_balancers().await.unwrap();
+    assert_eq!(found, [FoundRouter { name: "gw-3".into(), empty_since: Some(1700) }]);
     let seen = cloud.seen();
     assert!(seen[0].contains("tags=") && seen[0].contains("fields=tags") && !seen[0].contains("name="), "{seen:?}");
 }
