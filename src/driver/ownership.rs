@@ -155,10 +155,12 @@ impl Ownership {
     /// The tags the load balancer of one of our routers should carry, given its `tags` now:
     /// our set tag added when it has none (a router made before set tags existed, that this
     /// instance converges, so a placement of ours names it), and the [`EMPTY_SINCE_TAG_PREFIX`]
-    /// tag set to `empty_since` (or removed). `None` when they are right already, or when the
-    /// load balancer carries another instance's set tag (never ours to retag).
+    /// tag set to `empty_since` (or removed). `None` when they are right already, when the
+    /// load balancer carries another instance's set tag (never ours to retag), or when `tags`
+    /// lack our ownership tags.
     pub fn load_balancer_tags(&self, tags: &[String], empty_since: Option<u64>) -> Option<Vec<String>> {
-        if self.set_mark(tags) == SetMark::Other {
+        // Tags without ours (not read, or not ours): never rewritten, so never lost.
+        if self.set_mark(tags) == SetMark::Other || !self.owns(tags) {
             return None;
         }
         let mut want: Vec<String> = tags.iter().filter(|t| !t.starts_with(EMPTY_SINCE_TAG_PREFIX)).cloned().collect();
@@ -245,6 +247,7 @@ mod tests {
         let other = tags(&["kuryr-l7-router", "cluster:c1", "router-set:other"]);
         assert_eq!(own.load_balancer_tags(&other, Some(5)), None, "another instance's: never retagged");
         assert_eq!(empty_since(&tags(&["empty-since:soon"])), None);
+        assert_eq!(own.load_balancer_tags(&[], Some(5)), None, "tags not read: nothing rewritten");
     }
 
     #[test]
