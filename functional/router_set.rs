@@ -9,11 +9,13 @@
 use super::common::*;
 use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
-use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
+use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
-use kuryr_l7_router::controller::writer::{DeleteResult, FoundRouter, MembersResult, RouterBackend, SyncResult, WriteError};
+use kuryr_l7_router::controller::writer::{
+    DeleteResult, FoundRouter, MembersResult, RouterBackend, SyncResult, WriteError,
+};
 use kuryr_l7_router::driver::{Router, WriteGate, WritePermits};
 use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::openstack::ListQuery;
@@ -75,19 +77,25 @@ fn ingress(name: &str) -> Value {
 /// from its first request to the router ACTIVE again after its last write.
 type Syncs = Arc<Mutex<Vec<(u32, Instant, Instant, usize)>>>;
 
+/// Each failed Sync: (router index, end, error label).
+type Failures = Arc<Mutex<Vec<(u32, Instant, String)>>>;
+
 /// The real backend of router `index`, its Syncs timed.
 struct Timed {
     inner: OctaviaBackend,
     index: u32,
     syncs: Syncs,
+    failures: Failures,
 }
 
 impl Timed {
     fn timed(&self, started: Instant, result: SyncResult) -> SyncResult {
-        if let Ok(report) = &result
-            && !report.writes.is_empty()
-        {
-            self.syncs.lock().unwrap().push((self.index, started, Instant::now(), report.writes.len()));
+        match &result {
+            Ok(report) if !report.writes.is_empty() => {
+                self.syncs.lock().unwrap().push((self.index, started, Instant::now(), report.writes.len()));
+            }
+            Ok(_) => {}
+            Err(e) => self.failures.lock().unwrap().push((self.index, Instant::now(), e.label.to_string())),
         }
         result
     }
@@ -166,12 +174,13 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let started = Instant::now();
     let syncs: Syncs = Arc::default();
-    let timed = syncs.clone();
+    let failures: Failures = Arc::default();
+    let (timed, failed) = (syncs.clone(), failures.clone());
     let permits = WritePermits::new(s.octavia_defaults.parallel_writes);
     let backends = move |s: &_, _: &_, index: u32| {
         let router = kuryr_l7_router::wiring::router_observed_at(s, None, index, permits.clone())
             .map_err(|e| ControllerError::ClientConfig(e.to_string()))?;
-        Ok(Timed { inner: OctaviaBackend::new(router), index, syncs: timed.clone() })
+        Ok(Timed { inner: OctaviaBackend::new(router), index, syncs: timed.clone(), failures: failed.clone() })
     };
     let run = tokio::spawn(run_set_with(s.clone(), backends, async move {
         let _ = stopped.await;
@@ -211,7 +220,7 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
         }
         writes_in_flight_at_once(&syncs.lock().unwrap(), started);
         rebuilt_after_a_hand_delete(&routers[1], &address[&1], &hosts[&1]).await;
-        an_error_router_holds_back_only_itself(&fake, &routers, &base, &address).await;
+        an_error_router_holds_back_only_itself(&fake, &routers, &base, &address, &failures).await;
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
     let _ = stop.send(());
@@ -252,7 +261,8 @@ async fn rebuilt_after_a_hand_delete(r: &Router, fip: &BTreeSet<String>, hosts: 
     let rebuilt = loop {
         if let Some(new) = r.find().await.unwrap().filter(|n| n.id != lb.id && n.provisioning_status == "ACTIVE") {
             let routed: BTreeSet<String> = routed_hosts(&read_router(r).await).collect();
-            let q = ListQuery { extra: vec![("port_id".into(), new.vip_port_id.clone().unwrap())], ..ListQuery::default() };
+            let q =
+                ListQuery { extra: vec![("port_id".into(), new.vip_port_id.clone().unwrap())], ..ListQuery::default() };
             let fips: BTreeSet<String> =
                 r.neutron().list_floating_ips(&q).await.unwrap().into_iter().map(|f| f.floating_ip_address).collect();
             if &routed == hosts && !fips.is_empty() {
@@ -274,9 +284,11 @@ async fn an_error_router_holds_back_only_itself(
     routers: &[Router],
     base: &str,
     address: &BTreeMap<u32, BTreeSet<String>>,
+    failures: &Failures,
 ) {
     let lb = routers[1].find().await.unwrap().expect("router 1 exists");
     set_provisioning_status("load_balancer", &lb.id, "ERROR");
+    let in_error = Instant::now();
     let before: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, n))).collect();
     let put = Instant::now();
     fake.put("ingresses", ingress("rf"));
@@ -297,4 +309,15 @@ async fn an_error_router_holds_back_only_itself(
     assert_eq!(after, before, "the other Ingresses keep their router and status");
     let lb = routers[1].octavia().get_load_balancer(&lb.id).await.unwrap();
     assert_eq!(lb.provisioning_status, "ERROR", "router 1 left as it is");
+    // Its Syncs (the resync's, every 10 s) fail meanwhile: it was in the Syncs, and held back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let f = failures.lock().unwrap().iter().find(|(i, at, _)| *i == 1 && *at > in_error).cloned();
+        if let Some(f) = f {
+            break f;
+        }
+        assert!(Instant::now() < deadline, "router 1's Sync never failed while in ERROR");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(failed.2, "router_error", "router 1's Sync fails on its ERROR");
 }

@@ -493,9 +493,7 @@ async fn the_set_is_listed_by_its_set_tag() {
 #[tokio::test]
 async fn a_converge_tags_the_load_balancer_with_the_set_and_the_time_it_became_empty() {
     use kuryr_l7_router::driver::ownership::Ownership;
-    let lb = |status: &str, tags: serde_json::Value| {
-        json!({"id": "lb-1", "name": "gw", "vip_port_id": "port-1", "provisioning_status": status, "tags": tags})
-    };
+    let lb = |status: &str, tags: serde_json::Value| json!({"id": "lb-1", "name": "gw", "vip_port_id": "port-1", "provisioning_status": status, "tags": tags});
     let old_tags = json!(["kuryr-l7-router", "cluster:c1", "team:a"]);
     let new_tags = json!(["kuryr-l7-router", "cluster:c1", "team:a", "router-set:edge", "empty-since:1700"]);
     let cloud = Cloud::start(vec![
