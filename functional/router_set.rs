@@ -132,8 +132,11 @@ impl RouterBackend for Timed {
     }
 }
 
+/// A router's Sync interval: (router index, start, end).
+type Interval = (u32, Instant, Instant);
+
 /// Two Syncs with writes on different routers whose intervals overlap (the first pair found).
-fn overlapping(syncs: &[(u32, Instant, Instant, usize)]) -> Option<((u32, Instant, Instant), (u32, Instant, Instant))> {
+fn overlapping(syncs: &[(u32, Instant, Instant, usize)]) -> Option<(Interval, Interval)> {
     for (i, a) in syncs.iter().enumerate() {
         for b in &syncs[i + 1..] {
             if a.0 != b.0 && a.1.max(b.1) < a.2.min(b.2) {
