@@ -1,18 +1,28 @@
 //! Scale-out on the real Octavia: the controller (`run_set_with`, the real backends) drives a set
 //! of three routers built at a capacity of two policies, the Kubernetes side on the fake API
-//! server. Included by `functional/leader.rs` (same fake server, no test binary of its own):
+//! server. On the same set-up (one test, to keep CI short): the three routers' writes in flight
+//! at once, a router deleted by hand rebuilt on the same floating IP with the same groups, and
+//! a router in ERROR holding back only itself. Included by `functional/leader.rs` (same fake
+//! server, no test binary of its own):
 //! `KURYR_FUNCTIONAL=1 cargo test --test functional_leader -- router_set --nocapture`.
 
 use super::common::*;
 use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
+use kuryr_l7_router::controller::ControllerError;
+use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
-use kuryr_l7_router::controller::runtime::{octavia_backends, run_set_with};
-use kuryr_l7_router::driver::WritePermits;
+use kuryr_l7_router::controller::runtime::run_set_with;
+use kuryr_l7_router::controller::writer::{
+    DeleteResult, FoundRouter, MembersResult, RouterBackend, SyncResult, WriteError,
+};
+use kuryr_l7_router::driver::{Router, WriteGate, WritePermits};
+use kuryr_l7_router::model::{DesiredRouter, Pool};
 use kuryr_l7_router::openstack::ListQuery;
 use kuryr_l7_router::placement::router_index;
 use serde_json::{Value, json};
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const NAMES: [&str; 5] = ["ra", "rb", "rc", "rd", "re"];
@@ -22,7 +32,7 @@ fn settings(api: &str, token: &std::path::Path, base: &str) -> kuryr_l7_router::
     let stack = std::env::var("KURYR_CONFIG_FILE").expect("KURYR_CONFIG_FILE: the stack's kuryr.conf");
     let ours = format!(
         "[kubernetes]\napi_root = {api}\ntoken_file = {}\nleader_election = False\nhealth_port = {}\n\
-         ingress_class = kuryr-rset\n\
+         ingress_class = kuryr-rset\nresync_period = 10\n\
          [octavia_defaults]\nl7_router_name = {base}\nscale_out = True\nmax_policies_per_router = 2\n",
         token.display(),
         std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
@@ -51,14 +61,90 @@ fn fixtures(fake: &Fake) {
                "endpoints": [{"addresses": ["10.0.0.60"], "conditions": {"ready": true}}]}),
     );
     for name in NAMES {
-        fake.put(
-            "ingresses",
-            json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                   "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
-                   "spec": {"ingressClassName": "kuryr-rset", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
-                       {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}}),
-        );
+        fake.put("ingresses", ingress(name));
     }
+}
+
+/// One host, one path: one policy.
+fn ingress(name: &str) -> Value {
+    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
+           "spec": {"ingressClassName": "kuryr-rset", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
+               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
+}
+
+/// Each Sync that wrote, by router: (router index, start, end, writes). A Sync's interval runs
+/// from its first request to the router ACTIVE again after its last write.
+type Syncs = Arc<Mutex<Vec<(u32, Instant, Instant, usize)>>>;
+
+/// Each failed Sync: (router index, end, error label).
+type Failures = Arc<Mutex<Vec<(u32, Instant, String)>>>;
+
+/// The real backend of router `index`, its Syncs timed.
+struct Timed {
+    inner: OctaviaBackend,
+    index: u32,
+    syncs: Syncs,
+    failures: Failures,
+}
+
+impl Timed {
+    fn timed(&self, started: Instant, result: SyncResult) -> SyncResult {
+        match &result {
+            Ok(report) if !report.writes.is_empty() => {
+                self.syncs.lock().unwrap().push((self.index, started, Instant::now(), report.writes.len()));
+            }
+            Ok(_) => {}
+            Err(e) => self.failures.lock().unwrap().push((self.index, Instant::now(), e.label.to_string())),
+        }
+        result
+    }
+}
+
+impl RouterBackend for Timed {
+    async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
+        let started = Instant::now();
+        let result = self.inner.sync(desired).await;
+        self.timed(started, result)
+    }
+    async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
+        let started = Instant::now();
+        let result = self.inner.sync_reading_budget(desired).await;
+        self.timed(started, result)
+    }
+    async fn set_members(&self, pool: &Pool) -> MembersResult {
+        self.inner.set_members(pool).await
+    }
+    fn conflict_retries(&self) -> u64 {
+        self.inner.conflict_retries()
+    }
+    fn blocked(&self) -> bool {
+        self.inner.blocked()
+    }
+    async fn delete_router(&self) -> DeleteResult {
+        self.inner.delete_router().await
+    }
+    fn set_write_gate(&mut self, gate: WriteGate) {
+        self.inner.set_write_gate(gate);
+    }
+    async fn set_load_balancers(&self) -> Result<Vec<FoundRouter>, WriteError> {
+        self.inner.set_load_balancers().await
+    }
+}
+
+/// A router's Sync interval: (router index, start, end).
+type Interval = (u32, Instant, Instant);
+
+/// Two Syncs with writes on different routers whose intervals overlap (the first pair found).
+fn overlapping(syncs: &[(u32, Instant, Instant, usize)]) -> Option<(Interval, Interval)> {
+    for (i, a) in syncs.iter().enumerate() {
+        for b in &syncs[i + 1..] {
+            if a.0 != b.0 && a.1.max(b.1) < a.2.min(b.2) {
+                return Some(((a.0, a.1, a.2), (b.0, b.1, b.2)));
+            }
+        }
+    }
+    None
 }
 
 /// (recorded router, status address) of Ingress `name`, once both are written.
@@ -90,7 +176,16 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
         .collect();
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let started = Instant::now();
-    let run = tokio::spawn(run_set_with(s.clone(), octavia_backends(&s), async move {
+    let syncs: Syncs = Arc::default();
+    let failures: Failures = Arc::default();
+    let (timed, failed) = (syncs.clone(), failures.clone());
+    let permits = WritePermits::new(s.octavia_defaults.parallel_writes);
+    let backends = move |s: &_, _: &_, index: u32| {
+        let router = kuryr_l7_router::wiring::router_observed_at(s, None, index, permits.clone())
+            .map_err(|e| ControllerError::ClientConfig(e.to_string()))?;
+        Ok(Timed { inner: OctaviaBackend::new(router), index, syncs: timed.clone(), failures: failed.clone() })
+    };
+    let run = tokio::spawn(run_set_with(s.clone(), backends, async move {
         let _ = stopped.await;
     }));
     let body = async {
@@ -126,6 +221,9 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
             assert_eq!(routed, hosts[&i], "{} routes exactly its hosts", r.spec().name);
             assert_eq!(actual.pools.len(), 1, "{}: the shared Service's pool", r.spec().name);
         }
+        writes_in_flight_at_once(&syncs.lock().unwrap(), started);
+        rebuilt_after_a_hand_delete(&routers[1], &address[&1], &hosts[&1]).await;
+        an_error_router_holds_back_only_itself(&fake, &routers, &base, &address, &failures).await;
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
     let _ = stop.send(());
@@ -136,4 +234,93 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
     if let Err(panic) = result {
         std::panic::resume_unwind(panic);
     }
+}
+
+/// The routers' first Syncs (their creates) ran at once: two routers' write intervals overlap.
+fn writes_in_flight_at_once(syncs: &[(u32, Instant, Instant, usize)], t0: Instant) {
+    let at = |t: Instant| t.duration_since(t0).as_secs_f64();
+    for (i, from, to, writes) in syncs {
+        eprintln!("router {i}: Sync with {writes} writes from {:.1} s to {:.1} s", at(*from), at(*to));
+    }
+    let ((a, a0, a1), (b, b0, b1)) = overlapping(syncs).expect("two routers' writes in flight at once");
+    eprintln!(
+        "router {a} [{:.1}, {:.1}] and router {b} [{:.1}, {:.1}] overlap for {:.1} s",
+        at(a0),
+        at(a1),
+        at(b0),
+        at(b1),
+        (a1.min(b1) - a0.max(b0)).as_secs_f64()
+    );
+}
+
+/// Router `r`'s load balancer deleted by hand (cascade): the next resync (every 10 s) builds it
+/// again, on the same floating IP (found by its description), with the same hosts.
+async fn rebuilt_after_a_hand_delete(r: &Router, fip: &BTreeSet<String>, hosts: &BTreeSet<String>) {
+    let lb = r.find().await.unwrap().expect("the router exists");
+    r.octavia().delete_load_balancer(&lb.id, true).await.unwrap();
+    r.octavia().wait_deleted(&lb.id, Duration::from_secs(120)).await.unwrap();
+    let deleted = Instant::now();
+    let deadline = deleted + Duration::from_secs(300);
+    let rebuilt = loop {
+        if let Some(new) = r.find().await.unwrap().filter(|n| n.id != lb.id && n.provisioning_status == "ACTIVE") {
+            let routed: BTreeSet<String> = routed_hosts(&read_router(r).await).collect();
+            let q =
+                ListQuery { extra: vec![("port_id".into(), new.vip_port_id.clone().unwrap())], ..ListQuery::default() };
+            let fips: BTreeSet<String> =
+                r.neutron().list_floating_ips(&q).await.unwrap().into_iter().map(|f| f.floating_ip_address).collect();
+            if &routed == hosts && !fips.is_empty() {
+                break fips;
+            }
+        }
+        assert!(Instant::now() < deadline, "{} not rebuilt in 300 s", r.spec().name);
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    eprintln!("{} rebuilt with its hosts {hosts:?} in {:.1} s", r.spec().name, deleted.elapsed().as_secs_f64());
+    assert_eq!(&rebuilt, fip, "rebuilt on the same floating IP");
+}
+
+/// Router 1's load balancer put in ERROR (in Octavia's database, as a failed provider leaves
+/// it); a new Ingress, placed on router 2 (the only one with room), gets its route and its
+/// status there, and router 1's Ingresses keep theirs.
+async fn an_error_router_holds_back_only_itself(
+    fake: &Fake,
+    routers: &[Router],
+    base: &str,
+    address: &BTreeMap<u32, BTreeSet<String>>,
+    failures: &Failures,
+) {
+    let lb = routers[1].find().await.unwrap().expect("router 1 exists");
+    set_provisioning_status("load_balancer", &lb.id, "ERROR");
+    let in_error = Instant::now();
+    let before: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, n))).collect();
+    let put = Instant::now();
+    fake.put("ingresses", ingress("rf"));
+    let deadline = put + Duration::from_secs(300);
+    let (router, ip) = loop {
+        if let Some(p) = placed(fake, "rf") {
+            break p;
+        }
+        assert!(Instant::now() < deadline, "rf not published in 300 s while router 1 is in ERROR");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    eprintln!("rf published on {router} in {:.1} s, router 1 in ERROR", put.elapsed().as_secs_f64());
+    assert_eq!(router_index(base, &router), Some(2), "rf on the router with room");
+    assert!(address[&2].contains(&ip), "rf's status is router 2's address: {ip}");
+    let routed: BTreeSet<String> = routed_hosts(&read_router(&routers[2]).await).collect();
+    assert!(routed.contains("rf.example.com"), "rf routed on router 2: {routed:?}");
+    let after: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, n))).collect();
+    assert_eq!(after, before, "the other Ingresses keep their router and status");
+    let lb = routers[1].octavia().get_load_balancer(&lb.id).await.unwrap();
+    assert_eq!(lb.provisioning_status, "ERROR", "router 1 left as it is");
+    // Its Syncs (the resync's, every 10 s) fail meanwhile: it was in the Syncs, and held back.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let failed = loop {
+        let f = failures.lock().unwrap().iter().find(|(i, at, _)| *i == 1 && *at > in_error).cloned();
+        if let Some(f) = f {
+            break f;
+        }
+        assert!(Instant::now() < deadline, "router 1's Sync never failed while in ERROR");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    assert_eq!(failed.2, "router_error", "router 1's Sync fails on its ERROR");
 }

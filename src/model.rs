@@ -292,6 +292,10 @@ pub struct DesiredRouter {
     /// `None`: unlimited, or not read yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub quota: Option<crate::translate::budget::RouterQuota>,
+    /// A router of a set that holds no group: since when (Unix seconds). The driver records it
+    /// as a tag on the load balancer, where a new leader finds it at start (`None`: not empty).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub empty_since: Option<u64>,
 }
 
 /// What a Kubernetes TLS Secret holds now, checked. The key material stays inside

@@ -41,9 +41,12 @@ pub struct SimBackend {
     pub deleted: Arc<std::sync::atomic::AtomicBool>,
     /// What a Sync that reads the budget reports (`None`: it reads nothing, as without quotas).
     pub budget: Arc<Mutex<Option<crate::driver::report::BudgetReading>>>,
-    /// What [`RouterBackend::set_load_balancer_names`] answers: the load balancers carrying
-    /// the set tag, as Octavia would list them.
-    pub set_names: Arc<Mutex<Vec<String>>>,
+    /// What [`RouterBackend::set_load_balancers`] answers: the load balancers carrying the
+    /// set tag, as Octavia would list them.
+    pub set_names: Arc<Mutex<Vec<crate::driver::FoundRouter>>>,
+    /// The simulated load balancer's own tags (the driver's `lifecycle::mark` keeps them as
+    /// Octavia's would be: the set tag, the `empty-since` tag of an empty router).
+    pub lb_tags: Arc<Mutex<Vec<String>>>,
 }
 
 impl SimBackend {
@@ -51,6 +54,7 @@ impl SimBackend {
         let mut sim = Simulator::default();
         sim.router.listener =
             ActualListener { id: "listener".into(), default_pool_id: None, tags: opts.ownership.router_tags() };
+        let lb_tags = opts.ownership.router_tags();
         Self {
             state: Arc::new(Mutex::new(sim)),
             opts,
@@ -66,6 +70,7 @@ impl SimBackend {
             budget: Default::default(),
             deleted: Default::default(),
             set_names: Default::default(),
+            lb_tags: Arc::new(Mutex::new(lb_tags)),
         }
     }
 
@@ -107,6 +112,12 @@ impl RouterBackend for SimBackend {
             vip_address: self.address,
             ..ConvergeReport::default()
         };
+        {
+            let mut tags = self.lb_tags.lock().expect("sim lock");
+            if let Some(want) = self.opts.ownership.load_balancer_tags(&tags, desired.empty_since) {
+                *tags = want;
+            }
+        }
         converge_listener(&mut io, desired, &opts, &mut report)
             .await
             .map_err(|e| WriteError::new(e.label(), e.to_string()))?;
@@ -142,7 +153,7 @@ impl RouterBackend for SimBackend {
         self.gate = gate;
     }
 
-    async fn set_load_balancer_names(&self) -> Result<Vec<String>, WriteError> {
+    async fn set_load_balancers(&self) -> Result<Vec<crate::driver::FoundRouter>, WriteError> {
         Ok(self.set_names.lock().expect("sim lock").clone())
     }
 

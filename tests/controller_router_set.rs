@@ -22,7 +22,8 @@ use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
 use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
 use kuryr_l7_router::controller::writer::WriteError;
-use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::FoundRouter;
+use kuryr_l7_router::driver::ownership::{Ownership, empty_since};
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::placement::router_index;
@@ -86,9 +87,13 @@ type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
 /// Whether each router the controller built was deleted, by index.
 type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
 
+/// The load balancer tags of each router the controller built, by index.
+type LbTags = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Vec<String>>>>>>;
+
 struct Running {
     sims: Sims,
     deleted: Deleted,
+    tags: LbTags,
     stop: tokio::sync::oneshot::Sender<()>,
     run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
     _dir: tempfile::TempDir,
@@ -102,19 +107,31 @@ async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
 /// [`start`], router `index` of each `(index, policies)` of `budgets` reading a budget of
 /// `policies` L7 policies under the project's quota (the others read none: no quota).
 async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], octavia: &str) -> Running {
-    start_finding(fake, failing, budgets, octavia, &[]).await
+    let cloud = Cloud { failing: failing.to_vec(), budgets: budgets.to_vec(), ..Cloud::default() };
+    run_on(fake, octavia, cloud).await
+}
+
+/// Routers and how the controller finds them at start.
+#[derive(Default, Clone)]
+struct Cloud {
+    failing: Vec<u32>,
+    budgets: Vec<(u32, u64)>,
+    /// What the first router's Octavia lists as the load balancers carrying the set tag.
+    found: Vec<FoundRouter>,
+    /// Routers whose load balancer exists without the set tag (made before set tags).
+    untagged: Vec<u32>,
 }
 
 /// [`start_with`], the first router's Octavia listing `found` as the load balancers carrying
-/// the set tag.
-async fn start_finding(
-    fake: &Arc<Fake>,
-    failing: &[u32],
-    budgets: &[(u32, u64)],
-    octavia: &str,
-    found: &[&str],
-) -> Running {
-    let found: Vec<String> = found.iter().map(|n| n.to_string()).collect();
+/// the set tag, and the routers in `untagged` existing without it.
+async fn start_finding(fake: &Arc<Fake>, octavia: &str, found: &[FoundRouter], untagged: &[u32]) -> Running {
+    let cloud = Cloud { found: found.to_vec(), untagged: untagged.to_vec(), ..Cloud::default() };
+    run_on(fake, octavia, cloud).await
+}
+
+/// Runs the controller against `fake`, each router on its own simulated Octavia as `cloud` says.
+async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Running {
+    let Cloud { failing, budgets, found, untagged } = cloud;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -122,12 +139,19 @@ async fn start_finding(
     std::fs::write(&token, "fake-token\n").unwrap();
     let sims: Sims = Arc::default();
     let deleted: Deleted = Arc::default();
-    let (built, failing, budgets) = (sims.clone(), failing.to_vec(), budgets.to_vec());
+    let built = sims.clone();
     let gone = deleted.clone();
+    let tags: LbTags = Arc::default();
+    let lb_tags = tags.clone();
     let backends = move |_: &_, _: &_, index: u32| {
         let name = kuryr_l7_router::placement::router_name(BASE, index);
         let address = format!("172.24.4.{}", 10 + index).parse().ok();
-        let sim = SimBackend::new(DiffOptions { ownership: Ownership::new(&name), health_monitor: None }, address);
+        let ownership = Ownership::new(&name).with_set(BASE);
+        let sim = SimBackend::new(DiffOptions { ownership, health_monitor: None }, address);
+        if untagged.contains(&index) {
+            sim.lb_tags.lock().unwrap().retain(|t| !t.starts_with("router-set:"));
+        }
+        lb_tags.lock().unwrap().insert(index, sim.lb_tags.clone());
         if failing.contains(&index) {
             *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
         }
@@ -145,7 +169,7 @@ async fn start_finding(
     let run = tokio::spawn(run_set_with(settings(&api_root, &token, octavia), backends, async move {
         let _ = stopped.await;
     }));
-    Running { sims, deleted, stop, run, _dir: dir }
+    Running { sims, deleted, tags, stop, run, _dir: dir }
 }
 
 impl Running {
@@ -350,6 +374,12 @@ async fn an_oversized_group_is_served_on_its_own_router_with_a_warning_event() {
 }
 
 impl Running {
+    /// Router `index`'s load balancer tags (empty: not built).
+    fn lb_tags(&self, index: u32) -> Vec<String> {
+        let tags = self.tags.lock().unwrap();
+        tags.get(&index).map(|t| t.lock().unwrap().clone()).unwrap_or_default()
+    }
+
     fn is_deleted(&self, index: u32) -> bool {
         self.deleted.lock().unwrap().get(&index).is_some_and(|d| d.load(std::sync::atomic::Ordering::SeqCst))
     }
@@ -389,8 +419,8 @@ async fn a_router_left_empty_is_deleted_after_its_grace_and_only_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_router_of_the_set_that_no_placement_names_is_deleted_after_its_grace() {
     let fake = fake_with([ingress("a")]);
-    let found = [BASE, "rset-3", "rset-x", "other-2", "rset-3-2"];
-    let running = start_finding(&fake, &[], &[], "empty_router_grace = 1", &found).await;
+    let found = [BASE, "rset-3", "rset-x", "other-2", "rset-3-2"].map(FoundRouter::from);
+    let running = start_finding(&fake, "empty_router_grace = 1", &found, &[]).await;
     eventually("a placed on the first router", 20, || placed(&fake, "a").filter(|(r, _)| r == BASE)).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let mut a = fake.get(ING, "shop", "a").unwrap();
@@ -401,6 +431,72 @@ async fn a_router_of_the_set_that_no_placement_names_is_deleted_after_its_grace(
     assert_eq!(running.hosts_of(0), ["a.example.com"]);
     let built: Vec<u32> = running.sims.lock().unwrap().keys().copied().collect();
     assert_eq!(built, [0, 2], "nothing built for a name outside the set");
+    running.stop().await;
+}
+
+fn unix_now() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_secs_f64()
+}
+
+/// The third router (`rset-3`) is left empty; its load balancer's tag records since when. The
+/// controller restarts 1.5 s into the grace (4 s): the new one finds that time on the load
+/// balancer and deletes the router when the grace counted from it ends, with no other change
+/// to wake it (its resync period is 600 s). Counted from the restart, or waiting for the next
+/// Sync, it would go at the earliest 5 s after `since`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_routers_grace_is_counted_across_a_restart_and_ends_on_time() {
+    let fake = fake_with(NAMES.map(ingress));
+    let octavia = "empty_router_grace = 4";
+    let running = start_with(&fake, &[], &[], octavia).await;
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    let mut e = fake.get(ING, "shop", "e").unwrap();
+    e["spec"]["ingressClassName"] = json!("someone-else");
+    fake.put("ingresses", e);
+    let since = eventually("the empty router's tag", 20, || empty_since(&running.lb_tags(2))).await;
+    let found: Vec<FoundRouter> = [BASE, "rset-2", "rset-3"]
+        .iter()
+        .enumerate()
+        .map(|(i, name)| FoundRouter { name: name.to_string(), empty_since: empty_since(&running.lb_tags(i as u32)) })
+        .collect();
+    assert_eq!(found.iter().map(|f| f.empty_since).collect::<Vec<_>>(), [None, None, Some(since)]);
+    let restart_at = since as f64 + 1.5;
+    tokio::time::sleep(Duration::from_secs_f64((restart_at - unix_now()).max(0.0))).await;
+    running.stop().await;
+    let running = start_finding(&fake, octavia, &found, &[]).await;
+    eventually("the empty router deleted", 20, || running.is_deleted(2).then_some(())).await;
+    let at = unix_now();
+    assert!(at >= since as f64 + 4.0, "not before its grace: {at} vs {since}");
+    assert!(at < since as f64 + 4.8, "at the end of the grace counted from {since}, not later: {at}");
+    assert!(!running.is_deleted(0) && !running.is_deleted(1), "the others are kept");
+    running.stop().await;
+}
+
+/// A router made before set tags (`rset-3`: its load balancer has our cluster tags but no set
+/// tag, so the start's list by set tag does not find it), that the placement recorded on `e`
+/// names, is ours: its first Sync adds our set tag (so it is managed, and collected when left
+/// empty, as the others), and keeps `e` there. A router no placement names is never built nor
+/// touched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_untagged_router_that_a_recorded_placement_names_gets_the_set_tag() {
+    let recorded = [("a", BASE), ("b", BASE), ("c", "rset-2"), ("d", "rset-2"), ("e", "rset-3")];
+    let fake = fake_with(recorded.map(|(name, router)| {
+        let mut ing = ingress(name);
+        ing["metadata"]["annotations"] = json!({PLACEMENT_ANNOTATION: router});
+        ing
+    }));
+    let found = [BASE, "rset-2"].map(FoundRouter::from);
+    let running = start_finding(&fake, "", &found, &[2]).await;
+    let tags = eventually("rset-3 tagged", 20, || {
+        let tags = running.lb_tags(2);
+        tags.contains(&format!("router-set:{BASE}")).then_some(tags)
+    })
+    .await;
+    assert!(tags.contains(&"kuryr-l7-router".to_string()), "its other tags kept: {tags:?}");
+    eventually("e still on rset-3", 20, || (running.hosts_of(2) == ["e.example.com"]).then_some(())).await;
+    let (router, ip) = eventually("e's status", 20, || placed(&fake, "e")).await;
+    assert_eq!((router.as_str(), ip.as_str()), ("rset-3", "172.24.4.12"));
+    let built: Vec<u32> = running.sims.lock().unwrap().keys().copied().collect();
+    assert_eq!(built, [0, 1, 2], "nothing built for a router no placement names");
     running.stop().await;
 }
 

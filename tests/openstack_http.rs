@@ -101,10 +101,14 @@ async fn serve(
     script: Arc<Mutex<Vec<Answer>>>,
     seen: Arc<Mutex<Vec<(Instant, String)>>>,
 ) {
-    let Some((head, _body)) = http_request::read_request(&mut conn).await else {
+    let Some((head, body)) = http_request::read_request(&mut conn).await else {
         return;
     };
-    let line = head.lines().next().unwrap_or_default().to_string();
+    let mut line = head.lines().next().unwrap_or_default().to_string();
+    // A load balancer's update is recorded with its body (its tags are what it writes).
+    if line.starts_with("PUT /v2/lbaas/loadbalancers/") {
+        line = format!("{line} {}", String::from_utf8_lossy(&body));
+    }
     let (a, extra) = if line.starts_with("POST /v3/auth/tokens") {
         let token = json!({"token": {
             "expires_at": "2099-01-01T00:00:00.000000Z",
@@ -468,15 +472,46 @@ async fn another_instances_router_of_the_same_name_is_neither_adopted_nor_delete
 /// their name; another instance's and those without a set tag are left out.
 #[tokio::test]
 async fn the_set_is_listed_by_its_set_tag() {
+    use kuryr_l7_router::driver::FoundRouter;
     use kuryr_l7_router::driver::ownership::Ownership;
     let lbs = json!({"loadbalancers": [
-        {"id": "lb-1", "name": "gw-3", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw"]},
+        {"id": "lb-1", "name": "gw-3", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw", "empty-since:1700"]},
         {"id": "lb-2", "name": "gw-2", "tags": ["kuryr-l7-router", "cluster:c1", "router-set:gw-2"]},
         {"id": "lb-3", "name": "gw-4", "tags": ["kuryr-l7-router", "cluster:c1"]},
     ]});
     let cloud = Cloud::start(vec![answer(200, lbs)]).await;
     let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("gw"));
-    assert_eq!(router.set_load_balancer_names().await.unwrap(), ["gw-3"]);
+    let found = router.set_load_balancers().await.unwrap();
+    assert_eq!(found, [FoundRouter { name: "gw-3".into(), empty_since: Some(1700) }]);
     let seen = cloud.seen();
     assert!(seen[0].contains("tags=") && seen[0].contains("fields=tags") && !seen[0].contains("name="), "{seen:?}");
+}
+
+/// A converge of a router of the set: its load balancer, made before set tags (our cluster tags,
+/// no set tag), gets our set tag, and, the router being empty, the time it became empty, in ONE
+/// update of its tags (the others kept); then it waits for ACTIVE before anything else.
+#[tokio::test]
+async fn a_converge_tags_the_load_balancer_with_the_set_and_the_time_it_became_empty() {
+    use kuryr_l7_router::driver::ownership::Ownership;
+    let lb = |status: &str, tags: serde_json::Value| json!({"id": "lb-1", "name": "gw", "vip_port_id": "port-1", "provisioning_status": status, "tags": tags});
+    let old_tags = json!(["kuryr-l7-router", "cluster:c1", "team:a"]);
+    let new_tags = json!(["kuryr-l7-router", "cluster:c1", "team:a", "router-set:edge", "empty-since:1700"]);
+    let cloud = Cloud::start(vec![
+        answer(200, json!({"loadbalancers": [lb("ACTIVE", old_tags)]})),
+        answer(200, json!({"loadbalancer": lb("PENDING_UPDATE", new_tags.clone())})),
+        answer(200, json!({"loadbalancer": lb("ACTIVE", new_tags.clone())})),
+        // The rest of the convergence is not this test's: it stops here.
+        answer(500, json!({"faultstring": "stop"})),
+    ])
+    .await;
+    let desired = kuryr_l7_router::model::DesiredRouter { empty_since: Some(1700), ..Default::default() };
+    let router = gateway_router_of(&cloud, Ownership::new("c1").with_set("edge"));
+    let _ = tokio::time::timeout(Duration::from_secs(20), router.converge(&desired)).await;
+    let seen = cloud.seen();
+    assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?"), "{seen:?}");
+    let (line, body) = seen[1].split_once(" HTTP/1.1 ").unwrap();
+    assert_eq!(line, "PUT /v2/lbaas/loadbalancers/lb-1");
+    let body: serde_json::Value = serde_json::from_str(body).unwrap();
+    assert_eq!(body, json!({"loadbalancer": {"tags": new_tags}}));
+    assert!(seen[2].starts_with("GET /v2/lbaas/loadbalancers/lb-1 "), "waits for ACTIVE: {seen:?}");
 }

@@ -59,7 +59,7 @@ impl RouterBackend for OctaviaBackend {
         self.router.set_write_gate(gate);
     }
 
-    async fn set_load_balancer_names(&self) -> Result<Vec<String>, WriteError> {
-        self.router.set_load_balancer_names().await.map_err(driver_error)
+    async fn set_load_balancers(&self) -> Result<Vec<crate::driver::FoundRouter>, WriteError> {
+        self.router.set_load_balancers().await.map_err(driver_error)
     }
 }

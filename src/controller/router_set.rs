@@ -122,11 +122,15 @@ impl RouterSet {
         }
     }
 
-    /// The routers `indices` exist on Octavia (found at start by our set tag): the next
-    /// placement counts them, so an empty one is collected after its grace. The first router
-    /// is always in the set.
-    pub fn found(&self, indices: impl IntoIterator<Item = RouterIndex>) {
-        self.found.lock().expect("lock").extend(indices.into_iter().filter(|i| *i > 0));
+    /// The routers `found` exist on Octavia (found at start by our set tag), each with the time
+    /// its load balancer's tag says it became empty: the next placement counts them, so an
+    /// empty one is collected once its grace, counted from that time, is over. The first
+    /// router is always in the set.
+    pub fn found(&self, found: impl IntoIterator<Item = (RouterIndex, Option<UnixSeconds>)>) {
+        let found: Vec<_> = found.into_iter().filter(|(i, _)| *i > 0).collect();
+        let mut empty = self.empty_since.lock().expect("lock");
+        empty.extend(found.iter().filter_map(|(i, since)| Some((*i, (*since)?))));
+        self.found.lock().expect("lock").extend(found.iter().map(|(i, _)| *i));
     }
 
     /// The key (name) of router `index`.
@@ -196,7 +200,15 @@ impl RouterSet {
             let whole = translate();
             let with_moves = set_moves::place_with_moves(&whole, &params, moves, &asks, now);
             let homes = set_moves::homes(&with_moves.placement, &with_moves.moves);
-            let parts = split_by_homes(&whole, &homes);
+            let mut parts = split_by_homes(&whole, &homes);
+            // An empty router's part carries the time it became empty: its load balancer's tag
+            // records it for the next leader.
+            for (index, part) in &mut parts {
+                let load = with_moves.placement.routers.get(index);
+                if let Some(RouterFate::Empty { since, .. }) = load.map(|l| &l.fate) {
+                    part.empty_since = Some(*since);
+                }
+            }
             moved.extend(with_moves.started.iter().cloned());
             Placed {
                 placement: with_moves.placement,
@@ -209,7 +221,7 @@ impl RouterSet {
         })
         .await
         .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))?;
-        *self.empty_since.lock().expect("lock") = placed
+        let empty: BTreeMap<RouterIndex, UnixSeconds> = placed
             .placement
             .routers
             .iter()
@@ -218,13 +230,21 @@ impl RouterSet {
                 _ => None,
             })
             .collect();
+        let newly_empty = {
+            let mut known = self.empty_since.lock().expect("lock");
+            let newly = empty.keys().any(|r| !known.contains_key(r));
+            *known = empty;
+            newly
+        };
         // An index placed on again is a router again.
         self.gone.lock().expect("lock").retain(|r| !placed.placement.routers.contains_key(r));
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
         }
         self.moves.lock().expect("lock").extend(placed.moves.iter().map(|(g, m)| (g.clone(), m.clone())));
-        if !placed.moved.is_empty() {
+        // The resync loop then sleeps until the new deadline (a move's phase, an empty
+        // router's grace) instead of its whole period.
+        if !placed.moved.is_empty() || newly_empty {
             self.move_changed.notify_one();
         }
         let placed = Arc::new(placed);
@@ -317,10 +337,17 @@ impl RouterSet {
         self.addresses.lock().expect("lock").get(&index).copied()
     }
 
-    /// How long until the next move's grace ends (None: no move waits on the clock).
-    pub fn next_move_wake(&self) -> Option<Duration> {
+    /// How long until the next grace ends: a move's, or an empty router's (None: nothing waits
+    /// on the clock). An empty router's grace already over is not waited for: the Sync at its
+    /// end deleted it, or failed and is tried again at the next resync.
+    pub fn next_wake(&self) -> Option<Duration> {
         let timings = self.scale_out.move_timings();
-        let deadline = self.moves.lock().expect("lock").values().filter_map(|m| m.deadline(timings)).min()?;
+        let moves = self.moves.lock().expect("lock").values().filter_map(|m| m.deadline(timings)).min();
+        let now = unix_now();
+        let grace = self.scale_out.empty_router_grace.as_secs();
+        let empty = self.empty_since.lock().expect("lock");
+        let ends = empty.values().map(|since| since.saturating_add(grace)).filter(|end| *end > now).min();
+        let deadline = moves.into_iter().chain(ends).min()?;
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
         let at_ms = u128::from(deadline) * 1000;
         // A little after the second the deadline names, so that the clock has reached it.
@@ -328,13 +355,14 @@ impl RouterSet {
     }
 }
 
-/// Sleeps until the next resync is due: after `period`, or as soon as a move's grace ends (a
-/// move that changes phase meanwhile sets a new deadline), so the phases step on on time.
+/// Sleeps until the next resync is due: after `period`, or as soon as a move's grace or an
+/// empty router's grace ends (a move that changes phase, or a router left empty, meanwhile sets
+/// a new deadline), so the phases step on, and the empty router goes, on time.
 pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
     let due = tokio::time::Instant::now() + period;
     loop {
         let left = due.saturating_duration_since(tokio::time::Instant::now());
-        let wake = set.and_then(|s| s.next_move_wake()).map_or(left, |w| w.min(left));
+        let wake = set.and_then(|s| s.next_wake()).map_or(left, |w| w.min(left));
         let Some(set) = set else { return tokio::time::sleep(wake).await };
         tokio::select! {
             _ = tokio::time::sleep(wake) => return,
@@ -346,17 +374,20 @@ pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
 /// How long the start waits for the list of the set's load balancers.
 const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
 
-/// The routers of the set `base` on Octavia (by our set tag), other than the first: those no
-/// placement names are collected after their `empty_router_grace`. A failed list finds none
-/// (logged): they are collected by a later start.
+/// The routers of the set `base` on Octavia (by our set tag), other than the first, each with
+/// the time its load balancer's tag says it became empty: those no placement names are
+/// collected once their `empty_router_grace`, counted from then, is over. A failed list finds
+/// none (logged): they are collected by a later start.
 pub(crate) async fn found_on_octavia<B: crate::controller::writer::RouterBackend>(
     backend: &B,
     base: &str,
-) -> Vec<RouterIndex> {
-    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancer_names()).await {
-        Ok(Ok(names)) => {
-            names.iter().filter_map(|n| crate::placement::router_index(base, n)).filter(|i| *i > 0).collect()
-        }
+) -> Vec<(RouterIndex, Option<UnixSeconds>)> {
+    match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancers()).await {
+        Ok(Ok(found)) => found
+            .iter()
+            .filter_map(|lb| Some((crate::placement::router_index(base, &lb.name)?, lb.empty_since)))
+            .filter(|(i, _)| *i > 0)
+            .collect(),
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
             Vec::new()

@@ -109,6 +109,8 @@ pub type MembersResult = Result<MembersOutcome, WriteError>;
 
 /// What the writer needs from the driver; implemented by the real `Router` (`OctaviaBackend`)
 /// and by an in-memory `crate::testing::SimBackend` for tests.
+pub use crate::driver::FoundRouter;
+
 pub trait RouterBackend: Send + Sync + 'static {
     /// Converge the whole router to `desired`.
     fn sync(&self, desired: &DesiredRouter) -> impl Future<Output = SyncResult> + Send;
@@ -134,9 +136,9 @@ pub trait RouterBackend: Send + Sync + 'static {
     }
     /// Write only while `gate` is open (the leader lease), checked before every write.
     fn set_write_gate(&mut self, _gate: WriteGate) {}
-    /// The names of the load balancers carrying this instance's set tag (the routers of its
-    /// set, whatever their index), read once at start (by default none: nothing to find).
-    fn set_load_balancer_names(&self) -> impl Future<Output = Result<Vec<String>, WriteError>> + Send {
+    /// The load balancers carrying this instance's set tag (the routers of its set, whatever
+    /// their index), read once at start (by default none: nothing to find).
+    fn set_load_balancers(&self) -> impl Future<Output = Result<Vec<FoundRouter>, WriteError>> + Send {
         async { Ok(Vec::new()) }
     }
 }

@@ -15,7 +15,7 @@ use super::report::ConvergeReport;
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
 use crate::openstack::octavia::{Listener, LoadBalancer};
-use crate::openstack::octavia_requests::LoadBalancerCreate;
+use crate::openstack::octavia_requests::{LoadBalancerCreate, LoadBalancerUpdate};
 use crate::openstack::{Error as OsError, ListQuery};
 
 /// The router's load balancer, if it exists: the adopted one, or ours found by name and tags.
@@ -147,6 +147,32 @@ pub async fn ready(cloud: &Cloud, lb: LoadBalancer) -> Result<LoadBalancer> {
             Err(e) => Err(e.into()),
         },
     }
+}
+
+/// The load balancer's own tags as [`super::ownership::Ownership::load_balancer_tags`] wants
+/// them: the set tag on a router made before set tags existed (this instance converges it, so
+/// one of its placements names it: it is then collected when left empty, as the routers made
+/// since), and the `empty-since` tag of a router of a set that holds no group. One write when
+/// they differ (on an empty router it is cheap), none otherwise; an adopted load balancer (by
+/// UUID) is not ours to tag.
+pub async fn mark(
+    cloud: &Cloud,
+    lb: LoadBalancer,
+    empty_since: Option<u64>,
+    report: &mut ConvergeReport,
+) -> Result<LoadBalancer> {
+    if cloud.spec.uuid.is_some() {
+        return Ok(lb);
+    }
+    let Some(tags) = cloud.spec.ownership.load_balancer_tags(&lb.tags, empty_since) else { return Ok(lb) };
+    let started = std::time::Instant::now();
+    let description = format!("load balancer {} tags: {}", lb.name, tags.join(", "));
+    let update = LoadBalancerUpdate { tags: Some(tags), ..LoadBalancerUpdate::default() };
+    let updated = cloud.octavia.retry_busy(|| cloud.octavia.update_load_balancer(&lb.id, &update)).await?;
+    let lb = ready(cloud, updated).await?;
+    let duration = started.elapsed();
+    report.writes.push(super::report::WriteRecord { kind: "load_balancer_tags", description, duration });
+    Ok(lb)
 }
 
 /// Create the router that does not exist yet: fully populated with `desired` when configured

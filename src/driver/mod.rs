@@ -44,6 +44,7 @@ pub use cloud::{WriteGate, WritePermits};
 pub use create_body::{SizedCreate, create_body_bytes, member_body, populated_create, populated_create_within};
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
+pub use ownership::FoundRouter;
 pub use report::{
     CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, RouterSnapshot, WriteFailure, WriteRecord,
 };

@@ -31,6 +31,31 @@ pub struct Ownership {
 /// The prefix of the set tag: `router-set:<l7_router_name>`.
 pub const SET_TAG_PREFIX: &str = "router-set:";
 
+/// The prefix of the tag a router of a set carries while it holds no group: the Unix time it
+/// became empty (`empty-since:<seconds>`), so that a new leader counts `empty_router_grace`
+/// from then, not from its own start.
+pub const EMPTY_SINCE_TAG_PREFIX: &str = "empty-since:";
+
+/// When a load balancer with `tags` became empty, by its [`EMPTY_SINCE_TAG_PREFIX`] tag (an
+/// unreadable one counts as none: the grace starts again, never shorter).
+pub fn empty_since(tags: &[String]) -> Option<u64> {
+    tags.iter().find_map(|t| t.strip_prefix(EMPTY_SINCE_TAG_PREFIX)?.parse().ok())
+}
+
+/// A load balancer of this instance's set found on Octavia: its name, and since when it has
+/// been empty (its [`EMPTY_SINCE_TAG_PREFIX`] tag).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FoundRouter {
+    pub name: String,
+    pub empty_since: Option<u64>,
+}
+
+impl From<&str> for FoundRouter {
+    fn from(name: &str) -> Self {
+        Self { name: name.to_string(), empty_since: None }
+    }
+}
+
 /// Octavia's limit on one tag.
 const MAX_TAG_LEN: usize = 255;
 
@@ -127,6 +152,27 @@ impl Ownership {
         tags
     }
 
+    /// The tags the load balancer of one of our routers should carry, given its `tags` now:
+    /// our set tag added when it has none (a router made before set tags existed, that this
+    /// instance converges, so a placement of ours names it), and the [`EMPTY_SINCE_TAG_PREFIX`]
+    /// tag set to `empty_since` (or removed). `None` when they are right already, when the
+    /// load balancer carries another instance's set tag (never ours to retag), or when `tags`
+    /// lack our ownership tags.
+    pub fn load_balancer_tags(&self, tags: &[String], empty_since: Option<u64>) -> Option<Vec<String>> {
+        // Tags without ours (not read, or not ours): never rewritten, so never lost.
+        if self.set_mark(tags) == SetMark::Other || !self.owns(tags) {
+            return None;
+        }
+        let mut want: Vec<String> = tags.iter().filter(|t| !t.starts_with(EMPTY_SINCE_TAG_PREFIX)).cloned().collect();
+        if let Some(set) = &self.set
+            && !want.contains(set)
+        {
+            want.push(set.clone());
+        }
+        want.extend(empty_since.map(|s| format!("{EMPTY_SINCE_TAG_PREFIX}{s}")));
+        (want != tags).then_some(want)
+    }
+
     pub fn owns(&self, tags: &[String]) -> bool {
         let cluster = self.cluster_tag();
         tags.iter().any(|t| t == PRODUCT_TAG) && tags.contains(&cluster)
@@ -181,6 +227,29 @@ mod tests {
     /// The set tag names the instance, is on the router's tags only (children keep their
     /// ownership), tells our load balancers from another instance's and from untagged ones, and
     /// stays within Octavia's 255 characters.
+    #[test]
+    fn a_routers_load_balancer_gets_the_set_tag_and_its_empty_since_tag() {
+        let own = Ownership::new("c1").with_set("edge");
+        let tags = |v: &[&str]| v.iter().map(|t| t.to_string()).collect::<Vec<_>>();
+        // Made before set tags: the set tag is added, the others kept.
+        let old = tags(&["kuryr-l7-router", "cluster:c1", "team:a"]);
+        assert_eq!(
+            own.load_balancer_tags(&old, None).unwrap(),
+            tags(&["kuryr-l7-router", "cluster:c1", "team:a", "router-set:edge"])
+        );
+        let tagged = tags(&["kuryr-l7-router", "cluster:c1", "router-set:edge"]);
+        assert_eq!(own.load_balancer_tags(&tagged, None), None, "right already: no write");
+        let empty = own.load_balancer_tags(&tagged, Some(1700)).unwrap();
+        assert_eq!(empty, tags(&["kuryr-l7-router", "cluster:c1", "router-set:edge", "empty-since:1700"]));
+        assert_eq!(empty_since(&empty), Some(1700));
+        assert_eq!(own.load_balancer_tags(&empty, Some(1700)), None, "the same time: no write");
+        assert_eq!(own.load_balancer_tags(&empty, None).unwrap(), tagged, "used again: the tag goes");
+        let other = tags(&["kuryr-l7-router", "cluster:c1", "router-set:other"]);
+        assert_eq!(own.load_balancer_tags(&other, Some(5)), None, "another instance's: never retagged");
+        assert_eq!(empty_since(&tags(&["empty-since:soon"])), None);
+        assert_eq!(own.load_balancer_tags(&[], Some(5)), None, "tags not read: nothing rewritten");
+    }
+
     #[test]
     fn the_set_tag_marks_the_instance_of_a_load_balancer() {
         let a = Ownership::new("c1").with_set("edge");

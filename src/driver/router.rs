@@ -17,7 +17,7 @@ use super::cloud::{Cloud, WritePermits};
 use super::diff::plan_members;
 use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
-use super::ownership::SetMark;
+use super::ownership::{FoundRouter, SetMark, empty_since};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
 use super::view::DesiredView;
@@ -212,27 +212,30 @@ impl Router {
         Ok(names)
     }
 
-    /// The names of this instance's load balancers (our ownership tags and set tag), whatever
-    /// their name: at start, the routers of the set that no placement names yet. Those named
-    /// like a router of the set (`<this router's name>-…`) without a set tag are logged: made
-    /// before set tags existed, they may be another instance's, so they are never collected.
-    pub async fn set_load_balancer_names(&self) -> Result<Vec<String>> {
+    /// This instance's load balancers (our ownership tags and set tag), whatever their name: at
+    /// start, the routers of the set that no placement names yet, with the time each became
+    /// empty (its `empty-since` tag). Those named like a router of the set (`<this router's
+    /// name>-…`) without a set tag are logged: made before set tags existed, they may be another
+    /// instance's. The first Sync of a router of ours (a placement of ours names it) adds our set
+    /// tag; one that no placement names is never touched.
+    pub async fn set_load_balancers(&self) -> Result<Vec<FoundRouter>> {
         if self.cloud.spec.ownership.set.is_none() {
             return Ok(Vec::new());
         }
         let set_prefix = format!("{}-", self.cloud.spec.name);
-        let mut names = Vec::new();
+        let mut found = Vec::new();
         for (mark, lb) in self.marked_load_balancers().await? {
             match mark {
-                SetMark::Ours => names.push(lb.name),
+                SetMark::Ours => found.push(FoundRouter { empty_since: empty_since(&lb.tags), name: lb.name }),
                 SetMark::Untagged if lb.name.starts_with(&set_prefix) => tracing::warn!(
                     load_balancer = %lb.name, id = %lb.id,
-                    "a load balancer of this cluster without a set tag: never deleted automatically when empty"
+                    "a load balancer of this cluster without a set tag: tagged as ours if a placement of ours \
+                     names it, else never touched (delete it by hand if no controller instance uses it)"
                 ),
                 _ => {}
             }
         }
-        Ok(names)
+        Ok(found)
     }
 
     /// The names of the load balancers carrying our ownership tags, whatever their name
@@ -381,6 +384,7 @@ impl Router {
                 lifecycle::create(c, admitted.as_ref().unwrap_or(desired), &mut report).await?
             }
         };
+        let lb = lifecycle::mark(c, lb, desired.empty_since, &mut report).await?;
         report.lb_id = lb.id.clone();
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
 

@@ -316,6 +316,8 @@ fn router_part(cx: &Cx<'_>, router: RouterIndex) -> DesiredRouter {
         health_monitors,
         // The project quota is shared by the set: the caller gives each router its own budget.
         quota: desired.quota.clone(),
+        // Set by the router set from the placement's fate of this router.
+        empty_since: None,
     }
 }
 

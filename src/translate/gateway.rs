@@ -102,6 +102,7 @@ pub fn translate_gateway(
             redirects: Vec::new(),
             health_monitors,
             quota: None,
+            empty_since: None,
         },
     }
 }

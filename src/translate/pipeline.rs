@@ -55,6 +55,7 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
         redirects: tls.redirects,
         health_monitors,
         quota: None,
+        empty_since: None,
     }
 }
 
