@@ -522,6 +522,10 @@ async fn a_group_that_grew_over_its_router_moves_by_itself_and_the_stable_one_st
     assert!(running.hosts_of(0).contains(&host) && running.hosts_of(1).contains(&host), "both routers route a");
     eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
     eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
+    eventually("the move record removed", 10, || {
+        fake.get(ING, "shop", "a").filter(|v| v["metadata"]["annotations"][MOVE_ANNOTATION].is_null())
+    })
+    .await;
     let note = event_note(&fake, "a", "MoveStarted").unwrap_or_default();
     assert!(note.contains("automatic: router rset over capacity (3 > 2 policies)"), "{note}");
     let steps = ["MoveStarted", "MovePublishedBoth", "MovePublishedTarget", "MoveDeletingOld", "MoveDone"];
