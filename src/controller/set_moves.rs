@@ -134,6 +134,10 @@ pub fn place_with_moves(
     let refused = operator_moves(&placement, &moves, asks, now, &mut started);
     let mut grown = relief::grown_groups(&growth.before, &placement);
     grown.extend(placement.groups.iter().filter(|g| !g.hosts.is_disjoint(&growth.pending)).map(|g| g.id.clone()));
+    // A group the operator placed (a move-to annotation, which may stay after its move) is
+    // never moved automatically: the next Sync would move it back to the named router.
+    let asked = |g: &HostGroup| asks.iter().any(|a| a.target.is_ok() && g.ingresses.contains(&a.ingress));
+    grown.retain(|id| placement.groups.iter().find(|g| &g.id == id).is_none_or(|g| !asked(g)));
     let busy: BTreeSet<RouterIndex> = moves.values().chain(&started).flat_map(|m| [m.from, m.to]).collect();
     for (request, cause) in relief::relief_moves(&placement, params.capacity, &grown, &busy) {
         started.push(MovePlan::start(&request, now).because(cause));

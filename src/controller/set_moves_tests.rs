@@ -215,6 +215,11 @@ fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
     let stable = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &Growth::default());
     assert!(stable.started.is_empty(), "nothing grew: {:?}", stable.started);
 
+    // The operator placed the group on the first router (move-to, left on ix): it stays.
+    let pinned = [MoveAsk { ingress: "shop/ix".into(), target: Ok(0) }];
+    let kept = place_with_moves(&tied_desired(), &params, Moves::new(), &pinned, 500, &grown);
+    assert!(kept.started.is_empty(), "the operator's placement wins: {:?}", kept.started);
+
     // A move of c.com into the first router in progress keeps it busy: a.com waits, pending.
     let busy: Moves = [(
         "c.com".to_string(),

@@ -54,6 +54,14 @@ impl Cost {
         }
     }
 
+    /// What is left of this cost once `other` leaves (never below zero).
+    pub fn minus(self, other: Cost) -> Cost {
+        Cost {
+            policies: self.policies.saturating_sub(other.policies),
+            certificates: self.certificates.saturating_sub(other.certificates),
+        }
+    }
+
     /// True when this cost stays within `cap` in both dimensions.
     pub fn fits(self, cap: Capacity) -> bool {
         self.policies <= cap.max_policies && self.certificates <= cap.max_certificates

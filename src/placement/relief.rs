@@ -70,11 +70,7 @@ pub fn relief_moves(
         let Some(group) = pick_group(on_it.collect(), load.cost, capacity) else { continue };
         busy.insert(from);
         let to = pick_target(p, &cost, &busy, group, capacity);
-        let shrunk = Cost {
-            policies: load.cost.policies.saturating_sub(group.cost.policies),
-            certificates: load.cost.certificates.saturating_sub(group.cost.certificates),
-        };
-        cost.insert(from, shrunk);
+        cost.insert(from, load.cost.minus(group.cost));
         let target = cost.entry(to).or_insert(p.shared);
         *target = target.plus(group.cost);
         busy.insert(to);
@@ -84,15 +80,9 @@ pub fn relief_moves(
     out
 }
 
-fn pick_group<'a>(mut grown: Vec<&'a HostGroup>, router: Cost, capacity: Capacity) -> Option<&'a HostGroup> {
+fn pick_group(mut grown: Vec<&HostGroup>, router: Cost, capacity: Capacity) -> Option<&HostGroup> {
     grown.sort_by(|a, b| a.cost.cmp(&b.cost).then_with(|| a.id.cmp(&b.id)));
-    let relieves = |g: &&HostGroup| {
-        Cost {
-            policies: router.policies.saturating_sub(g.cost.policies),
-            certificates: router.certificates.saturating_sub(g.cost.certificates),
-        }
-        .fits(capacity)
-    };
+    let relieves = |g: &&HostGroup| router.minus(g.cost).fits(capacity);
     let smallest_enough = grown.iter().copied().find(relieves);
     smallest_enough.or_else(|| grown.iter().copied().max_by(|a, b| a.cost.cmp(&b.cost).then_with(|| b.id.cmp(&a.id))))
 }
@@ -104,9 +94,7 @@ fn pick_target(
     group: &HostGroup,
     capacity: Capacity,
 ) -> RouterIndex {
-    let open = |r: &RouterIndex| {
-        !busy.contains(r) && p.routers.get(r).is_none_or(|l| l.fate != RouterFate::Delete) && cost.contains_key(r)
-    };
+    let open = |r: &RouterIndex| !busy.contains(r) && p.routers.get(r).is_none_or(|l| l.fate != RouterFate::Delete);
     let mut best: Option<(RouterIndex, u64)> = None;
     for r in cost.keys().copied().filter(open) {
         if !cost[&r].plus(group.cost).fits(capacity) {

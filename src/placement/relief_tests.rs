@@ -54,9 +54,11 @@ fn grown_groups_are_those_that_cost_more_than_their_hosts_groups_did() {
 #[test]
 fn only_a_grown_group_leaves_a_router_over_capacity() {
     type Case<'a> = (&'a str, Vec<IngressClaim>, Vec<(&'a str, RouterIndex)>, Vec<&'a str>, Vec<RouterIndex>);
+    /// (group, from, to)
+    type Moved<'a> = Vec<(&'a str, RouterIndex, RouterIndex)>;
     let full = || vec![claim("a", &["a"], 3), claim("b", &["b"], 2)];
     let on0 = || vec![("a", 0), ("b", 0)];
-    let cases: Vec<(Case, Vec<(&str, RouterIndex, RouterIndex)>)> = vec![
+    let cases: Vec<(Case, Moved)> = vec![
         (("a grew: it goes to a new router", full(), on0(), vec!["a"], vec![]), vec![("a", 0, 1)]),
         (("nothing grew: stable groups never move", full(), on0(), vec![], vec![]), vec![]),
         (("the router is busy with another move", full(), on0(), vec!["a"], vec![0]), vec![]),
@@ -125,8 +127,7 @@ fn only_a_grown_group_leaves_a_router_over_capacity() {
         let empty_router_2 = if case.contains("router 2") { vec![2] } else { vec![] };
         let p = placed(claims, &current, &empty_router_2);
         let moves = relief_moves(&p, CAP, &ids(&grown), &busy.into_iter().collect());
-        let got: Vec<(&str, RouterIndex, RouterIndex)> =
-            moves.iter().map(|(m, _)| (m.group.as_str(), m.from, m.to)).collect();
+        let got: Moved = moves.iter().map(|(m, _)| (m.group.as_str(), m.from, m.to)).collect();
         assert_eq!(got, want, "{case}");
         for (m, cause) in &moves {
             assert_eq!(*cause, MoveCause::OverCapacity { cost: p.routers[&m.from].cost, capacity: CAP }, "{case}");
