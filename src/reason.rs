@@ -125,8 +125,8 @@ reasons! {
     // Scale-out placement (the routes are served; the router set is over its capacity).
     /// A host group alone needs more than a router's capacity: it has a router of its own.
     OversizedGroup,
-    /// A router holds more than its capacity: placed groups grew or merged, and never move
-    /// by themselves.
+    /// A router holds more than its capacity: placed groups grew or merged, and no automatic
+    /// move relieved it (busy router, growth before a restart, a group alone on its router).
     RouterOverCapacity,
     /// The part copied to every router (host-less rules, default certificate) alone exceeds a
     /// router's capacity: more routers do not help.

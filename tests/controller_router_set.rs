@@ -2,8 +2,9 @@
 //! server (`tests/support/fake_api.rs`), each router of the set on its own in-memory Octavia
 //! (`SimBackend`, address 172.24.4.1N for router N): placement at a small capacity, each
 //! Ingress's status pointing at its router, the placement record surviving a restart, and a
-//! failing router holding back only its own groups, and a move asked by the operator
-//! (make-before-break, through a restart).
+//! failing router holding back only its own groups, and moves (make-before-break): asked by the
+//! operator (through a restart), of a group that grew on a router over capacity, and of the
+//! part of a group that a new Ingress tied to a group on another router.
 
 #[path = "support/eventually.rs"]
 mod eventually;
@@ -64,9 +65,9 @@ fn slice() -> Value {
 
 fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_l7_router::config::Settings {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    // A move's graces of one second (the move tests).
-    let octavia =
-        format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n{extra}");
+    // A move's graces of one second (the move tests); two policies a router unless `extra` says.
+    let max = if extra.contains("max_policies_per_router") { "" } else { "max_policies_per_router = 2\n" };
+    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\n{max}move_dns_grace = 1\n{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
@@ -588,5 +589,84 @@ async fn a_restart_in_publish_both_resumes_the_move() {
     assert_eq!(running.hosts_of(1), [host]);
     let started = event_reasons(&fake, "a").iter().filter(|r| *r == "MoveStarted").count();
     assert_eq!(started, 1, "the move resumed, not started again");
+    running.stop().await;
+}
+
+/// The message of the first Event of `reason` on Ingress `name`.
+fn event_note(fake: &Fake, name: &str, reason: &str) -> Option<String> {
+    event_on(fake, name, reason).and_then(|e| e["note"].as_str().map(str::to_string))
+}
+
+/// Ingresses a and b (one policy each) fill the first router (two policies); a gets a second
+/// path: its router is over capacity because a grew, so a's group moves by itself to a new
+/// router through every phase (the status shows both addresses, then the new one; the old
+/// routes go last), the Event says why; b, which did not change, stays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_group_that_grew_over_its_router_moves_by_itself_and_the_stable_one_stays() {
+    let fake = fake_with(["a", "b"].map(ingress));
+    let running = start(&fake, &[]).await;
+    for n in ["a", "b"] {
+        eventually(&format!("{n} on the first router"), 20, || placed(&fake, n).filter(|p| p.0 == BASE)).await;
+    }
+    let mut a = fake.get(ING, "shop", "a").unwrap();
+    let mut path = a["spec"]["rules"][0]["http"]["paths"][0].clone();
+    path["path"] = json!("/more");
+    a["spec"]["rules"][0]["http"]["paths"].as_array_mut().unwrap().push(path);
+    fake.put("ingresses", a);
+    eventually("both addresses published", 10, || (addresses(&fake, "a") == [FIRST, SECOND]).then_some(())).await;
+    let host = "a.example.com".to_string();
+    assert!(running.hosts_of(0).contains(&host) && running.hosts_of(1).contains(&host), "both routers route a");
+    eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
+    eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
+    eventually("the move record removed", 10, || {
+        fake.get(ING, "shop", "a").filter(|v| v["metadata"]["annotations"][MOVE_ANNOTATION].is_null())
+    })
+    .await;
+    let note = event_note(&fake, "a", "MoveStarted").unwrap_or_default();
+    assert!(note.contains("automatic: router rset over capacity (3 > 2 policies)"), "{note}");
+    let steps = ["MoveStarted", "MovePublishedBoth", "MovePublishedTarget", "MoveDeletingOld", "MoveDone"];
+    let reasons: Vec<String> = event_reasons(&fake, "a").into_iter().filter(|r| r.starts_with("Move")).collect();
+    assert_eq!(reasons, steps, "one Event per step on a");
+    assert_eq!(placed(&fake, "b"), Some((BASE.to_string(), FIRST.to_string())), "b did not move");
+    assert!(!event_reasons(&fake, "b").iter().any(|r| r.starts_with("Move")), "no move of b");
+    assert_eq!(running.hosts_of(0), ["b.example.com"]);
+    running.stop().await;
+}
+
+/// b is recorded on the first router and c on the second; a new Ingress ties b and c: the
+/// merged group stays on the first router (tie: the older), and c moves there make-before-break
+/// (before, c's routes left its router in the same Sync that its status changed): c's status
+/// shows its old router, both, then the first; its old router routes it until the end; the
+/// Ingress that tied them shows the first router's address, which routes both hosts.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingress_tying_groups_on_two_routers_moves_one_part_make_before_break() {
+    let record = |mut v: Value, router: &str| {
+        v["metadata"]["annotations"] = json!({PLACEMENT_ANNOTATION: router});
+        v
+    };
+    let fake = fake_with([record(ingress("b"), BASE), record(ingress("c"), "rset-2")]);
+    let running = start_with(&fake, &[], &[], "max_policies_per_router = 10").await;
+    eventually("c on the second router", 20, || placed(&fake, "c").filter(|p| p.1 == SECOND)).await;
+    eventually("b on the first router", 20, || placed(&fake, "b").filter(|p| p.1 == FIRST)).await;
+    let mut tie = ingress("tie");
+    // Its own path, so that its rules do not conflict with b's and c's.
+    tie["spec"]["rules"][0]["http"]["paths"][0]["path"] = json!("/tie");
+    let mut rule_c = tie["spec"]["rules"][0].clone();
+    tie["spec"]["rules"][0]["host"] = json!("b.example.com");
+    rule_c["host"] = json!("c.example.com");
+    tie["spec"]["rules"].as_array_mut().unwrap().push(rule_c);
+    fake.put("ingresses", tie);
+    let c = "c.example.com".to_string();
+    eventually("both addresses on c", 10, || (addresses(&fake, "c") == [SECOND, FIRST]).then_some(())).await;
+    assert!(running.hosts_of(0).contains(&c) && running.hosts_of(1).contains(&c), "both routers route c");
+    // The tying Ingress is on the router of both its hosts (never on the old one alone).
+    eventually("the tying Ingress on the first router", 10, || (addresses(&fake, "tie") == [FIRST]).then_some(()))
+        .await;
+    eventually("only the first router on c", 10, || (addresses(&fake, "c") == [FIRST]).then_some(())).await;
+    eventually("c's old routes deleted", 10, || (!running.hosts_of(1).contains(&c)).then_some(())).await;
+    assert_eq!(running.hosts_of(0), ["b.example.com", "c.example.com"]);
+    let note = event_note(&fake, "c", "MoveStarted").unwrap_or_default();
+    assert!(note.contains("merge: an Ingress ties these hosts to the group on rset"), "{note}");
+    assert!(!event_reasons(&fake, "b").iter().any(|r| r.starts_with("Move")), "b does not move");
     running.stop().await;
 }

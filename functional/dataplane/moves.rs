@@ -10,7 +10,7 @@
 use super::converge;
 use super::status_answers::{Responder, send_requests};
 use crate::common::{cleanup, enabled, local_router};
-use kuryr_l7_router::controller::set_moves::{MoveAsk, Moves, homes, place_with_moves};
+use kuryr_l7_router::controller::set_moves::{Growth, MoveAsk, Moves, homes, place_with_moves};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::placement::moves::MoveObservation;
@@ -150,7 +150,7 @@ async fn a_moved_group_is_served_in_every_phase_by_both_routers_haproxy() {
             empty_grace_secs: 3600,
         };
         let ask = [MoveAsk { ingress: "shop/a".into(), target: Ok(1) }];
-        let started = place_with_moves(&desired, &params, Moves::new(), &ask, params.now);
+        let started = place_with_moves(&desired, &params, Moves::new(), &ask, params.now, &Growth::default());
         assert_eq!(started.started.len(), 1, "{:?}", started.refused);
         let mut plan: MovePlan = started.started[0].clone();
         let seen = |target_active, source_cleared| MoveObservation { target_active, source_cleared };
@@ -167,14 +167,14 @@ async fn a_moved_group_is_served_in_every_phase_by_both_routers_haproxy() {
             now += wait;
             let moves = step(&mut plan, now, observed);
             assert_eq!(format!("{:?}", plan.phase).split(' ').next(), Some(name));
-            let again = place_with_moves(&desired, &params, moves.clone(), &[], now);
+            let again = place_with_moves(&desired, &params, moves.clone(), &[], now, &Growth::default());
             let lbs = converge_both(&routers, &desired, &again.placement, &again.moves).await;
             check(name, &responder, &lbs, both);
         }
         now += 1;
         let moves = step(&mut plan, now, seen(true, false));
         assert!(matches!(plan.phase, MovePhase::DeleteOld { .. }), "{:?}", plan.phase);
-        let last = place_with_moves(&desired, &params, moves, &[], now);
+        let last = place_with_moves(&desired, &params, moves, &[], now, &Growth::default());
         let lbs = converge_both(&routers, &desired, &last.placement, &last.moves).await;
         // The old router no longer routes a (the responder's 404); b never moved.
         check("DeleteOld", &responder, &lbs, [["404", "svc-b"], ["svc-a", "404"]]);

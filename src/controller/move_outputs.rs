@@ -35,7 +35,11 @@ impl crate::controller::context::Context {
                 self.publish(&UserEvent::normal(reason, "Move", message), &ing.object_ref(&())).await;
             }
             self.record_move(ing, plan).await;
-            self.write_move_status(set, ing, plan).await;
+            // The Ingress that tied a merge has hosts outside the move: the target routes all of
+            // them from the start, so its status is its router's (`set_outputs`).
+            if !hosts.is_empty() && hosts.is_subset(&plan.hosts) {
+                self.write_move_status(set, ing, plan).await;
+            }
         }
     }
 

@@ -8,6 +8,10 @@
 //! once, so a write on one router never waits for a write on another, and a router that fails
 //! (ERROR, refused writes) holds back only the groups placed on it.
 //!
+//! Moves (make-before-break) start when the operator asks, when an Ingress merges groups
+//! placed on different routers, and when a group grows on a router that goes over capacity
+//! (`controller::set_moves`).
+//!
 //! The placement record is an annotation on each Ingress ([`PLACEMENT_ANNOTATION`]: the name of
 //! its router), written once the router holding it synced. It is read back from the watch cache
 //! at start, so a restarted controller or a new leader places every group where it was without
@@ -21,6 +25,7 @@ use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::groups::normalize_host;
 use crate::placement::moves::MoveObservation;
+use crate::placement::relief::host_costs;
 use crate::placement::split::{SplitParams, split_by_homes};
 use crate::placement::{
     MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name,
@@ -103,6 +108,10 @@ pub struct RouterSet {
     /// Routers of the set found on Octavia at start (by our set tag), for the first placement:
     /// one that no placement names is then empty, and deleted after its grace.
     found: Mutex<BTreeSet<RouterIndex>>,
+    /// Hosts of groups that grew on a router still over capacity, not moved yet (their router
+    /// was busy with another move). In memory: growth is seen between two placements of this
+    /// process, so a restart forgets it (the `RouterOverCapacity` Event stays).
+    grown: Mutex<BTreeSet<String>>,
 }
 
 impl RouterSet {
@@ -119,6 +128,7 @@ impl RouterSet {
             addresses: Mutex::default(),
             move_changed: tokio::sync::Notify::new(),
             found: Mutex::default(),
+            grown: Mutex::default(),
         }
     }
 
@@ -189,6 +199,10 @@ impl RouterSet {
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
             routers.insert(*r, RouterRecord { empty_since: Some(*since) });
         }
+        let growth = set_moves::Growth {
+            before: last.as_ref().map(|(_, prev)| host_costs(&prev.placement)).unwrap_or_default(),
+            pending: self.grown.lock().expect("lock").clone(),
+        };
         let params = SplitParams {
             capacity: self.scale_out.capacity,
             current,
@@ -196,9 +210,9 @@ impl RouterSet {
             now,
             empty_grace_secs: self.scale_out.empty_router_grace.as_secs(),
         };
-        let placed = tokio::task::spawn_blocking(move || {
+        let (placed, grown) = tokio::task::spawn_blocking(move || {
             let whole = translate();
-            let with_moves = set_moves::place_with_moves(&whole, &params, moves, &asks, now);
+            let with_moves = set_moves::place_with_moves(&whole, &params, moves, &asks, now, &growth);
             let homes = set_moves::homes(&with_moves.placement, &with_moves.moves);
             let mut parts = split_by_homes(&whole, &homes);
             // An empty router's part carries the time it became empty: its load balancer's tag
@@ -210,17 +224,19 @@ impl RouterSet {
                 }
             }
             moved.extend(with_moves.started.iter().cloned());
-            Placed {
+            let placed = Placed {
                 placement: with_moves.placement,
                 whole: Arc::new(whole),
                 parts: parts.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
                 moves: with_moves.moves,
                 moved,
                 refused: with_moves.refused,
-            }
+            };
+            (placed, with_moves.pending)
         })
         .await
         .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))?;
+        *self.grown.lock().expect("lock") = grown;
         let empty: BTreeMap<RouterIndex, UnixSeconds> = placed
             .placement
             .routers

@@ -11,13 +11,18 @@
 //! - While the source must keep its routes, the group's hosts are on both routers
 //!   ([`homes`]); the Ingresses' status carries the addresses of the phase.
 //!
-//! A group that outgrows its router is reported (`OverCapacity`), not moved: moves are the
-//! operator's decision.
+//! - Moves also start by themselves: the parts of a group an Ingress ties across routers go
+//!   to the router of the rest (a merge), and a group that grew on a router now over capacity
+//!   goes to the router with the most room (`placement::relief`); a stable group never moves.
 
 use crate::placement::assign::MoveRequest;
 use crate::placement::groups::normalize_host;
+use crate::placement::moves::MoveCause;
+use crate::placement::relief::{self, HostCosts};
 use crate::placement::split::{Homes, SplitParams, placement_input};
-use crate::placement::{GroupId, MovePhase, MovePlan, Placement, RouterIndex, UnixSeconds, place, router_index};
+use crate::placement::{
+    GroupId, HostGroup, MovePhase, MovePlan, Placement, RouterIndex, UnixSeconds, place, router_index,
+};
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
 use std::collections::{BTreeMap, BTreeSet};
@@ -84,6 +89,15 @@ pub fn move_asks<'a>(base: &str, ingresses: impl IntoIterator<Item = &'a Ingress
     out
 }
 
+/// What automatic moves need from the Syncs before: the last placement's groups by host (to
+/// see which groups grew), and the hosts of grown groups whose router is still over capacity
+/// (a router busy with another move is relieved once that move is done).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Growth {
+    pub before: HostCosts,
+    pub pending: BTreeSet<String>,
+}
+
 /// The placement with the moves applied, and the moves in force.
 #[derive(Clone, Debug, PartialEq)]
 pub struct MovesPlaced {
@@ -94,24 +108,83 @@ pub struct MovesPlaced {
     pub started: Vec<MovePlan>,
     /// Asks that cannot be done: (Ingress key, why).
     pub refused: Vec<(String, String)>,
+    /// [`Growth::pending`] for the next placement.
+    pub pending: BTreeSet<String>,
 }
 
 /// Places with the moves: a moving group's hosts are placed on the target (its cost counts
-/// there from the start), and an ask whose Ingress's group is elsewhere and not moving starts a
-/// move. Pure.
+/// there from the start). Moves start for: the parts of a group that an Ingress merged on
+/// another router (to the router of the rest), an ask whose Ingress's group is elsewhere and
+/// not moving, and a group that grew on a router now over capacity (`placement::relief`).
+/// Pure.
 pub fn place_with_moves(
     desired: &crate::model::DesiredRouter,
     params: &SplitParams,
     mut moves: Moves,
     asks: &[MoveAsk],
     now: UnixSeconds,
+    growth: &Growth,
 ) -> MovesPlaced {
     let mut params = params.clone();
     pin_moving_hosts(&mut params, moves.values());
     let mut placement = place(&placement_input(desired, &params));
     let placed_hosts = &placement.host_router;
     moves.retain(|_, m| m.hosts.iter().any(|h| placed_hosts.contains_key(h)));
-    let (mut started, mut refused) = (Vec::new(), Vec::new());
+    let mut started = merge_moves(&placement, &moves, now);
+    let refused = operator_moves(&placement, &moves, asks, now, &mut started);
+    let mut grown = relief::grown_groups(&growth.before, &placement);
+    grown.extend(placement.groups.iter().filter(|g| !g.hosts.is_disjoint(&growth.pending)).map(|g| g.id.clone()));
+    // A group the operator placed (a move-to annotation, which may stay after its move) is
+    // never moved automatically: the next Sync would move it back to the named router.
+    let asked = |g: &HostGroup| asks.iter().any(|a| a.target.is_ok() && g.ingresses.contains(&a.ingress));
+    grown.retain(|id| placement.groups.iter().find(|g| &g.id == id).is_none_or(|g| !asked(g)));
+    let busy: BTreeSet<RouterIndex> = moves.values().chain(&started).flat_map(|m| [m.from, m.to]).collect();
+    for (request, cause) in relief::relief_moves(&placement, params.capacity, &grown, &busy) {
+        started.push(MovePlan::start(&request, now).because(cause));
+    }
+    let moving = |g: &HostGroup| moves.values().chain(&started).any(|m| !m.hosts.is_disjoint(&g.hosts));
+    let over = |g: &HostGroup| {
+        let router = placement.group_router.get(&g.id).and_then(|r| placement.routers.get(r));
+        router.is_some_and(|l| !l.cost.fits(params.capacity))
+    };
+    let pending = placement
+        .groups
+        .iter()
+        .filter(|g| grown.contains(&g.id) && over(g) && !moving(g))
+        .flat_map(|g| g.hosts.iter().cloned())
+        .collect();
+    if !started.is_empty() {
+        pin_moving_hosts(&mut params, started.iter());
+        placement = place(&placement_input(desired, &params));
+        moves.extend(started.iter().map(|m| (m.group.clone(), m.clone())));
+    }
+    MovesPlaced { placement, moves, started, refused, pending }
+}
+
+/// A group an Ingress ties across routers stays on the router holding most of its hosts
+/// (placement rule 6): each other part moves there, make-before-break, keyed by its own
+/// smallest host (the parts of one group move independently). A part already moving waits.
+fn merge_moves(placement: &Placement, moves: &Moves, now: UnixSeconds) -> Vec<MovePlan> {
+    let mut out: Vec<MovePlan> = Vec::new();
+    for request in &placement.moves {
+        let busy = moves.values().chain(&out).any(|m| !m.hosts.is_disjoint(&request.hosts));
+        let Some(first) = request.hosts.first().filter(|_| !busy) else { continue };
+        let part = MoveRequest { group: first.clone(), ..request.clone() };
+        out.push(MovePlan::start(&part, now).because(MoveCause::Merge));
+    }
+    out
+}
+
+/// The moves asked for with [`MOVE_TO_ANNOTATION`] that start now (pushed on `started`), and
+/// the asks refused: (Ingress key, why).
+fn operator_moves(
+    placement: &Placement,
+    moves: &Moves,
+    asks: &[MoveAsk],
+    now: UnixSeconds,
+    started: &mut Vec<MovePlan>,
+) -> Vec<(String, String)> {
+    let mut refused = Vec::new();
     for ask in asks {
         let to = match &ask.target {
             Ok(to) => *to,
@@ -129,12 +202,7 @@ pub fn place_with_moves(
         let request = MoveRequest { group: group.id.clone(), hosts: group.hosts.clone(), from, to };
         started.push(MovePlan::start(&request, now));
     }
-    if !started.is_empty() {
-        pin_moving_hosts(&mut params, started.iter());
-        placement = place(&placement_input(desired, &params));
-        moves.extend(started.iter().map(|m| (m.group.clone(), m.clone())));
-    }
-    MovesPlaced { placement, moves, started, refused }
+    refused
 }
 
 fn pin_moving_hosts<'a>(params: &mut SplitParams, moves: impl Iterator<Item = &'a MovePlan>) {
@@ -162,10 +230,13 @@ pub fn homes(placement: &Placement, moves: &Moves) -> Homes {
     homes
 }
 
-/// The move in progress of `ing`'s hosts, if any.
+/// The move in progress that carries every host of `ing`, if any: its status is the move's.
+/// An Ingress with hosts outside the move (the Ingress that tied a merge) is on the target,
+/// which routes all its hosts from the move's start: its status is its router's.
 pub fn move_of<'a>(moves: &'a Moves, ing: &Ingress) -> Option<&'a MovePlan> {
     let hosts = ingress_hosts(ing);
-    moves.values().find(|m| !matches!(m.phase, MovePhase::Done { .. }) && !m.hosts.is_disjoint(&hosts))
+    let carries = |m: &&MovePlan| !hosts.is_empty() && hosts.is_subset(&m.hosts);
+    moves.values().filter(|m| !matches!(m.phase, MovePhase::Done { .. })).find(carries)
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
 use super::*;
 use crate::placement::MoveTimings;
-use crate::placement::moves::MoveObservation;
+use crate::placement::moves::{MoveCause, MoveObservation};
 
 fn ingress(name: &str, hosts: &[&str], annotations: &[(&str, &str)]) -> Ingress {
     let rules: Vec<serde_json::Value> = hosts.iter().map(|h| serde_json::json!({"host": h})).collect();
@@ -13,7 +13,14 @@ fn ingress(name: &str, hosts: &[&str], annotations: &[(&str, &str)]) -> Ingress 
 }
 
 fn plan(phase: MovePhase) -> MovePlan {
-    MovePlan { group: "a.com".into(), hosts: ["a.com".to_string()].into(), from: 0, to: 1, phase }
+    MovePlan {
+        group: "a.com".into(),
+        hosts: ["a.com".to_string()].into(),
+        from: 0,
+        to: 1,
+        phase,
+        cause: Default::default(),
+    }
 }
 
 /// The record keeps the phase and the time it was entered: a controller restarted in the middle
@@ -132,7 +139,7 @@ fn an_ask_moves_the_whole_group_once() {
     };
     let ask = |ingress: &str, target| MoveAsk { ingress: ingress.into(), target };
     let asks = [ask("shop/iy", Ok(1)), ask("shop/iz", Err("bad name".into()))];
-    let got = place_with_moves(&desired, &params, Moves::new(), &asks, 500);
+    let got = place_with_moves(&desired, &params, Moves::new(), &asks, 500, &Growth::default());
     assert_eq!(got.started.len(), 1, "{got:?}");
     let m = &got.started[0];
     let hosts: Vec<&str> = m.hosts.iter().map(String::as_str).collect();
@@ -144,10 +151,89 @@ fn an_ask_moves_the_whole_group_once() {
     assert_eq!(got.placement.host_router["c.com"], 0, "the other group stays");
     assert_eq!(got.refused, vec![("shop/iz".to_string(), "bad name".to_string())]);
     // The next Sync: the same ask (the annotation stays) while the group moves, and once done.
-    let again = place_with_moves(&desired, &params, got.moves.clone(), &[ask("shop/ix", Ok(2))], 501);
+    let again =
+        place_with_moves(&desired, &params, got.moves.clone(), &[ask("shop/ix", Ok(2))], 501, &Growth::default());
     assert!(again.started.is_empty(), "a moving group is not moved again: {:?}", again.started);
     let mut done_params = params.clone();
     done_params.current.extend([("a.com".to_string(), 1), ("b.com".to_string(), 1)]);
-    let done = place_with_moves(&desired, &done_params, Moves::new(), &[ask("shop/iy", Ok(1))], 900);
+    let done =
+        place_with_moves(&desired, &done_params, Moves::new(), &[ask("shop/iy", Ok(1))], 900, &Growth::default());
     assert!(done.started.is_empty(), "already on its target: {:?}", done.started);
+}
+
+fn tied_desired() -> crate::model::DesiredRouter {
+    let mut inputs = crate::translate::Inputs::default();
+    crate::translate::manifest::load_str(TIED, std::path::Path::new("tied.yaml"), &mut inputs).unwrap();
+    let opts = crate::translate::TranslateOptions { ingress_class: "kuryr".into(), ..Default::default() };
+    crate::translate::translate(&inputs, &opts)
+}
+
+fn params_at(max_policies: u32, current: &[(&str, RouterIndex)]) -> SplitParams {
+    SplitParams {
+        capacity: crate::placement::Capacity { max_policies, max_certificates: 10 },
+        current: current.iter().map(|(h, r)| (h.to_string(), *r)).collect(),
+        routers: Default::default(),
+        now: 500,
+        empty_grace_secs: 3600,
+    }
+}
+
+/// Ingress ix ties a.com (on the first router) and b.com (on the second): b.com moves to the
+/// first router through the move phases (a merge), not at once; its old router keeps its
+/// routes; the move is keyed by the part's own host, so a later Sync resumes it.
+#[test]
+fn a_merge_moves_the_other_part_make_before_break() {
+    let params = params_at(10, &[("a.com", 0), ("b.com", 1), ("c.com", 0)]);
+    let got = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &Growth::default());
+    let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to, m.phase, m.cause)).collect();
+    assert_eq!(started, [("b.com", 1, 0, MovePhase::CreateOnTarget { since: 500 }, MoveCause::Merge)]);
+    let routers: Vec<RouterIndex> = homes(&got.placement, &got.moves).hosts["b.com"].iter().copied().collect();
+    assert_eq!(routers, [0, 1], "the source keeps b.com until the move deletes it");
+    let again = place_with_moves(&tied_desired(), &params, got.moves.clone(), &[], 501, &Growth::default());
+    assert!(again.started.is_empty(), "the move goes on, it does not start again: {:?}", again.started);
+    let (reason, message) = got.started[0].event("edge-2", "edge");
+    assert_eq!(reason, "MoveStarted");
+    assert!(message.contains("merge: an Ingress ties these hosts to the group on edge"), "{message}");
+}
+
+/// At 3 policies a router, group a.com (ix and iy: 3 policies) and c.com (1) on the first
+/// router make it over capacity. Only a group that grew moves (here: pending from an earlier
+/// Sync), to a new router, with the cause; without growth nothing moves; a grown group
+/// already moving is not moved again; growth waits while its router is busy.
+#[test]
+fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
+    let params = params_at(3, &[("a.com", 0), ("b.com", 0), ("c.com", 0)]);
+    let grown = Growth { before: Default::default(), pending: ["b.com".to_string()].into() };
+    let got = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &grown);
+    let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+    assert_eq!(started, [("a.com", 0, 1)]);
+    let cause = MoveCause::OverCapacity { cost: crate::placement::Cost::new(4, 0), capacity: params.capacity };
+    assert_eq!(got.started[0].cause, cause);
+    assert_eq!(got.placement.host_router["c.com"], 0, "the stable group stays");
+    assert!(got.pending.is_empty(), "the grown group is moving: {:?}", got.pending);
+
+    let stable = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &Growth::default());
+    assert!(stable.started.is_empty(), "nothing grew: {:?}", stable.started);
+
+    // The operator placed the group on the first router (move-to, left on ix): it stays.
+    let pinned = [MoveAsk { ingress: "shop/ix".into(), target: Ok(0) }];
+    let kept = place_with_moves(&tied_desired(), &params, Moves::new(), &pinned, 500, &grown);
+    assert!(kept.started.is_empty(), "the operator's placement wins: {:?}", kept.started);
+
+    // A move of c.com into the first router in progress keeps it busy: a.com waits, pending.
+    let busy: Moves = [(
+        "c.com".to_string(),
+        MovePlan {
+            group: "c.com".into(),
+            hosts: ["c.com".to_string()].into(),
+            from: 2,
+            to: 0,
+            phase: MovePhase::PublishBoth { since: 400 },
+            cause: MoveCause::Operator,
+        },
+    )]
+    .into();
+    let waits = place_with_moves(&tied_desired(), &params, busy, &[], 500, &grown);
+    assert!(waits.started.is_empty(), "{:?}", waits.started);
+    assert_eq!(waits.pending, ["a.com".to_string(), "b.com".to_string()].into());
 }

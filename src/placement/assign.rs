@@ -53,8 +53,9 @@ pub enum PlacementWarning {
     /// The group alone (with the shared cost) exceeds a router's capacity: it got a router of
     /// its own and that router is over capacity.
     OversizedGroup { group: GroupId, cost: Cost, router: RouterIndex },
-    /// A router is over capacity because placed groups grew or merged: nothing moves by
-    /// itself; the operator may move a group.
+    /// A router is over capacity because placed groups grew or merged (or the shared part
+    /// did). Placement moves nothing; the controller moves a group that grew there
+    /// (`relief`), the operator may move any.
     OverCapacity { router: RouterIndex, cost: Cost, groups: BTreeSet<GroupId> },
     /// The cost copied to every router (default backend, host-less rules) alone exceeds a
     /// router's capacity: every router is over, and more routers do not help.

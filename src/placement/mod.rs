@@ -8,6 +8,7 @@
 //! - [`groups`]: the unit placed, a host group (hosts tied together by Ingresses), and its cost.
 //! - [`assign`]: which router each group goes to, keeping every placed group where it is.
 //! - [`moves`]: the make-before-break move of a group between two routers, as a state machine.
+//! - [`relief`]: which group a router over capacity sends elsewhere (the group that grew).
 //! - [`split`]: the translation's desired router → the placement's input, and one desired
 //!   router per router of the set.
 //! - [`report`]: how `plan` shows a placement.
@@ -15,6 +16,7 @@
 pub mod assign;
 pub mod groups;
 pub mod moves;
+pub mod relief;
 pub mod report;
 pub mod split;
 
@@ -49,6 +51,14 @@ impl Cost {
         Cost {
             policies: self.policies.saturating_add(other.policies),
             certificates: self.certificates.saturating_add(other.certificates),
+        }
+    }
+
+    /// What is left of this cost once `other` leaves (never below zero).
+    pub fn minus(self, other: Cost) -> Cost {
+        Cost {
+            policies: self.policies.saturating_sub(other.policies),
+            certificates: self.certificates.saturating_sub(other.certificates),
         }
     }
 

@@ -19,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use super::assign::MoveRequest;
 use super::groups::GroupId;
-use super::{RouterIndex, UnixSeconds};
+use super::{Capacity, Cost, RouterIndex, UnixSeconds};
 
 /// Graces of a move. `dns_grace` must cover the external-dns interval plus a common record
 /// TTL (60 s + 300 s), so both defaults are 360 s.
@@ -60,6 +60,37 @@ pub struct RoutesWanted {
     pub target: bool,
 }
 
+/// Why a move started (said in its `MoveStarted` Event; recorded with the plan).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum MoveCause {
+    /// The operator asked (the move-to annotation). Also what a record written before causes
+    /// were recorded reads as.
+    #[default]
+    Operator,
+    /// An Ingress tied these hosts to a group on the target router (placement rule 6).
+    Merge,
+    /// The group grew while on the source, which went over its capacity (`cost` > `capacity`).
+    OverCapacity { cost: Cost, capacity: Capacity },
+}
+
+impl MoveCause {
+    /// Why, in words, for the `MoveStarted` Event.
+    pub fn text(self, source_name: &str, target_name: &str) -> String {
+        match self {
+            MoveCause::Operator => "asked by the operator".to_string(),
+            MoveCause::Merge => format!("merge: an Ingress ties these hosts to the group on {target_name}"),
+            MoveCause::OverCapacity { cost, capacity } => {
+                let (used, max, what) = if cost.policies > capacity.max_policies {
+                    (cost.policies, capacity.max_policies, "policies")
+                } else {
+                    (cost.certificates, capacity.max_certificates, "certificates")
+                };
+                format!("automatic: router {source_name} over capacity ({used} > {max} {what})")
+            }
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MovePlan {
     pub group: GroupId,
@@ -67,6 +98,8 @@ pub struct MovePlan {
     pub from: RouterIndex,
     pub to: RouterIndex,
     pub phase: MovePhase,
+    #[serde(default)]
+    pub cause: MoveCause,
 }
 
 impl MovePlan {
@@ -77,7 +110,13 @@ impl MovePlan {
             from: request.from,
             to: request.to,
             phase: MovePhase::CreateOnTarget { since: now },
+            cause: MoveCause::Operator,
         }
+    }
+
+    /// The same plan, started for `cause`.
+    pub fn because(self, cause: MoveCause) -> MovePlan {
+        MovePlan { cause, ..self }
     }
 
     /// At most one step forward. A phase that waits on a grace advances once `now` reaches its
@@ -128,9 +167,13 @@ impl MovePlan {
     pub fn event(&self, source_name: &str, target_name: &str) -> (&'static str, String) {
         let hosts = self.hosts.iter().map(String::as_str).collect::<Vec<_>>().join(", ");
         match self.phase {
-            MovePhase::CreateOnTarget { .. } => {
-                ("MoveStarted", format!("creating routes for {hosts} on {target_name} (moving from {source_name})"))
-            }
+            MovePhase::CreateOnTarget { .. } => (
+                "MoveStarted",
+                format!(
+                    "creating routes for {hosts} on {target_name} (moving from {source_name}; {})",
+                    self.cause.text(source_name, target_name)
+                ),
+            ),
             MovePhase::PublishBoth { .. } => {
                 ("MovePublishedBoth", format!("{hosts}: status shows both {source_name} and {target_name}"))
             }

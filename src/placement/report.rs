@@ -24,7 +24,7 @@ pub(crate) fn warning_text(base: &str, w: &PlacementWarning) -> String {
             router_name(base, *router)
         ),
         PlacementWarning::OverCapacity { router, cost, groups: g } => format!(
-            "OverCapacity: router {} holds {} (groups {}): placed groups grew or merged and never move by themselves; move one to relieve it",
+            "OverCapacity: router {} holds {} (groups {}): a group that grew there moves out by itself (one move per router at a time), groups that did not change stay; an operator may move one",
             router_name(base, *router),
             cost_text(*cost),
             groups(g)
