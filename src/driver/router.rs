@@ -19,6 +19,7 @@ use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
 use super::ownership::SetMark;
 use super::read_cache::ReadCache;
+use super::stamps::{DesiredChildren, Stamps};
 use super::report::{MembersChange, RouterSnapshot};
 use super::view::DesiredView;
 use super::{execute, floating_ip, https, lifecycle, read, rounds};
@@ -258,7 +259,30 @@ impl Router {
 
     /// Read the router's children as seen from `listener` (see `read`).
     pub async fn read_actual(&self, listener: &Listener) -> Result<ActualRouter> {
-        read::read_actual(&self.cloud, &self.reads, listener).await
+        read::read_actual(&self.cloud, &self.reads, listener, None).await
+    }
+
+    /// Read the router's children as seen from `listener`, for a plan towards `desired`: a parent
+    /// whose stamp holds for its desired children is not read (see [`super::stamps`]).
+    pub async fn read_for(&self, listener: &Listener, desired: &DesiredRouter) -> Result<ActualRouter> {
+        let view = DesiredView::of(desired);
+        let children = DesiredChildren::of(&view, &self.cloud.spec.ownership, false);
+        read::read_actual(&self.cloud, &self.reads, listener, Some(&children)).await
+    }
+
+    /// The stamps of this router's reads in their text form, if they changed since last taken
+    /// (the controller keeps them for the next leader; see [`super::stamps`]).
+    pub fn take_changed_stamps(&self) -> Option<String> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps.take_changed()
+    }
+
+    /// Starts from the stamps of an earlier process (their text form); `false`, and no stamps, if
+    /// the text is damaged (every parent is read then).
+    pub fn load_stamps(&self, text: &str) -> bool {
+        let parsed = Stamps::parse(text);
+        let ok = parsed.is_some();
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps = parsed.unwrap_or_default();
+        ok
     }
 
     /// The router as Octavia has it (`show`): load balancer, HTTP listener, children and floating
@@ -494,7 +518,8 @@ impl Router {
     ) -> Result<()> {
         let c = &self.cloud;
         let listener_id = listener.id.clone();
-        let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener);
+        let children = DesiredChildren::of(desired, &c.spec.ownership, true);
+        let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener, children);
         let diff = c.spec.diff_options();
         let opts = rounds::RoundOptions {
             listener: &listener_id,
