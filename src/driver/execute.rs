@@ -67,8 +67,8 @@ impl ListenerIo for OctaviaListener<'_> {
             // Its default pool may have been one of the writes.
             self.listener = self.cloud.octavia.get_listener(&self.listener.id).await?;
         }
-        // The verification reads its few trusted parents once per convergence, at its first read.
-        self.desired.verify = round == 1;
+        // The verification reads its few trusted parents at the first read of a convergence only.
+        self.desired.verify &= round == 1;
         read::read_actual(self.cloud, self.reads, &self.listener, Some(&self.desired)).await
     }
 

@@ -263,10 +263,11 @@ impl Router {
     }
 
     /// Read the router's children as seen from `listener`, for a plan towards `desired`: a parent
-    /// whose stamp holds for its desired children is not read (see [`super::stamps`]).
-    pub async fn read_for(&self, listener: &Listener, desired: &DesiredRouter) -> Result<ActualRouter> {
+    /// whose stamp holds for its desired children is not read (see [`super::stamps`]), except
+    /// the few the verification picks when `verify` (as the first read of a later convergence).
+    pub async fn read_for(&self, listener: &Listener, desired: &DesiredRouter, verify: bool) -> Result<ActualRouter> {
         let view = DesiredView::of(desired);
-        let children = DesiredChildren::of(&view, &self.cloud.spec.ownership, false);
+        let children = DesiredChildren::of(&view, &self.cloud.spec.ownership, verify);
         read::read_actual(&self.cloud, &self.reads, listener, Some(&children)).await
     }
 
@@ -518,7 +519,9 @@ impl Router {
     ) -> Result<()> {
         let c = &self.cloud;
         let listener_id = listener.id.clone();
-        let children = DesiredChildren::of(desired, &c.spec.ownership, true);
+        // No verification before the first writes of the process: its first convergence reads
+        // the list GETs only where the stamps hold; the later ones verify a few trusted parents.
+        let children = DesiredChildren::of(desired, &c.spec.ownership, self.verified.load(Ordering::SeqCst));
         let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener, children);
         let diff = c.spec.diff_options();
         let opts = rounds::RoundOptions {

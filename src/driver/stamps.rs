@@ -231,3 +231,112 @@ impl<'a> DesiredChildren<'a> {
 fn rule_key(r: &Rule) -> (&'static str, &'static str, &str, bool, &str) {
     (rule_type_str(r.rule_type), compare_type_str(r.compare_type), r.key.as_deref().unwrap_or_default(), r.invert, &r.value)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{CompareType, DesiredRouter, KubeRef, Policy, RuleType};
+
+    const T1: &str = "2026-11-26T06:00:01";
+
+    fn parent<'a>(id: &'a str, ids: &[&'a str]) -> Parent<'a> {
+        Parent { id, provisioning_status: "ACTIVE", updated_at: Some(T1), child_ids: ids.to_vec() }
+    }
+
+    fn read_rule(id: &str, value: &str) -> ActualRule {
+        ActualRule {
+            id: id.into(),
+            rule_type: "PATH".into(),
+            compare_type: "STARTS_WITH".into(),
+            value: value.into(),
+            key: None,
+            invert: false,
+        }
+    }
+
+    fn rule(value: &str) -> Rule {
+        Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: value.into(), invert: false, key: None }
+    }
+
+    fn desired(rules: Vec<Rule>) -> DesiredRouter {
+        let mut d = DesiredRouter::default();
+        d.policies.push(Policy {
+            name: "p".into(),
+            position: 1,
+            pool: String::new(),
+            rules,
+            owner: KubeRef::new("Ingress", "ns", "ing"),
+            description: String::new(),
+            redirect: None,
+        });
+        d
+    }
+
+    #[test]
+    fn stamps_read_back_as_written_and_damaged_text_is_no_stamps() {
+        let mut s = Stamps::default();
+        s.record_rules("lis-1", &parent("pol-1", &["r1"]), &[read_rule("r1", "/a")]);
+        s.record_members(&parent("pool-1", &[]), &[], &Ownership::new("c1"));
+        let text = s.take_changed().expect("recorded");
+        let back = Stamps::parse(&text).expect("parses");
+        assert_eq!(back.to_text(), text);
+        assert_eq!((back.rules.len(), back.members.len()), (1, 1));
+        for bad in [
+            String::new(),
+            text.replacen(HEADER, "kuryr-l7-router stamps v0", 1),
+            format!("{text}r lis-1 pol-2 garbage\n"),
+            format!("{text}x - pool-2 {T1} 0 0\n"),
+            format!("{text}r lis-1\n"),
+        ] {
+            assert!(Stamps::parse(&bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn stamps_change_only_when_a_read_finds_something_new() {
+        let mut s = Stamps::default();
+        let p = parent("pol-1", &["r1"]);
+        s.record_rules("lis-1", &p, &[read_rule("r1", "/a")]);
+        assert!(s.take_changed().is_some());
+        s.record_rules("lis-1", &p, &[read_rule("r1", "/a")]);
+        assert!(s.take_changed().is_none(), "the same read again: nothing to save");
+        s.record_rules("lis-1", &Parent { provisioning_status: "PENDING_UPDATE", ..p.clone() }, &[]);
+        assert!(s.take_changed().is_some() && s.rules.is_empty(), "an unsettled read forgets the stamp");
+    }
+
+    #[test]
+    fn a_listeners_read_forgets_only_its_own_policies_gone() {
+        let mut s = Stamps::default();
+        s.record_rules("http", &parent("pol-http", &[]), &[]);
+        s.record_rules("https", &parent("pol-https", &[]), &[]);
+        s.record_members(&parent("pool-1", &[]), &[], &Ownership::new("c1"));
+        s.retain("http", &BTreeSet::new(), &["pool-1"].into_iter().collect());
+        assert!(s.rules.get("pol-http").is_none(), "gone from its listener");
+        assert!(s.rules.get("pol-https").is_some(), "the other listener's policy is kept");
+        assert!(s.members.get("pool-1").is_some());
+    }
+
+    #[test]
+    fn only_our_policies_with_one_listed_id_per_distinct_desired_rule_are_trusted() {
+        let own = Ownership::new("c1");
+        let ours = own.tags_for(&KubeRef::new("Ingress", "ns", "ing"));
+        let mut s = Stamps::default();
+        s.record_rules("lis", &parent("pol-1", &["r1"]), &[read_rule("r1", "/a")]);
+        let d = desired(vec![rule("/a")]);
+        let view = DesiredView::of(&d);
+        let children = DesiredChildren::of(&view, &own, false);
+        let p = parent("pol-1", &["r1"]);
+        assert!(children.trusted_rules(&s.rules, "p", &ours, &p));
+        assert_eq!(&*children.rules_of("p", &p), &[read_rule("r1", "/a")]);
+        assert!(!children.trusted_rules(&s.rules, "p", &["someone-else".to_string()], &p), "not ours");
+        assert!(!children.trusted_rules(&s.rules, "other", &ours, &p), "not desired");
+        assert!(!children.trusted_rules(&s.rules, "p", &ours, &parent("pol-2", &["r1"])), "no stamp");
+        // A rule present twice (a create retried) is for the diff to delete: never trusted.
+        s.record_rules("lis", &parent("pol-3", &["r1", "r2"]), &[read_rule("r1", "/a"), read_rule("r2", "/a")]);
+        assert!(!children.trusted_rules(&s.rules, "p", &ours, &parent("pol-3", &["r1", "r2"])));
+        let twice = desired(vec![rule("/a"), rule("/a")]);
+        let view = DesiredView::of(&twice);
+        let children = DesiredChildren::of(&view, &own, false);
+        assert!(!children.trusted_rules(&s.rules, "p", &ours, &parent("pol-3", &["r1", "r2"])));
+    }
+}
