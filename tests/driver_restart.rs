@@ -81,7 +81,8 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
     let line = head.lines().next().unwrap_or_default().to_string();
     let path = line.split(' ').nth(1).unwrap_or_default().split('?').next().unwrap_or_default().to_string();
     let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let endpoint = json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
+        let endpoint =
+            json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
         let token = json!({"token": {
             "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
             "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],

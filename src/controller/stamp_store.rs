@@ -43,11 +43,8 @@ pub fn router_label(router: &str) -> String {
 }
 
 fn sanitized(name: &str, max: usize) -> String {
-    let s: String = name
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-        .take(max)
-        .collect();
+    let s: String =
+        name.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(max).collect();
     let s = s.trim_matches('-');
     if s.is_empty() { "router".into() } else { s.into() }
 }
@@ -156,7 +153,9 @@ impl StampStore {
         match self.stores.api.delete(&name, &DeleteParams::default()).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => tracing::warn!(router = %self.router, configmap = %name, error = %e, "stamps ConfigMap not deleted"),
+            Err(e) => {
+                tracing::warn!(router = %self.router, configmap = %name, error = %e, "stamps ConfigMap not deleted")
+            }
         }
     }
 }

@@ -229,7 +229,13 @@ impl<'a> DesiredChildren<'a> {
 }
 
 fn rule_key(r: &Rule) -> (&'static str, &'static str, &str, bool, &str) {
-    (rule_type_str(r.rule_type), compare_type_str(r.compare_type), r.key.as_deref().unwrap_or_default(), r.invert, &r.value)
+    (
+        rule_type_str(r.rule_type),
+        compare_type_str(r.compare_type),
+        r.key.as_deref().unwrap_or_default(),
+        r.invert,
+        &r.value,
+    )
 }
 
 #[cfg(test)]
@@ -255,7 +261,13 @@ mod tests {
     }
 
     fn rule(value: &str) -> Rule {
-        Rule { rule_type: RuleType::Path, compare_type: CompareType::StartsWith, value: value.into(), invert: false, key: None }
+        Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::StartsWith,
+            value: value.into(),
+            invert: false,
+            key: None,
+        }
     }
 
     fn desired(rules: Vec<Rule>) -> DesiredRouter {
