@@ -17,6 +17,8 @@
 mod common;
 #[path = "common/mod.rs"]
 mod functional;
+#[path = "bench/restart.rs"]
+mod restart;
 #[path = "bench/scale_out.rs"]
 mod scale_out;
 
@@ -99,6 +101,17 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("scale-out") {
         rt.block_on(scale_out_main());
+        return;
+    }
+    if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("restart") {
+        rt.block_on(async {
+            let fp = router("restart", true).await;
+            let result = tokio::spawn(restart::run(fp.clone())).await;
+            functional::cleanup(&fp).await;
+            if let Err(e) = result {
+                std::panic::resume_unwind(e.into_panic());
+            }
+        });
         return;
     }
     rt.block_on(async {

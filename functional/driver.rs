@@ -351,6 +351,14 @@ async fn a_resync_reads_again_only_the_children_that_changed() {
         assert_eq!(converge(&fresh, &want).await.writes.len(), 0);
         assert_eq!(take(), Vec::<String>::new(), "nothing changed: no child GET");
 
+        // A new process given the stamps of that read (the controller hands them on in a
+        // ConfigMap): the list GETs only, no child GET, no write.
+        let stamps = fresh.take_changed_stamps().expect("a full read stamps every parent");
+        let (restarted, restarted_gets) = counting_router(&r);
+        assert!(restarted.load_stamps(&stamps));
+        assert_eq!(converge(&restarted, &want).await.writes.len(), 0);
+        assert_eq!(*restarted_gets.lock().unwrap(), Vec::<String>::new(), "stamps hold: no child GET");
+
         // Someone edits one of our rules through the API: that policy's rules are read again and
         // the rule is put back.
         let actual = read_router(&r).await;
@@ -367,8 +375,16 @@ async fn a_resync_reads_again_only_the_children_that_changed() {
         r.octavia().retry_busy(|| r.octavia().update_l7rule(&api.id, &path_rule.id, &edited)).await.unwrap();
         let lb = r.find().await.unwrap().unwrap();
         r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
-        let repair = converge(&fresh, &want).await;
+        // A new process with the stamps taken before the edit: the edit moved the policy's
+        // updated_at, so that policy's rules (and only they) are read, and the rule is put back.
+        let (after_edit, edit_gets) = counting_router(&r);
+        assert!(after_edit.load_stamps(&stamps));
+        let repair = converge(&after_edit, &want).await;
         assert!(!repair.writes.is_empty(), "the edited rule is repaired");
+        // Read at the first read, and read back after the repair (its write moved updated_at).
+        assert_eq!(*edit_gets.lock().unwrap(), ["rules", "rules"], "the edited policy's rules only are read");
+        assert_eq!(observe(&r).await, expected(&want));
+        assert_eq!(converge(&fresh, &want).await.writes.len(), 0);
         assert!(take().iter().filter(|k| *k == "rules").count() >= 1, "the edited policy's rules are read again");
         assert_eq!(observe(&r).await, expected(&want));
 

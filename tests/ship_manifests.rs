@@ -20,7 +20,7 @@ const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = kuryr_l7_router::controller:
 
 /// Resources of [`CONTROLLER_API_CALLS`] used only in the controller's own namespace, so granted
 /// by a namespaced Role rather than the ClusterRole.
-const NAMESPACED_ONLY: &[(&str, &str)] = &[("coordination.k8s.io", "leases")];
+const NAMESPACED_ONLY: &[(&str, &str)] = &[("coordination.k8s.io", "leases"), ("", "configmaps")];
 
 const NAMESPACE: &str = "kuryr-l7-router";
 const INGRESS_CONTROLLER: &str = "openstack.org/kuryr-l7-router";

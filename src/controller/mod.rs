@@ -60,6 +60,7 @@ pub(crate) mod service_events;
 pub(crate) mod service_shape;
 pub mod set_moves;
 pub mod slim;
+pub mod stamp_store;
 pub mod writer;
 
 pub use error::ControllerError;
@@ -135,4 +136,11 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "create"),
     ("coordination.k8s.io", "leases", "patch"),
+    // stamp_store.rs: one ConfigMap per router in the same namespace: read at a new leader's
+    // start, server-side applied after a Sync (patch; create when it does not exist yet),
+    // deleted with the router.
+    ("", "configmaps", "get"),
+    ("", "configmaps", "create"),
+    ("", "configmaps", "patch"),
+    ("", "configmaps", "delete"),
 ];

@@ -1,6 +1,7 @@
 //! The serial writer's backend on the real Octavia (see [`super::writer`]): the driver's
 //! [`Router`] converges, the writer only sees labelled errors.
 
+use crate::controller::stamp_store::{StampStore, StampStores};
 use crate::controller::writer::{DeleteResult, MembersOutcome, MembersResult, RouterBackend, SyncResult, WriteError};
 use crate::driver::{ConvergeReport, DriverError, Router, WriteGate};
 use crate::model::{DesiredRouter, Pool};
@@ -9,11 +10,36 @@ use crate::model::{DesiredRouter, Pool};
 /// pool-id cache of the Members path); the writer only maps its errors to labels.
 pub struct OctaviaBackend {
     router: Router,
+    /// Where the stamps of the router's reads outlive the process (see [`super::stamp_store`]).
+    stamps: Option<tokio::sync::Mutex<StampStore>>,
 }
 
 impl OctaviaBackend {
     pub fn new(router: Router) -> Self {
-        Self { router }
+        Self { router, stamps: None }
+    }
+
+    /// Before the first read of this process: the stamps a previous leader left.
+    async fn load_stamps(&self) {
+        let Some(store) = &self.stamps else { return };
+        if let Some(text) = store.lock().await.load_once().await {
+            if self.router.load_stamps(&text) {
+                tracing::info!(router = %self.router.spec().name, "stamps of an earlier read loaded: unchanged parents are not read again");
+            } else {
+                tracing::warn!(router = %self.router.spec().name, "stamps ConfigMap damaged: the router is read whole");
+            }
+        }
+    }
+
+    /// After a Sync: the stamps, if they changed, at most once per resync period.
+    async fn save_stamps(&self) {
+        let Some(store) = &self.stamps else { return };
+        let mut store = store.lock().await;
+        if store.due(std::time::Instant::now())
+            && let Some(text) = self.router.take_changed_stamps()
+        {
+            store.save(&text).await;
+        }
     }
 }
 
@@ -32,11 +58,17 @@ fn driver_error(e: DriverError) -> WriteError {
 
 impl RouterBackend for OctaviaBackend {
     async fn sync(&self, desired: &DesiredRouter) -> SyncResult {
-        Ok(logged(self.router.converge(desired).await.map_err(driver_error)?))
+        self.load_stamps().await;
+        let report = self.router.converge(desired).await.map_err(driver_error)?;
+        self.save_stamps().await;
+        Ok(logged(report))
     }
 
     async fn sync_reading_budget(&self, desired: &DesiredRouter) -> SyncResult {
-        Ok(logged(self.router.converge_reading_budget(desired).await.map_err(driver_error)?))
+        self.load_stamps().await;
+        let report = self.router.converge_reading_budget(desired).await.map_err(driver_error)?;
+        self.save_stamps().await;
+        Ok(logged(report))
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {
@@ -48,7 +80,15 @@ impl RouterBackend for OctaviaBackend {
     }
 
     async fn delete_router(&self) -> DeleteResult {
-        self.router.delete_router().await.map_err(driver_error)
+        let deleted = self.router.delete_router().await.map_err(driver_error)?;
+        if let Some(store) = &self.stamps {
+            store.lock().await.delete().await;
+        }
+        Ok(deleted)
+    }
+
+    fn set_stamp_stores(&mut self, stores: StampStores) {
+        self.stamps = Some(tokio::sync::Mutex::new(StampStore::new(stores, &self.router.spec().name)));
     }
 
     fn blocked(&self) -> bool {

@@ -24,6 +24,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::router_set::{RouterSet, SpawnWriter};
+use crate::controller::stamp_store::StampStores;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
@@ -238,12 +239,14 @@ where
             };
             let gate = gate.stopping_on(stop_rx.clone());
             b.set_write_gate(gate.clone());
+            let stores =
+                StampStores { api: Api::namespaced(client.clone(), &k.lease_namespace), every: k.resync_period };
+            b.set_stamp_stores(stores.clone());
             let gateways = gateways.map(|g| g(&metrics, gate.clone()));
-            let spawn = settings
-                .octavia_defaults
-                .scale_out
-                .enabled
-                .then(|| spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate));
+            let spawn =
+                settings.octavia_defaults.scale_out.enabled.then(|| {
+                    spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
+                });
             let spawn = Spawners { set: spawn, gateways };
             run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
@@ -464,6 +467,7 @@ fn spawn_writers<B, F>(
     metrics: Metrics,
     readiness: watch::Sender<Readiness>,
     gate: WriteGate,
+    stores: StampStores,
 ) -> SpawnWriter
 where
     B: RouterBackend,
@@ -473,6 +477,7 @@ where
         let mut b =
             backends(&settings, &metrics, index).map_err(|e| WriteError::new("client_config", e.to_string()))?;
         b.set_write_gate(gate.clone());
+        b.set_stamp_stores(stores.clone());
         let wm = WriterMetrics {
             router: name.to_string(),
             metrics: Some(metrics.clone()),

@@ -136,6 +136,9 @@ pub trait RouterBackend: Send + Sync + 'static {
     }
     /// Write only while `gate` is open (the leader lease), checked before every write.
     fn set_write_gate(&mut self, _gate: WriteGate) {}
+    /// Keep the stamps of the router's reads in these ConfigMaps (see
+    /// [`super::stamp_store`]); by default nothing is kept.
+    fn set_stamp_stores(&mut self, _stores: super::stamp_store::StampStores) {}
     /// The load balancers carrying this instance's set tag (the routers of its set, whatever
     /// their index), read once at start (by default none: nothing to find).
     fn set_load_balancers(&self) -> impl Future<Output = Result<Vec<FoundRouter>, WriteError>> + Send {

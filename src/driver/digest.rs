@@ -86,6 +86,13 @@ fn member_line(address: std::net::IpAddr, port: u16, weight: u16, backup: bool) 
     format!("{address}|{port}|{weight}|{backup}")
 }
 
+/// 64-bit FNV-1a of `text`: the same in every build and process (names derived from it last).
+pub fn stable_hash(text: &str) -> u64 {
+    let mut h = Fnv::default();
+    h.write(text.as_bytes());
+    h.0
+}
+
 /// 64-bit FNV-1a.
 struct Fnv(u64);
 

@@ -13,6 +13,7 @@ use super::read;
 use super::read_cache::ReadCache;
 use super::report::WriteRecord;
 use super::rounds::ListenerIo;
+use super::stamps::DesiredChildren;
 use crate::openstack::Error as OsError;
 use crate::openstack::octavia::Listener;
 use crate::openstack::octavia_requests::{
@@ -38,17 +39,25 @@ pub struct OctaviaListener<'a> {
     reads: &'a Mutex<ReadCache>,
     listener: Listener,
     target: Target,
+    /// What the stamps of earlier reads may stand for (see [`super::stamps`]).
+    desired: DesiredChildren<'a>,
 }
 
 impl<'a> OctaviaListener<'a> {
-    pub fn new(cloud: &'a Cloud, reads: &'a Mutex<ReadCache>, lb_id: &str, listener: Listener) -> Self {
+    pub fn new(
+        cloud: &'a Cloud,
+        reads: &'a Mutex<ReadCache>,
+        lb_id: &str,
+        listener: Listener,
+        desired: DesiredChildren<'a>,
+    ) -> Self {
         let target = Target {
             lb_id: lb_id.into(),
             listener_id: listener.id.clone(),
             new_pools: BTreeMap::new(),
             new_policies: BTreeMap::new(),
         };
-        Self { cloud, reads, listener, target }
+        Self { cloud, reads, listener, target, desired }
     }
 }
 
@@ -58,7 +67,9 @@ impl ListenerIo for OctaviaListener<'_> {
             // Its default pool may have been one of the writes.
             self.listener = self.cloud.octavia.get_listener(&self.listener.id).await?;
         }
-        read::read_actual(self.cloud, self.reads, &self.listener).await
+        // The verification reads its few trusted parents at the first read of a convergence only.
+        self.desired.verify &= round == 1;
+        read::read_actual(self.cloud, self.reads, &self.listener, Some(&self.desired)).await
     }
 
     async fn send(&mut self, w: &Write) -> Result<WriteRecord> {

@@ -429,7 +429,7 @@ pub async fn snapshot(
     else {
         return Ok(None);
     };
-    let actual = super::read::read_actual(cloud, reads, l).await?;
+    let actual = super::read::read_actual(cloud, reads, l, None).await?;
     let mut certificates = Vec::new();
     for secret_ref in listener_secret_refs(l).into_iter().collect::<BTreeSet<_>>() {
         let default = l.default_tls_container_ref.as_deref() == Some(secret_ref.as_str());

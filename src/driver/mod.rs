@@ -38,6 +38,7 @@ pub mod router;
 #[cfg(any(test, feature = "testing"))]
 pub mod sim;
 pub mod spec;
+pub mod stamps;
 pub mod view;
 
 pub use cloud::{WriteGate, WritePermits};

@@ -1,6 +1,8 @@
 //! Reading the router back from Octavia into the snapshot the diff compares with: one listener's
 //! policies with their rules, and the router's pools with their members and health monitors.
-//! Children are read again only where their parent changed (see [`super::read_cache`]).
+//! Children are read again only where their parent changed (see [`super::read_cache`]), and not
+//! at all where a stamp of an earlier read (maybe by another process) shows that the parent holds
+//! the desired children (see [`super::stamps`]).
 
 use super::actual::{
     ActualHealthMonitor, ActualListener, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule, TagSet,
@@ -10,26 +12,35 @@ use super::cloud::Cloud;
 use super::error::Result;
 use super::plan::MemberName;
 use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
+use super::stamps::{DesiredChildren, StampMap};
 use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
 use crate::openstack::{Error as OsError, ListQuery};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Instant;
 
-/// One read: the cache it uses, and its budget of expired entries to refresh.
+/// One read: the cache it uses, its budget of expired entries to refresh, and the desired
+/// children its stamps may stand for.
 struct Read<'a> {
     cloud: &'a Cloud,
     cache: &'a Mutex<ReadCache>,
     now: Instant,
     refresh: usize,
+    desired: Option<&'a DesiredChildren<'a>>,
 }
 
 /// Read the router's children as seen from `listener`: 1 listing of its policies, one of rules
 /// per changed policy, 1 of the router's pools, one of members per changed pool, 1 of our health
-/// monitors.
-pub async fn read_actual(cloud: &Cloud, cache: &Mutex<ReadCache>, listener: &Listener) -> Result<ActualRouter> {
-    let mut read = Read { cloud, cache, now: Instant::now(), refresh: REFRESH_PER_READ };
+/// monitors. With `desired`, a parent whose stamp holds for its desired children is not read
+/// (see [`super::stamps`]).
+pub async fn read_actual(
+    cloud: &Cloud,
+    cache: &Mutex<ReadCache>,
+    listener: &Listener,
+    desired: Option<&DesiredChildren<'_>>,
+) -> Result<ActualRouter> {
+    let mut read = Read { cloud, cache, now: Instant::now(), refresh: REFRESH_PER_READ, desired };
     let policies = read.policies(&listener.id).await?;
     let lb_id = listener.loadbalancers.first().map(|l| l.id.clone()).unwrap_or_default();
     let pools = read.pools(&lb_id).await?;
@@ -39,6 +50,7 @@ pub async fn read_actual(cloud: &Cloud, cache: &Mutex<ReadCache>, listener: &Lis
         let mut reads = lock(cache);
         reads.rules.retain(&live_policies);
         reads.members.retain(&live_pools);
+        reads.stamps.retain(&listener.id, &live_policies, &live_pools);
     }
     Ok(ActualRouter {
         listener: ActualListener {
@@ -58,12 +70,15 @@ fn lock(cache: &Mutex<ReadCache>) -> MutexGuard<'_, ReadCache> {
 }
 
 impl Read<'_> {
-    /// The children of `parent`: the cached read while it is good, else `fetch`ed (no GET when
-    /// the parent lists none) and remembered.
+    /// The children of `parent`: the cached read while it is good, else the `trusted` ones (the
+    /// desired children, when the parent's stamp holds), else `fetch`ed (no GET when the parent
+    /// lists none), remembered and stamped (`stamp`).
     async fn children<T, Fut>(
         &mut self,
         kind: fn(&mut ReadCache) -> &mut Cached<T>,
         parent: &Parent<'_>,
+        trusted: Option<Arc<[T]>>,
+        stamp: impl FnOnce(&mut ReadCache, &[T]),
         fetch: impl FnOnce() -> Fut,
     ) -> std::result::Result<Arc<[T]>, OsError>
     where
@@ -73,9 +88,27 @@ impl Read<'_> {
         if let Some(cached) = kind(&mut lock(self.cache)).get(parent, self.now, &mut self.refresh) {
             return Ok(cached);
         }
+        if let Some(trusted) = trusted {
+            // Not cached: the cache holds what was read, and the stamp stands for it meanwhile.
+            return Ok(trusted);
+        }
         let fresh: Arc<[T]> = if parent.child_ids.is_empty() { Arc::new([]) } else { fetch().await?.into() };
-        kind(&mut lock(self.cache)).put(parent, Instant::now(), &fresh);
+        let mut reads = lock(self.cache);
+        kind(&mut reads).put(parent, Instant::now(), &fresh);
+        stamp(&mut reads, &fresh);
         Ok(fresh)
+    }
+
+    /// Of the parents whose stamp holds now (`candidates`), those not read this time: all but
+    /// the ones the verification picks, once per resync.
+    fn trusted(&self, stamps: fn(&mut ReadCache) -> &mut StampMap, candidates: BTreeSet<&str>) -> BTreeSet<String> {
+        let picked = match self.desired {
+            Some(d) if d.verify && !candidates.is_empty() => {
+                stamps(&mut lock(self.cache)).pick_for_verification(&candidates)
+            }
+            _ => BTreeSet::new(),
+        };
+        candidates.into_iter().filter(|id| !picked.contains(*id)).map(String::from).collect()
     }
 
     /// One listener's policies with their rules, in position order.
@@ -83,19 +116,29 @@ impl Read<'_> {
         let o = &self.cloud.octavia;
         let policies =
             o.list_l7policies(&ListQuery { listener_id: Some(listener_id.into()), ..ListQuery::default() }).await?;
+        let candidates = match self.desired {
+            Some(d) => {
+                let reads = lock(self.cache);
+                policies
+                    .iter()
+                    .filter(|p| d.trusted_rules(&reads.stamps.rules, &p.name, &p.tags, &policy_parent(p)))
+                    .map(|p| p.id.as_str())
+                    .collect()
+            }
+            None => BTreeSet::new(),
+        };
+        let trusted = self.trusted(|c| &mut c.stamps.rules, candidates);
         let mut actual = Vec::with_capacity(policies.len());
         let mut tag_set = TagSet::default();
         for p in policies {
-            let parent = Parent {
-                id: &p.id,
-                provisioning_status: &p.provisioning_status,
-                updated_at: p.updated_at.as_deref(),
-                child_ids: p.rules.iter().map(|r| r.id.as_str()).collect(),
-            };
+            let parent = policy_parent(&p);
+            let desired = self.desired.filter(|_| trusted.contains(&p.id)).map(|d| d.rules_of(&p.name, &parent));
             let rules = self
                 .children(
                     |c| &mut c.rules,
                     &parent,
+                    desired,
+                    |c, rules| c.stamps.record_rules(listener_id, &parent, rules),
                     || async {
                         Ok(o.list_l7rules(&p.id, &ListQuery::default()).await?.into_iter().map(actual_rule).collect())
                     },
@@ -120,21 +163,32 @@ impl Read<'_> {
         } else {
             BTreeMap::new()
         };
+        let candidates = match self.desired {
+            Some(d) => {
+                let reads = lock(self.cache);
+                pools
+                    .iter()
+                    .filter(|p| d.trusted_members(&reads.stamps.members, &p.name, &p.tags, &pool_parent(p)))
+                    .map(|p| p.id.as_str())
+                    .collect()
+            }
+            None => BTreeSet::new(),
+        };
+        let trusted = self.trusted(|c| &mut c.stamps.members, candidates);
+        let own = &self.cloud.spec.ownership;
         let mut actual = Vec::with_capacity(pools.len());
         let mut tag_set = TagSet::default();
         for p in pools {
-            let parent = Parent {
-                id: &p.id,
-                provisioning_status: &p.provisioning_status,
-                updated_at: p.updated_at.as_deref(),
-                child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
-            };
+            let parent = pool_parent(&p);
+            let desired = self.desired.filter(|_| trusted.contains(&p.id)).map(|d| d.members_of(&p.name, &parent));
             // Tags are shared before the members are cached, so that the cache and every read
             // that uses it hold one copy of both.
             let members = self
                 .children(
                     |c| &mut c.members,
                     &parent,
+                    desired,
+                    |c, members| c.stamps.record_members(&parent, members, own),
                     || async {
                         let mut members: Vec<ActualMember> = o
                             .list_members(&p.id, &ListQuery::default())
@@ -187,6 +241,24 @@ pub(crate) async fn our_pool_ids(cloud: &Cloud, lb_id: &str) -> Result<BTreeMap<
         .filter(|p: &OctaviaPool| own.owns(&p.tags))
         .map(|p| (p.name, p.id))
         .collect())
+}
+
+fn policy_parent(p: &L7Policy) -> Parent<'_> {
+    Parent {
+        id: &p.id,
+        provisioning_status: &p.provisioning_status,
+        updated_at: p.updated_at.as_deref(),
+        child_ids: p.rules.iter().map(|r| r.id.as_str()).collect(),
+    }
+}
+
+fn pool_parent(p: &OctaviaPool) -> Parent<'_> {
+    Parent {
+        id: &p.id,
+        provisioning_status: &p.provisioning_status,
+        updated_at: p.updated_at.as_deref(),
+        child_ids: p.members.iter().map(|m| m.id.as_str()).collect(),
+    }
 }
 
 fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) -> ActualPolicy {

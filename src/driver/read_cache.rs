@@ -131,6 +131,8 @@ impl<T: Child> Cached<T> {
 pub struct ReadCache {
     pub rules: Cached<ActualRule>,
     pub members: Cached<ActualMember>,
+    /// What the reads found, for the next process (see [`super::stamps`]).
+    pub stamps: super::stamps::Stamps,
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use super::isolation::{WriteBackoff, WriteKey};
 use super::ownership::{FoundRouter, SetMark, empty_since};
 use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
+use super::stamps::{DesiredChildren, Stamps};
 use super::view::DesiredView;
 use super::{execute, floating_ip, https, lifecycle, read, rounds};
 use crate::model::{DesiredRouter, Pool};
@@ -261,7 +262,31 @@ impl Router {
 
     /// Read the router's children as seen from `listener` (see `read`).
     pub async fn read_actual(&self, listener: &Listener) -> Result<ActualRouter> {
-        read::read_actual(&self.cloud, &self.reads, listener).await
+        read::read_actual(&self.cloud, &self.reads, listener, None).await
+    }
+
+    /// Read the router's children as seen from `listener`, for a plan towards `desired`: a parent
+    /// whose stamp holds for its desired children is not read (see [`super::stamps`]), except
+    /// the few the verification picks when `verify` (as the first read of a later convergence).
+    pub async fn read_for(&self, listener: &Listener, desired: &DesiredRouter, verify: bool) -> Result<ActualRouter> {
+        let view = DesiredView::of(desired);
+        let children = DesiredChildren::of(&view, &self.cloud.spec.ownership, verify);
+        read::read_actual(&self.cloud, &self.reads, listener, Some(&children)).await
+    }
+
+    /// The stamps of this router's reads in their text form, if they changed since last taken
+    /// (the controller keeps them for the next leader; see [`super::stamps`]).
+    pub fn take_changed_stamps(&self) -> Option<String> {
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps.take_changed()
+    }
+
+    /// Starts from the stamps of an earlier process (their text form); `false`, and no stamps, if
+    /// the text is damaged (every parent is read then).
+    pub fn load_stamps(&self, text: &str) -> bool {
+        let parsed = Stamps::parse(text);
+        let ok = parsed.is_some();
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps = parsed.unwrap_or_default();
+        ok
     }
 
     /// The router as Octavia has it (`show`): load balancer, HTTP listener, children and floating
@@ -498,7 +523,10 @@ impl Router {
     ) -> Result<()> {
         let c = &self.cloud;
         let listener_id = listener.id.clone();
-        let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener);
+        // No verification before the first writes of the process: its first convergence reads
+        // the list GETs only where the stamps hold; the later ones verify a few trusted parents.
+        let children = DesiredChildren::of(desired, &c.spec.ownership, self.verified.load(Ordering::SeqCst));
+        let mut io = execute::OctaviaListener::new(c, &self.reads, &lb.id, listener, children);
         let diff = c.spec.diff_options();
         let opts = rounds::RoundOptions {
             listener: &listener_id,
