@@ -60,6 +60,7 @@ pub(crate) mod service_events;
 pub(crate) mod service_shape;
 pub mod set_moves;
 pub mod slim;
+pub mod tls_secrets;
 pub mod writer;
 
 pub use error::ControllerError;
