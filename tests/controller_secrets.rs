@@ -153,11 +153,14 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
     }
 }
 
+/// The certificates of one desired router: name → fingerprint (None without content).
+type Certificates = Vec<(String, Option<String>)>;
+
 /// The router's backend in memory, recording the certificates (name → fingerprint, None while
 /// without content) of every desired router it is asked to converge.
 struct Recording {
     sim: SimBackend,
-    certificates: Arc<Mutex<Vec<Vec<(String, Option<String>)>>>>,
+    certificates: Arc<Mutex<Vec<Certificates>>>,
 }
 
 impl RouterBackend for Recording {
