@@ -270,6 +270,30 @@ mod tests {
         assert!(!named.is_named(&("infra".into(), "other".into())));
     }
 
+    fn gateway_naming(secret: &str) -> Gateway {
+        serde_json::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "shop"},
+            "spec": {"gatewayClassName": "any", "listeners": [{"name": "https", "port": 443, "protocol": "HTTPS",
+                "tls": {"certificateRefs": [{"name": secret}]}}]}
+        }))
+        .unwrap()
+    }
+
+    /// The Gateways' routers translate from the same Snapshot: a Secret only a Gateway names is
+    /// handed over too (it would read as not found).
+    #[test]
+    fn the_translation_gets_the_secrets_a_gateway_names() {
+        let (stores, mut w) = crate::controller::context::StoreWriters::new();
+        w.secrets.apply_watcher_event(&watcher::Event::Apply(secret("gw-tls")));
+        w.secrets.apply_watcher_event(&watcher::Event::Apply(secret("nobody")));
+        let (gateways, mut wg) = reflector::store::<Gateway>();
+        wg.apply_watcher_event(&watcher::Event::Apply(gateway_naming("gw-tls")));
+        stores.named_secrets.watch_gateways(gateways);
+        let names: Vec<_> = stores.inputs().secrets.iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        assert_eq!(names, vec!["gw-tls"]);
+    }
+
     #[tokio::test]
     async fn an_ingress_naming_a_secret_held_without_data_asks_for_a_relist() {
         let named = named_by(&[]);
