@@ -4,7 +4,8 @@
 //! - the Ingresses naming a Service (a Service event): a scan of every Ingress vs the index;
 //! - a Service's EndpointSlices (an endpoint change, the Members path): a scan of every slice vs
 //!   the index;
-//! - a translation with TLS: every Secret parsed vs the parsed-certificate cache.
+//! - a translation with TLS: every Secret parsed vs the parsed-certificate cache;
+//! - the memory of TLS Secrets nothing names: cached whole vs without their data.
 //!
 //! Run: `cargo bench --bench caches` (std::time, no harness). Without `--bench` in argv (as in
 //! `cargo test --all-targets`) it runs a smoke-size workload so the test suite stays fast.
@@ -25,6 +26,9 @@ use kuryr_l7_router::translate::members::SliceCache;
 use kuryr_l7_router::translate::{IpFamily, TranslateOptions, translate};
 use std::sync::Arc;
 use std::time::Instant;
+
+#[global_allocator]
+static ALLOC: mem::Counting = mem::Counting;
 
 fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::MAX;
@@ -62,6 +66,7 @@ fn main() {
     println!("\n## {n_ing} Ingresses, {n_svc} Services (one EndpointSlice each) in the caches");
     service_lookups(&stores, &inp.services[4242 % n_svc], if full { 200 } else { 10 });
     certificates(if full { 2_000 } else { 20 }, if full { 5 } else { 1 });
+    unnamed_secrets(if full { 10_000 } else { 100 });
 }
 
 /// The Ingresses naming a Service and the Service's slices: the scans as the handlers made them
@@ -93,6 +98,50 @@ fn service_lookups(stores: &Stores, svc: &k8s_openapi::api::core::v1::Service, i
     let (index, n_index) = per_call(iters, || endpoints_of(svc, stores, &opts).len());
     assert_eq!(n_scan, n_index);
     println!("a Service's EndpointSlices, digested ({n_index} slice): scan {scan:.1} µs, index {index:.2} µs");
+}
+
+/// `n` TLS Secrets nothing names, cached as the Secret watch caches them: whole (`slim` only,
+/// as before) vs without their data (`NamedSecrets::keep_data_if_named`, now). Sizes of a
+/// cert-manager Secret: an RSA-2048 key (PKCS#8 PEM) and a leaf + intermediate chain.
+fn unnamed_secrets(n: usize) {
+    let (crt, key) = (vec![b'c'; 3_800], vec![b'k'; 1_704]);
+    let (stores, _) = StoreWriters::new();
+    let named = stores.named_secrets.clone();
+    let fill = |strip: bool| {
+        let (store, mut w) = kube::runtime::reflector::store::<Secret>();
+        for i in 0..n {
+            let data = [("tls.crt", crt.clone()), ("tls.key", key.clone()), ("ca.crt", crt.clone())];
+            let mut s = Secret {
+                metadata: ObjectMeta {
+                    namespace: Some(NS.into()),
+                    name: Some(format!("unnamed{i}")),
+                    uid: Some(format!("0b3c6f0e-9d1a-4c55-8f0e-{i:012}")),
+                    resource_version: Some("123456".into()),
+                    ..Default::default()
+                },
+                type_: Some("kubernetes.io/tls".into()),
+                data: Some(data.into_iter().map(|(k, v)| (k.to_string(), ByteString(v))).collect()),
+                ..Default::default()
+            };
+            kuryr_l7_router::controller::slim::slim(&mut s);
+            if strip {
+                named.keep_data_if_named(&mut s);
+            }
+            w.apply_watcher_event(&Event::Apply(s));
+        }
+        (store, w)
+    };
+    let (before, _, _, whole) = mem::measure_live(|| fill(false));
+    drop(before);
+    let (now, _, _, stripped) = mem::measure_live(|| fill(true));
+    assert!(now.0.state().iter().all(|s| s.data.is_none()));
+    let per = |mib: f64| mib * 1024.0 * 1024.0 / n as f64;
+    println!(
+        "\n## {n} TLS Secrets nothing names, in the Secret cache (live bytes)\n\
+         whole (before): {whole:.1} MiB, {:.0} B per Secret; without their data (now): {stripped:.1} MiB, {:.0} B per Secret",
+        per(whole),
+        per(stripped)
+    );
 }
 
 /// Whether an Ingress routes to the Service `name` (the scan's predicate before the index).

@@ -110,6 +110,7 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
         routers,
         debounce: Duration::from_millis(20),
         recheck: Duration::from_millis(200),
+        named_secrets: None,
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(gl.run(stop_rx));

@@ -509,3 +509,26 @@ fn fingerprint_of(i: &Inputs, name: &str) -> String {
     let parsed = kuryr_l7_router::certificate::ParsedCertificate::from_pem(&d["tls.crt"].0, &d["tls.key"].0).unwrap();
     parsed.sha256_fingerprint().to_string()
 }
+
+/// A named Secret the controller's cache holds without its data (until its watch lists it
+/// again) is pending, not missing: no Warning, the certificate stays on the listener without
+/// content (the router keeps the one it stores) and its host stays on HTTPS.
+#[test]
+fn a_secret_held_without_data_is_pending_not_missing() {
+    let pending = format!(
+        "apiVersion: v1\nkind: Secret\ntype: kubernetes.io/tls\nmetadata:\n  namespace: shop\n  name: tls-a\n  annotations: {{\"{}\": \"\"}}\n",
+        kuryr_l7_router::translate::tls::DATA_NOT_HELD
+    );
+    let web =
+        ingress("web", "2026-01-01T00:00:00Z", &["secure.example.com"], &[("tls-a", &["secure.example.com"])], "");
+    let r = translate(&inputs(&[pending, web.clone()]), &opts());
+    let tls_warnings: Vec<_> = r.warnings.iter().filter(|w| w.reason != "NoEndpoints").collect();
+    assert!(tls_warnings.is_empty(), "{tls_warnings:?}");
+    let https = r.https.as_ref().expect("an HTTPS listener");
+    let c = &https.certificates["shop_tls-a"];
+    assert!(c.content.is_none());
+    assert_eq!(c.hosts, vec!["secure.example.com"]);
+    // The same Secret absent: a Warning.
+    let r = translate(&inputs(&[web]), &opts());
+    assert!(reasons(&r).iter().any(|(reason, _)| reason == "SecretNotFound"), "{:?}", reasons(&r));
+}

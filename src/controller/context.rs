@@ -15,6 +15,7 @@ use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
 use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::service_events::{self, ServiceWarnings};
+use crate::controller::tls_secrets::NamedSecrets;
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, patches, reconcile_span};
 use crate::driver::ConvergeReport;
@@ -52,6 +53,8 @@ pub struct Stores {
     pub indexes: Indexes,
     /// The Secrets' parsed certificates, shared by every translation from these caches.
     pub certificates: Arc<CertificateCache>,
+    /// What names TLS Secrets: only those keep their data in `secrets`.
+    pub named_secrets: Arc<NamedSecrets>,
 }
 
 /// Writers of [`Stores`] built without watches (tests, and the stores that `run` fills itself).
@@ -84,8 +87,20 @@ impl StoreWriters {
         );
         let wsl = IndexedWriter::new(wsl, vec![(indexes.slices_by_service.clone(), service_of_slice)]);
         let certificates = Arc::default();
+        let named_secrets = Arc::new(NamedSecrets::new(indexes.ingresses_by_secret.clone()));
         (
-            Stores { ingresses, classes, services, slices, endpoints, nodes, secrets, indexes, certificates },
+            Stores {
+                ingresses,
+                classes,
+                services,
+                slices,
+                endpoints,
+                nodes,
+                secrets,
+                indexes,
+                certificates,
+                named_secrets,
+            },
             StoreWriters {
                 ingresses: wi,
                 classes: wc,
@@ -112,13 +127,16 @@ impl Stores {
     pub fn inputs_with(&self, default_tls_secret: Option<&(String, String)>) -> Snapshot {
         let mut ingresses = self.ingresses.state();
         ingresses.retain(|i| i.metadata.deletion_timestamp.is_none());
-        // Only the Secrets an Ingress (or the configured default certificate) names are handed
-        // to the translation: the others' key material is not read.
+        // Only the Secrets an Ingress (or the configured default certificate, or a Gateway) names
+        // are handed to the translation: the others' key material is not read.
         let mut named: std::collections::BTreeSet<(String, String)> =
             ingresses.iter().flat_map(|i| tls_secrets_of(i)).collect();
         named.extend(default_tls_secret.cloned());
         let mut secrets = self.secrets.state();
-        secrets.retain(|s| named.contains(&(namespace_of(&s.metadata).to_string(), s.name_any())));
+        secrets.retain(|s| {
+            let key = (namespace_of(&s.metadata).to_string(), s.name_any());
+            named.contains(&key) || self.named_secrets.named_by_gateway(&key)
+        });
         Snapshot {
             ingresses,
             ingress_classes: self.classes.state(),

@@ -44,6 +44,9 @@ pub struct GatewayLoop {
     /// How often the CRDs are probed while absent, and how often the loop runs without a Gateway
     /// API event (Service and Secret changes arrive through the Ingress side's watches).
     pub recheck: Duration,
+    /// What names TLS Secrets (the Secret watch keeps only their data): told about the Gateways'
+    /// cache, and asked for a re-list when a listener names a Secret held without data.
+    pub named_secrets: Option<Arc<crate::controller::tls_secrets::NamedSecrets>>,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -150,10 +153,17 @@ impl GatewayLoop {
             _ = stop.wait_for(|v| *v) => return,
         }
         tracing::info!("Gateway API caches synced");
+        if let Some(named) = &self.named_secrets {
+            named.watch_gateways(stores.gateways.clone());
+        }
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         let mut first = true;
         loop {
             let w = world(stores, &self.services, &self.secrets);
+            if let Some(named) = &self.named_secrets {
+                let pending = w.secrets.iter().filter(|(_, i)| **i == crate::gateway::world::SecretInfo::Pending);
+                named.relist_if_held_without_data(&self.secrets, pending.map(|(k, _)| k.clone()));
+            }
             let programmed = self.programmed.borrow_and_update().clone();
             let failures = self.failures.borrow_and_update().clone();
             let t = translate_with_failures(&w, &programmed, &failures);
@@ -234,6 +244,7 @@ pub fn spawn(
         routers: routes_tx,
         debounce: Duration::from_millis(500),
         recheck: GATEWAY_RECHECK,
+        named_secrets: Some(ctx.stores.named_secrets.clone()),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
     if let Some(GatewayBackends { spawn, list }) = routers {

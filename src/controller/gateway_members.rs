@@ -61,7 +61,7 @@ pub fn refill(changed: &BTreeSet<KubeRef>, synced: &DesiredRouter, stores: &Stor
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::controller::context::StoreWriters;
     use crate::controller::service_changes::ServiceChanges;
@@ -82,7 +82,9 @@ mod tests {
         }
     }
 
-    fn stores_with(ips: &[&str]) -> Stores {
+    /// Caches with the Service `shop/cart` (port `http` 80 → 8080) and one EndpointSlice of
+    /// ready `ips`: the fixture of the Gateway member and router tests.
+    pub(crate) fn stores_with(ips: &[&str]) -> Stores {
         let (stores, mut w) = StoreWriters::new();
         let service = serde_json::from_value(json!({
             "metadata": {"name": "cart", "namespace": "shop"},

@@ -26,11 +26,8 @@ pub(crate) fn desired_routers(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::context::StoreWriters;
     use crate::gateway::build::{Programmed, translate};
     use crate::gateway::world::World;
-    use kube::runtime::watcher::Event;
-    use serde_json::json;
 
     const OBJECTS: &str = "\
 kind: GatewayClass\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: kuryr}\n\
@@ -46,21 +43,7 @@ kind: Service\napiVersion: v1\nmetadata: {name: cart, namespace: shop}\nspec: {p
         let mut world = World::default();
         world.add_yaml(OBJECTS).unwrap();
         let routes = translate(&world, &Programmed::new()).routers;
-        let (stores, mut w) = StoreWriters::new();
-        let service = serde_json::from_value(json!({
-            "metadata": {"name": "cart", "namespace": "shop"},
-            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}
-        }))
-        .unwrap();
-        w.services.apply_watcher_event(&Event::Apply(service));
-        let slice = serde_json::from_value(json!({
-            "metadata": {"name": "cart-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "cart"}},
-            "addressType": "IPv4",
-            "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-            "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]
-        }))
-        .unwrap();
-        w.slices.apply_watcher_event(&Event::Apply(slice));
+        let stores = crate::controller::gateway_members::tests::stores_with(&["10.0.0.5"]);
 
         let routers = desired_routers(&routes, &stores, &TranslateOptions::default());
         assert_eq!(routers.len(), 1);

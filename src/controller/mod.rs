@@ -61,6 +61,7 @@ pub(crate) mod service_shape;
 pub mod set_moves;
 pub mod slim;
 pub mod stamp_store;
+pub mod tls_secrets;
 pub mod writer;
 
 pub use error::ControllerError;

@@ -25,6 +25,7 @@ use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::router_set::{RouterSet, SpawnWriter};
 use crate::controller::stamp_store::StampStores;
+use crate::controller::tls_secrets::watch_tls_secrets;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
@@ -545,6 +546,7 @@ async fn run_leader<B: RouterBackend>(
     );
     let k = &settings.kubernetes;
     let (stores, store_writers) = StoreWriters::new();
+    stores.named_secrets.set_default(crate::wiring::translate_options(settings).tls.default_certificate);
     let (caches_tx, caches_rx) = watch::channel(false);
     let events = Arc::new(EventPublisher::new(client.clone(), std::env::var("POD_NAME").ok(), DEFAULT_DEDUP_WINDOW));
     let mut ctx = Context::new(
@@ -621,14 +623,17 @@ fn controllers(
     let all = watcher::Config::default;
     let mut tasks = Vec::new();
     let (ing_writer, ing_indexes) = w.ingresses.into_parts();
-    let (t, mut ingresses) = watch_shared(ing_writer, Api::<Ingress>::all(client.clone()), all(), 1, ing_indexes);
+    let observe = stores.named_secrets.clone().after_ingress_indexes(stores.secrets.clone(), ing_indexes);
+    let (t, mut ingresses) = watch_shared(ing_writer, Api::<Ingress>::all(client.clone()), all(), 1, observe);
     tasks.push(t);
     let (t, mut services) = watch_shared(w.services, Api::<Service>::all(client.clone()), all(), 2, |_| {});
     tasks.push(t);
-    // Only TLS Secrets are watched (a field selector on their type): Ingress certificates.
+    // Only TLS Secrets are watched (a field selector on their type), and only the named ones'
+    // data is held (`tls_secrets`).
     let tls = all().fields(&format!("type={TLS_SECRET_TYPE}"));
-    let (t, mut secrets) = watch_shared(w.secrets, Api::<Secret>::all(client.clone()), tls, 1, |_| {});
-    tasks.push(t);
+    let (named, ing_store) = (stores.named_secrets.clone(), stores.ingresses.clone());
+    let (t, secrets) = watch_tls_secrets(w.secrets, Api::<Secret>::all(client.clone()), tls, named, ing_store);
+    tasks.push(tokio::spawn(t));
     let class_changes = reflect(w.classes, Api::<IngressClass>::all(client.clone())).map(|_| ());
 
     let endpoint_nodes = Arc::new(Mutex::new(EndpointNodes::default()));
@@ -651,7 +656,7 @@ fn controllers(
             true => ingress::ingresses_naming(&by_service, &svc),
             false => Vec::new(),
         })
-        .watches_stream(secrets.remove(0), move |s| ingress::ingresses_naming_secret(&by_secret, &s))
+        .watches_stream(secrets.map(Ok), move |s| ingress::ingresses_naming_secret(&by_secret, &s))
         .reconcile_all_on(class_changes);
     // No trailing debounce for Services: it keeps postponing while a rollout keeps changing the
     // endpoints; the Service handler's member change window bounds the delay instead.

@@ -181,7 +181,9 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
             return (Vec::new(), Some(("RefNotPermitted", format!("{what}: no ReferenceGrant in {ns} permits it"))));
         }
         match world.secrets.get(&(ns.clone(), r.name.clone())) {
-            Some(SecretInfo::Tls) => out.push((ns, r.name.clone())),
+            // Pending: its content arrives with the Secret watch's re-list; the router keeps
+            // the certificate it stores meanwhile.
+            Some(SecretInfo::Tls | SecretInfo::Pending) => out.push((ns, r.name.clone())),
             Some(SecretInfo::Malformed) => {
                 return (
                     Vec::new(),

@@ -99,3 +99,18 @@ fn allowed_namespaces_same_all_selector() {
     assert!(!p[2].admits_namespace("infra", "other", &labels(&[("team", "a"), ("env", "prod")])));
     assert!(!p[2].admits_namespace("infra", "infra", &labels(&[("team", "b")])));
 }
+
+/// A Secret the controller's cache holds without its data until the Secret watch lists it
+/// again: the listener stays valid and programmable (never taken off while the re-list runs).
+#[test]
+fn a_certificate_ref_to_a_secret_held_without_data_stays_valid() {
+    let p = plans(
+        "  - name: https\n    port: 443\n    protocol: HTTPS\n    tls: {certificateRefs: [{name: cert}]}",
+        &format!(
+            "kind: Secret\napiVersion: v1\nmetadata: {{name: cert, namespace: infra, annotations: {{\"{}\": \"\"}}}}\ntype: kubernetes.io/tls\n",
+            crate::translate::tls::DATA_NOT_HELD
+        ),
+    );
+    assert_eq!(cond(&p[0].resolved_refs), (true, "ResolvedRefs"));
+    assert!(p[0].programmable());
+}

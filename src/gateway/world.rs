@@ -20,6 +20,9 @@ pub enum SecretInfo {
     Tls,
     /// Any other type, or a TLS Secret whose content does not parse.
     Malformed,
+    /// A TLS Secret the controller's cache holds without its data until its Secret watch lists
+    /// it again (`controller::tls_secrets`): served as valid meanwhile, never taken off.
+    Pending,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -111,6 +114,9 @@ impl World {
 pub(crate) fn secret_info(s: &k8s_openapi::api::core::v1::Secret) -> SecretInfo {
     if s.type_.as_deref() != Some("kubernetes.io/tls") {
         return SecretInfo::Malformed;
+    }
+    if crate::translate::tls::held_without_data(s) {
+        return SecretInfo::Pending;
     }
     let get = |k: &str| -> Vec<u8> {
         let from_string = s.string_data.as_ref().and_then(|d| d.get(k)).map(|v| v.as_bytes().to_vec());

@@ -42,6 +42,17 @@ use crate::reason::Reason;
 
 /// The `type` of a Kubernetes TLS Secret.
 pub(crate) const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
+/// The mark of a cached TLS Secret whose data the controller's Secret watch dropped on receipt
+/// (named by nothing then; see `controller::tls_secrets`). Only on the cached copy: nothing is
+/// written back from the Secret cache.
+pub const DATA_NOT_HELD: &str = "kuryr-l7-router.openstack.org/data-not-held";
+
+/// Whether `secret` is cached without its data ([`DATA_NOT_HELD`]): pending, not missing, when
+/// something names it.
+pub fn held_without_data(secret: &Secret) -> bool {
+    secret.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(DATA_NOT_HELD))
+}
+
 /// Per-Ingress override of [`TlsOptions::ssl_redirect`]: `"true"` or `"false"`.
 pub(crate) const SSL_REDIRECT_ANNOTATION: &str = "kuryr-l7-router.openstack.org/ssl-redirect";
 /// Never redirected: cert-manager's HTTP-01 solver must answer here on plain HTTP.
@@ -165,17 +176,23 @@ fn empty_certificate(ns: &str, secret: &str) -> Certificate {
     }
 }
 
-/// Parse (or take from the cache) and check one Secret. Err: (Event reason, message naming the
-/// Secret; never its data).
+/// Parse (or take from the cache) and check one Secret. None: the Secret is cached without its
+/// data until the Secret watch's re-list fills it (`controller::tls_secrets`): pending, not
+/// missing, so nothing to warn about. Err: (Event reason, message naming the Secret; never its
+/// data).
 fn load_secret(
     sref: &KubeRef,
     secrets: &BTreeMap<(&str, &str), &Secret>,
     now: Option<std::time::SystemTime>,
     cache: Option<&CertificateCache>,
-) -> Result<CertificateContent, (Reason, String)> {
+) -> Result<Option<CertificateContent>, (Reason, String)> {
     let Some(secret) = secrets.get(&(sref.namespace.as_str(), sref.name.as_str())) else {
         return Err((Reason::SecretNotFound, format!("{sref} not found")));
     };
+    if held_without_data(secret) {
+        tracing::debug!(secret = %sref, "TLS Secret pending: its data arrives with the Secret watch's re-list");
+        return Ok(None);
+    }
     let kind = secret.type_.as_deref().unwrap_or("Opaque");
     if kind != TLS_SECRET_TYPE {
         return Err((Reason::SecretWrongType, format!("{sref} is of type {kind}, not {TLS_SECRET_TYPE}")));
@@ -195,7 +212,7 @@ fn load_secret(
     if let Some(now) = now {
         parsed.check_validity(now).map_err(|e| (Reason::from(e.reason()), format!("{sref}: {e}")))?;
     }
-    Ok(CertificateContent::new(parsed))
+    Ok(Some(CertificateContent::new(parsed)))
 }
 
 /// One certificate named by a listener of another route kind (a Gateway's
@@ -215,7 +232,7 @@ pub(crate) fn listener_certificate(
     cert.owners = vec![owner.clone()];
     let by_name = secrets_by_name(&inputs.secrets);
     match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
-        Ok(content) => cert.content = Some(content),
+        Ok(content) => cert.content = content,
         Err((reason, msg)) => warn(warnings, owner, reason, format!("{owner}: TLS certificate from {msg}")),
     }
     cert
@@ -322,7 +339,7 @@ fn load_contents(certs: &mut BTreeMap<String, Certificate>, inputs: &View<'_>, w
     let by_name = secrets_by_name(&inputs.secrets);
     for cert in certs.values_mut() {
         match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
-            Ok(content) => cert.content = Some(content),
+            Ok(content) => cert.content = content,
             Err((reason, msg)) => {
                 for owner in &cert.owners {
                     warn(
