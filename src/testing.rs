@@ -44,6 +44,9 @@ pub struct SimBackend {
     /// What [`RouterBackend::set_load_balancer_names`] answers: the load balancers carrying
     /// the set tag, as Octavia would list them.
     pub set_names: Arc<Mutex<Vec<String>>>,
+    /// The more HTTP listeners of the last Sync (`DesiredRouter::more_http`), by port: their
+    /// policies' names. The simulator has one listener; these are recorded, not simulated.
+    pub more_http: Arc<Mutex<std::collections::BTreeMap<u16, Vec<String>>>>,
 }
 
 impl SimBackend {
@@ -66,6 +69,7 @@ impl SimBackend {
             budget: Default::default(),
             deleted: Default::default(),
             set_names: Default::default(),
+            more_http: Default::default(),
         }
     }
 
@@ -115,6 +119,11 @@ impl RouterBackend for SimBackend {
         }
         let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
         self.member_puts.fetch_add(puts, Ordering::SeqCst);
+        *self.more_http.lock().expect("sim lock") = desired
+            .more_http
+            .iter()
+            .map(|(port, l)| (*port, l.policies.iter().map(|p| p.name.clone()).collect()))
+            .collect();
         Ok(report)
     }
 

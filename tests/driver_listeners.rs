@@ -2,7 +2,8 @@
 //! with one Octavia HTTP listener per port, through the real driver (`Router::converge`) against
 //! the small stateful Octavia of tests/support/fake_octavia.rs: each port's routes on its own
 //! listener, the pools shared; the port dropped, its listener (ours by name and tags) and the
-//! pools only it used are deleted, the other listener untouched.
+//! pools only it used are deleted, the other listener untouched, and listeners that are not this
+//! router's (an admin's, another router's) are never deleted.
 
 #[path = "support/fake_octavia.rs"]
 mod fake_octavia;
@@ -48,7 +49,8 @@ fn gateway(with_8080: bool) -> DesiredRouter {
     }
     if with_8080 {
         d.pools.insert("infra_alt".into(), pool("infra_alt", vec![member("10.1.0.2", 1)]));
-        let alt = PortListener { policies: vec![route("/eight", "infra_alt", 1)], default_pool: Some("not-found".into()) };
+        let alt =
+            PortListener { policies: vec![route("/eight", "infra_alt", 1)], default_pool: Some("not-found".into()) };
         d.more_http.insert(8080, alt);
     }
     d
@@ -75,10 +77,26 @@ fn routes_on(state: &Mutex<fake_octavia::State>, port: u64) -> (Value, Vec<Strin
         .iter()
         .flat_map(|p| {
             let id = p["id"].clone();
-            s.rules.iter().filter(move |(pid, _)| *pid == id).map(|(_, r)| r["value"].as_str().unwrap_or_default().to_string())
+            s.rules
+                .iter()
+                .filter(move |(pid, _)| *pid == id)
+                .map(|(_, r)| r["value"].as_str().unwrap_or_default().to_string())
         })
         .collect();
     (l, paths)
+}
+
+/// Listeners with the router's tags, named `name` on port `p`, added behind the driver's back.
+fn add_listeners(state: &Mutex<fake_octavia::State>, named: &[(&str, u64)]) {
+    let mut s = state.lock().unwrap();
+    let lb = s.lb.clone().expect("the load balancer")["id"].clone();
+    let tags = s.listeners[0]["tags"].clone();
+    for (name, p) in named {
+        let l = serde_json::json!({"id": format!("foreign-{p}"), "name": name, "protocol": "HTTP", "protocol_port": p,
+            "tags": tags, "loadbalancers": [{"id": lb}], "l7policies": [], "provisioning_status": "ACTIVE",
+            "operating_status": "ONLINE"});
+        s.listeners.push(l);
+    }
 }
 
 fn pool_id(state: &Mutex<fake_octavia::State>, name: &str) -> Option<Value> {
@@ -107,35 +125,21 @@ async fn a_gateway_router_serves_each_http_port_on_a_listener_of_its_own() {
     let again = r.converge(&gateway(true)).await.expect("second convergence");
     assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
 
+    // Listeners on other ports that are not this router's: an admin's, another router's name.
+    let foreign = [("admin-8081", 8081), ("kuryr-gw-fedcba9876543210-infra.other-http-8082", 8082)];
+    add_listeners(&state, &foreign);
+
     // The Gateway drops its 8080 listener: our 8080 listener and the pool only it used go; the
-    // listener on 80 and its routes stay as they are.
+    // listener on 80 and its routes stay as they are, and the listeners not ours too.
     let dropped = r.converge(&gateway(false)).await.expect("converged without 8080");
-    assert_eq!(listeners(&state), vec![(format!("{ROUTER}-http"), 80)]);
+    let mut left = vec![(format!("{ROUTER}-http"), 80)];
+    left.extend(foreign.iter().map(|(n, p)| (n.to_string(), *p)));
+    left.sort();
+    assert_eq!(listeners(&state), left);
     assert_eq!(routes_on(&state, 80).1, ["/eighty"]);
     assert_eq!(pool_id(&state, "infra_alt"), None, "the 8080 route's pool is deleted");
     let kinds = dropped.writes_by_kind();
     assert_eq!(kinds.get("delete_listener"), Some(&1), "{kinds:?}");
     let again = r.converge(&gateway(false)).await.expect("third convergence");
     assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
-}
-
-/// A listener on another port that is not this router's (an admin's, or named for another
-/// router) is never deleted, and an Ingress-like router (no more port) writes no listener.
-#[tokio::test]
-async fn a_listener_not_ours_on_another_port_is_left_alone() {
-    let (port, state) = fake_octavia::start(114_688).await;
-    let r = fake_octavia::router_named(port, ROUTER, 114_688);
-    r.converge(&gateway(false)).await.expect("converged");
-    let lb = state.lock().unwrap().lb.clone().expect("the load balancer")["id"].clone();
-    for (name, p) in [("admin-8081", 8081), ("kuryr-gw-fedcba9876543210-infra.other-http-8082", 8082)] {
-        let mut s = state.lock().unwrap();
-        let tags = s.listeners[0]["tags"].clone();
-        let id = format!("foreign-{p}");
-        let l = serde_json::json!({"id": id, "name": name, "protocol": "HTTP", "protocol_port": p, "tags": tags,
-            "loadbalancers": [{"id": lb}], "l7policies": [], "provisioning_status": "ACTIVE", "operating_status": "ONLINE"});
-        s.listeners.push(l);
-    }
-    let again = r.converge(&gateway(false)).await.expect("converged again");
-    assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
-    assert_eq!(listeners(&state).len(), 3);
 }

@@ -40,7 +40,10 @@ pub(crate) fn plan_stale(found: &[Listener], desired: &DesiredRouter, spec: &Rou
         .map(|l| ListenerStep {
             write: ListenerWrite::Delete { id: l.id.clone() },
             kind: "delete_listener",
-            description: format!("delete HTTP listener {} on port {} (no listener of the Gateway on it)", l.id, l.protocol_port),
+            description: format!(
+                "delete HTTP listener {} on port {} (no listener of the Gateway on it)",
+                l.id, l.protocol_port
+            ),
         })
         .collect()
 }

@@ -440,7 +440,10 @@ impl Router {
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
         let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
         let more = report.more_listener_ids.iter().map(String::as_str);
-        self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().chain(more).collect::<Vec<_>>());
+        self.quota
+            .lock()
+            .expect("quota lock")
+            .keep_listeners(&listeners.into_iter().flatten().chain(more).collect::<Vec<_>>());
         // The floating IP's writes go through the door (gate, permit, error, log line) but stay out
         // of the report's writes, which count the router's Octavia objects as before.
         report.floating_ip = floating_ip::ensure(c, &lb, &mut Vec::new()).await?;

@@ -184,7 +184,8 @@ impl State {
             ("DELETE", ["listeners", id]) => {
                 // Octavia deletes a listener's policies (and their rules) with it.
                 self.listeners.retain(|l| l["id"] != *id);
-                let gone: Vec<Value> = self.policies.iter().filter(|p| p["listener_id"] == *id).map(|p| p["id"].clone()).collect();
+                let gone: Vec<Value> =
+                    self.policies.iter().filter(|p| p["listener_id"] == *id).map(|p| p["id"].clone()).collect();
                 self.policies.retain(|p| p["listener_id"] != *id);
                 self.rules.retain(|(p, _)| !gone.iter().any(|g| g == p));
                 (204, Value::Null)
@@ -203,8 +204,11 @@ impl State {
                 (204, Value::Null)
             }
             ("GET", ["l7policies"]) => {
-                let of: Vec<&Value> =
-                    self.policies.iter().filter(|p| of_listener.as_ref().is_none_or(|l| p["listener_id"] == *l)).collect();
+                let of: Vec<&Value> = self
+                    .policies
+                    .iter()
+                    .filter(|p| of_listener.as_ref().is_none_or(|l| p["listener_id"] == *l))
+                    .collect();
                 (200, json!({ "l7policies": of }))
             }
             ("GET", ["l7policies", id]) => (200, json!({"l7policy": pick(&self.policies, id)})),
@@ -308,4 +312,3 @@ pub fn router_named(port: u16, name: &str, max_create_body_bytes: usize) -> Rout
     };
     Router::new(Octavia::new(session.clone(), opts), Neutron::new(session), spec)
 }
-
