@@ -112,13 +112,16 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
 /// A Gateway router built: its port, its static address and its simulated Octavia.
 type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
 
+/// A router's more HTTP listeners as last synced: their policies' names by port.
+type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
+
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
 #[derive(Clone, Default)]
 struct Built {
     sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
     /// Each built router's more HTTP listeners as last synced (see `SimBackend::more_http`).
-    more_http: Arc<Mutex<BTreeMap<String, Arc<Mutex<BTreeMap<u16, Vec<String>>>>>>>,
+    more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
     deleted: Arc<Mutex<Vec<String>>>,
 }
 
