@@ -324,10 +324,7 @@ fn tally(
     }
 }
 
-/// The HTTP-only targets as one load balancer: each one's HTTP listener on its own port. Pools
-/// that several cases build alike (same name, same members and settings: the conformance
-/// backends, the reserved 404/500 pools) are created once and shared; a pool of the same name
-/// that differs is renamed apart (`c<i>:<name>`).
+/// The HTTP-only targets as one load balancer: each one's HTTP listener on its own port.
 fn combined_body(
     spec: &kuryr_l7_router::driver::RouterSpec,
     targets: &[&Target],
@@ -336,45 +333,25 @@ fn combined_body(
     let mut body = populated_create(spec, &subnet, &DesiredRouter::default());
     body.listeners.clear();
     body.pools.clear();
-    // Each pool made so far, by its content (without name, description and tags): its name.
-    let mut made: BTreeMap<String, String> = BTreeMap::new();
     for (i, t) in targets.iter().enumerate() {
+        let apart = |n: &str| format!("c{i}:{n}");
         let one = populated_create(spec, &subnet, &t.router.desired);
-        let mut renamed: BTreeMap<String, String> = BTreeMap::new();
-        for mut p in one.pools {
-            let name = p.name.clone().unwrap_or_default();
-            let mut content = serde_json::to_value(&p).expect("a pool body");
-            for k in ["name", "description", "tags"] {
-                content.as_object_mut().expect("an object").remove(k);
-            }
-            let key = format!("{name}\n{content}");
-            if let Some(existing) = made.get(&key) {
-                renamed.insert(name, existing.clone());
-                continue;
-            }
-            let unique = if made.values().any(|n| *n == name) { format!("c{i}:{name}") } else { name.clone() };
-            made.insert(key, unique.clone());
-            renamed.insert(name, unique.clone());
-            p.name = Some(unique);
-            body.pools.push(p);
-        }
-        let rename = |n: &mut String| {
-            if let Some(to) = renamed.get(n.as_str()) {
-                *n = to.clone();
-            }
-        };
         let mut l = one.listeners.into_iter().next().expect("the HTTP listener");
         l.protocol_port = FIRST_PORT + u16::try_from(i).unwrap();
-        l.name = l.name.map(|n| format!("c{i}:{n}"));
+        l.name = l.name.map(|n| apart(&n));
         if let Some(d) = l.default_pool.as_mut() {
-            rename(&mut d.name);
+            d.name = apart(&d.name);
         }
         for p in &mut l.l7policies {
             if let Some(d) = p.redirect_pool.as_mut() {
-                rename(&mut d.name);
+                d.name = apart(&d.name);
             }
         }
         body.listeners.push(l);
+        body.pools.extend(one.pools.into_iter().map(|mut p| {
+            p.name = p.name.map(|n| apart(&n));
+            p
+        }));
     }
     body
 }
