@@ -248,15 +248,16 @@ async fn smoke(settings: Settings) -> Result<(), String> {
 
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
-    inputs_and_desired(settings, files).map(|(_, desired)| desired)
+    let texts = crate::translate::manifest::read_manifests(files).map_err(|e| e.to_string())?;
+    inputs_and_desired(settings, &texts).map(|(_, desired)| desired)
 }
 
 /// The manifests' inputs and their translation.
 fn inputs_and_desired(
     settings: &Settings,
-    files: &[PathBuf],
+    texts: &[(PathBuf, String)],
 ) -> Result<(crate::translate::Inputs, crate::model::DesiredRouter), String> {
-    let mut inputs = crate::translate::load_manifests(files).map_err(|e| e.to_string())?;
+    let mut inputs = crate::translate::manifest::inputs_of(texts).map_err(|e| e.to_string())?;
     // Certificates are checked against the clock, as the controller does.
     inputs.now = Some(std::time::SystemTime::now());
     for note in &inputs.notes {
@@ -269,8 +270,11 @@ fn inputs_and_desired(
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
     // The Gateways of ours in the manifests, each with its router and status (`None`: no
     // Gateway API object in them), from the same inputs as the Ingress translation.
-    let planned = inputs_and_desired(settings, files).and_then(|(inputs, desired)| {
-        let gateways = crate::gateway::plan::plan(files, &inputs, &crate::wiring::translate_options(settings))?;
+    // The files are read once: the Ingress translation and the Gateway plan parse the same texts.
+    let texts = crate::translate::manifest::read_manifests(files).map_err(|e| e.to_string());
+    let planned = texts.and_then(|texts| {
+        let (inputs, desired) = inputs_and_desired(settings, &texts)?;
+        let gateways = crate::gateway::plan::plan(&texts, &inputs, &crate::wiring::translate_options(settings))?;
         Ok((inputs, desired, gateways))
     });
     match planned {
@@ -336,7 +340,8 @@ fn plan_placement(
 /// With `scale_out`, every router of the placement (`plan`'s, the record on the manifests kept)
 /// converges to its part, the routers in parallel.
 async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
-    let (inputs, desired) = inputs_and_desired(&settings, &files)?;
+    let texts = crate::translate::manifest::read_manifests(&files).map_err(|e| e.to_string())?;
+    let (inputs, desired) = inputs_and_desired(&settings, &texts)?;
     for w in &desired.warnings {
         println!("warning: {}: {} ({})", w.object, w.message, w.reason);
     }

@@ -282,6 +282,11 @@ pub struct DesiredRouter {
     /// HTTP→HTTPS redirects on the HTTP listener, by host.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redirects: Vec<Redirect>,
+    /// More HTTP listeners, by port (a Gateway with HTTP listeners on several ports): each one
+    /// an Octavia HTTP listener of its own beside the router's HTTP listener, sharing its pools.
+    /// Ingress routers have none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub more_http: BTreeMap<u16, PortListener>,
     /// Per-pool health monitors from Service annotations, by pool name; a pool not listed gets
     /// the global `[octavia_defaults] health_monitor*` (or none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -385,6 +390,15 @@ pub struct HttpsListener {
     /// The certificate served when SNI matches none (`default_tls_container_ref`).
     pub default_certificate: String,
     /// The TLS hosts' routes (and host-less ones), in position order, sharing the HTTP pools.
+    pub policies: Vec<Policy>,
+    /// Same as the HTTP listener's.
+    pub default_pool: Option<String>,
+}
+
+/// One more HTTP listener of the router ([`DesiredRouter::more_http`]), on its own port.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PortListener {
+    /// In position order, sharing the router's pools.
     pub policies: Vec<Policy>,
     /// Same as the HTTP listener's.
     pub default_pool: Option<String>,

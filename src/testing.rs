@@ -47,6 +47,9 @@ pub struct SimBackend {
     /// The simulated load balancer's own tags (the driver's `lifecycle::mark` keeps them as
     /// Octavia's would be: the set tag, the `empty-since` tag of an empty router).
     pub lb_tags: Arc<Mutex<Vec<String>>>,
+    /// The more HTTP listeners of the last Sync (`DesiredRouter::more_http`), by port: their
+    /// policies' names. The simulator has one listener; these are recorded, not simulated.
+    pub more_http: Arc<Mutex<std::collections::BTreeMap<u16, Vec<String>>>>,
 }
 
 impl SimBackend {
@@ -71,6 +74,7 @@ impl SimBackend {
             deleted: Default::default(),
             set_names: Default::default(),
             lb_tags: Arc::new(Mutex::new(lb_tags)),
+            more_http: Default::default(),
         }
     }
 
@@ -126,6 +130,11 @@ impl RouterBackend for SimBackend {
         }
         let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
         self.member_puts.fetch_add(puts, Ordering::SeqCst);
+        *self.more_http.lock().expect("sim lock") = desired
+            .more_http
+            .iter()
+            .map(|(port, l)| (*port, l.policies.iter().map(|p| p.name.clone()).collect()))
+            .collect();
         Ok(report)
     }
 

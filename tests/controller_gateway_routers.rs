@@ -88,13 +88,20 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
         if *gw == "static" {
             gateway["spec"]["addresses"] = json!([{"type": "IPAddress", "value": STATIC_IP}]);
         }
+        // GatewayPort8080: HTTP listeners on 80 and 8080, the route on the 8080 one.
+        let mut parent = json!({"name": gw});
+        if *gw == "two-ports" {
+            gateway["spec"]["listeners"] = json!([{"name": "http", "port": 80, "protocol": "HTTP"},
+                                                  {"name": "alt", "port": 8080, "protocol": "HTTP"}]);
+            parent["sectionName"] = json!("alt");
+        }
         fake.put("gateways", gateway);
         fake.put(
             "httproutes",
             json!({"apiVersion": GW_API, "kind": "HTTPRoute",
                    "metadata": {"name": format!("store-{gw}"), "namespace": "shop", "generation": 1,
                                 "creationTimestamp": "2026-01-01T00:00:00Z"},
-                   "spec": {"parentRefs": [{"name": gw}], "hostnames": [format!("{gw}.example.com")],
+                   "spec": {"parentRefs": [parent], "hostnames": [format!("{gw}.example.com")],
                             "rules": [{"matches": [{"path": {"type": "PathPrefix", "value": "/cart"}}],
                                        "backendRefs": [{"name": "cart", "port": 80}]}]}}),
         );
@@ -105,11 +112,16 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
 /// A Gateway router built: its port, its static address and its simulated Octavia.
 type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
 
+/// A router's more HTTP listeners as last synced: their policies' names by port.
+type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
+
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
 #[derive(Clone, Default)]
 struct Built {
     sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
+    /// Each built router's more HTTP listeners as last synced (see `SimBackend::more_http`).
+    more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
     deleted: Arc<Mutex<Vec<String>>>,
 }
 
@@ -140,6 +152,7 @@ fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Optio
                 *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
             }
             built.sims.lock().unwrap().insert(name.to_string(), (port, fixed, sim.state.clone()));
+            built.more_http.lock().unwrap().insert(name.to_string(), sim.more_http.clone());
             let writer = Writer::spawn(sim, WriterMetrics::default());
             let (deleted, sims, name) = (built.deleted.clone(), built.sims.clone(), name.to_string());
             let delete: DeleteRouter = Arc::new(move || {
@@ -320,5 +333,36 @@ async fn a_gateway_with_a_static_address_is_served_on_it() {
     let lb = load_balancer_name("shop", "static");
     let fixed = built.sims.lock().unwrap().get(&lb).map(|b| b.1);
     assert_eq!(fixed, Some(STATIC_IP.parse().ok()), "the router is built with the Gateway's floating IP");
+    running.stop().await;
+}
+
+/// A Gateway with HTTP listeners on 80 and 8080 (GatewayPort8080) is one router: its HTTP
+/// listener on 80, a second HTTP listener on 8080 carrying the route attached to the 8080
+/// listener (and only there); the class declares GatewayPort8080.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_on_80_and_8080_is_one_router_with_a_listener_per_port() {
+    let fake = fake_with(&["two-ports"]);
+    let built = Built::default();
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+    let lb = load_balancer_name("shop", "two-ports");
+    let on_8080 = eventually("the 8080 listener's route synced", 10, || {
+        let more = built.more_http.lock().unwrap().get(&lb)?.lock().unwrap().clone();
+        more.get(&8080).filter(|p| !p.is_empty()).cloned()
+    })
+    .await;
+    assert_eq!(on_8080.len(), 1, "{on_8080:?}");
+    assert!(on_8080[0].contains("store-two-ports"), "{on_8080:?}");
+    let (port, _, sim) = built.sims.lock().unwrap().get(&lb).cloned().expect("one router for the Gateway");
+    assert_eq!(port, 80, "the router's HTTP listener is on the lowest port");
+    assert_eq!(built.sims.lock().unwrap().len(), 1, "one load balancer");
+    let (paths, _) = routed(&sim.lock().unwrap());
+    assert!(!paths.iter().any(|p| p.contains("/cart")), "the 80 listener does not serve the 8080 route: {paths:?}");
+    eventually("Programmed True", 10, || programmed(&fake, "two-ports").filter(|p| p.0 == "True")).await;
+    let class = eventually("the class's features", 10, || {
+        let st = fake.get(&format!("{GW_API}/gatewayclasses"), "", "kuryr")?["status"].clone();
+        st["supportedFeatures"].as_array().cloned()
+    })
+    .await;
+    assert!(class.iter().any(|f| f["name"] == "GatewayPort8080"), "{class:?}");
     running.stop().await;
 }

@@ -9,7 +9,11 @@
 //! one fully-populated create, each Gateway's HTTP listener (the driver's own create body,
 //! `driver::populated_create`) on a port of its own with its pools renamed apart, so one render,
 //! one haproxy and one run.py serve every case. A Gateway with an HTTPS listener (its
-//! certificates go through Barbican) is converged by the driver on the same router afterwards.
+//! certificates go through Barbican) or with HTTP listeners on several ports (GatewayPort8080:
+//! one Octavia HTTP listener per port) is converged by the driver on the test router first.
+//!
+//! `KURYR_GATEWAY_DATAPLANE_CASES=<test>,<test>` runs only the named cases (e.g.
+//! `GatewayWithAttachedRoutesWithPort8080`).
 //!
 //! Strict answers: a Service name must be answered 200 by that Service's echo server; `404` and
 //! `500` by the status responder (its body, never haproxy's 503); `<code> <prefix>` by a
@@ -203,6 +207,9 @@ fn targets() -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
     let mut failing: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for file in case_files() {
         let (case, mut routers) = load(&file);
+        if !selected(&case.test) {
+            continue;
+        }
         let mut by_gateway: BTreeMap<(String, String), Vec<CaseRequest>> = BTreeMap::new();
         for q in &case.requests {
             by_gateway.entry(split(q.gateway.as_deref().unwrap_or("same-namespace"))).or_default().push(q.clone());
@@ -219,7 +226,8 @@ fn targets() -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
                 table.into_iter().partition(|q| q.answer.starts_with("no listener on port"));
             for q in absent {
                 let port = q.port.unwrap_or(80);
-                if router.desired.https.as_ref().is_some_and(|h| h.port == port) || router.http_port == Some(port) {
+                let served = router.http_port == Some(port) || router.desired.more_http.contains_key(&port);
+                if router.desired.https.as_ref().is_some_and(|h| h.port == port) || served {
                     failing
                         .entry(case.test.clone())
                         .or_default()
@@ -232,9 +240,20 @@ fn targets() -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
     (out, failing)
 }
 
-/// Whether some of the target's requests go to its HTTPS listener.
-fn uses_https(t: &Target) -> bool {
-    t.router.desired.https.as_ref().is_some_and(|h| t.table.iter().any(|q| q.port == Some(h.port)))
+/// Whether the driver converges the target on the test router: some of its requests go to its
+/// HTTPS listener (certificates through Barbican), or it has more than one HTTP listener (the
+/// combined load balancer gives each Gateway one listener).
+fn converged_by_driver(t: &Target) -> bool {
+    let https = t.router.desired.https.as_ref().is_some_and(|h| t.table.iter().any(|q| q.port == Some(h.port)));
+    https || !t.router.desired.more_http.is_empty()
+}
+
+/// The environment variable naming the only cases to run (comma-separated test names).
+const ONLY: &str = "KURYR_GATEWAY_DATAPLANE_CASES";
+
+/// Whether the case `test` runs (every case unless [`ONLY`] names some).
+fn selected(test: &str) -> bool {
+    std::env::var(ONLY).map_or(true, |only| only.split(',').any(|t| t.trim() == test))
 }
 
 /// run.py's requests of a target's table (a weighted answer [`SPLIT_REQUESTS`] times), sent to
@@ -367,6 +386,24 @@ fn backends_of(
     (echo, member_map)
 }
 
+/// The verdict: every case passes but the known failing ones, which must still fail.
+fn finish(cases: &BTreeSet<&str>, failing: &BTreeMap<String, Vec<String>>) {
+    println!("gateway data plane: {}/{} cases pass", cases.len() - failing.len(), cases.len());
+    let known: BTreeSet<&str> = KNOWN_FAILING.iter().map(|(t, _)| *t).collect();
+    for (t, why) in KNOWN_FAILING {
+        println!("  known failing: {t}: {why}");
+    }
+    let unexpected: Vec<String> = failing
+        .iter()
+        .filter(|(t, _)| !known.contains(t.as_str()))
+        .map(|(t, b)| format!("{t}:\n  {}", b.join("\n  ")))
+        .collect();
+    assert!(unexpected.is_empty(), "{} case(s) fail:\n{}", unexpected.len(), unexpected.join("\n"));
+    let failed: BTreeSet<&str> = failing.keys().map(String::as_str).collect();
+    let fixed: Vec<&&str> = known.difference(&failed).collect();
+    assert!(fixed.is_empty(), "{fixed:?} pass now: remove them from KNOWN_FAILING");
+}
+
 fn case_files() -> Vec<PathBuf> {
     let dir = repo().join("tests/fixtures/gateway/cases");
     let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
@@ -392,10 +429,11 @@ async fn gateway_api_httproute_conformance_through_octavia_rendered_haproxy() {
     crate::common::with_router(router, |r| async move {
         let (targets, mut failing) = targets();
         let cases: BTreeSet<&str> = targets.iter().map(|t| t.test.as_str()).collect();
-        let (https, http): (Vec<&Target>, Vec<&Target>) = targets.iter().partition(|t| uses_https(t));
-        // The Gateways with HTTPS first: the driver converges each on the router (certificates in
-        // Barbican); then the router's load balancer goes, and the combined one takes its name.
-        for t in https {
+        let (by_driver, http): (Vec<&Target>, Vec<&Target>) = targets.iter().partition(|t| converged_by_driver(t));
+        // The Gateways with HTTPS or several HTTP ports first: the driver converges each on the
+        // router (certificates in Barbican, a listener per port); then the router's load balancer
+        // goes, and the combined one takes its name.
+        for t in by_driver {
             let report = converge(&r, &t.router.desired).await;
             let (requests, spans) = requests_of(t, None);
             let results = tokio::task::block_in_place(|| {
@@ -404,6 +442,9 @@ async fn gateway_api_httproute_conformance_through_octavia_rendered_haproxy() {
             tally(t, &results, spans, &mut failing);
         }
         crate::common::cleanup(&r).await;
+        if http.is_empty() {
+            return finish(&cases, &failing);
+        }
         // Every HTTP-only Gateway at once: one create, one render, one run.py.
         let body = combined_body(r.spec(), &http);
         let t0 = std::time::Instant::now();
@@ -430,20 +471,7 @@ async fn gateway_api_httproute_conformance_through_octavia_rendered_haproxy() {
         for (t, sp) in http.iter().zip(spans) {
             tally(t, results, sp, &mut failing);
         }
-        println!("gateway data plane: {}/{} cases pass", cases.len() - failing.len(), cases.len());
-        let known: BTreeSet<&str> = KNOWN_FAILING.iter().map(|(t, _)| *t).collect();
-        for (t, why) in KNOWN_FAILING {
-            println!("  known failing: {t}: {why}");
-        }
-        let unexpected: Vec<String> = failing
-            .iter()
-            .filter(|(t, _)| !known.contains(t.as_str()))
-            .map(|(t, b)| format!("{t}:\n  {}", b.join("\n  ")))
-            .collect();
-        assert!(unexpected.is_empty(), "{} case(s) fail:\n{}", unexpected.len(), unexpected.join("\n"));
-        let failed: BTreeSet<&str> = failing.keys().map(String::as_str).collect();
-        let fixed: Vec<&&str> = known.difference(&failed).collect();
-        assert!(fixed.is_empty(), "{fixed:?} pass now: remove them from KNOWN_FAILING");
+        finish(&cases, &failing);
     })
     .await;
     println!("gateway data plane run: {:.0}s", started.elapsed().as_secs_f64());

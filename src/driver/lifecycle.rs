@@ -322,16 +322,19 @@ pub(crate) async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Resu
 }
 
 /// The router's HTTP listener: ours (its headers made as configured), else an adopted one on
-/// the same port, else created (see `listener_plan::plan_http_listener`).
+/// the same port, else created (see `listener_plan::plan_http_listener`); with the router's
+/// listeners as listed for it (what the more HTTP listeners are planned from).
 pub(crate) async fn ensure_http_listener(
     cloud: &Cloud,
     lb: &LoadBalancer,
     report: &mut ConvergeReport,
-) -> Result<Listener> {
-    let found = find_http_listener(cloud, lb).await?;
+) -> Result<(Listener, Vec<Listener>)> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let listed = cloud.octavia.list_listeners(&q).await?;
+    let found = choose_listener(&listed, &cloud.spec, "HTTP", cloud.spec.listener_port).cloned();
     let Some(step) = plan_http_listener(found.as_ref(), &lb.id, &cloud.spec) else {
-        return Ok(found.expect("a listener found needs no write or an update"));
+        return Ok((found.expect("a listener found needs no write or an update"), listed));
     };
     let written = listener_write(cloud, &lb.id, step, &mut report.writes).await?;
-    Ok(written.expect("a create or an update returns the listener"))
+    Ok((written.expect("a create or an update returns the listener"), listed))
 }

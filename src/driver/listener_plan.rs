@@ -77,10 +77,15 @@ pub(crate) fn choose_listener<'a>(
 /// The router's HTTP listener (without its load balancer id, which a fully-populated create
 /// does not take).
 pub(crate) fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
+    http_listener_create_on(spec, spec.listener_port, spec.http_listener_name())
+}
+
+/// An HTTP listener of the router on `port`, named `name`, with our tags.
+fn http_listener_create_on(spec: &RouterSpec, port: u16, name: String) -> ListenerCreate {
     ListenerCreate {
-        name: Some(spec.http_listener_name()),
+        name: Some(name),
         protocol: "HTTP".into(),
-        protocol_port: spec.listener_port,
+        protocol_port: port,
         insert_headers: forwarded_headers(spec.insert_forwarded_headers),
         tags: spec.ownership.router_tags(),
         ..ListenerCreate::default()
@@ -91,12 +96,23 @@ pub(crate) fn http_listener_create(spec: &RouterSpec) -> ListenerCreate {
 /// `insert_headers` made equal to the configured ones (e.g. after an upgrade that turned them
 /// on); an adopted one is left as it is.
 pub(crate) fn plan_http_listener(found: Option<&Listener>, lb_id: &str, spec: &RouterSpec) -> Option<ListenerStep> {
+    plan_http_listener_on(found, lb_id, spec, spec.listener_port, spec.http_listener_name())
+}
+
+/// [`plan_http_listener`] for the HTTP listener on `port` named `name` when we create it.
+pub(crate) fn plan_http_listener_on(
+    found: Option<&Listener>,
+    lb_id: &str,
+    spec: &RouterSpec,
+    port: u16,
+    name: String,
+) -> Option<ListenerStep> {
     let Some(l) = found else {
-        let body = ListenerCreate { loadbalancer_id: Some(lb_id.into()), ..http_listener_create(spec) };
+        let body = ListenerCreate { loadbalancer_id: Some(lb_id.into()), ..http_listener_create_on(spec, port, name) };
         return Some(ListenerStep {
             write: ListenerWrite::Create(body),
             kind: "create_listener",
-            description: format!("create HTTP listener on port {}", spec.listener_port),
+            description: format!("create HTTP listener on port {port}"),
         });
     };
     let want = forwarded_headers(spec.insert_forwarded_headers);

@@ -27,6 +27,7 @@ mod https_holds;
 pub mod isolation;
 mod lifecycle;
 pub mod listener_plan;
+mod more_http;
 pub mod ownership;
 pub mod plan;
 pub mod quota;

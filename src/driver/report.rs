@@ -23,6 +23,8 @@ pub struct ConvergeReport {
     pub listener_id: String,
     /// The TERMINATED_HTTPS listener, once any Ingress has TLS.
     pub https_listener_id: Option<String>,
+    /// The router's more HTTP listeners (a Gateway's other HTTP ports), as converged.
+    pub more_listener_ids: Vec<String>,
     pub created_router: bool,
     pub writes: Vec<WriteRecord>,
     /// What the operator should know: things left alone because they are not ours (see

@@ -22,7 +22,7 @@ use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
 use super::stamps::{DesiredChildren, Stamps};
 use super::view::DesiredView;
-use super::{execute, floating_ip, https, lifecycle, read, rounds};
+use super::{execute, floating_ip, https, lifecycle, more_http, read, rounds};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
 use crate::openstack::{Barbican, Neutron, Octavia};
@@ -415,8 +415,9 @@ impl Router {
 
         let holds = HttpsHolds { backoff: &self.https_backoff, now: Instant::now() };
         let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &holds, &mut report).await?;
-        let listener = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
+        let (listener, listed) = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
+        more_http::collect_stale(c, &lb, &listed, desired, &mut report).await?;
         self.has_https.store(HttpsKnown::of(phase.has_listener()), Ordering::SeqCst);
         if let https::Phase::Unavailable { has_listener: true, error } = phase {
             // Octavia's worker reads every certificate of the router for most writes (members,
@@ -429,6 +430,13 @@ impl Router {
         if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
             let http = https::http_view(desired, &phase, listener_held);
             self.converge_children(&DesiredView::of(&http), &lb, listener.clone(), &mut report).await?;
+        }
+        // More HTTP listeners (a Gateway's other HTTP ports) on the pools just converged.
+        for (_, l) in more_http::ensure(c, &lb, &listed, desired, &mut report).await? {
+            report.more_listener_ids.push(l.id.clone());
+            if let Some(want) = desired.more_http.get(&l.protocol_port) {
+                self.converge_children(&DesiredView::more_http(desired, want), &lb, l, &mut report).await?;
+            }
         }
         // The HTTP side is converged either way. The HTTPS side's refusals are isolated (held,
         // reported); its transient failures (Barbican down, a 5xx) fail the convergence at the
@@ -460,7 +468,11 @@ impl Router {
 
         // A listener gone (the HTTPS one once no Ingress has TLS) holds nothing of the quota.
         let listeners = [Some(report.listener_id.as_str()), report.https_listener_id.as_deref()];
-        self.quota.lock().expect("quota lock").keep_listeners(&listeners.into_iter().flatten().collect::<Vec<_>>());
+        let more = report.more_listener_ids.iter().map(String::as_str);
+        self.quota
+            .lock()
+            .expect("quota lock")
+            .keep_listeners(&listeners.into_iter().flatten().chain(more).collect::<Vec<_>>());
         // The floating IP's writes go through the door (gate, permit, error, log line) but stay out
         // of the report's writes, which count the router's Octavia objects as before.
         report.floating_ip = floating_ip::ensure(c, &lb, &mut Vec::new()).await?;

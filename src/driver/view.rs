@@ -4,7 +4,7 @@
 //! the routes that wait for the quota (`admission`). A view costs a vector of references per
 //! round, never a copy of the router (whose pools and policies can number thousands).
 
-use crate::model::{DesiredRouter, HttpsListener, KubeRef, Policy, Pool, PoolHealthMonitor, Redirect};
+use crate::model::{DesiredRouter, HttpsListener, KubeRef, Policy, Pool, PoolHealthMonitor, PortListener, Redirect};
 use std::collections::{BTreeMap, BTreeSet};
 
 #[derive(Clone, Debug)]
@@ -41,6 +41,20 @@ impl<'a> DesiredView<'a> {
             policies: https.policies.iter().collect(),
             redirects: Vec::new(),
             default_pool: https.default_pool.as_deref(),
+            default_pool_owners: &[],
+            health_monitors: &desired.health_monitors,
+            all_pools: &desired.pools,
+            left_out: BTreeSet::new(),
+        }
+    }
+
+    /// One more HTTP listener's desired state (see [`DesiredRouter::more_http`]): its policies
+    /// and default pool, the router's pools (converged by the HTTP listener's plan first).
+    pub fn more_http(desired: &'a DesiredRouter, listener: &'a PortListener) -> Self {
+        Self {
+            policies: listener.policies.iter().collect(),
+            redirects: Vec::new(),
+            default_pool: listener.default_pool.as_deref(),
             default_pool_owners: &[],
             health_monitors: &desired.health_monitors,
             all_pools: &desired.pools,

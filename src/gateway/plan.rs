@@ -17,14 +17,18 @@ pub struct GatewayPlan {
     pub routers: Vec<GatewayRouter>,
 }
 
-/// The Gateway plan of the manifests in `files` (`None` when they hold no Gateway API object);
-/// `inputs` are the same manifests as the Ingress translation reads them (Services, endpoints,
-/// Secrets).
-pub fn plan(files: &[PathBuf], inputs: &Inputs, opts: &TranslateOptions) -> Result<Option<GatewayPlan>, String> {
+/// The Gateway plan of the manifest files' `texts` (`None` when they hold no Gateway API
+/// object), the same texts the Ingress translation read (`translate::manifest::read_manifests`:
+/// the files are read once); `inputs` are those manifests as the Ingress translation reads them
+/// (Services, endpoints, Secrets).
+pub fn plan(
+    texts: &[(PathBuf, String)],
+    inputs: &Inputs,
+    opts: &TranslateOptions,
+) -> Result<Option<GatewayPlan>, String> {
     let mut world = World::default();
-    for f in crate::translate::manifest::manifest_files(files).map_err(|e| e.to_string())? {
-        let text = std::fs::read_to_string(&f).map_err(|e| format!("{}: {e}", f.display()))?;
-        world.add_yaml(&text).map_err(|e| format!("{}: {e}", f.display()))?;
+    for (f, text) in texts {
+        world.add_yaml(text).map_err(|e| format!("{}: {e}", f.display()))?;
     }
     if world.classes.is_empty() && world.gateways.is_empty() && world.routes.is_empty() {
         return Ok(None);

@@ -32,12 +32,14 @@ impl Cond {
 
 /// The features this implementation declares in `GatewayClass.status.supportedFeatures`: the
 /// core of Gateway, HTTPRoute and ReferenceGrant, plus the extended ones Octavia serves exactly.
-/// Not GatewayPort8080: a router has one HTTP listener, so a listener on 8080 beside one on 80 is
-/// not served (docs/gateway-api.md, "ports"). Not SchemeRedirect nor PortRedirect: their upstream
+/// GatewayPort8080: each HTTP port of a Gateway is an HTTP listener of its load balancer
+/// (docs/gateway-api.md, "ports"), passed through the data plane. Not SchemeRedirect nor
+/// PortRedirect: their upstream
 /// tests redirect without a hostname, and Octavia's `redirect_prefix` cannot repeat the
 /// request's Host, so those routes are refused (a declared feature must pass its tests).
 pub(crate) const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
+    "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",

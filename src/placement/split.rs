@@ -313,6 +313,8 @@ fn router_part(cx: &Cx<'_>, router: RouterIndex) -> DesiredRouter {
         warnings: if router == 0 { desired.warnings.clone() } else { Vec::new() },
         https,
         redirects,
+        // Ingress routers (the only ones placed) have no more HTTP listener.
+        more_http: Default::default(),
         health_monitors,
         // The project quota is shared by the set: the caller gives each router its own budget.
         quota: desired.quota.clone(),

@@ -13,8 +13,9 @@
 //! - **500**: a rule without a valid backend answers 500 from the reserved pool
 //!   [`crate::model::SERVER_ERROR_POOL`].
 //!
-//! A router has one HTTP and one HTTPS listener: the Gateway's lowest HTTP port and lowest HTTPS
-//! port are served, any other port gets a warning naming it.
+//! A router has an HTTP listener per HTTP port of the Gateway (the lowest is the router's HTTP
+//! listener, the others [`DesiredRouter::more_http`]) and one HTTPS listener, on the lowest
+//! HTTPS port: any other HTTPS port gets a warning naming it.
 
 use std::collections::BTreeMap;
 
@@ -32,7 +33,7 @@ use super::rules::{
 use super::table::{PoolNames, RouteTable, number, policy_with_rules};
 use super::tls::listener_certificate;
 use crate::gateway::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
-use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, Rule, RuleType, Warning};
+use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, RuleType, Warning};
 use crate::reason::Reason;
 
 /// The desired router of one Gateway.
@@ -69,14 +70,28 @@ pub fn translate_gateway(
     let inputs = &inputs.view();
     let mut warnings = Vec::new();
     let services = index_services(&inputs.services);
-    let (http, https) = served_ports(routes, &mut warnings);
+    let ServedPorts { http, more_http, https } = served_ports(routes, &mut warnings);
     let cx = Backs { services: &services, server_error: server_error_key(opts, &services) };
+    // Each listener's duplicates are its own (other ports, other entries): told apart.
     let http_claims = claimed(http.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
-    // The HTTPS listener's duplicates are its own (other ports, other entries): told apart.
+    let more_claims: Vec<(u16, Vec<GatewayClaim>)> =
+        more_http.iter().map(|p| (p.port, claimed(claims(p, &cx), &mut warnings))).collect();
     let https_claims = claimed(https.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
-    let all: Vec<RouteClaim> = http_claims.iter().chain(&https_claims).map(|c| c.claim.clone()).collect();
+    let all: Vec<RouteClaim> = http_claims
+        .iter()
+        .chain(more_claims.iter().flat_map(|(_, c)| c))
+        .chain(&https_claims)
+        .map(|c| c.claim.clone())
+        .collect();
     let backends = Backends::of(&all, None, &services, opts, &mut warnings);
     let policies = listener_policies(&http_claims, &backends.names, &mut warnings);
+    let more_http = more_claims
+        .iter()
+        .map(|(port, c)| {
+            let policies = listener_policies(c, &backends.names, &mut warnings);
+            (*port, PortListener { policies, default_pool: backends.default_pool.clone() })
+        })
+        .collect();
     let https = https.map(|p| HttpsListener {
         policies: listener_policies(&https_claims, &backends.names, &mut warnings),
         default_pool: backends.default_pool.clone(),
@@ -100,6 +115,7 @@ pub fn translate_gateway(
             warnings,
             https,
             redirects: Vec::new(),
+            more_http,
             health_monitors,
             quota: None,
             empty_since: None,
@@ -107,34 +123,42 @@ pub fn translate_gateway(
     }
 }
 
-/// The lowest HTTP and the lowest HTTPS port; every other port is warned about.
-fn served_ports<'a>(
-    routes: &'a GatewayRoutes,
-    warnings: &mut Vec<Warning>,
-) -> (Option<&'a PortRoutes>, Option<&'a PortRoutes>) {
-    let mut http = None;
-    let mut https = None;
-    for p in &routes.listeners {
-        let slot = if p.protocol == Protocol::Http { &mut http } else { &mut https };
-        if slot.is_none() {
-            *slot = Some(p);
-            continue;
+/// The ports a router serves: the lowest HTTP port (the router's HTTP listener), the other HTTP
+/// ports (one more listener each) and the lowest HTTPS port; every other HTTPS port is warned
+/// about.
+struct ServedPorts<'a> {
+    http: Option<&'a PortRoutes>,
+    more_http: Vec<&'a PortRoutes>,
+    https: Option<&'a PortRoutes>,
+}
+
+fn served_ports<'a>(routes: &'a GatewayRoutes, warnings: &mut Vec<Warning>) -> ServedPorts<'a> {
+    let mut out = ServedPorts { http: None, more_http: Vec::new(), https: None };
+    // Lowest port first, whatever the order of the Gateway's listeners.
+    let mut ports: Vec<&PortRoutes> = routes.listeners.iter().collect();
+    ports.sort_by_key(|p| p.port);
+    for p in ports {
+        match (p.protocol == Protocol::Http, out.http, out.https) {
+            (true, None, _) => out.http = Some(p),
+            (true, Some(_), _) => out.more_http.push(p),
+            (false, _, None) => out.https = Some(p),
+            (false, _, Some(first)) => {
+                let o = &routes.owner;
+                warn(
+                    warnings,
+                    o,
+                    Reason::ListenerPortUnsupported,
+                    format!(
+                        "{o}: port {} (listeners {}) is not served: a router has one HTTPS listener, on port {}",
+                        p.port,
+                        p.listener_names.join(", "),
+                        first.port
+                    ),
+                );
+            }
         }
-        let o = &routes.owner;
-        warn(
-            warnings,
-            o,
-            Reason::ListenerPortUnsupported,
-            format!(
-                "{o}: port {} (listeners {}) is not served: a router has one {} listener, on port {}",
-                p.port,
-                p.listener_names.join(", "),
-                p.protocol.scheme().to_ascii_uppercase(),
-                slot.map_or(0, |s| s.port)
-            ),
-        );
     }
-    (http, https)
+    out
 }
 
 /// What a rule's backends resolve against: the Services read, and the status responder's 500

@@ -141,16 +141,44 @@ fn a_rule_without_a_valid_backend_answers_from_the_responders_500_pool() {
 }
 
 #[test]
-fn a_redirect_keeps_the_path_and_an_extra_port_is_warned_about() {
+fn a_redirect_keeps_the_path() {
     let r = router(&responder());
     let redirect = r.desired.policies[0].redirect.as_ref().expect("a redirect");
     assert_eq!(redirect.target, RedirectTarget::Prefix("http://new.example.org:8443".into()));
     assert_eq!(redirect.code, 301);
+}
+
+/// A Gateway with HTTP listeners on 80 and 8080 (GatewayPort8080): the router's HTTP listener
+/// on 80, one more listener on 8080 with the routes attached to the 8080 listener only, sharing
+/// the router's pools; no port is left unserved.
+#[test]
+fn a_second_http_port_is_a_listener_of_its_own_with_its_routes() {
+    let objects = format!(
+        "{OBJECTS}---\n{}",
+        r#"kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: eight, namespace: infra, creationTimestamp: "2024-01-03T00:00:00Z"}
+spec:
+  parentRefs: [{name: gw, sectionName: alt}]
+  rules:
+  - matches: [{path: {type: Exact, value: /eight}}]
+    backendRefs: [{name: v2, port: 80}]
+"#
+    );
+    let r = router_of(&objects, &responder());
+    assert_eq!(r.http_port, Some(80));
     let ports: Vec<&Warning> =
         r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::ListenerPortUnsupported).collect();
-    assert_eq!(ports.len(), 1, "{:?}", r.desired.warnings);
-    assert!(ports[0].message.contains("port 8080 (listeners alt)"), "{}", ports[0].message);
-    assert_eq!(ports[0].object, KubeRef::new("Gateway", "infra", "gw"));
+    assert!(ports.is_empty(), "{ports:?}");
+    assert_eq!(r.desired.more_http.keys().copied().collect::<Vec<_>>(), vec![8080]);
+    let alt = &r.desired.more_http[&8080];
+    assert_eq!(alt.default_pool.as_deref(), Some(NOT_FOUND_POOL));
+    let has_eight = |p: &Policy| p.rules.iter().any(|rule| rule.value == "/eight");
+    assert_eq!(alt.policies.len(), 1, "{:?}", alt.policies);
+    assert!(has_eight(&alt.policies[0]) && alt.policies[0].position == 1);
+    let pool = &alt.policies[0].pool;
+    assert!(r.desired.pools.contains_key(pool), "{pool}: one of the router's pools");
+    assert!(!r.desired.policies.iter().any(has_eight), "the 80 listener does not serve the 8080 route");
 }
 
 /// A route rule Octavia cannot express is left out with a typed `InvalidRule` warning on its

@@ -50,14 +50,26 @@ pub fn manifest_files(paths: &[PathBuf]) -> Result<Vec<PathBuf>, ManifestError> 
 /// Read every object from `paths` into [`Inputs`]. Kinds the translation does not read are
 /// skipped with a note in `Inputs::notes`.
 pub fn load_manifests(paths: &[PathBuf]) -> Result<Inputs, ManifestError> {
-    let mut files = Vec::new();
-    for p in paths {
-        collect(p, &mut files)?;
-    }
+    inputs_of(&read_manifests(paths)?)
+}
+
+/// The text of every manifest file `paths` name (see [`manifest_files`]), read once: what both
+/// the Ingress translation ([`inputs_of`]) and the Gateway plan parse.
+pub fn read_manifests(paths: &[PathBuf]) -> Result<Vec<(PathBuf, String)>, ManifestError> {
+    manifest_files(paths)?
+        .into_iter()
+        .map(|f| match std::fs::read_to_string(&f) {
+            Ok(text) => Ok((f, text)),
+            Err(source) => Err(ManifestError::Io { path: f, source }),
+        })
+        .collect()
+}
+
+/// Every object of the files' `texts` (see [`read_manifests`]) in [`Inputs`].
+pub fn inputs_of(texts: &[(PathBuf, String)]) -> Result<Inputs, ManifestError> {
     let mut inputs = Inputs::default();
-    for f in &files {
-        let text = std::fs::read_to_string(f).map_err(|source| ManifestError::Io { path: f.clone(), source })?;
-        load_str(&text, f, &mut inputs)?;
+    for (f, text) in texts {
+        load_str(text, f, &mut inputs)?;
     }
     Ok(inputs)
 }

@@ -53,6 +53,8 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
         warnings,
         https,
         redirects: tls.redirects,
+        // An Ingress router has one HTTP listener.
+        more_http: Default::default(),
         health_monitors,
         quota: None,
         empty_since: None,

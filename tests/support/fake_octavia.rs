@@ -1,0 +1,314 @@
+//! A small stateful Octavia on loopback (no OpenStack) for the driver's tests: one load
+//! balancer's listeners, pools, members, L7 policies and rules as Octavia lists them, the
+//! fully-populated create (refused with a 413 over `body_limit`, as oslo.middleware's
+//! `max_request_body_size` does), object writes, and every write request recorded. Keystone's
+//! token comes from the same port.
+
+use crate::http_request;
+use kuryr_l7_router::driver::Router;
+use kuryr_l7_router::driver::ownership::Ownership;
+use kuryr_l7_router::driver::spec::RouterSpec;
+use kuryr_l7_router::openstack::*;
+use kuryr_l7_router::secret::Secret;
+use serde_json::{Value, json};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+
+/// The objects of one load balancer, as Octavia lists them, and every write request received.
+#[derive(Default)]
+pub struct State {
+    /// Request bodies over this are refused with a 413.
+    pub body_limit: usize,
+    pub lb: Option<Value>,
+    pub listeners: Vec<Value>,
+    pub pools: Vec<Value>,
+    pub members: Vec<(String, Value)>,
+    pub policies: Vec<Value>,
+    pub rules: Vec<(String, Value)>,
+    pub next_id: u64,
+    /// (request line, body size) of every POST, PUT and DELETE.
+    pub writes: Vec<(String, usize)>,
+}
+
+impl State {
+    fn id(&mut self, kind: &str) -> String {
+        self.next_id += 1;
+        format!("{kind}-{}", self.next_id)
+    }
+
+    fn active(mut v: Value, id: &str) -> Value {
+        v["id"] = json!(id);
+        v["provisioning_status"] = json!("ACTIVE");
+        v["operating_status"] = json!("ONLINE");
+        if v.get("admin_state_up").is_none_or(Value::is_null) {
+            v["admin_state_up"] = json!(true);
+        }
+        v
+    }
+
+    fn pool_id(&self, name: &Value) -> Option<String> {
+        let p = self.pools.iter().find(|p| p["name"] == name["name"])?;
+        p["id"].as_str().map(String::from)
+    }
+
+    fn add_pool(&mut self, mut body: Value) -> Value {
+        let id = self.id("pool");
+        let mut refs = vec![];
+        for m in body["members"].take().as_array().cloned().unwrap_or_default() {
+            refs.push(json!({"id": self.add_member(&id, m)["id"]}));
+        }
+        body["members"] = json!(refs);
+        body["healthmonitor"].take();
+        let pool = State::active(body, &id);
+        self.pools.push(pool.clone());
+        pool
+    }
+
+    /// The pools with their members' ids as they are now.
+    fn pools_read(&self) -> Vec<Value> {
+        let members_of = |id: &Value| -> Vec<Value> {
+            self.members.iter().filter(|(p, _)| *p == *id).map(|(_, m)| json!({"id": m["id"]})).collect()
+        };
+        self.pools
+            .iter()
+            .map(|p| Value::Object(p.as_object().cloned().unwrap_or_default()))
+            .map(|mut p| {
+                p["members"] = json!(members_of(&p["id"]));
+                p
+            })
+            .collect()
+    }
+
+    fn add_member(&mut self, pool: &str, m: Value) -> Value {
+        let member = State::active(m, &self.id("member"));
+        self.members.push((pool.into(), member.clone()));
+        member
+    }
+
+    fn add_policy(&mut self, mut body: Value, listener: &str) -> Value {
+        let id = self.id("policy");
+        if let Some(pool) = body.get("redirect_pool").cloned() {
+            body["redirect_pool_id"] = json!(self.pool_id(&pool));
+        }
+        let mut refs = vec![];
+        for r in body["rules"].take().as_array().cloned().unwrap_or_default() {
+            let rule = State::active(r, &self.id("rule"));
+            refs.push(json!({"id": rule["id"]}));
+            self.rules.push((id.clone(), rule));
+        }
+        body["rules"] = json!(refs);
+        body["listener_id"] = json!(listener);
+        let policy = State::active(body, &id);
+        self.policies.push(policy.clone());
+        policy
+    }
+
+    /// The fully-populated create: the load balancer, its listener, pools, members, policies.
+    fn create(&mut self, mut body: Value) -> Value {
+        let mut pools = vec![];
+        for p in body["pools"].take().as_array().cloned().unwrap_or_default() {
+            pools.push(json!({"id": self.add_pool(p)["id"]}));
+        }
+        let lb_id = self.id("lb");
+        let mut listeners = vec![];
+        for mut l in body["listeners"].take().as_array().cloned().unwrap_or_default() {
+            let id = self.id("listener");
+            if let Some(default) = l.get("default_pool").cloned() {
+                l["default_pool_id"] = json!(self.pool_id(&default));
+            }
+            let mut policies = vec![];
+            for p in l["l7policies"].take().as_array().cloned().unwrap_or_default() {
+                policies.push(json!({"id": self.add_policy(p, &id)["id"]}));
+            }
+            l["l7policies"] = json!(policies);
+            l["loadbalancers"] = json!([{"id": lb_id}]);
+            self.listeners.push(State::active(l, &id));
+            listeners.push(json!({"id": id}));
+        }
+        (body["pools"], body["listeners"]) = (json!(pools), json!(listeners));
+        body["vip_address"] = json!("10.0.0.9");
+        self.lb = Some(State::active(body, &lb_id));
+        self.lb.clone().expect("created")
+    }
+
+    fn answer(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+        let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let (path, query) = path.split_once('?').unwrap_or((path, ""));
+        // `listener_id=<id>` narrows a listing of policies to one listener's, as Octavia's does.
+        let of_listener = query.split('&').find_map(|kv| kv.strip_prefix("listener_id=")).map(String::from);
+        let parts: Vec<&str> = path.trim_start_matches("/v2/lbaas/").split('/').collect();
+        let pick = |items: &Vec<Value>, id: &str| items.iter().find(|i| i["id"] == id).cloned();
+        match (method, parts.as_slice()) {
+            ("POST", _) if body.len() > self.body_limit => (413, json!({"faultstring": "Request is too large."})),
+            ("GET", ["loadbalancers"]) => (200, json!({"loadbalancers": self.lb.iter().collect::<Vec<_>>()})),
+            ("GET", ["loadbalancers", _]) => (200, json!({"loadbalancer": self.lb})),
+            ("POST", ["loadbalancers"]) => (201, json!({"loadbalancer": self.create(v["loadbalancer"].clone())})),
+            ("GET", ["listeners"]) => (200, json!({"listeners": self.listeners})),
+            ("GET", ["listeners", id]) => (200, json!({"listener": pick(&self.listeners, id)})),
+            ("GET", ["pools"]) => (200, json!({"pools": self.pools_read()})),
+            ("GET", ["pools", id]) => (200, json!({"pool": pick(&self.pools_read(), id)})),
+            ("POST", ["pools"]) => (201, json!({"pool": self.add_pool(v["pool"].clone())})),
+            ("GET", ["pools", id, "members"]) => {
+                let of: Vec<_> = self.members.iter().filter(|(p, _)| p == id).map(|(_, m)| m.clone()).collect();
+                (200, json!({"members": of}))
+            }
+            ("POST", ["pools", id, "members"]) => (201, json!({"member": self.add_member(id, v["member"].clone())})),
+            ("PUT", ["pools", id, "members"]) => {
+                // The batch member update: the pool's members become exactly the body's.
+                self.members.retain(|(p, _)| p != id);
+                for m in v["members"].as_array().cloned().unwrap_or_default() {
+                    self.add_member(id, m);
+                }
+                (202, Value::Null)
+            }
+            ("POST", ["listeners"]) => {
+                let mut l = v["listener"].clone();
+                let id = self.id("listener");
+                l["loadbalancers"] = json!([{"id": l["loadbalancer_id"].take()}]);
+                l["l7policies"] = json!([]);
+                let l = State::active(l, &id);
+                self.listeners.push(l.clone());
+                (201, json!({ "listener": l }))
+            }
+            ("PUT", ["listeners", id]) => {
+                let Some(l) = self.listeners.iter_mut().find(|l| l["id"] == *id) else {
+                    return (404, json!({"faultstring": "no such listener"}));
+                };
+                for (k, x) in v["listener"].as_object().cloned().unwrap_or_default() {
+                    l[k] = x;
+                }
+                (200, json!({"listener": l.clone()}))
+            }
+            ("DELETE", ["listeners", id]) => {
+                // Octavia deletes a listener's policies (and their rules) with it.
+                self.listeners.retain(|l| l["id"] != *id);
+                let gone: Vec<Value> =
+                    self.policies.iter().filter(|p| p["listener_id"] == *id).map(|p| p["id"].clone()).collect();
+                self.policies.retain(|p| p["listener_id"] != *id);
+                self.rules.retain(|(p, _)| !gone.iter().any(|g| g == p));
+                (204, Value::Null)
+            }
+            ("DELETE", ["l7policies", id]) => {
+                self.policies.retain(|p| p["id"] != *id);
+                self.rules.retain(|(p, _)| p != id);
+                (204, Value::Null)
+            }
+            ("DELETE", ["pools", id]) => {
+                if self.policies.iter().any(|p| p["redirect_pool_id"] == *id) {
+                    return (409, json!({"faultstring": format!("pool {id} is in use by an L7 policy")}));
+                }
+                self.pools.retain(|p| p["id"] != *id);
+                self.members.retain(|(p, _)| p != id);
+                (204, Value::Null)
+            }
+            ("GET", ["l7policies"]) => {
+                let of: Vec<&Value> = self
+                    .policies
+                    .iter()
+                    .filter(|p| of_listener.as_ref().is_none_or(|l| p["listener_id"] == *l))
+                    .collect();
+                (200, json!({ "l7policies": of }))
+            }
+            ("GET", ["l7policies", id]) => (200, json!({"l7policy": pick(&self.policies, id)})),
+            ("POST", ["l7policies"]) => {
+                let listener = v["l7policy"]["listener_id"].as_str().unwrap_or_default().to_string();
+                (201, json!({"l7policy": self.add_policy(v["l7policy"].clone(), &listener)}))
+            }
+            ("GET", ["l7policies", id, "rules"]) => {
+                let of: Vec<_> = self.rules.iter().filter(|(p, _)| p == id).map(|(_, r)| r.clone()).collect();
+                (200, json!({"rules": of}))
+            }
+            ("POST", ["l7policies", id, "rules"]) => {
+                let rule = State::active(v["rule"].clone(), &self.id("rule"));
+                let Some(policy) = self.policies.iter_mut().find(|p| p["id"] == *id) else {
+                    return (404, json!({"faultstring": "no such policy"}));
+                };
+                policy["rules"].as_array_mut().expect("refs").push(json!({"id": rule["id"]}));
+                self.rules.push((id.to_string(), rule.clone()));
+                (201, json!({ "rule": rule }))
+            }
+            ("GET", ["healthmonitors"]) => (200, json!({"healthmonitors": []})),
+            ("GET", ["/v2.0", ..]) | ("GET", ["v2.0", ..]) => (200, json!({"floatingips": []})),
+            _ => (500, json!({"faultstring": format!("the fake Octavia has no {method} {path}")})),
+        }
+    }
+}
+
+pub async fn start(body_limit: usize) -> (u16, Arc<Mutex<State>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let state = Arc::new(Mutex::new(State { body_limit, ..State::default() }));
+    let shared = state.clone();
+    tokio::spawn(async move {
+        loop {
+            let Ok((conn, _)) = listener.accept().await else { return };
+            tokio::spawn(serve(conn, port, shared.clone()));
+        }
+    });
+    (port, state)
+}
+
+/// One HTTP/1.1 exchange per connection: Keystone's token, else the fake Octavia.
+async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
+    let Some((head, body)) = http_request::read_request(&mut conn).await else {
+        return;
+    };
+    let line = head.lines().next().unwrap_or_default().to_string();
+    let mut words = line.split(' ');
+    let (method, path) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
+    let (status, answer, extra) = if line.starts_with("POST /v3/auth/tokens") {
+        let endpoint =
+            json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
+        let token = json!({"token": {
+            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
+            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
+            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint}]
+        }});
+        (201, token, "X-Subject-Token: t\r\n")
+    } else {
+        let mut s = state.lock().unwrap();
+        if method != "GET" {
+            s.writes.push((line.clone(), body.len()));
+        }
+        let (status, answer) = s.answer(method, path, &body);
+        (status, answer, "")
+    };
+    let body = answer.to_string();
+    let resp = format!(
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
+        body.len()
+    );
+    let _ = conn.write_all(resp.as_bytes()).await;
+    let _ = conn.shutdown().await;
+}
+
+/// A router named `name` of cluster `c1` on the fake Octavia at `port`.
+pub fn router_named(port: u16, name: &str, max_create_body_bytes: usize) -> Router {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let url = format!("http://127.0.0.1:{port}/v3");
+    let session = Session::new(AuthOptions::password(&url, "u", Secret::new("p"), "p", "Default")).unwrap();
+    let opts =
+        OctaviaOptions { busy_retry: Duration::from_secs(5), min_delay: Duration::ZERO, max_delay: Duration::ZERO };
+    let spec = RouterSpec {
+        name: name.into(),
+        uuid: None,
+        vip_subnet_id: Some("s".into()),
+        availability_zone: None,
+        provider: None,
+        listener_port: 80,
+        fully_populated_create: true,
+        max_create_body_bytes,
+        floating_ip: None,
+        external_svc_subnet: None,
+        ownership: Ownership::new("c1"),
+        member_subnet: None,
+        health_monitor: None,
+        create_timeout: Duration::from_secs(5),
+        write_timeout: Duration::from_secs(5),
+        insert_forwarded_headers: true,
+        secret_read_users: vec![],
+    };
+    Router::new(Octavia::new(session.clone(), opts), Neutron::new(session), spec)
+}
