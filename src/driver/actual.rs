@@ -68,7 +68,8 @@ pub struct ActualPool {
 
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActualMember {
-    pub id: String,
+    /// 16 bytes for Octavia's UUIDs (see [`ObjectId`](super::object_id::ObjectId)).
+    pub id: super::object_id::ObjectId,
     /// Only when it is not `address:port` (see [`MemberName`](super::plan::MemberName)).
     pub name: super::plan::MemberName,
     pub address: IpAddr,
@@ -120,7 +121,7 @@ mod tests {
 
     fn member(tags: &[&str]) -> ActualMember {
         ActualMember {
-            id: String::new(),
+            id: "".into(),
             name: String::new().into(),
             address: "10.0.0.1".parse().unwrap(),
             protocol_port: 80,

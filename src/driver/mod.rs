@@ -27,6 +27,7 @@ mod https_holds;
 pub mod isolation;
 mod lifecycle;
 pub mod listener_plan;
+pub mod object_id;
 pub mod ownership;
 pub mod plan;
 pub mod quota;

@@ -224,7 +224,7 @@ pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
     Some(ActualMember {
         name: MemberName::read(&m.name, address, m.protocol_port),
         address,
-        id: m.id,
+        id: m.id.into(),
         protocol_port: m.protocol_port,
         weight: m.weight,
         backup: m.backup,

@@ -155,7 +155,7 @@ fn weigh_drafts(
         .filter(|d| active(&d.2))
         .map(|(a, p, e)| Candidate {
             label: format!("{a}:{p}"),
-            zone: endpoint_zone(e, nodes),
+            zone: endpoint_zone(e, nodes).map(String::from),
             for_zones: e.for_zones.as_ref().map(|z| z.iter().map(|z| z.to_string()).collect()),
         })
         .collect();
@@ -176,20 +176,13 @@ fn weigh_drafts(
     let mut members = Vec::with_capacity(drafts.len());
     members.extend(drafts.into_iter().map(|(address, protocol_port, e)| {
         let (weight, backup) = if active(&e) { weights.next().unwrap_or((1, false)) } else { (0, false) };
-        Member {
-            address,
-            protocol_port,
-            weight,
-            backup,
-            zone: endpoint_zone(&e, nodes),
-            target: e.target.map(String::from),
-        }
+        Member { address, protocol_port, weight, backup, zone: endpoint_zone(&e, nodes), target: e.target }
     }));
     (members, reason)
 }
 
-fn endpoint_zone(e: &CachedEndpoint, nodes: &NodeIndex<'_>) -> Option<String> {
-    e.zone.as_deref().map(String::from).or_else(|| node_zone(e.node.as_deref(), nodes))
+fn endpoint_zone(e: &CachedEndpoint, nodes: &NodeIndex<'_>) -> Option<Box<str>> {
+    e.zone.clone().or_else(|| node_zone(e.node.as_deref(), nodes).map(String::into_boxed_str))
 }
 
 /// Zones and allocatable CPU of the Ready nodes (of the node pool, when one is configured).
