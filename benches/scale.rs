@@ -368,18 +368,17 @@ fn read_cache_of(router: &ActualRouter, copied: bool) -> ReadCache {
     }
     let now = Instant::now();
     let mut cache = ReadCache::default();
-    let parent = |id, child_ids| Parent {
-        id,
-        provisioning_status: "ACTIVE",
-        updated_at: Some("2026-11-26T08:40:00"),
-        child_ids,
-    };
+    fn parent<'a>(id: &'a str, child_ids: Vec<&'a str>) -> Parent<'a> {
+        Parent { id, provisioning_status: "ACTIVE", updated_at: Some("2026-11-26T08:40:00"), child_ids }
+    }
     for p in &router.policies {
         let ids = p.rules.iter().map(|r| r.id.as_str()).collect();
         cache.rules.put(&parent(&p.id, ids), now, &shared(&p.rules, copied));
     }
     for p in &router.pools {
-        let ids = p.members.iter().map(|m| m.id.as_str()).collect();
+        // As Octavia's pool listing sends them: text.
+        let texts: Vec<String> = p.members.iter().map(|m| m.id.to_string()).collect();
+        let ids = texts.iter().map(String::as_str).collect();
         cache.members.put(&parent(&p.id, ids), now, &shared(&p.members, copied));
     }
     cache

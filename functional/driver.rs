@@ -818,8 +818,8 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
             .create_l7rule(
                 &policy.id,
                 &L7RuleCreate {
-                    rule_type: rule.rule_type.clone(),
-                    compare_type: rule.compare_type.clone(),
+                    rule_type: rule.rule_type.to_string(),
+                    compare_type: rule.compare_type.to_string(),
                     key: None,
                     value: rule.value.clone(),
                     invert: rule.invert,

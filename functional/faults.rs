@@ -349,15 +349,15 @@ async fn pool_and_member_in_error_are_reported_and_repaired() {
         let actual = read_router(&r).await;
         let broken_pool = actual.pools.iter().find(|p| !p.members.is_empty()).unwrap().clone();
         let other = actual.pools.iter().find(|p| p.id != broken_pool.id && !p.members.is_empty()).unwrap().clone();
-        let broken_member = other.members[0].clone();
+        let broken_member = other.members[0].id.to_string();
         set_provisioning_status("pool", &broken_pool.id, "ERROR");
-        set_provisioning_status("member", &broken_member.id, "ERROR");
+        set_provisioning_status("member", &broken_member, "ERROR");
         // As the failed flow's revert would: it marks the member's pool ACTIVE again.
         touch("pool", &other.id);
         let report = r.converge(&want).await.unwrap();
         println!("{:#?}", report.conflicts);
         assert!(report.conflicts.iter().any(|c| c.contains(&broken_pool.id) && c.contains("ERROR")));
-        assert!(report.conflicts.iter().any(|c| c.contains(&broken_member.id) && c.contains("ERROR")));
+        assert!(report.conflicts.iter().any(|c| c.contains(&broken_member) && c.contains("ERROR")));
         let mut kinds: Vec<_> = report.writes.iter().map(|w| w.kind).collect();
         kinds.sort();
         let users = actual.policies.iter().filter(|p| p.redirect_pool_id.as_deref() == Some(&broken_pool.id)).count();

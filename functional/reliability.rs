@@ -201,7 +201,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     // 2. A member deleted by hand.
     let actual = r.read_actual(&listener).await.unwrap();
     let pool = actual.pools.iter().find(|p| p.name == "shop_api").unwrap();
-    r.octavia().delete_member(&pool.id, &pool.members[0].id).await.unwrap();
+    r.octavia().delete_member(&pool.id, &pool.members[0].id.to_string()).await.unwrap();
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(!rep.writes.is_empty());

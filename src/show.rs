@@ -208,7 +208,7 @@ pub fn render_json(v: &RouterSnapshot) -> String {
                     json!({
                         "id": p.id, "name": p.name, "lb_algorithm": p.lb_algorithm,
                         "members": p.members.iter().map(|m| json!({
-                            "id": m.id, "name": m.name.whole(m.address, m.protocol_port), "address": m.address.to_string(),
+                            "id": m.id.to_string(), "name": m.name.whole(m.address, m.protocol_port), "address": m.address.to_string(),
                             "protocol_port": m.protocol_port, "weight": m.weight, "backup": m.backup,
                             "admin_state_up": m.admin_state_up,
                         })).collect::<Vec<_>>(),

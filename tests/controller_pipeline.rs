@@ -147,7 +147,7 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
             .into_iter()
             .enumerate()
             .map(|(i, (ip, w, ours))| ActualMember {
-                id: format!("m{i}"),
+                id: format!("m{i}").into(),
                 name: ip.into(),
                 address: ip.parse().unwrap(),
                 protocol_port: 8080,

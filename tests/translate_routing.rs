@@ -52,6 +52,22 @@ fn policies_follow_kubernetes_precedence() {
     assert_eq!(r.default_pool.as_deref(), Some("shop_web"));
 }
 
+/// The desired router is held for the router's life, twice while a Sync compares a new one with
+/// the last: its pools' members and its policies' rules keep no spare slots (they were up to 2.4
+/// slots per member, 12 MiB of the 34 MiB held at 10k Ingresses).
+#[test]
+fn a_translated_router_holds_no_spare_slots() {
+    let r = router(&TranslateOptions::default());
+    assert!(r.pools.values().any(|p| p.members.len() > 1), "the fixture has pools with members");
+    for p in r.pools.values() {
+        assert_eq!(p.members.capacity(), p.members.len(), "members of {}", p.name);
+    }
+    assert!(r.policies.iter().any(|p| p.rules.len() > 1));
+    for p in &r.policies {
+        assert_eq!(p.rules.capacity(), p.rules.len(), "rules of {}", p.name);
+    }
+}
+
 #[test]
 fn default_pool_owners_are_the_ingresses_naming_its_service() {
     let r = router(&TranslateOptions::default());

@@ -104,7 +104,7 @@ fn zone_of(p: &Pool, member: &str) -> String {
     p.members
         .iter()
         .find(|m| format!("{}:{}", m.address, m.protocol_port) == member)
-        .map(|m| m.zone.clone().unwrap_or_else(|| "(no zone)".into()))
+        .map(|m| m.zone.as_deref().unwrap_or("(no zone)").to_string())
         .unwrap_or_else(|| panic!("{member} is not a member of {}", p.name))
 }
 
@@ -113,7 +113,7 @@ fn planned_shares(p: &Pool) -> BTreeMap<String, f64> {
     let weights: Vec<u16> = p.members.iter().map(|m| m.weight).collect();
     let mut by_zone = BTreeMap::new();
     for (m, s) in p.members.iter().zip(shares_of(&weights)) {
-        *by_zone.entry(m.zone.clone().unwrap_or_else(|| "(no zone)".into())).or_insert(0.0) += s;
+        *by_zone.entry(m.zone.as_deref().unwrap_or("(no zone)").to_string()).or_insert(0.0) += s;
     }
     by_zone
 }

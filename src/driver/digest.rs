@@ -230,7 +230,7 @@ mod tests {
 
     fn read_member(ip: &str, weight: u16) -> ActualMember {
         ActualMember {
-            id: format!("m-{ip}"),
+            id: format!("m-{ip}").into(),
             name: String::new().into(),
             address: ip.parse().unwrap(),
             protocol_port: 8080,

@@ -28,6 +28,7 @@ pub mod isolation;
 mod lifecycle;
 pub mod listener_plan;
 mod more_http;
+pub mod object_id;
 pub mod ownership;
 pub mod plan;
 pub mod quota;

@@ -281,8 +281,8 @@ fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) ->
 fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
     ActualRule {
         id: r.id,
-        rule_type: r.rule_type,
-        compare_type: r.compare_type,
+        rule_type: super::actual::word(r.rule_type),
+        compare_type: super::actual::word(r.compare_type),
         value: r.value,
         key: r.key.filter(|k| !k.is_empty()),
         invert: r.invert,
@@ -296,7 +296,7 @@ pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
     Some(ActualMember {
         name: MemberName::read(&m.name, address, m.protocol_port),
         address,
-        id: m.id,
+        id: m.id.into(),
         protocol_port: m.protocol_port,
         weight: m.weight,
         backup: m.backup,

@@ -21,6 +21,7 @@
 //!   read).
 
 use super::actual::{ActualMember, ActualRule};
+use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -52,16 +53,16 @@ struct Entry<T> {
 
 /// Children that carry an Octavia id.
 pub trait Child {
-    fn id(&self) -> &str;
+    fn id(&self) -> Cow<'_, str>;
 }
 impl Child for ActualRule {
-    fn id(&self) -> &str {
-        &self.id
+    fn id(&self) -> Cow<'_, str> {
+        Cow::Borrowed(&self.id)
     }
 }
 impl Child for ActualMember {
-    fn id(&self) -> &str {
-        &self.id
+    fn id(&self) -> Cow<'_, str> {
+        self.id.text()
     }
 }
 
@@ -84,8 +85,9 @@ impl<T: Child> Cached<T> {
     pub fn get(&self, parent: &Parent<'_>, now: Instant, refresh: &mut usize) -> Option<Arc<[T]>> {
         let e = self.entries.get(parent.id)?;
         let unchanged = parent.provisioning_status == "ACTIVE" && parent.updated_at == Some(e.updated_at.as_str());
-        let ids: BTreeSet<&str> = e.children.iter().map(Child::id).collect();
-        let same_ids = ids == parent.child_ids.iter().copied().collect() && ids.len() == e.children.len();
+        let ids: BTreeSet<Cow<'_, str>> = e.children.iter().map(Child::id).collect();
+        let same_ids =
+            ids == parent.child_ids.iter().map(|id| Cow::Borrowed(*id)).collect() && ids.len() == e.children.len();
         if !(unchanged && same_ids) {
             return None;
         }

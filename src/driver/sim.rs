@@ -9,7 +9,12 @@
 use super::actual::{ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule};
 use super::plan::{PolicyAction, PolicyRef, PoolRef, Write, compare_type_str, rule_type_str};
 
-/// Applies writes to a snapshot, handing out ids `sim-1`, `sim-2`, ...
+/// The simulator's ids are this and a 12-hex-digit number: canonical UUIDs, as Octavia's are, so
+/// that the router read back holds them as the controller does (see [`ObjectId`](super::object_id::ObjectId)).
+const SIM_ID_PREFIX: &str = "00000000-0000-4000-8000-";
+
+/// Applies writes to a snapshot, handing out ids shaped like Octavia's (UUIDs), numbered:
+/// `00000000-0000-4000-8000-000000000001`, ...
 #[derive(Debug, Default)]
 pub struct Simulator {
     pub router: ActualRouter,
@@ -22,15 +27,21 @@ impl Simulator {
         let ids = router
             .policies
             .iter()
-            .flat_map(|p| std::iter::once(&p.id).chain(p.rules.iter().map(|r| &r.id)))
-            .chain(router.pools.iter().flat_map(|p| std::iter::once(&p.id).chain(p.members.iter().map(|m| &m.id))));
-        let next_id = ids.filter_map(|id| id.strip_prefix("sim-")?.parse().ok()).max().unwrap_or(0);
+            .flat_map(|p| std::iter::once(p.id.clone()).chain(p.rules.iter().map(|r| r.id.clone())))
+            .chain(
+                router
+                    .pools
+                    .iter()
+                    .flat_map(|p| std::iter::once(p.id.clone()).chain(p.members.iter().map(|m| m.id.to_string()))),
+            );
+        let next_id =
+            ids.filter_map(|id| u64::from_str_radix(id.strip_prefix(SIM_ID_PREFIX)?, 16).ok()).max().unwrap_or(0);
         Self { router, next_id }
     }
 
     fn id(&mut self) -> String {
         self.next_id += 1;
-        format!("sim-{}", self.next_id)
+        format!("{SIM_ID_PREFIX}{:012x}", self.next_id)
     }
 
     fn pool_id(&self, r: &PoolRef) -> Result<String, String> {
@@ -108,7 +119,7 @@ impl Simulator {
                             .iter()
                             .find(|o| o.address == m.address && o.protocol_port == m.protocol_port)
                             .map(|o| o.id.clone())
-                            .unwrap_or(new_id);
+                            .unwrap_or_else(|| new_id.into());
                         ActualMember {
                             id,
                             name: m.name.clone(),

@@ -65,6 +65,7 @@ pub(crate) fn split_members(feeds: &[FeedMembers]) -> (Vec<Member>, String) {
         .iter()
         .map(|f| format!("{}/{} weight {} ({})", f.service.namespace, f.service.name, f.weight, f.weighting))
         .collect();
+    out.shrink_to_fit();
     (out, format!("split: {}", parts.join("; ")))
 }
 

@@ -271,7 +271,9 @@ fn route_policy(
 
 /// The policy of one route with the rules its front end computed: its name, and its pool or
 /// redirect from the route's action. Position 0 (see [`number`]).
-pub(crate) fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames) -> Policy {
+pub(crate) fn policy_with_rules(r: &RouteClaim, mut rules: Vec<Rule>, names: &PoolNames) -> Policy {
+    // Pushed one by one: no spare slots kept in the desired router, held for the router's life.
+    rules.shrink_to_fit();
     let (pool, redirect) = match &r.action {
         RouteAction::Forward(_) => (forward_pool(r, names), None),
         RouteAction::Fixed(FixedAnswer::Unavailable) => (UNAVAILABLE_POOL.to_string(), None),
