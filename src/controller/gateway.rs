@@ -16,7 +16,7 @@ use crate::controller::gateway_driver::{
 };
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
 use crate::gateway::GatewayRoutes;
-use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use crate::gateway::build::{Programmed, RouterFailures, translate_with_failures};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};

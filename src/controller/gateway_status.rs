@@ -4,7 +4,8 @@
 //! aside); a write that fails is logged and retried on the next pass, never blocking the others.
 
 use crate::controller::events::{EventPublisher, UserEvent};
-use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
+use crate::gateway::api::generated as k8s;
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls};
 use crate::gateway::build::Translation;
 use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
 use crate::gateway::world::{ServiceInfo, World, secret_info};
@@ -16,15 +17,16 @@ use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The Gateway API caches, filled by the Gateway loop's watches.
+/// The Gateway API caches, filled by the Gateway loop's watches (the generated Kubernetes types;
+/// the translation reads the domain types converted from them).
 #[derive(Clone)]
 pub(crate) struct GatewayStores {
-    pub classes: Store<GatewayClass>,
-    pub gateways: Store<Gateway>,
-    pub routes: Store<HTTPRoute>,
+    pub classes: Store<k8s::GatewayClass>,
+    pub gateways: Store<k8s::Gateway>,
+    pub routes: Store<k8s::HTTPRoute>,
     /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
     /// reference is then refused).
-    pub(crate) grants: Store<ReferenceGrant>,
+    pub(crate) grants: Store<k8s::ReferenceGrant>,
     pub namespaces: Store<Namespace>,
 }
 
@@ -32,10 +34,10 @@ pub(crate) struct GatewayStores {
 /// parsed (a cluster may hold many TLS Secrets).
 pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secret>) -> World {
     let mut w = World {
-        classes: owned(s.classes.state()),
-        gateways: owned(s.gateways.state()),
-        routes: owned(s.routes.state()),
-        grants: owned(s.grants.state()),
+        classes: domain(s.classes.state()),
+        gateways: domain(s.gateways.state()),
+        routes: domain(s.routes.state()),
+        grants: domain(s.grants.state()),
         ..World::default()
     };
     for ns in s.namespaces.state() {
@@ -60,8 +62,8 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
     w
 }
 
-fn owned<K: Clone>(v: Vec<Arc<K>>) -> Vec<K> {
-    v.into_iter().map(|o| (*o).clone()).collect()
+fn domain<K, D: for<'a> From<&'a K>>(v: Vec<Arc<K>>) -> Vec<D> {
+    v.iter().map(|o| D::from(o)).collect()
 }
 
 /// The Secrets the Gateway's listeners name, (namespace, name).
@@ -109,18 +111,20 @@ impl StatusWriter {
         self.written.retain(|(k, ns, n), _| live.contains(&(k.as_str(), ns.as_str(), n.as_str())));
         for o in &t.classes {
             let Some(obj) = s.classes.get(&ObjectRef::new(&o.name)) else { continue };
-            let new = render_class(o, obj.status.as_ref(), &now);
-            if unchanged(obj.status.as_ref(), &new) {
+            let old = GatewayClass::from(&*obj).status;
+            let new = render_class(o, old.as_ref(), &now);
+            if unchanged(old.as_ref(), &new) {
                 continue;
             }
             let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["supportedFeatures"]);
             let bad = bad_conditions(std::slice::from_ref(&o.accepted), "");
-            self.patch(Api::<GatewayClass>::all(self.client.clone()), &*obj, body, bad).await;
+            self.patch(Api::<k8s::GatewayClass>::all(self.client.clone()), &*obj, body, bad).await;
         }
         for o in &t.gateways {
             let Some(obj) = s.gateways.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
-            let new = render_gateway(o, obj.status.as_ref(), &now);
-            if unchanged(obj.status.as_ref(), &new) {
+            let old = Gateway::from(&*obj).status;
+            let new = render_gateway(o, old.as_ref(), &now);
+            if unchanged(old.as_ref(), &new) {
                 continue;
             }
             let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["addresses", "listeners"]);
@@ -128,12 +132,13 @@ impl StatusWriter {
             for l in &o.listeners {
                 bad.extend(bad_conditions(&l.conditions, &format!("listener {}: ", l.name)));
             }
-            self.patch(Api::<Gateway>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+            self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
         }
         for o in &t.routes {
             let Some(obj) = s.routes.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
-            let new = render_route(o, obj.status.as_ref(), &now);
-            if unchanged(obj.status.as_ref(), &new) {
+            let old = HTTPRoute::from(&*obj).status;
+            let new = render_route(o, old.as_ref(), &now);
+            if unchanged(old.as_ref(), &new) {
                 continue;
             }
             let body = serde_json::to_value(&new).unwrap_or_default();
@@ -141,7 +146,7 @@ impl StatusWriter {
             for p in &o.parents {
                 bad.extend(bad_conditions(&p.conditions, &format!("parent {}: ", p.parent_ref.name)));
             }
-            self.patch(Api::<HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+            self.patch(Api::<k8s::HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
         }
     }
 
