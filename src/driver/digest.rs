@@ -19,8 +19,8 @@
 //! builds and processes (FNV-1a, not the std hasher, whose output may change between releases).
 
 use super::actual::{ActualMember, ActualRule};
+use super::parent::Parent;
 use super::plan::{compare_type_str, rule_type_str};
-use super::read_cache::Parent;
 use crate::model::{Member, Rule};
 use std::collections::BTreeSet;
 

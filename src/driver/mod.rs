@@ -30,6 +30,7 @@ pub mod listener_plan;
 mod more_http;
 pub mod object_id;
 pub mod ownership;
+pub mod parent;
 pub mod plan;
 pub mod quota;
 mod read;

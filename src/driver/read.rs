@@ -10,8 +10,9 @@ use super::actual::{
 };
 use super::cloud::Cloud;
 use super::error::Result;
+use super::parent::Parent;
 use super::plan::MemberName;
-use super::read_cache::{Cached, Child, Parent, REFRESH_PER_READ, ReadCache};
+use super::read_cache::{Cached, Child, REFRESH_PER_READ, ReadCache};
 use super::stamps::{DesiredChildren, StampMap};
 use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};

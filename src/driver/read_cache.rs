@@ -21,6 +21,7 @@
 //!   read).
 
 use super::actual::{ActualMember, ActualRule};
+use super::parent::Parent;
 use std::borrow::Cow;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -31,16 +32,6 @@ pub const MAX_AGE: Duration = Duration::from_secs(600);
 
 /// How many expired entries one read refreshes; the rest wait for the next reads.
 pub const REFRESH_PER_READ: usize = 20;
-
-/// A parent (policy or pool) as its list shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Parent<'a> {
-    pub id: &'a str,
-    pub provisioning_status: &'a str,
-    pub updated_at: Option<&'a str>,
-    /// The children's ids the parent lists.
-    pub child_ids: Vec<&'a str>,
-}
 
 #[derive(Clone, Debug)]
 struct Entry<T> {

@@ -11,8 +11,8 @@
 use super::actual::{ActualMember, ActualRule};
 use super::digest::{ChildrenDigest, Stamp, Verifier};
 use super::ownership::{Ownership, Tags};
+use super::parent::Parent;
 use super::plan::{compare_type_str, member_spec, rule_type_str};
-use super::read_cache::Parent;
 use super::view::DesiredView;
 use crate::model::{Pool, Rule};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
