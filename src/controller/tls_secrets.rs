@@ -18,7 +18,7 @@
 //! name given while the Secret's event is being stripped is seen by one of them.
 
 use crate::controller::indexes::{Index, tls_secrets_of};
-use crate::gateway::api::Gateway;
+use crate::gateway::api::generated::Gateway;
 use crate::translate::namespace_of;
 pub use crate::translate::tls::{DATA_NOT_HELD, held_without_data};
 use futures::{Stream, StreamExt};
@@ -75,7 +75,7 @@ impl NamedSecrets {
                 .listeners
                 .iter()
                 .filter_map(|l| l.tls.as_ref())
-                .flat_map(|t| t.certificate_refs.iter())
+                .flat_map(|t| t.certificate_refs.iter().flatten())
                 .any(|r| r.name == key.1 && r.namespace.as_deref().unwrap_or(ns) == key.0)
         })
     }

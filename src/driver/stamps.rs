@@ -10,11 +10,13 @@
 
 use super::actual::{ActualMember, ActualRule};
 use super::digest::{ChildrenDigest, Stamp, Verifier};
+use super::object_id::ObjectId;
 use super::ownership::{Ownership, Tags};
 use super::parent::Parent;
 use super::plan::{compare_type_str, member_spec, rule_type_str};
 use super::view::DesiredView;
 use crate::model::{Pool, Rule};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
@@ -183,8 +185,8 @@ impl<'a> DesiredChildren<'a> {
             .zip(rules)
             .map(|(id, r)| ActualRule {
                 id: id.to_string(),
-                rule_type: rule_type_str(r.rule_type).to_string(),
-                compare_type: compare_type_str(r.compare_type).to_string(),
+                rule_type: Cow::Borrowed(rule_type_str(r.rule_type)),
+                compare_type: Cow::Borrowed(compare_type_str(r.compare_type)),
                 value: r.value.clone(),
                 key: r.key.clone(),
                 invert: r.invert,
@@ -213,7 +215,7 @@ impl<'a> DesiredChildren<'a> {
             .map(|(id, m)| {
                 let spec = member_spec(m, &tags);
                 ActualMember {
-                    id: id.to_string(),
+                    id: ObjectId::new(id),
                     name: spec.name,
                     address: m.address,
                     protocol_port: m.protocol_port,
