@@ -372,15 +372,16 @@ fn read_cache_of(router: &ActualRouter, copied: bool) -> ReadCache {
     fn parent<'a>(id: &'a str, child_ids: Vec<&'a str>) -> Parent<'a> {
         Parent { id, provisioning_status: "ACTIVE", updated_at: Some("2026-11-26T08:40:00"), child_ids }
     }
+    // Ids as Octavia's listings send them: text.
     for p in &router.policies {
-        let ids = p.rules.iter().map(|r| r.id.as_str()).collect();
-        cache.rules.put(&parent(&p.id, ids), now, &shared(&p.rules, copied));
+        let texts: Vec<String> = p.rules.iter().map(|r| r.id.to_string()).collect();
+        let ids = texts.iter().map(String::as_str).collect();
+        cache.rules.put(&parent(&p.id.to_string(), ids), now, &shared(&p.rules, copied));
     }
     for p in &router.pools {
-        // As Octavia's pool listing sends them: text.
         let texts: Vec<String> = p.members.iter().map(|m| m.id.to_string()).collect();
         let ids = texts.iter().map(String::as_str).collect();
-        cache.members.put(&parent(&p.id, ids), now, &shared(&p.members, copied));
+        cache.members.put(&parent(&p.id.to_string(), ids), now, &shared(&p.members, copied));
     }
     cache
 }

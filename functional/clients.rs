@@ -298,7 +298,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         );
         let p = o.get_l7policy(&created.id).await.unwrap();
         assert_eq!(
-            (p.action.as_str(), p.position, p.redirect_pool_id.as_deref()),
+            (&*p.action, p.position, p.redirect_pool_id.as_deref()),
             ("REDIRECT_TO_POOL", 1, Some(pool2.id.as_str()))
         );
         let mut rules: Vec<(String, String, String)> = o

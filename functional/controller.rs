@@ -25,6 +25,7 @@ use kuryr_l7_router::controller::notice::notice_annotation;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
 use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
 use kuryr_l7_router::controller::{FINALIZER, ingress, service};
+use kuryr_l7_router::driver::object_id::ObjectId;
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::translate::TranslateOptions;
 use kuryr_l7_router::translate::slices::CompactSlice;
@@ -39,7 +40,7 @@ type Observed = (BTreeMap<String, String>, BTreeMap<String, Vec<String>>);
 
 async fn observe(r: &Router) -> Observed {
     let actual = read_router(r).await;
-    let pool_name = |id: &Option<String>| {
+    let pool_name = |id: &Option<ObjectId>| {
         id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone()).unwrap_or_default()
     };
     (
@@ -363,7 +364,7 @@ async fn story(r: Router) {
     println!("7. resync restores a hand-deleted policy");
     let lb = r.find().await.unwrap().unwrap();
     let actual = read_router(&r).await;
-    r.octavia().delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia().delete_l7policy(&actual.policies[0].id.to_string()).await.unwrap();
     r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
     assert!(observe(&r).await.0.is_empty());
     let (_, report) = ctx.sync(true).await.unwrap();

@@ -139,9 +139,8 @@ struct Observed {
 
 async fn observe(r: &Router) -> Observed {
     let actual = read_router(r).await;
-    let pool_name = |id: &Option<String>| {
-        id.as_ref().and_then(|id| actual.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone())
-    };
+    let pool_name =
+        |id: Option<String>| id.and_then(|id| actual.pools.iter().find(|p| p.id == id)).map(|p| p.name.clone());
     Observed {
         policies: actual
             .policies
@@ -150,7 +149,11 @@ async fn observe(r: &Router) -> Observed {
                 let mut rules: Vec<String> =
                     p.rules.iter().map(|r| format!("{} {} {}", r.rule_type, r.compare_type, r.value)).collect();
                 rules.sort();
-                (p.name.clone(), pool_name(&p.redirect_pool_id).unwrap_or_default(), rules)
+                (
+                    p.name.clone(),
+                    pool_name(p.redirect_pool_id.as_ref().map(ToString::to_string)).unwrap_or_default(),
+                    rules,
+                )
             })
             .collect(),
         pools: actual
@@ -163,7 +166,7 @@ async fn observe(r: &Router) -> Observed {
                 (p.name.clone(), ms)
             })
             .collect(),
-        default_pool: pool_name(&actual.listener.default_pool_id),
+        default_pool: pool_name(actual.listener.default_pool_id.clone()),
     }
 }
 
@@ -372,7 +375,8 @@ async fn a_resync_reads_again_only_the_children_that_changed() {
             invert: false,
             tags: vec![],
         };
-        r.octavia().retry_busy(|| r.octavia().update_l7rule(&api.id, &path_rule.id, &edited)).await.unwrap();
+        let (api_id, path_rule_id) = (api.id.to_string(), path_rule.id.to_string());
+        r.octavia().retry_busy(|| r.octavia().update_l7rule(&api_id, &path_rule_id, &edited)).await.unwrap();
         let lb = r.find().await.unwrap().unwrap();
         r.octavia().wait_active(&lb.id, Duration::from_secs(120)).await.unwrap();
         // A new process with the stamps taken before the edit: the edit moved the policy's
@@ -509,7 +513,7 @@ async fn garbage_collection_leaves_foreign_objects_alone() {
         assert!(ks.contains(&"delete_policy"), "{ks:?}");
         assert!(rep.writes.iter().all(|w| !w.description.contains(&foreign.id)));
         let after = r.octavia().get_l7policy(&foreign.id).await.expect("foreign policy kept");
-        assert_eq!((after.action.as_str(), after.rules.len()), ("REJECT", 1));
+        assert_eq!((&*after.action, after.rules.len()), ("REJECT", 1));
         let mut obs = observe(&r).await;
         assert_eq!(obs.policies.pop().map(|p| p.0), Some("maintenance".to_string()), "foreign policy last");
         let mut exp = expected(&less);
@@ -804,7 +808,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
                 name: Some(original.name.clone()),
                 loadbalancer_id: Some(lb.id.clone()),
                 protocol: "HTTP".into(),
-                lb_algorithm: original.lb_algorithm.clone(),
+                lb_algorithm: original.lb_algorithm.to_string(),
                 tags: original.tags.to_vec(),
                 ..PoolCreate::default()
             })
@@ -816,7 +820,7 @@ async fn copies_left_by_interrupted_creates_are_deleted() {
         let rule_copy = r
             .octavia()
             .create_l7rule(
-                &policy.id,
+                &policy.id.to_string(),
                 &L7RuleCreate {
                     rule_type: rule.rule_type.to_string(),
                     compare_type: rule.compare_type.to_string(),

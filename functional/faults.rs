@@ -350,20 +350,21 @@ async fn pool_and_member_in_error_are_reported_and_repaired() {
         let broken_pool = actual.pools.iter().find(|p| !p.members.is_empty()).unwrap().clone();
         let other = actual.pools.iter().find(|p| p.id != broken_pool.id && !p.members.is_empty()).unwrap().clone();
         let broken_member = other.members[0].id.to_string();
-        set_provisioning_status("pool", &broken_pool.id, "ERROR");
+        let broken_pool_id = broken_pool.id.to_string();
+        set_provisioning_status("pool", &broken_pool_id, "ERROR");
         set_provisioning_status("member", &broken_member, "ERROR");
         // As the failed flow's revert would: it marks the member's pool ACTIVE again.
-        touch("pool", &other.id);
+        touch("pool", &other.id.to_string());
         let report = r.converge(&want).await.unwrap();
         println!("{:#?}", report.conflicts);
-        assert!(report.conflicts.iter().any(|c| c.contains(&broken_pool.id) && c.contains("ERROR")));
+        assert!(report.conflicts.iter().any(|c| c.contains(&broken_pool_id) && c.contains("ERROR")));
         assert!(report.conflicts.iter().any(|c| c.contains(&broken_member) && c.contains("ERROR")));
         let mut kinds: Vec<_> = report.writes.iter().map(|w| w.kind).collect();
         kinds.sort();
-        let users = actual.policies.iter().filter(|p| p.redirect_pool_id.as_deref() == Some(&broken_pool.id)).count();
+        let users = actual.policies.iter().filter(|p| p.redirect_pool_id.as_ref() == Some(&broken_pool.id)).count();
         let mut expected = vec!["batch_members", "batch_members", "create_pool", "delete_pool"];
         expected.extend(std::iter::repeat_n("update_policy", users));
-        if actual.listener.default_pool_id.as_deref() == Some(&broken_pool.id) {
+        if actual.listener.default_pool_id.as_deref() == Some(broken_pool_id.as_str()) {
             expected.push("set_default_pool");
         }
         expected.sort();

@@ -192,7 +192,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
 
     // 1. A policy deleted by hand.
     let actual = r.read_actual(&listener).await.unwrap();
-    r.octavia().delete_l7policy(&actual.policies[0].id).await.unwrap();
+    r.octavia().delete_l7policy(&actual.policies[0].id.to_string()).await.unwrap();
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(rep.writes.iter().any(|w| w.kind == "create_policy"), "{:?}", rep.writes);
@@ -201,7 +201,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     // 2. A member deleted by hand.
     let actual = r.read_actual(&listener).await.unwrap();
     let pool = actual.pools.iter().find(|p| p.name == "shop_api").unwrap();
-    r.octavia().delete_member(&pool.id, &pool.members[0].id.to_string()).await.unwrap();
+    r.octavia().delete_member(&pool.id.to_string(), &pool.members[0].id.to_string()).await.unwrap();
     wait().await.unwrap();
     let rep = r.converge(&good).await.unwrap();
     assert!(!rep.writes.is_empty());
@@ -231,7 +231,7 @@ async fn faults(mut r: Router, port_name: String) -> (Option<String>, Option<Str
     let rep = r.converge(&good).await.unwrap();
     assert!(rep.writes.iter().all(|w| !w.description.contains(&foreign.id)), "{:?}", rep.writes);
     let after = r.octavia().get_pool(&foreign.id).await.expect("foreign pool kept");
-    assert_eq!((after.name.as_str(), after.lb_algorithm.as_str()), ("foreign-pool", "ROUND_ROBIN"));
+    assert_eq!((after.name.as_str(), &*after.lb_algorithm), ("foreign-pool", "ROUND_ROBIN"));
     let members = r.octavia().list_members(&foreign.id, &ListQuery::default()).await.unwrap();
     assert_eq!(
         members.iter().map(|m| (m.address.as_str(), m.protocol_port)).collect::<Vec<_>>(),

@@ -19,8 +19,8 @@ fn rule_text(r: &ActualRule) -> String {
 fn write_policies(s: &mut String, policies: &[ActualPolicy], pool_name: &dyn Fn(Option<&str>) -> String) {
     let _ = writeln!(s, "  {:>3}  {:<20}  NAME / RULES (all must match)", "POS", "-> POOL");
     for p in policies {
-        let target = match p.action.as_str() {
-            "REDIRECT_TO_POOL" => pool_name(p.redirect_pool_id.as_deref()),
+        let target = match &*p.action {
+            "REDIRECT_TO_POOL" => pool_name(p.redirect_pool_id.as_ref().map(|id| id.text()).as_deref()),
             "REDIRECT_PREFIX" => format!(
                 "{} {}",
                 p.redirect_http_code.map(|c| c.to_string()).unwrap_or_else(|| "302".into()),
@@ -119,7 +119,7 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
     };
     let _ = writeln!(s, "  listener        {listener_id} (HTTP port {port})");
 
-    let pool_names: BTreeMap<&str, &str> = a.pools.iter().map(|p| (p.id.as_str(), p.name.as_str())).collect();
+    let pool_names: BTreeMap<String, &str> = a.pools.iter().map(|p| (p.id.to_string(), p.name.as_str())).collect();
     let pool_name = |id: Option<&str>| match id {
         Some(id) => pool_names.get(id).map(|n| n.to_string()).unwrap_or_else(|| format!("(pool {id})")),
         None => "-".to_string(),

@@ -191,8 +191,8 @@ type PolicyShape = (String, u32, Vec<String>, String);
 
 /// Names and shapes of the router, ids left out: what two routers that route alike share.
 fn shape(r: &ActualRouter) -> (Vec<PolicyShape>, Vec<(String, usize)>, String) {
-    let pool_name = |id: &Option<String>| {
-        r.pools.iter().find(|p| Some(&p.id) == id.as_ref()).map(|p| p.name.clone()).unwrap_or_default()
+    let pool_name = |id: Option<String>| {
+        r.pools.iter().find(|p| id.as_ref().is_some_and(|id| p.id == *id)).map(|p| p.name.clone()).unwrap_or_default()
     };
     let mut pools: Vec<_> = r.pools.iter().map(|p| (p.name.clone(), p.members.len())).collect();
     pools.sort();
@@ -202,11 +202,11 @@ fn shape(r: &ActualRouter) -> (Vec<PolicyShape>, Vec<(String, usize)>, String) {
             .map(|p| {
                 let mut rules: Vec<String> = p.rules.iter().map(|r| format!("{} {}", r.rule_type, r.value)).collect();
                 rules.sort();
-                (p.name.clone(), p.position, rules, pool_name(&p.redirect_pool_id))
+                (p.name.clone(), p.position, rules, pool_name(p.redirect_pool_id.as_ref().map(ToString::to_string)))
             })
             .collect(),
         pools,
-        pool_name(&r.listener.default_pool_id),
+        pool_name(r.listener.default_pool_id.clone()),
     )
 }
 
@@ -283,7 +283,7 @@ fn the_first_of_duplicate_policies_is_kept() {
     for (i, p) in sim.router.policies.iter_mut().enumerate() {
         p.position = i as u32 + 1;
     }
-    let original = sim.router.policies[1].id.clone();
+    let original = sim.router.policies[1].id.to_string();
     let writes = converge(&mut sim, &base(), &opts());
     assert_eq!(kinds(&writes), vec!["delete_policy"]);
     assert!(matches!(&writes[0], Write::DeletePolicy { id, .. } if *id == original));
@@ -301,7 +301,7 @@ fn objects_in_error_are_reported_and_replaced() {
     let mut sim = Simulator::new(clean.router.clone());
     let app = sim.router.pools.iter_mut().find(|p| p.name == "default_app").unwrap();
     app.in_error = true;
-    let broken = app.id.clone();
+    let broken = app.id.to_string();
     let plan = plan_writes(&base(), &sim.router, &opts());
     assert!(plan.conflicts.iter().any(|c| c.message.contains(&broken) && c.message.contains("ERROR")), "{plan:?}");
     let writes = converge(&mut sim, &base(), &opts());
@@ -316,7 +316,7 @@ fn objects_in_error_are_reported_and_replaced() {
     // A policy in ERROR: recreated in its place (with its rules), the broken one deleted.
     let mut sim = Simulator::new(clean.router.clone());
     sim.router.policies[0].in_error = true;
-    let broken = sim.router.policies[0].id.clone();
+    let broken = sim.router.policies[0].id.to_string();
     let writes = converge(&mut sim, &base(), &opts());
     assert_eq!(kinds(&writes), vec!["create_policy", "create_rule", "create_rule", "update_policy", "delete_policy"]);
     assert!(matches!(writes.last(), Some(Write::DeletePolicy { id, .. }) if *id == broken));
@@ -591,7 +591,7 @@ proptest! {
         converge(&mut sim, &second, &opts());
         let want: Vec<String> = second.policies.iter().map(|p| p.name.clone()).collect();
         prop_assert_eq!(our_order(&sim.router), want.clone());
-        prop_assert_eq!(sim.router.policies.last().map(|p| p.id.as_str()), Some("foreign-policy"));
+        prop_assert_eq!(sim.router.policies.last().map(|p| p.id.to_string()), Some("foreign-policy".to_string()));
         let default_name = sim.router.listener.default_pool_id.as_ref()
             .and_then(|id| sim.router.pools.iter().find(|p| &p.id == id)).map(|p| p.name.clone());
         prop_assert_eq!(default_name, second.default_pool.clone());

@@ -107,7 +107,7 @@ fn a_redirect_is_added_after_the_routes_without_moving_them() {
     }
     let p = sim.router.policies.last().unwrap();
     assert_eq!(
-        (p.action.as_str(), p.redirect_prefix.as_deref(), p.redirect_http_code),
+        (&*p.action, p.redirect_prefix.as_deref(), p.redirect_http_code),
         ("REDIRECT_PREFIX", Some("https://a"), Some(308))
     );
     assert!(p.admin_state_up && p.rules.len() == 2 && p.rules[1].invert);
@@ -122,10 +122,10 @@ fn a_changed_code_is_one_update_and_a_removed_redirect_one_delete() {
     assert!(
         matches!(&writes[0], Write::UpdatePolicy { redirect: Some(r), position: None, pool: None, .. } if r.code == 301)
     );
-    let routes_before: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.clone()).collect();
+    let routes_before: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.to_string()).collect();
     let writes = converge(&mut sim, &router(vec![redirect("b", 308)]));
     assert_eq!(kinds(&writes), vec!["delete_policy"]);
-    let routes_after: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.clone()).collect();
+    let routes_after: Vec<String> = sim.router.policies.iter().take(2).map(|p| p.id.to_string()).collect();
     assert_eq!(routes_before, routes_after, "routes untouched");
 }
 
@@ -236,7 +236,7 @@ fn route_redirects_are_created_at_their_position_with_their_code_and_updated_in_
     assert!(matches!(actions[2], ("served", 3, PolicyAction::Pool(_))));
     let moved = &sim.router.policies[0];
     assert_eq!(
-        (moved.action.as_str(), moved.redirect_url.as_deref(), moved.redirect_http_code),
+        (&*moved.action, moved.redirect_url.as_deref(), moved.redirect_http_code),
         ("REDIRECT_TO_URL", Some("https://b.example.com/new"), Some(301))
     );
 
@@ -268,6 +268,6 @@ fn a_route_switched_between_pool_and_redirect_is_updated_in_place() {
         let writes = converge(&mut sim, want);
         assert!(matches!(&writes[..], [Write::UpdatePolicy { .. }]), "{action}: {writes:?}");
         let p = &sim.router.policies[0];
-        assert_eq!((p.id.as_str(), p.action.as_str(), p.position), (id.as_str(), action, 1));
+        assert_eq!((p.id.to_string(), &*p.action, p.position), (id.to_string(), action, 1));
     }
 }

@@ -40,7 +40,7 @@ fn listener_pool_member_policy_rule_and_monitor_bodies_parse() {
     assert!(l.default_pool_id.is_some());
 
     let (_, p): (_, Pool) = recorded("pool", "pool");
-    assert_eq!((p.lb_algorithm.as_str(), p.members.len()), ("ROUND_ROBIN", 1));
+    assert_eq!((&*p.lb_algorithm, p.members.len()), ("ROUND_ROBIN", 1));
     assert!(p.healthmonitor_id.is_some());
 
     let (raw, m): (_, Member) = recorded("member", "member");
@@ -48,7 +48,7 @@ fn listener_pool_member_policy_rule_and_monitor_bodies_parse() {
     assert_eq!((m.address.as_str(), m.protocol_port, m.weight), ("10.0.0.77", 8080, 3));
 
     let (_, pol): (_, L7Policy) = recorded("l7policy", "l7policy");
-    assert_eq!((pol.action.as_str(), pol.position, pol.rules.len()), ("REDIRECT_TO_POOL", 1, 1));
+    assert_eq!((&*pol.action, pol.position, pol.rules.len()), ("REDIRECT_TO_POOL", 1, 1));
     assert_eq!(pol.redirect_pool_id, Some(p.id.clone()));
 
     let (_, r): (_, L7Rule) = recorded("l7rule", "rule");

@@ -3,6 +3,7 @@
 
 use std::net::IpAddr;
 
+use super::object_id::ObjectId;
 use super::ownership::Tags;
 
 /// A snapshot of the router's children, as read from Octavia (foreign objects included).
@@ -23,11 +24,13 @@ pub struct ActualListener {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ActualPolicy {
-    pub id: String,
+    /// 16 bytes for Octavia's UUIDs (see [`ObjectId`]).
+    pub id: ObjectId,
     pub name: String,
     pub position: u32,
-    pub action: String,
-    pub redirect_pool_id: Option<String>,
+    /// One of Octavia's few words, held without a heap block (see [`word`]).
+    pub action: Cow<'static, str>,
+    pub redirect_pool_id: Option<ObjectId>,
     /// REDIRECT_PREFIX policies (HTTP→HTTPS redirects).
     pub redirect_prefix: Option<String>,
     /// REDIRECT_TO_URL policies (route redirects to a fixed URL).
@@ -44,7 +47,7 @@ pub struct ActualPolicy {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ActualRule {
-    pub id: String,
+    pub id: ObjectId,
     /// Octavia's words for these are few: held without a heap block (see [`word`]).
     pub rule_type: Cow<'static, str>,
     pub compare_type: Cow<'static, str>,
@@ -55,9 +58,10 @@ pub struct ActualRule {
 
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ActualPool {
-    pub id: String,
+    pub id: ObjectId,
     pub name: String,
-    pub lb_algorithm: String,
+    /// One of Octavia's few words (see [`word`]).
+    pub lb_algorithm: Cow<'static, str>,
     /// Shared with the read cache when read through it (see [`super::read_cache`]).
     pub members: std::sync::Arc<[ActualMember]>,
     pub healthmonitor: Option<ActualHealthMonitor>,
@@ -116,8 +120,9 @@ impl TagSet {
 use crate::model::HealthMonitorSpec;
 use std::borrow::Cow;
 
-/// Octavia's L7 rule types and compare types.
-const RULE_WORDS: [&str; 13] = [
+/// Octavia's words that the read back holds per object: L7 rule types and compare types, L7
+/// policy actions, pool algorithms.
+const OCTAVIA_WORDS: [&str; 21] = [
     "HOST_NAME",
     "PATH",
     "FILE_TYPE",
@@ -131,13 +136,21 @@ const RULE_WORDS: [&str; 13] = [
     "ENDS_WITH",
     "CONTAINS",
     "REGEX",
+    "REDIRECT_TO_POOL",
+    "REDIRECT_PREFIX",
+    "REDIRECT_TO_URL",
+    "REJECT",
+    "ROUND_ROBIN",
+    "LEAST_CONNECTIONS",
+    "SOURCE_IP",
+    "SOURCE_IP_PORT",
 ];
 
-/// A rule's type or compare type as read: one of Octavia's words is borrowed from a constant
-/// (a rule read back held two 32-byte heap blocks for them, × 30,000 rules at 10k Ingresses);
-/// any other text is kept as sent.
+/// A rule's type or compare type, a policy's action or a pool's algorithm as read: one of
+/// Octavia's words is borrowed from a constant (each was a heap block per object: two per rule
+/// × 30,000 rules, one per policy and per pool, at 10k Ingresses); any other text is kept as sent.
 pub(crate) fn word(read: String) -> Cow<'static, str> {
-    match RULE_WORDS.iter().find(|w| **w == read) {
+    match OCTAVIA_WORDS.iter().find(|w| **w == read) {
         Some(w) => Cow::Borrowed(w),
         None => Cow::Owned(read),
     }

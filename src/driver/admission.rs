@@ -260,11 +260,11 @@ mod tests {
         let mut a = ActualRouter::default();
         for p in policies {
             a.policies.push(ActualPolicy {
-                id: p.name.clone(),
+                id: p.name.as_str().into(),
                 name: p.name.clone(),
                 tags: own().tags_for(&p.owner).into(),
                 rules: (0..p.rules.len())
-                    .map(|i| ActualRule { id: format!("{}-{i}", p.name), ..Default::default() })
+                    .map(|i| ActualRule { id: format!("{}-{i}", p.name).into(), ..Default::default() })
                     .collect(),
                 ..Default::default()
             });

@@ -16,6 +16,7 @@
 //!   deletes what it omits).
 
 use super::actual::{ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule};
+use super::object_id::ObjectId;
 use super::ownership::is_route_owner_tag;
 use super::ownership::{Ownership, Tags, owner_tag};
 use super::plan::{
@@ -48,7 +49,7 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
     // they make room for the creates (a full router never deadlocks: deleting an Ingress always
     // works). The others' stale policies stay last (create before delete).
     let (removed, policies) = removal_only(desired, &actual.policies, own);
-    plan.writes.extend(removed.iter().map(|p| Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() }));
+    plan.writes.extend(removed.iter().map(|p| Write::DeletePolicy { id: p.id.to_string(), name: p.name.clone() }));
     let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
     let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(&policies, own);
     let foreign_pool_names: BTreeSet<&str> =
@@ -60,7 +61,7 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
     for (name, pool) in desired.pools() {
         match ours_pools.get(name) {
             Some(existing) => {
-                pool_refs.insert(name, PoolRef::Id(existing.id.clone()));
+                pool_refs.insert(name, PoolRef::Id(existing.id.to_string()));
                 plan_existing_pool(pool, existing, opts, &mut plan.writes);
                 plan.writes.extend(super::health_monitor::plan(desired.health_monitors, pool, existing, opts));
             }
@@ -157,7 +158,7 @@ fn plan_default_pool(
             let clearing_foreign = want_default.is_none()
                 && have_default
                     .as_ref()
-                    .is_some_and(|id| !actual.pools.iter().any(|p| &p.id == id && own.owns(&p.tags)));
+                    .is_some_and(|id| !actual.pools.iter().any(|p| p.id == id.as_str() && own.owns(&p.tags)));
             if !clearing_foreign {
                 plan.writes.push(Write::SetDefaultPool { listener_id: actual.listener.id.clone(), pool: want_default });
             }
@@ -186,30 +187,28 @@ fn plan_deletes(
     plan: &mut WritePlan,
 ) {
     let desired_policy_names: BTreeSet<&str> = wanted.iter().map(|w| w.name).collect();
-    let kept_policy_ids: BTreeSet<&str> = ours_policies.values().map(|p| p.id.as_str()).collect();
+    let kept_policy_ids: BTreeSet<&ObjectId> = ours_policies.values().map(|p| &p.id).collect();
     for p in policies.iter().filter(|p| own.owns(&p.tags)) {
-        if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(p.id.as_str()) {
-            plan.writes.push(Write::DeletePolicy { id: p.id.clone(), name: p.name.clone() });
+        if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(&p.id) {
+            plan.writes.push(Write::DeletePolicy { id: p.id.to_string(), name: p.name.clone() });
         }
     }
-    let kept_pool_ids: BTreeSet<&str> = ours_pools.values().map(|p| p.id.as_str()).collect();
+    let kept_pool_ids: BTreeSet<&ObjectId> = ours_pools.values().map(|p| &p.id).collect();
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags)) {
-        if !desired.has_pool(&p.name) || !kept_pool_ids.contains(p.id.as_str()) {
+        if !desired.has_pool(&p.name) || !kept_pool_ids.contains(&p.id) {
             // A foreign policy or default pool still pointing at it makes Octavia refuse the
             // delete; report it instead of failing the whole plan.
-            let used_by_foreign = actual
-                .policies
-                .iter()
-                .any(|pol| !own.owns(&pol.tags) && pol.redirect_pool_id.as_deref() == Some(p.id.as_str()))
-                || (!own.owns(&actual.listener.tags)
-                    && actual.listener.default_pool_id.as_deref() == Some(p.id.as_str()));
+            let used_by_foreign =
+                actual.policies.iter().any(|pol| !own.owns(&pol.tags) && pol.redirect_pool_id.as_ref() == Some(&p.id))
+                    || (!own.owns(&actual.listener.tags)
+                        && actual.listener.default_pool_id.as_deref().is_some_and(|d| p.id == d));
             if used_by_foreign {
                 plan.conflicts.push(Conflict {
                     message: format!("pool {} is no longer needed but a foreign object still uses it; kept", p.name),
                 });
             } else {
                 // Octavia deletes a pool's members and health monitor with the pool.
-                plan.writes.push(Write::DeletePool { id: p.id.clone(), name: p.name.clone() });
+                plan.writes.push(Write::DeletePool { id: p.id.to_string(), name: p.name.clone() });
             }
         }
     }
@@ -221,8 +220,8 @@ fn plan_deletes(
 /// first listed.
 fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str, &'a ActualPool> {
     let uses = |p: &ActualPool| {
-        actual.policies.iter().filter(|pol| pol.redirect_pool_id.as_deref() == Some(p.id.as_str())).count()
-            + usize::from(actual.listener.default_pool_id.as_deref() == Some(p.id.as_str()))
+        actual.policies.iter().filter(|pol| pol.redirect_pool_id.as_ref() == Some(&p.id)).count()
+            + usize::from(actual.listener.default_pool_id.as_deref().is_some_and(|d| p.id == d))
     };
     let mut kept: BTreeMap<&str, &ActualPool> = BTreeMap::new();
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
@@ -274,7 +273,7 @@ fn plan_new_pool(pool: &Pool, hm: Option<HealthMonitorSpec>, opts: &DiffOptions,
 fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writes: &mut Vec<Write>) {
     if actual.lb_algorithm != pool.lb_algorithm {
         writes.push(Write::UpdatePool {
-            id: actual.id.clone(),
+            id: actual.id.to_string(),
             name: pool.name.clone(),
             lb_algorithm: pool.lb_algorithm.clone(),
         });
@@ -316,7 +315,7 @@ pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Opt
         admin_state_up: m.admin_state_up,
         tags: m.tags.clone(),
     }));
-    Some(Write::SetMembers { pool: PoolRef::Id(actual.id.clone()), pool_name: pool.name.clone(), members })
+    Some(Write::SetMembers { pool: PoolRef::Id(actual.id.to_string()), pool_name: pool.name.clone(), members })
 }
 
 fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
@@ -406,7 +405,7 @@ fn plan_listener_policies(
                     || enable.is_some()
                 {
                     plan.writes.push(Write::UpdatePolicy {
-                        policy: PolicyRef::Id(have.id.clone()),
+                        policy: PolicyRef::Id(have.id.to_string()),
                         name: want.name.to_string(),
                         position: move_to,
                         pool,
@@ -463,7 +462,7 @@ fn action_change(action: PolicyAction, have: &ActualPolicy) -> ActionChange {
     match action {
         PolicyAction::Pool(pool) => {
             let differs = match &pool {
-                PoolRef::Id(id) => have.redirect_pool_id.as_deref() != Some(id.as_str()),
+                PoolRef::Id(id) => !have.redirect_pool_id.as_ref().is_some_and(|h| h == id.as_str()),
                 PoolRef::New(_) => true,
             };
             // A redirect turned back into a route: the same policy, its action switched.
@@ -558,14 +557,14 @@ fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &Tags, writes: &mut 
         if let Some(i) = unmatched_have.iter().position(|h| h.rule_type == rule_type_str(rule.rule_type)) {
             let h = unmatched_have.remove(i);
             writes.push(Write::UpdateRule {
-                policy_id: have.id.clone(),
-                rule_id: h.id.clone(),
+                policy_id: have.id.to_string(),
+                rule_id: h.id.to_string(),
                 policy_name: want.name.to_string(),
                 rule: rule.clone(),
             });
         } else {
             writes.push(Write::CreateRule {
-                policy: PolicyRef::Id(have.id.clone()),
+                policy: PolicyRef::Id(have.id.to_string()),
                 policy_name: want.name.to_string(),
                 rule: rule.clone(),
                 tags: tags.clone(),
@@ -574,8 +573,8 @@ fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &Tags, writes: &mut 
     }
     for h in unmatched_have {
         writes.push(Write::DeleteRule {
-            policy_id: have.id.clone(),
-            rule_id: h.id.clone(),
+            policy_id: have.id.to_string(),
+            rule_id: h.id.to_string(),
             policy_name: want.name.to_string(),
         });
     }

@@ -38,7 +38,7 @@ pub fn plan(
     let ours = actual.healthmonitor.as_ref().filter(|hm| own.owns(&hm.tags));
     let want = wanted(monitors, pool_name, ours.map(|hm| &hm.spec), opts);
     let create = |spec: &HealthMonitorSpec| Write::CreateHealthMonitor {
-        pool: PoolRef::Id(actual.id.clone()),
+        pool: PoolRef::Id(actual.id.to_string()),
         pool_name: pool_name.to_string(),
         spec: spec.clone(),
         tags: own.tags_for(&pool.service).into(),

@@ -80,6 +80,20 @@ impl fmt::Debug for ObjectId {
     }
 }
 
+/// As the text sent (`show -o json` prints ids).
+impl serde::Serialize for ObjectId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+/// The empty id (of an object built in a test, or not yet created), as a `String`'s default.
+impl Default for ObjectId {
+    fn default() -> Self {
+        Self::Other(Box::default())
+    }
+}
+
 impl From<&str> for ObjectId {
     fn from(id: &str) -> Self {
         Self::new(id)
@@ -101,6 +115,12 @@ impl PartialEq<str> for ObjectId {
             Self::Uuid(b) => parse_uuid(other).as_ref() == Some(b),
             Self::Other(s) => &**s == other,
         }
+    }
+}
+
+impl PartialEq<String> for ObjectId {
+    fn eq(&self, other: &String) -> bool {
+        *self == **other
     }
 }
 

@@ -10,6 +10,7 @@ use super::actual::{
 };
 use super::cloud::Cloud;
 use super::error::Result;
+use super::object_id::ObjectId;
 use super::parent::Parent;
 use super::plan::MemberName;
 use super::read_cache::{Cached, Child, REFRESH_PER_READ, ReadCache};
@@ -46,8 +47,11 @@ pub async fn read_actual(
     let lb_id = listener.loadbalancers.first().map(|l| l.id.clone()).unwrap_or_default();
     let pools = read.pools(&lb_id).await?;
     {
-        let live_policies = policies.iter().map(|p| p.id.as_str()).collect();
-        let live_pools = pools.iter().map(|p| p.id.as_str()).collect();
+        // The caches are keyed by the ids' text, as the listings give them.
+        let policy_ids: Vec<String> = policies.iter().map(|p| p.id.to_string()).collect();
+        let pool_ids: Vec<String> = pools.iter().map(|p| p.id.to_string()).collect();
+        let live_policies = policy_ids.iter().map(String::as_str).collect();
+        let live_pools = pool_ids.iter().map(String::as_str).collect();
         let mut reads = lock(cache);
         reads.rules.retain(&live_policies);
         reads.members.retain(&live_pools);
@@ -205,9 +209,9 @@ impl Read<'_> {
             let healthmonitor = p.healthmonitor_id.as_ref().map(|id| actual_health_monitor(id, monitors.get(id)));
             actual.push(ActualPool {
                 members,
-                id: p.id,
+                id: p.id.into(),
                 name: p.name,
-                lb_algorithm: p.lb_algorithm,
+                lb_algorithm: super::actual::word(p.lb_algorithm),
                 healthmonitor,
                 in_error: p.provisioning_status == "ERROR",
                 tags: tag_set.share(p.tags),
@@ -265,11 +269,11 @@ fn pool_parent(p: &OctaviaPool) -> Parent<'_> {
 fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) -> ActualPolicy {
     ActualPolicy {
         rules,
-        id: p.id,
+        id: p.id.into(),
         name: p.name,
         position: p.position,
-        action: p.action,
-        redirect_pool_id: p.redirect_pool_id,
+        action: super::actual::word(p.action),
+        redirect_pool_id: p.redirect_pool_id.map(ObjectId::from),
         redirect_prefix: p.redirect_prefix,
         redirect_url: p.redirect_url,
         redirect_http_code: p.redirect_http_code,
@@ -281,7 +285,7 @@ fn actual_policy(p: L7Policy, rules: Arc<[ActualRule]>, tag_set: &mut TagSet) ->
 
 fn actual_rule(r: crate::openstack::octavia::L7Rule) -> ActualRule {
     ActualRule {
-        id: r.id,
+        id: r.id.into(),
         rule_type: super::actual::word(r.rule_type),
         compare_type: super::actual::word(r.compare_type),
         value: r.value,

@@ -48,7 +48,7 @@ pub trait Child {
 }
 impl Child for ActualRule {
     fn id(&self) -> Cow<'_, str> {
-        Cow::Borrowed(&self.id)
+        self.id.text()
     }
 }
 impl Child for ActualMember {
@@ -181,7 +181,7 @@ mod tests {
         }
         let mut budget = REFRESH_PER_READ;
         let got = c.get(&read, soon, &mut budget).unwrap();
-        assert_eq!(got.iter().map(|r| r.id.as_str()).collect::<Vec<_>>(), ["r1", "r2"]);
+        assert_eq!(got.iter().map(|r| r.id.to_string()).collect::<Vec<_>>(), ["r1", "r2"]);
         assert_eq!(budget, REFRESH_PER_READ, "a fresh entry costs no refresh");
     }
 

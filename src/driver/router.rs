@@ -578,9 +578,9 @@ impl Router {
         };
         // Found among our pools by name, so ours and not in the way of the member diff.
         let actual = super::actual::ActualPool {
-            id: pool_id.clone(),
+            id: pool_id.as_str().into(),
             name: pool.name.clone(),
-            lb_algorithm: pool.lb_algorithm.clone(),
+            lb_algorithm: super::actual::word(pool.lb_algorithm.clone()),
             members,
             healthmonitor: None,
             tags: self.cloud.spec.ownership.tags_for(&pool.service).into(),

@@ -7,6 +7,7 @@
 //! functional tests check the same behaviour against the real Octavia.
 
 use super::actual::{ActualHealthMonitor, ActualMember, ActualPolicy, ActualPool, ActualRouter, ActualRule};
+use super::object_id::ObjectId;
 use super::plan::{PolicyAction, PolicyRef, PoolRef, Write, compare_type_str, rule_type_str};
 
 /// The simulator's ids are this and a 12-hex-digit number: canonical UUIDs, as Octavia's are, so
@@ -27,28 +28,32 @@ impl Simulator {
         let ids = router
             .policies
             .iter()
-            .flat_map(|p| std::iter::once(p.id.clone()).chain(p.rules.iter().map(|r| r.id.clone())))
+            .flat_map(|p| std::iter::once(p.id.to_string()).chain(p.rules.iter().map(|r| r.id.to_string())))
             .chain(
                 router
                     .pools
                     .iter()
-                    .flat_map(|p| std::iter::once(p.id.clone()).chain(p.members.iter().map(|m| m.id.to_string()))),
+                    .flat_map(|p| std::iter::once(p.id.to_string()).chain(p.members.iter().map(|m| m.id.to_string()))),
             );
         let next_id =
             ids.filter_map(|id| u64::from_str_radix(id.strip_prefix(SIM_ID_PREFIX)?, 16).ok()).max().unwrap_or(0);
         Self { router, next_id }
     }
 
-    fn id(&mut self) -> String {
+    fn id(&mut self) -> ObjectId {
         self.next_id += 1;
-        format!("{SIM_ID_PREFIX}{:012x}", self.next_id)
+        format!("{SIM_ID_PREFIX}{:012x}", self.next_id).into()
     }
 
-    fn pool_id(&self, r: &PoolRef) -> Result<String, String> {
+    fn pool_id(&self, r: &PoolRef) -> Result<ObjectId, String> {
         match r {
-            PoolRef::Id(id) => {
-                self.router.pools.iter().find(|p| &p.id == id).map(|p| p.id.clone()).ok_or(format!("no pool {id}"))
-            }
+            PoolRef::Id(id) => self
+                .router
+                .pools
+                .iter()
+                .find(|p| p.id == id.as_str())
+                .map(|p| p.id.clone())
+                .ok_or(format!("no pool {id}")),
             PoolRef::New(name) => self
                 .router
                 .pools
@@ -62,7 +67,9 @@ impl Simulator {
 
     fn policy_index(&self, r: &PolicyRef) -> Result<usize, String> {
         match r {
-            PolicyRef::Id(id) => self.router.policies.iter().position(|p| &p.id == id).ok_or(format!("no policy {id}")),
+            PolicyRef::Id(id) => {
+                self.router.policies.iter().position(|p| p.id == id.as_str()).ok_or(format!("no policy {id}"))
+            }
             PolicyRef::New(name) => self
                 .router
                 .policies
@@ -86,7 +93,7 @@ impl Simulator {
                 self.router.pools.push(ActualPool {
                     id,
                     name: name.clone(),
-                    lb_algorithm: lb_algorithm.clone(),
+                    lb_algorithm: super::actual::word(lb_algorithm.clone()),
                     members: Default::default(),
                     healthmonitor: None,
                     tags: tags.clone(),
@@ -94,8 +101,8 @@ impl Simulator {
                 });
             }
             Write::UpdatePool { id, lb_algorithm, .. } => {
-                let pool = self.router.pools.iter_mut().find(|p| &p.id == id).ok_or(format!("no pool {id}"))?;
-                pool.lb_algorithm = lb_algorithm.clone();
+                let pool = self.router.pools.iter_mut().find(|p| p.id == id.as_str()).ok_or(format!("no pool {id}"))?;
+                pool.lb_algorithm = super::actual::word(lb_algorithm.clone());
             }
             Write::SetMembers { pool, members, .. } => {
                 let pid = self.pool_id(pool)?;
@@ -136,10 +143,10 @@ impl Simulator {
                     .collect();
             }
             Write::DeletePool { id, name } => {
-                if self.router.policies.iter().any(|p| p.redirect_pool_id.as_deref() == Some(id.as_str())) {
+                if self.router.policies.iter().any(|p| p.redirect_pool_id.as_ref().is_some_and(|r| r == id.as_str())) {
                     return Err(format!("pool {name} is in use by an L7 policy"));
                 }
-                self.router.pools.retain(|p| &p.id != id);
+                self.router.pools.retain(|p| p.id != id.as_str());
                 if self.router.listener.default_pool_id.as_deref() == Some(id.as_str()) {
                     self.router.listener.default_pool_id = None;
                 }
@@ -151,7 +158,8 @@ impl Simulator {
                 if p.healthmonitor.is_some() {
                     return Err(format!("pool {} already has a health monitor", p.name));
                 }
-                p.healthmonitor = Some(ActualHealthMonitor { id, spec: spec.clone(), tags: tags.to_vec() });
+                p.healthmonitor =
+                    Some(ActualHealthMonitor { id: id.to_string(), spec: spec.clone(), tags: tags.to_vec() });
             }
             Write::UpdateHealthMonitor { id, spec, .. } => {
                 let hm = self
@@ -223,7 +231,7 @@ impl Simulator {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
                 let r = std::sync::Arc::make_mut(&mut self.router.policies[i].rules)
                     .iter_mut()
-                    .find(|r| &r.id == rule_id)
+                    .find(|r| r.id == rule_id.as_str())
                     .ok_or(format!("no rule {rule_id}"))?;
                 r.rule_type = rule_type_str(rule.rule_type).into();
                 r.compare_type = compare_type_str(rule.compare_type).into();
@@ -234,7 +242,7 @@ impl Simulator {
             Write::DeleteRule { policy_id, rule_id, .. } => {
                 let i = self.policy_index(&PolicyRef::Id(policy_id.clone()))?;
                 let rules = &mut self.router.policies[i].rules;
-                *rules = rules.iter().filter(|r| &r.id != rule_id).cloned().collect();
+                *rules = rules.iter().filter(|r| r.id != rule_id.as_str()).cloned().collect();
             }
             Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
                 let i = self.policy_index(policy)?;
@@ -271,12 +279,12 @@ impl Simulator {
                 }
             }
             Write::DeletePolicy { id, .. } => {
-                self.router.policies.retain(|p| &p.id != id);
+                self.router.policies.retain(|p| p.id != id.as_str());
                 self.renumber();
             }
             Write::SetDefaultPool { pool, .. } => {
                 self.router.listener.default_pool_id = match pool {
-                    Some(p) => Some(self.pool_id(p)?),
+                    Some(p) => Some(self.pool_id(p)?.to_string()),
                     None => None,
                 };
             }

@@ -184,7 +184,7 @@ impl<'a> DesiredChildren<'a> {
         ids.iter()
             .zip(rules)
             .map(|(id, r)| ActualRule {
-                id: id.to_string(),
+                id: (*id).into(),
                 rule_type: Cow::Borrowed(rule_type_str(r.rule_type)),
                 compare_type: Cow::Borrowed(compare_type_str(r.compare_type)),
                 value: r.value.clone(),
