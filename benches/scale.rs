@@ -189,18 +189,23 @@ fn controller_scale(full: bool) {
         s.pools,
         s.members
     );
+    println!("VmHWM after the inputs and the translations: {} MiB", vm_hwm_kib() / 1024);
     let empty = empty_router();
     let (t_cold, cold) = best_of(reps, || plan_writes(&desired, &empty, &diff_opts()));
     println!("plan_writes from an empty router: best of {reps} {:.1} ms ({} writes)", t_cold * 1e3, cold.writes.len());
+    // VmHWM only grows: each line says which phase raised the peak.
+    println!("VmHWM after the cold plan: {} MiB", vm_hwm_kib() / 1024);
     let mut sim = Simulator::new(empty);
     let t = Instant::now();
     sim.apply_all(&cold.writes).expect("simulator accepts the plan");
     println!("(simulator applied them in {:.0} ms)", t.elapsed().as_secs_f64() * 1e3);
+    println!("VmHWM after the simulator applied it: {} MiB", vm_hwm_kib() / 1024);
     // Executed: the controller keeps no plan once its writes are done.
     drop(cold);
     let (t_steady, steady) = best_of(reps, || plan_writes(&desired, &sim.router, &diff_opts()));
     assert!(steady.writes.is_empty());
     println!("plan_writes, nothing changed (resync): best of {reps} {:.1} ms (0 writes)", t_steady * 1e3);
+    println!("VmHWM after the steady plans: {} MiB", vm_hwm_kib() / 1024);
     let (t_all, _) = best_of(reps, || plan_writes(&translate(&inp, &opts), &sim.router, &diff_opts()));
     println!("translate + plan_writes (full resync): best of {reps} {:.1} ms", t_all * 1e3);
     println!("VmHWM after translate + diff: {} MiB", vm_hwm_kib() / 1024);

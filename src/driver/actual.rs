@@ -188,6 +188,16 @@ mod tests {
     }
 
     #[test]
+    fn octavias_policy_actions_and_pool_algorithms_are_held_without_a_heap_block() {
+        for sent in ["REDIRECT_TO_POOL", "REDIRECT_PREFIX", "REDIRECT_TO_URL", "REJECT", "ROUND_ROBIN", "SOURCE_IP"] {
+            let w = word(sent.to_string());
+            assert!(matches!(w, Cow::Borrowed(_)), "{sent}");
+            assert_eq!(w, sent);
+        }
+        assert!(matches!(word("round_robin".to_string()), Cow::Owned(s) if s == "round_robin"));
+    }
+
+    #[test]
     fn a_read_keeps_one_copy_of_each_distinct_tag_list() {
         let tags = |t: &[&str]| t.iter().map(|t| t.to_string()).collect::<Vec<_>>();
         let mut set = TagSet::default();

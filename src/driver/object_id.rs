@@ -150,6 +150,14 @@ mod tests {
     }
 
     #[test]
+    fn show_json_prints_an_id_as_the_text_sent() {
+        for sent in ["8b4f2e1c-3d5a-4f6b-9c7d-0e1f2a3b4c5d", "sim-42"] {
+            assert_eq!(serde_json::to_value(ObjectId::new(sent)).unwrap(), serde_json::json!(sent));
+        }
+        assert_eq!(ObjectId::default().to_string(), "");
+    }
+
+    #[test]
     fn an_id_that_is_not_a_canonical_uuid_is_kept_as_sent() {
         for sent in [
             "sim-42",

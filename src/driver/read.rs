@@ -344,3 +344,38 @@ fn actual_health_monitor(id: &str, listed: Option<&HealthMonitor>) -> ActualHeal
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::openstack::octavia::L7Rule;
+    use std::borrow::Cow;
+
+    const POLICY: &str = "8b4f2e1c-3d5a-4f6b-9c7d-0e1f2a3b4c5d";
+    const POOL: &str = "1c2d3e4f-5a6b-4c7d-8e9f-a0b1c2d3e4f5";
+    const RULE: &str = "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d";
+
+    #[test]
+    fn a_policy_read_holds_its_uuids_in_16_bytes_and_its_action_as_a_word() {
+        let rule = L7Rule {
+            id: RULE.into(),
+            rule_type: "PATH".into(),
+            compare_type: "STARTS_WITH".into(),
+            ..L7Rule::default()
+        };
+        let read = L7Policy {
+            id: POLICY.into(),
+            action: "REDIRECT_TO_POOL".into(),
+            redirect_pool_id: Some(POOL.into()),
+            ..L7Policy::default()
+        };
+        let p = actual_policy(read, vec![actual_rule(rule)].into(), &mut TagSet::default());
+        assert!(matches!(p.id, ObjectId::Uuid(_)) && p.id == POLICY);
+        assert!(matches!(p.redirect_pool_id, Some(ObjectId::Uuid(_))));
+        assert_eq!(p.redirect_pool_id.as_ref().map(ToString::to_string).as_deref(), Some(POOL));
+        assert!(matches!(p.action, Cow::Borrowed("REDIRECT_TO_POOL")));
+        assert!(matches!(p.rules[0].id, ObjectId::Uuid(_)) && p.rules[0].id == RULE);
+        // The write that targets it gets back the text Octavia sent.
+        assert_eq!(p.rules[0].id.to_string(), RULE);
+    }
+}
