@@ -462,7 +462,7 @@ fn action_change(action: PolicyAction, have: &ActualPolicy) -> ActionChange {
     match action {
         PolicyAction::Pool(pool) => {
             let differs = match &pool {
-                PoolRef::Id(id) => !have.redirect_pool_id.as_ref().is_some_and(|h| h == id.as_str()),
+                PoolRef::Id(id) => have.redirect_pool_id.as_ref().is_none_or(|h| h != id.as_str()),
                 PoolRef::New(_) => true,
             };
             // A redirect turned back into a route: the same policy, its action switched.

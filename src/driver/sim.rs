@@ -126,7 +126,7 @@ impl Simulator {
                             .iter()
                             .find(|o| o.address == m.address && o.protocol_port == m.protocol_port)
                             .map(|o| o.id.clone())
-                            .unwrap_or_else(|| new_id.into());
+                            .unwrap_or(new_id);
                         ActualMember {
                             id,
                             name: m.name.clone(),
