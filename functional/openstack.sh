@@ -557,6 +557,12 @@ cat > "$ETC/octavia/octavia-api.conf" <<EOF
 [controller_worker]
 network_driver = $OCTAVIA_API_NETWORK_DRIVER
 EOF
+# OCTAVIA_MAX_REQUEST_BODY_SIZE (bytes; unset: oslo.middleware's default, 114,688): the scale-out
+# bench raises it to create its ONE router of 400 policies in one write (a 268 KB body), which the
+# default refuses with a 413 (docs/benchmarks.md, "Scale-out")
+if [ -n "${OCTAVIA_MAX_REQUEST_BODY_SIZE:-}" ]; then
+  printf '[oslo_middleware]\nmax_request_body_size = %s\n' "$OCTAVIA_MAX_REQUEST_BODY_SIZE" >> "$ETC/octavia/octavia-api.conf"
+fi
 
 # WSGI shims: keystone/octavia/barbican parse sys.argv with oslo.config, so hide gunicorn's argv
 cat > "$ETC/wsgi/keystone_wsgi.py" <<'EOF'

@@ -16,7 +16,10 @@
 //! `KURYR_BENCH_BURST_ONE_ROUTER` (changes of the burst on the one router, 12: the rest would
 //! each wait one more write of that router's size), `KURYR_BENCH_SKIP_ONE=1` (the set only),
 //! `KURYR_BENCH_SKIP_SET=1` (the one router only), `KURYR_BENCH_PARALLEL_ONLY=1` (the set's cold
-//! start and the concurrent writes only), `KURYR_BENCH_PARALLEL_ROUNDS` (3).
+//! start and the concurrent writes only), `KURYR_BENCH_PARALLEL_ROUNDS` (3),
+//! `KURYR_BENCH_RESTART_STAMPS=0` (the restart without the old process's stamps). The ONE
+//! router of 400 policies needs `OCTAVIA_MAX_REQUEST_BODY_SIZE` raised on the stack (its create
+//! body is ~270 KB; Octavia's default limit refuses it with a 413).
 
 use super::common::*;
 use super::{env_usize, secs};
@@ -275,10 +278,22 @@ async fn phases(d: &mut Deployment, mut inp: Inputs, topts: &TranslateOptions, e
     println!("[{}] new Ingress → its route live (on {home}): {} | load {}", d.label, out.line(), loadavg());
 
     // A restart: a new process (fresh read caches) with one endpoint change made while it was
-    // down; its first Sync reads every router and writes the change.
+    // down. It starts from the stamps the old process left (the controller keeps them in a
+    // ConfigMap per router; `KURYR_BENCH_RESTART_STAMPS=0`: without them, every child read).
     set_endpoints(&mut inp, 1, &fresh_ips(1, eps, 1));
     let parts = d.split(&translate(&inp, topts));
+    let stamped = std::env::var("KURYR_BENCH_RESTART_STAMPS").as_deref() != Ok("0");
+    let stamps: BTreeMap<RouterIndex, String> = match stamped {
+        true => d.routers.iter().filter_map(|(i, r)| Some((*i, r.take_changed_stamps()?))).collect(),
+        false => BTreeMap::new(),
+    };
     d.routers = parts.keys().map(|i| (*i, d.fresh(*i))).collect();
+    for (i, text) in &stamps {
+        if let Some(r) = d.routers.get(i) {
+            assert!(r.load_stamps(text), "stamps load");
+        }
+    }
+    println!("[{}] restart with the stamps of {} routers (read by the old process)", d.label, stamps.len());
     let out = converge_all(parts.iter().map(|(i, p)| (d.routers[i].clone(), p.clone())).collect()).await;
     d.parts = parts;
     println!(

@@ -444,8 +444,8 @@ impl Context {
         }
         self.record_placement(set, &placed, &synced_routers).await;
         self.delete_empty_routers(set, &placed).await;
-        let observed = set.observe(&placed, &addresses);
-        self.drive_moves(set, &placed, observed).await;
+        set.observe(&placed, &addresses);
+        self.drive_moves(set, &placed).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
     }
 

@@ -17,15 +17,18 @@ impl crate::controller::context::Context {
     /// The moves' outputs after a Sync of the set: a Warning on each Ingress whose ask is
     /// refused, an Event on the group's Ingresses for each step, the record of each move on its
     /// Ingresses (removed once done) and their status (the addresses of the phase).
-    pub(crate) async fn drive_moves(&self, set: &RouterSet, placed: &Placed, observed: Vec<MovePlan>) {
+    pub(crate) async fn drive_moves(&self, set: &RouterSet, placed: &Placed) {
         let cached = self.stores.ingresses.state();
         for (key, why) in &placed.refused {
             if let Some(ing) = cached.iter().find(|i| ingress_key(i) == *key) {
                 self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
             }
         }
-        // In order: a move can take two steps in one Sync (started, then its target ACTIVE).
-        let stepped: Vec<MovePlan> = placed.moved.iter().cloned().chain(observed).collect();
+        // The steps in the order they happened, each told once: a move can take two steps in
+        // one Sync (started, then its target ACTIVE), and a concurrent Sync of another router
+        // can step it on before this one tells its start.
+        let _telling = set.telling.lock().await;
+        let stepped = set.take_steps();
         let known = set.known_moves();
         for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
             let hosts = ingress_hosts(ing);

@@ -112,6 +112,13 @@ pub struct RouterSet {
     /// was busy with another move). In memory: growth is seen between two placements of this
     /// process, so a restart forgets it (the `RouterOverCapacity` Event stays).
     grown: Mutex<BTreeSet<String>>,
+    /// The moves' steps not told yet, in the order they happened: concurrent Syncs (one per
+    /// router) place and observe in turn, but publish later, so each step is queued where it
+    /// happens and the Events are told in that order, once (`take_steps`).
+    steps: Mutex<Vec<MovePlan>>,
+    /// Held while the queued steps are told, so that one teller's Events do not interleave
+    /// with another's.
+    pub telling: tokio::sync::Mutex<()>,
 }
 
 impl RouterSet {
@@ -129,6 +136,8 @@ impl RouterSet {
             move_changed: tokio::sync::Notify::new(),
             found: Mutex::default(),
             grown: Mutex::default(),
+            steps: Mutex::default(),
+            telling: tokio::sync::Mutex::new(()),
         }
     }
 
@@ -258,6 +267,7 @@ impl RouterSet {
             tracing::warn!(warning = ?w, "placement");
         }
         self.moves.lock().expect("lock").extend(placed.moves.iter().map(|(g, m)| (g.clone(), m.clone())));
+        self.steps.lock().expect("lock").extend(placed.moved.iter().cloned());
         // The resync loop then sleeps until the new deadline (a move's phase, an empty
         // router's grace) instead of its whole period.
         if !placed.moved.is_empty() || newly_empty {
@@ -311,9 +321,10 @@ impl RouterSet {
 
     /// After the writes of a Sync that split by `placed`: the moves whose wait on Octavia is
     /// over (the target synced with the routes, the source synced without them) step on.
-    /// Returns the moves that changed phase (a move already stepped on by a concurrent Sync is
-    /// left alone). `synced`: the routers whose Sync succeeded, with their address.
-    pub fn observe(&self, placed: &Placed, synced: &BTreeMap<RouterIndex, Option<IpAddr>>) -> Vec<MovePlan> {
+    /// The moves that changed phase are queued to be told (a move already stepped on by a
+    /// concurrent Sync is left alone). `synced`: the routers whose Sync succeeded, with their
+    /// address.
+    pub fn observe(&self, placed: &Placed, synced: &BTreeMap<RouterIndex, Option<IpAddr>>) {
         {
             let mut addresses = self.addresses.lock().expect("lock");
             addresses.extend(synced.iter().filter_map(|(r, a)| Some((*r, (*a)?))));
@@ -339,7 +350,13 @@ impl RouterSet {
         if !changed.is_empty() {
             self.move_changed.notify_one();
         }
-        changed
+        self.steps.lock().expect("lock").extend(changed);
+    }
+
+    /// The steps not told yet, in the order they happened (each is taken once). Hold
+    /// `telling` from the take until they are told.
+    pub fn take_steps(&self) -> Vec<MovePlan> {
+        std::mem::take(&mut *self.steps.lock().expect("lock"))
     }
 
     /// The moves as this controller knows them now, finished ones (`Done`) included until no
