@@ -40,6 +40,15 @@ fn vm_hwm_mib() -> u64 {
         / 1024
 }
 
+fn vm_rss_mib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmRSS:")).map(|l| l.to_string()))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
+        .unwrap_or(0)
+        / 1024
+}
+
 struct Size {
     ingresses: usize,
     services: usize,
@@ -248,6 +257,9 @@ async fn bench(size: Size) {
     let t_translate = t.elapsed().as_secs_f64();
     println!("one translation of this cluster: {:.0} ms", t_translate * 1e3);
     drop(inputs);
+    // The fake API server's share of the run's memory: its objects, before the controller
+    // starts (the controller's peak is roughly the run's VmHWM minus this).
+    println!("VmRSS with the fake API server populated, before the controller: {} MiB", vm_rss_mib());
 
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();

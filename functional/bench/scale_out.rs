@@ -17,7 +17,8 @@
 //! each wait one more write of that router's size), `KURYR_BENCH_SKIP_ONE=1` (the set only),
 //! `KURYR_BENCH_SKIP_SET=1` (the one router only), `KURYR_BENCH_PARALLEL_ONLY=1` (the set's cold
 //! start and the concurrent writes only), `KURYR_BENCH_PARALLEL_ROUNDS` (3),
-//! `KURYR_BENCH_RESTART_STAMPS=0` (the restart without the old process's stamps). The ONE
+//! `KURYR_BENCH_RESTART_STAMPS=0` (the restart without the old process's stamps, and no resync
+//! before it), `KURYR_BENCH_SKIP_PARALLEL=1` (no concurrent-writes rounds after the set). The ONE
 //! router of 400 policies needs `OCTAVIA_MAX_REQUEST_BODY_SIZE` raised on the stack (its create
 //! body is ~270 KB; Octavia's default limit refuses it with a 413).
 
@@ -236,7 +237,9 @@ pub async fn run(one: Router, set_template: Router, made: Made) {
     }
     if std::env::var("KURYR_BENCH_SKIP_SET").as_deref() != Ok("1") {
         phases(&mut set, inp.clone(), &topts, eps).await;
-        parallel_writes(&set).await;
+        if std::env::var("KURYR_BENCH_SKIP_PARALLEL").as_deref() != Ok("1") {
+            parallel_writes(&set).await;
+        }
     }
     if !skip_one {
         let mut one = Deployment::new("one", one, None, parallel, made.clone());
@@ -280,9 +283,18 @@ async fn phases(d: &mut Deployment, mut inp: Inputs, topts: &TranslateOptions, e
     // A restart: a new process (fresh read caches) with one endpoint change made while it was
     // down. It starts from the stamps the old process left (the controller keeps them in a
     // ConfigMap per router; `KURYR_BENCH_RESTART_STAMPS=0`: without them, every child read).
+    let stamped = std::env::var("KURYR_BENCH_RESTART_STAMPS").as_deref() != Ok("0");
+    if stamped {
+        // The old process's periodic resync: a Sync of every router with nothing to write. Its
+        // read stamps each parent (a fully-populated create reads no child, so there is no
+        // stamp before), and the controller saves the stamps after it.
+        let parts: Vec<(RouterIndex, DesiredRouter)> = d.parts.iter().map(|(i, p)| (*i, p.clone())).collect();
+        let jobs: Vec<(Router, DesiredRouter)> = parts.into_iter().map(|(i, p)| (d.router(i), p)).collect();
+        let out = converge_all(jobs).await;
+        println!("[{}] resync of every router (a full read, stamps taken): {} | load {}", d.label, out.line(), loadavg());
+    }
     set_endpoints(&mut inp, 1, &fresh_ips(1, eps, 1));
     let parts = d.split(&translate(&inp, topts));
-    let stamped = std::env::var("KURYR_BENCH_RESTART_STAMPS").as_deref() != Ok("0");
     let stamps: BTreeMap<RouterIndex, String> = match stamped {
         true => d.routers.iter().filter_map(|(i, r)| Some((*i, r.take_changed_stamps()?))).collect(),
         false => BTreeMap::new(),
