@@ -17,8 +17,8 @@ use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kuryr_l7_router::controller::gateway_status::{GatewayStores, world};
-use kuryr_l7_router::gateway::api::{HTTPRoute, conversions_on_this_thread, domain_event};
 use kuryr_l7_router::gateway::api::generated as k8s;
+use kuryr_l7_router::gateway::api::{HTTPRoute, conversions_on_this_thread, domain_event};
 use kuryr_l7_router::gateway::build::{Programmed, translate};
 use serde_json::json;
 use std::time::Instant;
@@ -122,7 +122,9 @@ fn main() {
     let objects = 1 + gateways + routes + grants;
     let (services, _) = reflector::store::<Service>();
     let (secrets, _) = reflector::store::<Secret>();
-    println!("\n## {objects} Gateway API objects (1 GatewayClass, {gateways} Gateways, {routes} HTTPRoutes, {grants} ReferenceGrants)");
+    println!(
+        "\n## {objects} Gateway API objects (1 GatewayClass, {gateways} Gateways, {routes} HTTPRoutes, {grants} ReferenceGrants)"
+    );
 
     let c0 = conversions_on_this_thread();
     let t = Instant::now();

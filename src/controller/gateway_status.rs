@@ -55,7 +55,8 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         let key = (svc.metadata.namespace.clone().unwrap_or_default(), svc.metadata.name.clone().unwrap_or_default());
         w.services.insert(key, info);
     }
-    let named: Vec<(String, String)> = w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| secret_refs(g)).collect();
+    let named: Vec<(String, String)> =
+        w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| secret_refs(g)).collect();
     for (ns, name) in named {
         if let Some(secret) = secrets.get(&ObjectRef::new(&name).within(&ns)) {
             w.secrets.insert((ns, name), secret_info(&secret));
@@ -130,7 +131,8 @@ impl StatusWriter {
             for l in &o.listeners {
                 bad.extend(bad_conditions(&l.conditions, &format!("listener {}: ", l.name)));
             }
-            self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad).await;
+            self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad)
+                .await;
         }
         for o in &t.routes {
             let Some(obj) = s.routes.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
@@ -144,7 +146,8 @@ impl StatusWriter {
             for p in &o.parents {
                 bad.extend(bad_conditions(&p.conditions, &format!("parent {}: ", p.parent_ref.name)));
             }
-            self.patch(Api::<k8s::HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad).await;
+            self.patch(Api::<k8s::HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad)
+                .await;
         }
     }
 

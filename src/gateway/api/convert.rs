@@ -113,7 +113,11 @@ impl From<&referencegrants::ReferenceGrant> for ReferenceGrant {
     fn from(o: &referencegrants::ReferenceGrant) -> Self {
         counted();
         let from = (o.spec.from.iter())
-            .map(|f| ReferenceGrantFrom { group: f.group.clone(), kind: f.kind.clone(), namespace: f.namespace.clone() })
+            .map(|f| ReferenceGrantFrom {
+                group: f.group.clone(),
+                kind: f.kind.clone(),
+                namespace: f.namespace.clone(),
+            })
             .collect();
         let to = (o.spec.to.iter())
             .map(|t| ReferenceGrantTo { group: t.group.clone(), kind: t.kind.clone(), name: t.name.clone() })
