@@ -16,6 +16,7 @@ use crate::controller::gateway_driver::{
 };
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
 use crate::gateway::GatewayRoutes;
+use crate::gateway::api::domain_event;
 use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use crate::gateway::build::{Programmed, RouterFailures, translate_with_failures};
 use futures::{Stream, StreamExt};
@@ -68,17 +69,36 @@ where
 /// A watch feeding `writer`; every event notifies `changed`.
 fn reflect_into<K>(
     writer: reflector::store::Writer<K>,
-    api: Api<K>,
+    watch: impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static,
     changed: Arc<Notify>,
 ) -> impl Stream<Item = ()> + Send + 'static
 where
-    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+    K: kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
 {
-    let watch = watcher(api, watcher::Config::default()).default_backoff().modify(crate::controller::slim::slim::<K>);
     reflector::reflector(writer, watch).map(move |r| match r {
         Ok(_) => changed.notify_one(),
         Err(e) => tracing::warn!(kind = %K::kind(&()), error = %e, "watch error (retrying)"),
     })
+}
+
+/// The watch of `api`'s kind, slimmed.
+fn watch_of<K>(api: Api<K>) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    watcher(api, watcher::Config::default()).default_backoff().modify(crate::controller::slim::slim::<K>)
+}
+
+/// The watch of a generated Gateway API kind (`G`), each object converted to its domain kind
+/// (`D`) once, as its event arrives: the caches hold domain objects, so a pass converts nothing.
+pub(crate) fn converted<G, D>(
+    watch: impl Stream<Item = watcher::Result<watcher::Event<G>>> + Send + 'static,
+) -> impl Stream<Item = watcher::Result<watcher::Event<D>>> + Send + 'static
+where
+    G: 'static,
+    D: for<'a> From<&'a G> + 'static,
+{
+    watch.map(|r| r.map(domain_event::<G, D>))
 }
 
 impl GatewayLoop {
@@ -127,16 +147,17 @@ impl GatewayLoop {
         let (classes, wc) = reflector::store();
         let (gateways, wg) = reflector::store();
         let (routes, wr) = reflector::store();
-        let (grants, wgr) = reflector::store::<ReferenceGrant>();
+        let (grants, wgr) = reflector::store::<crate::gateway::api::ReferenceGrant>();
         let (namespaces, wn) = reflector::store();
         let mut streams = vec![
-            reflect_into(wc, Api::<GatewayClass>::all(c.clone()), changed.clone()).boxed(),
-            reflect_into(wg, Api::<Gateway>::all(c.clone()), changed.clone()).boxed(),
-            reflect_into(wr, Api::<HTTPRoute>::all(c.clone()), changed.clone()).boxed(),
-            reflect_into(wn, Api::<Namespace>::all(c.clone()), changed.clone()).boxed(),
+            reflect_into(wc, converted(watch_of(Api::<GatewayClass>::all(c.clone()))), changed.clone()).boxed(),
+            reflect_into(wg, converted(watch_of(Api::<Gateway>::all(c.clone()))), changed.clone()).boxed(),
+            reflect_into(wr, converted(watch_of(Api::<HTTPRoute>::all(c.clone()))), changed.clone()).boxed(),
+            reflect_into(wn, watch_of(Api::<Namespace>::all(c.clone())), changed.clone()).boxed(),
         ];
         if grants_served {
-            streams.push(reflect_into(wgr, Api::<ReferenceGrant>::all(c.clone()), changed.clone()).boxed());
+            let grants = converted(watch_of(Api::<ReferenceGrant>::all(c.clone())));
+            streams.push(reflect_into(wgr, grants, changed.clone()).boxed());
         } else {
             // Nothing to list: the store is ready and stays empty.
             let mut w = wgr;
@@ -263,4 +284,83 @@ pub fn spawn(
         tasks.push(tokio::spawn(driver.run(stop)));
     }
     tasks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::controller::gateway_status::{GatewayStores, world};
+    use crate::gateway::api::conversions_on_this_thread;
+    use serde_json::json;
+
+    fn route(name: &str, host: &str) -> HTTPRoute {
+        serde_json::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"parentRefs": [{"name": "gw"}], "hostnames": [host],
+                     "rules": [{"backendRefs": [{"name": "web", "port": 80}]}]}
+        }))
+        .unwrap()
+    }
+
+    fn gateway(name: &str) -> Gateway {
+        serde_json::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"gatewayClassName": "kuryr", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}
+        }))
+        .unwrap()
+    }
+
+    /// The objects of `events`, through the production path (conversion, then the cache).
+    async fn reflected<G, D>(writer: reflector::store::Writer<D>, events: Vec<watcher::Event<G>>)
+    where
+        G: Send + 'static,
+        D: for<'a> From<&'a G> + kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+    {
+        let watch = futures::stream::iter(events.into_iter().map(Ok));
+        reflect_into(writer, converted(watch), Arc::new(Notify::new())).collect::<Vec<()>>().await;
+    }
+
+    /// A pass reads the cached domain objects: the conversions are one per watch event, however
+    /// many passes run (each pass converted every object before).
+    #[tokio::test]
+    async fn each_object_is_converted_once_per_watch_event_and_never_by_a_pass() {
+        use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+        let n = 30;
+        let (classes, _) = reflector::store();
+        let (gateways, wg) = reflector::store();
+        let (routes, wr) = reflector::store();
+        let (grants, _) = reflector::store();
+        let (namespaces, _) = reflector::store();
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        let (services, _) = reflector::store();
+        let (secrets, _) = reflector::store();
+        let start = conversions_on_this_thread();
+        reflected(wg, vec![Init, InitApply(gateway("gw")), InitDone]).await;
+        let list = (0..n).map(|i| InitApply(route(&format!("r{i}"), "a.example.com")));
+        let changes = [Apply(route("r0", "b.example.com")), Delete(route("r1", "a.example.com"))];
+        let (tx, rx) = futures::channel::mpsc::unbounded();
+        let mut watch = Box::pin(reflect_into(wr, converted(rx), Arc::new(Notify::new())));
+        for e in std::iter::once(Init).chain(list).chain([InitDone]) {
+            tx.unbounded_send(Ok(e)).unwrap();
+            watch.next().await;
+        }
+        assert_eq!(conversions_on_this_thread() - start, 1 + n as u64, "one per object listed");
+        for _ in 0..5 {
+            assert_eq!(world(&stores, &services, &secrets).routes.len(), n);
+        }
+        assert_eq!(conversions_on_this_thread() - start, 1 + n as u64, "the passes converted nothing");
+        for e in changes {
+            tx.unbounded_send(Ok(e)).unwrap();
+            watch.next().await;
+        }
+        let w = world(&stores, &services, &secrets);
+        assert_eq!(conversions_on_this_thread() - start, 3 + n as u64, "one per event since");
+        // The cache holds the changed object, converted, and not the deleted one.
+        let r0 = w.routes.iter().find(|r| r.metadata.name.as_deref() == Some("r0")).unwrap();
+        assert_eq!(r0.spec.hostnames, ["b.example.com"]);
+        assert_eq!(w.routes.len(), n - 1);
+        assert!(w.routes.iter().all(|r| r.metadata.name.as_deref() != Some("r1")));
+    }
 }

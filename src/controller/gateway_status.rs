@@ -5,39 +5,41 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated as k8s;
-use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls};
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
 use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
 use crate::gateway::world::{ServiceInfo, World, secret_info};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
 
-/// The Gateway API caches, filled by the Gateway loop's watches (the generated Kubernetes types;
-/// the translation reads the domain types converted from them).
+/// The Gateway API caches, filled by the Gateway loop's watches: the domain objects, each
+/// converted from the generated Kubernetes type once, when its watch event arrived
+/// (`super::gateway::converted`).
 #[derive(Clone)]
-pub(crate) struct GatewayStores {
-    pub classes: Store<k8s::GatewayClass>,
-    pub gateways: Store<k8s::Gateway>,
-    pub routes: Store<k8s::HTTPRoute>,
+pub struct GatewayStores {
+    pub classes: Store<GatewayClass>,
+    pub gateways: Store<Gateway>,
+    pub routes: Store<HTTPRoute>,
     /// Empty when the API server does not serve ReferenceGrant (every cross-namespace
     /// reference is then refused).
-    pub(crate) grants: Store<k8s::ReferenceGrant>,
+    pub grants: Store<ReferenceGrant>,
     pub namespaces: Store<Namespace>,
 }
 
-/// The translation's input from the caches. Only the Secrets our Gateways' listeners name are
-/// parsed (a cluster may hold many TLS Secrets).
+/// The translation's input from the caches: the cached Gateway API objects themselves (shared,
+/// not copied nor converted). Only the Secrets our Gateways' listeners name are parsed (a cluster
+/// may hold many TLS Secrets).
 pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secret>) -> World {
     let mut w = World {
-        classes: domain(s.classes.state()),
-        gateways: domain(s.gateways.state()),
-        routes: domain(s.routes.state()),
-        grants: domain(s.grants.state()),
+        classes: s.classes.state(),
+        gateways: s.gateways.state(),
+        routes: s.routes.state(),
+        grants: s.grants.state(),
         ..World::default()
     };
     for ns in s.namespaces.state() {
@@ -53,17 +55,14 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         let key = (svc.metadata.namespace.clone().unwrap_or_default(), svc.metadata.name.clone().unwrap_or_default());
         w.services.insert(key, info);
     }
-    let named: Vec<(String, String)> = w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(secret_refs).collect();
+    let named: Vec<(String, String)> =
+        w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| secret_refs(g)).collect();
     for (ns, name) in named {
         if let Some(secret) = secrets.get(&ObjectRef::new(&name).within(&ns)) {
             w.secrets.insert((ns, name), secret_info(&secret));
         }
     }
     w
-}
-
-fn domain<K, D: for<'a> From<&'a K>>(v: Vec<Arc<K>>) -> Vec<D> {
-    v.iter().map(|o| D::from(o)).collect()
 }
 
 /// The Secrets the Gateway's listeners name, (namespace, name).
@@ -111,20 +110,20 @@ impl StatusWriter {
         self.written.retain(|(k, ns, n), _| live.contains(&(k.as_str(), ns.as_str(), n.as_str())));
         for o in &t.classes {
             let Some(obj) = s.classes.get(&ObjectRef::new(&o.name)) else { continue };
-            let old = GatewayClass::from(&*obj).status;
-            let new = render_class(o, old.as_ref(), &now);
-            if unchanged(old.as_ref(), &new) {
+            let old = obj.status.as_ref();
+            let new = render_class(o, old, &now);
+            if unchanged(old, &new) {
                 continue;
             }
             let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["supportedFeatures"]);
             let bad = bad_conditions(std::slice::from_ref(&o.accepted), "");
-            self.patch(Api::<k8s::GatewayClass>::all(self.client.clone()), &*obj, body, bad).await;
+            self.patch(Api::<k8s::GatewayClass>::all(self.client.clone()), &obj.metadata, body, bad).await;
         }
         for o in &t.gateways {
             let Some(obj) = s.gateways.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
-            let old = Gateway::from(&*obj).status;
-            let new = render_gateway(o, old.as_ref(), &now);
-            if unchanged(old.as_ref(), &new) {
+            let old = obj.status.as_ref();
+            let new = render_gateway(o, old, &now);
+            if unchanged(old, &new) {
                 continue;
             }
             let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["addresses", "listeners"]);
@@ -132,13 +131,14 @@ impl StatusWriter {
             for l in &o.listeners {
                 bad.extend(bad_conditions(&l.conditions, &format!("listener {}: ", l.name)));
             }
-            self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+            self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad)
+                .await;
         }
         for o in &t.routes {
             let Some(obj) = s.routes.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
-            let old = HTTPRoute::from(&*obj).status;
-            let new = render_route(o, old.as_ref(), &now);
-            if unchanged(old.as_ref(), &new) {
+            let old = obj.status.as_ref();
+            let new = render_route(o, old, &now);
+            if unchanged(old, &new) {
                 continue;
             }
             let body = serde_json::to_value(&new).unwrap_or_default();
@@ -146,17 +146,18 @@ impl StatusWriter {
             for p in &o.parents {
                 bad.extend(bad_conditions(&p.conditions, &format!("parent {}: ", p.parent_ref.name)));
             }
-            self.patch(Api::<k8s::HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &*obj, body, bad).await;
+            self.patch(Api::<k8s::HTTPRoute>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad)
+                .await;
         }
     }
 
-    /// Patches `obj`'s status to `status` unless this very status was written over the same
-    /// cached version; then publishes the Events for its bad input.
-    async fn patch<K>(&mut self, api: Api<K>, obj: &K, status: Value, bad: Vec<UserEvent>)
+    /// Patches the status of the object of kind `K` and metadata `meta` to `status` unless this
+    /// very status was written over the same cached version; then publishes the Events for its
+    /// bad input.
+    async fn patch<K>(&mut self, api: Api<K>, meta: &ObjectMeta, status: Value, bad: Vec<UserEvent>)
     where
         K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
     {
-        let meta = obj.meta();
         let name = meta.name.clone().unwrap_or_default();
         let key = (K::kind(&()).into_owned(), meta.namespace.clone().unwrap_or_default(), name.clone());
         let stripped = strip(&status);
@@ -175,7 +176,7 @@ impl StatusWriter {
             }
         }
         let Some(events) = &self.events else { return };
-        let regarding = reference(obj);
+        let regarding = reference::<K>(meta);
         for ev in bad {
             if let Err(e) = events.publish(&ev, &regarding).await {
                 tracing::warn!(kind = %key.0, name = %key.2, error = %e, "cannot publish an Event");
@@ -217,8 +218,7 @@ pub(crate) fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
         .collect()
 }
 
-fn reference<K: kube::Resource<DynamicType = ()>>(obj: &K) -> ObjectReference {
-    let meta = obj.meta();
+fn reference<K: kube::Resource<DynamicType = ()>>(meta: &ObjectMeta) -> ObjectReference {
     ObjectReference {
         api_version: Some(K::api_version(&()).into_owned()),
         kind: Some(K::kind(&()).into_owned()),

@@ -38,7 +38,7 @@ pub mod gateway;
 pub mod gateway_driver;
 pub mod gateway_members;
 pub(crate) mod gateway_routers;
-pub(crate) mod gateway_status;
+pub mod gateway_status;
 pub mod health;
 pub mod indexes;
 pub mod ingress;

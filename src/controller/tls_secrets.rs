@@ -18,7 +18,7 @@
 //! name given while the Secret's event is being stripped is seen by one of them.
 
 use crate::controller::indexes::{Index, tls_secrets_of};
-use crate::gateway::api::generated::Gateway;
+use crate::gateway::api::Gateway;
 use crate::translate::namespace_of;
 pub use crate::translate::tls::{DATA_NOT_HELD, held_without_data};
 use futures::{Stream, StreamExt};
@@ -61,7 +61,8 @@ impl NamedSecrets {
         *self.default.write().expect("lock") = key;
     }
 
-    /// The Gateways' cache, once the Gateway loop watches them.
+    /// The Gateways' cache (domain objects, converted when their watch event arrived), once the
+    /// Gateway loop watches them.
     pub fn watch_gateways(&self, gateways: Store<Gateway>) {
         *self.gateways.write().expect("lock") = Some(gateways);
     }
@@ -75,7 +76,7 @@ impl NamedSecrets {
                 .listeners
                 .iter()
                 .filter_map(|l| l.tls.as_ref())
-                .flat_map(|t| t.certificate_refs.iter().flatten())
+                .flat_map(|t| t.certificate_refs.iter())
                 .any(|r| r.name == key.1 && r.namespace.as_deref().unwrap_or(ns) == key.0)
         })
     }

@@ -71,11 +71,12 @@ pub(crate) fn translate_with_failures(
     let classes = world
         .classes
         .iter()
+        .map(|c| &**c)
         .filter(|c| c.spec.controller_name == CONTROLLER_NAME)
         .map(|c| ClassOutcome { name: name_of(c), generation: c.metadata.generation, accepted: class_accepted(c) })
         .collect::<Vec<_>>();
     let mut work: BTreeMap<(String, String), GatewayWork<'_>> = BTreeMap::new();
-    for gw in world.gateways.iter().filter(|g| world.is_ours(g)) {
+    for gw in world.gateways.iter().map(|g| &**g).filter(|g| world.is_ours(g)) {
         let plans = plan(gw, world);
         let accepted = gateway_accepted(gw, world, &plans);
         let attached = vec![Vec::new(); plans.len()];

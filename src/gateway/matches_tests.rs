@@ -5,7 +5,7 @@ fn route(rules: &str) -> HTTPRoute {
     let w = world(&format!(
         "kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n{rules}\n"
     ));
-    w.routes[0].clone()
+    (*w.routes[0]).clone()
 }
 
 #[test]

@@ -18,11 +18,11 @@ pub(crate) struct CrossRef<'a> {
 /// A same-namespace reference is always permitted; a cross-namespace one only when a
 /// ReferenceGrant in the target's namespace lists the source in `from` and the target in `to`
 /// (a `to` without `name` grants every object of that kind).
-pub(crate) fn permitted(r: &CrossRef<'_>, grants: &[ReferenceGrant]) -> bool {
+pub(crate) fn permitted(r: &CrossRef<'_>, grants: &[std::sync::Arc<ReferenceGrant>]) -> bool {
     if r.from_namespace == r.to_namespace {
         return true;
     }
-    grants.iter().filter(|g| ns_of(*g) == r.to_namespace).any(|g| {
+    grants.iter().filter(|g| ns_of(&***g) == r.to_namespace).any(|g| {
         let from = g
             .spec
             .from
@@ -41,7 +41,7 @@ mod tests {
     use super::*;
     use crate::gateway::api::{ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo};
 
-    fn grant(ns: &str, from_ns: &str, kind: &str, to_kind: &str, name: Option<&str>) -> ReferenceGrant {
+    fn grant(ns: &str, from_ns: &str, kind: &str, to_kind: &str, name: Option<&str>) -> std::sync::Arc<ReferenceGrant> {
         let mut g = ReferenceGrant::new(
             "g",
             ReferenceGrantSpec {
@@ -54,7 +54,7 @@ mod tests {
             },
         );
         g.metadata.namespace = Some(ns.into());
-        g
+        g.into()
     }
 
     fn route_to_service<'a>(from_ns: &'a str, to_ns: &'a str, name: &'a str) -> CrossRef<'a> {

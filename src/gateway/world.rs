@@ -3,6 +3,7 @@
 
 use super::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// What the translation needs to know of a Service.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -25,12 +26,13 @@ pub enum SecretInfo {
     Pending,
 }
 
+/// The Gateway API objects are shared with the controller's caches (`Arc`): a pass copies none.
 #[derive(Clone, Debug, Default)]
 pub struct World {
-    pub classes: Vec<GatewayClass>,
-    pub gateways: Vec<Gateway>,
-    pub routes: Vec<HTTPRoute>,
-    pub(crate) grants: Vec<ReferenceGrant>,
+    pub classes: Vec<Arc<GatewayClass>>,
+    pub gateways: Vec<Arc<Gateway>>,
+    pub routes: Vec<Arc<HTTPRoute>>,
+    pub(crate) grants: Vec<Arc<ReferenceGrant>>,
     /// Namespace name -> its labels (for `allowedRoutes.namespaces.from: Selector`).
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// (namespace, name) -> Service.
@@ -50,11 +52,11 @@ pub(crate) fn name_of<K: kube::Resource>(o: &K) -> String {
 
 impl World {
     pub fn class(&self, name: &str) -> Option<&GatewayClass> {
-        self.classes.iter().find(|c| c.metadata.name.as_deref() == Some(name))
+        self.classes.iter().map(|c| &**c).find(|c| c.metadata.name.as_deref() == Some(name))
     }
 
     pub fn gateway(&self, namespace: &str, name: &str) -> Option<&Gateway> {
-        self.gateways.iter().find(|g| ns_of(*g) == namespace && name_of(*g) == name)
+        self.gateways.iter().map(|g| &**g).find(|g| ns_of(*g) == namespace && name_of(*g) == name)
     }
 
     /// Whether the Gateway's class is one of ours (the Gateway is then ours to serve).
@@ -77,10 +79,10 @@ impl World {
             let kind = doc.get("kind").and_then(|k| k.as_str()).unwrap_or("").to_string();
             let bad = |e: serde_json::Error| format!("document {i} ({kind}): {e}");
             match kind.as_str() {
-                "GatewayClass" => self.classes.push(serde_json::from_value(doc).map_err(bad)?),
-                "Gateway" => self.gateways.push(serde_json::from_value(doc).map_err(bad)?),
-                "HTTPRoute" => self.routes.push(serde_json::from_value(doc).map_err(bad)?),
-                "ReferenceGrant" => self.grants.push(serde_json::from_value(doc).map_err(bad)?),
+                "GatewayClass" => self.classes.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "Gateway" => self.gateways.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "HTTPRoute" => self.routes.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "ReferenceGrant" => self.grants.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "Namespace" => {
                     let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
                     self.namespaces

@@ -17,6 +17,7 @@ mod convert;
 pub mod generated;
 mod route;
 
+pub use convert::{conversions_on_this_thread, domain_event};
 pub use route::*;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
