@@ -267,3 +267,93 @@ async fn a_deleted_router_deletes_its_config_map() {
     assert_eq!(deletes, 1);
     backend.delete_router().await.expect("nothing left to delete: no error");
 }
+
+/// The settings of the Gateways' routers on the fake Octavia at `port` (its Keystone too).
+fn gateway_settings(port: u16) -> kuryr_l7_router::config::Settings {
+    let text = format!(
+        "[kubernetes]
+lease_namespace = {NS}
+
+[neutron_defaults]
+project = 5b4c1b6e0c2d4b1a9f3e2d1c0b9a8f7e
+lb_subnet = 3C0F6C8E-1B2D-4C3E-8F9A-0B1C2D3E4F5A
+
+[neutron]
+auth_url = http://127.0.0.1:{port}/v3
+username = kuryr
+password = s3cr3t-PaSS
+project_name = service
+"
+    );
+    kuryr_l7_router::config::load_texts(&[("gateway-stamps.conf".into(), text)], Vec::new()).unwrap().settings
+}
+
+/// One route (a host rule) to one pool, as a Gateway's HTTPRoute becomes.
+fn gateway_desired() -> kuryr_l7_router::model::DesiredRouter {
+    use kuryr_l7_router::model::{CompareType, KubeRef, Policy, Rule, RuleType};
+    let mut d = desired_with(&[]);
+    d.pools.insert("shop_web".into(), pool("shop_web", vec![member("10.0.0.5", 1), member("10.0.0.6", 1)]));
+    d.policies.push(Policy {
+        name: "httproute:shop/web:0".into(),
+        position: 1,
+        pool: "shop_web".into(),
+        rules: vec![Rule {
+            rule_type: RuleType::HostName,
+            compare_type: CompareType::EqualTo,
+            value: "web.example.com".into(),
+            invert: false,
+            key: None,
+        }],
+        owner: KubeRef::new("HTTPRoute", "shop", "web"),
+        description: "web.example.com".into(),
+        redirect: None,
+    });
+    d
+}
+
+/// A Gateway's router, built as the controller builds it (`octavia_gateway_routers`), keeps its
+/// stamps in its ConfigMap: the writer of a new leader reads the unchanged router with its lists
+/// only, and the Gateway's deletion deletes the ConfigMap with the load balancer.
+#[tokio::test]
+async fn a_gateway_router_keeps_its_stamps_and_its_deletion_deletes_them() {
+    use kuryr_l7_router::controller::gateway_driver::octavia_gateway_routers;
+    use kuryr_l7_router::controller::metrics::Metrics;
+    use kuryr_l7_router::driver::{WriteGate, WritePermits};
+    let (port, octavia) = fake_octavia::start(114_688).await;
+    let fake = Fake::new();
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let stores = StampStores { api: kube::Api::namespaced(client, NS), every: Duration::from_secs(600) };
+    let (_, metrics) = Metrics::registry();
+    let routers = octavia_gateway_routers(&gateway_settings(port), WritePermits::unlimited());
+    let backends = routers(&metrics, WriteGate::default(), stores);
+    let name = "kuryr-gw-shop-web";
+    let config_map = || fake.get(CM, NS, &config_map_name(name));
+
+    let (writer, _) = (backends.spawn)(name, 80, None).expect("built");
+    writer.handle().sync(gateway_desired()).await.expect("created");
+    assert!(config_map().is_none(), "a create reads no child: nothing to keep yet");
+    writer.shutdown().await;
+
+    // A new leader: no ConfigMap, the router read whole, its stamps kept.
+    octavia.lock().unwrap().take_gets();
+    let (writer, _) = (backends.spawn)(name, 80, None).expect("built");
+    writer.handle().sync(gateway_desired()).await.expect("converged");
+    writer.shutdown().await;
+    let full_read = octavia.lock().unwrap().take_gets();
+    assert_eq!(child_gets(&full_read).len(), 2, "one policy, one pool: {full_read:?}");
+    let cm = config_map().expect("the stamps of the Gateway's router");
+    assert_eq!(cm["metadata"]["annotations"]["kuryr-l7-router/router-name"], name);
+
+    // The next leader starts from them.
+    let (writer, delete) = (backends.spawn)(name, 80, None).expect("built");
+    writer.handle().sync(gateway_desired()).await.expect("converged");
+    writer.shutdown().await;
+    let with_stamps = octavia.lock().unwrap().take_gets();
+    assert!(with_stamps.iter().any(|g| g == "/v2/lbaas/pools"), "the lists are read: {with_stamps:?}");
+    assert_eq!(child_gets(&with_stamps), Vec::<String>::new(), "every parent trusted from its stamp");
+
+    delete().await.expect("the Gateway's load balancer deleted");
+    assert!(octavia.lock().unwrap().lb.is_none());
+    assert!(config_map().is_none(), "the ConfigMap goes with the Gateway's router");
+}
