@@ -5,6 +5,7 @@
 //! their body size, the GETs by path, to count what a read costs). A policy's or pool's
 //! `updated_at` moves with every write of it or of its children, as Octavia's does (the stamps of
 //! `driver::stamps` rely on it). Keystone's token comes from the same port.
+#![allow(dead_code)] // each test crate uses a different part
 
 use crate::http_request;
 use kuryr_l7_router::driver::Router;
