@@ -154,7 +154,10 @@ pub fn gateway_router_observed(
     let (octavia, neutron) = clients_observed(s, observer)?;
     let barbican = crate::openstack::Barbican::new(octavia.session().clone());
     let spec = gateway_router_spec(s, name, port, address);
-    Ok(Router::new(octavia, neutron, spec).with_barbican(barbican).with_write_permits(permits))
+    Ok(Router::new(octavia, neutron, spec)
+        .with_barbican(barbican)
+        .with_write_permits(permits)
+        .with_verify_per_resync(s.octavia_defaults.verify_per_resync))
 }
 
 /// One Keystone session shared by the Octavia and Neutron clients.
@@ -203,7 +206,10 @@ pub fn router_observed_at(
     // Same session (token, catalog): Barbican is found in the catalog when a certificate is
     // first stored, so clouds without it work until an Ingress asks for TLS.
     let barbican = crate::openstack::Barbican::new(octavia.session().clone());
-    Ok(Router::new(octavia, neutron, router_spec_at(s, index)).with_barbican(barbican).with_write_permits(permits))
+    Ok(Router::new(octavia, neutron, router_spec_at(s, index))
+        .with_barbican(barbican)
+        .with_write_permits(permits)
+        .with_verify_per_resync(s.octavia_defaults.verify_per_resync))
 }
 
 /// "router zone: zone-a ([octavia_defaults] router_zone)": which zone zone-aware weighting uses

@@ -134,7 +134,7 @@ fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
 
 /// [`sim_gateway_routers`] whose Octavia lists `listed` as our Gateway load balancers at start.
 fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Option<Vec<String>>) -> GatewayRouters {
-    Box::new(move |_, gate| {
+    Box::new(move |_, gate, _| {
         let list = listed.map(|names| {
             Arc::new(move || {
                 let names = names.clone();

@@ -1,39 +1,29 @@
-//! A restart with the stamps of an earlier read (see `driver::stamps`), against a fake Octavia
-//! over real HTTP on loopback that counts the GETs: a new process that loads the stamps reads an
-//! unchanged router with its list GETs only, and a rule or member changed behind our back since
-//! the stamp (its parent's `updated_at` moved) is read and its repair planned at once.
+//! A restart with the stamps of an earlier read (see `driver::stamps`), against the fake Octavia
+//! over real HTTP on loopback (tests/support/fake_octavia.rs) that logs the GETs: a new process
+//! that loads the stamps reads an unchanged router with its list GETs only, a rule or member
+//! changed behind our back since the stamp (its parent's `updated_at` moved) is read and its
+//! repair planned at once, and later convergences verify `verify_per_resync` trusted parents.
 
+#[path = "support/fake_octavia.rs"]
+mod fake_octavia;
 #[path = "support/http_request.rs"]
 mod http_request;
 
+use fake_octavia::State;
+use kuryr_l7_router::driver::Router;
 use kuryr_l7_router::driver::diff::plan_writes;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write};
-use kuryr_l7_router::driver::{Router, RouterSpec};
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, Rule, RuleType};
 use kuryr_l7_router::openstack::octavia::{IdRef, Listener};
-use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use kuryr_l7_router::testing::{member, pool};
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
 
 const T1: &str = "2026-11-26T06:00:01";
 const T2: &str = "2026-11-26T06:00:09";
 
-/// The router's children as the fake Octavia holds them, and the GETs it answered.
-#[derive(Default)]
-struct State {
-    policy: Value,
-    rules: Value,
-    pool: Value,
-    members: Value,
-    gets: Vec<String>,
-}
-
+/// The fake Octavia (tests/support/fake_octavia.rs) holding a router's children.
 struct Fake {
     port: u16,
     state: Arc<Mutex<State>>,
@@ -41,34 +31,18 @@ struct Fake {
 
 impl Fake {
     async fn start(state: State) -> Fake {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let state = Arc::new(Mutex::new(state));
-        let shared = state.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else { return };
-                tokio::spawn(serve(conn, port, shared.clone()));
-            }
-        });
-        Fake { port, state }
+        let (port, shared) = fake_octavia::start(114_688).await;
+        *shared.lock().unwrap() = State { body_limit: 114_688, ..state };
+        Fake { port, state: shared }
     }
 
     /// A new process: its own client and driver, nothing read yet.
     fn router(&self) -> Router {
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let url = format!("http://127.0.0.1:{}/v3", self.port);
-        let session = Session::new(AuthOptions::password(&url, "u", Secret::new("p"), "p", "Default")).unwrap();
-        let opts = OctaviaOptions {
-            busy_retry: Duration::from_secs(5),
-            min_delay: Duration::from_millis(10),
-            max_delay: Duration::from_millis(50),
-        };
-        Router::new(Octavia::new(session.clone(), opts), Neutron::new(session), spec())
+        fake_octavia::router_named(self.port, "restart-stamps", 114_688)
     }
 
     fn take_gets(&self) -> Vec<String> {
-        std::mem::take(&mut self.state.lock().unwrap().gets)
+        self.state.lock().unwrap().take_gets()
     }
 
     fn edit(&self, f: impl FnOnce(&mut State)) {
@@ -76,64 +50,8 @@ impl Fake {
     }
 }
 
-async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
-    let Some((head, _)) = http_request::read_request(&mut conn).await else { return };
-    let line = head.lines().next().unwrap_or_default().to_string();
-    let path = line.split(' ').nth(1).unwrap_or_default().split('?').next().unwrap_or_default().to_string();
-    let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let endpoint =
-            json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint}]
-        }});
-        (201, token, "X-Subject-Token: t\r\n")
-    } else {
-        let mut s = state.lock().unwrap();
-        s.gets.push(path.clone());
-        let body = match path.as_str() {
-            "/v2/lbaas/l7policies" => json!({"l7policies": [s.policy]}),
-            "/v2/lbaas/l7policies/pol-1/rules" => json!({"rules": s.rules}),
-            "/v2/lbaas/pools" => json!({"pools": [s.pool]}),
-            "/v2/lbaas/pools/pool-1/members" => json!({"members": s.members}),
-            other => panic!("unexpected request {other}"),
-        };
-        (200, body, "")
-    };
-    let body = body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
-}
-
 fn own() -> Ownership {
     Ownership::new("c1")
-}
-
-fn spec() -> RouterSpec {
-    RouterSpec {
-        name: "restart-stamps".into(),
-        uuid: None,
-        vip_subnet_id: Some("s".into()),
-        availability_zone: None,
-        provider: None,
-        listener_port: 80,
-        fully_populated_create: true,
-        max_create_body_bytes: 114_688,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: own(),
-        member_subnet: None,
-        health_monitor: None,
-        create_timeout: Duration::from_secs(5),
-        write_timeout: Duration::from_secs(5),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
-    }
 }
 
 fn ingress() -> KubeRef {
@@ -175,16 +93,19 @@ fn member_json(id: &str, ip: &str, weight: u16) -> Value {
 /// The router as the desired state has it, settled at `T1`.
 fn converged() -> State {
     State {
-        policy: json!({"id": "pol-1", "name": "shop/web:0", "position": 1, "action": "REDIRECT_TO_POOL",
+        policies: vec![json!({"id": "pol-1", "name": "shop/web:0", "position": 1, "action": "REDIRECT_TO_POOL",
             "redirect_pool_id": "pool-1", "admin_state_up": true, "provisioning_status": "ACTIVE",
-            "updated_at": T1, "rules": [{"id": "rule-1"}], "description": "shop web",
-            "tags": own().tags_for(&ingress())}),
-        rules: json!([rule_json("rule-1", "/api")]),
-        pool: json!({"id": "pool-1", "name": "shop_web", "lb_algorithm": "ROUND_ROBIN", "provisioning_status": "ACTIVE",
-            "updated_at": T1, "members": [{"id": "m-1"}, {"id": "m-2"}],
-            "tags": own().tags_for(&KubeRef::new("Service", "shop", "web"))}),
-        members: json!([member_json("m-1", "10.0.0.1", 1), member_json("m-2", "10.0.0.2", 1)]),
-        gets: Vec::new(),
+            "listener_id": "lis-1", "updated_at": T1, "rules": [{"id": "rule-1"}], "description": "shop web",
+            "tags": own().tags_for(&ingress())})],
+        rules: vec![("pol-1".into(), rule_json("rule-1", "/api"))],
+        pools: vec![json!({"id": "pool-1", "name": "shop_web", "lb_algorithm": "ROUND_ROBIN",
+            "provisioning_status": "ACTIVE", "updated_at": T1,
+            "tags": own().tags_for(&KubeRef::new("Service", "shop", "web"))})],
+        members: vec![
+            ("pool-1".into(), member_json("m-1", "10.0.0.1", 1)),
+            ("pool-1".into(), member_json("m-2", "10.0.0.2", 1)),
+        ],
+        ..State::default()
     }
 }
 
@@ -239,8 +160,8 @@ async fn a_rule_edited_behind_our_back_after_the_stamp_is_read_and_repaired() {
     let stamps = stamps_of_a_full_read(&fake).await;
     // Edited through Octavia's API: the policy's updated_at moves.
     fake.edit(|s| {
-        s.rules = json!([rule_json("rule-1", "/admin")]);
-        s.policy["updated_at"] = json!(T2);
+        s.rules = vec![("pol-1".into(), rule_json("rule-1", "/admin"))];
+        s.policies[0]["updated_at"] = json!(T2);
     });
     let second = fake.router();
     assert!(second.load_stamps(&stamps));
@@ -255,8 +176,11 @@ async fn a_member_changed_behind_our_back_after_the_stamp_is_read_and_repaired()
     let fake = Fake::start(converged()).await;
     let stamps = stamps_of_a_full_read(&fake).await;
     fake.edit(|s| {
-        s.members = json!([member_json("m-1", "10.0.0.1", 0), member_json("m-2", "10.0.0.2", 1)]);
-        s.pool["updated_at"] = json!(T2);
+        s.members = vec![
+            ("pool-1".into(), member_json("m-1", "10.0.0.1", 0)),
+            ("pool-1".into(), member_json("m-2", "10.0.0.2", 1)),
+        ];
+        s.pools[0]["updated_at"] = json!(T2);
     });
     let second = fake.router();
     assert!(second.load_stamps(&stamps));
@@ -289,7 +213,7 @@ async fn trusted_parents_are_read_again_by_the_verification_of_later_convergence
     let fake = Fake::start(converged()).await;
     let stamps = stamps_of_a_full_read(&fake).await;
     // An edit no stamp can see (behind Octavia's API: updated_at unchanged).
-    fake.edit(|s| s.rules = json!([rule_json("rule-1", "/admin")]));
+    fake.edit(|s| s.rules = vec![("pol-1".into(), rule_json("rule-1", "/admin"))]);
     let second = fake.router();
     assert!(second.load_stamps(&stamps));
     second.read_for(&listener(), &desired(), false).await.unwrap();
@@ -298,4 +222,46 @@ async fn trusted_parents_are_read_again_by_the_verification_of_later_convergence
     assert_eq!(fake.take_gets(), FULL_READ, "a later one reads the trusted parents in turn");
     let writes = plan_writes(&desired(), &actual, &opts()).writes;
     assert!(matches!(writes.as_slice(), [Write::UpdateRule { rule, .. }] if rule.value == "/api"), "{writes:?}");
+}
+
+/// `n` policies (one host each) on the one pool `shop_web`.
+fn desired_hosts(n: usize) -> DesiredRouter {
+    let mut d = desired();
+    let first = d.policies[0].clone();
+    d.policies = (0..n)
+        .map(|i| Policy {
+            name: format!("shop/web:{i}"),
+            position: i as u32 + 1,
+            rules: vec![Rule { value: format!("/p{i}"), ..first.rules[0].clone() }],
+            ..first.clone()
+        })
+        .collect();
+    d
+}
+
+/// `[octavia_defaults] verify_per_resync`: the verifying read of a later convergence reads that
+/// many trusted policies (one rules GET each), not the built-in 10.
+#[tokio::test]
+async fn the_verification_reads_as_many_trusted_parents_as_configured() {
+    let want = desired_hosts(3);
+    let fake = Fake::start(State::default()).await;
+    fake.router().converge(&want).await.expect("created on the fake");
+    let listener_id = fake.state.lock().unwrap().listeners[0]["id"].as_str().unwrap().to_string();
+    let lis = Listener { id: listener_id, ..listener() };
+    let reader = fake.router();
+    reader.read_for(&lis, &want, false).await.unwrap();
+    let stamps = reader.take_changed_stamps().expect("a full read stamps every parent");
+    let rule_gets = |gets: Vec<String>| gets.iter().filter(|g| g.ends_with("/rules")).count();
+    for (per_resync, want_read) in [(None, 3), (Some(1), 1), (Some(2), 2)] {
+        let next = match per_resync {
+            Some(n) => fake.router().with_verify_per_resync(n),
+            None => fake.router(),
+        };
+        assert!(next.load_stamps(&stamps));
+        fake.take_gets();
+        next.read_for(&lis, &want, false).await.unwrap();
+        assert_eq!(rule_gets(fake.take_gets()), 0, "the first convergence trusts the stamps");
+        next.read_for(&lis, &want, true).await.unwrap();
+        assert_eq!(rule_gets(fake.take_gets()), want_read, "verify_per_resync = {per_resync:?}");
+    }
 }

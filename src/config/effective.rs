@@ -62,6 +62,7 @@ impl Settings {
             ("octavia_defaults", "member_mode") => s(od.member_mode.as_str()),
             ("octavia_defaults", "listener_port") => Some(od.listener_port.to_string()),
             ("octavia_defaults", "fully_populated_create") => secs_bool(od.fully_populated_create),
+            ("octavia_defaults", "verify_per_resync") => Some(od.verify_per_resync.to_string()),
             ("octavia_defaults", "max_create_body_bytes") => Some(od.max_create_body_bytes.to_string()),
             ("octavia_defaults", "lb_create_timeout") => secs(od.lb_create_timeout),
             ("octavia_defaults", "write_timeout") => secs(od.write_timeout),

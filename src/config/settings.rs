@@ -97,6 +97,8 @@ pub struct OctaviaDefaults {
     pub fully_populated_create: bool,
     /// `max_create_body_bytes`: the largest fully-populated create sent.
     pub max_create_body_bytes: usize,
+    /// `verify_per_resync`: trusted policies (and pools) read again per later convergence.
+    pub verify_per_resync: usize,
     pub lb_create_timeout: Duration,
     pub write_timeout: Duration,
     /// Writes in flight at once across the routers of the process (the driver's write door).
@@ -285,6 +287,7 @@ impl Reader {
             listener_port: self.value(od, "listener_port"),
             fully_populated_create: self.value(od, "fully_populated_create"),
             max_create_body_bytes: self.value::<u32>(od, "max_create_body_bytes") as usize,
+            verify_per_resync: self.value::<u32>(od, "verify_per_resync") as usize,
             lb_create_timeout: self.value(od, "lb_create_timeout"),
             write_timeout: self.value(od, "write_timeout"),
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,

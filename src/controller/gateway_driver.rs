@@ -27,6 +27,7 @@ use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::service_changes::ServiceChanges;
+use crate::controller::stamp_store::{StampStore, StampStores};
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{RouterBackend, WriterMetrics};
 use crate::driver::WriteGate;
@@ -51,8 +52,9 @@ pub type DeleteRouter = Arc<dyn Fn() -> BoxFuture<'static, Result<(), WriteError
 pub type SpawnGatewayRouter =
     Box<dyn Fn(&str, u16, Option<IpAddr>) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
 
-/// Builds the Gateways' routers once this replica leads, given the metrics and the leader gate.
-pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate) -> GatewayBackends + Send>;
+/// Builds the Gateways' routers once this replica leads, given the metrics, the leader gate and
+/// where each router's stamps outlive the process (see [`super::stamp_store`]).
+pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate, StampStores) -> GatewayBackends + Send>;
 
 /// The names of the Gateway load balancers of ours (`kuryr-gw-*` with our ownership tags).
 pub type ListGatewayRouters = Arc<dyn Fn() -> BoxFuture<'static, Result<Vec<String>, WriteError>> + Send + Sync>;
@@ -422,10 +424,12 @@ async fn next_changes(changes: Option<&ServiceChanges>, window: Duration) -> BTr
 /// The real Gateway routers: the driver on Octavia and Neutron (one session per router, every
 /// request counted in the metrics), their writes bounded by `permits` together with the Ingress
 /// routers'. Their writers have no line of `/readyz`: a failing Gateway must not take the
-/// controller out of service.
+/// controller out of service. Each keeps the stamps of its reads in its ConfigMap, as an
+/// Ingress router does (a new leader reads an unchanged Gateway router with its lists only), and
+/// its deletion deletes that ConfigMap.
 pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
     let settings = settings.clone();
-    Box::new(move |metrics: &Metrics, gate: WriteGate| {
+    Box::new(move |metrics: &Metrics, gate: WriteGate, stores: StampStores| {
         let metrics = metrics.clone();
         let list = list_gateway_routers(&settings, &permits);
         let spawn = Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
@@ -448,13 +452,18 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
             };
             let mut backend = OctaviaBackend::new(build()?);
             backend.set_write_gate(gate.clone());
+            backend.set_stamp_stores(stores.clone());
             let wm = WriterMetrics { router: name.to_string(), metrics: Some(metrics.clone()), readiness: None };
             let writer = Writer::spawn(backend, wm);
             let deleter = Arc::new(build()?);
+            let stamps = Arc::new(StampStore::new(stores.clone(), name));
             let delete: DeleteRouter = Arc::new(move || {
-                let d = deleter.clone();
+                let (d, stamps) = (deleter.clone(), stamps.clone());
                 Box::pin(async move {
-                    d.delete_router().await.map(|_| ()).map_err(|e| WriteError::new(e.label(), e.to_string()))
+                    d.delete_router().await.map_err(|e| WriteError::new(e.label(), e.to_string()))?;
+                    // After the load balancer: a failed delete keeps the stamps of what is left.
+                    stamps.delete().await;
+                    Ok(())
                 })
             });
             Ok((writer, delete))

@@ -243,7 +243,7 @@ where
             let stores =
                 StampStores { api: Api::namespaced(client.clone(), &k.lease_namespace), every: k.resync_period };
             b.set_stamp_stores(stores.clone());
-            let gateways = gateways.map(|g| g(&metrics, gate.clone()));
+            let gateways = gateways.map(|g| g(&metrics, gate.clone(), stores.clone()));
             let spawn =
                 settings.octavia_defaults.scale_out.enabled.then(|| {
                     spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)

@@ -78,6 +78,8 @@ pub struct Router {
     blocked: Arc<Mutex<Option<blocked::Blocked>>>,
     /// How often a blocked router is looked at again ([`blocked::RECHECK`]).
     recheck: std::time::Duration,
+    /// Trusted parents of each kind read again per later convergence (see [`super::stamps`]).
+    verify_per_resync: usize,
 }
 
 impl Router {
@@ -100,7 +102,16 @@ impl Router {
             https_backoff: Default::default(),
             blocked: Default::default(),
             recheck: blocked::RECHECK,
+            verify_per_resync: super::stamps::VERIFY_PER_RESYNC,
         }
+    }
+
+    /// Read `per_resync` trusted policies, and as many pools, at each later convergence
+    /// (`[octavia_defaults] verify_per_resync`; see [`super::stamps`]).
+    pub fn with_verify_per_resync(mut self, per_resync: usize) -> Self {
+        self.verify_per_resync = per_resync;
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps.set_verify_per_resync(per_resync);
+        self
     }
 
     /// Write only while `gate` is open (the leader lease): checked before every write, and by
@@ -285,7 +296,9 @@ impl Router {
     pub fn load_stamps(&self, text: &str) -> bool {
         let parsed = Stamps::parse(text);
         let ok = parsed.is_some();
-        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps = parsed.unwrap_or_default();
+        let mut stamps = parsed.unwrap_or_default();
+        stamps.set_verify_per_resync(self.verify_per_resync);
+        self.reads.lock().unwrap_or_else(|e| e.into_inner()).stamps = stamps;
         ok
     }
 

@@ -4,9 +4,10 @@
 //! outlive the process in a text form ([`Stamps::to_text`]) that the controller keeps in a
 //! ConfigMap per router, so that a new leader's first read makes the list GETs only.
 //!
-//! Trusted parents are still read, `VERIFY_PER_RESYNC` of them per resync in turn
-//! ([`Verifier`]): what no stamp can see (an edit of Octavia's database behind its API) is
-//! repaired within `ceil(trusted / VERIFY_PER_RESYNC)` resyncs.
+//! Trusted parents are still read, `[octavia_defaults] verify_per_resync` of them (default
+//! [`VERIFY_PER_RESYNC`]) per resync in turn ([`Verifier`]): what no stamp can see (an edit of
+//! Octavia's database behind its API) is repaired within `ceil(trusted / verify_per_resync)`
+//! resyncs.
 
 use super::actual::{ActualMember, ActualRule};
 use super::digest::{ChildrenDigest, Stamp, Verifier};
@@ -20,7 +21,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
-/// Trusted parents of one kind read again per resync (each costs one child GET).
+/// Trusted parents of one kind read again per resync (each costs one child GET), unless
+/// `[octavia_defaults] verify_per_resync` says otherwise ([`Stamps::set_verify_per_resync`]).
 pub const VERIFY_PER_RESYNC: usize = 10;
 
 /// The first line of the text form; another version is no stamps (a full read).
@@ -72,6 +74,11 @@ impl StampMap {
             }
             None => self.by_parent.remove(parent.id).is_some(),
         }
+    }
+
+    /// Reads `per_resync` trusted parents per resync from now on.
+    fn set_verify_per_resync(&mut self, per_resync: usize) {
+        self.verifier = Verifier::new(per_resync);
     }
 
     /// Forgets the parents of `scope` not in `live`.
@@ -139,6 +146,12 @@ impl Stamps {
             map.by_parent.insert(id.to_string(), (scope.to_string(), Stamp::parse(stamp)?));
         }
         Some(stamps)
+    }
+
+    /// Reads `per_resync` trusted policies and as many pools per resync from now on.
+    pub fn set_verify_per_resync(&mut self, per_resync: usize) {
+        self.rules.set_verify_per_resync(per_resync);
+        self.members.set_verify_per_resync(per_resync);
     }
 
     /// The text form if the stamps changed since it was last taken.

@@ -1,8 +1,8 @@
 //! A fake Kubernetes API server for tests: a small axum server on 127.0.0.1 that serves list +
 //! watch (kube-runtime's default `ListWatch`: a paginated list, then `watch=true&resourceVersion=..`
-//! streams of JSON lines), GET, POST and PATCH (JSON patch, merge, strategic merge and apply, the
-//! last three applied as a JSON merge patch) on an in-memory object store, and records every
-//! write. Each address it serves on can be partitioned (answers 503). Shared by
+//! streams of JSON lines), GET, POST, PATCH (JSON patch, merge, strategic merge and apply, the
+//! last three applied as a JSON merge patch; an apply creates a missing object, as server-side
+//! apply does) and DELETE on an in-memory object store, and records every write. Each address it serves on can be partitioned (answers 503). Shared by
 //! `tests/controller_runtime.rs` and `functional/leader.rs` (`#[path = ...] mod fake_api;`).
 #![allow(dead_code)] // each test crate uses a different part
 
@@ -103,6 +103,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         "secrets" => "Secret",
         "events" => "Event",
         "leases" => "Lease",
+        "configmaps" => "ConfigMap",
         "namespaces" => "Namespace",
         "gatewayclasses" => "GatewayClass",
         "gateways" => "Gateway",
@@ -333,7 +334,9 @@ pub async fn handle(State(front): State<Front>, req: Request) -> Response {
             json_response(StatusCode::CREATED, &fake.get(&t.collection(), &ns, &name).unwrap())
         }
         (Method::PATCH, Some(name)) => {
-            let Some(mut obj) = fake.get(&t.collection(), &ns, name) else {
+            let apply = content_type.starts_with("application/apply-patch");
+            let found = fake.get(&t.collection(), &ns, name);
+            let Some(mut obj) = found.or_else(|| apply.then(|| new_object(&t, &ns, name))) else {
                 return status(StatusCode::NOT_FOUND, "NotFound", &format!("{} {name} not found", t.kind));
             };
             fake.store.lock().unwrap().writes.push(Write {
@@ -354,8 +357,25 @@ pub async fn handle(State(front): State<Front>, req: Request) -> Response {
             fake.put(&t.resource, obj);
             json_response(StatusCode::OK, &fake.get(&t.collection(), &ns, name).unwrap())
         }
+        (Method::DELETE, Some(name)) => {
+            let Some(obj) = fake.get(&t.collection(), &ns, name) else {
+                return status(StatusCode::NOT_FOUND, "NotFound", &format!("{} {name} not found", t.kind));
+            };
+            fake.store.lock().unwrap().writes.push(Write { method: "DELETE".into(), path, content_type, body });
+            fake.remove(&t.collection(), &ns, name);
+            json_response(StatusCode::OK, &obj)
+        }
         (m, _) => status(StatusCode::METHOD_NOT_ALLOWED, "MethodNotAllowed", &format!("{m} {path}")),
     }
+}
+
+/// The object a server-side apply creates: only its identity, the patch fills the rest.
+fn new_object(t: &Target, ns: &str, name: &str) -> Value {
+    let mut obj = json!({"apiVersion": t.api_version, "kind": t.kind, "metadata": {"name": name}});
+    if t.namespace.is_some() {
+        obj["metadata"]["namespace"] = json!(ns);
+    }
+    obj
 }
 
 /// A watch: every logged event of the collection after `since`, then the new ones as they come,

@@ -1,8 +1,11 @@
 //! A small stateful Octavia on loopback (no OpenStack) for the driver's tests: one load
 //! balancer's listeners, pools, members, L7 policies and rules as Octavia lists them, the
 //! fully-populated create (refused with a 413 over `body_limit`, as oslo.middleware's
-//! `max_request_body_size` does), object writes, and every write request recorded. Keystone's
-//! token comes from the same port.
+//! `max_request_body_size` does), object writes, and every request recorded (the writes with
+//! their body size, the GETs by path, to count what a read costs). A policy's or pool's
+//! `updated_at` moves with every write of it or of its children, as Octavia's does (the stamps of
+//! `driver::stamps` rely on it). Keystone's token comes from the same port.
+#![allow(dead_code)] // each test crate uses a different part
 
 use crate::http_request;
 use kuryr_l7_router::driver::Router;
@@ -30,6 +33,10 @@ pub struct State {
     pub next_id: u64,
     /// (request line, body size) of every POST, PUT and DELETE.
     pub writes: Vec<(String, usize)>,
+    /// The path (without its query) of every GET.
+    pub gets: Vec<String>,
+    /// Seconds since the fake's epoch: each write moves it on by one.
+    pub clock: u64,
 }
 
 impl State {
@@ -48,6 +55,25 @@ impl State {
         v
     }
 
+    /// A new `updated_at`, later than every earlier one.
+    fn tick(&mut self) -> Value {
+        self.clock += 1;
+        json!(format!("2026-11-26T{:02}:{:02}:{:02}", self.clock / 3600 % 24, self.clock / 60 % 60, self.clock % 60))
+    }
+
+    /// `updated_at` of the policy or pool `id` moves on (a child of it was written).
+    fn touch(&mut self, id: &str) {
+        let now = self.tick();
+        for p in self.pools.iter_mut().chain(self.policies.iter_mut()).filter(|p| p["id"] == id) {
+            p["updated_at"] = now.clone();
+        }
+    }
+
+    /// The GETs since the log was last taken.
+    pub fn take_gets(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.gets)
+    }
+
     fn pool_id(&self, name: &Value) -> Option<String> {
         let p = self.pools.iter().find(|p| p["name"] == name["name"])?;
         p["id"].as_str().map(String::from)
@@ -61,6 +87,7 @@ impl State {
         }
         body["members"] = json!(refs);
         body["healthmonitor"].take();
+        body["updated_at"] = self.tick();
         let pool = State::active(body, &id);
         self.pools.push(pool.clone());
         pool
@@ -84,6 +111,7 @@ impl State {
     fn add_member(&mut self, pool: &str, m: Value) -> Value {
         let member = State::active(m, &self.id("member"));
         self.members.push((pool.into(), member.clone()));
+        self.touch(pool);
         member
     }
 
@@ -100,6 +128,7 @@ impl State {
         }
         body["rules"] = json!(refs);
         body["listener_id"] = json!(listener);
+        body["updated_at"] = self.tick();
         let policy = State::active(body, &id);
         self.policies.push(policy.clone());
         policy
@@ -143,7 +172,10 @@ impl State {
         match (method, parts.as_slice()) {
             ("POST", _) if body.len() > self.body_limit => (413, json!({"faultstring": "Request is too large."})),
             ("GET", ["loadbalancers"]) => (200, json!({"loadbalancers": self.lb.iter().collect::<Vec<_>>()})),
-            ("GET", ["loadbalancers", _]) => (200, json!({"loadbalancer": self.lb})),
+            ("GET", ["loadbalancers", id]) => match &self.lb {
+                Some(lb) if lb["id"] == *id => (200, json!({ "loadbalancer": lb })),
+                _ => (404, json!({"faultstring": "no such load balancer"})),
+            },
             ("POST", ["loadbalancers"]) => (201, json!({"loadbalancer": self.create(v["loadbalancer"].clone())})),
             ("GET", ["listeners"]) => (200, json!({"listeners": self.listeners})),
             ("GET", ["listeners", id]) => (200, json!({"listener": pick(&self.listeners, id)})),
@@ -161,6 +193,7 @@ impl State {
                 for m in v["members"].as_array().cloned().unwrap_or_default() {
                     self.add_member(id, m);
                 }
+                self.touch(id);
                 (202, Value::Null)
             }
             ("POST", ["listeners"]) => {
@@ -188,6 +221,19 @@ impl State {
                     self.policies.iter().filter(|p| p["listener_id"] == *id).map(|p| p["id"].clone()).collect();
                 self.policies.retain(|p| p["listener_id"] != *id);
                 self.rules.retain(|(p, _)| !gone.iter().any(|g| g == p));
+                (204, Value::Null)
+            }
+            ("DELETE", ["loadbalancers", id]) if self.lb.as_ref().is_some_and(|lb| lb["id"] == *id) => {
+                // Asked with `cascade=true`: everything goes with it.
+                let (writes, gets) = (std::mem::take(&mut self.writes), std::mem::take(&mut self.gets));
+                *self = State {
+                    body_limit: self.body_limit,
+                    next_id: self.next_id,
+                    clock: self.clock,
+                    writes,
+                    gets,
+                    ..State::default()
+                };
                 (204, Value::Null)
             }
             ("DELETE", ["l7policies", id]) => {
@@ -227,6 +273,7 @@ impl State {
                 };
                 policy["rules"].as_array_mut().expect("refs").push(json!({"id": rule["id"]}));
                 self.rules.push((id.to_string(), rule.clone()));
+                self.touch(id);
                 (201, json!({ "rule": rule }))
             }
             ("GET", ["healthmonitors"]) => (200, json!({"healthmonitors": []})),
@@ -269,7 +316,10 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         (201, token, "X-Subject-Token: t\r\n")
     } else {
         let mut s = state.lock().unwrap();
-        if method != "GET" {
+        if method == "GET" {
+            let path = path.split('?').next().unwrap_or_default().to_string();
+            s.gets.push(path);
+        } else {
             s.writes.push((line.clone(), body.len()));
         }
         let (status, answer) = s.answer(method, path, &body);
