@@ -4,7 +4,7 @@
 //! this module only renders it.
 
 use crate::driver::actual::{ActualPolicy, ActualPool, ActualRule};
-use crate::driver::{HttpsSnapshot, RouterSnapshot};
+use crate::driver::{HttpsSnapshot, MoreHttpSnapshot, RouterSnapshot};
 use crate::model::DesiredRouter;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -55,6 +55,14 @@ fn write_https(s: &mut String, h: &HttpsSnapshot, pool_name: &dyn Fn(Option<&str
     let _ = writeln!(s, "  L7 POLICIES ({})", h.actual.policies.len());
     write_policies(s, &h.actual.policies, pool_name);
     let _ = writeln!(s, "  DEFAULT POOL: {}", pool_name(h.actual.listener.default_pool_id.as_deref()));
+}
+
+/// A more HTTP listener (a Gateway's other HTTP port): its policies and default pool.
+fn write_more_http(s: &mut String, m: &MoreHttpSnapshot, pool_name: &dyn Fn(Option<&str>) -> String) {
+    let _ = writeln!(s, "\nHTTP LISTENER {} (HTTP port {})", m.listener_id, m.port);
+    let _ = writeln!(s, "  L7 POLICIES ({}), first match wins", m.actual.policies.len());
+    write_policies(s, &m.actual.policies, pool_name);
+    let _ = writeln!(s, "  DEFAULT POOL: {}", pool_name(m.actual.listener.default_pool_id.as_deref()));
 }
 
 /// The readable table.
@@ -136,6 +144,9 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
         }
     );
 
+    for m in &v.more_http {
+        write_more_http(&mut s, m, &pool_name);
+    }
     if let Some(h) = &v.https {
         write_https(&mut s, h, &pool_name);
     }
@@ -182,6 +193,19 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
     s
 }
 
+/// One policy with its rules, as `show -o json` prints it.
+fn policy_json(p: &ActualPolicy) -> serde_json::Value {
+    serde_json::json!({
+        "id": p.id, "name": p.name, "position": p.position, "action": p.action,
+        "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
+        "redirect_prefix": p.redirect_prefix, "redirect_http_code": p.redirect_http_code,
+        "rules": p.rules.iter().map(|r| serde_json::json!({
+            "type": r.rule_type, "compare_type": r.compare_type, "key": r.key,
+            "value": r.value, "invert": r.invert,
+        })).collect::<Vec<_>>(),
+    })
+}
+
 /// JSON of the same view, for scripts (`show -o json`): ids, addresses, policies, pools, members.
 pub fn render_json(v: &RouterSnapshot) -> String {
     use serde_json::json;
@@ -190,17 +214,7 @@ pub fn render_json(v: &RouterSnapshot) -> String {
         Some(a) => (
             a.policies
                 .iter()
-                .map(|p| {
-                    json!({
-                        "id": p.id, "name": p.name, "position": p.position, "action": p.action,
-                        "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
-                        "redirect_prefix": p.redirect_prefix, "redirect_http_code": p.redirect_http_code,
-                        "rules": p.rules.iter().map(|r| json!({
-                            "type": r.rule_type, "compare_type": r.compare_type, "key": r.key,
-                            "value": r.value, "invert": r.invert,
-                        })).collect::<Vec<_>>(),
-                    })
-                })
+                .map(policy_json)
                 .collect::<Vec<_>>(),
             a.pools
                 .iter()
@@ -224,6 +238,11 @@ pub fn render_json(v: &RouterSnapshot) -> String {
         "operating_status": lb.operating_status, "vip_address": lb.vip_address, "vip_port_id": lb.vip_port_id,
         "floating_ip": v.floating_ip, "listener_id": v.listener.as_ref().map(|l| l.0.clone()),
         "default_pool_id": default_pool_id, "policies": policies, "pools": pools,
+        "more_http": v.more_http.iter().map(|m| json!({
+            "listener_id": m.listener_id, "port": m.port,
+            "default_pool_id": m.actual.listener.default_pool_id,
+            "policies": m.actual.policies.iter().map(policy_json).collect::<Vec<_>>(),
+        })).collect::<Vec<_>>(),
         "https": v.https.as_ref().map(|h| json!({
             "listener_id": h.listener_id, "port": h.port,
             "default_pool_id": h.actual.listener.default_pool_id,

@@ -143,3 +143,57 @@ async fn a_gateway_router_serves_each_http_port_on_a_listener_of_its_own() {
     let again = r.converge(&gateway(false)).await.expect("third convergence");
     assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
 }
+
+/// `show` (the router read back, table and JSON) lists the policies and default pool of the
+/// more HTTP listener too, not only the main listener's.
+#[tokio::test]
+async fn show_lists_the_policies_of_each_http_port() {
+    let (port, state) = fake_octavia::start(114_688).await;
+    let r = fake_octavia::router_named(port, ROUTER, 114_688);
+    r.converge(&gateway(true)).await.expect("converged");
+    let snapshot = r.snapshot().await.expect("read").expect("the router exists");
+    let (l8080, _) = routes_on(&state, 8080);
+    let text = kuryr_l7_router::show::render(&snapshot);
+    let section = text.split(&format!("HTTP LISTENER {}", l8080["id"].as_str().unwrap())).nth(1);
+    let section = section.unwrap_or_else(|| panic!("no section for the 8080 listener:\n{text}"));
+    assert!(section.contains("(HTTP port 8080)"), "{text}");
+    assert!(section.contains("gateway:infra/web:/eight"), "{text}");
+    assert!(section.contains("PATH EQUAL_TO /eight"), "{text}");
+    assert!(section.contains("DEFAULT POOL: not-found"), "{text}");
+    let main = text.split("HTTP LISTENER").next().unwrap();
+    assert!(!main.contains("PATH EQUAL_TO /eight\n"), "the 8080 route is not listed as the main listener's:\n{text}");
+
+    let json: Value = serde_json::from_str(&kuryr_l7_router::show::render_json(&snapshot)).unwrap();
+    let more = json["more_http"].as_array().unwrap_or_else(|| panic!("no more_http: {json}"));
+    assert_eq!(more.len(), 1, "{json}");
+    assert_eq!(more[0]["port"], 8080);
+    assert_eq!(more[0]["listener_id"], l8080["id"]);
+    assert_eq!(more[0]["default_pool_id"], pool_id(&state, "not-found").unwrap());
+    let names: Vec<&str> = more[0]["policies"].as_array().unwrap().iter().filter_map(|p| p["name"].as_str()).collect();
+    assert_eq!(names, ["gateway:infra/web:/eight"]);
+    assert_eq!(more[0]["policies"][0]["rules"][0]["value"], "/eight");
+}
+
+/// The Gateway's lowest HTTP port moves from 80 to 81 (its router's listener port follows): the
+/// routes of the main listener are served on 81, and the router's old main listener on 80 is
+/// deleted, not left answering the old port with the old routes; 8080 stays as it was.
+#[tokio::test]
+async fn a_gateway_whose_lowest_http_port_moves_keeps_no_listener_on_the_old_port() {
+    let (port, state) = fake_octavia::start(114_688).await;
+    let on80 = fake_octavia::router_named(port, ROUTER, 114_688);
+    on80.converge(&gateway(true)).await.expect("converged on 80");
+    let (l8080, _) = routes_on(&state, 8080);
+
+    let on81 = fake_octavia::router_named_on(port, ROUTER, 114_688, 81);
+    let moved = on81.converge(&gateway(true)).await.expect("converged on 81");
+    assert_eq!(
+        listeners(&state),
+        vec![(format!("{ROUTER}-http"), 81), (format!("{ROUTER}-http-8080"), 8080)],
+        "one main listener, on the new port"
+    );
+    assert_eq!(routes_on(&state, 81).1, ["/eighty"], "the main routes on the new port");
+    assert_eq!(routes_on(&state, 8080), (l8080, vec!["/eight".to_string()]), "8080 untouched");
+    assert_eq!(moved.writes_by_kind().get("delete_listener"), Some(&1));
+    let again = on81.converge(&gateway(true)).await.expect("second convergence");
+    assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
+}

@@ -7,16 +7,20 @@
 //! Planned from the listing the HTTP listener's lookup already made, so an Ingress router (which
 //! has none) makes no request more. A listener of ours on a port no longer wanted is deleted
 //! before the HTTP listener's plan, so that the pools only its policies used are free to go: ours
-//! means our tags AND this router's `-http-<port>` name, never the router's HTTP listener (any
-//! port), nor a listener another router or an admin created.
+//! means our tags AND this router's `-http-<port>` name, never a listener another router or an
+//! admin created. The router's own HTTP listener (`<router>-http`, our tags) left on a port that
+//! is no longer its listener port nor a more port is deleted too: a Gateway whose lowest HTTP port
+//! moved (the router's listener port follows it) has its main listener on the new port, and the
+//! old one would go on answering the old port with the old routes.
 
 use super::cloud::Cloud;
 use super::error::Result;
 use super::execute::listener_write;
 use super::listener_plan::{ListenerStep, ListenerWrite, choose_listener, plan_http_listener_on};
-use super::report::ConvergeReport;
+use super::report::{ConvergeReport, MoreHttpSnapshot};
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
+use crate::openstack::ListQuery;
 use crate::openstack::octavia::{Listener, LoadBalancer};
 
 /// The name of the router's HTTP listener on a more port.
@@ -32,11 +36,21 @@ fn is_ours(l: &Listener, spec: &RouterSpec) -> bool {
         && spec.ownership.owns(&l.tags)
 }
 
-/// The deletes of our more HTTP listeners on ports the desired router no longer has.
+/// Whether `l` is the router's own HTTP listener on a port other than its listener port (our
+/// tags and its `<router>-http` name): what a move of the lowest HTTP port leaves behind.
+fn is_old_main(l: &Listener, spec: &RouterSpec) -> bool {
+    l.protocol == "HTTP"
+        && l.protocol_port != spec.listener_port
+        && l.name == spec.http_listener_name()
+        && spec.ownership.owns(&l.tags)
+}
+
+/// The deletes of our more HTTP listeners, and of our main listener left on an old port, on
+/// ports the desired router no longer has.
 pub(crate) fn plan_stale(found: &[Listener], desired: &DesiredRouter, spec: &RouterSpec) -> Vec<ListenerStep> {
     found
         .iter()
-        .filter(|l| is_ours(l, spec) && !desired.more_http.contains_key(&l.protocol_port))
+        .filter(|l| (is_ours(l, spec) || is_old_main(l, spec)) && !desired.more_http.contains_key(&l.protocol_port))
         .map(|l| ListenerStep {
             write: ListenerWrite::Delete { id: l.id.clone() },
             kind: "delete_listener",
@@ -97,6 +111,24 @@ pub(crate) async fn ensure(
             None => l.cloned(),
         };
         out.extend(listener.map(|l| (port, l)));
+    }
+    Ok(out)
+}
+
+/// The router's more HTTP listeners for `show`, by port: each one's policies and default pool.
+pub(crate) async fn snapshot(
+    cloud: &Cloud,
+    reads: &std::sync::Mutex<super::read_cache::ReadCache>,
+    lb: &LoadBalancer,
+) -> Result<Vec<MoreHttpSnapshot>> {
+    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+    let mut listeners: Vec<Listener> =
+        cloud.octavia.list_listeners(&q).await?.into_iter().filter(|l| is_ours(l, &cloud.spec)).collect();
+    listeners.sort_by_key(|l| l.protocol_port);
+    let mut out = Vec::with_capacity(listeners.len());
+    for l in listeners {
+        let actual = super::read::read_actual(cloud, reads, &l, None).await?;
+        out.push(MoreHttpSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual });
     }
     Ok(out)
 }
@@ -174,5 +206,30 @@ mod tests {
         assert!(deleted(&wanting(&[8080])).is_empty());
         // An Ingress router (no more ports) deletes nothing but such a listener of its own.
         assert!(plan_ports(&listed, &wanting(&[]), "lb", &s).is_empty());
+    }
+
+    #[test]
+    fn our_main_listener_left_on_an_old_port_is_deleted() {
+        // The lowest HTTP port moved from 80 to 81.
+        let s = RouterSpec { listener_port: 81, ..spec() };
+        let listed = [
+            listener(80, "kuryr-gw-1-ns.gw-http", true),
+            listener(81, "kuryr-gw-1-ns.gw-http", true),
+            // Named like ours without our tags, another router's: never touched.
+            listener(82, "kuryr-gw-1-ns.gw-http", false),
+            listener(83, "kuryr-gw-2-ns.other-http", true),
+        ];
+        let deleted = |d: &DesiredRouter| -> Vec<String> {
+            plan_stale(&listed, d, &s)
+                .into_iter()
+                .map(|st| match st.write {
+                    ListenerWrite::Delete { id } => id,
+                    w => panic!("{w:?}"),
+                })
+                .collect()
+        };
+        assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http@80".to_string()]);
+        // 80 is a more port now: the old main listener serves it, kept.
+        assert!(deleted(&wanting(&[80])).is_empty());
     }
 }

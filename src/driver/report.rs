@@ -104,6 +104,17 @@ pub struct RouterSnapshot {
     pub actual: Option<ActualRouter>,
     /// The TERMINATED_HTTPS listener, when the router has one.
     pub https: Option<HttpsSnapshot>,
+    /// The router's more HTTP listeners (a Gateway's other HTTP ports), by port.
+    pub more_http: Vec<MoreHttpSnapshot>,
+}
+
+/// One more HTTP listener of the router (`<router>-http-<port>`) as Octavia has it.
+#[derive(Clone, Debug)]
+pub struct MoreHttpSnapshot {
+    pub listener_id: String,
+    pub port: u16,
+    /// Its policies (in position order) and default pool.
+    pub actual: ActualRouter,
 }
 
 /// The HTTPS listener as Octavia has it, with its certificates as Barbican describes them.

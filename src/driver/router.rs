@@ -302,8 +302,8 @@ impl Router {
         ok
     }
 
-    /// The router as Octavia has it (`show`): load balancer, HTTP listener, children and floating
-    /// IP. `None` when the router does not exist.
+    /// The router as Octavia has it (`show`): load balancer, HTTP listener, children, the HTTPS
+    /// and more HTTP listeners' policies, and floating IP. `None` when the router does not exist.
     pub async fn snapshot(&self) -> Result<Option<RouterSnapshot>> {
         let Some(lb) = self.find().await? else { return Ok(None) };
         let listener = lifecycle::find_http_listener(&self.cloud, &lb).await?;
@@ -316,7 +316,9 @@ impl Router {
             None => None,
         };
         let https = https::snapshot(&self.cloud, &self.reads, &lb).await?;
-        Ok(Some(RouterSnapshot { lb, floating_ip, listener: listener.map(|l| (l.id, l.protocol_port)), actual, https }))
+        let more_http = more_http::snapshot(&self.cloud, &self.reads, &lb).await?;
+        let listener = listener.map(|l| (l.id, l.protocol_port));
+        Ok(Some(RouterSnapshot { lb, floating_ip, listener, actual, https, more_http }))
     }
 
     /// Converge the router to `desired`: create it fully populated if it does not exist, else

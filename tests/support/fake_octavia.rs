@@ -336,6 +336,12 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
 
 /// A router named `name` of cluster `c1` on the fake Octavia at `port`.
 pub fn router_named(port: u16, name: &str, max_create_body_bytes: usize) -> Router {
+    router_named_on(port, name, max_create_body_bytes, 80)
+}
+
+/// [`router_named`] with its HTTP listener on `listener_port`.
+#[allow(dead_code)] // not every test target that includes this file uses it
+pub fn router_named_on(port: u16, name: &str, max_create_body_bytes: usize, listener_port: u16) -> Router {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let url = format!("http://127.0.0.1:{port}/v3");
     let session = Session::new(AuthOptions::password(&url, "u", Secret::new("p"), "p", "Default")).unwrap();
@@ -347,7 +353,7 @@ pub fn router_named(port: u16, name: &str, max_create_body_bytes: usize) -> Rout
         vip_subnet_id: Some("s".into()),
         availability_zone: None,
         provider: None,
-        listener_port: 80,
+        listener_port,
         fully_populated_create: true,
         max_create_body_bytes,
         floating_ip: None,
