@@ -209,7 +209,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
     let host = format!("{name}.example.com");
     let (source, target) = (&routers[0], &routers[2]);
     let (source_ip, target_ip) = (floating_ip(source).await, floating_ip(target).await);
-    assert_eq!(status(fake, &name), [source_ip.clone()], "{name} starts on router 0");
+    assert_eq!(status(fake, &name), std::slice::from_ref(&source_ip), "{name} starts on router 0");
     assert!(routes(source, &host).await && !routes(target, &host).await, "{host} starts on router 0 only");
 
     let dir = tempfile::tempdir().unwrap();
@@ -228,7 +228,11 @@ pub(super) async fn a_kill_9_mid_move_converges(
     .await;
     a.kill_9();
     let record = annotation(fake, &name, MOVE_ANNOTATION);
-    eprintln!("{:.1} s: controller a killed with router 2 PENDING_UPDATE; move record: {record:?}", at());
+    let on_target = routes(target, &host).await;
+    eprintln!(
+        "{:.1} s: controller a killed with router 2 PENDING_UPDATE; {host} on it: {on_target}; move record: {record:?}",
+        at()
+    );
 
     let mut b = Controller::start(dir.path(), &conf, "b");
     wait_for("status with both addresses (PublishBoth)", 240, async || {
