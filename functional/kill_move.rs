@@ -2,9 +2,10 @@
 //! `router_set` built (three routers at two policies each; its in-process controller stopped),
 //! the shipped binary (`kuryr-l7-router run`, a real process) drives an operator's move
 //! (`move-to`) of one Ingress's host from router 0 to router 2 with a short `move_dns_grace`.
-//! It is killed with SIGKILL twice: once in `CreateOnTarget` while the target's write is in
-//! flight (the target load balancer `PENDING_UPDATE`, before any move record was written), once
-//! in `PublishBoth` (status with both addresses). A third process finishes the move.
+//! It is killed with SIGKILL twice: once in `CreateOnTarget` right after the target's write was
+//! sent (the host's policy listed on the target; no move record written yet, or
+//! `CreateOnTarget`), once in `PublishBoth` (status with both addresses). A third process
+//! finishes the move.
 //!
 //! Asserted: the move finishes (record gone, placement and status the target's only); the host
 //! is routed on the target only; no policy or pool twice on either router (listed by our
@@ -220,19 +221,22 @@ pub(super) async fn a_kill_9_mid_move_converges(
     let (samples, done, sampler) = watch(fake.clone(), name.clone(), host.clone(), source.clone(), target.clone(), t0);
 
     let mut a = Controller::start(dir.path(), &conf, "a");
+    // Killed right after the target's write was sent: its policy for the host listed (Octavia
+    // lists it from the API's accept on), the load balancer most likely still PENDING_UPDATE.
     let target_lb = target.find().await.unwrap().expect("router 2 exists").id;
-    wait_for("router 2 PENDING_UPDATE (the move's write in flight)", 180, async || {
-        let lb = target.octavia().get_load_balancer(&target_lb).await.ok()?;
-        (lb.provisioning_status == "PENDING_UPDATE").then_some(())
+    wait_for("the host's policy on router 2 (the move's write sent)", 180, async || {
+        routes(target, &host).await.then_some(())
     })
     .await;
     a.kill_9();
+    let lb = target.octavia().get_load_balancer(&target_lb).await.unwrap();
     let record = annotation(fake, &name, MOVE_ANNOTATION);
-    let on_target = routes(target, &host).await;
     eprintln!(
-        "{:.1} s: controller a killed with router 2 PENDING_UPDATE; {host} on it: {on_target}; move record: {record:?}",
-        at()
+        "{:.1} s: controller a killed with {host} on router 2, which is {}; move record: {record:?}",
+        at(),
+        lb.provisioning_status
     );
+    assert!(record.is_none_or(|r| r.contains("CreateOnTarget")), "killed in CreateOnTarget");
 
     let mut b = Controller::start(dir.path(), &conf, "b");
     wait_for("status with both addresses (PublishBoth)", 240, async || {
