@@ -22,6 +22,9 @@ use fake_api::Fake;
 
 #[path = "gateway_lb.rs"]
 mod gateway_lb;
+/// A kill -9 mid-move, on `router_set`'s routers.
+#[path = "kill_move.rs"]
+mod kill_move;
 /// Scale-out on the real Octavia, on the same fake API server.
 #[path = "../tests/support/routed_hosts.rs"]
 mod routed_hosts;

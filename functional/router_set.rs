@@ -2,7 +2,8 @@
 //! of three routers built at a capacity of two policies, the Kubernetes side on the fake API
 //! server. On the same set-up (one test, to keep CI short): the three routers' writes in flight
 //! at once, a router deleted by hand rebuilt on the same floating IP with the same groups, and
-//! a router in ERROR holding back only itself. Included by `functional/leader.rs` (same fake
+//! a router in ERROR holding back only itself; then, its controller stopped, a move driven by
+//! real `kuryr-l7-router run` processes killed with SIGKILL mid-move (`kill_move`). Included by `functional/leader.rs` (same fake
 //! server, no test binary of its own):
 //! `KURYR_FUNCTIONAL=1 cargo test --test functional_leader -- router_set --nocapture`.
 
@@ -228,6 +229,14 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(60), run).await;
+    // On the same routers, the in-process controller stopped: real processes killed mid-move.
+    let result = match result {
+        Ok(()) => {
+            let kill = super::kill_move::a_kill_9_mid_move_converges(&fake, &api, &token, &base, &routers);
+            futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(kill)).await
+        }
+        Err(panic) => Err(panic),
+    };
     for r in &routers {
         cleanup(r).await;
     }
