@@ -32,6 +32,7 @@ fn input(claims: Vec<IngressClaim>) -> PlacementInput {
         routers: BTreeMap::new(),
         now: 10_000,
         empty_grace_secs: 600,
+        moving: Default::default(),
     }
 }
 

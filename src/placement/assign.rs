@@ -37,6 +37,11 @@ pub struct PlacementInput {
     pub now: UnixSeconds,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_grace_secs: u64,
+    /// Hosts of the moves in progress (`current` names each one's target). A group holding any
+    /// stays on such a target, and its other parts move there: a merge never takes hosts away
+    /// from a move's target while the move publishes that target's address.
+    #[serde(default)]
+    pub moving: BTreeSet<String>,
 }
 
 /// A part of a group to move to the router of the rest of its group (after a merge).
@@ -136,7 +141,7 @@ pub fn place(input: &PlacementInput) -> Placement {
     let mut moves = Vec::new();
     let mut new_groups = Vec::new();
     for group in &groups {
-        match keep_placed(group, &input.current, &mut moves) {
+        match keep_placed(group, input, &mut moves) {
             Some(router) => {
                 loads.add(router, group);
                 group_router.insert(group.id.clone(), router);
@@ -171,23 +176,26 @@ pub fn place(input: &PlacementInput) -> Placement {
 }
 
 /// The router of an already placed group: the router holding most of its hosts (ties: the
-/// lowest index, the older router). Hosts recorded on other routers (the group merged) are
+/// lowest index, the older router); of a group holding hosts of a move in progress, the target
+/// of those moves holding most of them. Hosts recorded on other routers (the group merged) are
 /// moved there; hosts not recorded yet (new hosts) simply join.
-fn keep_placed(
-    group: &HostGroup,
-    current: &BTreeMap<String, RouterIndex>,
-    moves: &mut Vec<MoveRequest>,
-) -> Option<RouterIndex> {
+fn keep_placed(group: &HostGroup, input: &PlacementInput, moves: &mut Vec<MoveRequest>) -> Option<RouterIndex> {
     let mut parts: BTreeMap<RouterIndex, BTreeSet<String>> = BTreeMap::new();
+    let mut moving: BTreeMap<RouterIndex, usize> = BTreeMap::new();
     for host in &group.hosts {
-        if let Some(&r) = current.get(host) {
+        if let Some(&r) = input.current.get(host) {
             parts.entry(r).or_default().insert(host.clone());
+            if input.moving.contains(host) {
+                *moving.entry(r).or_default() += 1;
+            }
         }
     }
     let mut anchor: Option<(RouterIndex, usize)> = None;
     for (&r, hosts) in &parts {
-        if anchor.is_none_or(|(_, n)| hosts.len() > n) {
-            anchor = Some((r, hosts.len()));
+        // A move's target wins over any router without a move to it.
+        let weight = if moving.is_empty() { hosts.len() } else { moving.get(&r).copied().unwrap_or(0) };
+        if weight > 0 && anchor.is_none_or(|(_, n)| weight > n) {
+            anchor = Some((r, weight));
         }
     }
     let (anchor, _) = anchor?;
@@ -298,6 +306,7 @@ mod tests {
             routers: BTreeMap::new(),
             now: 1000,
             empty_grace_secs: 600,
+            moving: BTreeSet::new(),
         }
     }
 
@@ -320,5 +329,18 @@ mod tests {
         let p = place(&input(vec![claim("ns/tie", &["x.com", "y.com"], 1)], &[("x.com", 2), ("y.com", 1)]));
         assert_eq!(p.group_router["x.com"], 1);
         assert_eq!(p.moves[0].from, 2);
+    }
+
+    /// A group holding a host of a move in progress stays on that move's target, even when
+    /// another router holds more of its hosts: the other part moves there.
+    #[test]
+    fn a_merge_with_a_moving_part_goes_to_the_moves_target() {
+        let claims = vec![claim("ns/a", &["a.com", "b.com"], 2), claim("ns/tie", &["b.com", "c.com"], 1)];
+        let mut i = input(claims, &[("a.com", 0), ("b.com", 0), ("c.com", 3)]);
+        i.moving = ["c.com".to_string()].into();
+        let p = place(&i);
+        assert_eq!(p.group_router["a.com"], 3);
+        let moves: Vec<_> = p.moves.iter().map(|m| (m.hosts.len(), m.from, m.to)).collect();
+        assert_eq!(moves, [(2, 0, 3)]);
     }
 }
