@@ -460,7 +460,11 @@ async fn an_empty_routers_grace_is_counted_across_a_restart_and_ends_on_time() {
     let found: Vec<FoundRouter> = [BASE, "rset-2", "rset-3"]
         .iter()
         .enumerate()
-        .map(|(i, name)| FoundRouter { name: name.to_string(), empty_since: empty_since(&running.lb_tags(i as u32)) })
+        .map(|(i, name)| FoundRouter {
+            name: name.to_string(),
+            empty_since: empty_since(&running.lb_tags(i as u32)),
+            untagged: false,
+        })
         .collect();
     assert_eq!(found.iter().map(|f| f.empty_since).collect::<Vec<_>>(), [None, None, Some(since)]);
     let restart_at = since as f64 + 1.5;
@@ -727,5 +731,25 @@ async fn an_ingress_tying_a_moving_group_joins_the_moves_target() {
     eventually("the tying Ingress on the target", 10, || (addresses(&fake, "tie") == [SECOND]).then_some(())).await;
     let started = event_reasons(&fake, "a").iter().filter(|r| *r == "MoveStarted").count();
     assert_eq!(started, 1, "a is not moved back");
+    running.stop().await;
+}
+
+/// rset-2's name is held by a load balancer of this cluster without our set tag, and no
+/// placement names it: three one-policy Ingresses at two policies a router fill the first
+/// router and go to rset-3, never to rset-2 (which would adopt that load balancer by name);
+/// nothing is built for rset-2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_group_is_kept_off_a_name_an_untagged_load_balancer_holds() {
+    let fake = fake_with(["a", "b", "c"].map(ingress));
+    let untagged = FoundRouter { name: "rset-2".into(), empty_since: None, untagged: true };
+    let running = start_finding(&fake, "", &[FoundRouter::from(BASE), untagged], &[1]).await;
+    let routers: Vec<String> = eventually("every Ingress placed", 20, || {
+        ["a", "b", "c"].iter().map(|n| placed(&fake, n).map(|p| p.0)).collect::<Option<Vec<_>>>()
+    })
+    .await;
+    assert!(routers.iter().all(|r| r == BASE || r == "rset-3"), "{routers:?}");
+    assert_eq!(routers.iter().filter(|r| *r == "rset-3").count(), 1, "{routers:?}");
+    let built: Vec<u32> = running.sims.lock().unwrap().keys().copied().collect();
+    assert_eq!(built, [0, 2], "nothing built for rset-2");
     running.stop().await;
 }

@@ -46,7 +46,7 @@ fn after(prev: &Placement, claims: Vec<IngressClaim>, now: u64) -> PlacementInpu
                 RouterFate::Empty { since, .. } => Some(since),
                 _ => None,
             };
-            (r, RouterRecord { empty_since })
+            (r, RouterRecord { empty_since, ..RouterRecord::default() })
         })
         .filter(|(r, _)| prev.routers[r].fate != RouterFate::Delete)
         .collect();

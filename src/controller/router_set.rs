@@ -139,6 +139,9 @@ pub struct RouterSet {
     /// was busy with another move). A restart sees the growth again from [`COST_ANNOTATION`],
     /// which keeps the cost before the growth while it waits.
     grown: Mutex<BTreeSet<String>>,
+    /// Indices whose name an untagged load balancer holds (found at start): kept off by placement
+    /// unless the recorded placement names them.
+    untagged: Mutex<BTreeSet<RouterIndex>>,
     /// The moves' steps not told yet, in the order they happened: concurrent Syncs (one per
     /// router) place and observe in turn, but publish later, so each step is queued where it
     /// happens and the Events are told in that order, once (`take_steps`).
@@ -163,6 +166,7 @@ impl RouterSet {
             move_changed: tokio::sync::Notify::new(),
             found: Mutex::default(),
             grown: Mutex::default(),
+            untagged: Mutex::default(),
             steps: Mutex::default(),
             telling: tokio::sync::Mutex::new(()),
         }
@@ -171,8 +175,14 @@ impl RouterSet {
     /// The routers `found` exist on Octavia (found at start by our set tag), each with the time
     /// its load balancer's tag says it became empty: the next placement counts them, so an
     /// empty one is collected once its grace, counted from that time, is over. The first
-    /// router is always in the set.
-    pub fn found(&self, found: impl IntoIterator<Item = (RouterIndex, Option<UnixSeconds>)>) {
+    /// router is always in the set. `untagged`: indices whose name a load balancer without our
+    /// set tag holds: no new group goes there unless a recorded placement names it.
+    pub fn found(
+        &self,
+        found: impl IntoIterator<Item = (RouterIndex, Option<UnixSeconds>)>,
+        untagged: impl IntoIterator<Item = RouterIndex>,
+    ) {
+        self.untagged.lock().expect("lock").extend(untagged.into_iter().filter(|i| *i > 0));
         let found: Vec<_> = found.into_iter().filter(|(i, _)| *i > 0).collect();
         let mut empty = self.empty_since.lock().expect("lock");
         empty.extend(found.iter().filter_map(|(i, since)| Some((*i, (*since)?))));
@@ -233,7 +243,10 @@ impl RouterSet {
             routers.entry(r).or_default();
         }
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
-            routers.insert(*r, RouterRecord { empty_since: Some(*since) });
+            routers.insert(*r, RouterRecord { empty_since: Some(*since), ..RouterRecord::default() });
+        }
+        for r in self.untagged.lock().expect("lock").iter() {
+            routers.entry(*r).or_default().untagged = true;
         }
         // The first placement of this process compares with the costs recorded on the Ingresses.
         let before = match last.as_ref() {
@@ -439,25 +452,28 @@ const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The routers of the set `base` on Octavia (by our set tag), other than the first, each with
 /// the time its load balancer's tag says it became empty: those no placement names are
-/// collected once their `empty_router_grace`, counted from then, is over. A failed list finds
-/// none (logged): they are collected by a later start.
+/// collected once their `empty_router_grace`, counted from then, is over; and the indices whose
+/// name a load balancer without our set tag holds. A failed list finds none (logged): they are
+/// collected by a later start.
 pub(crate) async fn found_on_octavia<B: crate::controller::writer::RouterBackend>(
     backend: &B,
     base: &str,
-) -> Vec<(RouterIndex, Option<UnixSeconds>)> {
+) -> (Vec<(RouterIndex, Option<UnixSeconds>)>, Vec<RouterIndex>) {
     match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancers()).await {
-        Ok(Ok(found)) => found
-            .iter()
-            .filter_map(|lb| Some((crate::placement::router_index(base, &lb.name)?, lb.empty_since)))
-            .filter(|(i, _)| *i > 0)
-            .collect(),
+        Ok(Ok(found)) => {
+            let index =
+                |lb: &crate::driver::FoundRouter| crate::placement::router_index(base, &lb.name).filter(|i| *i > 0);
+            let ours = found.iter().filter(|lb| !lb.untagged).filter_map(|lb| Some((index(lb)?, lb.empty_since)));
+            let untagged = found.iter().filter(|lb| lb.untagged).filter_map(index);
+            (ours.collect(), untagged.collect())
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
-            Vec::new()
+            Default::default()
         }
         Err(_) => {
             tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
-            Vec::new()
+            Default::default()
         }
     }
 }

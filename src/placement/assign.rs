@@ -19,6 +19,12 @@ use super::{Capacity, Cost, RouterIndex, UnixSeconds};
 pub struct RouterRecord {
     /// When the router was first seen holding no group (None while it holds groups).
     pub empty_since: Option<UnixSeconds>,
+    /// A load balancer of this cluster holds the router's name without our set tag (made before
+    /// set tags). Unless the recorded placement names it (then it is ours: its Sync tags it),
+    /// no group goes there, nor does a new router take its index: placing one would adopt
+    /// that load balancer by name.
+    #[serde(default)]
+    pub untagged: bool,
 }
 
 /// Everything placement depends on; nothing else is read.
@@ -98,6 +104,10 @@ pub struct Placement {
     pub routers: BTreeMap<RouterIndex, RouterLoad>,
     pub moves: Vec<MoveRequest>,
     pub warnings: Vec<PlacementWarning>,
+    /// Indices held by untagged load balancers no placement names ([`RouterRecord::untagged`]):
+    /// not in `routers`, and no new router takes them.
+    #[serde(default)]
+    pub held: BTreeSet<RouterIndex>,
 }
 
 /// Working state while placing.
@@ -106,6 +116,7 @@ struct Loads {
     shared: Cost,
     cost: BTreeMap<RouterIndex, Cost>,
     groups: BTreeMap<RouterIndex, BTreeSet<GroupId>>,
+    held: BTreeSet<RouterIndex>,
 }
 
 impl Loads {
@@ -122,7 +133,8 @@ impl Loads {
 
     /// The smallest index not in use: the name `<base>-N` of a deleted router is reused.
     fn new_router(&mut self) -> RouterIndex {
-        let index = (0..).find(|i| !self.cost.contains_key(i)).expect("fewer than u32::MAX routers");
+        let free = |i: &RouterIndex| !self.cost.contains_key(i) && !self.held.contains(i);
+        let index = (0..).find(free).expect("fewer than u32::MAX routers");
         self.cost.insert(index, self.shared);
         index
     }
@@ -132,8 +144,11 @@ impl Loads {
 pub fn place(input: &PlacementInput) -> Placement {
     let (groups, hostless) = group_claims(&input.claims);
     let shared = input.shared.plus(hostless);
-    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new() };
-    let known = input.routers.keys().chain(input.current.values()).copied().chain([0]);
+    let named: BTreeSet<RouterIndex> = input.current.values().copied().collect();
+    let held: BTreeSet<RouterIndex> =
+        input.routers.iter().filter(|(r, rec)| rec.untagged && !named.contains(r)).map(|(r, _)| *r).collect();
+    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new(), held };
+    let known = input.routers.keys().filter(|r| !loads.held.contains(r)).chain(&named).copied().chain([0]);
     for r in known {
         loads.cost.insert(r, shared);
     }
@@ -172,7 +187,8 @@ pub fn place(input: &PlacementInput) -> Placement {
         host_router.extend(group.hosts.iter().map(|h| (h.clone(), router)));
         ingress_router.extend(group.ingresses.iter().map(|i| (i.clone(), router)));
     }
-    Placement { groups, shared, group_router, host_router, ingress_router, routers, moves, warnings }
+    let held = loads.held;
+    Placement { groups, shared, group_router, host_router, ingress_router, routers, moves, warnings, held }
 }
 
 /// The router of an already placed group: the router holding most of its hosts (ties: the
@@ -329,6 +345,23 @@ mod tests {
         let p = place(&input(vec![claim("ns/tie", &["x.com", "y.com"], 1)], &[("x.com", 2), ("y.com", 1)]));
         assert_eq!(p.group_router["x.com"], 1);
         assert_eq!(p.moves[0].from, 2);
+    }
+
+    /// Router 1's name is held by an untagged load balancer that no placement names: a group
+    /// that fits nowhere else gets a new router at index 2, not 1. Once the recorded placement
+    /// names index 1, it is a router of the set like the others.
+    #[test]
+    fn a_new_group_is_kept_off_an_index_an_untagged_load_balancer_holds() {
+        let claims = || vec![claim("ns/a", &["a.com"], 8), claim("ns/b", &["b.com"], 8)];
+        let mut i = input(claims(), &[("a.com", 0)]);
+        i.routers.insert(1, RouterRecord { untagged: true, ..RouterRecord::default() });
+        let p = place(&i);
+        assert_eq!(p.group_router["b.com"], 2);
+        assert_eq!(p.routers.keys().copied().collect::<Vec<_>>(), [0, 2], "index 1 is not a router of the set");
+        assert_eq!(p.held, [1].into());
+        let mut named = input(claims(), &[("a.com", 0), ("b.com", 1)]);
+        named.routers.insert(1, RouterRecord { untagged: true, ..RouterRecord::default() });
+        assert_eq!(place(&named).group_router["b.com"], 1);
     }
 
     /// A group holding a host of a move in progress stays on that move's target, even when

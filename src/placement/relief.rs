@@ -114,7 +114,8 @@ fn pick_target(
         return r;
     }
     // Not the index of a busy router either: a move's source may hold no group any more.
-    (0..).find(|i| !cost.contains_key(i) && !busy.contains(i)).expect("fewer than u32::MAX routers")
+    let free = |i: &RouterIndex| !cost.contains_key(i) && !busy.contains(i) && !p.held.contains(i);
+    (0..).find(free).expect("fewer than u32::MAX routers")
 }
 
 #[cfg(test)]
