@@ -288,6 +288,8 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
                     if let Some(set) = set {
                         let capacity = settings.octavia_defaults.scale_out.capacity;
                         print!("\n{}", crate::placement::report::render_placement(base, capacity, &set));
+                        let (in_progress, starting) = plan_moves(settings, &inputs, &desired);
+                        print!("\n{}", crate::placement::report::render_moves(base, &in_progress, &starting));
                     }
                     if let Some(g) = &gateways {
                         print!("\n{}", crate::gateway::plan::render_table(g));
@@ -298,7 +300,12 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
                 }
                 (OutputFormat::Json, set) => {
                     let mut json = match set {
-                        Some(set) => crate::placement::report::placement_json(base, &set),
+                        Some(set) => {
+                            let mut json = crate::placement::report::placement_json(base, &set);
+                            let (in_progress, starting) = plan_moves(settings, &inputs, &desired);
+                            json["moves"] = crate::placement::report::moves_json(base, &in_progress, &starting);
+                            json
+                        }
                         None => serde_json::to_value(&desired).expect("the model always serializes"),
                     };
                     // Only with Gateway API objects: the Ingress-only output stays as it was.
@@ -334,6 +341,35 @@ fn plan_placement(
         empty_grace_secs: so.empty_router_grace.as_secs(),
     };
     crate::placement::split::place_and_split(desired, &params)
+}
+
+/// The moves `run` would drive from these manifests: those recorded in progress on the
+/// Ingresses, and those its placement would start now (an operator's `move-to`, a merge, a
+/// group that grew, since the cost recorded on its Ingresses, on a router now over capacity).
+fn plan_moves(
+    settings: &Settings,
+    inputs: &crate::translate::Inputs,
+    desired: &crate::model::DesiredRouter,
+) -> (Vec<crate::placement::MovePlan>, Vec<crate::placement::MovePlan>) {
+    use crate::controller::set_moves::{Growth, move_asks, place_with_moves, recorded_moves};
+    let so = &settings.octavia_defaults.scale_out;
+    let base = &settings.octavia_defaults.l7_router_name;
+    let params = crate::placement::split::SplitParams {
+        capacity: so.capacity,
+        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
+        routers: Default::default(),
+        now: 0,
+        empty_grace_secs: so.empty_router_grace.as_secs(),
+    };
+    let recorded = recorded_moves(&inputs.ingresses);
+    let asks = move_asks(base, &inputs.ingresses);
+    let growth = Growth {
+        before: crate::controller::router_set::recorded_costs(&inputs.ingresses),
+        pending: Default::default(),
+    };
+    let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);
+    let in_progress = placed.moves.values().filter(|m| recorded.contains_key(&m.group)).cloned().collect();
+    (in_progress, placed.started)
 }
 
 /// Converge the router once and print every write and a summary; non-zero exit on failure.

@@ -95,6 +95,89 @@ fn plan_shows_the_router_of_each_ingress_with_scale_out() {
     assert!(!text(&out.stdout).contains("PLACEMENT"), "{}", text(&out.stdout));
 }
 
+/// An Ingress with one path per entry of `paths` on host `<name>.example.com`, with `annotations`.
+fn moving_ingress(name: &str, paths: &[&str], annotations: &str) -> String {
+    let paths: Vec<String> = paths
+        .iter()
+        .map(|p| {
+            format!(
+                "      - {{path: {p}, pathType: Prefix, backend: {{service: {{name: web, port: {{number: 80}}}}}}}}\n"
+            )
+        })
+        .collect();
+    format!(
+        "---\napiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations:\n{annotations}spec:\n  ingressClassName: kuryr-l7-router\n  rules:\n  - host: {name}.example.com\n    http:\n      paths:\n{}",
+        paths.concat()
+    )
+}
+
+/// With `scale_out`, `plan` shows the moves `run` would drive: the move recorded in progress on
+/// an Ingress (c, from the second router to the third), and the move its placement would start
+/// (a's group grew from the one policy recorded with it to two, on a router now over its two
+/// policies: it leaves to a new router, the others being busy with c's move); b stays.
+#[test]
+fn plan_shows_the_moves_in_progress_and_those_it_would_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("kuryr.conf");
+    std::fs::write(&conf, format!("{NO_KEYSTONE}scale_out = true\nmax_policies_per_router = 2\n")).unwrap();
+    let placed = |router: &str, policies: u32, host: &str| {
+        format!(
+            "    placement.kuryr-l7-router.openstack.org/router: {router}\n    placement.kuryr-l7-router.openstack.org/cost: '{{\"group\":\"{host}\",\"policies\":{policies},\"certificates\":0}}'\n"
+        )
+    };
+    let record = r#"{"group":"c.example.com","hosts":["c.example.com"],"from":1,"to":2,"phase":{"PublishBoth":{"since":1700}},"cause":"Operator"}"#;
+    let moving = format!(
+        "{}    placement.kuryr-l7-router.openstack.org/move: '{record}'\n",
+        placed("demo-router-3", 1, "c.example.com")
+    );
+    let manifests = [
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/examples/00-ingressclass.yaml")).unwrap(),
+        "---\napiVersion: v1\nkind: Service\nmetadata: {name: web, namespace: shop}\nspec: {ports: [{port: 80}]}\n"
+            .into(),
+        moving_ingress("a", &["/", "/more"], &placed("demo-router", 1, "a.example.com")),
+        moving_ingress("b", &["/"], &placed("demo-router", 1, "b.example.com")),
+        moving_ingress("c", &["/"], &moving),
+    ];
+    let file = dir.path().join("moves.yaml");
+    std::fs::write(&file, manifests.concat()).unwrap();
+    let out = run(&conf, &["plan", "-f", file.to_str().unwrap()]);
+    let table = text(&out.stdout);
+    assert!(out.status.success(), "plan failed: {table}{}", text(&out.stderr));
+    assert!(table.contains("MOVES (2: 1 in progress, 1 to start)"), "{table}");
+    assert!(
+        table.contains(
+            "  MOVE c.example.com: demo-router-2 -> demo-router-3  in progress: both addresses published since 1700"
+        ),
+        "{table}"
+    );
+    assert!(
+        table.contains("  MOVE a.example.com: demo-router -> demo-router-4  to start: automatic: router demo-router over capacity (3 > 2 policies)"),
+        "{table}"
+    );
+    assert!(!table.contains("MOVE b.example.com"), "{table}");
+    let out = run(&conf, &["plan", "-f", file.to_str().unwrap(), "-o", "json"]);
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan -o json prints JSON");
+    let moves = plan["moves"].as_array().expect("the moves");
+    let got: Vec<(&str, &str, &str, bool)> = moves
+        .iter()
+        .map(|m| {
+            (
+                m["hosts"][0].as_str().unwrap(),
+                m["from"].as_str().unwrap(),
+                m["to"].as_str().unwrap(),
+                m["inProgress"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("c.example.com", "demo-router-2", "demo-router-3", true),
+            ("a.example.com", "demo-router", "demo-router-4", false)
+        ]
+    );
+}
+
 /// The README's two commands run as root on a bare machine, which may have no `sudo`: neither the
 /// docs nor the scripts behind them call it (devstack's plugin is the exception: devstack runs as
 /// its non-root stack user).

@@ -32,6 +32,7 @@ fn input(claims: Vec<IngressClaim>) -> PlacementInput {
         routers: BTreeMap::new(),
         now: 10_000,
         empty_grace_secs: 600,
+        moving: Default::default(),
     }
 }
 
@@ -45,7 +46,7 @@ fn after(prev: &Placement, claims: Vec<IngressClaim>, now: u64) -> PlacementInpu
                 RouterFate::Empty { since, .. } => Some(since),
                 _ => None,
             };
-            (r, RouterRecord { empty_since })
+            (r, RouterRecord { empty_since, ..RouterRecord::default() })
         })
         .filter(|(r, _)| prev.routers[r].fate != RouterFate::Delete)
         .collect();

@@ -512,22 +512,29 @@ impl Context {
         }
     }
 
-    /// Writes [`crate::controller::router_set::PLACEMENT_ANNOTATION`] on each Ingress of ours
-    /// with hosts, placed on a router that synced, where it differs: the record a restarted
-    /// controller or a new leader places from.
+    /// Writes [`crate::controller::router_set::PLACEMENT_ANNOTATION`] (and the group's cost,
+    /// `COST_ANNOTATION`) on each Ingress of ours with hosts, placed on a router that synced,
+    /// where it differs: the record a restarted controller or a new leader places from.
     async fn record_placement(&self, set: &RouterSet, placed: &Placed, synced: &[crate::placement::RouterIndex]) {
-        use crate::controller::router_set::{PLACEMENT_ANNOTATION, recorded_router};
+        use crate::controller::router_set::{COST_ANNOTATION, PLACEMENT_ANNOTATION, recorded_router};
         for ing in self.stores.ingresses.state() {
             if !self.keeps_status_of(&ing) || !placed.is_placed(&ing) {
                 continue;
             }
             let index = placed.router_of(&ing);
             let name = set.name_of(index);
-            if !synced.contains(&index) || recorded_router(&ing) == Some(name.as_str()) {
+            let cost = placed.cost_record(&ing);
+            let cost_kept =
+                cost.is_none() || crate::controller::set_moves::annotation(&ing, COST_ANNOTATION) == cost.as_deref();
+            if !synced.contains(&index) || (recorded_router(&ing) == Some(name.as_str()) && cost_kept) {
                 continue;
             }
             let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-            let patch = serde_json::json!({"metadata": {"annotations": {PLACEMENT_ANNOTATION: name}}});
+            let mut annotations = serde_json::json!({PLACEMENT_ANNOTATION: name});
+            if let Some(cost) = cost {
+                annotations[COST_ANNOTATION] = serde_json::json!(cost);
+            }
+            let patch = serde_json::json!({"metadata": {"annotations": annotations}});
             let params = kube::api::PatchParams::default();
             match api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
                 Ok(_) => tracing::info!(ingress = %outputs::ingress_ref(&ing), router = %name, "placement recorded"),

@@ -25,7 +25,7 @@ use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::groups::normalize_host;
 use crate::placement::moves::MoveObservation;
-use crate::placement::relief::host_costs;
+use crate::placement::relief::{HostCosts, host_costs};
 use crate::placement::split::{SplitParams, split_by_homes};
 use crate::placement::{
     MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name,
@@ -40,6 +40,19 @@ use std::time::{Duration, Instant};
 
 /// The router an Ingress's hosts are placed on: its name (`<l7_router_name>[-N]`).
 pub const PLACEMENT_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/router";
+/// The Ingress's host group and its cost as last accepted on its router (JSON
+/// `{"group":…,"policies":…,"certificates":…}`): a restarted controller or a new leader compares
+/// the groups with it to see which grew (automatic moves), as the process does between two
+/// placements. Not updated while the group's growth waits for a move.
+pub const COST_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/cost";
+
+/// The value of [`COST_ANNOTATION`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct RecordedCost {
+    group: crate::placement::GroupId,
+    #[serde(flatten)]
+    cost: crate::placement::Cost,
+}
 
 /// Builds the writer of router `index` named `name` (its backend gated by the leader lease and
 /// counted in the metrics), when placement first puts a group on it.
@@ -58,6 +71,8 @@ pub struct Placed {
     pub moved: Vec<MovePlan>,
     /// Move asks refused: (Ingress key, why).
     pub refused: Vec<(String, String)>,
+    /// Hosts of the groups that grew on a router over capacity and wait to be moved.
+    pub pending: BTreeSet<String>,
 }
 
 impl Placed {
@@ -71,6 +86,18 @@ impl Placed {
     /// Whether `ing`'s group is being moved (its status is the move's, not one router's).
     pub fn is_moving(&self, ing: &Ingress) -> bool {
         set_moves::move_of(&self.moves, ing).is_some()
+    }
+
+    /// The [`COST_ANNOTATION`] to record on `ing`: its group and the group's cost; None for an
+    /// Ingress without hosts, and while its group's growth waits for a move (the old record
+    /// stays, so that the next leader still sees the growth).
+    pub(crate) fn cost_record(&self, ing: &Ingress) -> Option<String> {
+        let key = set_moves::ingress_key(ing);
+        let group = self.placement.groups.iter().find(|g| g.ingresses.contains(&key))?;
+        if !group.hosts.is_disjoint(&self.pending) {
+            return None;
+        }
+        serde_json::to_string(&RecordedCost { group: group.id.clone(), cost: group.cost }).ok()
     }
 
     /// Whether `ing` has hosts (then its router is recorded on it).
@@ -109,9 +136,12 @@ pub struct RouterSet {
     /// one that no placement names is then empty, and deleted after its grace.
     found: Mutex<BTreeSet<RouterIndex>>,
     /// Hosts of groups that grew on a router still over capacity, not moved yet (their router
-    /// was busy with another move). In memory: growth is seen between two placements of this
-    /// process, so a restart forgets it (the `RouterOverCapacity` Event stays).
+    /// was busy with another move). A restart sees the growth again from [`COST_ANNOTATION`],
+    /// which keeps the cost before the growth while it waits.
     grown: Mutex<BTreeSet<String>>,
+    /// Indices whose name an untagged load balancer holds (found at start): kept off by placement
+    /// unless the recorded placement names them.
+    untagged: Mutex<BTreeSet<RouterIndex>>,
     /// The moves' steps not told yet, in the order they happened: concurrent Syncs (one per
     /// router) place and observe in turn, but publish later, so each step is queued where it
     /// happens and the Events are told in that order, once (`take_steps`).
@@ -136,6 +166,7 @@ impl RouterSet {
             move_changed: tokio::sync::Notify::new(),
             found: Mutex::default(),
             grown: Mutex::default(),
+            untagged: Mutex::default(),
             steps: Mutex::default(),
             telling: tokio::sync::Mutex::new(()),
         }
@@ -144,8 +175,14 @@ impl RouterSet {
     /// The routers `found` exist on Octavia (found at start by our set tag), each with the time
     /// its load balancer's tag says it became empty: the next placement counts them, so an
     /// empty one is collected once its grace, counted from that time, is over. The first
-    /// router is always in the set.
-    pub fn found(&self, found: impl IntoIterator<Item = (RouterIndex, Option<UnixSeconds>)>) {
+    /// router is always in the set. `untagged`: indices whose name a load balancer without our
+    /// set tag holds: no new group goes there unless a recorded placement names it.
+    pub fn found(
+        &self,
+        found: impl IntoIterator<Item = (RouterIndex, Option<UnixSeconds>)>,
+        untagged: impl IntoIterator<Item = RouterIndex>,
+    ) {
+        self.untagged.lock().expect("lock").extend(untagged.into_iter().filter(|i| *i > 0));
         let found: Vec<_> = found.into_iter().filter(|(i, _)| *i > 0).collect();
         let mut empty = self.empty_since.lock().expect("lock");
         empty.extend(found.iter().filter_map(|(i, since)| Some((*i, (*since)?))));
@@ -206,12 +243,17 @@ impl RouterSet {
             routers.entry(r).or_default();
         }
         for (r, since) in self.empty_since.lock().expect("lock").iter() {
-            routers.insert(*r, RouterRecord { empty_since: Some(*since) });
+            routers.insert(*r, RouterRecord { empty_since: Some(*since), ..RouterRecord::default() });
         }
-        let growth = set_moves::Growth {
-            before: last.as_ref().map(|(_, prev)| host_costs(&prev.placement)).unwrap_or_default(),
-            pending: self.grown.lock().expect("lock").clone(),
+        for r in self.untagged.lock().expect("lock").iter() {
+            routers.entry(*r).or_default().untagged = true;
+        }
+        // The first placement of this process compares with the costs recorded on the Ingresses.
+        let before = match last.as_ref() {
+            Some((_, prev)) => host_costs(&prev.placement),
+            None => recorded_costs(ingresses.iter().map(|i| i.as_ref())),
         };
+        let growth = set_moves::Growth { before, pending: self.grown.lock().expect("lock").clone() };
         let params = SplitParams {
             capacity: self.scale_out.capacity,
             current,
@@ -240,6 +282,7 @@ impl RouterSet {
                 moves: with_moves.moves,
                 moved,
                 refused: with_moves.refused,
+                pending: with_moves.pending.clone(),
             };
             (placed, with_moves.pending)
         })
@@ -409,25 +452,28 @@ const SET_LIST_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The routers of the set `base` on Octavia (by our set tag), other than the first, each with
 /// the time its load balancer's tag says it became empty: those no placement names are
-/// collected once their `empty_router_grace`, counted from then, is over. A failed list finds
-/// none (logged): they are collected by a later start.
+/// collected once their `empty_router_grace`, counted from then, is over; and the indices whose
+/// name a load balancer without our set tag holds. A failed list finds none (logged): they are
+/// collected by a later start.
 pub(crate) async fn found_on_octavia<B: crate::controller::writer::RouterBackend>(
     backend: &B,
     base: &str,
-) -> Vec<(RouterIndex, Option<UnixSeconds>)> {
+) -> (Vec<(RouterIndex, Option<UnixSeconds>)>, Vec<RouterIndex>) {
     match tokio::time::timeout(SET_LIST_TIMEOUT, backend.set_load_balancers()).await {
-        Ok(Ok(found)) => found
-            .iter()
-            .filter_map(|lb| Some((crate::placement::router_index(base, &lb.name)?, lb.empty_since)))
-            .filter(|(i, _)| *i > 0)
-            .collect(),
+        Ok(Ok(found)) => {
+            let index =
+                |lb: &crate::driver::FoundRouter| crate::placement::router_index(base, &lb.name).filter(|i| *i > 0);
+            let ours = found.iter().filter(|lb| !lb.untagged).filter_map(|lb| Some((index(lb)?, lb.empty_since)));
+            let untagged = found.iter().filter(|lb| lb.untagged).filter_map(index);
+            (ours.collect(), untagged.collect())
+        }
         Ok(Err(e)) => {
             tracing::warn!(error = %e, "cannot list the set's load balancers: empty ones are not collected");
-            Vec::new()
+            Default::default()
         }
         Err(_) => {
             tracing::warn!("listing the set's load balancers timed out: empty ones are not collected");
-            Vec::new()
+            Default::default()
         }
     }
 }
@@ -453,6 +499,24 @@ pub(crate) fn recorded_placement<'a>(
         let rules = ing.spec.as_ref().and_then(|s| s.rules.as_ref());
         for host in rules.into_iter().flatten().filter_map(|r| r.host.as_deref()) {
             out.insert(normalize_host(host), index);
+        }
+    }
+    out
+}
+
+/// The group costs recorded on the Ingresses ([`COST_ANNOTATION`]): each host of an Ingress
+/// carrying one → its recorded group and cost (an unreadable record is ignored: that group is
+/// then seen as not grown until the next record).
+pub(crate) fn recorded_costs<'a>(ingresses: impl IntoIterator<Item = &'a Ingress>) -> HostCosts {
+    let mut out = HostCosts::new();
+    for ing in ingresses {
+        let Some(text) = set_moves::annotation(ing, COST_ANNOTATION) else { continue };
+        let Ok(record) = serde_json::from_str::<RecordedCost>(text) else {
+            tracing::warn!(ingress = %set_moves::ingress_key(ing), "unreadable group cost record ignored");
+            continue;
+        };
+        for host in set_moves::ingress_hosts(ing) {
+            out.insert(host, (record.group.clone(), record.cost));
         }
     }
     out
@@ -571,6 +635,7 @@ mod tests {
             moves: Moves::default(),
             moved: Vec::new(),
             refused: Vec::new(),
+            pending: BTreeSet::new(),
         };
         let events = placement_events("edge", &placed);
         let got: Vec<(String, &str)> =
@@ -578,6 +643,69 @@ mod tests {
         assert_eq!(got, [("Ingress shop/big".to_string(), "OversizedGroup")]);
         assert!(matches!(events[0].event.type_, kube::runtime::events::EventType::Warning));
         assert!(events[0].event.message.contains("big.example.com"), "{}", events[0].event.message);
+    }
+
+    /// A new leader (no placement before it in this process) sees from the recorded costs that
+    /// a's group grew (1 -> 2 policies) while its router went over capacity (3 > 2): a moves by
+    /// itself, b stays. Without the cost records nothing moves (the growth cannot be seen).
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_new_leader_sees_growth_from_the_recorded_costs() {
+        use crate::placement::Capacity;
+        use crate::placement::moves::MoveCause;
+        use crate::translate::{TranslateOptions, translate};
+        let ing = |name: &str, paths: usize, cost: Option<u32>| {
+            let paths: Vec<serde_json::Value> = (0..paths)
+                .map(|i| {
+                    serde_json::json!({"path": format!("/p{i}"), "pathType": "Prefix",
+                        "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+                })
+                .collect();
+            let host = format!("{name}.example.com");
+            let mut annotations = serde_json::json!({PLACEMENT_ANNOTATION: "edge"});
+            if let Some(p) = cost {
+                let record = serde_json::json!({"group": host, "policies": p, "certificates": 0});
+                annotations[COST_ANNOTATION] = serde_json::json!(record.to_string());
+            }
+            serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+                "metadata": {"name": name, "namespace": "shop", "annotations": annotations},
+                "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": host, "http": {"paths": paths}}]}})
+        };
+        let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+            "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+        let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+        let scale_out = ScaleOut {
+            enabled: true,
+            capacity: Capacity { max_policies: 2, max_certificates: 10 },
+            move_dns_grace: Duration::from_secs(60),
+            empty_router_grace: Duration::from_secs(60),
+        };
+        let moved_by_new_leader = |recorded: bool| {
+            let docs = [ing("a", 2, recorded.then_some(1)), ing("b", 1, recorded.then_some(1))];
+            let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
+            let mut inputs = crate::translate::options::Inputs::default();
+            crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs)
+                .unwrap();
+            let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+            let whole = translate(&inputs, &opts);
+            let ingresses: Vec<Arc<Ingress>> =
+                docs.iter().map(|d| Arc::new(serde_json::from_value(d.clone()).unwrap())).collect();
+            let spawn: SpawnWriter = Box::new(|_, _| Err(WriteError::new("test", "no writer")));
+            let set = RouterSet::new("edge", scale_out.clone(), spawn);
+            let rt = tokio::runtime::Handle::current();
+            let placed = tokio::task::block_in_place(|| {
+                rt.block_on(set.placed(Instant::now(), &ingresses, move || whole)).unwrap()
+            });
+            let b_record = placed.cost_record(&ingresses[1]);
+            (placed.moved.clone(), b_record)
+        };
+        let (moved, b_record) = moved_by_new_leader(true);
+        let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+        assert_eq!(got, [("a.example.com", 0, 1)]);
+        assert!(matches!(moved[0].cause, MoveCause::OverCapacity { .. }), "{:?}", moved[0].cause);
+        assert_eq!(b_record.as_deref(), Some(r#"{"group":"b.example.com","policies":1,"certificates":0}"#));
+        let (moved, _) = moved_by_new_leader(false);
+        assert!(moved.is_empty(), "without a record nothing is seen to grow: {moved:?}");
     }
 
     /// Each host of an annotated Ingress is recorded on its router; a name outside the set and

@@ -538,7 +538,7 @@ async fn run_leader<B: RouterBackend>(
     let router = notice_router_name(settings);
     let found = match spawn.set {
         Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
-        None => Vec::new(),
+        None => Default::default(),
     };
     let writer = Writer::spawn(
         backend,
@@ -566,7 +566,7 @@ async fn run_leader<B: RouterBackend>(
     }
     if let Some(spawn) = spawn.set {
         let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn);
-        set.found(found);
+        set.found(found.0, found.1);
         ctx = ctx.with_router_set(set);
     }
     let ctx = Arc::new(ctx);

@@ -127,7 +127,7 @@ pub fn place_with_moves(
 ) -> MovesPlaced {
     let mut params = params.clone();
     pin_moving_hosts(&mut params, moves.values());
-    let mut placement = place(&placement_input(desired, &params));
+    let mut placement = place_moving(desired, &params, moves.values());
     let placed_hosts = &placement.host_router;
     moves.retain(|_, m| m.hosts.iter().any(|h| placed_hosts.contains_key(h)));
     let mut started = merge_moves(&placement, &moves, now);
@@ -155,7 +155,7 @@ pub fn place_with_moves(
         .collect();
     if !started.is_empty() {
         pin_moving_hosts(&mut params, started.iter());
-        placement = place(&placement_input(desired, &params));
+        placement = place_moving(desired, &params, moves.values().chain(&started));
         moves.extend(started.iter().map(|m| (m.group.clone(), m.clone())));
     }
     MovesPlaced { placement, moves, started, refused, pending }
@@ -205,6 +205,20 @@ fn operator_moves(
     refused
 }
 
+/// Places with the hosts of `moves` as moving: a group an Ingress ties to a moving part stays
+/// on that move's target (the other parts move there), so the tie never takes hosts away from
+/// the router the move publishes.
+fn place_moving<'a>(
+    desired: &crate::model::DesiredRouter,
+    params: &SplitParams,
+    moves: impl Iterator<Item = &'a MovePlan>,
+) -> Placement {
+    let mut input = placement_input(desired, params);
+    let in_progress = moves.filter(|m| !matches!(m.phase, MovePhase::Done { .. }));
+    input.moving = in_progress.flat_map(|m| m.hosts.iter().cloned()).collect();
+    place(&input)
+}
+
 fn pin_moving_hosts<'a>(params: &mut SplitParams, moves: impl Iterator<Item = &'a MovePlan>) {
     for m in moves.filter(|m| !matches!(m.phase, MovePhase::Done { .. })) {
         for h in &m.hosts {
@@ -214,14 +228,15 @@ fn pin_moving_hosts<'a>(params: &mut SplitParams, moves: impl Iterator<Item = &'
     }
 }
 
-/// Where each host's routes are: its placed router, and the source of a move until the move
-/// deletes its old routes.
+/// Where each host's routes are: its placed router, the target of its move (which publishes
+/// its address until the move is done), and the source until the move deletes its old routes.
 pub fn homes(placement: &Placement, moves: &Moves) -> Homes {
     let mut homes = Homes::of(placement);
     for m in moves.values().filter(|m| m.routes_wanted().source) {
         for h in &m.hosts {
             if let Some(routers) = homes.hosts.get_mut(h) {
                 routers.insert(m.from);
+                routers.insert(m.to);
             }
         }
         homes.routers.insert(m.from);

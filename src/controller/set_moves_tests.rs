@@ -69,6 +69,7 @@ fn homes_keep_the_source_until_delete_old() {
         routers: Default::default(),
         now: 0,
         empty_grace_secs: 0,
+        moving: Default::default(),
     });
     assert_eq!(placement.host_router["a.com"], 1);
     for (phase, want) in [
@@ -236,4 +237,43 @@ fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
     let waits = place_with_moves(&tied_desired(), &params, busy, &[], 500, &grown);
     assert!(waits.started.is_empty(), "{:?}", waits.started);
     assert_eq!(waits.pending, ["a.com".to_string(), "b.com".to_string()].into());
+}
+
+/// Ingress ix ties a.com (on the first router) to b.com while b.com moves from the second
+/// router to the third. In every phase of that move the merged group goes to the move's target
+/// (the third router), which already routes b.com and publishes its address: a.com moves there
+/// make-before-break (a merge), b.com's move goes on, and b.com stays routed on its target (and
+/// on its source until the move deletes the old routes). Before, the tie placed b.com on the
+/// first router at once and its move's target stopped routing it while its status showed it.
+#[test]
+fn a_tie_to_a_moving_group_goes_to_the_moves_target() {
+    let params = params_at(10, &[("a.com", 0), ("b.com", 1), ("c.com", 0)]);
+    let phases = [
+        (MovePhase::CreateOnTarget { since: 400 }, vec![1, 2]),
+        (MovePhase::PublishBoth { since: 400 }, vec![1, 2]),
+        (MovePhase::PublishTarget { since: 400 }, vec![1, 2]),
+        (MovePhase::DeleteOld { since: 400 }, vec![2]),
+    ];
+    for (phase, b_homes) in phases {
+        let moving = MovePlan {
+            group: "b.com".into(),
+            hosts: ["b.com".to_string()].into(),
+            from: 1,
+            to: 2,
+            phase,
+            cause: MoveCause::Operator,
+        };
+        let moves: Moves = [("b.com".to_string(), moving.clone())].into();
+        let got = place_with_moves(&tied_desired(), &params, moves, &[], 500, &Growth::default());
+        let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to, m.cause)).collect();
+        assert_eq!(started, [("a.com", 0, 2, MoveCause::Merge)], "{phase:?}");
+        assert_eq!(got.moves.get("b.com"), Some(&moving), "{phase:?}: b.com's move goes on unchanged");
+        let host_routers = (got.placement.host_router["a.com"], got.placement.host_router["b.com"]);
+        assert_eq!(host_routers, (2, 2), "{phase:?}");
+        assert_eq!(got.placement.host_router["c.com"], 0, "{phase:?}: the other group stays");
+        let homes = homes(&got.placement, &got.moves);
+        let of = |h: &str| homes.hosts[h].iter().copied().collect::<Vec<RouterIndex>>();
+        assert_eq!(of("b.com"), b_homes, "{phase:?}");
+        assert_eq!(of("a.com"), [0, 2], "{phase:?}: a.com is on both until its own move deletes it");
+    }
 }

@@ -48,11 +48,14 @@ pub fn empty_since(tags: &[String]) -> Option<u64> {
 pub struct FoundRouter {
     pub name: String,
     pub empty_since: Option<u64>,
+    /// Of this cluster and named as a router of the set, but without our set tag (made before
+    /// set tags): a new group is not placed there unless a placement names it.
+    pub untagged: bool,
 }
 
 impl From<&str> for FoundRouter {
     fn from(name: &str) -> Self {
-        Self { name: name.to_string(), empty_since: None }
+        Self { name: name.to_string(), empty_since: None, untagged: false }
     }
 }
 

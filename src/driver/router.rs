@@ -238,12 +238,18 @@ impl Router {
         let mut found = Vec::new();
         for (mark, lb) in self.marked_load_balancers().await? {
             match mark {
-                SetMark::Ours => found.push(FoundRouter { empty_since: empty_since(&lb.tags), name: lb.name }),
-                SetMark::Untagged if lb.name.starts_with(&set_prefix) => tracing::warn!(
-                    load_balancer = %lb.name, id = %lb.id,
-                    "a load balancer of this cluster without a set tag: tagged as ours if a placement of ours \
-                     names it, else never touched (delete it by hand if no controller instance uses it)"
-                ),
+                SetMark::Ours => {
+                    found.push(FoundRouter { empty_since: empty_since(&lb.tags), name: lb.name, untagged: false })
+                }
+                SetMark::Untagged if lb.name.starts_with(&set_prefix) => {
+                    tracing::warn!(
+                        load_balancer = %lb.name, id = %lb.id,
+                        "a load balancer of this cluster without a set tag: tagged as ours if a placement of ours \
+                         names it, else never touched nor given a new group (delete it by hand if no controller \
+                         instance uses it)"
+                    );
+                    found.push(FoundRouter { name: lb.name, empty_since: None, untagged: true });
+                }
                 _ => {}
             }
         }

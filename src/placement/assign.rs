@@ -19,6 +19,12 @@ use super::{Capacity, Cost, RouterIndex, UnixSeconds};
 pub struct RouterRecord {
     /// When the router was first seen holding no group (None while it holds groups).
     pub empty_since: Option<UnixSeconds>,
+    /// A load balancer of this cluster holds the router's name without our set tag (made before
+    /// set tags). Unless the recorded placement names it (then it is ours: its Sync tags it),
+    /// no group goes there, nor does a new router take its index: placing one would adopt
+    /// that load balancer by name.
+    #[serde(default)]
+    pub untagged: bool,
 }
 
 /// Everything placement depends on; nothing else is read.
@@ -37,6 +43,11 @@ pub struct PlacementInput {
     pub now: UnixSeconds,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_grace_secs: u64,
+    /// Hosts of the moves in progress (`current` names each one's target). A group holding any
+    /// stays on such a target, and its other parts move there: a merge never takes hosts away
+    /// from a move's target while the move publishes that target's address.
+    #[serde(default)]
+    pub moving: BTreeSet<String>,
 }
 
 /// A part of a group to move to the router of the rest of its group (after a merge).
@@ -93,6 +104,10 @@ pub struct Placement {
     pub routers: BTreeMap<RouterIndex, RouterLoad>,
     pub moves: Vec<MoveRequest>,
     pub warnings: Vec<PlacementWarning>,
+    /// Indices held by untagged load balancers no placement names ([`RouterRecord::untagged`]):
+    /// not in `routers`, and no new router takes them.
+    #[serde(default)]
+    pub held: BTreeSet<RouterIndex>,
 }
 
 /// Working state while placing.
@@ -101,6 +116,7 @@ struct Loads {
     shared: Cost,
     cost: BTreeMap<RouterIndex, Cost>,
     groups: BTreeMap<RouterIndex, BTreeSet<GroupId>>,
+    held: BTreeSet<RouterIndex>,
 }
 
 impl Loads {
@@ -117,7 +133,8 @@ impl Loads {
 
     /// The smallest index not in use: the name `<base>-N` of a deleted router is reused.
     fn new_router(&mut self) -> RouterIndex {
-        let index = (0..).find(|i| !self.cost.contains_key(i)).expect("fewer than u32::MAX routers");
+        let free = |i: &RouterIndex| !self.cost.contains_key(i) && !self.held.contains(i);
+        let index = (0..).find(free).expect("fewer than u32::MAX routers");
         self.cost.insert(index, self.shared);
         index
     }
@@ -127,8 +144,11 @@ impl Loads {
 pub fn place(input: &PlacementInput) -> Placement {
     let (groups, hostless) = group_claims(&input.claims);
     let shared = input.shared.plus(hostless);
-    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new() };
-    let known = input.routers.keys().chain(input.current.values()).copied().chain([0]);
+    let named: BTreeSet<RouterIndex> = input.current.values().copied().collect();
+    let held: BTreeSet<RouterIndex> =
+        input.routers.iter().filter(|(r, rec)| rec.untagged && !named.contains(r)).map(|(r, _)| *r).collect();
+    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new(), held };
+    let known = input.routers.keys().filter(|r| !loads.held.contains(r)).chain(&named).copied().chain([0]);
     for r in known {
         loads.cost.insert(r, shared);
     }
@@ -136,7 +156,7 @@ pub fn place(input: &PlacementInput) -> Placement {
     let mut moves = Vec::new();
     let mut new_groups = Vec::new();
     for group in &groups {
-        match keep_placed(group, &input.current, &mut moves) {
+        match keep_placed(group, input, &mut moves) {
             Some(router) => {
                 loads.add(router, group);
                 group_router.insert(group.id.clone(), router);
@@ -167,27 +187,31 @@ pub fn place(input: &PlacementInput) -> Placement {
         host_router.extend(group.hosts.iter().map(|h| (h.clone(), router)));
         ingress_router.extend(group.ingresses.iter().map(|i| (i.clone(), router)));
     }
-    Placement { groups, shared, group_router, host_router, ingress_router, routers, moves, warnings }
+    let held = loads.held;
+    Placement { groups, shared, group_router, host_router, ingress_router, routers, moves, warnings, held }
 }
 
 /// The router of an already placed group: the router holding most of its hosts (ties: the
-/// lowest index, the older router). Hosts recorded on other routers (the group merged) are
+/// lowest index, the older router); of a group holding hosts of a move in progress, the target
+/// of those moves holding most of them. Hosts recorded on other routers (the group merged) are
 /// moved there; hosts not recorded yet (new hosts) simply join.
-fn keep_placed(
-    group: &HostGroup,
-    current: &BTreeMap<String, RouterIndex>,
-    moves: &mut Vec<MoveRequest>,
-) -> Option<RouterIndex> {
+fn keep_placed(group: &HostGroup, input: &PlacementInput, moves: &mut Vec<MoveRequest>) -> Option<RouterIndex> {
     let mut parts: BTreeMap<RouterIndex, BTreeSet<String>> = BTreeMap::new();
+    let mut moving: BTreeMap<RouterIndex, usize> = BTreeMap::new();
     for host in &group.hosts {
-        if let Some(&r) = current.get(host) {
+        if let Some(&r) = input.current.get(host) {
             parts.entry(r).or_default().insert(host.clone());
+            if input.moving.contains(host) {
+                *moving.entry(r).or_default() += 1;
+            }
         }
     }
     let mut anchor: Option<(RouterIndex, usize)> = None;
     for (&r, hosts) in &parts {
-        if anchor.is_none_or(|(_, n)| hosts.len() > n) {
-            anchor = Some((r, hosts.len()));
+        // A move's target wins over any router without a move to it.
+        let weight = if moving.is_empty() { hosts.len() } else { moving.get(&r).copied().unwrap_or(0) };
+        if weight > 0 && anchor.is_none_or(|(_, n)| weight > n) {
+            anchor = Some((r, weight));
         }
     }
     let (anchor, _) = anchor?;
@@ -298,6 +322,7 @@ mod tests {
             routers: BTreeMap::new(),
             now: 1000,
             empty_grace_secs: 600,
+            moving: BTreeSet::new(),
         }
     }
 
@@ -320,5 +345,35 @@ mod tests {
         let p = place(&input(vec![claim("ns/tie", &["x.com", "y.com"], 1)], &[("x.com", 2), ("y.com", 1)]));
         assert_eq!(p.group_router["x.com"], 1);
         assert_eq!(p.moves[0].from, 2);
+    }
+
+    /// Router 1's name is held by an untagged load balancer that no placement names: a group
+    /// that fits nowhere else gets a new router at index 2, not 1. Once the recorded placement
+    /// names index 1, it is a router of the set like the others.
+    #[test]
+    fn a_new_group_is_kept_off_an_index_an_untagged_load_balancer_holds() {
+        let claims = || vec![claim("ns/a", &["a.com"], 8), claim("ns/b", &["b.com"], 8)];
+        let mut i = input(claims(), &[("a.com", 0)]);
+        i.routers.insert(1, RouterRecord { untagged: true, ..RouterRecord::default() });
+        let p = place(&i);
+        assert_eq!(p.group_router["b.com"], 2);
+        assert_eq!(p.routers.keys().copied().collect::<Vec<_>>(), [0, 2], "index 1 is not a router of the set");
+        assert_eq!(p.held, [1].into());
+        let mut named = input(claims(), &[("a.com", 0), ("b.com", 1)]);
+        named.routers.insert(1, RouterRecord { untagged: true, ..RouterRecord::default() });
+        assert_eq!(place(&named).group_router["b.com"], 1);
+    }
+
+    /// A group holding a host of a move in progress stays on that move's target, even when
+    /// another router holds more of its hosts: the other part moves there.
+    #[test]
+    fn a_merge_with_a_moving_part_goes_to_the_moves_target() {
+        let claims = vec![claim("ns/a", &["a.com", "b.com"], 2), claim("ns/tie", &["b.com", "c.com"], 1)];
+        let mut i = input(claims, &[("a.com", 0), ("b.com", 0), ("c.com", 3)]);
+        i.moving = ["c.com".to_string()].into();
+        let p = place(&i);
+        assert_eq!(p.group_router["a.com"], 3);
+        let moves: Vec<_> = p.moves.iter().map(|m| (m.hosts.len(), m.from, m.to)).collect();
+        assert_eq!(moves, [(2, 0, 3)]);
     }
 }

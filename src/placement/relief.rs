@@ -113,7 +113,9 @@ fn pick_target(
     if oversized && let Some(r) = cost.keys().copied().filter(open).find(empty) {
         return r;
     }
-    (0..).find(|i| !cost.contains_key(i)).expect("fewer than u32::MAX routers")
+    // Not the index of a busy router either: a move's source may hold no group any more.
+    let free = |i: &RouterIndex| !cost.contains_key(i) && !busy.contains(i) && !p.held.contains(i);
+    (0..).find(free).expect("fewer than u32::MAX routers")
 }
 
 #[cfg(test)]

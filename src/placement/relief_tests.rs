@@ -23,6 +23,7 @@ fn placed(claims: Vec<IngressClaim>, current: &[(&str, RouterIndex)], routers: &
         routers: routers.iter().map(|r| (*r, RouterRecord::default())).collect(),
         now: 0,
         empty_grace_secs: 600,
+        moving: BTreeSet::new(),
     })
 }
 
@@ -62,6 +63,10 @@ fn only_a_grown_group_leaves_a_router_over_capacity() {
         (("a grew: it goes to a new router", full(), on0(), vec!["a"], vec![]), vec![("a", 0, 1)]),
         (("nothing grew: stable groups never move", full(), on0(), vec![], vec![]), vec![]),
         (("the router is busy with another move", full(), on0(), vec!["a"], vec![0]), vec![]),
+        (
+            ("a new router skips the index of a busy one (a move's source)", full(), on0(), vec!["a"], vec![1]),
+            vec![("a", 0, 2)],
+        ),
         (
             (
                 "a grown group on a router within capacity",

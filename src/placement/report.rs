@@ -8,7 +8,7 @@ use std::fmt::Write;
 use serde_json::{Value, json};
 
 use super::split::RouterSet;
-use super::{Capacity, Cost, PlacementWarning, RouterFate, RouterIndex, router_name};
+use super::{Capacity, Cost, MovePhase, MovePlan, PlacementWarning, RouterFate, RouterIndex, router_name};
 
 fn cost_text(c: Cost) -> String {
     format!("{} policies, {} certificates", c.policies, c.certificates)
@@ -110,4 +110,48 @@ pub(crate) fn placement_json(base: &str, set: &RouterSet) -> Value {
         "warnings": warnings,
         "routers": routers,
     })
+}
+
+/// A move's phase in words, with the Unix time it was entered.
+fn phase_text(phase: MovePhase) -> String {
+    match phase {
+        MovePhase::CreateOnTarget { since } => format!("creating the routes on the target since {since}"),
+        MovePhase::PublishBoth { since } => format!("both addresses published since {since}"),
+        MovePhase::PublishTarget { since } => format!("only the target's address published since {since}"),
+        MovePhase::DeleteOld { since } => format!("deleting the old routes since {since}"),
+        MovePhase::Done { at } => format!("done at {at}"),
+    }
+}
+
+fn move_line(base: &str, m: &MovePlan) -> (String, String, String) {
+    let hosts = m.hosts.iter().cloned().collect::<Vec<_>>().join(", ");
+    (hosts, router_name(base, m.from), router_name(base, m.to))
+}
+
+/// `plan`'s moves (text): those recorded in progress on the Ingresses, with their phase, and
+/// those `run` would start, with why.
+pub(crate) fn render_moves(base: &str, in_progress: &[MovePlan], starting: &[MovePlan]) -> String {
+    let mut s = String::new();
+    let (n, m) = (in_progress.len(), starting.len());
+    let _ = writeln!(s, "MOVES ({}: {n} in progress, {m} to start)", n + m);
+    for plan in in_progress {
+        let (hosts, from, to) = move_line(base, plan);
+        let _ = writeln!(s, "  MOVE {hosts}: {from} -> {to}  in progress: {}", phase_text(plan.phase));
+    }
+    for plan in starting {
+        let (hosts, from, to) = move_line(base, plan);
+        let _ = writeln!(s, "  MOVE {hosts}: {from} -> {to}  to start: {}", plan.cause.text(&from, &to));
+    }
+    s
+}
+
+/// `plan`'s moves (JSON): one object per move, routers by name.
+pub(crate) fn moves_json(base: &str, in_progress: &[MovePlan], starting: &[MovePlan]) -> Value {
+    let one = |m: &MovePlan, in_progress: bool| {
+        let (from, to) = (router_name(base, m.from), router_name(base, m.to));
+        let why = if in_progress { phase_text(m.phase) } else { m.cause.text(&from, &to) };
+        json!({"hosts": m.hosts, "from": from, "to": to, "inProgress": in_progress, "why": why})
+    };
+    let all = in_progress.iter().map(|m| one(m, true)).chain(starting.iter().map(|m| one(m, false)));
+    Value::Array(all.collect())
 }

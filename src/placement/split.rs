@@ -183,6 +183,7 @@ pub(crate) fn placement_input(desired: &DesiredRouter, params: &SplitParams) -> 
         routers: params.routers.clone(),
         now: params.now,
         empty_grace_secs: params.empty_grace_secs,
+        moving: BTreeSet::new(),
     }
 }
 
