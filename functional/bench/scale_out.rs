@@ -20,7 +20,8 @@
 //! `KURYR_BENCH_RESTART_STAMPS=0` (the restart without the old process's stamps, and no resync
 //! before it), `KURYR_BENCH_SKIP_PARALLEL=1` (no concurrent-writes rounds after the set). The ONE
 //! router of 400 policies needs `OCTAVIA_MAX_REQUEST_BODY_SIZE` raised on the stack (its create
-//! body is ~270 KB; Octavia's default limit refuses it with a 413).
+//! body is ~270 KB; Octavia's default limit refuses it with a 413) and `KURYR_BENCH_MAX_CREATE_BODY`
+//! (the driver's `max_create_body_bytes`) raised to match, to be created in one write.
 
 use super::common::*;
 use super::{env_usize, secs};
@@ -75,6 +76,11 @@ impl Deployment {
         let mut spec = self.template.spec().clone();
         spec.ownership = Ownership::new(&name);
         spec.name = name;
+        // The driver's own create limit, to match a stack started with a raised
+        // OCTAVIA_MAX_REQUEST_BODY_SIZE (else a large router's create is cut at 114,688 bytes).
+        if let Some(limit) = std::env::var("KURYR_BENCH_MAX_CREATE_BODY").ok().and_then(|v| v.parse().ok()) {
+            spec.max_create_body_bytes = limit;
+        }
         let r = Router::new(self.template.octavia().clone(), self.template.neutron().clone(), spec)
             .with_write_permits(self.permits.clone());
         self.made.lock().unwrap().push(r.clone());
@@ -291,7 +297,12 @@ async fn phases(d: &mut Deployment, mut inp: Inputs, topts: &TranslateOptions, e
         let parts: Vec<(RouterIndex, DesiredRouter)> = d.parts.iter().map(|(i, p)| (*i, p.clone())).collect();
         let jobs: Vec<(Router, DesiredRouter)> = parts.into_iter().map(|(i, p)| (d.router(i), p)).collect();
         let out = converge_all(jobs).await;
-        println!("[{}] resync of every router (a full read, stamps taken): {} | load {}", d.label, out.line(), loadavg());
+        println!(
+            "[{}] resync of every router (a full read, stamps taken): {} | load {}",
+            d.label,
+            out.line(),
+            loadavg()
+        );
     }
     set_endpoints(&mut inp, 1, &fresh_ips(1, eps, 1));
     let parts = d.split(&translate(&inp, topts));
