@@ -331,16 +331,21 @@ fn plan_placement(
     inputs: &crate::translate::Inputs,
     desired: &crate::model::DesiredRouter,
 ) -> crate::placement::split::RouterSet {
+    crate::placement::split::place_and_split(desired, &plan_split_params(settings, inputs))
+}
+
+/// The split parameters `run` starts from: the configured capacity and the placement recorded
+/// on the manifests' Ingresses.
+fn plan_split_params(settings: &Settings, inputs: &crate::translate::Inputs) -> crate::placement::split::SplitParams {
     let so = &settings.octavia_defaults.scale_out;
     let base = &settings.octavia_defaults.l7_router_name;
-    let params = crate::placement::split::SplitParams {
+    crate::placement::split::SplitParams {
         capacity: so.capacity,
         current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),
-    };
-    crate::placement::split::place_and_split(desired, &params)
+    }
 }
 
 /// The moves `run` would drive from these manifests: those recorded in progress on the
@@ -352,15 +357,8 @@ fn plan_moves(
     desired: &crate::model::DesiredRouter,
 ) -> (Vec<crate::placement::MovePlan>, Vec<crate::placement::MovePlan>) {
     use crate::controller::set_moves::{Growth, move_asks, place_with_moves, recorded_moves};
-    let so = &settings.octavia_defaults.scale_out;
     let base = &settings.octavia_defaults.l7_router_name;
-    let params = crate::placement::split::SplitParams {
-        capacity: so.capacity,
-        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
-        routers: Default::default(),
-        now: 0,
-        empty_grace_secs: so.empty_router_grace.as_secs(),
-    };
+    let params = plan_split_params(settings, inputs);
     let recorded = recorded_moves(&inputs.ingresses);
     let asks = move_asks(base, &inputs.ingresses);
     let growth = Growth {

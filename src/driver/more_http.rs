@@ -182,6 +182,17 @@ mod tests {
         assert!(plans[0].1.is_some_and(|l| l.id == made.id) && plans[0].2.is_none(), "{plans:?}");
     }
 
+    /// The ids of the listeners `plan_stale` deletes (any other write fails the test).
+    fn deleted_ids(listed: &[Listener], d: &DesiredRouter, s: &RouterSpec) -> Vec<String> {
+        plan_stale(listed, d, s)
+            .into_iter()
+            .map(|st| match st.write {
+                ListenerWrite::Delete { id } => id,
+                w => panic!("{w:?}"),
+            })
+            .collect()
+    }
+
     #[test]
     fn only_our_listener_on_a_port_dropped_is_deleted() {
         let s = spec();
@@ -193,15 +204,7 @@ mod tests {
             listener(8082, "kuryr-gw-1-ns.gw-http-8082", false),
             listener(8083, "admin", true),
         ];
-        let deleted = |d: &DesiredRouter| -> Vec<String> {
-            plan_stale(&listed, d, &s)
-                .into_iter()
-                .map(|st| match st.write {
-                    ListenerWrite::Delete { id } => id,
-                    w => panic!("{w:?}"),
-                })
-                .collect()
-        };
+        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http-8080@8080".to_string()]);
         assert!(deleted(&wanting(&[8080])).is_empty());
         // An Ingress router (no more ports) deletes nothing but such a listener of its own.
@@ -219,15 +222,7 @@ mod tests {
             listener(82, "kuryr-gw-1-ns.gw-http", false),
             listener(83, "kuryr-gw-2-ns.other-http", true),
         ];
-        let deleted = |d: &DesiredRouter| -> Vec<String> {
-            plan_stale(&listed, d, &s)
-                .into_iter()
-                .map(|st| match st.write {
-                    ListenerWrite::Delete { id } => id,
-                    w => panic!("{w:?}"),
-                })
-                .collect()
-        };
+        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http@80".to_string()]);
         // 80 is a more port now: the old main listener serves it, kept.
         assert!(deleted(&wanting(&[80])).is_empty());
