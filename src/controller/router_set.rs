@@ -231,23 +231,7 @@ impl RouterSet {
         let now = unix_now();
         let (moves, mut moved) = self.moves_now(ingresses, now);
         let asks = set_moves::move_asks(&self.base, ingresses.iter().map(|i| i.as_ref()));
-        let mut routers: BTreeMap<RouterIndex, RouterRecord> =
-            current.values().map(|r| (*r, RouterRecord::default())).collect();
-        if let Some((_, prev)) = last.as_ref() {
-            let gone = self.gone.lock().expect("lock");
-            let kept = prev.placement.routers.keys().filter(|r| !gone.contains(r));
-            routers.extend(kept.map(|r| (*r, RouterRecord::default())));
-        }
-        // Once: the placement carries them on (as empty routers, until deleted or used again).
-        for r in std::mem::take(&mut *self.found.lock().expect("lock")) {
-            routers.entry(r).or_default();
-        }
-        for (r, since) in self.empty_since.lock().expect("lock").iter() {
-            routers.insert(*r, RouterRecord { empty_since: Some(*since), ..RouterRecord::default() });
-        }
-        for r in self.untagged.lock().expect("lock").iter() {
-            routers.entry(*r).or_default().untagged = true;
-        }
+        let routers = self.known_routers(&current, last.as_ref().map(|(_, p)| p.as_ref()));
         // The first placement of this process compares with the costs recorded on the Ingresses.
         let before = match last.as_ref() {
             Some((_, prev)) => host_costs(&prev.placement),
@@ -289,6 +273,43 @@ impl RouterSet {
         .await
         .map_err(|e| WriteError::new("translation_failed", format!("translation failed: {e}")))?;
         *self.grown.lock().expect("lock") = grown;
+        self.remember(&placed);
+        let placed = Arc::new(placed);
+        *last = Some((started, placed.clone()));
+        Ok(placed)
+    }
+
+    /// The routers a placement starts from: those the current hosts use, those the last
+    /// placement kept (not deleted since), the ones found at start, the empty ones with the
+    /// time they became empty, and the untagged names that hold their index.
+    fn known_routers(
+        &self,
+        current: &BTreeMap<String, RouterIndex>,
+        last: Option<&Placed>,
+    ) -> BTreeMap<RouterIndex, RouterRecord> {
+        let mut routers: BTreeMap<RouterIndex, RouterRecord> =
+            current.values().map(|r| (*r, RouterRecord::default())).collect();
+        if let Some(prev) = last {
+            let gone = self.gone.lock().expect("lock");
+            let kept = prev.placement.routers.keys().filter(|r| !gone.contains(r));
+            routers.extend(kept.map(|r| (*r, RouterRecord::default())));
+        }
+        // Once: the placement carries them on (as empty routers, until deleted or used again).
+        for r in std::mem::take(&mut *self.found.lock().expect("lock")) {
+            routers.entry(r).or_default();
+        }
+        for (r, since) in self.empty_since.lock().expect("lock").iter() {
+            routers.insert(*r, RouterRecord { empty_since: Some(*since), ..RouterRecord::default() });
+        }
+        for r in self.untagged.lock().expect("lock").iter() {
+            routers.entry(*r).or_default().untagged = true;
+        }
+        routers
+    }
+
+    /// Keeps what a new placement decided: the empty routers, the moves and their steps to
+    /// tell, and wakes the resync loop when a deadline changed.
+    fn remember(&self, placed: &Placed) {
         let empty: BTreeMap<RouterIndex, UnixSeconds> = placed
             .placement
             .routers
@@ -316,9 +337,6 @@ impl RouterSet {
         if !placed.moved.is_empty() || newly_empty {
             self.move_changed.notify_one();
         }
-        let placed = Arc::new(placed);
-        *last = Some((started, placed.clone()));
-        Ok(placed)
     }
 }
 
