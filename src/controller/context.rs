@@ -564,16 +564,27 @@ impl Context {
             |s: &Service| KubeRef::service(namespace_of(&s.metadata), s.metadata.name.as_deref().unwrap_or_default());
         let router = slot.name.as_str();
         let cached = self.stores.ingresses.state();
+        let wide_applied = slot.outputs.lock().expect("lock").wide_applied(synced.job);
+        // Only the waiter that will apply the Sync-wide part reads every Service's notice.
+        let (notices, legacy) = if wide_applied {
+            Default::default()
+        } else {
+            (
+                services
+                    .iter()
+                    .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
+                    .collect(),
+                services
+                    .iter()
+                    .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router))
+                    .map(|s| key(s))
+                    .collect(),
+            )
+        };
         let facts = Facts {
-            notices: services
-                .iter()
-                .filter_map(|s| Some((key(s), ServiceNotice::from_service(s, router).ok().flatten()?)))
-                .collect(),
-            legacy: services
-                .iter()
-                .filter(|s| ServiceNotice::legacy(s).is_some_and(|n| n.router == router))
-                .map(|s| key(s))
-                .collect(),
+            notices,
+            legacy,
+            wide_applied,
             statuses: match scope {
                 Scope::Ingress(ing) => vec![ing],
                 Scope::Resync => {

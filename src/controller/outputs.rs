@@ -72,6 +72,11 @@ pub struct Facts<'a> {
     /// The Ingresses whose status is ours to keep (of our class, with our finalizer, not being
     /// deleted): the reconciled one, or all of them at resync.
     pub statuses: Vec<&'a Ingress>,
+    /// Another waiter of the same Sync job applied its Sync-wide part (refusals, notices,
+    /// Service warnings) already: they are not planned again. Each of them costs a pass over
+    /// every Service and every pool, so planning them for each of the thousands of Ingress
+    /// reconciles that wait on one job at start made the start quadratic.
+    pub wide_applied: bool,
 }
 
 /// Everything one finished Sync writes, in application order.
@@ -96,19 +101,23 @@ pub fn plan(
     facts: &Facts,
     scope: Scope,
 ) -> Outputs {
-    let want = desired_notices(router, desired);
     let statuses = facts
         .statuses
         .iter()
         .filter(|i| status_needs_update(i, report.address))
         .map(|i| StatusChange { ingress: ingress_ref(i), address: report.address })
         .collect();
+    let events = scope_events(router, desired, report, scope);
+    if facts.wide_applied {
+        return Outputs { statuses, events, ..Outputs::default() };
+    }
+    let want = desired_notices(router, desired);
     Outputs {
         refusals: if written { refusals(report) } else { vec![] },
         notices: notice_changes(&want, facts.notices.iter().map(|(r, n)| (r.clone(), n)), &facts.legacy),
         service_warnings: desired.warnings.iter().filter(|w| w.object.is_service()).cloned().collect(),
         statuses,
-        events: scope_events(router, desired, report, scope),
+        events,
     }
 }
 
@@ -191,6 +200,12 @@ impl Ledger {
     /// True for the first waiter of `job` only: it takes the report (metrics, budget).
     pub(crate) fn claim_report(&mut self, job: u64) -> bool {
         !std::mem::replace(&mut self.of(job).report, true)
+    }
+
+    /// Whether a waiter of `job` applied its Sync-wide part already (the others then skip
+    /// gathering and planning it; [`Ledger::claim`] still decides).
+    pub(crate) fn wide_applied(&mut self, job: u64) -> bool {
+        self.of(job).wide
     }
 
     /// Leaves in `out` what no waiter of `job` has applied yet, and records it as applied: the
@@ -403,6 +418,15 @@ mod tests {
         assert!(second.refusals.is_empty() && second.service_warnings.is_empty() && second.notices.is_empty());
         assert_eq!(second.statuses, vec![StatusChange { ingress: b.clone(), address: report.address }]);
         assert_eq!(reasons(&second.events), ["b Synced"], "its own result only");
+
+        // A later waiter sees the wide part applied and does not plan it (nor read the
+        // Services' notices for it): only its status and its own Events.
+        assert!(ledger.wide_applied(7) && !ledger.wide_applied(9));
+        let facts = Facts { statuses: vec![&ing_b], wide_applied: true, ..Facts::default() };
+        let light = plan("r1", &desired, &report, true, &facts, Scope::Ingress(&ing_b));
+        assert!(light.refusals.is_empty() && light.service_warnings.is_empty() && light.notices.is_empty());
+        assert_eq!(light.statuses, second.statuses);
+        assert_eq!(reasons(&light.events), ["loser DuplicateRoute", "b Synced"]);
 
         let mut again = planned(&ing_a);
         ledger.claim(7, &mut again);
