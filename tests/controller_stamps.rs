@@ -142,11 +142,17 @@ async fn one_run(fake: &Arc<Fake>, port: u16, octavia: &Mutex<fake_octavia::Stat
     octavia.lock().unwrap().take_gets()
 }
 
-/// The router as a first controller created it (a create reads no child: no stamps yet), and
-/// the stamps ConfigMap a second controller saved from its full read (its child GETs).
+/// The router as a first controller created it (its complete create leaves stamps, saved at
+/// once), then, that ConfigMap deleted, the stamps a second controller saved from its full read
+/// (its child GETs).
 async fn created_and_read(fake: &Arc<Fake>, port: u16, octavia: &Mutex<fake_octavia::State>) -> (Value, Vec<String>) {
     one_run(fake, port, octavia).await;
-    assert!(stamps_config_map(fake).is_none(), "nothing read yet");
+    let created =
+        eventually_every("the create's stamps", 30, Duration::from_millis(50), || stamps_config_map(fake)).await;
+    let text = created["data"]["stamps"].as_str().unwrap_or_default();
+    let count = |kind: &str| text.lines().filter(|l| l.starts_with(kind)).count();
+    assert_eq!((count("r "), count("m ")), (3, 1), "a stamp per created policy and pool:\n{text}");
+    fake.remove(CM, NS, &config_map_name(ROUTER));
     let full_read = one_run(fake, port, octavia).await;
     let cm = eventually_every("the stamps ConfigMap", 30, Duration::from_millis(50), || stamps_config_map(fake)).await;
     (cm, full_read)
@@ -332,8 +338,9 @@ async fn a_gateway_router_keeps_its_stamps_and_its_deletion_deletes_them() {
 
     let (writer, _) = (backends.spawn)(name, 80, None).expect("built");
     writer.handle().sync(gateway_desired()).await.expect("created");
-    assert!(config_map().is_none(), "a create reads no child: nothing to keep yet");
+    assert!(config_map().is_some(), "a complete create leaves the stamps of what it created");
     writer.shutdown().await;
+    fake.remove(CM, NS, &config_map_name(name));
 
     // A new leader: no ConfigMap, the router read whole, its stamps kept.
     octavia.lock().unwrap().take_gets();

@@ -14,7 +14,7 @@ use super::object_id::ObjectId;
 use super::parent::Parent;
 use super::plan::MemberName;
 use super::read_cache::{Cached, Child, REFRESH_PER_READ, ReadCache};
-use super::stamps::{DesiredChildren, StampMap};
+use super::stamps::{Created, DesiredChildren, StampMap};
 use crate::model::HealthMonitorSpec;
 use crate::openstack::octavia::{HealthMonitor, L7Policy, Listener, Member, Pool as OctaviaPool};
 use crate::openstack::{Error as OsError, ListQuery};
@@ -219,6 +219,28 @@ impl Read<'_> {
         }
         Ok(actual)
     }
+}
+
+/// After a complete fully-populated create of the router `lb_id`: stamps for every created
+/// policy of `listener_id` and every created pool, from their two listings and the desired
+/// children the create carried, so that the next read makes no child GET where nothing changed.
+/// Without them the first Sync that changed anything on a router this process had created read
+/// every child: 17 min of GETs at 400 policies on the local 2025.1.
+pub(crate) async fn stamp_created(
+    cloud: &Cloud,
+    cache: &Mutex<ReadCache>,
+    (lb_id, listener_id): (&str, &str),
+    desired: &DesiredChildren<'_>,
+) -> Result<()> {
+    let o = &cloud.octavia;
+    let policies =
+        o.list_l7policies(&ListQuery { listener_id: Some(listener_id.into()), ..ListQuery::default() }).await?;
+    let pools = o.list_pools(&ListQuery { loadbalancer_id: Some(lb_id.into()), ..ListQuery::default() }).await?;
+    let created = |parent, name, tags| Created { parent, name, tags };
+    let policies: Vec<Created<'_>> = policies.iter().map(|p| created(policy_parent(p), &p.name, &p.tags)).collect();
+    let pools: Vec<Created<'_>> = pools.iter().map(|p| created(pool_parent(p), &p.name, &p.tags)).collect();
+    lock(cache).stamps.record_created(listener_id, desired, &policies, &pools);
+    Ok(())
 }
 
 /// The members of one pool, read now (no cache: the Members path reads exactly one pool).

@@ -448,9 +448,14 @@ impl Router {
         }
         // A router created fully populated has everything but its HTTPS side and redirects.
         let listener_held = holds.is_held(&WriteKey::HttpsListener);
+        let http = https::http_view(desired, &phase, listener_held);
         if !report.created_router || waits_for_quota || desired.https.is_some() || !desired.redirects.is_empty() {
-            let http = https::http_view(desired, &phase, listener_held);
             self.converge_children(&DesiredView::of(&http), &lb, listener.clone(), &mut report).await?;
+        } else {
+            // Nothing to write: the create carried it all. Its stamps spare the next read a
+            // child GET per parent (two listings now instead).
+            let children = DesiredChildren::of(&DesiredView::of(&http), &c.spec.ownership, false);
+            read::stamp_created(c, &self.reads, (&lb.id, &listener.id), &children).await?;
         }
         // More HTTP listeners (a Gateway's other HTTP ports) on the pools just converged.
         for (_, l) in more_http::ensure(c, &lb, &listed, desired, &mut report).await? {

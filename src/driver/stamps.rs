@@ -110,6 +110,26 @@ impl Stamps {
         self.changed |= self.members.record(POOLS, parent, digest);
     }
 
+    /// Records what a complete fully-populated create made of the policies and pools of
+    /// `desired`, as their listings (`policies` of the listener `listener_id`, the router's
+    /// `pools`) show them once ACTIVE: the create carried exactly the desired children, so the
+    /// next read trusts them without a child GET, as after a read. Parents not ours, not desired,
+    /// or whose listed child count differs are left unstamped (they are read).
+    pub fn record_created(
+        &mut self,
+        listener_id: &str,
+        desired: &DesiredChildren<'_>,
+        policies: &[Created<'_>],
+        pools: &[Created<'_>],
+    ) {
+        for (p, rules) in policies.iter().filter_map(|p| desired.created_rules(p).map(|r| (p, r))) {
+            self.changed |= self.rules.record(listener_id, &p.parent, Some(ChildrenDigest::of_rules(rules)));
+        }
+        for (p, pool) in pools.iter().filter_map(|p| desired.created_pool(p).map(|d| (p, d))) {
+            self.changed |= self.members.record(POOLS, &p.parent, Some(ChildrenDigest::of_members(&pool.members)));
+        }
+    }
+
     /// Forgets the stamps of the listener's policies and the router's pools that no longer exist.
     pub fn retain(&mut self, listener_id: &str, live_policies: &BTreeSet<&str>, live_pools: &BTreeSet<&str>) {
         self.changed |= self.rules.retain(listener_id, live_policies) | self.members.retain(POOLS, live_pools);
@@ -160,6 +180,13 @@ impl Stamps {
     }
 }
 
+/// A policy or pool as its listing shows it, with the name and tags that say whose it is.
+pub struct Created<'a> {
+    pub parent: Parent<'a>,
+    pub name: &'a str,
+    pub tags: &'a [String],
+}
+
 /// What a read trusts a parent to hold: the desired children of our parents, by name.
 pub struct DesiredChildren<'a> {
     rules: HashMap<&'a str, &'a [Rule]>,
@@ -186,6 +213,22 @@ impl<'a> DesiredChildren<'a> {
         distinct.len() == rules.len()
             && rules.len() == parent.child_ids.len()
             && stamp.is_some_and(|s| s.trusts(parent, ChildrenDigest::of_rules(rules)))
+    }
+
+    /// The desired rules of our policy `parent` (named `name`, tagged `tags` in the listing)
+    /// just created with them: one listed id per distinct desired rule.
+    fn created_rules(&self, parent: &Created<'_>) -> Option<&'a [Rule]> {
+        let rules = *self.rules.get(parent.name).filter(|_| self.own.owns(parent.tags))?;
+        let distinct: BTreeSet<_> = rules.iter().map(rule_key).collect();
+        (distinct.len() == rules.len() && rules.len() == parent.parent.child_ids.len()).then_some(rules)
+    }
+
+    /// The desired pool of our pool `parent` just created with its members (see
+    /// [`Self::created_rules`]).
+    fn created_pool(&self, parent: &Created<'_>) -> Option<&'a Pool> {
+        let pool = *self.pools.get(parent.name).filter(|_| self.own.owns(parent.tags))?;
+        let distinct: BTreeSet<_> = pool.members.iter().map(|m| (m.address, m.protocol_port)).collect();
+        (distinct.len() == pool.members.len() && pool.members.len() == parent.parent.child_ids.len()).then_some(pool)
     }
 
     /// The desired rules of the trusted policy `name` as a read would show them: ids from the
