@@ -453,9 +453,13 @@ impl Router {
             self.converge_children(&DesiredView::of(&http), &lb, listener.clone(), &mut report).await?;
         } else {
             // Nothing to write: the create carried it all. Its stamps spare the next read a
-            // child GET per parent (two listings now instead).
+            // child GET per parent (two listings now instead). They only save reads: a failed
+            // listing leaves the router unstamped (the next read reads it whole), not the Sync
+            // failed.
             let children = DesiredChildren::of(&DesiredView::of(&http), &c.spec.ownership, false);
-            read::stamp_created(c, &self.reads, (&lb.id, &listener.id), &children).await?;
+            if let Err(e) = read::stamp_created(c, &self.reads, (&lb.id, &listener.id), &children).await {
+                tracing::warn!(router = %c.spec.name, error = %e, "cannot stamp the router just created: its next read reads every child");
+            }
         }
         // More HTTP listeners (a Gateway's other HTTP ports) on the pools just converged.
         for (_, l) in more_http::ensure(c, &lb, &listed, desired, &mut report).await? {
