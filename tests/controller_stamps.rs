@@ -108,6 +108,12 @@ fn stamps_config_map(fake: &Fake) -> Option<Value> {
     fake.get(CM, NS, &config_map_name(ROUTER))
 }
 
+/// The stamps in a ConfigMap's text: (policies, pools).
+fn stamp_counts(text: &str) -> (usize, usize) {
+    let count = |kind: &str| text.lines().filter(|l| l.starts_with(kind)).count();
+    (count("r "), count("m "))
+}
+
 /// The GETs of a parent's children (a policy's rules, a pool's members) in `gets`.
 fn child_gets(gets: &[String]) -> Vec<String> {
     gets.iter().filter(|p| p.ends_with("/rules") || p.ends_with("/members")).cloned().collect()
@@ -150,8 +156,7 @@ async fn created_and_read(fake: &Arc<Fake>, port: u16, octavia: &Mutex<fake_octa
     let created =
         eventually_every("the create's stamps", 30, Duration::from_millis(50), || stamps_config_map(fake)).await;
     let text = created["data"]["stamps"].as_str().unwrap_or_default();
-    let count = |kind: &str| text.lines().filter(|l| l.starts_with(kind)).count();
-    assert_eq!((count("r "), count("m ")), (3, 1), "a stamp per created policy and pool:\n{text}");
+    assert_eq!(stamp_counts(text), (3, 1), "a stamp per created policy and pool:\n{text}");
     fake.remove(CM, NS, &config_map_name(ROUTER));
     let full_read = one_run(fake, port, octavia).await;
     let cm = eventually_every("the stamps ConfigMap", 30, Duration::from_millis(50), || stamps_config_map(fake)).await;
@@ -170,8 +175,7 @@ async fn a_new_controller_starts_from_the_stamps_its_predecessor_saved() {
     assert_eq!(cm["metadata"]["labels"]["kuryr-l7-router/router"], ROUTER);
     assert_eq!(cm["metadata"]["annotations"]["kuryr-l7-router/router-name"], ROUTER);
     let text = cm["data"]["stamps"].as_str().expect("the stamps' text").to_string();
-    let count = |kind: &str| text.lines().filter(|l| l.starts_with(kind)).count();
-    assert_eq!((count("r "), count("m ")), (3, 1), "one stamp per policy and per pool:\n{text}");
+    assert_eq!(stamp_counts(&text), (3, 1), "one stamp per policy and per pool:\n{text}");
     let writes = octavia.lock().unwrap().writes.len();
 
     let with_stamps = one_run(&fake, port, &octavia).await;

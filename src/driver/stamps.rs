@@ -122,11 +122,15 @@ impl Stamps {
         policies: &[Created<'_>],
         pools: &[Created<'_>],
     ) {
-        for (p, rules) in policies.iter().filter_map(|p| desired.created_rules(p).map(|r| (p, r))) {
-            self.changed |= self.rules.record(listener_id, &p.parent, Some(ChildrenDigest::of_rules(rules)));
+        for p in policies {
+            if let Some(rules) = desired.matching_rules(p.name, p.tags, &p.parent) {
+                self.changed |= self.rules.record(listener_id, &p.parent, Some(ChildrenDigest::of_rules(rules)));
+            }
         }
-        for (p, pool) in pools.iter().filter_map(|p| desired.created_pool(p).map(|d| (p, d))) {
-            self.changed |= self.members.record(POOLS, &p.parent, Some(ChildrenDigest::of_members(&pool.members)));
+        for p in pools {
+            if let Some(pool) = desired.matching_pool(p.name, p.tags, &p.parent) {
+                self.changed |= self.members.record(POOLS, &p.parent, Some(ChildrenDigest::of_members(&pool.members)));
+            }
         }
     }
 
@@ -206,29 +210,26 @@ impl<'a> DesiredChildren<'a> {
     /// Whether our policy `name` can be trusted to hold its desired rules without a read: its
     /// stamp holds for them, and there is one listed id per desired rule.
     pub fn trusted_rules(&self, stamps: &StampMap, name: &str, tags: &[String], parent: &Parent<'_>) -> bool {
-        let Some(rules) = self.rules.get(name).filter(|_| self.own.owns(tags)) else { return false };
-        let stamp = stamps.get(parent.id);
-        // One id per distinct rule: a duplicate on either side is for the diff to see.
-        let distinct: BTreeSet<_> = rules.iter().map(rule_key).collect();
-        distinct.len() == rules.len()
-            && rules.len() == parent.child_ids.len()
-            && stamp.is_some_and(|s| s.trusts(parent, ChildrenDigest::of_rules(rules)))
+        self.matching_rules(name, tags, parent).is_some_and(|rules| {
+            stamps.get(parent.id).is_some_and(|s| s.trusts(parent, ChildrenDigest::of_rules(rules)))
+        })
     }
 
-    /// The desired rules of our policy `parent` (named `name`, tagged `tags` in the listing)
-    /// just created with them: one listed id per distinct desired rule.
-    fn created_rules(&self, parent: &Created<'_>) -> Option<&'a [Rule]> {
-        let rules = *self.rules.get(parent.name).filter(|_| self.own.owns(parent.tags))?;
+    /// The desired rules of our policy `name` (tagged `tags` in its listing) when `parent` lists
+    /// one id per desired rule. One id per distinct rule: a duplicate on either side is for the
+    /// diff to see.
+    fn matching_rules(&self, name: &str, tags: &[String], parent: &Parent<'_>) -> Option<&'a [Rule]> {
+        let rules = *self.rules.get(name).filter(|_| self.own.owns(tags))?;
         let distinct: BTreeSet<_> = rules.iter().map(rule_key).collect();
-        (distinct.len() == rules.len() && rules.len() == parent.parent.child_ids.len()).then_some(rules)
+        (distinct.len() == rules.len() && rules.len() == parent.child_ids.len()).then_some(rules)
     }
 
-    /// The desired pool of our pool `parent` just created with its members (see
-    /// [`Self::created_rules`]).
-    fn created_pool(&self, parent: &Created<'_>) -> Option<&'a Pool> {
-        let pool = *self.pools.get(parent.name).filter(|_| self.own.owns(parent.tags))?;
+    /// The desired pool of our pool `name` when `parent` lists one id per desired member (see
+    /// [`Self::matching_rules`]).
+    fn matching_pool(&self, name: &str, tags: &[String], parent: &Parent<'_>) -> Option<&'a Pool> {
+        let pool = *self.pools.get(name).filter(|_| self.own.owns(tags))?;
         let distinct: BTreeSet<_> = pool.members.iter().map(|m| (m.address, m.protocol_port)).collect();
-        (distinct.len() == pool.members.len() && pool.members.len() == parent.parent.child_ids.len()).then_some(pool)
+        (distinct.len() == pool.members.len() && pool.members.len() == parent.child_ids.len()).then_some(pool)
     }
 
     /// The desired rules of the trusted policy `name` as a read would show them: ids from the
@@ -253,11 +254,9 @@ impl<'a> DesiredChildren<'a> {
     /// Whether our pool `name` can be trusted to hold its desired members (see
     /// [`Self::trusted_rules`]).
     pub fn trusted_members(&self, stamps: &StampMap, name: &str, tags: &[String], parent: &Parent<'_>) -> bool {
-        let Some(pool) = self.pools.get(name).filter(|_| self.own.owns(tags)) else { return false };
-        let distinct: BTreeSet<_> = pool.members.iter().map(|m| (m.address, m.protocol_port)).collect();
-        distinct.len() == pool.members.len()
-            && pool.members.len() == parent.child_ids.len()
-            && stamps.get(parent.id).is_some_and(|s| s.trusts(parent, ChildrenDigest::of_members(&pool.members)))
+        self.matching_pool(name, tags, parent).is_some_and(|pool| {
+            stamps.get(parent.id).is_some_and(|s| s.trusts(parent, ChildrenDigest::of_members(&pool.members)))
+        })
     }
 
     /// The desired members of the trusted pool `name` as a read would show them, with our tags.
