@@ -18,7 +18,7 @@ use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
 use kuryr_l7_router::controller::gateway_status::{GatewayStores, world};
 use kuryr_l7_router::gateway::api::generated as k8s;
-use kuryr_l7_router::gateway::api::{HTTPRoute, conversions_on_this_thread, domain_event};
+use kuryr_l7_router::gateway::api::{Blank, HTTPRoute, Parsed, conversions_on_this_thread, domain_event};
 use kuryr_l7_router::gateway::build::{Programmed, translate};
 use serde_json::json;
 use std::time::Instant;
@@ -85,9 +85,16 @@ fn grant(i: usize) -> k8s::ReferenceGrant {
 /// converted to its domain kind (`controller::gateway`).
 fn feed<G, D>(w: &mut Writer<D>, ev: Event<G>)
 where
-    D: for<'a> From<&'a G> + kube::Resource<DynamicType = ()> + Clone + 'static,
+    D: Blank + for<'a> From<&'a G> + Clone + 'static,
 {
-    w.apply_watcher_event(&domain_event(ev));
+    let ev = match ev {
+        Event::Apply(o) => Event::Apply(Parsed::Read(o)),
+        Event::InitApply(o) => Event::InitApply(Parsed::Read(o)),
+        Event::Delete(o) => Event::Delete(Parsed::Read(o)),
+        Event::Init => Event::Init,
+        Event::InitDone => Event::InitDone,
+    };
+    w.apply_watcher_event(&domain_event(ev, &mut |_: &D, why: &str| panic!("unreadable: {why}")));
 }
 
 /// Fills the stores as the first LIST of every watch does; the HTTPRoutes' writer is kept for

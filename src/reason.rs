@@ -99,6 +99,9 @@ reasons! {
     // About a Gateway.
     /// A Gateway listener on a second port of one protocol: a router has one listener each.
     ListenerPortUnsupported,
+    /// A Gateway API object that not even the domain types read (a field of an unexpected type):
+    /// it is ignored, the others of its kind are served.
+    UnreadableObject,
     // References that do not resolve.
     ServiceNotFound,
     ServicePortNotFound,
@@ -208,6 +211,8 @@ impl Reason {
             | SharedOverCapacity
             // A Gateway's listener is not a route.
             | ListenerPortUnsupported
+            // No condition can be written: its parents cannot be read.
+            | UnreadableObject
             | Other(_) => None,
         }
     }

@@ -343,6 +343,62 @@ async fn bad_input_gets_a_warning_event_on_the_object_concerned() {
     let _ = stop.send(true);
 }
 
+/// Objects of another Gateway API release in the cluster: a route with a filter type the v1.6.1
+/// standard types do not know (an experimental one) is refused by name, with its status and an
+/// Event, and a route with a field of the wrong type is ignored with an Event naming the field.
+/// Neither holds the other routes of the kind (before, either failed the list of every HTTPRoute).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_object_of_another_release_does_not_hold_the_others_of_its_kind() {
+    let (case, base, text) = case_text("gateway-with-attached-routes.yaml");
+    let fake = Fake::new();
+    fake.gateway_api.store(true, Ordering::SeqCst);
+    load_objects(&fake, &[&base, &text], &[]);
+    fake.put(
+        "gateways",
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+               "metadata": {"name": "other-release", "namespace": INFRA},
+               "spec": {"gatewayClassName": "kuryr", "listeners": [{"name": "http", "port": 80, "protocol": "HTTP"}]}}),
+    );
+    let parent = json!([{"name": "other-release"}]);
+    let backends = json!([{"name": "infra-backend-v1", "port": 8080}]);
+    fake.put(
+        "httproutes",
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+               "metadata": {"name": "newer-filter", "namespace": INFRA, "generation": 1},
+               "spec": {"parentRefs": parent, "hostnames": ["newer.example.com"],
+                        "rules": [{"filters": [{"type": "ExternalAuth"}], "backendRefs": backends}]}}),
+    );
+    fake.put(
+        "httproutes",
+        json!({"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
+               "metadata": {"name": "broken", "namespace": INFRA},
+               "spec": {"parentRefs": parent, "hostnames": 5, "rules": [{"backendRefs": backends}]}}),
+    );
+    let (stop, _programmed) = start(&fake, all_programmed(&[&base, &text])).await;
+    let route = |name: &str| fake.get("gateway.networking.k8s.io/v1/httproutes", INFRA, name);
+    let newer = eventually("the newer route's status", 5, || {
+        route("newer-filter").filter(|r| r["status"]["parents"].as_array().is_some_and(|p| !p.is_empty()))
+    })
+    .await;
+    let conds = &newer["status"]["parents"][0]["conditions"];
+    check_cond("newer-filter", conds, "Accepted", "False/UnsupportedValue", Some(1)).unwrap();
+    let accepted = conds.as_array().unwrap().iter().find(|c| c["type"] == "Accepted").unwrap();
+    assert!(accepted["message"].as_str().unwrap().contains("filters[0].type: ExternalAuth"), "{accepted}");
+    let unreadable = eventually("the Event on the broken route", 5, || {
+        let posts = fake.writes().into_iter().filter(|w| w.method == "POST" && w.path.ends_with("/events"));
+        posts.into_iter().find(|w| w.body["reason"] == "UnreadableObject")
+    })
+    .await;
+    assert_eq!(unreadable.body["type"], "Warning");
+    assert_eq!(unreadable.body["regarding"]["kind"], "HTTPRoute");
+    assert_eq!(unreadable.body["regarding"]["name"], "broken");
+    assert!(unreadable.body["note"].as_str().unwrap().contains("spec.hostnames"), "{}", unreadable.body);
+    // Every route of the case has its status, as without the two.
+    eventually("the case's statuses", 5, || check_case(&fake, &case).is_empty().then_some(())).await;
+    assert_eq!(route("broken").unwrap()["status"], Value::Null, "an ignored route gets no status");
+    let _ = stop.send(true);
+}
+
 /// The whole controller (`run_with`, in-memory Octavia) on `fake`; stop it with the sender.
 async fn run_controller(
     fake: &Arc<Fake>,

@@ -281,6 +281,10 @@ pub(crate) const CI_CASES: &[(&str, &str)] = &[
         "ReferenceGrant: the granted cross-namespace Service answers, the refused rule answers the responder's 500",
     ),
     ("HTTPRouteRedirectHostAndStatus", "the RequestRedirect filter: hostname and statusCode"),
+    (
+        "HTTPRouteRedirectScheme",
+        "SchemeRedirect (declared): a redirect keeping the request's host, served per known name of the Gateway",
+    ),
     ("HTTPRouteHTTPSListener", "an HTTPS listener: a kubernetes.io/tls Secret through Barbican, SNI"),
     ("GatewayWithAttachedRoutesWithPort8080", "GatewayPort8080: a second HTTP listener on the load balancer"),
 ];

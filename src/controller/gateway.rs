@@ -10,15 +10,16 @@
 //! The routers of the Gateways ([`crate::gateway::build::Translation::routers`]) are published on
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
-use crate::controller::events::EventPublisher;
+use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::gateway_driver::{
     DataPlane, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver,
 };
-use crate::controller::gateway_status::{GatewayStores, StatusWriter, world};
+use crate::controller::gateway_status::{GatewayStores, StatusWriter, reference, world};
 use crate::gateway::GatewayRoutes;
-use crate::gateway::api::domain_event;
 use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use crate::gateway::api::{Blank, Parsed, domain_event};
 use crate::gateway::build::{Programmed, RouterFailures, translate_with_failures};
+use crate::reason::Reason;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
 use kube::api::{Api, ListParams};
@@ -91,14 +92,31 @@ where
 
 /// The watch of a generated Gateway API kind (`G`), each object converted to its domain kind
 /// (`D`) once, as its event arrives: the caches hold domain objects, so a pass converts nothing.
+/// The watch reads [`Parsed`] objects, so that one object the generated types cannot read does
+/// not fail the list of its kind (see `gateway::api::parsed`); one that not even the domain type
+/// reads is cached without a spec (ignored) and gets a Warning Event naming the field.
 pub(crate) fn converted<G, D>(
-    watch: impl Stream<Item = watcher::Result<watcher::Event<G>>> + Send + 'static,
+    watch: impl Stream<Item = watcher::Result<watcher::Event<Parsed<G>>>> + Send + 'static,
+    events: Option<Arc<EventPublisher>>,
 ) -> impl Stream<Item = watcher::Result<watcher::Event<D>>> + Send + 'static
 where
     G: 'static,
-    D: for<'a> From<&'a G> + 'static,
+    D: Blank + for<'a> From<&'a G> + 'static,
 {
-    watch.map(|r| r.map(domain_event::<G, D>))
+    let mut unreadable = move |d: &D, why: &str| {
+        let meta = d.meta();
+        tracing::warn!(kind = %D::kind(&()), namespace = ?meta.namespace, name = ?meta.name, error = %why, "object ignored");
+        if let Some(events) = events.clone() {
+            let ev = UserEvent::of(Reason::UnreadableObject, "Read", format!("{why}: ignored until it can be read"));
+            let regarding = reference::<D>(meta);
+            tokio::spawn(async move {
+                if let Err(e) = events.publish(&ev, &regarding).await {
+                    tracing::warn!(name = ?regarding.name, error = %e, "cannot publish an Event");
+                }
+            });
+        }
+    };
+    watch.map(move |r| r.map(|e| domain_event::<G, D>(e, &mut unreadable)))
 }
 
 impl GatewayLoop {
@@ -144,19 +162,31 @@ impl GatewayLoop {
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
         let c = &self.client;
+        let ev = &self.events;
         let (classes, wc) = reflector::store();
         let (gateways, wg) = reflector::store();
         let (routes, wr) = reflector::store();
         let (grants, wgr) = reflector::store::<crate::gateway::api::ReferenceGrant>();
         let (namespaces, wn) = reflector::store();
         let mut streams = vec![
-            reflect_into(wc, converted(watch_of(Api::<GatewayClass>::all(c.clone()))), changed.clone()).boxed(),
-            reflect_into(wg, converted(watch_of(Api::<Gateway>::all(c.clone()))), changed.clone()).boxed(),
-            reflect_into(wr, converted(watch_of(Api::<HTTPRoute>::all(c.clone()))), changed.clone()).boxed(),
+            reflect_into(
+                wc,
+                converted(watch_of(Api::<Parsed<GatewayClass>>::all(c.clone())), ev.clone()),
+                changed.clone(),
+            )
+            .boxed(),
+            reflect_into(wg, converted(watch_of(Api::<Parsed<Gateway>>::all(c.clone())), ev.clone()), changed.clone())
+                .boxed(),
+            reflect_into(
+                wr,
+                converted(watch_of(Api::<Parsed<HTTPRoute>>::all(c.clone())), ev.clone()),
+                changed.clone(),
+            )
+            .boxed(),
             reflect_into(wn, watch_of(Api::<Namespace>::all(c.clone())), changed.clone()).boxed(),
         ];
         if grants_served {
-            let grants = converted(watch_of(Api::<ReferenceGrant>::all(c.clone())));
+            let grants = converted(watch_of(Api::<Parsed<ReferenceGrant>>::all(c.clone())), ev.clone());
             streams.push(reflect_into(wgr, grants, changed.clone()).boxed());
         } else {
             // Nothing to list: the store is ready and stays empty.
@@ -293,7 +323,7 @@ mod tests {
     use crate::gateway::api::conversions_on_this_thread;
     use serde_json::json;
 
-    fn route(name: &str, host: &str) -> HTTPRoute {
+    fn route(name: &str, host: &str) -> Parsed<HTTPRoute> {
         serde_json::from_value(json!({
             "apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
             "metadata": {"name": name, "namespace": "shop"},
@@ -303,7 +333,7 @@ mod tests {
         .unwrap()
     }
 
-    fn gateway(name: &str) -> Gateway {
+    fn gateway(name: &str) -> Parsed<Gateway> {
         serde_json::from_value(json!({
             "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
             "metadata": {"name": name, "namespace": "shop"},
@@ -313,13 +343,13 @@ mod tests {
     }
 
     /// The objects of `events`, through the production path (conversion, then the cache).
-    async fn reflected<G, D>(writer: reflector::store::Writer<D>, events: Vec<watcher::Event<G>>)
+    async fn reflected<G, D>(writer: reflector::store::Writer<D>, events: Vec<watcher::Event<Parsed<G>>>)
     where
         G: Send + 'static,
-        D: for<'a> From<&'a G> + kube::Resource<DynamicType = ()> + Clone + std::fmt::Debug + Send + Sync + 'static,
+        D: Blank + for<'a> From<&'a G> + Clone + std::fmt::Debug + Send + Sync + 'static,
     {
         let watch = futures::stream::iter(events.into_iter().map(Ok));
-        reflect_into(writer, converted(watch), Arc::new(Notify::new())).collect::<Vec<()>>().await;
+        reflect_into(writer, converted(watch, None), Arc::new(Notify::new())).collect::<Vec<()>>().await;
     }
 
     /// A pass reads the cached domain objects: the conversions are one per watch event, however
@@ -341,7 +371,7 @@ mod tests {
         let list = (0..n).map(|i| InitApply(route(&format!("r{i}"), "a.example.com")));
         let changes = [Apply(route("r0", "b.example.com")), Delete(route("r1", "a.example.com"))];
         let (tx, rx) = futures::channel::mpsc::unbounded();
-        let mut watch = Box::pin(reflect_into(wr, converted(rx), Arc::new(Notify::new())));
+        let mut watch = Box::pin(reflect_into(wr, converted(rx, None), Arc::new(Notify::new())));
         for e in std::iter::once(Init).chain(list).chain([InitDone]) {
             tx.unbounded_send(Ok(e)).unwrap();
             watch.next().await;

@@ -218,7 +218,7 @@ pub(crate) fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
         .collect()
 }
 
-fn reference<K: kube::Resource<DynamicType = ()>>(meta: &ObjectMeta) -> ObjectReference {
+pub(crate) fn reference<K: kube::Resource<DynamicType = ()>>(meta: &ObjectMeta) -> ObjectReference {
     ObjectReference {
         api_version: Some(K::api_version(&()).into_owned()),
         kind: Some(K::kind(&()).into_owned()),

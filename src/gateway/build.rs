@@ -2,10 +2,10 @@
 //! route tables and status outcomes. Pure and deterministic: the same world gives the same
 //! output, whatever the order of its lists.
 
-use super::api::{Gateway, HTTPRoute};
+use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
 use super::backends::forward;
-use super::hostnames::{matches as host_matches, specificity};
+use super::hostnames::{is_wildcard, matches as host_matches, specificity};
 use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
@@ -14,7 +14,7 @@ use super::status::{ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ParentO
 use super::world::{World, name_of, ns_of};
 use super::{Action, CONTROLLER_NAME, GatewayRoutes, PortRoutes, RouteEntry};
 use crate::model::KubeRef;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The addresses of each programmed Gateway's load balancer, by (namespace, name): the data
 /// plane's answer. A Gateway absent here is not (yet) programmed.
@@ -56,6 +56,8 @@ struct GatewayWork<'a> {
     /// Per listener: the routes attached (namespace, name).
     attached: Vec<Vec<(String, String)>>,
     entries: Vec<(usize, RouteEntry)>,
+    /// The names a request reaches this Gateway by, as far as we know them (see [`known_names`]).
+    names: BTreeSet<String>,
 }
 
 pub fn translate(world: &World, programmed: &Programmed) -> Translation {
@@ -80,8 +82,12 @@ pub(crate) fn translate_with_failures(
         let plans = plan(gw, world);
         let accepted = gateway_accepted(gw, world, &plans);
         let attached = vec![Vec::new(); plans.len()];
-        work.insert((ns_of(gw), name_of(gw)), GatewayWork { gw, plans, accepted, attached, entries: Vec::new() });
+        let key = (ns_of(gw), name_of(gw));
+        let mut names: BTreeSet<String> = programmed.get(&key).into_iter().flatten().cloned().collect();
+        names.extend(gw.spec.listeners.iter().filter_map(|l| l.hostname.clone()).filter(|h| !is_wildcard(h)));
+        work.insert(key, GatewayWork { gw, plans, accepted, attached, entries: Vec::new(), names });
     }
+    known_names(world, &mut work);
     let mut routes: Vec<RouteOutcome> =
         world.routes.iter().filter_map(|r| route_parents(r, world, &mut work)).collect();
     routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
@@ -135,6 +141,20 @@ fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond
         Cond::no("Accepted", "ListenersNotValid", "no listener is valid")
     } else {
         Cond::yes("Accepted", "ListenersNotValid", format!("{invalid} listener(s) are not valid"))
+    }
+}
+
+/// Adds the exact hostnames of every route naming a Gateway to that Gateway's names, which start
+/// as its addresses (the data plane's) and its listeners' exact hostnames: what external-dns
+/// publishes for it, and what a client sends as `Host` when it uses the address. A redirect
+/// that keeps the request's host is served for these names (see [`entries`]).
+fn known_names(world: &World, work: &mut BTreeMap<(String, String), GatewayWork<'_>>) {
+    for route in world.routes.iter().map(|r| &**r) {
+        for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
+            if let Some(w) = work.get_mut(&(parent_namespace(route, p), p.name.clone())) {
+                w.names.extend(route.spec.hostnames.iter().filter(|h| !is_wildcard(h)).cloned());
+            }
+        }
     }
 }
 
@@ -201,12 +221,13 @@ fn entries(
             for (ri, rule) in route.spec.rules.iter().enumerate() {
                 let redirect =
                     rule.filters.iter().enumerate().find_map(|(fi, f)| f.request_redirect.as_ref().map(|r| (fi, r)));
-                let action = match redirect {
+                let served = match redirect {
                     Some((fi, r)) => {
+                        let field = format!("spec.rules[{ri}].filters[{fi}]");
                         let from = RedirectFrom { protocol, port: l.port, host: host.as_deref() };
-                        Action::Redirect(octavia_redirect(r, from, &format!("spec.rules[{ri}].filters[{fi}]"))?)
+                        redirects(r, from, &w.names, &excluded_hosts, &field)?
                     }
-                    None => actions[ri].clone(),
+                    None => vec![(host.clone(), actions[ri].clone())],
                 };
                 for (mi, m) in rule_matches(rule).into_iter().enumerate() {
                     let origin = Origin {
@@ -216,21 +237,56 @@ fn entries(
                         rule: ri,
                         matched: mi,
                     };
-                    let entry = RouteEntry {
-                        key: key(host.as_deref(), &m, origin),
-                        host: host.clone(),
-                        excluded_hosts: excluded_hosts.clone(),
-                        path: m.path,
-                        headers: m.headers,
-                        action: action.clone(),
-                        owner: owner.clone(),
-                        rule: ri,
-                    };
-                    out.push((a.listener, entry));
+                    // The route's own host orders the entries, also those of a redirect served
+                    // per name: the names take no precedence the route does not have.
+                    let order = key(host.as_deref(), &m, origin);
+                    for (entry_host, action) in &served {
+                        let entry = RouteEntry {
+                            key: order.clone(),
+                            host: entry_host.clone(),
+                            excluded_hosts: excluded_hosts.clone(),
+                            path: m.path.clone(),
+                            headers: m.headers.clone(),
+                            action: action.clone(),
+                            owner: owner.clone(),
+                            rule: ri,
+                        };
+                        out.push((a.listener, entry));
+                    }
                 }
             }
         }
     }
+    Ok(out)
+}
+
+/// The entries of a redirect filter at `from` (host, action). Octavia's redirect prefix is a
+/// literal `scheme://host[:port]`, so a redirect that keeps the request's host (no
+/// `requestRedirect.hostname`) on a route entry without one exact host is served per name:
+/// one entry for each known name of the Gateway that the entry's host matches (its addresses,
+/// the exact hostnames of its listeners and routes: the names clients use), each redirecting to
+/// that same name, and for any other host the rule answers 500 (the status responder's "no valid
+/// backend"): never a redirect to a host the client did not ask for.
+fn redirects(
+    r: &HTTPRequestRedirectFilter,
+    from: RedirectFrom<'_>,
+    names: &BTreeSet<String>,
+    excluded_hosts: &[String],
+    field: &str,
+) -> Result<Vec<(Option<String>, Action)>, String> {
+    let keeps_host = r.hostname.is_none() && from.host.is_none_or(is_wildcard);
+    if !keeps_host {
+        return Ok(vec![(from.host.map(str::to_string), Action::Redirect(octavia_redirect(r, from, field)?))]);
+    }
+    let mut out = Vec::new();
+    let reaches = |n: &&String| {
+        from.host.is_none_or(|h| host_matches(h, n)) && !excluded_hosts.iter().any(|x| host_matches(x, n))
+    };
+    for n in names.iter().filter(reaches) {
+        let at = RedirectFrom { host: Some(n), ..from };
+        out.push((Some(n.clone()), Action::Redirect(octavia_redirect(r, at, field)?)));
+    }
+    out.push((from.host.map(str::to_string), Action::Fixed(500)));
     Ok(out)
 }
 

@@ -79,19 +79,49 @@ fn unsupported_route_is_refused_not_attached_and_not_served() {
     assert!(t.router("infra", "gw").unwrap().listeners[0].entries.is_empty());
 }
 
+/// A redirect that keeps the request's host: on an exact-host entry one redirect to that host;
+/// on an any-host entry one redirect per known name of the Gateway (its address, the exact
+/// hostnames of its routes and listeners), each to the name asked for, and 500 for any other
+/// host; all of them ordered by the route's own (any) host, after the exact-host routes.
 #[test]
-fn redirect_needing_the_request_host_is_refused_on_an_any_host_route_and_served_on_an_exact_one() {
+fn a_redirect_keeping_the_request_host_is_served_per_known_name_and_never_to_another_host() {
     let redirect = "  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]}]";
     let routes = route("any", &format!("  parentRefs: [{{name: gw}}]\n{redirect}"))
-        + &route("exact", &format!("  parentRefs: [{{name: gw}}]\n  hostnames: [a.example.com]\n{redirect}"));
+        + &route("exact", &format!("  parentRefs: [{{name: gw}}]\n  hostnames: [a.example.com]\n{redirect}"))
+        + &route(
+            "other",
+            &format!("  parentRefs: [{{name: gw}}]\n  hostnames: [b.example.com, '*.wild.com']\n{BACKEND}"),
+        );
     let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, true);
-    let (ok, reason, msg) = accepted(&t, "any");
-    assert!(!ok && reason == "UnsupportedValue" && msg.contains("requestRedirect.hostname"), "{msg}");
-    assert!(accepted(&t, "exact").0);
+    assert!(accepted(&t, "any").0 && accepted(&t, "exact").0);
+    let mut entries = t.router("infra", "gw").unwrap().listeners[0].entries.clone();
+    entries.sort_by(|a, b| a.key.cmp(&b.key));
+    let seen: Vec<(&str, Option<&str>, String)> = entries
+        .iter()
+        .map(|e| {
+            let action = match &e.action {
+                Action::Redirect(r) => format!("{} {}", r.code, r.prefix),
+                Action::Fixed(c) => c.to_string(),
+                Action::Forward { .. } => "forward".into(),
+            };
+            (e.owner.name.as_str(), e.host.as_deref(), action)
+        })
+        .collect();
+    let want = [
+        ("exact", Some("a.example.com"), "302 https://a.example.com".to_string()),
+        ("other", Some("b.example.com"), "forward".into()),
+        ("other", Some("*.wild.com"), "forward".into()),
+        ("any", Some("198.51.100.7"), "302 https://198.51.100.7".into()),
+        ("any", Some("a.example.com"), "302 https://a.example.com".into()),
+        ("any", Some("b.example.com"), "302 https://b.example.com".into()),
+        ("any", None, "500".into()),
+    ];
+    assert_eq!(seen, want);
+    // Before the load balancer has an address, the names are the routes' and listeners'.
+    let t = run("  - {name: http, port: 80, protocol: HTTP}", &routes, false);
     let entries = &t.router("infra", "gw").unwrap().listeners[0].entries;
-    assert_eq!(entries.len(), 1);
-    let Action::Redirect(r) = &entries[0].action else { panic!("{:?}", entries[0].action) };
-    assert_eq!((r.prefix.as_str(), r.code), ("https://a.example.com", 302));
+    let any: Vec<_> = entries.iter().filter(|e| e.owner.name == "any").map(|e| e.host.as_deref()).collect();
+    assert_eq!(any, [Some("a.example.com"), Some("b.example.com"), None]);
 }
 
 #[test]

@@ -5,9 +5,9 @@
 //! `REDIRECT_TO_URL` would drop the path, so it is never used here. The prefix is a literal
 //! `scheme://host[:port]`: the spec's defaults (the request's scheme, host and port) are filled
 //! in from the listener and the entry's host. A request host can only be filled in when the
-//! entry's host is one exact name: for a wildcard or any-host entry without
-//! `requestRedirect.hostname` there is no literal prefix, and the route is refused (never
-//! redirected to a wrong host).
+//! entry's host is one exact name: a wildcard or any-host entry without
+//! `requestRedirect.hostname` is served per known name of the Gateway, each entry with that one
+//! exact host (`build::redirects`), and never redirected to a host the client did not ask for.
 
 use super::api::HTTPRequestRedirectFilter;
 use super::hostnames::is_wildcard;

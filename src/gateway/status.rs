@@ -33,10 +33,9 @@ impl Cond {
 /// The features this implementation declares in `GatewayClass.status.supportedFeatures`: the
 /// core of Gateway, HTTPRoute and ReferenceGrant, plus the extended ones Octavia serves exactly.
 /// GatewayPort8080: each HTTP port of a Gateway is an HTTP listener of its load balancer
-/// (docs/gateway-api.md, "ports"), passed through the data plane. Not SchemeRedirect nor
-/// PortRedirect: their upstream
-/// tests redirect without a hostname, and Octavia's `redirect_prefix` cannot repeat the
-/// request's Host, so those routes are refused (a declared feature must pass its tests).
+/// (docs/gateway-api.md, "ports"), passed through the data plane. The redirects (scheme, port,
+/// 303/307/308): their upstream tests redirect without a hostname, served per known name of the
+/// Gateway (`build::redirects`; the tests' Host is the Gateway's address), through the data plane.
 pub(crate) const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayPort8080",
@@ -45,6 +44,8 @@ pub(crate) const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRoutePortRedirect",
+    "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
 ];
 

@@ -14,6 +14,7 @@
 //! (`conversion_keeps_every_field`) parses the conformance manifests both ways and compares.
 
 use super::generated::{gatewayclasses, gateways, httproutes, referencegrants};
+use super::parsed::Parsed;
 use super::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayClassStatus, HTTPRoute, ParametersReference, ReferenceGrant,
     ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, SupportedFeature,
@@ -38,18 +39,86 @@ fn counted() {
     CONVERSIONS.with(|c| c.set(c.get() + 1));
 }
 
+/// A domain kind: what an object of it is when nothing of its spec can be read.
+pub trait Blank: DeserializeOwned + kube::Resource<DynamicType = ()> {
+    /// No spec: the translation ignores it (no class, no parents, no listeners).
+    fn blank() -> Self;
+}
+
+impl Blank for GatewayClass {
+    fn blank() -> Self {
+        GatewayClass::new("", Default::default())
+    }
+}
+
+impl Blank for Gateway {
+    fn blank() -> Self {
+        Gateway::new("", Default::default())
+    }
+}
+
+impl Blank for HTTPRoute {
+    fn blank() -> Self {
+        HTTPRoute::new("", Default::default())
+    }
+}
+
+impl Blank for ReferenceGrant {
+    fn blank() -> Self {
+        ReferenceGrant::new("", Default::default())
+    }
+}
+
 /// A watch event of a generated kind as the same event of its domain kind: what the Gateway
-/// loop's caches store.
-pub fn domain_event<G, D>(event: Event<G>) -> Event<D>
+/// loop's caches store. `unreadable` is told of each object applied that not even the domain
+/// type reads (see [`domain_of`]), with the reason.
+pub fn domain_event<G, D>(event: Event<Parsed<G>>, unreadable: &mut dyn FnMut(&D, &str)) -> Event<D>
 where
-    D: for<'a> From<&'a G>,
+    D: Blank + for<'a> From<&'a G>,
 {
+    let mut applied = |o: &Parsed<G>| match domain_of(o) {
+        Ok(d) => d,
+        Err((d, why)) => {
+            unreadable(&d, &why);
+            d
+        }
+    };
     match event {
-        Event::Apply(o) => Event::Apply(D::from(&o)),
-        Event::Delete(o) => Event::Delete(D::from(&o)),
-        Event::InitApply(o) => Event::InitApply(D::from(&o)),
+        Event::Apply(o) => Event::Apply(applied(&o)),
+        Event::InitApply(o) => Event::InitApply(applied(&o)),
+        Event::Delete(o) => Event::Delete(domain_of(&o).unwrap_or_else(|(d, _)| d)),
         Event::Init => Event::Init,
         Event::InitDone => Event::InitDone,
+    }
+}
+
+/// The domain object of what a watch read. An object the generated types could not read (a CRD
+/// of another release or channel) is read by the domain type itself: it models enums as strings,
+/// so the translation refuses a value it does not serve by name, with the route's condition and
+/// Event (e.g. `filters[0].type: ExternalAuth is not supported by Octavia`), and the other
+/// objects of the kind are served. `Err` when not even the domain type reads it: the object with
+/// its metadata and no spec (ignored by the translation), and why.
+pub fn domain_of<G, D>(o: &Parsed<G>) -> Result<D, (D, String)>
+where
+    D: Blank + for<'a> From<&'a G>,
+{
+    let u = match o {
+        Parsed::Read(g) => return Ok(D::from(g)),
+        Parsed::Unread(u) => u,
+    };
+    counted();
+    let (kind, ns, name) = (D::kind(&()), &u.metadata.namespace, &u.metadata.name);
+    match D::deserialize(&u.object) {
+        Ok(d) => {
+            tracing::warn!(%kind, namespace = ?ns, name = ?name, error = %u.error,
+                "not a Gateway API v1.6.1 standard object: read field by field; values it does not know are refused");
+            Ok(d)
+        }
+        Err(e) => {
+            let mut d = D::blank();
+            *d.meta_mut() = u.metadata.clone();
+            Err((d, format!("cannot be read as a Gateway API v1.6.1 {kind}: {} ({e})", u.error)))
+        }
     }
 }
 
@@ -57,17 +126,18 @@ where
 /// of the generated ones); if it ever does, the object keeps its metadata and an empty spec, so
 /// the translation ignores it (no class, no parents) instead of failing the whole pass, and the
 /// log names the object and the error.
-fn via_json<F, T>(from: &F, kind: &str, empty: fn() -> T) -> T
+fn via_json<F, T>(from: &F) -> T
 where
     F: Serialize + kube::Resource,
-    T: DeserializeOwned + kube::Resource,
+    T: Blank,
 {
     counted();
     let parsed = serde_json::to_value(from).and_then(serde_json::from_value::<T>);
     parsed.unwrap_or_else(|e| {
         let meta = from.meta();
-        tracing::warn!(kind, namespace = ?meta.namespace, name = ?meta.name, error = %e, "cannot read the object: ignored");
-        let mut t = empty();
+        let kind = T::kind(&());
+        tracing::warn!(%kind, namespace = ?meta.namespace, name = ?meta.name, error = %e, "cannot read the object: ignored");
+        let mut t = T::blank();
         *t.meta_mut() = meta.clone();
         t
     })
@@ -99,13 +169,13 @@ impl From<&gatewayclasses::GatewayClass> for GatewayClass {
 
 impl From<&gateways::Gateway> for Gateway {
     fn from(o: &gateways::Gateway) -> Self {
-        via_json(o, "Gateway", || Gateway::new("", Default::default()))
+        via_json(o)
     }
 }
 
 impl From<&httproutes::HttpRoute> for HTTPRoute {
     fn from(o: &httproutes::HttpRoute) -> Self {
-        via_json(o, "HTTPRoute", || HTTPRoute::new("", Default::default()))
+        via_json(o)
     }
 }
 

@@ -15,9 +15,11 @@
 
 mod convert;
 pub mod generated;
+mod parsed;
 mod route;
 
-pub use convert::{conversions_on_this_thread, domain_event};
+pub use convert::{Blank, conversions_on_this_thread, domain_event, domain_of};
+pub use parsed::{Parsed, Unread};
 pub use route::*;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
