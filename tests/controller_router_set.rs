@@ -753,3 +753,41 @@ async fn a_new_group_is_kept_off_a_name_an_untagged_load_balancer_holds() {
     assert_eq!(built, [0, 2], "nothing built for rset-2");
     running.stop().await;
 }
+
+const THIRD: &str = "172.24.4.12";
+
+/// a moves to rset-2 and b to rset-3 (asked; b's ask is then taken back, its move recorded);
+/// while both moves publish both addresses a new Ingress ties a and b: the group goes to rset-2
+/// (of two targets, the lowest), and b's move goes on to rset-3. When it is done, b moves on from
+/// rset-3 to rset-2 through the phases: its status shows both routers, then rset-2; rset-3 routes
+/// b until the end. Before, b switched from rset-3 to rset-2 at once when its move was done,
+/// while clients still held rset-3's address.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_moves_tied_while_moving_end_on_one_router_make_before_break() {
+    let fake = fake_with(["a", "b"].map(ingress));
+    let running = start_with(&fake, &[], &[], "max_policies_per_router = 10\nmove_dns_grace = 2").await;
+    for n in ["a", "b"] {
+        eventually(&format!("{n} on the first router"), 20, || placed(&fake, n).filter(|p| p.0 == BASE)).await;
+    }
+    ask_move(&fake, "a", "rset-2");
+    ask_move(&fake, "b", "rset-3");
+    eventually("both addresses on a", 10, || published(&fake, "a", &[FIRST, SECOND]).then_some(())).await;
+    eventually("both addresses on b", 10, || published(&fake, "b", &[FIRST, THIRD]).then_some(())).await;
+    let mut v = fake.get(ING, "shop", "b").unwrap();
+    v["metadata"]["annotations"].as_object_mut().unwrap().remove(MOVE_TO_ANNOTATION);
+    fake.put("ingresses", v);
+    fake.put("ingresses", tie("a", "b"));
+    let b = "b.example.com".to_string();
+    eventually("b on rset-3 and rset-2", 30, || published(&fake, "b", &[THIRD, SECOND]).then_some(())).await;
+    eventually("b on rset-2 only, rset-3 cleared", 30, || {
+        (addresses(&fake, "b") == [SECOND] && !running.hosts_of(2).contains(&b)).then_some(())
+    })
+    .await;
+    assert!(running.hosts_of(1).contains(&b), "rset-2 routes b");
+    assert!(published(&fake, "b", &[THIRD]), "b's own move ended on rset-3 first");
+    let note = event_note(&fake, "b", "MoveStarted").unwrap_or_default();
+    assert!(!note.is_empty(), "the moves are told");
+    let merges = event_reasons(&fake, "b").iter().filter(|r| *r == "MoveStarted").count();
+    assert_eq!(merges, 2, "b's move, then the move on to rset-2: {:?}", event_reasons(&fake, "b"));
+    running.stop().await;
+}

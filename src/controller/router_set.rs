@@ -405,6 +405,14 @@ impl RouterSet {
             if next.phase == m.phase || current.is_some_and(|c| c.phase != m.phase) {
                 continue;
             }
+            // A move done whose hosts a tie placed elsewhere goes on there, make-before-break.
+            let next = match set_moves::chained(&next, &placed.placement, now) {
+                Some(chain) => {
+                    changed.push(next);
+                    chain
+                }
+                None => next,
+            };
             known.insert(group.clone(), next.clone());
             changed.push(next);
         }

@@ -205,6 +205,22 @@ fn operator_moves(
     refused
 }
 
+/// The move that goes on from a move just finished (`done`) whose hosts the placement puts on
+/// another router than its target: an Ingress tied them, while both moved, to a group another
+/// move took elsewhere (the target holding most moving hosts wins the tie). They do not switch
+/// there at once (the target published their address until now): they move on from the target
+/// to that router through the phases, as any part of a tied group does (a merge).
+pub fn chained(done: &MovePlan, placement: &Placement, now: UnixSeconds) -> Option<MovePlan> {
+    if !matches!(done.phase, MovePhase::Done { .. }) {
+        return None;
+    }
+    let hosts: BTreeSet<String> =
+        done.hosts.iter().filter(|h| placement.host_router.contains_key(*h)).cloned().collect();
+    let to = *placement.host_router.get(hosts.first()?)?;
+    let request = MoveRequest { group: done.group.clone(), hosts, from: done.to, to };
+    (to != done.to).then(|| MovePlan::start(&request, now).because(MoveCause::Merge))
+}
+
 /// Places with the hosts of `moves` as moving: a group an Ingress ties to a moving part stays
 /// on that move's target (the other parts move there), so the tie never takes hosts away from
 /// the router the move publishes.

@@ -277,3 +277,55 @@ fn a_tie_to_a_moving_group_goes_to_the_moves_target() {
         assert_eq!(of("a.com"), [0, 2], "{phase:?}: a.com is on both until its own move deletes it");
     }
 }
+
+/// An Ingress ties a.com (moving 0 → 2) and b.com (moving 1 → 3): the group goes to router 2
+/// (ties between targets: the lowest index) and b.com's move goes on to router 3. When that move
+/// is done, b.com moves on from 3 to 2 through the phases: 3 keeps routing (and publishing) it
+/// until the chained move deletes its old routes. Before, it switched to 2 at once when its
+/// move was done: router 3 dropped its routes while clients still held its address.
+#[test]
+fn a_move_done_whose_hosts_a_tie_placed_elsewhere_moves_on_make_before_break() {
+    let params = params_at(10, &[("a.com", 0), ("b.com", 1), ("c.com", 0)]);
+    let mv = |host: &str, from, to, phase| MovePlan {
+        group: host.into(),
+        hosts: [host.to_string()].into(),
+        from,
+        to,
+        phase,
+        cause: MoveCause::Operator,
+    };
+    let a = mv("a.com", 0, 2, MovePhase::PublishBoth { since: 400 });
+    let b = mv("b.com", 1, 3, MovePhase::DeleteOld { since: 400 });
+    let moves: Moves = [("a.com".to_string(), a.clone()), ("b.com".to_string(), b.clone())].into();
+    let got = place_with_moves(&tied_desired(), &params, moves, &[], 500, &Growth::default());
+    assert_eq!(got.placement.host_router["b.com"], 2, "the tied group is on the first move's target");
+    assert!(got.started.is_empty(), "b.com's move goes on: {:?}", got.started);
+    let seen = MoveObservation { target_active: true, source_cleared: true };
+    let timings = MoveTimings { dns_grace_secs: 60, old_routes_grace_secs: 60 };
+    let done = b.advance(510, seen, timings);
+    assert!(matches!(done.phase, MovePhase::Done { .. }));
+    let chain = chained(&done, &got.placement, 510).expect("b.com moves on");
+    assert_eq!(
+        (chain.from, chain.to, chain.phase, chain.cause),
+        (3, 2, MovePhase::CreateOnTarget { since: 510 }, MoveCause::Merge)
+    );
+    assert_eq!(chain.group, "b.com");
+    // Through its phases, router 3 keeps b.com until the chained move deletes its old routes.
+    for (phase, b_homes) in [
+        (MovePhase::CreateOnTarget { since: 510 }, vec![2, 3]),
+        (MovePhase::PublishBoth { since: 510 }, vec![2, 3]),
+        (MovePhase::PublishTarget { since: 510 }, vec![2, 3]),
+        (MovePhase::DeleteOld { since: 510 }, vec![2]),
+    ] {
+        let on = MovePlan { phase, ..chain.clone() };
+        let moves: Moves = [("a.com".to_string(), a.clone()), ("b.com".to_string(), on)].into();
+        let later = place_with_moves(&tied_desired(), &params, moves, &[], 520, &Growth::default());
+        assert!(later.started.is_empty(), "{phase:?}: {:?}", later.started);
+        let homes = homes(&later.placement, &later.moves);
+        let of: Vec<RouterIndex> = homes.hosts["b.com"].iter().copied().collect();
+        assert_eq!(of, b_homes, "{phase:?}");
+    }
+    // A move done on the router its hosts are placed on goes nowhere.
+    let a_done = MovePlan { phase: MovePhase::Done { at: 530 }, ..a };
+    assert_eq!(chained(&a_done, &got.placement, 530), None);
+}
