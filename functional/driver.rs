@@ -15,6 +15,7 @@ use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::driver::{floating_ip_description, populated_create};
 use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia_requests::{L7PolicyCreate, L7RuleCreate, LoadBalancerCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
 use std::collections::BTreeMap;
@@ -945,6 +946,55 @@ async fn l2_members_and_resource_tags_are_applied_and_idempotent() {
         assert_eq!(members.len(), 2);
         assert!(members.iter().all(|m| m.subnet_id.as_deref() == Some(pod_subnet.as_str())), "{members:?}");
         assert_eq!(converge(&r, &want).await.writes.len(), 0);
+    })
+    .await;
+}
+
+/// StaticAddresses (a Gateway's `spec.addresses`, as `l7_router_ip` for the Ingress router): a
+/// floating IP made beforehand is put on the router's VIP and no other is allocated; another
+/// router asking for it while it is on the first one's VIP is refused with the `floating_ip`
+/// error naming it (a Gateway reports it as `Programmed: False`, `AddressNotUsable`); deleting
+/// the router leaves the address, which is not ours.
+#[tokio::test]
+async fn a_floating_ip_made_beforehand_is_used_refused_when_taken_and_kept_on_delete() {
+    if !enabled() {
+        return;
+    }
+    let mut r = router("static", None).await;
+    let n = r.neutron().clone();
+    let public = n.list_networks(&ListQuery::name("public")).await.unwrap();
+    let made = FloatingIpCreate {
+        floating_network_id: public.first().expect("network public").id.clone(),
+        description: Some(format!("made by hand for {}", r.spec().name)),
+        ..Default::default()
+    };
+    let fip = n.create_floating_ip(&made).await.unwrap();
+    let ip: std::net::IpAddr = fip.floating_ip_address.parse().unwrap();
+    r.spec_mut().floating_ip = Some(ip);
+    let id = fip.id.clone();
+    common::with_router(r, move |r| async move {
+        let want = shop();
+        let report = converge(&r, &want).await;
+        assert_eq!((report.address, report.floating_ip), (Some(ip), Some(ip)));
+        let lb = r.find().await.unwrap().expect("the router");
+        assert_eq!(r.neutron().get_floating_ip(&id).await.unwrap().port_id, lb.vip_port_id, "on the VIP");
+        let ours = floating_ip_description(&r.spec().ownership, &r.spec().name);
+        let q = ListQuery { extra: vec![("description".into(), ours)], ..ListQuery::default() };
+        assert!(r.neutron().list_floating_ips(&q).await.unwrap().is_empty(), "none allocated");
+
+        let mut other = router("static-2", None).await;
+        other.spec_mut().floating_ip = Some(ip);
+        let refused = other.converge(&DesiredRouter::default()).await;
+        cleanup(&other).await;
+        let e = refused.expect_err("the address is on another router's VIP");
+        assert_eq!(e.label(), "floating_ip");
+        assert!(e.to_string().contains(&format!("floating IP {ip}")), "{e}");
+        assert_eq!(r.neutron().get_floating_ip(&id).await.unwrap().port_id, lb.vip_port_id, "left where it was");
+
+        assert!(r.delete_router().await.unwrap());
+        r.octavia().wait_deleted(&lb.id, Duration::from_secs(120)).await.unwrap();
+        assert!(r.neutron().get_floating_ip(&id).await.is_ok(), "the address made beforehand is kept");
+        r.neutron().delete_floating_ip(&id).await.unwrap();
     })
     .await;
 }

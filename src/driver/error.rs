@@ -21,10 +21,12 @@ pub enum DriverError {
     DuplicateRouters { name: String, ids: String },
     #[error("the L7 router {0} does not exist and [neutron_defaults] lb_subnet is not set, so it cannot be created")]
     NoVipSubnet(String),
-    #[error("[neutron_defaults] l7_router_ip = {0}: no such floating IP in this project")]
+    #[error(
+        "floating IP {0} ([neutron_defaults] l7_router_ip, or a Gateway's spec.addresses): no such floating IP in this project"
+    )]
     FloatingIpNotFound(IpAddr),
     #[error(
-        "[neutron_defaults] l7_router_ip = {ip} is associated to port {port}, not to the L7 router's VIP port {vip_port}"
+        "floating IP {ip} ([neutron_defaults] l7_router_ip, or a Gateway's spec.addresses) is associated to port {port}, not to the L7 router's VIP port {vip_port}"
     )]
     FloatingIpInUse { ip: IpAddr, port: String, vip_port: String },
     #[error("Ingresses have TLS but the cloud has no key-manager (Barbican) endpoint to store certificates in")]

@@ -327,6 +327,17 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
     Some(out)
 }
 
+/// `Programmed` of a Gateway whose load balancer failed: `AddressNotUsable` when what failed is
+/// its static address (the driver's `floating_ip` errors: no such floating IP in the project, or
+/// one on another port), else `NoResources`; the message names the error.
+fn failed(gw: &Gateway, e: &str) -> Cond {
+    if !gw.spec.addresses.is_empty() && e.starts_with("floating_ip:") {
+        Cond::no("Programmed", "AddressNotUsable", format!("spec.addresses[0] cannot be used: {e}"))
+    } else {
+        Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))
+    }
+}
+
 fn gateway_outcome(
     ns: &str,
     name: &str,
@@ -338,7 +349,14 @@ fn gateway_outcome(
     let programmed = if !w.accepted.ok {
         Cond::no("Programmed", "Invalid", "the Gateway is not accepted")
     } else if let Some(e) = failure {
-        Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))
+        failed(w.gw, e)
+    } else if let Some(extra) = w.gw.spec.addresses.get(1) {
+        // One floating IP per load balancer: the Gateway is served on its first address only.
+        let m = format!(
+            "spec.addresses[1] ({}): an Octavia load balancer has one floating IP; only spec.addresses[0] is served",
+            extra.value.as_deref().unwrap_or_default()
+        );
+        Cond::no("Programmed", "AddressNotUsable", m)
     } else if programmed_gw {
         Cond::yes("Programmed", "Programmed", "the load balancer serves the Gateway")
     } else {

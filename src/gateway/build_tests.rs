@@ -163,3 +163,58 @@ fn unsupported_address_type_is_not_accepted() {
     assert_eq!((c.ok, c.reason.as_str()), (false, "UnsupportedAddress"));
     assert!(t.router("infra", "gw").is_none(), "no router for a Gateway that is not accepted");
 }
+
+/// GatewayStaticAddresses, the upstream test's three states: an address of an unsupported type
+/// is not accepted (above); two addresses are accepted but not programmed (`AddressNotUsable`:
+/// one floating IP per load balancer), served on the first; an address the driver cannot use
+/// (no such floating IP, or one on another port) is `AddressNotUsable`, any other failure
+/// `NoResources`; one usable address is programmed with it.
+#[test]
+fn static_addresses_are_programmed_one_at_a_time_and_an_unusable_one_is_named() {
+    let with = |addrs: &str| {
+        world(
+            &gateway_yaml("  - {name: http, port: 8080, protocol: HTTP}")
+                .replace("  listeners:\n", &format!("  addresses: [{addrs}]\n  listeners:\n")),
+        )
+    };
+    let key = ("infra".to_string(), "gw".to_string());
+    let two = with("{value: 203.0.113.9}, {type: IPAddress, value: 203.0.113.7}");
+    let p: Programmed = [(key.clone(), vec!["203.0.113.9".to_string()])].into();
+    let t = translate(&two, &p);
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Accepted").map(|c| c.ok), Some(true));
+    let c = g.condition("Programmed").unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "AddressNotUsable"));
+    assert!(c.message.contains("spec.addresses[1] (203.0.113.7)"), "{}", c.message);
+    assert_eq!(t.router("infra", "gw").unwrap().address, "203.0.113.9".parse().ok(), "served on the first");
+
+    let one = with("{value: 203.0.113.7}");
+    let refused = "floating_ip: floating IP 203.0.113.7 ([neutron_defaults] l7_router_ip, or a Gateway's spec.addresses): no such floating IP in this project";
+    let f: RouterFailures = [(key.clone(), refused.to_string())].into();
+    let c = translate_with_failures(&one, &Programmed::new(), &f)
+        .gateway("infra", "gw")
+        .unwrap()
+        .condition("Programmed")
+        .cloned()
+        .unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "AddressNotUsable"));
+    assert!(
+        c.message.starts_with("spec.addresses[0] cannot be used: floating_ip: floating IP 203.0.113.7"),
+        "{}",
+        c.message
+    );
+    let f: RouterFailures = [(key.clone(), "quota_exceeded: no more load balancers".to_string())].into();
+    let c = translate_with_failures(&one, &Programmed::new(), &f)
+        .gateway("infra", "gw")
+        .unwrap()
+        .condition("Programmed")
+        .cloned()
+        .unwrap();
+    assert_eq!(c.reason, "NoResources");
+
+    let p: Programmed = [(key, vec!["203.0.113.7".to_string()])].into();
+    let t = translate(&one, &p);
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Programmed").map(|c| (c.ok, c.reason.as_str())), Some((true, "Programmed")));
+    assert_eq!(g.addresses.iter().map(|a| a.value.as_str()).collect::<Vec<_>>(), ["203.0.113.7"]);
+}
