@@ -336,7 +336,7 @@ async fn bad_input_gets_a_warning_event_on_the_object_concerned() {
     .await;
     let ev = fake.writes().into_iter().find(|w| w.body["reason"] == "NoMatchingListenerHostname").unwrap();
     assert_eq!(ev.body["type"], "Warning");
-    assert!(ev.body["note"].as_str().unwrap().starts_with("parent gateway-with-one-attached-route: "), "{}", ev.body);
+    assert!(ev.body["note"].as_str().unwrap().starts_with("parent gateway-with-two-attached-routes: "), "{}", ev.body);
     assert_eq!(check_case(&fake, &case), Vec::<String>::new());
     // No Event for what is fine.
     assert!(!events().iter().any(|(_, n, _)| n == "http-route-1"), "{:?}", events());

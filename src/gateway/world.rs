@@ -50,6 +50,9 @@ pub(crate) fn name_of<K: kube::Resource>(o: &K) -> String {
     o.meta().name.clone().unwrap_or_default()
 }
 
+/// The label the API server sets on every Namespace to its name.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 impl World {
     pub fn class(&self, name: &str) -> Option<&GatewayClass> {
         self.classes.iter().map(|c| &**c).find(|c| c.metadata.name.as_deref() == Some(name))
@@ -85,8 +88,12 @@ impl World {
                 "ReferenceGrant" => self.grants.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "Namespace" => {
                     let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
-                    self.namespaces
-                        .insert(ns.metadata.name.unwrap_or_default(), ns.metadata.labels.unwrap_or_default());
+                    let name = ns.metadata.name.unwrap_or_default();
+                    let mut labels = ns.metadata.labels.unwrap_or_default();
+                    // The API server puts this label on every Namespace (Kubernetes >= 1.22);
+                    // `allowedRoutes` selectors use it, so manifests read here carry it as well.
+                    labels.entry(NAMESPACE_NAME_LABEL.to_string()).or_insert_with(|| name.clone());
+                    self.namespaces.insert(name, labels);
                 }
                 "Service" => {
                     let s: k8s_openapi::api::core::v1::Service = serde_json::from_value(doc).map_err(bad)?;

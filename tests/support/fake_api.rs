@@ -227,6 +227,10 @@ impl Fake {
         if obj["metadata"]["uid"].is_null() {
             obj["metadata"]["uid"] = json!(format!("uid-{name}"));
         }
+        if resource == "namespaces" {
+            // As the API server does (Kubernetes >= 1.22): Gateway selectors use it.
+            obj["metadata"]["labels"]["kubernetes.io/metadata.name"] = json!(name.clone());
+        }
         let collection = format!("{api_version}/{resource}");
         let key = (collection.clone(), ns.clone(), name);
         let kind = if st.objects.contains_key(&key) { "MODIFIED" } else { "ADDED" };
