@@ -260,7 +260,42 @@ async fn delete_treats_404_as_gone_and_reports_other_errors() {
     // Only the UUID of a foreign ref is used: the request went to the catalog's endpoint.
     assert_eq!(paths[1], "DELETE /v1/secrets/00000000-0000-0000-0000-000000000404");
     assert!(b.delete_secret("not-a-ref").await.is_err(), "a non-ref is refused before any request");
-    assert_eq!(cloud.seen().len(), 3);
+    // The 500 was sent 4 times (a delete is safe to send again): then the error.
+    assert_eq!(cloud.seen().len(), 2 + 4);
+}
+
+/// Barbican's database deadlocks under concurrent writes and answers 500 ("Secret metadata
+/// creation failure seen"); the request that is safe to send again is sent again and succeeds.
+/// The POST that stores a secret is never sent twice (it would store a second secret).
+#[tokio::test]
+async fn a_transient_server_error_is_sent_again_but_never_a_store() {
+    let failures = Arc::new(Mutex::new(1));
+    let left = failures.clone();
+    let handler: Handler = Arc::new(move |req: &Seen, port: u16| match (req.method.as_str(), req.path()) {
+        ("PUT", p) if p.ends_with("/metadata") => {
+            let mut n = left.lock().unwrap();
+            if *n > 0 {
+                *n -= 1;
+                let why = "Secret metadata creation failure seen - please contact site administrator.";
+                (500, json!({"code": 500, "title": "Internal Server Error", "description": why}))
+            } else {
+                (201, json!({"metadata_ref": format!("http://127.0.0.1:{port}{p}")}))
+            }
+        }
+        ("POST", _) => (500, json!({"code": 500, "title": "Internal Server Error", "description": "deadlock"})),
+        _ => (200, secret_json(port, 1, "one")),
+    });
+    let cloud = Cloud::start("/v1", handler).await;
+    let b = cloud.barbican(records().1);
+    let r = format!("http://127.0.0.1:{}/v1/secrets/{ID}", cloud.port);
+    let meta: BTreeMap<String, String> = [("kuryr-cluster".to_string(), "c1".to_string())].into();
+    b.set_metadata(&r, &meta).await.expect("sent again after the 500");
+    let puts = cloud.seen().iter().filter(|s| s.method == "PUT").count();
+    assert_eq!(puts, 2);
+    let e = b.create_secret("one", b"not a certificate").await.unwrap_err();
+    assert_eq!(e.status(), Some(500));
+    let posts = cloud.seen().iter().filter(|s| s.method == "POST").count();
+    assert_eq!(posts, 1, "a store is never sent twice");
 }
 
 #[tokio::test]

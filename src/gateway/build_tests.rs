@@ -190,27 +190,19 @@ fn static_addresses_are_programmed_one_at_a_time_and_an_unusable_one_is_named() 
 
     let one = with("{value: 203.0.113.7}");
     let refused = "floating_ip: floating IP 203.0.113.7 ([neutron_defaults] l7_router_ip, or a Gateway's spec.addresses): no such floating IP in this project";
-    let f: RouterFailures = [(key.clone(), refused.to_string())].into();
-    let c = translate_with_failures(&one, &Programmed::new(), &f)
-        .gateway("infra", "gw")
-        .unwrap()
-        .condition("Programmed")
-        .cloned()
-        .unwrap();
+    let after = |failure: &str| {
+        let f: RouterFailures = [(key.clone(), failure.to_string())].into();
+        let t = translate_with_failures(&one, &Programmed::new(), &f);
+        t.gateway("infra", "gw").and_then(|g| g.condition("Programmed")).cloned().unwrap()
+    };
+    let c = after(refused);
     assert_eq!((c.ok, c.reason.as_str()), (false, "AddressNotUsable"));
     assert!(
         c.message.starts_with("spec.addresses[0] cannot be used: floating_ip: floating IP 203.0.113.7"),
         "{}",
         c.message
     );
-    let f: RouterFailures = [(key.clone(), "quota_exceeded: no more load balancers".to_string())].into();
-    let c = translate_with_failures(&one, &Programmed::new(), &f)
-        .gateway("infra", "gw")
-        .unwrap()
-        .condition("Programmed")
-        .cloned()
-        .unwrap();
-    assert_eq!(c.reason, "NoResources");
+    assert_eq!(after("quota_exceeded: no more load balancers").reason, "NoResources");
 
     let p: Programmed = [(key, vec!["203.0.113.7".to_string()])].into();
     let t = translate(&one, &p);

@@ -136,7 +136,7 @@ impl Barbican {
                 ("offset".to_string(), offset.to_string()),
             ];
             let req = Request::new(Service::Barbican, Method::GET, path.clone()).query(query);
-            let page: Page = self.session.send_json(&req).await?;
+            let page: Page = again_on_5xx(|| self.session.send_json(&req)).await?;
             let n = page.secrets.len();
             offset += n;
             // `LIKE` also lets `_` match any character and may ignore case: keep exact prefixes.
@@ -153,7 +153,7 @@ impl Barbican {
     /// Deletes a secret; one that is already gone (404) counts as deleted.
     pub async fn delete_secret(&self, secret_ref: &str) -> Result<()> {
         let req = Request::new(Service::Barbican, Method::DELETE, self.secret_path(secret_ref, "").await?);
-        match self.session.send(&req).await {
+        match again_on_5xx(|| self.session.send(&req)).await {
             Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
@@ -173,7 +173,7 @@ impl Barbican {
     pub async fn set_read_acl(&self, secret_ref: &str, users: &[String], project_access: bool) -> Result<()> {
         let body = json!({"read": {"users": users, "project-access": project_access}});
         let req = Request::new(Service::Barbican, Method::PUT, self.secret_path(secret_ref, "/acl").await?).json(body);
-        self.session.send(&req).await.map(drop)
+        again_on_5xx(|| self.session.send(&req)).await.map(drop)
     }
 
     /// The secret's user metadata (keys are lower case: Barbican lowers them).
@@ -192,11 +192,12 @@ impl Barbican {
         let metadata: BTreeMap<String, &String> = metadata.iter().map(|(k, v)| (k.to_lowercase(), v)).collect();
         let req = Request::new(Service::Barbican, Method::PUT, self.secret_path(secret_ref, "/metadata").await?)
             .json(json!({ "metadata": metadata }));
-        self.session.send(&req).await.map(drop)
+        again_on_5xx(|| self.session.send(&req)).await.map(drop)
     }
 
     async fn get<T: DeserializeOwned>(&self, path: String) -> Result<T> {
-        self.session.send_json(&Request::new(Service::Barbican, Method::GET, path)).await
+        let req = Request::new(Service::Barbican, Method::GET, path);
+        again_on_5xx(|| self.session.send_json(&req)).await
     }
 
     /// `/v1`, unless the catalog URL already ends with it.
@@ -278,6 +279,28 @@ fn name_creator_role(e: Error) -> Error {
         },
         other => other,
     }
+}
+
+/// Sends a request that is safe to send again (GET, PUT, DELETE; never the POST that stores a
+/// secret, which would store a second one), again up to 3 times on a 5xx. Barbican answers 500
+/// "Secret metadata creation failure seen" when its database deadlocks under concurrent writes
+/// (`DBDeadlock ... try restarting transaction` in its log: seen on the local stack with several
+/// routers storing certificates at once); the next attempt succeeds.
+async fn again_on_5xx<T, F, Fut>(op: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    use backon::{ExponentialBuilder, Retryable};
+    let backoff = ExponentialBuilder::default()
+        .with_min_delay(std::time::Duration::from_millis(200))
+        .with_max_delay(std::time::Duration::from_secs(2))
+        .with_max_times(3);
+    op.retry(backoff)
+        .sleep(tokio::time::sleep)
+        .when(|e: &Error| e.status().is_some_and(|s| (500..600).contains(&s)))
+        .notify(|e, delay| tracing::debug!(error = %e, ?delay, "Barbican server error, sending again"))
+        .await
 }
 
 #[cfg(test)]
