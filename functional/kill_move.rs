@@ -110,8 +110,22 @@ async fn floating_ip(r: &Router) -> String {
     fips.first().expect("router has a floating IP").floating_ip_address.clone()
 }
 
+/// Whether `r` routes `host`. A read that races the controller's delete of a policy (listed,
+/// then its rules answer 404) is read again: that is the very moment the source clears the host.
 async fn routes(r: &Router, host: &str) -> bool {
-    routed_hosts(&read_router(r).await).any(|h| h == host)
+    for _ in 0..10 {
+        let lb = r.find().await.unwrap().expect("router exists");
+        let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
+        let listeners = r.octavia().list_listeners(&q).await.unwrap();
+        match r.read_actual(listeners.first().expect("router has a listener")).await {
+            Ok(actual) => return routed_hosts(&actual).any(|h| h == host),
+            Err(kuryr_l7_router::driver::error::DriverError::OpenStack(e)) if e.is_not_found() => {
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+            Err(e) => panic!("reading {}: {e}", r.spec().name),
+        }
+    }
+    panic!("reading {}: a policy vanished between listing and reading ten times", r.spec().name)
 }
 
 /// One sample: the status read before and after reading both routers, and whether each routes
