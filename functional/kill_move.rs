@@ -114,10 +114,7 @@ async fn floating_ip(r: &Router) -> String {
 /// then its rules answer 404) is read again: that is the very moment the source clears the host.
 async fn routes(r: &Router, host: &str) -> bool {
     for _ in 0..10 {
-        let lb = r.find().await.unwrap().expect("router exists");
-        let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-        let listeners = r.octavia().list_listeners(&q).await.unwrap();
-        match r.read_actual(listeners.first().expect("router has a listener")).await {
+        match try_read_router(r).await {
             Ok(actual) => return routed_hosts(&actual).any(|h| h == host),
             Err(kuryr_l7_router::driver::error::DriverError::OpenStack(e)) if e.is_not_found() => {
                 tokio::time::sleep(Duration::from_millis(200)).await;

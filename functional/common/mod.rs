@@ -90,10 +90,17 @@ pub async fn local_router_as(prefix: &str, tag: &str, s: Session) -> Router {
 
 /// The router's children as Octavia holds them (the router must exist; its first listener).
 pub async fn read_router(r: &Router) -> kuryr_l7_router::driver::actual::ActualRouter {
+    try_read_router(r).await.unwrap()
+}
+
+/// [`read_router`], its read's error returned (the router and its listener must exist).
+pub async fn try_read_router(
+    r: &Router,
+) -> Result<kuryr_l7_router::driver::actual::ActualRouter, kuryr_l7_router::driver::error::DriverError> {
     let lb = r.find().await.unwrap().expect("router exists");
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = r.octavia().list_listeners(&q).await.unwrap();
-    r.read_actual(listeners.first().expect("router has a listener")).await.unwrap()
+    r.read_actual(listeners.first().expect("router has a listener")).await
 }
 
 /// Whether the local stack's Octavia worker runs with Octavia 11.0.1's fully-populated-create

@@ -3,6 +3,10 @@
 use crate::openstack::Error as OsError;
 use std::net::IpAddr;
 
+/// The label of an error of the configured or static floating IP (none such in the project, or
+/// one on another port): what a Gateway reports as `AddressNotUsable`.
+pub const FLOATING_IP_LABEL: &str = "floating_ip";
+
 #[derive(Debug, thiserror::Error)]
 pub enum DriverError {
     #[error(transparent)]
@@ -102,7 +106,7 @@ impl DriverError {
             DriverError::AdoptedRouterNotFound(_) => "router_not_found",
             DriverError::DuplicateRouters { .. } => "duplicate_routers",
             DriverError::NoVipSubnet(_) => "config",
-            DriverError::FloatingIpNotFound(_) | DriverError::FloatingIpInUse { .. } => "floating_ip",
+            DriverError::FloatingIpNotFound(_) | DriverError::FloatingIpInUse { .. } => FLOATING_IP_LABEL,
             DriverError::NoKeyManager
             | DriverError::KeyManager { .. }
             | DriverError::Certificate(_)

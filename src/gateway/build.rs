@@ -331,7 +331,9 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
 /// its static address (the driver's `floating_ip` errors: no such floating IP in the project, or
 /// one on another port), else `NoResources`; the message names the error.
 fn failed(gw: &Gateway, e: &str) -> Cond {
-    if !gw.spec.addresses.is_empty() && e.starts_with("floating_ip:") {
+    // The driver's failures read `<label>: <error>` (`controller::gateway_driver`).
+    let label = e.split_once(':').map(|(l, _)| l);
+    if !gw.spec.addresses.is_empty() && label == Some(crate::driver::error::FLOATING_IP_LABEL) {
         Cond::no("Programmed", "AddressNotUsable", format!("spec.addresses[0] cannot be used: {e}"))
     } else {
         Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))
