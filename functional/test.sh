@@ -8,36 +8,66 @@
 #   2. the part that differs by release on Zed (Octavia 11.0.0, Debian 12's own packages), the
 #      oldest supported release: the tests named by ZED_FILTERS below.
 #
-# usage: functional/test.sh   (as root; cold machine: ~5.5 min install of 2025.1, ~3 min of Zed)
+# What overlaps (docs/development.md#how-a-run-spends-its-time): the stacks' installs (network,
+# dpkg) run in the background while the crate compiles; every test binary is built before a
+# stack starts; the 2025.1 stack starts while the unit tests run. Each functional test runs in a
+# process of its own, in waves (functional/waves.sh): the tests that stop, pause or restart a
+# service (ALONE) one at a time, all the others FUNCTIONAL_PARALLEL at a time.
+# A time table of the run's phases is printed at the end (functional/phases.sh).
+#
+# usage: functional/test.sh   (as root; cold machine: ~2-6 min install of 2025.1, ~2-3 min of Zed,
+#                              in the background of the build)
 #   RELEASES="2025.1 zed"  which phases to run (e.g. RELEASES=zed for the Zed part only)
+#   FUNCTIONAL_PARALLEL=N  tests at once in a parallel wave (default 4: measured, see the docs)
 #   KEEP_STACK=1           leave the last stack running afterwards (for debugging)
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
-T0=$(date +%s)
-step() { echo; echo "=== [$(( $(date +%s) - T0 ))s] $*"; }
+. functional/phases.sh
+. functional/installs.sh
+. functional/waves.sh
+trap phase_table EXIT
 
-# The split (substring filters of test names, as `cargo test` takes them; extend these lists):
-# - ZED_FILTERS: what differs by release, so it runs on Zed too: the fully-populated create
-#   (Debian's 11.0.0 worker leaves the children PENDING_CREATE, with and without
-#   `openstack.sh octavia-fixes`), the preflight (API 2.26: no HSTS), Barbican 15's legacy
-#   policies and secret handling (the TLS listener, the `creator` role).
-ZED_FILTERS=(fully_populated_create preflight_on_the_local_stack barbican https_listener)
+# The split (substring filters of test names; extend these lists):
+# - ZED_FILTERS: what differs by release, so it runs on Zed too (each checked against the test's
+#   code, docs/openstack-releases.md#the-ci-split-functionaltestsh): the fully-populated create
+#   (Debian's 11.0.0 worker leaves the children PENDING_CREATE: the driver's fallback, with and
+#   without `openstack.sh octavia-fixes`), the preflight (API 2.26: no HSTS), Octavia 11's
+#   handling of our PKCS#12 secrets and TLS listener, Barbican 15's legacy policies (a reader may
+#   list secrets). A test that behaves the same on both releases runs on 2025.1 only.
+ZED_FILTERS=(fully_populated_create_is_verified_and_falls_back fully_populated_create_is_one_write_on_octavia_11_0_1
+  fully_populated_create_on_octavia_11_0_0 preflight_on_the_local_stack barbican_pkcs12_secret_lifecycle
+  https_listener_lifecycle_on_real_barbican_and_octavia h2_a_barbican_store_or_delete_refused_for_good)
 # - ZED_ONLY: tests of Zed's own behaviour, skipped on 2025.1 (Octavia 16 has 11.0.1's fixes).
 ZED_ONLY=(fully_populated_create_on_octavia_11_0_0)
+# - ALONE: "binary<TAB>test" of the tests that stop, pause or restart a service of the stack
+#   (openstack.sh stop-service, pause-service, token-expiration, octavia-fixes): each runs with no
+#   other test on its stack. tests/ship_functional_waves.rs checks that every test calling one of
+#   these verbs is listed here.
+ALONE=(
+  $'functional_faults\toctavia_worker_paused_mid_convergence'
+  $'functional_faults\toctavia_api_and_neutron_down_then_back'
+  $'functional_faults\tkeystone_down_then_back'
+  $'functional_faults\tshort_token_lifetime_reauthenticates'
+  $'functional_faults\tfully_populated_create_is_one_write_on_octavia_11_0_1'
+  $'functional_faults\tfully_populated_create_on_octavia_11_0_0_is_detected_and_rebuilt'
+  $'functional_tls\thttps_listener_lifecycle_on_real_barbican_and_octavia'
+  $'functional_tls\ta_member_update_during_a_barbican_outage_is_held_without_a_failed_sync_first'
+)
+FUNCTIONAL_PARALLEL=${FUNCTIONAL_PARALLEL:-4}
+RELEASES=${RELEASES:-2025.1 zed}
 
 # every [[test]] target named functional_* in Cargo.toml (their sources live under functional/)
-FTESTS=$(sed -n 's/^name = "\(functional_[a-z0-9_]*\)"$/--test \1/p' Cargo.toml)
+FBINS=$(sed -n 's/^name = "\(functional_[a-z0-9_]*\)"$/\1/p' Cargo.toml)
 STACK=""
 stop_stack() {
   [ -n "$STACK" ] || return 0
-  step "stopping the local OpenStack $STACK"
-  OPENSTACK_RELEASE=$STACK functional/openstack.sh stop || true
+  phase "stop the local OpenStack $STACK" env OPENSTACK_RELEASE="$STACK" functional/openstack.sh stop || true
   STACK=""
 }
-[ "${KEEP_STACK:-0}" = 1 ] || trap stop_stack EXIT
+[ "${KEEP_STACK:-0}" = 1 ] || trap 'stop_stack; phase_table' EXIT
 
-# Each phase's `cargo test` output is kept to count what ran and what was skipped (a functional
-# test without KURYR_FUNCTIONAL=1 returns early, and libtest would count it as passed; see
+# Each phase's test output is kept to count what ran and what was skipped (a functional test
+# without KURYR_FUNCTIONAL=1 returns early, and libtest would count it as passed; see
 # functional/summary.sh). A functional phase that ran no test fails the run.
 LOGS=$(mktemp -d)
 SUMMARY=()
@@ -48,38 +78,82 @@ summarise() { # PHASE LOG [--require-run]
   SUMMARY+=("$(head -n 1 <<<"$out")")
 }
 
-step "unit and integration tests (no network)"
-cargo test --all-targets --no-fail-fast 2>&1 | tee "$LOGS/unit.log"
-summarise "unit phase (functional tests skipped here run below)" "$LOGS/unit.log"
-# build the functional tests now: `openstack.sh run` runs them in the 2025.1 stack's network
-# namespace, where cargo could not reach a registry
-# shellcheck disable=SC2086  # $FTESTS: --test NAME pairs
-cargo test --no-run $FTESTS
+# 0. the installs wait for the network and dpkg: they run while the crate compiles
+# shellcheck disable=SC2086  # one word per release
+installs_start $RELEASES
+# 1. every test binary, the functional ones included, before any stack is needed (a stack's
+# network namespace cannot reach a registry)
+phase "build: every target, tests included (cargo test --no-run)" cargo test --all-targets --no-run
+# shellcheck disable=SC2086  # one word per binary
+EXES=$(functional_executables $FBINS)
 
-RELEASES=${RELEASES:-2025.1 zed}
-for release in $RELEASES; do
-  step "starting the local OpenStack $release (OPENSTACK_RELEASE=$release functional/openstack.sh start)"
-  OPENSTACK_RELEASE=$release functional/openstack.sh start
-  STACK=$release
-  run=(env OPENSTACK_RELEASE="$release" functional/openstack.sh run env KURYR_FUNCTIONAL=1)
-  if [ "$release" = zed ]; then
-    step "functional tests on Zed: the part that differs by release (${ZED_FILTERS[*]})"
-    # shellcheck disable=SC2086
-    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${ZED_FILTERS[@]}" 2>&1 | tee "$LOGS/$release.log"
-    summarise "functional phase on $release" "$LOGS/$release.log" --require-run
+# 2. the unit and integration tests, while the first stack starts
+first=${RELEASES%% *}
+stack_started=""
+start_log=$LOGS/start-$first.log
+if [ "$first" = 2025.1 ]; then
+  # (Zed's stack is on the host's loopback, where some unit tests listen: it starts after them)
+  ( rc=0; installs_wait 2025.1 && date +%s > "$start_log.t0" \
+      && OPENSTACK_RELEASE=2025.1 functional/openstack.sh start || rc=$?
+    echo "$rc" > "$start_log.rc" ) > "$start_log" 2>&1 < /dev/null &
+  stack_started=2025.1
+fi
+phase "unit and integration tests (no network)" bash -c 'set -o pipefail; cargo test --all-targets --no-fail-fast 2>&1 | tee "$0"' "$LOGS/unit.log"
+summarise "unit phase (functional tests skipped here run below)" "$LOGS/unit.log"
+
+start_stack() { # RELEASE: start it (or wait for the start begun above), as a phase
+  local r=$1 rc
+  if [ "$stack_started" = "$r" ]; then
+    until [ -e "$start_log.rc" ]; do sleep 1; done
+    rc=$(cat "$start_log.rc")
+    phase_mark "start the local OpenStack $r (beside the unit tests)" "$(cat "$start_log.t0" 2>/dev/null || date +%s)" \
+      "$([ "$rc" = 0 ] || echo FAILED)"
+    cat "$start_log"
+    [ "$rc" = 0 ] || { echo "FAILED: OPENSTACK_RELEASE=$r functional/openstack.sh start (log: $start_log)" >&2; return 1; }
   else
-    step "functional tests on $release: the whole suite (skipped: ${ZED_ONLY[*]})"
-    skips=(); for t in "${ZED_ONLY[@]}"; do skips+=(--skip "$t"); done
-    # shellcheck disable=SC2086
-    "${run[@]}" cargo test --no-fail-fast $FTESTS -- "${skips[@]}" 2>&1 | tee "$LOGS/$release.log"
-    summarise "functional phase on $release" "$LOGS/$release.log" --require-run
-    if [ -x functional/dataplane/selftest.sh ]; then
-      step "data-plane self-test on $release: Octavia-rendered haproxy routing real HTTP and HTTPS requests"
-      "${run[@]}" functional/dataplane/selftest.sh
+    installs_wait "$r"
+    phase "start the local OpenStack $r" env OPENSTACK_RELEASE="$r" functional/openstack.sh start
+  fi
+  STACK=$r
+}
+
+is_alone() { local a; for a in "${ALONE[@]}"; do [ "$a" = "$1" ] && return 0; done; return 1; }
+matches_any() { # LINE FILTER...
+  local line=$1 f; shift
+  for f in "$@"; do [[ "$line" == *"$f"* ]] && return 0; done; return 1
+}
+
+ALL_JOBS=$(wave_jobs "$EXES")
+rc_all=0
+for release in $RELEASES; do
+  start_stack "$release"
+  run=(env OPENSTACK_RELEASE="$release" functional/openstack.sh run env KURYR_FUNCTIONAL=1)
+  parallel=$LOGS/$release.parallel alone=$LOGS/$release.alone
+  : > "$parallel"; : > "$alone"
+  while IFS= read -r job; do
+    t=${job#*$'\t'}
+    if [ "$release" = zed ]; then
+      matches_any "$t" "${ZED_FILTERS[@]}" || continue
+    else
+      matches_any "$t" "${ZED_ONLY[@]}" && continue
     fi
+    if is_alone "$job"; then echo "$job" >> "$alone"; else echo "$job" >> "$parallel"; fi
+  done <<<"$ALL_JOBS"
+  : > "$LOGS/$release.log"
+  phase "$release: functional wave 1, in parallel ($(grep -c . "$parallel") tests, $FUNCTIONAL_PARALLEL at a time)" \
+    run_wave "$release wave 1" "$FUNCTIONAL_PARALLEL" "$LOGS/$release.log" "$parallel" "${run[@]}" || rc_all=1
+  if [ -s "$alone" ]; then
+    phase "$release: functional wave 2, alone (stop/pause/restart a service; $(grep -c . "$alone") tests)" \
+      run_wave "$release wave 2" 1 "$LOGS/$release.log" "$alone" "${run[@]}" || rc_all=1
+  fi
+  summarise "functional phase on $release" "$LOGS/$release.log" --require-run
+  if [ "$release" = 2025.1 ] && [ -x functional/dataplane/selftest.sh ]; then
+    phase "2025.1: data-plane self-test (Octavia-rendered haproxy, real HTTP and HTTPS)" \
+      "${run[@]}" functional/dataplane/selftest.sh || rc_all=1
   fi
   # one stack at a time (2 cores); KEEP_STACK=1 keeps the last one
   if [ "${KEEP_STACK:-0}" != 1 ] || [ "$release" != "${RELEASES##* }" ]; then stop_stack; fi
+  [ "$rc_all" = 0 ] || { echo "=== functional tests failed on $release (above: each failed test's log)"; exit 1; }
 done
-step "all tests passed"
+echo; echo "=== all tests passed"
 printf '%s\n' "${SUMMARY[@]}"
