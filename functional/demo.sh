@@ -22,15 +22,41 @@
 #   KURYR_CONF=PATH       kuryr.conf to use (default: $ROOT/etc/kuryr/kuryr.conf from openstack.sh)
 #   DEMO_ROUTER_NAME=...  the router's name (default kuryr-l7-router-demo)
 # Exit status: 0 all good; non-zero if any step fails or a request reaches the wrong Service.
+# A failed step says so: `DEMO FAILED in step "...": \`command\` exited N`, with the last lines of
+# the command's log and its path when it has one (functional/openstack.sh prints its own failed
+# step, e.g. an apt run, with its log's last lines and path, just above).
 set -euo pipefail
 cd "$(dirname "$(readlink -f "$0")")/.."
 REPO=$PWD
 # ROOT: set by `functional/openstack.sh run` for the stack of OPENSTACK_RELEASE
 T0=$(date +%s)
-step() { echo; echo "=============================================================================="; \
+STEP="(setup)"; STEP_LOG=""; RUN_CMD=""
+step() { STEP=$*; STEP_LOG=""; echo; echo "=============================================================================="; \
          echo "=== [$(( $(date +%s) - T0 ))s] $*"; \
          echo "=============================================================================="; }
-run() { echo "\$ $*"; "$@"; }
+# run CMD...: print CMD and run it; with STEP_LOG set, its stderr goes there (shown if it fails)
+run() {
+  echo "\$ $*"; RUN_CMD=$*
+  if [ -n "$STEP_LOG" ]; then "$@" 2> "$STEP_LOG"; else "$@"; fi
+}
+# any command that fails (set -e): which step, which command, and its log (STEP_LOG) if it has one.
+# Said once: by the shell where it failed (a pipeline's or $(...)'s subshell: the first to know),
+# which writes it to FAILED_FILE, not again by the script when the pipeline fails in turn.
+FAILED_FILE=$(mktemp /tmp/kuryr-demo-failed.XXXXXX)
+trap 'rm -f "$FAILED_FILE"' EXIT
+on_err() {
+  [ ! -s "$FAILED_FILE" ] || return 0
+  local cmd=$2
+  case $cmd in '"$@"'*) cmd=$RUN_CMD ;; esac   # run's command
+  echo "step \"$STEP\": \`$cmd\` exited $1" > "$FAILED_FILE"
+  {
+    echo; echo "DEMO FAILED in $(cat "$FAILED_FILE")"
+    if [ -n "$STEP_LOG" ] && [ -s "$STEP_LOG" ]; then
+      echo "--- last lines of $STEP_LOG:"; tail -n 20 "$STEP_LOG" | sed 's/^/  | /'; echo "--- the whole log: $STEP_LOG"
+    fi
+  } >&2
+}
+set -E; trap 'on_err $? "$BASH_COMMAND"' ERR
 
 [ "$(id -u)" = 0 ] || [ "${USE_RUNNING_STACK:-0}" = 1 ] || { echo "run as root (apt, daemons)" >&2; exit 2; }
 export OPENSTACK_RELEASE=${OPENSTACK_RELEASE:-2025.1}
@@ -44,6 +70,7 @@ if [ -z "${DEMO_IN_STACK:-}" ]; then
     functional/openstack.sh start
     started=1
   fi
+  step "build: cargo build --bin kuryr-l7-router (here: in the stack's network namespace no registry is reachable)"
   cargo build --quiet --bin kuryr-l7-router
   rc=0
   functional/openstack.sh run env DEMO_IN_STACK=$started USE_RUNNING_STACK=1 functional/demo.sh "$@" || rc=$?
@@ -80,7 +107,9 @@ OCTAVIA_CONF=${OCTAVIA_CONF:-$ROOT/etc/octavia/octavia.conf}
 LB_ID=""
 
 cleanup() {
-  local rc=$?
+  local rc=$? at="step \"$STEP\""
+  [ ! -s "$FAILED_FILE" ] || at=$(cat "$FAILED_FILE")
+  rm -f "$FAILED_FILE"
   if [ "${KEEP:-0}" = 1 ]; then
     step "cleanup skipped (KEEP=1): router $ROUTER_NAME ${LB_ID:+($LB_ID)} kept; $BIN show ${CONF_ARGS[*]}"
   elif [ -x "$BIN" ]; then
@@ -119,9 +148,11 @@ EOF
     step "stopping the local OpenStack (KEEP_STACK=1 keeps it)"
     functional/openstack.sh stop || true
   fi
-  rm -rf "$WORK"
+  # kept after a failure: the failed step's log is there
+  if [ "$rc" = 0 ]; then rm -rf "$WORK"; fi
   echo
-  if [ "$rc" = 0 ]; then echo "DEMO OK in $(( $(date +%s) - T0 ))s"; else echo "DEMO FAILED (exit $rc)"; fi
+  if [ "$rc" = 0 ]; then echo "DEMO OK in $(( $(date +%s) - T0 ))s"
+  else echo "DEMO FAILED (exit $rc) in $at (work directory kept: $WORK)"; fi
   exit "$rc"
 }
 trap cleanup EXIT
@@ -173,15 +204,19 @@ run "$BIN" "${CONF_ARGS[@]}" check-config
 
 # ---------------------------------------------------------------------------------- 3. plan
 step "3. plan: what the shop's Ingresses (examples/, + secure.example.com with TLS) become on the L7 router (no OpenStack needed)"
+# shellcheck disable=SC2012  # the names of our own example files
 echo "examples/: $(ls examples | tr '\n' ' ')+ $WORK/tls/50-secure.yaml (a TLS Secret made now, Ingress secure)"
-run "$BIN" "${CONF_ARGS[@]}" plan "${MANIFESTS[@]}" 2>/dev/null
+STEP_LOG=$WORK/plan.stderr
+run "$BIN" "${CONF_ARGS[@]}" plan "${MANIFESTS[@]}"
 
 # ---------------------------------------------------------------------------------- 4-5. apply
 step "4. apply: create the router on Octavia and converge it (every write printed)"
-run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" 2>/dev/null | tee "$WORK/apply1.txt"
+STEP_LOG=$WORK/apply1.stderr
+run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" | tee "$WORK/apply1.txt"
 
 step "5. apply again: nothing changed in the Ingresses, so nothing is written"
-run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" 2>/dev/null | tee "$WORK/apply2.txt"
+STEP_LOG=$WORK/apply2.stderr
+run "$BIN" "${CONF_ARGS[@]}" apply "${MANIFESTS[@]}" | tee "$WORK/apply2.txt"
 if ! grep -q '^0 write(s)' "$WORK/apply2.txt"; then
   echo "FAIL: the second apply wrote to Octavia (expected 0 writes)" >&2; exit 1
 fi

@@ -20,9 +20,14 @@
 # demo: member, load-balancer_member, creator), demo2 (demo: member, load-balancer_member, NO
 # creator: cannot create Barbican secrets), service users octavia, neutron, barbican.
 #
-# usage: openstack.sh [start|stop|status]
+# usage: openstack.sh [start|stop|status|install|run ...]
 #   start  (default) stop anything this recipe started, wipe $ROOT/{etc,data,log,run},
 #          install missing apt packages, init DBs, start all daemons, wait for readiness.
+#   install  install what `start` would install and start nothing (no $ROOT, no namespace):
+#          2025.1: the host's debootstrap/curl/iproute2, the trixie chroot ($CHROOT) and its
+#          packages, then the host packages below; zed: the host packages ($PACKAGES: Zed's stack
+#          and the host-side data-plane tools, used by the tests on either stack). Idempotent;
+#          the two releases' installs may run at the same time (the host's apt is serialised).
 #   stop   stop exactly the pids recorded in $ROOT/run/*.pid (and their descendants).
 #   status one line per recorded daemon: running or DEAD.
 #   Fault injection on a running stack (functional/faults.rs), NAME one of keystone,
@@ -40,7 +45,18 @@
 #    $ROOT/etc/octavia_user_id (the Octavia service user's id: the user Octavia puts in a
 #    secret's Barbican read ACL) for this stack)
 #
+# Failures: a step that fails (host apt, debootstrap, apt in the chroot, MariaDB's init, a schema
+# migration, a daemon that does not become ready, ...) prints on stderr `FAILED: <step>`, the last
+# lines of its log(s) and their paths, and the script exits non-zero. Install logs are kept in
+# /var/log/kuryr-openstack/ (they outlive $ROOT), the stack's in $ROOT/log.
+# apt and dpkg: every apt-get (host and chroot) first waits, saying so and naming the holder, while
+# another process holds the dpkg or apt lists lock (at most APT_LOCK_WAIT=600 s; apt-get itself
+# waits for the dpkg lock with DPkg::Lock::Timeout, but apt 2.6's `apt-get update` fails at once on
+# a held lists lock), and host apt runs of two openstack.sh at once take turns
+# (flock on /run/kuryr-openstack-apt.lock).
+#
 # env knobs:
+#   APT_LOCK_WAIT=600 seconds to wait for a lock held by another apt/dpkg (or openstack.sh's install)
 #   OCTAVIA_API_NETWORK_DRIVER=allowed_address_pairs_driver (default) -> the Octavia API allocates
 #       real neutron VIP ports (so a floating IP can be put on vip_port_id); the worker always uses
 #       network_noop_driver (allowed_address_pairs in the worker breaks with compute_noop_driver).
@@ -79,7 +95,150 @@ OCTAVIA_API_NETWORK_DRIVER=${OCTAVIA_API_NETWORK_DRIVER:-allowed_address_pairs_d
 PACKAGES="rabbitmq-server mariadb-server python3-pymysql python3-octavia python3-keystone python3-neutron python3-barbican python3-openstackclient python3-octaviaclient python3-neutronclient python3-barbicanclient haproxy openssl"
 
 T0=$(date +%s.%N)
-ts() { awk -v a="$T0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'; }
+LAST_TS=""
+ts() { LAST_TS=$*; awk -v a="$T0" -v b="$(date +%s.%N)" -v m="$*" 'BEGIN { printf "[%6.1fs] %s\n", b - a, m }'; }
+
+# ---------------------------------------------------------------- failed steps
+INSTALL_LOGS=/var/log/kuryr-openstack   # install logs (host apt, debootstrap, chroot apt)
+# fail_step STEP LOG...: on stderr, the step that failed, the last lines of each of its logs and
+# their paths; exit with the status of the command that failed ($? when called, FAIL_RC=N to give
+# it; 1 if that is 0). Called as `cmd > log 2>&1 || fail_step "what cmd does" log`.
+fail_step() {
+  local rc=$? step=$1 log; shift
+  rc=${FAIL_RC:-$rc}; [ "$rc" != 0 ] || rc=1
+  {
+    echo
+    echo "FAILED: $step (exit $rc$([ "$rc" = 124 ] && echo ": timed out"))"
+    for log in "$@"; do
+      if [ -s "$log" ]; then echo "--- last lines of $log:"; tail -n "${FAIL_TAIL:-20}" "$log" | sed 's/^/  | /'
+      else echo "--- $log: empty or missing"; fi
+    done
+    local have=(); for log in "$@"; do [ -s "$log" ] && have+=("$log"); done
+    [ ${#have[@]} = 0 ] || echo "--- the whole log$([ ${#have[@]} -gt 1 ] && echo s): ${have[*]}"
+  } >&2
+  exit "$rc"
+}
+# run_step STEP LOG CMD...: CMD with its output in LOG; fail_step if it fails. CMD does not
+# inherit our lock descriptors (8, 9): a daemon a package starts must not hold them.
+run_step() { local step=$1 log=$2; shift 2; "$@" > "$log" 2>&1 8>&- 9>&- || fail_step "$step" "$log"; }
+# anything else that fails (set -e): say where, and what was being done (ERR_HINT: where the logs are)
+ERR_HINT=""
+on_err() {
+  [ "$BASHPID" = "$$" ] || return 0   # once, in the script itself (not in each subshell)
+  echo "FAILED: $(basename "$4") line $2: \`$3\` (exit $1)${LAST_TS:+; the last step begun: $LAST_TS}$ERR_HINT" >&2
+}
+set -E; trap 'on_err $? $LINENO "$BASH_COMMAND" "${BASH_SOURCE[0]}"' ERR
+
+# ---------------------------------------------------------------- apt and dpkg locks
+LOCK_WAIT=${APT_LOCK_WAIT:-600}
+# lock_holder FILE: "PID (COMMAND)" of the process holding a lock on FILE (fcntl, as apt and dpkg
+# take them), from /proc/locks (device and inode); nothing if FILE is not locked
+lock_holder() {
+  local id pid
+  id=$(stat -L -c '%d %i' "$1" 2>/dev/null) || return 0
+  pid=$(awk -v id="$id" 'BEGIN { split(id, a, " "); d = a[1]; q = int(d / 4096)
+                                  key = sprintf("%02x:%02x:%s", int(d / 256) % 4096, d % 256 + q - q % 256, a[2]) }
+                         $2 != "->" && $6 == key { print $5; exit }' /proc/locks)
+  [ -n "$pid" ] || return 0
+  echo "$pid ($(tr '\0' ' ' 2>/dev/null < "/proc/$pid/cmdline" | cut -c1-160))"
+}
+# wait_apt_locks SYSROOT: until no process holds SYSROOT's dpkg or apt lists lock, at most
+# LOCK_WAIT s, saying who holds it; returns 1 if it is still held then
+wait_apt_locks() {
+  local deadline=$(( $(date +%s) + LOCK_WAIT )) f h said=""
+  while :; do
+    h=""
+    for f in "$1/var/lib/dpkg/lock-frontend" "$1/var/lib/dpkg/lock" "$1/var/lib/apt/lists/lock"; do
+      h=$(lock_holder "$f"); [ -z "$h" ] || break
+    done
+    [ -n "$h" ] || return 0
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "$f is still held after ${LOCK_WAIT}s (APT_LOCK_WAIT) by pid $h" >&2; return 1
+    fi
+    if [ "$said" != "$f $h" ]; then
+      ts "waiting for $f (another apt/dpkg run; at most ${LOCK_WAIT}s): held by pid $h"; said="$f $h"
+    fi
+    sleep 2
+  done
+}
+# apt_step STEP LOG SYSROOT APT-GET-CMD...: an apt-get command of the host (SYSROOT empty) or of
+# the chroot SYSROOT that waits for the locks (above, and DPkg::Lock::Timeout), is run again if it
+# lost a race for one (`apt-get update` does not wait for its lock), and fails with fail_step
+apt_step() {
+  local step=$1 log=$2 root=$3 deadline rc; shift 3
+  deadline=$(( $(date +%s) + LOCK_WAIT ))
+  : > "$log"
+  while :; do
+    wait_apt_locks "$root" 2>> "$log" || fail_step "$step: waiting for the apt/dpkg lock" "$log"
+    rc=0; "$@" -o DPkg::Lock::Timeout="$LOCK_WAIT" >> "$log" 2>&1 8>&- 9>&- || rc=$?
+    if [ "$rc" = 0 ]; then
+      # `apt-get update` exits 0 when a source cannot be fetched (only warns): say so now, the
+      # install it was for may fail on it ("Unable to locate package")
+      if grep -q '^[WE]: ' "$log"; then
+        { echo "$step: apt warned (whole log: $log):"; grep '^[WE]: ' "$log" | tail -n 10 | sed 's/^/  | /'; } >&2
+      fi
+      return 0
+    fi
+    if tail -n 3 "$log" | grep -q "Could not get lock" && [ "$(date +%s)" -lt "$deadline" ]; then
+      ts "$step: lost a race for an apt lock, again"; sleep 2; continue
+    fi
+    FAIL_RC=$rc fail_step "$step" "$log"
+  done
+}
+# take_lock FD FILE WHAT: a flock of ours on FILE, held by descriptor FD (8 or 9, opened here) until
+# it is closed (`exec FD>&-`) or the script exits; waits at most LOCK_WAIT s, naming the holder (who
+# writes itself into FILE: flock(1)'s pid in /proc/locks is gone by then)
+take_lock() {
+  local fd=$1 file=$2 what=$3
+  eval "exec $fd>> \"\$file\""
+  if ! flock -n "$fd"; then
+    ts "waiting for $what (lock $file held by $(cat "$file" 2>/dev/null); at most ${LOCK_WAIT}s)"
+    flock -w "$LOCK_WAIT" "$fd" || FAIL_RC=1 fail_step "$what: lock $file still held after ${LOCK_WAIT}s (APT_LOCK_WAIT) by $(cat "$file" 2>/dev/null)"
+    ts "lock $file taken"
+  fi
+  echo "pid $$ ($(basename "$0") ${VERB:-}, OPENSTACK_RELEASE=$OPENSTACK_RELEASE${CHROOT:+, CHROOT=$CHROOT})" > "$file"
+}
+# The host's apt, one openstack.sh at a time (the two releases' installs may run together): fd 9
+# holds our flock while a host apt step runs; apt and dpkg do not inherit it
+HOST_APT_LOCK=/run/kuryr-openstack-apt.lock
+# missing_host_packages PKG...: those of PKG the host has not installed
+missing_host_packages() {
+  local p missing=""
+  # shellcheck disable=SC2016  # dpkg-query's own ${Status} format
+  for p in "$@"; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
+  echo "${missing# }"
+}
+# host_apt_install WHAT PKG...: install the host packages among PKG that are missing (apt-get update
+# first), under our host apt lock; logs in $INSTALL_LOGS/host-apt-WHAT-{update,install}.log
+host_apt_install() {
+  local what=$1 missing; shift
+  [ -n "$(missing_host_packages "$@")" ] || return 0
+  mkdir -p "$INSTALL_LOGS"
+  take_lock 9 "$HOST_APT_LOCK" "another openstack.sh's host apt"
+  missing=$(missing_host_packages "$@")   # again: the install we waited for may have installed them
+  if [ -n "$missing" ]; then
+    ts "installing on the host ($what): $missing"
+    apt_step "host apt-get update (for $what)" "$INSTALL_LOGS/host-apt-$what-update.log" "" apt-get update -qq
+    # the image's docker-clean apt hook deletes /var/cache/apt/archives/*.deb between dpkg runs,
+    # which breaks multi-stage installs (perl upgrade); download into our own cache dir instead
+    local cache=/var/tmp/kuryr-openstack-debcache
+    mkdir -p "$cache/partial"
+    # policy-rc.d (exit 101) keeps the packages' init scripts from starting services
+    # shellcheck disable=SC2086  # $missing: one word per package
+    apt_step "host apt-get install ($what): $missing" "$INSTALL_LOGS/host-apt-$what-install.log" "" \
+      env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends -o Dir::Cache::archives="$cache/" $missing
+    rm -rf "$cache"
+    ts "host packages installed ($what)"
+  fi
+  exec 9>&-
+}
+# the host's own packages, for both releases: Zed's stack, and the host-side tools the tests use on
+# either stack (the data-plane tests render haproxy with python3-octavia's templater and run
+# haproxy; the mariadb client; openssl)
+install_host_packages() {
+  # shellcheck disable=SC2086  # $PACKAGES: one word per package
+  host_apt_install packages $PACKAGES
+}
 
 # ---------------------------------------------------------------- process handling
 # field 22 of /proc/PID/stat; parse after the last ')' because comm may contain spaces
@@ -130,13 +289,30 @@ stop_all() {
   return 0
 }
 
-wait_http() { # URL NAME TIMEOUT_S
-  local i
+# svc_logs NAME: a daemon's logs (its stdout/stderr, then the log files it writes)
+svc_logs() {
+  echo "$LOG/$1.out"
+  case "$1" in
+    keystone) echo "$LOG/keystone.log $LOG/keystone-gunicorn.log" ;;
+    neutron-server|octavia-worker) echo "$LOG/$1.log" ;;
+    octavia-api) echo "$LOG/octavia-api.log $LOG/octavia-gunicorn.log" ;;
+    barbican-api) echo "$LOG/barbican-api.log $LOG/barbican-gunicorn.log" ;;
+    mariadb) echo "$LOG/mysqld.log" ;;
+  esac
+}
+wait_http() { # URL DAEMON TIMEOUT_S
+  local i pid st
   for i in $(seq 1 $(($3 * 4))); do
     "${IN[@]}" curl -m 3 -sf -o /dev/null "$1" && { ts "$2 ready ($1)"; return 0; }
+    # a daemon that exited will not answer: say so now
+    if [ -f "$RUN/$2.pid" ] && read -r pid st < "$RUN/$2.pid" && ! alive "$pid" "$st"; then
+      # shellcheck disable=SC2046  # svc_logs: one word per log
+      FAIL_RC=1 fail_step "$2 ready: it exited (pid $pid) before answering at $1" $(svc_logs "$2")
+    fi
     sleep 0.25
   done
-  echo "TIMEOUT waiting for $2 at $1; see $LOG" >&2; return 1
+  # shellcheck disable=SC2046  # svc_logs: one word per log
+  fail_step "$2 ready: no answer at $1 within $3 s" $(svc_logs "$2")
 }
 
 NCONF=(--config-file "$ETC/neutron/neutron.conf" --config-file "$ETC/neutron/plugins/ml2/ml2_conf.ini")
@@ -178,7 +354,8 @@ start_barbican() {
 WORKER_TOPIC=octavia_prov
 [ "$OPENSTACK_RELEASE" = zed ] || WORKER_TOPIC=octavia_provisioning_v2
 wait_worker() {
-  "${IN[@]}" env TOPIC="$WORKER_TOPIC" $PY - <<'PYEOF'
+  # shellcheck disable=SC2046  # svc_logs: one word per log
+  "${IN[@]}" env TOPIC="$WORKER_TOPIC" $PY - <<'PYEOF' 2> "$LOG/wait-worker.log" || fail_step "octavia-worker ready: consuming from $WORKER_TOPIC within 120 s" "$LOG/wait-worker.log" $(svc_logs octavia-worker) "$LOG/rabbitmq.out"
 import os, time, kombu
 topic = os.environ["TOPIC"]
 deadline = time.time() + 120
@@ -200,7 +377,7 @@ PYEOF
 start_service() {
   case "$1" in
     keystone) start_keystone; wait_http http://127.0.0.1:5000/v3 keystone 60 ;;
-    neutron-server) start_neutron_server; wait_http http://127.0.0.1:9696/ neutron 120 ;;
+    neutron-server) start_neutron_server; wait_http http://127.0.0.1:9696/ neutron-server 120 ;;
     octavia-api) start_octavia_api; wait_http http://127.0.0.1:9876/ octavia-api 120 ;;
     octavia-worker) start_octavia_worker; wait_worker ;;
     barbican-api) start_barbican; wait_http http://127.0.0.1:9311/ barbican-api 120 ;;
@@ -218,10 +395,14 @@ signal_service() {
   ts "$1: SIG$2 sent to pid $pid and its children"
 }
 
-case "${1:-start}" in
+VERB=${1:-start}
+case "$VERB" in
   stop) stop_all; if [ "$OPENSTACK_RELEASE" != zed ]; then mounts_down; netns_down; fi; exit 0 ;;
-  install) if [ "$OPENSTACK_RELEASE" = zed ]; then echo "install: 2025.1 only (zed installs at start)" >&2; exit 2; fi
-           install25; exit 0 ;;
+  install) # what start installs, nothing started (2025.1: the chroot first, then the host's packages)
+    ERR_HINT="; install logs in $INSTALL_LOGS"
+    [ "$OPENSTACK_RELEASE" = zed ] || install25
+    install_host_packages
+    ts "INSTALLED ($OPENSTACK_RELEASE): nothing left to install for \`OPENSTACK_RELEASE=$OPENSTACK_RELEASE $0 start\`"; exit 0 ;;
   run) # run CMD with this stack's settings, in its network namespace (2025.1)
     shift; [ $# -gt 0 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
     export OPENSTACK_RELEASE ROOT KURYR_CONFIG_FILE="$ETC/kuryr/kuryr.conf" KURYR_MYSQL_SOCKET="$RUN/mysql.sock" \
@@ -272,30 +453,15 @@ if [ -n "$busy" ]; then
   echo "(not killing unknown processes; stop them yourself)" >&2; exit 1
 fi
 rm -rf "$ETC" "$DATA" "$LOG" "$RUN"
+ERR_HINT="; the stack's logs in $LOG, install logs in $INSTALL_LOGS"
 mkdir -p "$ETC"/{keystone,octavia,neutron/plugins/ml2,rabbitmq,barbican,wsgi} "$DATA"/{keystone/fernet-keys,keystone/credential-keys,octavia/certs,octavia/lock,neutron/lock,rabbitmq} "$LOG" "$RUN" "$BIN"
 [ "${OCTAVIA_FIXES:-0}" = 1 ] && touch "$RUN/octavia-fixes"
 # Octavia 16's worker has 11.0.1's fully-populated-create fixes (functional/common reads the marker)
 [ "$OPENSTACK_RELEASE" = zed ] || touch "$RUN/octavia-fixes"
 echo "$OPENSTACK_RELEASE" > "$ETC/openstack-release"
 
-# The host's own packages, for both releases: Zed's stack, and the host-side tools the tests use
-# on either stack (the data-plane tests render haproxy with python3-octavia's templater and run
-# haproxy; the mariadb client; openssl)
-missing=""
-for p in $PACKAGES; do dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing="$missing $p"; done
-if [ -n "$missing" ]; then
-  ts "installing:$missing"
-  apt-get update -qq
-  # the image's docker-clean apt hook deletes /var/cache/apt/archives/*.deb between dpkg runs,
-  # which breaks multi-stage installs (perl upgrade); download into our own cache dir instead
-  mkdir -p "$DATA/debcache/partial"
-  # policy-rc.d (exit 101) keeps the packages' init scripts from starting services
-  # shellcheck disable=SC2086  # $missing: one word per package
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-      -o Dir::Cache::archives="$DATA/debcache/" $missing > "$LOG/apt-install.log" 2>&1
-  rm -rf "$DATA/debcache"
-  ts "packages installed"
-fi
+# the host's own packages (install_host_packages), for both releases
+install_host_packages
 
 # ---------------------------------------------------------------- 1. RabbitMQ (slowest to boot; start first)
 cat > "$ETC/rabbitmq/rabbitmq.conf" <<'EOF'
@@ -326,14 +492,18 @@ ts "rabbitmq starting"
 # with Zed's MariaDB 10.11, which has no such option
 MARIADB_EXTRA=()
 [ "$OPENSTACK_RELEASE" = zed ] || MARIADB_EXTRA=(--innodb-snapshot-isolation=OFF)
-"${IN[@]}" mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
-    --auth-root-authentication-method=normal --skip-test-db > "$LOG/mysql-install.log" 2>&1
+run_step "mariadb-install-db (MariaDB's data directory)" "$LOG/mysql-install.log" \
+  "${IN[@]}" mariadb-install-db --no-defaults --datadir="$DATA/mysql" --user=root \
+    --auth-root-authentication-method=normal --skip-test-db
 daemon mariadb /usr/sbin/mariadbd --no-defaults --datadir="$DATA/mysql" --socket="$RUN/mysql.sock" \
     --bind-address=127.0.0.1 --port=3306 --user=root --pid-file="$RUN/mariadbd.pid-own" \
     --log-error="$LOG/mysqld.log" --innodb-buffer-pool-size=128M --innodb-flush-log-at-trx-commit=2 \
     --skip-name-resolve --max-connections=500 --character-set-server=utf8mb4 "${MARIADB_EXTRA[@]}"
-for i in $(seq 1 120); do "${IN[@]}" mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && break; sleep 0.25; done
-"${IN[@]}" mariadb --socket="$RUN/mysql.sock" -uroot <<'EOF'
+ready=0
+for i in $(seq 1 120); do "${IN[@]}" mariadb-admin --socket="$RUN/mysql.sock" -uroot ping >/dev/null 2>&1 && { ready=1; break; }; sleep 0.25; done
+# shellcheck disable=SC2046  # svc_logs: one word per log
+[ "$ready" = 1 ] || fail_step "mariadb ready: no answer on $RUN/mysql.sock within 30 s" $(svc_logs mariadb)
+"${IN[@]}" mariadb --socket="$RUN/mysql.sock" -uroot > "$LOG/mysql-init.log" 2>&1 <<'EOF' || fail_step "mariadb: create the databases and user" "$LOG/mysql-init.log"
 CREATE DATABASE keystone; CREATE DATABASE octavia; CREATE DATABASE neutron; CREATE DATABASE barbican;
 CREATE USER 'ostack'@'127.0.0.1' IDENTIFIED BY 'ostack';
 GRANT ALL PRIVILEGES ON keystone.* TO 'ostack'@'127.0.0.1';
@@ -483,8 +653,8 @@ oslo_config_project = barbican
 paste.filter_factory = oslo_middleware:HTTPProxyToWSGI.factory
 EOF
 
-"${IN[@]}" openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj '/CN=octavia-test-ca' \
-    -keyout "$DATA/octavia/certs/ca.key" -out "$DATA/octavia/certs/ca.pem" > /dev/null 2>&1
+run_step "openssl: Octavia's test CA" "$LOG/octavia-ca.log" "${IN[@]}" openssl req -x509 -newkey rsa:2048 -nodes \
+    -days 3650 -subj '/CN=octavia-test-ca' -keyout "$DATA/octavia/certs/ca.key" -out "$DATA/octavia/certs/ca.pem"
 cat > "$ETC/octavia/octavia.conf" <<EOF
 [DEFAULT]
 transport_url = rabbit://guest:guest@127.0.0.1:5672/
@@ -623,12 +793,12 @@ KM=("${IN[@]}" keystone-manage --config-file "$ETC/keystone/keystone.conf")
 # python3-barbican ships no barbican-manage script (barbican-common does): call its main()
 "${IN[@]}" env HOME="$ETC/barbican" $PY -c 'import sys; from barbican.cmd.barbican_manage import main; sys.argv[0]="barbican-manage"; sys.exit(main())' \
     db upgrade > "$LOG/barbican-db-manage.log" 2>&1 & BPID=$!
-wait $KPID || { echo "keystone-manage failed, see $LOG/keystone-manage.log" >&2; exit 1; }
+wait $KPID || fail_step "keystone-manage db_sync, fernet_setup, credential_setup, bootstrap" "$LOG/keystone-manage.log"
 ts "keystone db_sync + fernet + bootstrap done"
 start_keystone
-wait $OPID || { echo "octavia-db-manage failed, see $LOG/octavia-db-manage.log" >&2; exit 1; }
-wait $NPID || { echo "neutron-db-manage failed, see $LOG/neutron-db-manage.log" >&2; exit 1; }
-wait $BPID || { echo "barbican-manage db upgrade failed, see $LOG/barbican-db-manage.log" >&2; exit 1; }
+wait $OPID || fail_step "octavia-db-manage upgrade head" "$LOG/octavia-db-manage.log"
+wait $NPID || fail_step "neutron-db-manage upgrade heads" "$LOG/neutron-db-manage.log"
+wait $BPID || fail_step "barbican-manage db upgrade" "$LOG/barbican-db-manage.log"
 ts "octavia + neutron + barbican schemas migrated"
 
 # ---------------------------------------------------------------- 5. daemons
@@ -689,17 +859,17 @@ with open(sys.argv[1], "w") as f:
     f.write(users["octavia"] + "\n")
 print("keystone catalog/users ok")
 EOF
-"${IN[@]}" $PY "$BIN/ks_bootstrap.py" "$ETC/octavia_user_id" > "$LOG/ks_bootstrap.log" 2>&1 || { cat "$LOG/ks_bootstrap.log" >&2; exit 1; }
+run_step "keystone: users, roles, services, endpoints" "$LOG/ks_bootstrap.log" "${IN[@]}" $PY "$BIN/ks_bootstrap.py" "$ETC/octavia_user_id"
 ts "keystone users/roles/services/endpoints created"
 
-wait_http http://127.0.0.1:9696/ neutron 120
+wait_http http://127.0.0.1:9696/ neutron-server 120
 wait_http http://127.0.0.1:9876/ octavia-api 120
 wait_http http://127.0.0.1:9311/ barbican-api 120
 
 wait_worker
 
 # baseline neutron topology: external 'public' (flat, 172.24.4.0/24), 'private' (vxlan, 10.0.0.0/24), router1
-"${IN[@]}" env TOPOLOGY_FILE="$ETC/topology.json" $PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || { cat "$LOG/neutron-bootstrap.log" >&2; exit 1; }
+"${IN[@]}" env TOPOLOGY_FILE="$ETC/topology.json" $PY - <<'EOF' > "$LOG/neutron-bootstrap.log" 2>&1 || fail_step "neutron topology and Octavia availability zone" "$LOG/neutron-bootstrap.log"
 import json, urllib.request
 def call(method, url, body=None, tok=None):
     r = urllib.request.Request(url, data=json.dumps(body).encode() if body is not None else None, method=method)
@@ -781,7 +951,9 @@ interface = public
 EOF
 ts "kuryr.conf written to $ETC/kuryr/kuryr.conf"
 for n in mariadb epmd rabbitmq keystone neutron-server octavia-worker octavia-api barbican-api; do
-  read -r pid st < "$RUN/$n.pid"; alive "$pid" "$st" || { echo "$n (pid $pid) died; see $LOG" >&2; exit 1; }
+  read -r pid st < "$RUN/$n.pid"
+  # shellcheck disable=SC2046  # svc_logs: one word per log
+  alive "$pid" "$st" || fail_step "$n (pid $pid) died while the stack started" $(svc_logs "$n")
 done
 ts "STACK READY ($OPENSTACK_RELEASE${NS:+, network namespace $NS}): keystone :5000, neutron :9696, octavia :9876, barbican :9311 (API network driver: $OCTAVIA_API_NETWORK_DRIVER)"
 if [ "$OPENSTACK_RELEASE" = zed ]; then

@@ -67,22 +67,29 @@ netns_down() {
 }
 
 # ---------------------------------------------------------------- install (idempotent)
+# Logs: $INSTALL_LOGS/<chroot path with - for />-{debootstrap,apt-update,apt-install}.log, e.g.
+# /var/log/kuryr-openstack/srv-trixie-apt-install.log. One install of a chroot at a time (fd 8 holds
+# a flock on $STATE/install-<same>.lock; a second waits, at most LOCK_WAIT s).
 install25() {
-  if ! command -v ip >/dev/null || ! command -v debootstrap >/dev/null || ! command -v curl >/dev/null; then
-    apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iproute2 debootstrap curl ca-certificates procps
-  fi
+  # the host's tools (under our host apt lock, waiting for apt's own locks)
+  host_apt_install chroot-tools iproute2 debootstrap curl ca-certificates procps
   local mirror=${MIRROR:-$(host_mirror)}
   mirror=${mirror:-http://deb.debian.org/debian}
+  local tag; tag=$(echo "${CHROOT#/}" | tr / -)
+  local clog=$INSTALL_LOGS/$tag lock=$STATE/install-$tag.lock
+  mkdir -p "$INSTALL_LOGS" "$STATE"
+  take_lock 8 "$lock" "another install of $CHROOT"
   # a finished debootstrap leaves apt-get and no /debootstrap work dir
   if [ ! -f "$CHROOT/.ostack25-debootstrap-ok" ]; then
     if [ -x "$CHROOT/usr/bin/apt-get" ] && [ ! -d "$CHROOT/debootstrap" ]; then
       touch "$CHROOT/.ostack25-debootstrap-ok"
     else
-      [ -d "$CHROOT/debootstrap" ] && { echo "$CHROOT holds an unfinished debootstrap: remove $CHROOT and retry" >&2; exit 1; }
+      # (debootstrap's own log, $CHROOT/debootstrap/debootstrap.log, says more than its output)
+      [ -d "$CHROOT/debootstrap" ] && FAIL_RC=1 fail_step "debootstrap: $CHROOT holds an unfinished debootstrap (a failed or interrupted one): remove $CHROOT and retry" \
+        "$clog-debootstrap.log" "$CHROOT/debootstrap/debootstrap.log"
       ts "debootstrap --variant=minbase trixie $CHROOT $mirror (about 1 min)"
-      timeout 1200 debootstrap --variant=minbase trixie "$CHROOT" "$mirror" > /var/log/ostack25-debootstrap.log 2>&1 \
-        || { tail -20 /var/log/ostack25-debootstrap.log >&2; exit 1; }
+      timeout 1200 debootstrap --variant=minbase trixie "$CHROOT" "$mirror" > "$clog-debootstrap.log" 2>&1 8>&- 9>&- \
+        || fail_step "debootstrap --variant=minbase trixie $CHROOT $mirror" "$clog-debootstrap.log" "$CHROOT/debootstrap/debootstrap.log"
       touch "$CHROOT/.ostack25-debootstrap-ok"
     fi
   fi
@@ -101,17 +108,20 @@ install25() {
   if [ -n "$missing" ]; then
     mounts_up
     ts "apt-get install in the trixie chroot (about 4.5 min):$missing"
-    timeout 300 chroot "$CHROOT" "${CENV[@]}" apt-get update -qq
+    # apt_step: waits for the chroot's apt and dpkg locks (another apt in that chroot), says so
+    apt_step "apt-get update in $CHROOT" "$clog-apt-update.log" "$CHROOT" \
+      timeout 300 chroot "$CHROOT" "${CENV[@]}" apt-get update -qq
     # own archive dir: an apt hook may delete /var/cache/apt/archives/*.deb between dpkg runs
     mkdir -p "$CHROOT/var/tmp/debcache/partial"
     # shellcheck disable=SC2086  # $missing: one word per package
-    timeout 1800 chroot "$CHROOT" "${CENV[@]}" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
-        -o Dir::Cache::archives=/var/tmp/debcache/ $missing > /var/log/ostack25-apt-install.log 2>&1 \
-        || { tail -30 /var/log/ostack25-apt-install.log >&2; exit 1; }
+    apt_step "apt-get install in $CHROOT:$missing" "$clog-apt-install.log" "$CHROOT" \
+      timeout 1800 chroot "$CHROOT" "${CENV[@]}" DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        -o Dir::Cache::archives=/var/tmp/debcache/ $missing
     rm -rf "$CHROOT/var/tmp/debcache"
     # shellcheck disable=SC2016
     ts "packages installed: $(inchroot dpkg-query -W -f='${Package}=${Version} ' python3-keystone python3-neutron python3-octavia python3-barbican)"
   fi
+  exec 8>&-
 }
 
 # $ROOT on the host -> $CHROOT$ROOT (one path, two views)
