@@ -25,7 +25,6 @@ cd "$(dirname "$(readlink -f "$0")")/.."
 . functional/phases.sh
 . functional/installs.sh
 . functional/waves.sh
-trap phase_table EXIT
 
 # The split (substring filters of test names; extend these lists):
 # - ZED_FILTERS: what differs by release, so it runs on Zed too (each checked against the test's
@@ -64,7 +63,15 @@ stop_stack() {
   phase "stop the local OpenStack $STACK" env OPENSTACK_RELEASE="$STACK" functional/openstack.sh stop || true
   STACK=""
 }
-[ "${KEEP_STACK:-0}" = 1 ] || trap 'stop_stack; phase_table' EXIT
+zed_pid=""
+finish() { # on exit: let a Zed phase running in the background stop its stack, then the table
+  if [ -n "$zed_pid" ] && kill -0 "$zed_pid" 2>/dev/null; then
+    echo "=== waiting for Zed's phase to end and stop its stack"; wait "$zed_pid" || true
+  fi
+  [ "${KEEP_STACK:-0}" = 1 ] || stop_stack
+  phase_table
+}
+trap finish EXIT
 
 # Each phase's test output is kept to count what ran and what was skipped (a functional test
 # without KURYR_FUNCTIONAL=1 returns early, and libtest would count it as passed; see
@@ -123,37 +130,77 @@ matches_any() { # LINE FILTER...
   for f in "$@"; do [[ "$line" == *"$f"* ]] && return 0; done; return 1
 }
 
-ALL_JOBS=$(wave_jobs "$EXES")
-rc_all=0
-for release in $RELEASES; do
-  start_stack "$release"
-  run=(env OPENSTACK_RELEASE="$release" functional/openstack.sh run env KURYR_FUNCTIONAL=1)
-  parallel=$LOGS/$release.parallel alone=$LOGS/$release.alone
-  : > "$parallel"; : > "$alone"
+# The jobs of RELEASE's two waves: $LOGS/RELEASE.parallel and $LOGS/RELEASE.alone
+split_jobs() { # RELEASE
+  local r=$1 job t
+  : > "$LOGS/$r.parallel"; : > "$LOGS/$r.alone"; : > "$LOGS/$r.log"
   while IFS= read -r job; do
     t=${job#*$'\t'}
-    if [ "$release" = zed ]; then
+    if [ "$r" = zed ]; then
       matches_any "$t" "${ZED_FILTERS[@]}" || continue
     else
       matches_any "$t" "${ZED_ONLY[@]}" && continue
     fi
-    if is_alone "$job"; then echo "$job" >> "$alone"; else echo "$job" >> "$parallel"; fi
+    if is_alone "$job"; then echo "$job" >> "$LOGS/$r.alone"; else echo "$job" >> "$LOGS/$r.parallel"; fi
   done <<<"$ALL_JOBS"
-  : > "$LOGS/$release.log"
-  phase "$release: functional wave 1, in parallel ($(grep -c . "$parallel") tests, $FUNCTIONAL_PARALLEL at a time)" \
-    run_wave "$release wave 1" "$FUNCTIONAL_PARALLEL" "$LOGS/$release.log" "$parallel" "${run[@]}" || rc_all=1
-  if [ -s "$alone" ]; then
-    phase "$release: functional wave 2, alone (stop/pause/restart a service; $(grep -c . "$alone") tests)" \
-      run_wave "$release wave 2" 1 "$LOGS/$release.log" "$alone" "${run[@]}" || rc_all=1
+}
+
+wave() { # RELEASE 1|2: run that wave of RELEASE's functional tests
+  local r=$1 n=$2 jobs what parallel
+  local run=(env OPENSTACK_RELEASE="$r" functional/openstack.sh run env KURYR_FUNCTIONAL=1)
+  if [ "$n" = 1 ]; then
+    jobs=$LOGS/$r.parallel parallel=$FUNCTIONAL_PARALLEL what="in parallel"
+  else
+    jobs=$LOGS/$r.alone parallel=1 what="alone (stop/pause/restart a service)"
   fi
+  [ -s "$jobs" ] || return 0
+  phase "$r: functional wave $n, $what ($(grep -c . "$jobs") tests, $parallel at a time)" \
+    run_wave "$r wave $n" "$parallel" "$LOGS/$r.log" "$jobs" "${run[@]}"
+}
+
+# Zed's whole phase (start, both waves, stop), run beside 2025.1's second wave: the two stacks
+# share nothing (2025.1 has its own network namespace), and 2025.1's faults only touch its own
+# services. Its output is printed when it ends.
+zed_phase() {
+  local rc=0
+  STACK=""
+  [ "${KEEP_STACK:-0}" = 1 ] || trap stop_stack EXIT
+  start_stack zed || return 1
+  split_jobs zed
+  wave zed 1 || rc=1
+  wave zed 2 || rc=1
+  functional/summary.sh "functional phase on zed" "$LOGS/zed.log" --require-run > "$LOGS/zed.summary" || rc=1
+  cat "$LOGS/zed.summary"
+  [ "${KEEP_STACK:-0}" = 1 ] || stop_stack
+  return "$rc"
+}
+
+ALL_JOBS=$(wave_jobs "$EXES")
+rc_all=0
+for release in $RELEASES; do
+  [ "$release" = zed ] && [ -n "$zed_pid" ] && continue
+  start_stack "$release"
+  split_jobs "$release"
+  wave "$release" 1 || rc_all=1
+  if [ "$release" = 2025.1 ] && [[ " $RELEASES " == *" zed "* ]]; then
+    echo "=== Zed's phase runs beside 2025.1's second wave (its output: $LOGS/zed.out, printed when it ends)"
+    ( zed_phase ) > "$LOGS/zed.out" 2>&1 < /dev/null &
+    zed_pid=$!
+  fi
+  wave "$release" 2 || rc_all=1
   summarise "functional phase on $release" "$LOGS/$release.log" --require-run
   if [ "$release" = 2025.1 ] && [ -x functional/dataplane/selftest.sh ]; then
     phase "2025.1: data-plane self-test (Octavia-rendered haproxy, real HTTP and HTTPS)" \
-      "${run[@]}" functional/dataplane/selftest.sh || rc_all=1
+      env OPENSTACK_RELEASE=2025.1 functional/openstack.sh run functional/dataplane/selftest.sh || rc_all=1
   fi
-  # one stack at a time (2 cores); KEEP_STACK=1 keeps the last one
+  # KEEP_STACK=1 keeps the last one
   if [ "${KEEP_STACK:-0}" != 1 ] || [ "$release" != "${RELEASES##* }" ]; then stop_stack; fi
-  [ "$rc_all" = 0 ] || { echo "=== functional tests failed on $release (above: each failed test's log)"; exit 1; }
 done
+if [ -n "$zed_pid" ]; then
+  wait "$zed_pid" || rc_all=1
+  echo; echo "=== Zed's phase (ran beside 2025.1's second wave):"; cat "$LOGS/zed.out"
+  SUMMARY+=("$(head -n 1 "$LOGS/zed.summary" 2>/dev/null || echo "functional phase on zed: did not finish")")
+fi
+[ "$rc_all" = 0 ] || { echo "=== functional tests failed (above: each failed test's log)"; exit 1; }
 echo; echo "=== all tests passed"
 printf '%s\n' "${SUMMARY[@]}"
