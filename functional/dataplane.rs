@@ -58,8 +58,32 @@ fn options(class: &str) -> TranslateOptions {
 
 async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
     let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
-    println!("{} write(s) in {:.1}s", report.writes.len(), report.elapsed.as_secs_f64());
+    println!(
+        "{}: {} write(s) in {:.1}s{}",
+        r.spec().name,
+        report.writes.len(),
+        report.elapsed.as_secs_f64(),
+        write_kinds(&report)
+    );
     report
+}
+
+/// The kinds of a convergence's writes, counted in order of first appearance:
+/// ` (create_router, create_listener, create_policy ×2, ...)`; empty without writes.
+fn write_kinds(report: &ConvergeReport) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for w in &report.writes {
+        match kinds.iter_mut().find(|(k, _)| *k == w.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((w.kind, 1)),
+        }
+    }
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> =
+        kinds.iter().map(|(k, n)| if *n > 1 { format!("{k} ×{n}") } else { k.to_string() }).collect();
+    format!(" ({})", list.join(", "))
 }
 
 /// Member `address:port` → the name its echo server answers with: the Service name, plus
