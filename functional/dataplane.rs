@@ -237,6 +237,35 @@ const SHOP_UPDATED: &[(&str, &str, &str)] = &[
     ("unknown.example.org", "/", "fallback"),
 ];
 
+/// A Service the examples do not have: the default backend moves to it.
+const FALLBACK_V2: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: fallback-v2, namespace: shop}
+spec:
+  ports:
+  - {name: http, port: 80, targetPort: http, protocol: TCP}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: fallback-v2-1, namespace: shop, labels: {kubernetes.io/service-name: fallback-v2}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints: [{addresses: ["10.0.0.72"], conditions: {ready: true}}]
+"#;
+
+/// After the default backend moved to fallback-v2: what fell back reaches it, the rest is as
+/// before.
+const SHOP_NEW_DEFAULT: &[(&str, &str, &str)] = &[
+    ("unknown.example.org", "/", "fallback-v2"),
+    ("shop.example.com.evil.net", "/", "fallback-v2"),
+    ("a.b.shop.example.com", "/", "fallback-v2"),
+    ("auth.shop.example.com", "/cart", "503"),
+    ("unknown.example.org", "/healthz", "web"),
+    ("acme.shop.example.com", "/cart", "tenant"),
+    ("shop.example.com", "/assets/a.css", "static"),
+];
+
 /// After the default-backend Ingress is deleted: unmatched requests reach nothing (503), and a
 /// known host still never falls through to the wildcard or the host-less rules.
 const SHOP_NO_DEFAULT: &[(&str, &str, &str)] = &[
@@ -290,6 +319,21 @@ async fn examples_route_as_kubernetes_says_and_follow_updates() {
         let report = converge(&r, &updated).await;
         assert!(!report.writes.is_empty());
         assert_routes(&report.lb_id, &updated, SHOP_UPDATED);
+
+        // Update: the default backend moves to a Service the router has no pool for: the pool is
+        // created, the listener's default pool switched to it, the old default pool deleted.
+        // (The conformance test converged one router from feature to feature, which did this
+        // twice; it builds a router per feature now: functional/dataplane/README.md.)
+        load_str(FALLBACK_V2, Path::new("fallback-v2.yaml"), &mut inputs).unwrap();
+        let backend = ingress_mut(&mut inputs, "default-backend").spec.as_mut().unwrap().default_backend.as_mut();
+        backend.unwrap().service.as_mut().unwrap().name = "fallback-v2".into();
+        let moved = translate(&inputs, &opts);
+        assert!(moved.warnings.is_empty(), "{:?}", moved.warnings);
+        assert_eq!(moved.default_pool.as_deref(), Some("shop_fallback-v2"));
+        let report = converge(&r, &moved).await;
+        let kinds: Vec<&str> = report.writes.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, ["create_pool", "batch_members", "set_default_pool", "delete_pool"], "{:?}", report.writes);
+        assert_routes(&report.lb_id, &moved, SHOP_NEW_DEFAULT);
 
         // Update: no default backend any more.
         inputs.ingresses.retain(|i| i.metadata.name.as_deref() != Some("default-backend"));
