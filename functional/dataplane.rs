@@ -488,6 +488,9 @@ fn tls_manifests() -> String {
     .join("\n---\n")
 }
 
+/// HTTPS with SNI (each host its certificate and chain), the HTTP→HTTPS redirect with the ACME
+/// solver's path left on HTTP, and, on the same router, the listeners' X-Forwarded-* headers on
+/// and then off (functional/dataplane/forwarded.rs).
 #[tokio::test(flavor = "multi_thread")]
 async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
     if !enabled() {
@@ -521,7 +524,10 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         requests[0]["expect_subject"] = "secure.example.com".into();
         requests[2]["expect_subject"] = "*.wild.example.com".into();
         requests[3]["expect_location"] = "https://secure.example.com/p?q=1".into();
-        let (results, all_ok) = send(&report.lb_id, &desired, &requests);
+        let (out, exited_ok) = run_py_full(&report.lb_id, &echo_names(&desired), None, &requests);
+        let results = out["results"].as_array().expect("results").clone();
+        assert_eq!(results.len(), requests.len());
+        let all_ok = out["ok"] == true && exited_ok;
         for (q, r) in requests.iter().zip(&results) {
             println!(
                 "{} {} {}{} -> {} {} tls={}",
@@ -544,6 +550,10 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         }
         assert_eq!(results[3]["status"], 308);
         assert!(results[4]["tls"].is_null() && results[5]["tls"].is_null());
+        // The listeners' insert_headers (functional/dataplane/forwarded.rs) on the same router:
+        // plain.example.com over HTTP and secure.example.com over HTTPS, both answered by web.
+        forwarded::assert_inserted(&out, &desired, 5, 0);
+        forwarded::assert_none_once_turned_off(r, &desired, &[requests[5].clone(), requests[0].clone()]).await;
     })
     .await;
     delete_cluster_secrets(&cluster).await;
