@@ -58,8 +58,32 @@ fn options(class: &str) -> TranslateOptions {
 
 async fn converge(r: &Router, want: &DesiredRouter) -> ConvergeReport {
     let report = r.converge(want).await.unwrap_or_else(|e| panic!("converge failed: {e}"));
-    println!("{} write(s) in {:.1}s", report.writes.len(), report.elapsed.as_secs_f64());
+    println!(
+        "{}: {} write(s) in {:.1}s{}",
+        r.spec().name,
+        report.writes.len(),
+        report.elapsed.as_secs_f64(),
+        write_kinds(&report)
+    );
     report
+}
+
+/// The kinds of a convergence's writes, counted in order of first appearance:
+/// ` (create_router, create_listener, create_policy ×2, ...)`; empty without writes.
+fn write_kinds(report: &ConvergeReport) -> String {
+    let mut kinds: Vec<(&str, usize)> = Vec::new();
+    for w in &report.writes {
+        match kinds.iter_mut().find(|(k, _)| *k == w.kind) {
+            Some((_, n)) => *n += 1,
+            None => kinds.push((w.kind, 1)),
+        }
+    }
+    if kinds.is_empty() {
+        return String::new();
+    }
+    let list: Vec<String> =
+        kinds.iter().map(|(k, n)| if *n > 1 { format!("{k} ×{n}") } else { k.to_string() }).collect();
+    format!(" ({})", list.join(", "))
 }
 
 /// Member `address:port` → the name its echo server answers with: the Service name, plus
@@ -213,6 +237,35 @@ const SHOP_UPDATED: &[(&str, &str, &str)] = &[
     ("unknown.example.org", "/", "fallback"),
 ];
 
+/// A Service the examples do not have: the default backend moves to it.
+const FALLBACK_V2: &str = r#"
+apiVersion: v1
+kind: Service
+metadata: {name: fallback-v2, namespace: shop}
+spec:
+  ports:
+  - {name: http, port: 80, targetPort: http, protocol: TCP}
+---
+apiVersion: discovery.k8s.io/v1
+kind: EndpointSlice
+metadata: {name: fallback-v2-1, namespace: shop, labels: {kubernetes.io/service-name: fallback-v2}}
+addressType: IPv4
+ports: [{name: http, port: 8080, protocol: TCP}]
+endpoints: [{addresses: ["10.0.0.72"], conditions: {ready: true}}]
+"#;
+
+/// After the default backend moved to fallback-v2: what fell back reaches it, the rest is as
+/// before.
+const SHOP_NEW_DEFAULT: &[(&str, &str, &str)] = &[
+    ("unknown.example.org", "/", "fallback-v2"),
+    ("shop.example.com.evil.net", "/", "fallback-v2"),
+    ("a.b.shop.example.com", "/", "fallback-v2"),
+    ("auth.shop.example.com", "/cart", "503"),
+    ("unknown.example.org", "/healthz", "web"),
+    ("acme.shop.example.com", "/cart", "tenant"),
+    ("shop.example.com", "/assets/a.css", "static"),
+];
+
 /// After the default-backend Ingress is deleted: unmatched requests reach nothing (503), and a
 /// known host still never falls through to the wildcard or the host-less rules.
 const SHOP_NO_DEFAULT: &[(&str, &str, &str)] = &[
@@ -266,6 +319,21 @@ async fn examples_route_as_kubernetes_says_and_follow_updates() {
         let report = converge(&r, &updated).await;
         assert!(!report.writes.is_empty());
         assert_routes(&report.lb_id, &updated, SHOP_UPDATED);
+
+        // Update: the default backend moves to a Service the router has no pool for: the pool is
+        // created, the listener's default pool switched to it, the old default pool deleted.
+        // (The conformance test converged one router from feature to feature, which did this
+        // twice; it builds a router per feature now: functional/dataplane/README.md.)
+        load_str(FALLBACK_V2, Path::new("fallback-v2.yaml"), &mut inputs).unwrap();
+        let backend = ingress_mut(&mut inputs, "default-backend").spec.as_mut().unwrap().default_backend.as_mut();
+        backend.unwrap().service.as_mut().unwrap().name = "fallback-v2".into();
+        let moved = translate(&inputs, &opts);
+        assert!(moved.warnings.is_empty(), "{:?}", moved.warnings);
+        assert_eq!(moved.default_pool.as_deref(), Some("shop_fallback-v2"));
+        let report = converge(&r, &moved).await;
+        let kinds: Vec<&str> = report.writes.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, ["create_pool", "batch_members", "set_default_pool", "delete_pool"], "{:?}", report.writes);
+        assert_routes(&report.lb_id, &moved, SHOP_NEW_DEFAULT);
 
         // Update: no default backend any more.
         inputs.ingresses.retain(|i| i.metadata.name.as_deref() != Some("default-backend"));
@@ -420,6 +488,9 @@ fn tls_manifests() -> String {
     .join("\n---\n")
 }
 
+/// HTTPS with SNI (each host its certificate and chain), the HTTP→HTTPS redirect with the ACME
+/// solver's path left on HTTP, and, on the same router, the listeners' X-Forwarded-* headers on
+/// and then off (functional/dataplane/forwarded.rs).
 #[tokio::test(flavor = "multi_thread")]
 async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
     if !enabled() {
@@ -453,7 +524,10 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         requests[0]["expect_subject"] = "secure.example.com".into();
         requests[2]["expect_subject"] = "*.wild.example.com".into();
         requests[3]["expect_location"] = "https://secure.example.com/p?q=1".into();
-        let (results, all_ok) = send(&report.lb_id, &desired, &requests);
+        let (out, exited_ok) = run_py_full(&report.lb_id, &echo_names(&desired), None, &requests);
+        let results = out["results"].as_array().expect("results").clone();
+        assert_eq!(results.len(), requests.len());
+        let all_ok = out["ok"] == true && exited_ok;
         for (q, r) in requests.iter().zip(&results) {
             println!(
                 "{} {} {}{} -> {} {} tls={}",
@@ -476,6 +550,10 @@ async fn https_with_sni_redirects_and_acme_through_octavia_rendered_haproxy() {
         }
         assert_eq!(results[3]["status"], 308);
         assert!(results[4]["tls"].is_null() && results[5]["tls"].is_null());
+        // The listeners' insert_headers (functional/dataplane/forwarded.rs) on the same router:
+        // plain.example.com over HTTP and secure.example.com over HTTPS, both answered by web.
+        forwarded::assert_inserted(&out, &desired, 5, 0);
+        forwarded::assert_none_once_turned_off(r, &desired, &[requests[5].clone(), requests[0].clone()]).await;
     })
     .await;
     delete_cluster_secrets(&cluster).await;

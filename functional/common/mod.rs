@@ -193,3 +193,17 @@ where
         std::panic::resume_unwind(e.into_panic());
     }
 }
+
+/// [`with_router`] for several routers: `body` gets them all; then each is cleaned up (all at
+/// once), whatever happened, and the body's panic is raised again.
+pub async fn with_routers<F, Fut>(routers: Vec<Router>, body: F)
+where
+    F: FnOnce(Vec<Router>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
+    let result = tokio::spawn(body(routers.clone())).await;
+    futures::future::join_all(routers.iter().map(cleanup)).await;
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
