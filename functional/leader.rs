@@ -196,8 +196,11 @@ async fn lease_lost_after(partition_after: usize) {
     let replica = |url: &str, id: &str| {
         let mut s = settings(url, &token, &router_name);
         s.kubernetes.leader_override = Some(LeaderSettings {
-            duration_secs: 2,
-            grace_secs: 1,
+            // Long enough that a write begun before the partition ends before pod-b may lead on
+            // a loaded 2-core stack (2 s / 1 s let pod-b write while pod-a's create was still
+            // in flight, with six functional tests running at once).
+            duration_secs: 6,
+            grace_secs: 2,
             ..LeaderSettings::new("kuryr-l7-router", "kuryr", id)
         });
         s
@@ -225,8 +228,8 @@ async fn lease_lost_after(partition_after: usize) {
         eventually("pod-a's writes", 120, || (rec_a.writes().len() >= partition_after).then_some(())).await;
         down_a.store(true, Ordering::SeqCst);
         let partitioned = Instant::now();
-        let closed = eventually("pod-a's write gate closes", 10, || *rec_a.gate_closed.lock().unwrap()).await;
-        eventually("pod-b leads", 10, || (holder(&fake).as_deref() == Some("pod-b")).then_some(())).await;
+        let closed = eventually("pod-a's write gate closes", 20, || *rec_a.gate_closed.lock().unwrap()).await;
+        eventually("pod-b leads", 20, || (holder(&fake).as_deref() == Some("pod-b")).then_some(())).await;
         // B converged: every Ingress's status carries the router's address (patched after a sync).
         eventually("pod-b converges", 120, || {
             INGRESSES
