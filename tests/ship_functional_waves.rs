@@ -8,8 +8,14 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// The `functional/openstack.sh` verbs that stop, pause or restart a service.
-const SERVICE_VERBS: &[&str] =
-    &["\"stop-service\"", "\"pause-service\"", "\"start-service\"", "\"resume-service\"", "\"token-expiration\"", "\"octavia-fixes\""];
+const SERVICE_VERBS: &[&str] = &[
+    "\"stop-service\"",
+    "\"pause-service\"",
+    "\"start-service\"",
+    "\"resume-service\"",
+    "\"token-expiration\"",
+    "\"octavia-fixes\"",
+];
 
 fn repo() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -48,7 +54,8 @@ fn sources(root: &Path) -> Vec<std::path::PathBuf> {
 
 /// Splits a source at its test attributes: (test name, text up to the next test).
 fn tests_of(text: &str) -> Vec<(String, String)> {
-    let starts: Vec<usize> = text.match_indices("#[tokio::test").chain(text.match_indices("#[test]")).map(|(i, _)| i).collect();
+    let starts: Vec<usize> =
+        text.match_indices("#[tokio::test").chain(text.match_indices("#[test]")).map(|(i, _)| i).collect();
     let mut starts = starts;
     starts.sort();
     let mut out = Vec::new();
