@@ -54,7 +54,7 @@ order_jobs() { # JOBFILE: slow ones first, the order otherwise kept
 
 run_wave() { # LABEL PARALLEL LOG JOBFILE CMD_PREFIX...
   local label=$1 parallel=$2 log=$3 jobfile=$4; shift 4
-  local dir bin test exe n=0 failed=0 pids=() names=() i rc
+  local dir bin test exe n=0 failed=0 i rc
   dir=$(mktemp -d "$LOGS/wave.XXXX")
   local total; total=$(grep -c . "$jobfile" || true)
   echo "--- $label: $total tests, $parallel at a time (logs: $dir)"
