@@ -149,7 +149,8 @@ async fn start() -> Running {
         Ok(Faulty { sim, held })
     };
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n");
+    let octavia =
+        format!("l7_router_name = {BASE}\nscale_out = True\nmax_policies_per_router = 2\nmove_dns_grace = 1\n");
     let settings = fake_cluster_settings("isolation-test.conf", &api_root, &token, port, "", &octavia);
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let run = tokio::spawn(run_set_with(settings, backends, async move {

@@ -494,7 +494,7 @@ where
 pub fn octavia_backends(
     settings: &Settings,
 ) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
-    octavia_backends_with(crate::wiring::write_permits(&settings))
+    octavia_backends_with(crate::wiring::write_permits(settings))
 }
 
 /// [`octavia_backends`] bounded by `permits` (shared with the Gateways' routers).

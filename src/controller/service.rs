@@ -111,7 +111,9 @@ const ROUTER_WAIT: Duration = Duration::from_secs(10);
 enum RouterNeeds {
     Nothing,
     /// A Sync of the routers (forced: a pool went missing on the router).
-    Sync { force: bool },
+    Sync {
+        force: bool,
+    },
 }
 
 /// The routers' parts of one Service reconcile, gathered.

@@ -58,7 +58,13 @@ pub struct Order {
 
 impl Order {
     pub fn octavia(kind: &'static str, description: String, lb_id: &str) -> Self {
-        Self { kind, description, service: Service::Octavia, settle: Settle::Router(lb_id.into()), permit: PermitPool::Writes }
+        Self {
+            kind,
+            description,
+            service: Service::Octavia,
+            settle: Settle::Router(lb_id.into()),
+            permit: PermitPool::Writes,
+        }
     }
 
     pub fn neutron(kind: &'static str, description: String) -> Self {
@@ -226,7 +232,11 @@ mod tests {
     async fn a_write_never_waits_behind_a_create() {
         let permits = WritePermits::new(1, 1);
         let (a, b) = (cloud(WriteGate::default(), permits.clone()), cloud(WriteGate::default(), permits.clone()));
-        let hanging = write(&a, Order::router_lifecycle("create_router", "a".into()), std::future::pending::<Result<(), OsError>>());
+        let hanging = write(
+            &a,
+            Order::router_lifecycle("create_router", "a".into()),
+            std::future::pending::<Result<(), OsError>>(),
+        );
         tokio::pin!(hanging);
         assert!(tokio::time::timeout(Duration::from_millis(20), &mut hanging).await.is_err(), "the create hangs");
         assert_eq!(permits.available(PermitPool::Creates), 0);
