@@ -180,7 +180,7 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
     let syncs: Syncs = Arc::default();
     let failures: Failures = Arc::default();
     let (timed, failed) = (syncs.clone(), failures.clone());
-    let permits = WritePermits::new(s.octavia_defaults.parallel_writes);
+    let permits = kuryr_l7_router::wiring::write_permits(&s);
     let backends = move |s: &_, _: &_, index: u32| {
         let router = kuryr_l7_router::wiring::router_observed_at(s, None, index, permits.clone())
             .map_err(|e| ControllerError::ClientConfig(e.to_string()))?;

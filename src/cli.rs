@@ -386,7 +386,7 @@ async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
         return Ok(());
     }
     let set = plan_placement(&settings, &inputs, &desired);
-    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    let permits = crate::wiring::write_permits(&settings);
     let mut routers = Vec::new();
     for (&index, part) in &set.routers {
         let router =

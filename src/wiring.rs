@@ -190,8 +190,14 @@ pub fn router_observed(s: &Settings, observer: Option<Observer>) -> Result<Route
     // One router per process here; a caller that builds several gives them this one's permits
     // (`Router::write_permits`), or builds each with [`router_observed_at`] and shared permits,
     // so that the bound holds across them.
-    let permits = crate::driver::WritePermits::new(s.octavia_defaults.parallel_writes);
+    let permits = write_permits(s);
     router_observed_at(s, observer, 0, permits)
+}
+
+/// The write permits of one process, as configured (`parallel_writes`, `parallel_creates`):
+/// every router it builds, the Gateways' included, shares one set of them.
+pub fn write_permits(s: &Settings) -> crate::driver::WritePermits {
+    crate::driver::WritePermits::new(s.octavia_defaults.parallel_writes, s.octavia_defaults.parallel_creates)
 }
 
 /// Router `index` of a scale-out set ([`router_spec_at`]; 0 is the router of [`router_observed`]),

@@ -60,7 +60,7 @@ impl Deployment {
             label,
             base,
             template,
-            permits: WritePermits::new(parallel),
+            permits: WritePermits::new(parallel, parallel),
             capacity,
             placement: None,
             routers: BTreeMap::new(),

@@ -67,6 +67,7 @@ impl Settings {
             ("octavia_defaults", "lb_create_timeout") => secs(od.lb_create_timeout),
             ("octavia_defaults", "write_timeout") => secs(od.write_timeout),
             ("octavia_defaults", "parallel_writes") => Some(od.parallel_writes.to_string()),
+            ("octavia_defaults", "parallel_creates") => Some(od.parallel_creates.to_string()),
             ("octavia_defaults", "scale_out") => secs_bool(od.scale_out.enabled),
             ("octavia_defaults", "max_policies_per_router") => Some(od.scale_out.capacity.max_policies.to_string()),
             ("octavia_defaults", "max_certificates_per_router") => {

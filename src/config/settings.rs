@@ -103,6 +103,8 @@ pub struct OctaviaDefaults {
     pub write_timeout: Duration,
     /// Writes in flight at once across the routers of the process (the driver's write door).
     pub parallel_writes: usize,
+    /// Load balancer creates in flight at once, a permit pool apart from the writes'.
+    pub parallel_creates: usize,
     /// The router set and its placement limits (`scale_out`, `max_*_per_router`, graces).
     pub scale_out: ScaleOut,
     pub request_timeout: Duration,
@@ -291,6 +293,7 @@ impl Reader {
             lb_create_timeout: self.value(od, "lb_create_timeout"),
             write_timeout: self.value(od, "write_timeout"),
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,
+            parallel_creates: self.value::<u32>(od, "parallel_creates") as usize,
             scale_out: self.scale_out(),
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),

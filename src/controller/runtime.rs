@@ -89,7 +89,7 @@ pub(crate) async fn signal() {
 /// The start-up preflight ([`preflight`]) runs first: an error refuses to start, before any write.
 pub async fn run(settings: Settings) -> Result<(), ControllerError> {
     let settings = preflight(settings).await?;
-    let permits = crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes);
+    let permits = crate::wiring::write_permits(&settings);
     let backends = octavia_backends_with(permits.clone());
     let gateways = crate::controller::gateway_driver::octavia_gateway_routers(&settings, permits);
     run_set_with_gateways(settings, backends, Some(gateways), signal()).await
@@ -490,11 +490,11 @@ where
 
 /// The real backends of every router of the set: the driver on Octavia and Neutron, every
 /// request counted in the metrics, the writes of all routers bounded together by
-/// `[l7_router] parallel_writes`.
+/// `[octavia_defaults] parallel_writes` (their creates by `parallel_creates`).
 pub fn octavia_backends(
     settings: &Settings,
 ) -> impl Fn(&Settings, &Metrics, RouterIndex) -> Result<OctaviaBackend, ControllerError> + Send + Sync + 'static {
-    octavia_backends_with(crate::driver::WritePermits::new(settings.octavia_defaults.parallel_writes))
+    octavia_backends_with(crate::wiring::write_permits(settings))
 }
 
 /// [`octavia_backends`] bounded by `permits` (shared with the Gateways' routers).

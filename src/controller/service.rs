@@ -27,7 +27,7 @@ use crate::controller::members::{endpoints_of, node_index, service_members};
 use crate::controller::notice::ServiceNotice;
 use crate::controller::outputs::{FailedStep, Failure, failure_event};
 use crate::controller::routers::RouterSlot;
-use crate::controller::writer::MembersOutcome;
+use crate::controller::writer::{MembersOutcome, WriteError};
 use crate::model::KubeRef;
 use crate::translate::namespace_of;
 use crate::translate::pools::SERVICE_NAME_LABEL;
@@ -37,6 +37,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use std::sync::Arc;
+use std::time::Duration;
 
 /// The Service an EndpointSlice belongs to.
 pub fn service_of_slice(slice: CompactSlice) -> Option<ObjectRef<Service>> {
@@ -83,15 +84,97 @@ async fn reconcile_inner(svc: &Service, ctx: &Context) -> Result<Action, Handler
         changes.changed(KubeRef::service(namespace_of(&svc.metadata), &svc.name_any()));
     }
     // Each router's notice names the pools the Service feeds there: with scale-out a Service
-    // used on several routers gets its member update on each.
-    for router in ctx.routers.iter() {
-        reconcile_on(svc, ctx, &router).await?;
+    // used on several routers (the status responder, the default backend, shared backends) gets
+    // its member update on each. All at once, each within its wait: a router that fails or
+    // hangs holds back only its own pools, never the next router's.
+    let routers: Vec<_> = ctx.routers.iter().collect();
+    let wait = ctx.member_change_window + ROUTER_WAIT;
+    let parts = routers.iter().map(|router| tokio::time::timeout(wait, reconcile_on(svc, ctx, router)));
+    let outcomes = RouterOutcomes::of(routers.iter().zip(futures::future::join_all(parts).await));
+    outcomes.report(&svc.object_ref(&()), ctx).await;
+    if let Some(force) = outcomes.sync {
+        // One Sync of the routers for all of them (a set Sync writes every router's notice).
+        ctx.sync(force).await?;
     }
-    Ok(Action::await_change())
+    outcomes.action()
+}
+
+/// How long a Service reconcile waits for one router's part, after the change window. A member
+/// write with its settle takes 2 to 6 s on a loaded cloud (docs/benchmarks.md); a router that
+/// takes longer is busy with something else (a create of up to `lb_create_timeout`, a long
+/// Sync): its job stays queued on its writer, and the Service is reconciled again after this
+/// long, so that its next endpoint change reaches the other routers meanwhile.
+const ROUTER_WAIT: Duration = Duration::from_secs(10);
+
+/// What one router's part of a Service reconcile leaves to the reconcile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RouterNeeds {
+    Nothing,
+    /// A Sync of the routers (forced: a pool went missing on the router).
+    Sync {
+        force: bool,
+    },
+}
+
+/// The routers' parts of one Service reconcile, gathered.
+#[derive(Debug, Default)]
+struct RouterOutcomes {
+    /// A Sync is needed, forced if any part asked for it so.
+    sync: Option<bool>,
+    /// The routers whose member write failed, each error naming its router.
+    failed: Vec<WriteError>,
+    /// The routers whose part did not end within [`ROUTER_WAIT`].
+    busy: Vec<String>,
+}
+
+type RouterPart = Result<Result<RouterNeeds, WriteError>, tokio::time::error::Elapsed>;
+
+impl RouterOutcomes {
+    fn of<'a>(parts: impl Iterator<Item = (&'a Arc<RouterSlot>, RouterPart)>) -> Self {
+        let mut out = Self::default();
+        for (router, part) in parts {
+            match part {
+                Ok(Ok(RouterNeeds::Nothing)) => {}
+                Ok(Ok(RouterNeeds::Sync { force })) => out.sync = Some(force || out.sync.unwrap_or(false)),
+                // As a set Sync says it: the Event and the log name the router.
+                Ok(Err(e)) => {
+                    out.failed.push(WriteError::new(e.label, format!("router {}: {}", router.name, e.message)))
+                }
+                Err(_) => out.busy.push(router.name.clone()),
+            }
+        }
+        out
+    }
+
+    /// One log line and one Event on the Service per router that failed, one log line per
+    /// router still busy (its job runs when its writer is free; the requeue reads its outcome).
+    /// The writer's `octavia_write_job_duration_seconds{router,job="members",result}` counts
+    /// each failure by router and reason.
+    async fn report(&self, regarding: &ObjectReference, ctx: &Context) {
+        for e in &self.failed {
+            tracing::warn!(reason = e.label, error = %e, "member update failed on a router; the other routers were written");
+            ctx.publish(&failure_event(&Failure::Write(FailedStep::UpdateMembers, e)), regarding).await;
+        }
+        for router in &self.busy {
+            tracing::warn!(%router, wait_s = ROUTER_WAIT.as_secs(), "member update not done on a busy router: it stays queued there, the Service is requeued");
+        }
+    }
+
+    /// A failure is retried with the handler's backoff (the routers already written answer
+    /// `Unchanged` without Octavia); a busy router is asked again after its wait.
+    fn action(self) -> Result<Action, HandlerError> {
+        let mut failed = self.failed.into_iter();
+        if let Some(first) = failed.next() {
+            let label = first.label;
+            let message = std::iter::once(first).chain(failed).map(|e| e.message).collect::<Vec<_>>().join("; ");
+            return Err(HandlerError::Octavia(WriteError::new(label, message)));
+        }
+        if self.busy.is_empty() { Ok(Action::await_change()) } else { Ok(Action::requeue(ROUTER_WAIT)) }
+    }
 }
 
 /// The reconcile of one Service for one router (its notice, its pools).
-async fn reconcile_on(svc: &Service, ctx: &Context, router: &RouterSlot) -> Result<Action, HandlerError> {
+async fn reconcile_on(svc: &Service, ctx: &Context, router: &RouterSlot) -> Result<RouterNeeds, WriteError> {
     let regarding = svc.object_ref(&());
     let current = match ServiceNotice::from_service(svc, &router.name) {
         Ok(n) => n,
@@ -106,10 +189,8 @@ async fn reconcile_on(svc: &Service, ctx: &Context, router: &RouterSlot) -> Resu
     // change that alters the routes (an Ingress, this Service's ports) triggers a Sync of its own,
     // which writes the notice. Before the first Sync only a notice of ours needs one.
     let Some(synced) = router.writer.last_synced() else {
-        if current.as_ref().is_some_and(|c| c.router == router.name) {
-            ctx.sync(false).await?;
-        }
-        return Ok(Action::await_change());
+        let ours = current.as_ref().is_some_and(|c| c.router == router.name);
+        return Ok(if ours { RouterNeeds::Sync { force: false } } else { RouterNeeds::Nothing });
     };
     let want = ctx.notice_for(&router.name, &synced, &me);
     match service_step(&router.name, current.as_ref(), want.as_ref()) {
@@ -125,17 +206,15 @@ async fn reconcile_on(svc: &Service, ctx: &Context, router: &RouterSlot) -> Resu
                     .ingresses_by_service
                     .is_named(&(namespace_of(&svc.metadata).to_string(), svc.name_any())) =>
         {
-            tracing::info!("a Service an Ingress names has no route yet: syncing the router");
-            ctx.sync(false).await?;
-            Ok(Action::await_change())
+            tracing::info!(router = %router.name, "a Service an Ingress names has no route yet: syncing the router");
+            Ok(RouterNeeds::Sync { force: false })
         }
-        ServiceStep::Ignore => Ok(Action::await_change()),
+        ServiceStep::Ignore => Ok(RouterNeeds::Nothing),
         ServiceStep::Sync => {
-            tracing::info!("service routing changed: syncing the router");
-            ctx.sync(false).await?;
-            Ok(Action::await_change())
+            tracing::info!(router = %router.name, "service routing changed: syncing the router");
+            Ok(RouterNeeds::Sync { force: false })
         }
-        ServiceStep::Members(pools) => update_members(svc, ctx, router, &me, &regarding, &pools).await,
+        ServiceStep::Members(pools) => update_members(svc, ctx, router, &me, &pools).await,
     }
 }
 
@@ -146,9 +225,8 @@ async fn update_members(
     ctx: &Context,
     router: &RouterSlot,
     me: &KubeRef,
-    regarding: &ObjectReference,
     pools: &[String],
-) -> Result<Action, HandlerError> {
+) -> Result<RouterNeeds, WriteError> {
     let mut svc = std::borrow::Cow::Borrowed(svc);
     if !ctx.member_change_window.is_zero() {
         // The change window: changes arriving meanwhile are in the caches when it closes, so
@@ -157,10 +235,10 @@ async fn update_members(
         tokio::time::sleep(ctx.member_change_window).await;
         match ctx.stores.services.get(&ObjectRef::from_obj(svc.as_ref())) {
             Some(now) => svc = std::borrow::Cow::Owned((*now).clone()),
-            None => return Ok(Action::await_change()),
+            None => return Ok(RouterNeeds::Nothing),
         }
     }
-    let Some(synced) = router.writer.last_synced() else { return Ok(Action::await_change()) };
+    let Some(synced) = router.writer.last_synced() else { return Ok(RouterNeeds::Nothing) };
     let update = {
         let endpoints = endpoints_of(&svc, &ctx.stores, &ctx.opts);
         let nodes = ctx.stores.nodes.state();
@@ -174,9 +252,8 @@ async fn update_members(
     };
     ctx.publish_service_warnings(Some(me), &update.warnings).await;
     if let Some(why) = update.needs_sync {
-        tracing::info!(%why, "service change needs a Sync");
-        ctx.sync(false).await?;
-        return Ok(Action::await_change());
+        tracing::info!(router = %router.name, %why, "service change needs a Sync");
+        return Ok(RouterNeeds::Sync { force: false });
     }
     let mut updated = 0;
     for pool in update.pools {
@@ -185,18 +262,15 @@ async fn update_members(
             Ok(MembersOutcome::Updated) => updated += 1,
             Ok(MembersOutcome::Unchanged | MembersOutcome::Superseded) => {}
             Ok(MembersOutcome::PoolMissing) => {
-                tracing::info!(pool = %name, "pool missing on the router: syncing");
-                ctx.sync(true).await?;
-                break;
+                tracing::info!(router = %router.name, pool = %name, "pool missing on the router: syncing");
+                return Ok(RouterNeeds::Sync { force: true });
             }
-            Err(e) => {
-                ctx.publish(&failure_event(&Failure::Write(FailedStep::UpdateMembers, &e)), regarding).await;
-                return Err(HandlerError::Octavia(e));
-            }
+            // Reported with the other routers' outcomes (see `RouterOutcomes::report`).
+            Err(e) => return Err(e),
         }
     }
     if updated > 0 {
-        tracing::info!(pools = updated, "members updated");
+        tracing::info!(router = %router.name, pools = updated, "members updated");
     }
-    Ok(Action::await_change())
+    Ok(RouterNeeds::Nothing)
 }

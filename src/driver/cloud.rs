@@ -46,29 +46,58 @@ impl WriteGate {
     }
 }
 
-/// How many writes may be in flight at once across every router of the process (the
-/// `[l7_router] parallel_writes` option). Cloned into every router: they share one semaphore.
+/// How many writes may be in flight at once across every router of the process, in two pools
+/// shared by every router (cloned into each): the load balancers' creates and deletes
+/// (`[octavia_defaults] parallel_creates`), each held through its wait of up to
+/// `lb_create_timeout`, and every other write (`parallel_writes`: members, policies, listeners,
+/// secrets, floating IPs), each held only through its settle. Two pools so that a member update
+/// never waits behind creates: four 600 s creates of Gateways or set routers used to hold every
+/// permit while the other routers' endpoint changes queued behind them.
 #[derive(Clone, Debug)]
-pub struct WritePermits(std::sync::Arc<tokio::sync::Semaphore>);
+pub struct WritePermits {
+    writes: std::sync::Arc<tokio::sync::Semaphore>,
+    creates: std::sync::Arc<tokio::sync::Semaphore>,
+}
+
+/// Which of the [`WritePermits`] a write takes (decided by its `door::Order`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PermitPool {
+    /// Every write but a load balancer's create or delete.
+    Writes,
+    /// A load balancer's create or delete, which waits for the amphora (minutes).
+    Creates,
+}
+
+fn semaphore(permits: usize) -> std::sync::Arc<tokio::sync::Semaphore> {
+    std::sync::Arc::new(tokio::sync::Semaphore::new(permits.clamp(1, tokio::sync::Semaphore::MAX_PERMITS)))
+}
 
 impl WritePermits {
-    pub fn new(parallel: usize) -> Self {
-        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(parallel.clamp(1, tokio::sync::Semaphore::MAX_PERMITS))))
+    /// `writes` other writes and `creates` creates or deletes in flight at once.
+    pub fn new(writes: usize, creates: usize) -> Self {
+        Self { writes: semaphore(writes), creates: semaphore(creates) }
     }
 
     /// No bound (a router built alone, in tests and tools).
     pub fn unlimited() -> Self {
-        Self(std::sync::Arc::new(tokio::sync::Semaphore::new(tokio::sync::Semaphore::MAX_PERMITS)))
+        Self::new(tokio::sync::Semaphore::MAX_PERMITS, tokio::sync::Semaphore::MAX_PERMITS)
     }
 
-    /// One write's permit, held until it is dropped.
-    pub(crate) async fn acquire(&self) -> tokio::sync::SemaphorePermit<'_> {
-        self.0.acquire().await.expect("the write permits are never closed")
+    /// One write's permit from `pool`, held until it is dropped.
+    pub(crate) async fn acquire(&self, pool: PermitPool) -> tokio::sync::SemaphorePermit<'_> {
+        let semaphore = match pool {
+            PermitPool::Writes => &self.writes,
+            PermitPool::Creates => &self.creates,
+        };
+        semaphore.acquire().await.expect("the write permits are never closed")
     }
 
-    /// Permits free now (tests and metrics).
-    pub fn available(&self) -> usize {
-        self.0.available_permits()
+    /// Permits of `pool` free now (tests and metrics).
+    pub fn available(&self, pool: PermitPool) -> usize {
+        match pool {
+            PermitPool::Writes => self.writes.available_permits(),
+            PermitPool::Creates => self.creates.available_permits(),
+        }
     }
 }
 

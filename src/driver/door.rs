@@ -7,14 +7,16 @@
 //! 2. the permit: at most `WritePermits` writes in flight across every router of the process.
 //!    Octavia's worker and the amphorae are shared: four routers writing at once stretched each
 //!    write from 2 s to 5.8 s on the test cloud, so a write that waits for a permit loses little
-//!    and the ones in flight finish sooner (the permit is held through the settle);
+//!    and the ones in flight finish sooner (the permit is held through the settle). A load
+//!    balancer's create or delete takes its permit from a pool of its own ([`PermitPool`]): it
+//!    is held for minutes, and a member update must not wait behind it;
 //! 3. the timer, the error (one shape per service, naming the write), the settle (the router
 //!    ACTIVE again after an Octavia write) and the record ([`WriteRecord`], one log line).
 //!
 //! Callers decide what to write (pure plans: `diff::plan_writes`, `listener_plan`,
 //! `certificates`); this file only carries it out.
 
-use super::cloud::Cloud;
+use super::cloud::{Cloud, PermitPool};
 use super::error::{DriverError, Result};
 use super::report::WriteRecord;
 use crate::openstack::Error as OsError;
@@ -50,25 +52,33 @@ pub struct Order {
     pub description: String,
     pub service: Service,
     pub settle: Settle,
+    /// Which permits it takes: a create's or delete's of a load balancer, else a write's.
+    pub permit: PermitPool,
 }
 
 impl Order {
     pub fn octavia(kind: &'static str, description: String, lb_id: &str) -> Self {
-        Self { kind, description, service: Service::Octavia, settle: Settle::Router(lb_id.into()) }
+        Self {
+            kind,
+            description,
+            service: Service::Octavia,
+            settle: Settle::Router(lb_id.into()),
+            permit: PermitPool::Writes,
+        }
     }
 
     pub fn neutron(kind: &'static str, description: String) -> Self {
-        Self { kind, description, service: Service::Neutron, settle: Settle::No }
+        Self { kind, description, service: Service::Neutron, settle: Settle::No, permit: PermitPool::Writes }
     }
 
     pub fn barbican(kind: &'static str, description: String) -> Self {
-        Self { kind, description, service: Service::Barbican, settle: Settle::No }
+        Self { kind, description, service: Service::Barbican, settle: Settle::No, permit: PermitPool::Writes }
     }
 
-    /// An Octavia write whose call waits itself (the router's create and delete: the door has
-    /// no router to wait for).
-    pub(crate) fn octavia_waited(kind: &'static str, description: String) -> Self {
-        Self { kind, description, service: Service::Octavia, settle: Settle::No }
+    /// A load balancer's create or delete: its call waits itself (the door has no router to
+    /// wait for), for minutes, so it takes a create permit, never a write's.
+    pub(crate) fn router_lifecycle(kind: &'static str, description: String) -> Self {
+        Self { kind, description, service: Service::Octavia, settle: Settle::No, permit: PermitPool::Creates }
     }
 }
 
@@ -112,7 +122,7 @@ where
     E: Into<CallError>,
 {
     cloud.writable()?;
-    let _permit = cloud.permits.acquire().await;
+    let _permit = cloud.permits.acquire(order.permit).await;
     // Asked again: the lease may have gone while this write waited for its permit.
     cloud.writable()?;
     let t = Instant::now();
@@ -149,7 +159,7 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::driver::cloud::{WriteGate, WritePermits};
+    use crate::driver::cloud::{PermitPool, WriteGate, WritePermits};
     use crate::driver::spec::RouterSpec;
     use crate::openstack::{AuthOptions, Neutron, Octavia, OctaviaOptions, Session};
     use crate::secret::Secret;
@@ -190,7 +200,7 @@ mod tests {
     /// with its own duration (the wait for the permit is not the write's).
     #[tokio::test]
     async fn routers_sharing_one_permit_write_one_at_a_time() {
-        let permits = WritePermits::new(1);
+        let permits = WritePermits::new(1, 1);
         let (a, b) = (cloud(WriteGate::default(), permits.clone()), cloud(WriteGate::default(), permits.clone()));
         let in_flight = AtomicUsize::new(0);
         let most = AtomicUsize::new(0);
@@ -213,7 +223,27 @@ mod tests {
         assert_eq!(most.load(Ordering::SeqCst), 1);
         assert!(started.elapsed() >= Duration::from_millis(100));
         assert!(rec_a.duration < Duration::from_millis(95) && rec_b.duration < Duration::from_millis(95));
-        assert_eq!(permits.available(), 1);
+        assert_eq!(permits.available(PermitPool::Writes), 1);
+    }
+
+    /// The only create permit held by a create that does not end: a member update on another
+    /// router still goes through at once, and a second create waits for the first.
+    #[tokio::test]
+    async fn a_write_never_waits_behind_a_create() {
+        let permits = WritePermits::new(1, 1);
+        let (a, b) = (cloud(WriteGate::default(), permits.clone()), cloud(WriteGate::default(), permits.clone()));
+        let hanging = write(
+            &a,
+            Order::router_lifecycle("create_router", "a".into()),
+            std::future::pending::<Result<(), OsError>>(),
+        );
+        tokio::pin!(hanging);
+        assert!(tokio::time::timeout(Duration::from_millis(20), &mut hanging).await.is_err(), "the create hangs");
+        assert_eq!(permits.available(PermitPool::Creates), 0);
+        let member = write(&b, Order::neutron("batch_members", "b".into()), async { Ok::<_, OsError>(()) });
+        tokio::time::timeout(Duration::from_secs(1), member).await.expect("not behind the create").expect("written");
+        let create = write(&b, Order::router_lifecycle("create_router", "b".into()), async { Ok::<_, OsError>(()) });
+        assert!(tokio::time::timeout(Duration::from_millis(50), create).await.is_err(), "a create waits for one");
     }
 
     #[tokio::test]

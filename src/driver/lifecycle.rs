@@ -128,7 +128,7 @@ async fn delete_duplicate_routers(
             lb.id, keep.id
         );
         tracing::warn!("{description}");
-        let order = Order::octavia_waited("delete_router", description.clone());
+        let order = Order::router_lifecycle("delete_router", description.clone());
         door::write_recorded(cloud, order, &mut report.writes, discard_new_router(cloud, lb)).await?;
         report.conflicts.push(description);
     }
@@ -198,7 +198,7 @@ pub async fn create(cloud: &Cloud, desired: &DesiredRouter, report: &mut Converg
     tracing::warn!("{msg}");
     report.conflicts.push(msg);
     let description = format!("delete L7 router {} (its children stuck in PENDING_CREATE)", lb.id);
-    let order = Order::octavia_waited("delete_router", description);
+    let order = Order::router_lifecycle("delete_router", description);
     door::write_recorded(cloud, order, &mut report.writes, discard_new_router(cloud, &lb)).await?;
     create_bare(cloud, report).await
 }
@@ -279,7 +279,7 @@ async fn create_router(
     description: String,
     report: &mut ConvergeReport,
 ) -> Result<LoadBalancer> {
-    let order = Order::octavia_waited("create_router", description.clone());
+    let order = Order::router_lifecycle("create_router", description.clone());
     let call = async {
         // The API answers a create only once it has written the whole graph: give that request
         // the router's create timeout, not the session's per-request one. A create abandoned by

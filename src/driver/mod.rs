@@ -44,7 +44,7 @@ pub mod spec;
 pub mod stamps;
 pub mod view;
 
-pub use cloud::{WriteGate, WritePermits};
+pub use cloud::{PermitPool, WriteGate, WritePermits};
 pub use create_body::{SizedCreate, create_body_bytes, member_body, populated_create, populated_create_within};
 pub use error::DriverError;
 pub use floating_ip::floating_ip_description;

@@ -37,6 +37,10 @@ pub struct State {
     pub gets: Vec<String>,
     /// Seconds since the fake's epoch: each write moves it on by one.
     pub clock: u64,
+    /// While this says true, a load balancer create is answered only once it says false: a
+    /// create that hangs (an amphora that never boots). Each create held is counted.
+    pub hold_creates: Option<tokio::sync::watch::Receiver<bool>>,
+    pub creates_held: usize,
 }
 
 impl State {
@@ -315,6 +319,13 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         }});
         (201, token, "X-Subject-Token: t\r\n")
     } else {
+        if method == "POST" && path.starts_with("/v2/lbaas/loadbalancers") {
+            let hold = state.lock().unwrap().hold_creates.clone();
+            if let Some(mut held) = hold {
+                state.lock().unwrap().creates_held += 1;
+                let _ = held.wait_for(|held| !held).await;
+            }
+        }
         let mut s = state.lock().unwrap();
         if method == "GET" {
             let path = path.split('?').next().unwrap_or_default().to_string();
