@@ -7,7 +7,7 @@
 //! `driver::stamps` rely on it). Keystone's token comes from the same port.
 #![allow(dead_code)] // each test crate uses a different part
 
-use crate::http_request;
+use super::http_request;
 use kuryr_l7_router::driver::Router;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::spec::RouterSpec;

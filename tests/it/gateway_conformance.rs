@@ -11,8 +11,7 @@ use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::gateway::{Action, BackendTarget, HeaderMatch, PathMatch, RouteEntry};
 use std::path::Path;
 
-#[path = "support/gateway_case.rs"]
-mod gateway_case;
+use crate::support::gateway_case;
 use gateway_case::{Case, CaseRequest, split};
 
 fn load(file: &Path) -> (Case, Translation) {

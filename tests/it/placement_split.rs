@@ -2,8 +2,7 @@
 //! table test of what goes where, and a property test that the routers together route every
 //! request as the single router did (evaluated as haproxy does), with no host on two routers.
 
-#[path = "support/haproxy_eval.rs"]
-mod haproxy_eval;
+use crate::support::haproxy_eval;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

@@ -3,10 +3,8 @@
 //! re-list of the watch (never a GET beside it) and served; a renewal of a named Secret still
 //! reaches the router; the key material is never logged.
 
-#[path = "support/fake_api.rs"]
-mod fake_api;
-#[path = "support/fake_settings.rs"]
-mod fake_settings;
+use crate::support::fake_api;
+use crate::support::fake_settings;
 use fake_api::Fake;
 
 use futures::StreamExt;

@@ -2,8 +2,7 @@
 //! version document and providers; no OpenStack): what the controller refuses, and what it only
 //! warns about, before its first write. Every request is a read; none may be a write.
 
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::http_request;
 
 use kuryr_l7_router::openstack::preflight::{self, ApiVersion, Feature, Severity};
 use kuryr_l7_router::openstack::*;

@@ -5,10 +5,7 @@
 //! pools only it used are deleted, the other listener untouched, and listeners that are not this
 //! router's (an admin's, another router's) are never deleted.
 
-#[path = "support/fake_octavia.rs"]
-mod fake_octavia;
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::fake_octavia;
 
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, PortListener, Rule, RuleType};
 use kuryr_l7_router::testing::{member, pool};

@@ -3,8 +3,7 @@
 //! warnings that name the winner of each conflict. Driven by tests/fixtures/tenancy/; requests
 //! are answered by evaluating the generated policies as haproxy does.
 
-#[path = "support/haproxy_eval.rs"]
-mod haproxy_eval;
+use crate::support::haproxy_eval;
 
 use std::path::PathBuf;
 

@@ -4,10 +4,7 @@
 //! the rest one object at a time. Against a small stateful Octavia on loopback (no OpenStack) that
 //! refuses bodies over its limit with a 413, as the real API does.
 
-#[path = "support/fake_octavia.rs"]
-mod fake_octavia;
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::fake_octavia;
 
 use fake_octavia::{State, start};
 

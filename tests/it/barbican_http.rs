@@ -2,8 +2,7 @@
 //! shapes, pagination, 404 on delete, error mapping, and that neither the payload nor the token
 //! shows up in any log line or request record.
 
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::http_request;
 
 use base64::Engine;
 use kuryr_l7_router::openstack::*;

@@ -6,16 +6,10 @@
 //! ConfigMap is ignored with a log line, the router's deletion deletes its ConfigMap, and every
 //! ConfigMap call is one the RBAC grants.
 
-#[path = "support/eventually.rs"]
-mod eventually;
-#[path = "support/fake_api.rs"]
-mod fake_api;
-#[path = "support/fake_octavia.rs"]
-mod fake_octavia;
-#[path = "support/fake_settings.rs"]
-mod fake_settings;
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::eventually;
+use crate::support::fake_api;
+use crate::support::fake_octavia;
+use crate::support::fake_settings;
 
 use eventually::eventually_every;
 use fake_api::Fake;

@@ -3,7 +3,7 @@
 //! functional/summary.sh counts the markers, and a functional phase that ran no test fails
 //! functional/test.sh (and so `.ci/run`).
 
-#[path = "../functional/common/mod.rs"]
+#[path = "../../functional/common/mod.rs"]
 #[allow(unused_imports)]
 mod common;
 
@@ -71,19 +71,30 @@ fn gate_of_a_functional_test() {
     }
 }
 
+/// libtest's name of [`gate_of_a_functional_test`] in this binary: its path without the crate
+/// (`ship_functional_summary::gate_of_a_functional_test` in tests/it), as `--exact` takes it and
+/// the skip marker prints it (a functional test's marker shows its path in its binary the same way).
+fn gate_test_name() -> String {
+    match module_path!().split_once("::") {
+        Some((_crate, module)) => format!("{module}::gate_of_a_functional_test"),
+        None => "gate_of_a_functional_test".to_string(),
+    }
+}
+
 /// The gate writes the marker with the test's name where summary.sh sees it, even when libtest
 /// captures the test's output (this test runs its child half as a separate process).
 #[test]
 fn a_functional_test_without_the_stack_says_it_is_skipped() {
+    let name = gate_test_name();
     let out = Command::new(std::env::current_exe().unwrap())
-        .args(["--exact", "gate_of_a_functional_test", "--test-threads=1"])
+        .args(["--exact", &name, "--test-threads=1"])
         .env("KURYR_SUMMARY_CHILD", "1")
         .env_remove("KURYR_FUNCTIONAL")
         .output()
         .unwrap();
     assert!(out.status.success());
     let all = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let marker = format!("{} gate_of_a_functional_test (", common::SKIP_MARKER);
+    let marker = format!("{} {name} (", common::SKIP_MARKER);
     assert!(all.contains(&marker), "{all}");
     assert!(all.contains("1 passed"), "libtest still counts it as passed: the marker is what tells: {all}");
 }

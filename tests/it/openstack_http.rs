@@ -10,8 +10,7 @@
 //!   answers): `create_load_balancer_within` gives it its own timeout, while every other request
 //!   keeps the session's.
 
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::http_request;
 
 use kuryr_l7_router::openstack::octavia_requests::LoadBalancerCreate;
 use kuryr_l7_router::openstack::*;

@@ -2,8 +2,7 @@
 //! ownership tags, and `--router NAME` reads one. Runs the binary against a scripted Keystone and
 //! Octavia on loopback that answers by path (no OpenStack): every request is a read.
 
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::http_request;
 
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};

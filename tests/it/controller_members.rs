@@ -3,8 +3,7 @@
 //! once per Sync job whatever the number of waiters, and a Service's endpoint warnings come from
 //! its Members path at once, not from the next Sync.
 
-#[path = "support/fake_api.rs"]
-mod fake_api;
+use crate::support::fake_api;
 use fake_api::Fake;
 
 use k8s_openapi::api::networking::v1::Ingress;

@@ -5,10 +5,8 @@
 //! deleted, an endpoint change reaches the Gateway's members at once, and a failing Gateway
 //! router holds back neither the Ingress router nor the other Gateways.
 
-#[path = "support/eventually.rs"]
-mod eventually;
-#[path = "support/fake_api.rs"]
-mod fake_api;
+use crate::support::eventually;
+use crate::support::fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 

@@ -4,15 +4,11 @@
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 
-#[path = "support/controller_settings.rs"]
-mod controller_settings;
-#[path = "support/eventually.rs"]
-mod eventually;
+use crate::support::controller_settings;
+use crate::support::eventually;
+use crate::support::fake_api;
+use crate::support::gateway_case;
 use controller_settings::status_responder_settings;
-#[path = "support/fake_api.rs"]
-mod fake_api;
-#[path = "support/gateway_case.rs"]
-mod gateway_case;
 use eventually::eventually_every;
 use fake_api::Fake;
 use gateway_case::{Case, split};

@@ -2,12 +2,10 @@
 //! and leader election against a FAKE Kubernetes API server (`tests/support/fake_api.rs`). The
 //! router writer is backed by `SimBackend` (in-memory Octavia).
 
-#[path = "support/fake_settings.rs"]
-mod fake_settings;
-use fake_settings::fake_cluster_settings;
-#[path = "support/fake_api.rs"]
-mod fake_api;
+use crate::support::fake_api;
+use crate::support::fake_settings;
 use fake_api::{Fake, Write};
+use fake_settings::fake_cluster_settings;
 
 use kuryr_l7_router::config::Settings;
 use kuryr_l7_router::controller::ControllerError;

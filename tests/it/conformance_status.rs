@@ -5,11 +5,9 @@
 //! server (`tests/support/fake_api.rs`) and the in-memory Octavia (`SimBackend`). The data plane
 //! of the same scenarios is `functional/dataplane/conformance.rs`.
 
-#[path = "support/controller_settings.rs"]
-mod controller_settings;
+use crate::support::controller_settings;
+use crate::support::fake_api;
 use controller_settings::status_responder_settings;
-#[path = "support/fake_api.rs"]
-mod fake_api;
 use fake_api::Fake;
 
 use kuryr_l7_router::controller::runtime::run_with;

@@ -4,10 +4,7 @@
 //! changed behind our back since the stamp (its parent's `updated_at` moved) is read and its
 //! repair planned at once, and later convergences verify `verify_per_resync` trusted parents.
 
-#[path = "support/fake_octavia.rs"]
-mod fake_octavia;
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::fake_octavia;
 
 use fake_octavia::State;
 use kuryr_l7_router::driver::Router;

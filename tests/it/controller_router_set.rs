@@ -6,17 +6,13 @@
 //! operator (through a restart), of a group that grew on a router over capacity, and of the
 //! part of a group that a new Ingress tied to a group on another router.
 
-#[path = "support/eventually.rs"]
-mod eventually;
-#[path = "support/fake_settings.rs"]
-mod fake_settings;
-use fake_settings::fake_cluster_settings;
-#[path = "support/fake_api.rs"]
-mod fake_api;
-#[path = "support/routed_hosts.rs"]
-mod routed_hosts;
+use crate::support::eventually;
+use crate::support::fake_api;
+use crate::support::fake_settings;
+use crate::support::routed_hosts;
 use eventually::eventually_every;
 use fake_api::Fake;
+use fake_settings::fake_cluster_settings;
 use routed_hosts::routed_hosts;
 
 use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
