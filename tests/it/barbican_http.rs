@@ -2,7 +2,7 @@
 //! shapes, pagination, 404 on delete, error mapping, and that neither the payload nor the token
 //! shows up in any log line or request record.
 
-use crate::support::http_request;
+use crate::support::{http_request, logs};
 
 use base64::Engine;
 use kuryr_l7_router::openstack::*;
@@ -108,32 +108,6 @@ async fn serve(mut conn: TcpStream, port: u16, suffix: &str, handler: Handler, s
     let _ = conn.shutdown().await;
 }
 
-/// Every log line (all levels, all targets) of this test binary. One global subscriber: a
-/// thread-local one misses events whose callsite another test thread registered first.
-fn logs() -> String {
-    #[derive(Clone)]
-    struct W(Arc<Mutex<Vec<u8>>>);
-    impl std::io::Write for W {
-        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(b);
-            Ok(b.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    static BUF: std::sync::OnceLock<Arc<Mutex<Vec<u8>>>> = std::sync::OnceLock::new();
-    let buf = BUF.get_or_init(|| {
-        let buf = Arc::new(Mutex::new(Vec::new()));
-        let w = W(buf.clone());
-        let sub =
-            tracing_subscriber::fmt().with_max_level(tracing::Level::TRACE).with_writer(move || w.clone()).finish();
-        tracing::subscriber::set_global_default(sub).unwrap();
-        buf
-    });
-    String::from_utf8_lossy(&buf.lock().unwrap()).into_owned()
-}
-
 fn records() -> (Arc<Mutex<Vec<String>>>, Observer) {
     let recs = Arc::new(Mutex::new(Vec::new()));
     let r = recs.clone();
@@ -148,7 +122,7 @@ fn secret_json(port: u16, i: usize, name: &str) -> Value {
 
 #[tokio::test]
 async fn create_sends_an_opaque_base64_secret_and_never_logs_the_payload() {
-    logs();
+    let capture = logs::capture();
     let handler: Handler = Arc::new(|_req: &Seen, port: u16| {
         (201, json!({"secret_ref": format!("http://127.0.0.1:{port}/v1/secrets/{ID}")}))
     });
@@ -173,7 +147,7 @@ async fn create_sends_an_opaque_base64_secret_and_never_logs_the_payload() {
                "payload_content_type": "application/octet-stream", "payload_content_encoding": "base64"})
     );
 
-    let logs = logs();
+    let logs = capture.text();
     assert!(logs.contains("openstack request"), "debug request line captured: {logs}");
     let recs = recs.lock().unwrap().join("\n");
     assert!(recs.contains("Barbican") && recs.contains("secrets"), "{recs}");
@@ -353,7 +327,7 @@ async fn an_acl_never_set_means_project_access_and_no_users() {
 
 #[tokio::test]
 async fn errors_carry_barbicans_description_and_never_the_payload() {
-    logs();
+    let capture = logs::capture();
     // A 400 that quotes the payload back, and a 403 as Barbican words it.
     let handler: Handler = Arc::new(|req: &Seen, _| {
         let payload = req.json()["payload"].as_str().unwrap().to_string();
@@ -387,6 +361,6 @@ async fn errors_carry_barbicans_description_and_never_the_payload() {
     assert_eq!(e.status(), Some(400));
     assert_eq!(e.to_string(), "barbican POST /v1/secrets: HTTP 400: Invalid payload '<payload>'");
     assert!(!format!("{e:?}").contains(&encoded[..40]));
-    let logs = logs();
+    let logs = capture.text();
     assert!(!logs.contains(&encoded[..24]), "payload logged: {logs}");
 }

@@ -305,11 +305,9 @@ async fn only_a_label_on_the_service_rereconciles_the_ingress(fake: &Arc<Fake>, 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_against_a_fake_api_server() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    // `RUST_LOG=info cargo test --test controller_runtime -- --nocapture` shows the controller's logs.
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
-        .with_test_writer()
-        .try_init();
+    // `RUST_LOG=info cargo test --test it controller_runtime::run_against -- --nocapture` shows the
+    // controller's logs (support/logs.rs: the one global subscriber of the integration tests).
+    crate::support::logs::init();
     let started = Instant::now();
     let fake = seeded_cluster();
     let (api_root, _) = fake.serve().await;

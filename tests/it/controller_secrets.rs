@@ -92,6 +92,9 @@ impl std::io::Write for Logs {
 async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relist() {
     let logs = Logs::default();
     let sink = logs.clone();
+    // A subscriber of this thread; the global one registered first, so that tracing asks this one
+    // too for the lines other tests' threads reach first (support/logs.rs).
+    crate::support::logs::init();
     let subscriber = tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).with_writer(move || sink.clone());
     let _guard = tracing::subscriber::set_default(subscriber.finish());
     let fake = Fake::new();

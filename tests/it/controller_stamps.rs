@@ -222,6 +222,9 @@ impl Logs {
 async fn a_damaged_or_foreign_config_map_is_ignored_with_a_log_line() {
     let logs = Logs::default();
     let sink = logs.clone();
+    // A subscriber of this thread; the global one registered first, so that tracing asks this one
+    // too for the lines other tests' threads reach first (support/logs.rs).
+    crate::support::logs::init();
     let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false);
     let _guard = tracing::subscriber::set_default(subscriber.finish());
     let (port, octavia) = fake_octavia::start(114_688).await;

@@ -12,4 +12,5 @@ pub mod fake_settings;
 pub mod gateway_case;
 pub mod haproxy_eval;
 pub mod http_request;
+pub mod logs;
 pub mod routed_hosts;
