@@ -43,11 +43,15 @@ pub fn init() {
             .with_writer(|| Lines)
             .with_filter(dynamic_filter_fn(|_, _| CAPTURES.load(Ordering::SeqCst) > 0));
         let output = tracing_subscriber::fmt::layer().with_test_writer().with_filter(EnvFilter::from_default_env());
-        tracing_subscriber::registry()
-            .with(capture)
-            .with(output)
-            .try_init()
-            .expect("the integration tests install no other global subscriber");
+        let subscriber = tracing_subscriber::registry().with(capture).with(output);
+        // The `log` records of the dependencies (reqwest's, rustls') as well only with RUST_LOG:
+        // bridged, every one of them would cost a call into the subscriber in every test.
+        let installed = if std::env::var_os("RUST_LOG").is_some() {
+            subscriber.try_init().is_ok()
+        } else {
+            tracing::subscriber::set_global_default(subscriber).is_ok()
+        };
+        assert!(installed, "the integration tests install no other global subscriber");
     });
 }
 
