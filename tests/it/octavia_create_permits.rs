@@ -6,10 +6,7 @@
 //! permits), each on its own small Octavia on loopback (tests/support/fake_octavia.rs), whose
 //! load balancer create hangs until the test releases it.
 
-#[path = "support/fake_octavia.rs"]
-mod fake_octavia;
-#[path = "support/http_request.rs"]
-mod http_request;
+use crate::support::fake_octavia;
 
 use kuryr_l7_router::config::Settings;
 use kuryr_l7_router::driver::{Router, WritePermits};

@@ -5,12 +5,9 @@
 //! change reaches the routers that work whatever the first router (`rset`, the first the
 //! handler visits) does, its failure reported with its name.
 
-#[path = "support/eventually.rs"]
-mod eventually;
-#[path = "support/fake_api.rs"]
-mod fake_api;
-#[path = "support/fake_settings.rs"]
-mod fake_settings;
+use crate::support::eventually;
+use crate::support::fake_api;
+use crate::support::fake_settings;
 
 use eventually::eventually_every;
 use fake_api::Fake;
