@@ -17,7 +17,7 @@
 //! "Coverage moved".
 //! The only difference allowed: the `Server` response header, which Octavia's haproxy cannot
 //! add (here it comes from the echo server, when it sets one). "The Ingress status shows the IP
-//! address" is checked against the fake API server (`tests/conformance_status.rs`).
+//! address" is checked against the fake API server (`tests/it/conformance_status.rs`).
 
 use super::status_answers::{Responder, send_requests};
 use super::{converge, repo};
@@ -167,7 +167,7 @@ const SCENARIOS: &[Scenario] = &[
         "trailing slash exact /foo/ does not match /foo",
         ("GET", "http", "trailing-slash-path-rules", "/foo", NotFound),
     ),
-    // ingress_class.feature: the suite checks the status only (tests/conformance_status.rs); the
+    // ingress_class.feature: the suite checks the status only (tests/it/conformance_status.rs); the
     // data plane must not route the Ingress either.
     sc(INGRESS_CLASS, "invalid class: not routed", ("GET", "http", "ingress-class", "/", NotFound)),
 ];

@@ -1,6 +1,6 @@
 //! The Gateway API core HTTPRoute conformance tests through the data plane: every case of
 //! `tests/fixtures/gateway/cases/` with a request table (the expected answers read from the
-//! upstream Go tests, see `tests/gateway_conformance.rs`) is translated (`gateway::build` →
+//! upstream Go tests, see `tests/it/gateway_conformance.rs`) is translated (`gateway::build` →
 //! `translate::gateway`), created on the real Octavia, rendered by Octavia's own templater,
 //! served by haproxy with echo servers for the Services and the shipped `status-responder` for
 //! the reserved 404/500 pools, and its requests are sent for real.

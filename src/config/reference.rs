@@ -1,6 +1,6 @@
 //! Generated reference material: `etc/kuryr.conf.sample` and the option tables of
-//! `docs/configuration.md`. Both are checked against [`options()`] by `tests/config_sample.rs`;
-//! regenerate with `UPDATE_CONFIG_REFERENCE=1 cargo test --test config_sample`.
+//! `docs/configuration.md`. Both are checked against [`options()`] by `tests/it/config_sample.rs`;
+//! regenerate with `UPDATE_CONFIG_REFERENCE=1 cargo test --test it config_sample::`.
 
 use super::options::{OptionSpec, SECTIONS, options};
 
@@ -40,7 +40,7 @@ pub fn sample() -> String {
         "# kuryr-l7-router configuration sample.\n\
          #\n\
          # Generated from src/config/options.rs; do not edit by hand (regenerate with\n\
-         # `UPDATE_CONFIG_REFERENCE=1 cargo test --test config_sample`).\n\
+         # `UPDATE_CONFIG_REFERENCE=1 cargo test --test it config_sample::`).\n\
          #\n\
          # Values read by kuryr-l7-router from kuryr.conf; other sections of a kuryr.conf\n\
          # are ignored. Each option can be overridden by the environment variable\n\

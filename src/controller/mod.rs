@@ -89,7 +89,7 @@ pub(crate) fn reconcile_span(handler: &'static str, namespace: &str, name: &str)
 }
 
 /// Every Kubernetes API call the controller makes, as (apiGroup, resource, verb); "" is the core
-/// group. The RBAC of etc/manifests/ must grant exactly these (tests/ship_manifests.rs); keep this
+/// group. The RBAC of etc/manifests/ must grant exactly these (tests/it/ship_manifests.rs); keep this
 /// table next to the code that makes the calls when adding one.
 pub const API_CALLS: &[(&str, &str, &str)] = &[
     // runtime.rs: reflectors and Controllers (kube-runtime watcher: list + watch, never get).

@@ -3,7 +3,7 @@
 //! when to make them.
 //!
 //! Writes are small async functions over `kube::Api` so each can be tested against a mock API
-//! server (`tests/controller_k8s.rs`); the decisions are plain functions tested with tables.
+//! server (`tests/it/controller_k8s.rs`); the decisions are plain functions tested with tables.
 //!
 //! All patches carry `fieldManager=kuryr-l7-router`, so `kubectl get -o yaml --show-managed-fields`
 //! tells users which fields this controller owns.

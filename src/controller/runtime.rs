@@ -142,7 +142,7 @@ async fn vip_ip_version(settings: &mut Settings, neutron: &crate::openstack::Neu
 }
 
 /// [`run`] with its two outside ends given: `backend` builds the router writer's backend once
-/// this replica leads (`run` passes [`octavia_backend`]; `tests/controller_runtime.rs` passes an
+/// this replica leads (`run` passes [`octavia_backend`]; `tests/it/controller_runtime.rs` passes an
 /// in-memory [`crate::testing::SimBackend`]), and `shutdown` resolving stops the
 /// controller as SIGTERM does (`run` passes the signal handler).
 pub async fn run_with<B, F>(
@@ -320,7 +320,7 @@ async fn finish_server(server: JoinHandle<Result<(), ControllerError>>) -> Resul
 /// waiting on the same store at once, only the one that polled last is woken. Each Controller
 /// waits on its own store (Ingress, Service) while [`caches_synced`] waits on it too, so the
 /// caches could stay "not synced" forever, every reconcile blocked in `wait_caches` and /readyz
-/// at 503 (found by tests/controller_runtime.rs). Polling afresh every 100 ms does not depend on
+/// at 503 (found by tests/it/controller_runtime.rs). Polling afresh every 100 ms does not depend on
 /// that wake-up; a Controller that lost it is re-polled by its scheduler's timers as soon as it
 /// has anything to reconcile.
 async fn wait_ready<K>(store: &Store<K>)
@@ -763,7 +763,7 @@ pub(crate) const WRITER_DRAIN: Duration = Duration::from_secs(10);
 pub(crate) const HANDLERS_GRACE: Duration = Duration::from_secs(15);
 /// The whole shutdown after SIGTERM at most: writer, handlers, then the lease release and the
 /// health server (5 s). `terminationGracePeriodSeconds` must exceed it
-/// (tests/ship_manifests.rs); it need not exceed `write_timeout`.
+/// (tests/it/ship_manifests.rs); it need not exceed `write_timeout`.
 pub const SHUTDOWN_BUDGET: Duration = Duration::from_secs(WRITER_DRAIN.as_secs() + HANDLERS_GRACE.as_secs() + 5);
 
 /// Stop the leader's work once the Controllers stopped taking new work (graceful_shutdown_on).

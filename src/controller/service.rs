@@ -19,7 +19,7 @@
 //! during the write re-trigger the Service (kube-runtime never runs one object's reconciles
 //! concurrently) and open the next window. Unlike a trailing debounce, which keeps postponing
 //! while a rollout keeps changing the slices, this bounds the delay of any change to one window
-//! plus the write (measured: tests/controller_runtime.rs, docs/benchmarks.md).
+//! plus the write (measured: tests/it/controller_runtime.rs, docs/benchmarks.md).
 //! A change of the Service's health-monitor annotation is applied by a Sync.
 
 use crate::controller::context::{Context, HandlerError, instrumented};

@@ -677,7 +677,7 @@ mod tests {
         assert_eq!(r.rule_type, "PATH");
     }
     /// A 2025.1 (Octavia 16) load balancer body, as the 2025 stack answered it
-    /// (see also tests/octavia_2025_bodies.rs): `vip_sg_ids`, `vip_vnic_type`, `additional_vips`
+    /// (see also tests/it/octavia_2025_bodies.rs): `vip_sg_ids`, `vip_vnic_type`, `additional_vips`
     /// and `tenant_id` are unknown to us and must not break parsing.
     #[test]
     fn a_2025_1_load_balancer_body_with_new_fields_parses() {

@@ -14,7 +14,7 @@
 //!   exact host its wildcard covers); pools go where a policy or default pool uses them.
 //!
 //! For the hosts of a router, its policies answer every request exactly as the single router
-//! did: the policies dropped match only other hosts (property-tested in `tests/placement_split.rs`
+//! did: the policies dropped match only other hosts (property-tested in `tests/it/placement_split.rs`
 //! with an haproxy evaluator). Wildcards are hosts of their own: `*.example.com` may be on
 //! another router than `a.example.com`, as DNS resolves the exact name before the wildcard.
 

@@ -1,6 +1,6 @@
 //! `etc/kuryr.conf.sample` and `docs/configuration.md` must describe exactly the options of
 //! `config::options()`, with the same defaults. Regenerate both with
-//! `UPDATE_CONFIG_REFERENCE=1 cargo test --test config_sample`.
+//! `UPDATE_CONFIG_REFERENCE=1 cargo test --test it config_sample::`.
 
 use kuryr_l7_router::config::{self, ini, reference};
 use std::collections::BTreeMap;

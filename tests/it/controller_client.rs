@@ -31,13 +31,13 @@ fn explicit_config_sets_url_token_file_and_ca() {
 }
 
 /// kube sends a token file as it is; a trailing newline would be an invalid header value on every
-/// request (found by tests/controller_runtime.rs), so such a file is read once, trimmed.
+/// request (found by tests/it/controller_runtime.rs), so such a file is read once, trimmed.
 #[test]
 fn explicit_config_trims_a_token_file_ending_in_a_newline() {
     let token = token_file("eyJhbGciOi.token\n");
     let config = explicit_config("https://10.0.0.1:6443", Some(token.path()), None).unwrap();
     assert!(config.auth_info.token_file.is_none());
-    // (The trimmed value reaching the API server is checked by tests/controller_runtime.rs.)
+    // (The trimmed value reaching the API server is checked by tests/it/controller_runtime.rs.)
     assert!(config.auth_info.token.is_some());
 }
 

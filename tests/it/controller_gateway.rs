@@ -1,6 +1,6 @@
 //! The controller's Gateway API side on the FAKE Kubernetes API server (tests/support/fake_api.rs):
 //! the status of the core Gateway, GatewayClass and HTTPRoute conformance cases
-//! (tests/fixtures/gateway/cases/, the same expectations as tests/gateway_conformance.rs) as the
+//! (tests/fixtures/gateway/cases/, the same expectations as tests/it/gateway_conformance.rs) as the
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 

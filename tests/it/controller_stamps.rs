@@ -177,7 +177,7 @@ async fn a_new_controller_starts_from_the_stamps_its_predecessor_saved() {
     assert_eq!(child_gets(&with_stamps), Vec::<String>::new(), "every parent trusted from its stamp");
     assert_eq!(octavia.lock().unwrap().writes.len(), writes, "an unchanged router: no write");
 
-    // Every ConfigMap call is one the RBAC grants (API_CALLS, which tests/ship_manifests.rs
+    // Every ConfigMap call is one the RBAC grants (API_CALLS, which tests/it/ship_manifests.rs
     // holds equal to etc/manifests/), and in the controller's namespace only.
     let granted = |verb: &str| API_CALLS.contains(&("", "configmaps", verb));
     let calls: Vec<String> = fake.reads().into_iter().chain(fake.writes().iter().map(|w| w.line())).collect();

@@ -1,7 +1,7 @@
 //! Security checks that need no cloud: secrets never shown (Debug, `check-config`, panics), TLS
 //! verification on by default for OpenStack (refusing a self-signed endpoint unless `cafile` or
 //! `insecure`) and for the Kubernetes API. The non-root container is covered by
-//! tests/ship_dockerfile.rs and tests/ship_manifests.rs (see docs/reliability.md).
+//! tests/it/ship_dockerfile.rs and tests/it/ship_manifests.rs (see docs/reliability.md).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

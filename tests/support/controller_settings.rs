@@ -1,7 +1,7 @@
 //! The settings of a controller that watches the fake API server (tests/support/fake_api.rs) and
 //! answers for its Ingresses and Gateways through the status responder Service, shared by
-//! tests/controller_gateway.rs and tests/conformance_status.rs
-//! (`#[path = "support/controller_settings.rs"] mod controller_settings;`).
+//! tests/it/controller_gateway.rs and tests/it/conformance_status.rs
+//! (`crate::support::controller_settings`).
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Polling until a condition holds, for the tests that drive the whole controller against the
-//! fake API server (tests/controller_*.rs, functional/leader.rs). Included with
-//! `#[path = "support/eventually.rs"] mod eventually;`.
+//! fake API server (tests/it/controller_*.rs as `crate::support::eventually`, functional/leader.rs
+//! with `#[path = "../tests/support/eventually.rs"] mod eventually;`).
 
 use std::time::{Duration, Instant};
 

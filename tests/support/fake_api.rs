@@ -3,7 +3,7 @@
 //! streams of JSON lines), GET, POST, PATCH (JSON patch, merge, strategic merge and apply, the
 //! last three applied as a JSON merge patch; an apply creates a missing object, as server-side
 //! apply does) and DELETE on an in-memory object store, and records every write. Each address it serves on can be partitioned (answers 503). Shared by
-//! `tests/controller_runtime.rs` and `functional/leader.rs` (`#[path = ...] mod fake_api;`).
+//! `tests/it/controller_runtime.rs` and `functional/leader.rs` (`#[path = ...] mod fake_api;`).
 #![allow(dead_code)] // each test crate uses a different part
 
 use axum::body::{Body, Bytes};

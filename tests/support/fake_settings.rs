@@ -1,6 +1,6 @@
 //! The settings of a controller on the fake API server (tests/support/fake_api.rs) with invented
-//! OpenStack credentials (its routers are simulated): shared by tests/controller_runtime.rs,
-//! tests/controller_router_set.rs and benches/pipeline.rs (`#[path = ...] mod fake_settings;`).
+//! OpenStack credentials (its routers are simulated): shared by tests/it/controller_runtime.rs,
+//! tests/it/controller_router_set.rs and benches/pipeline.rs (`#[path = ...] mod fake_settings;`).
 
 /// Ingress enabled, no leader election; `kubernetes` and `octavia` are extra lines of
 /// `[kubernetes]` and `[octavia_defaults]`; `file_name` names the text in errors.

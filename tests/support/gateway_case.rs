@@ -1,7 +1,7 @@
 //! What the Gateway conformance tests read from a case file of tests/fixtures/gateway/cases/:
 //! the expected conditions, the request table and the `ns/name` references (the pure test,
-//! tests/gateway_conformance.rs, with `#[path = "support/gateway_case.rs"] mod gateway_case;`,
-//! the status through the controller, tests/controller_gateway.rs, and the data-plane proof,
+//! tests/it/gateway_conformance.rs, as `crate::support::gateway_case`,
+//! the status through the controller, tests/it/controller_gateway.rs, and the data-plane proof,
 //! functional/dataplane/gateway.rs).
 
 #![allow(dead_code)] // each test crate reads a different part

@@ -1,7 +1,7 @@
 //! Which Service answers a request, by evaluating desired policies as haproxy does with Octavia's
 //! configuration: policies by position, rules ANDed (host rules case-insensitive, `-i`), policies
 //! without rules skipped, no match → the listener's default pool
-//! (`#[path = "support/haproxy_eval.rs"] mod haproxy_eval;`).
+//! (`crate::support::haproxy_eval`).
 
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Policy, Rule, RuleType};
 

@@ -1,5 +1,5 @@
 //! One HTTP/1.1 request read from a connection, for the scripted-server tests
-//! (`#[path = "support/http_request.rs"] mod http_request;`).
+//! (`crate::support::http_request`).
 
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;

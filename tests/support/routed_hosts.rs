@@ -1,5 +1,5 @@
 //! The hosts a router routes, read back from its L7 rules: shared by the scale-out tests on the
-//! simulated Octavia (tests/controller_router_set.rs) and on the real one (functional/router_set.rs,
+//! simulated Octavia (tests/it/controller_router_set.rs) and on the real one (functional/router_set.rs,
 //! through functional/leader.rs).
 
 use kuryr_l7_router::driver::actual::ActualRouter;
