@@ -36,11 +36,11 @@ phase_table() {
   now=$(date +%s); total=$((now - KURYR_RUN_T0))
   echo
   echo "=== time table of this run ($(date -u +%F), $(nproc) cores; begins and ends are seconds from the start)"
-  printf '%-62s %7s %7s %9s  %s\n' phase begin end wall note
+  printf '%-66s %6s %6s %8s  %s\n' phase begin end wall note
   while IFS=$'\t' read -r name start end note; do
-    printf '%-62s %7s %7s %9s  %s\n' "$name" "$((start - KURYR_RUN_T0))" "$((end - KURYR_RUN_T0))" "$(fmt_secs $((end - start)))" "$note"
+    printf '%-66s %6s %6s %8s  %s\n' "$name" "$((start - KURYR_RUN_T0))" "$((end - KURYR_RUN_T0))" "$(fmt_secs $((end - start)))" "$note"
   done < <(sort -t $'\t' -k2,2n "$KURYR_PHASES")
-  printf '%-62s %7s %7s %9s  %s\n' "TOTAL (limit ${CI_LIMIT_MIN} min)" 0 "$total" "$(fmt_secs "$total")" \
+  printf '%-66s %6s %6s %8s  %s\n' "TOTAL (limit ${CI_LIMIT_MIN} min)" 0 "$total" "$(fmt_secs "$total")" \
     "$((total * 100 / (CI_LIMIT_MIN * 60)))% of the limit"
   if [ -s "$KURYR_PHASES.tests" ]; then
     echo "the slowest functional tests (each in its own process; a wave's wall time is less than their sum):"

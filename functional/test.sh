@@ -40,7 +40,7 @@ ZED_FILTERS=(fully_populated_create_is_verified_and_falls_back fully_populated_c
 ZED_ONLY=(fully_populated_create_on_octavia_11_0_0)
 # - ALONE: "binary<TAB>test" of the tests that stop, pause or restart a service of the stack
 #   (openstack.sh stop-service, pause-service, token-expiration, octavia-fixes): each runs with no
-#   other test on its stack. tests/ship_functional_waves.rs checks that every test calling one of
+#   other test on its stack. tests/it/ship_functional_waves.rs checks that every test calling one of
 #   these verbs is listed here.
 ALONE=(
   $'functional_faults\toctavia_worker_paused_mid_convergence'
@@ -151,10 +151,10 @@ wave() { # RELEASE 1|2: run that wave of RELEASE's functional tests
   if [ "$n" = 1 ]; then
     jobs=$LOGS/$r.parallel parallel=$FUNCTIONAL_PARALLEL what="in parallel"
   else
-    jobs=$LOGS/$r.alone parallel=1 what="alone (stop/pause/restart a service)"
+    jobs=$LOGS/$r.alone parallel=1 what="alone, service faults"
   fi
   [ -s "$jobs" ] || return 0
-  phase "$r: functional wave $n, $what ($(grep -c . "$jobs") tests, $parallel at a time)" \
+  phase "$r: functional wave $n, $what ($(grep -c . "$jobs") tests, $parallel at once)" \
     run_wave "$r wave $n" "$parallel" "$LOGS/$r.log" "$jobs" "${run[@]}"
 }
 

@@ -54,14 +54,18 @@ order_jobs() { # JOBFILE: slow ones first, the order otherwise kept
 
 run_wave() { # LABEL PARALLEL LOG JOBFILE CMD_PREFIX...
   local label=$1 parallel=$2 log=$3 jobfile=$4; shift 4
-  local dir bin test exe n=0 failed=0 i rc
+  local dir bin test exe n=0 failed=0 i rc done_pid running=()
   dir=$(mktemp -d "$LOGS/wave.XXXX")
   local total; total=$(grep -c . "$jobfile" || true)
   echo "--- $label: $total tests, $parallel at a time (logs: $dir)"
   while IFS=$'\t' read -r bin test; do
     exe=$(awk -v b="$bin" '$1 == b { print $2 }' <<<"$EXES")
-    # wait for a free slot
-    while [ "$(jobs -rp | wc -l)" -ge "$parallel" ]; do wait -n || true; done
+    # wait for a free slot: only this wave's jobs count (Zed's phase may run in the background
+    # of this shell, and must neither take a slot nor be reaped here)
+    while [ "${#running[@]}" -ge "$parallel" ]; do
+      wait -n -p done_pid "${running[@]}" || true
+      running=("${running[@]/#$done_pid/}"); read -ra running <<<"${running[*]}"
+    done
     n=$((n + 1))
     (
       start=$(date +%s)
@@ -72,8 +76,9 @@ run_wave() { # LABEL PARALLEL LOG JOBFILE CMD_PREFIX...
       echo "$rc" > "$dir/$n.rc"
       printf '  [%4ss] %-6s %s %s\n' "$((end - start))" "$([ "$rc" = 0 ] && echo ok || echo FAILED)" "$bin" "$test"
     ) &
+    running+=("$!")
   done < <(order_jobs "$jobfile")
-  wait
+  [ "${#running[@]}" = 0 ] || wait "${running[@]}" || true
   for ((i = 1; i <= n; i++)); do
     cat "$dir/$i.log" >> "$log"
     rc=$(cat "$dir/$i.rc" 2>/dev/null || echo 1)
