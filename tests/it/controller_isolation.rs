@@ -28,27 +28,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::watch;
 
-const BASE: &str = "rset";
-const ING: &str = "networking.k8s.io/v1/ingresses";
+// The set's fixtures: one class, one Ingress per host, the Service `shop/web`.
+use crate::controller_router_set::{BASE, ING, class, ingress, service};
+
 const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
-
-fn class() -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-           "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
-}
-
-/// One host, one path to shop/web: one policy.
-fn ingress(name: &str) -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
-           "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
-               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
-}
-
-fn service() -> Value {
-    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
-}
 
 fn slice(address: &str) -> Value {
     json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",

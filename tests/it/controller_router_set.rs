@@ -31,23 +31,23 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const BASE: &str = "rset";
-const ING: &str = "networking.k8s.io/v1/ingresses";
+pub(crate) const BASE: &str = "rset";
+pub(crate) const ING: &str = "networking.k8s.io/v1/ingresses";
 
-fn class() -> Value {
+pub(crate) fn class() -> Value {
     json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
            "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
 }
 
 /// One host, one path: one policy.
-fn ingress(name: &str) -> Value {
+pub(crate) fn ingress(name: &str) -> Value {
     json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
            "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
            "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
                {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
 }
 
-fn service() -> Value {
+pub(crate) fn service() -> Value {
     json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
 }
