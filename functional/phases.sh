@@ -48,6 +48,13 @@ phase_table() {
       printf '  %9s  %s %s\n' "$(fmt_secs $((end - start)))" "$name" "$note"
     done < <(awk -F'\t' '{ print $3 - $2 "\t" $0 }' "$KURYR_PHASES.tests" | sort -rn | head -n 12 | cut -f2-)
   fi
+  if [ -s "$KURYR_PHASES.failed" ]; then
+    echo "=== $(grep -c . "$KURYR_PHASES.failed") functional tests FAILED; each one's log ends so:"
+    while IFS=$'\t' read -r name log; do
+      echo "--- FAILED: $name ($log)"
+      grep -v '^\s*$' "$log" | tail -n "${FAILED_TAIL_LINES:-30}" | cut -c1-300 | sed 's/^/  | /'
+    done < "$KURYR_PHASES.failed"
+  fi
   if [ "$total" -gt $((CI_WARN_MIN * 60)) ]; then
     echo "!!!!!!!! WARNING: this run took $(fmt_secs "$total"), more than ${CI_WARN_MIN} min of CI's ${CI_LIMIT_MIN}-min limit:"
     echo "!!!!!!!! a slower machine will not land. Find the phase that grew in the table above."

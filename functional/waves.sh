@@ -84,6 +84,8 @@ run_wave() { # LABEL PARALLEL LOG JOBFILE CMD_PREFIX...
     rc=$(cat "$dir/$i.rc" 2>/dev/null || echo 1)
     if [ "$rc" != 0 ]; then
       failed=$((failed + 1))
+      # also listed, with their logs' last lines, after the time table (the end of a CI log)
+      printf '%s\t%s\n' "$label: $(sed -n "${i}p" <(order_jobs "$jobfile") | tr '\t' ' ')" "$dir/$i.log" >> "$KURYR_PHASES.failed"
       echo "=== FAILED ($label): $(sed -n "${i}p" <(order_jobs "$jobfile") | tr '\t' ' '); its log ($dir/$i.log), last lines:"
       tail -n 40 "$dir/$i.log" | sed 's/^/  | /'
     fi
