@@ -196,11 +196,11 @@ async fn lease_lost_after(partition_after: usize) {
     let replica = |url: &str, id: &str| {
         let mut s = settings(url, &token, &router_name);
         s.kubernetes.leader_override = Some(LeaderSettings {
-            // Long enough that a write begun before the partition ends before pod-b may lead on
-            // a loaded 2-core stack (2 s / 1 s let pod-b write while pod-a's create was still
-            // in flight, with six functional tests running at once).
-            duration_secs: 6,
-            grace_secs: 2,
+            // pod-a writes until 5 s after its last renewal, pod-b may lead 8 s after it: a write
+            // begun just before pod-a's deadline has 3 s to end (writes took up to 2.2 s on a
+            // loaded 2-core stack, four functional tests at once).
+            duration_secs: 8,
+            grace_secs: 3,
             ..LeaderSettings::new("kuryr-l7-router", "kuryr", id)
         });
         s

@@ -52,7 +52,9 @@ phase_table() {
     echo "=== $(grep -c . "$KURYR_PHASES.failed") functional tests FAILED; each one's log ends so:"
     while IFS=$'\t' read -r name log; do
       echo "--- FAILED: $name ($log)"
-      grep -v '^\s*$' "$log" | tail -n "${FAILED_TAIL_LINES:-30}" | cut -c1-300 | sed 's/^/  | /'
+      # the panic's message first (a backtrace would fill the tail), then the end of the log
+      grep -A4 'panicked at' "$log" | grep -Ev '^\s+[0-9]+: |^\s+at |stack backtrace' | head -n 12 | cut -c1-300 | sed 's/^/  ! /'
+      grep -Ev '^\s*$|^\s+[0-9]+: |^\s+at ' "$log" | tail -n "${FAILED_TAIL_LINES:-20}" | cut -c1-300 | sed 's/^/  | /'
     done < "$KURYR_PHASES.failed"
   fi
   if [ "$total" -gt $((CI_WARN_MIN * 60)) ]; then

@@ -7,11 +7,16 @@
 //! failover after a crash takes at most `duration` (+ the standby's poll). On SIGTERM,
 //! [`Leadership::release`] frees the lease at once, so a rolling update hands over immediately.
 //!
-//! Renew deadline (as client-go's `renewDeadline`): while leader, the lease is read back every
-//! `grace / 2` with a timeout; when it has not been confirmed ours for `duration - grace`,
-//! `is_leader` drops to `false`. Without it a leader cut off from the API server keeps believing
-//! it leads while its renewal hangs in the client's retries, and a standby that took the expired
-//! lease writes to Octavia at the same time (split brain).
+//! Renew deadline: while leader, the Lease is read back every `grace / 2`, and this replica may
+//! start writes only until `renewTime + duration - grace`, the `renewTime` being the one our own
+//! manager wrote (our clock). A standby takes the lease at `renewTime + duration`, so a write
+//! begun before the deadline has `grace` seconds to end before another replica may write. The
+//! manager renews `2 * grace` before expiry (so `grace` must be under half the `duration`), so that a healthy leader
+//! has read its renewal back well before its deadline and never flaps. The deadline is a timer,
+//! not the end of a read: a leader cut off from the API server stops at the deadline, while its
+//! read still hangs in the client's retries. (It was anchored once on the time of the last
+//! successful read, which may come up to `duration - grace` after the renewal: a partitioned
+//! leader then kept writing after the standby took over.)
 //!
 //! Safety over availability: when the lease cannot be checked (API errors), `is_leader` drops to
 //! `false` and the manager is rebuilt after a backoff; as soon as the API answers and the lease is
@@ -38,8 +43,9 @@ impl LeaderSettings {
         if self.duration_secs == 0 || self.grace_secs == 0 {
             return bad("lease duration and grace must be greater than zero");
         }
-        if self.grace_secs >= self.duration_secs {
-            return bad("lease grace must be shorter than the lease duration");
+        if self.grace_secs * 2 >= self.duration_secs {
+            // the manager renews 2 x grace before expiry, and writes stop grace before it
+            return bad("lease grace must be shorter than half the lease duration");
         }
         Ok(())
     }
@@ -105,12 +111,23 @@ impl Leadership {
     }
 }
 
+/// How early the manager renews: `2 * grace` before expiry (shorter than `duration`: validated),
+/// so that the renewal is read back before the write deadline, `grace` before expiry.
+fn renew_margin(s: &LeaderSettings) -> u64 {
+    s.grace_secs * 2
+}
+
+/// How long after a renewal this replica may start writes: `duration - grace`.
+fn writes_for(s: &LeaderSettings) -> Duration {
+    Duration::from_secs(s.duration_secs.saturating_sub(s.grace_secs).max(1))
+}
+
 async fn build(client: &Client, s: &LeaderSettings) -> Result<LeaseManager, ControllerError> {
     Ok(LeaseManagerBuilder::new(client.clone(), &s.lease_name)
         .with_namespace(&s.namespace)
         .with_identity(&s.identity)
         .with_duration(s.duration_secs)
-        .with_grace(s.grace_secs)
+        .with_grace(renew_margin(s))
         .build()
         .await?)
 }
@@ -139,11 +156,11 @@ async fn campaign(
                 }
             }
         };
-        // Renew deadline bookkeeping (see the module docs).
-        let deadline = Duration::from_secs(settings.duration_secs.saturating_sub(settings.grace_secs).max(1));
+        // The write deadline (see the module docs), moved on by each renewal read back.
         let mut check = tokio::time::interval(Duration::from_millis((settings.grace_secs * 500).max(250)));
-        let mut confirmed = Instant::now();
+        let mut writes_until = Instant::now() + writes_for(&settings);
         loop {
+            let leading = *tx.borrow();
             tokio::select! {
                 biased;
                 _ = &mut stop => {
@@ -154,7 +171,8 @@ async fn campaign(
                 changed = manager.changed() => match changed {
                     Ok(leader) => {
                         errors = 0;
-                        confirmed = Instant::now();
+                        // Acquired now: the manager has just written renewTime.
+                        writes_until = Instant::now() + writes_for(&settings);
                         tracing::info!(lease = %settings.lease_name, identity = %settings.identity, leader, "leadership changed");
                         tx.send_replace(leader);
                     }
@@ -166,16 +184,18 @@ async fn campaign(
                         break;
                     }
                 },
-                _ = check.tick(), if *tx.borrow() => {
-                    if lease_is_ours(&client, &settings).await {
-                        confirmed = Instant::now();
-                    } else if confirmed.elapsed() >= deadline {
-                        tracing::warn!(
-                            lease = %settings.lease_name,
-                            unconfirmed_for = ?confirmed.elapsed(),
-                            "leader lease not confirmed within the renew deadline: stepping down"
-                        );
-                        tx.send_replace(false);
+                _ = tokio::time::sleep_until(writes_until.into()), if leading => {
+                    step_down(&settings, &tx);
+                    errors += 1;
+                    break;
+                }
+                _ = check.tick(), if leading => {
+                    let within = writes_until.saturating_duration_since(Instant::now());
+                    if let Some(renewed) = our_renewal(&client, &settings, within).await {
+                        writes_until = writes_until.max(renewed + writes_for(&settings));
+                    }
+                    if Instant::now() >= writes_until {
+                        step_down(&settings, &tx);
                         errors += 1;
                         break;
                     }
@@ -189,14 +209,28 @@ async fn campaign(
     }
 }
 
-/// Whether the Lease still names us as holder, read within `grace` (a partitioned client's
-/// retries must not stretch the check past the renew deadline).
-async fn lease_is_ours(client: &Client, s: &LeaderSettings) -> bool {
+fn step_down(settings: &LeaderSettings, tx: &watch::Sender<bool>) {
+    tracing::warn!(
+        lease = %settings.lease_name,
+        "leader lease not renewed within the renew deadline (duration - grace): stepping down"
+    );
+    tx.send_replace(false);
+}
+
+/// When our manager last renewed the Lease, as an instant of this process (the `renewTime` is
+/// written with our own clock), or `None` when the Lease is not ours or cannot be read within
+/// `within` (capped at `grace`: a partitioned client's retries must not outlast the deadline).
+async fn our_renewal(client: &Client, s: &LeaderSettings, within: Duration) -> Option<Instant> {
     let api: Api<Lease> = Api::namespaced(client.clone(), &s.namespace);
-    match tokio::time::timeout(Duration::from_secs(s.grace_secs.max(1)), api.get(&s.lease_name)).await {
-        Ok(Ok(lease)) => lease.spec.and_then(|sp| sp.holder_identity).as_deref() == Some(s.identity.as_str()),
-        _ => false,
+    let within = within.min(Duration::from_secs(s.grace_secs.max(1)));
+    let lease = tokio::time::timeout(within, api.get(&s.lease_name)).await.ok()?.ok()?;
+    let spec = lease.spec?;
+    if spec.holder_identity.as_deref() != Some(s.identity.as_str()) {
+        return None;
     }
+    let renewed = std::time::SystemTime::from(spec.renew_time?.0);
+    let age = std::time::SystemTime::now().duration_since(renewed).unwrap_or_default();
+    Instant::now().checked_sub(age)
 }
 
 #[cfg(test)]
@@ -208,9 +242,22 @@ mod tests {
         let ok = LeaderSettings::new("kuryr-l7-router", "kube-system", "pod-a");
         assert!(ok.validate().is_ok());
         assert!(LeaderSettings { grace_secs: 15, ..ok.clone() }.validate().is_err());
+        // renewed 2 x grace before expiry: grace must be under half the duration
+        assert!(LeaderSettings { duration_secs: 10, grace_secs: 5, ..ok.clone() }.validate().is_err());
+        assert!(LeaderSettings { duration_secs: 11, grace_secs: 5, ..ok.clone() }.validate().is_ok());
         assert!(LeaderSettings { duration_secs: 0, ..ok.clone() }.validate().is_err());
         assert!(LeaderSettings { grace_secs: 0, ..ok.clone() }.validate().is_err());
         assert!(LeaderSettings { identity: String::new(), ..ok }.validate().is_err());
+    }
+
+    #[test]
+    fn a_renewal_is_due_before_the_write_deadline_which_comes_grace_before_expiry() {
+        let s = LeaderSettings::new("kuryr-l7-router", "kube-system", "pod-a");
+        let (duration, grace) = (s.duration_secs, s.grace_secs);
+        // renewed at R + duration - 2 grace, writes until R + duration - grace, a standby at R + duration
+        assert_eq!(duration - renew_margin(&s), duration - 2 * grace);
+        assert_eq!(writes_for(&s), Duration::from_secs(duration - grace));
+        assert!(duration - renew_margin(&s) < writes_for(&s).as_secs());
     }
 
     #[test]

@@ -357,10 +357,11 @@ async fn run_against_a_fake_api_server() {
     assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
 }
 
-/// Leader election on the fake API server: pod-a holds the Lease (2 s, renewed each second);
-/// pod-b waits. pod-a is then partitioned (its API address answers 503, as a replica cut off
-/// from the API server): it steps down, and pod-b takes over once the lease expired, within one
-/// lease duration after the expiry, never before it.
+/// Leader election on the fake API server: pod-a holds the Lease (3 s, renewed 2 s before
+/// expiry); pod-b waits. pod-a is then partitioned (its API address answers 503, as a replica cut
+/// off from the API server): it steps down `grace` before its lease expires, and pod-b takes over
+/// once the lease expired, within one lease duration after the expiry, never before it: never two
+/// leaders at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_standby_takes_over_after_the_holders_lease_expires() {
     use k8s_openapi::jiff::Timestamp;
@@ -372,7 +373,7 @@ async fn a_standby_takes_over_after_the_holders_lease_expires() {
     let (url_b, _) = fake.serve().await;
     let client = |url: &str| kube::Client::try_from(kube::Config::new(url.parse().unwrap())).unwrap();
     let settings = |id: &str| LeaderSettings {
-        duration_secs: 2,
+        duration_secs: 3,
         grace_secs: 1,
         ..LeaderSettings::new("kuryr-l7-router", "kuryr", id)
     };
@@ -391,26 +392,33 @@ async fn a_standby_takes_over_after_the_holders_lease_expires() {
     down_a.store(true, Ordering::SeqCst);
     let partitioned = Instant::now();
     let last_renew = time(&lease()["renewTime"]);
-    tokio::time::timeout(Duration::from_secs(6), b.acquired()).await.expect("pod-b takes over").unwrap();
+    // pod-a steps down by itself at its write deadline, renewTime + duration - grace: its renewal
+    // hangs in kube's client retries and its reads fail, but the deadline is a timer.
+    let mut a_leader = a.is_leader();
+    let a_down = tokio::spawn(async move {
+        a_leader.wait_for(|l| !*l).await.expect("pod-a's election runs");
+        Instant::now()
+    });
+    tokio::time::timeout(Duration::from_secs(8), b.acquired()).await.expect("pod-b takes over").unwrap();
+    let b_leads = Instant::now();
     let took = partitioned.elapsed();
     let spec = lease();
     assert_eq!(spec["holderIdentity"], "pod-b");
     let acquired = time(&spec["acquireTime"]);
-    let expiry = last_renew + std::time::Duration::from_secs(2);
+    let expiry = last_renew + std::time::Duration::from_secs(3);
     assert!(acquired >= expiry, "taken at {acquired}, before pod-a's lease expired at {expiry}");
     assert!(acquired < expiry + std::time::Duration::from_secs(2), "taken at {acquired}, expiry {expiry}");
-    assert!(took < Duration::from_secs(4), "{took:?}");
-    // The partitioned holder steps down by itself (renew deadline): its renewal hangs in kube's
-    // client retries, but its lease check times out and `is_leader` drops within
-    // `duration - grace` (+ one check) of the last confirmation, i.e. around the lease's expiry,
-    // so there are never two writers for long.
-    let mut a_leader = a.is_leader();
-    tokio::time::timeout(Duration::from_secs(3), a_leader.wait_for(|l| !*l))
+    assert!(took < Duration::from_secs(5), "{took:?}");
+    let a_stepped_down = tokio::time::timeout(Duration::from_secs(1), a_down)
         .await
-        .expect("pod-a steps down after losing the API server")
+        .expect("pod-a stepped down before pod-b led")
         .unwrap();
-    let stepped_down = partitioned.elapsed();
-    assert!(stepped_down < Duration::from_secs(4), "pod-a stepped down after {stepped_down:?}");
+    assert!(
+        a_stepped_down + Duration::from_millis(500) <= b_leads,
+        "never two leaders: pod-a stepped down {:?} after the partition, pod-b led {:?} after it",
+        a_stepped_down - partitioned,
+        b_leads - partitioned
+    );
     tokio::time::timeout(Duration::from_secs(5), b.release()).await.expect("pod-b releases").unwrap();
     assert!(lease().get("holderIdentity").is_none(), "released: {}", lease());
     let _ = tokio::time::timeout(Duration::from_secs(5), a.release()).await;
