@@ -28,7 +28,13 @@ fn every_pool_shows_the_reason_plan_computes() {
     assert!(!sim.router.pools.is_empty());
     for p in &sim.router.pools {
         let lines = weighting_lines(p, Some(&desired));
-        assert_eq!(lines, [format!("weighting: {}", desired.pools[&p.name].weighting)], "{}", p.name);
+        let want = &desired.pools[&p.name];
+        assert_eq!(
+            lines,
+            [format!("members: {}", want.member_mode), format!("weighting: {}", want.weighting)],
+            "{}",
+            p.name
+        );
     }
     // Without manifests, show says nothing it cannot know.
     assert!(weighting_lines(&sim.router.pools[0], None).is_empty());
