@@ -22,7 +22,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn member(ip: &str) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight: 1, backup: false, zone: None, target: None, monitor_port: None }
+    Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight: 1,
+        backup: false,
+        zone: None,
+        target: None,
+        monitor_port: None,
+    }
 }
 
 fn rule(rule_type: RuleType, compare_type: CompareType, value: &str) -> Rule {

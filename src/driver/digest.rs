@@ -234,7 +234,15 @@ mod tests {
     }
 
     fn member(ip: &str, weight: u16) -> Member {
-        Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None, monitor_port: None }
+        Member {
+            address: ip.parse().unwrap(),
+            protocol_port: 8080,
+            weight,
+            backup: false,
+            zone: None,
+            target: None,
+            monitor_port: None,
+        }
     }
 
     fn read_member(ip: &str, weight: u16) -> ActualMember {

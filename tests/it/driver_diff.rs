@@ -32,7 +32,15 @@ fn empty_router() -> ActualRouter {
 }
 
 fn member(ip: &str, weight: u16) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None, monitor_port: None }
+    Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight,
+        backup: false,
+        zone: None,
+        target: None,
+        monitor_port: None,
+    }
 }
 
 fn pool(name: &str, members: Vec<Member>) -> Pool {
