@@ -48,12 +48,11 @@ fn opts() -> TranslateOptions {
     TranslateOptions { member_mode: MemberMode::NodePort, ..TranslateOptions::default() }
 }
 
-/// (address, port, weight, monitor_port) of the members, the reason and the warnings' reasons.
-fn members_of(
-    svc: &Service,
-    nodes: &[Node],
-    opts: &TranslateOptions,
-) -> (Vec<(String, u16, u16, Option<u16>)>, String, Vec<String>) {
+/// (address, port, weight, monitor_port) of one member.
+type Row = (String, u16, u16, Option<u16>);
+
+/// The members' [`Row`]s, the reason and the warnings' reasons.
+fn members_of(svc: &Service, nodes: &[Node], opts: &TranslateOptions) -> (Vec<Row>, String, Vec<String>) {
     let idx = index_nodes(nodes);
     let mut warnings = Vec::new();
     let (members, reason) = node_port_members(svc, &port(svc), &idx, opts, "shop_web", &mut warnings);
