@@ -22,7 +22,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn member(ip: &str, weight: u16) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
+    Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight,
+        backup: false,
+        zone: None,
+        target: None,
+        monitor_port: None,
+    }
 }
 
 fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
@@ -35,6 +43,7 @@ fn pool(ns_svc: &str, members: Vec<Member>) -> Pool {
         members,
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 

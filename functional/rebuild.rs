@@ -33,9 +33,11 @@ fn pool(svc: &str, ip: &str) -> Pool {
             backup: false,
             zone: None,
             target: None,
+            monitor_port: None,
         }],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 

@@ -22,7 +22,15 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 fn member(ip: &str) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight: 1, backup: false, zone: None, target: None }
+    Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight: 1,
+        backup: false,
+        zone: None,
+        target: None,
+        monitor_port: None,
+    }
 }
 
 fn rule(rule_type: RuleType, compare_type: CompareType, value: &str) -> Rule {
@@ -39,6 +47,7 @@ fn shop(path_value: &str) -> DesiredRouter {
         members: vec![member(ip)],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     };
     let host = rule(RuleType::HostName, CompareType::Regex, r"^shop\.example\.com(:[0-9]+)?$");
     let policy = |n: u32, name: &str, pool: &str, rules: Vec<Rule>| Policy {

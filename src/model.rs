@@ -161,9 +161,45 @@ pub struct Member {
     /// 10k Ingresses, in a desired router held twice while a Sync compares it with the last.
     #[serde(default)]
     pub zone: Option<Box<str>>,
-    /// Pod (targetRef) name when known; informative only. Moved from the endpoint's digest.
+    /// Pod (targetRef) name when known, or the Node's name for a node-port member; informative
+    /// only. Moved from the endpoint's digest.
     #[serde(default)]
     pub target: Option<Box<str>>,
+    /// Octavia `monitor_port`: where the pool's health monitor probes this member instead of
+    /// `protocol_port` (node-port members of an `externalTrafficPolicy: Local` Service: the
+    /// Service's `healthCheckNodePort`). None: the member's own port.
+    #[serde(default)]
+    pub monitor_port: Option<u16>,
+}
+
+/// Where a pool's members come from (`[octavia_defaults] member_mode`, or a Service's
+/// `kuryr-l7-router.openstack.org/member-mode` annotation where the operator allows it).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum MemberMode {
+    /// Pod IPs from the EndpointSlices, routed (no `subnet_id` on the member).
+    #[default]
+    L3,
+    /// Pod IPs from the EndpointSlices, each member on `[neutron_defaults] pod_subnet`.
+    L2,
+    /// The Ready, schedulable nodes of the node pool on the Service's node port: pod churn is
+    /// no Octavia write (kube-proxy follows the pods).
+    NodePort,
+}
+
+impl MemberMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MemberMode::L3 => "L3",
+            MemberMode::L2 => "L2",
+            MemberMode::NodePort => "NodePort",
+        }
+    }
+}
+
+impl std::fmt::Display for MemberMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// One Service port of a pool that several feed (a weighted split), with its share.
@@ -196,6 +232,10 @@ pub struct Pool {
     /// `service_port` are then the first feed's (the pool's owner tag and health monitor).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub split: Vec<PoolFeed>,
+    /// Where the members come from: NodePort when any feed is served by node ports (a Node
+    /// change then refills the pool), else the pod addressing of the instance.
+    #[serde(default)]
+    pub member_mode: MemberMode,
 }
 
 impl Pool {

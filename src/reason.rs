@@ -123,6 +123,14 @@ reasons! {
     // About a Service (published on the Service).
     NoEndpoints,
     EndpointPortNotFound,
+    /// `member_mode = NodePort` and the Service has no node port for the routed port (type
+    /// ClusterIP, or a LoadBalancer without node ports).
+    NoNodePort,
+    /// `member_mode = NodePort` and no node of the pool can take traffic (none Ready and
+    /// schedulable with an address of the VIP's family).
+    NoReadyNodes,
+    /// A Service's member-mode annotation that is not allowed or not understood (ignored).
+    InvalidMemberMode,
     // About the router's configuration.
     StatusResponderUnavailable,
     // Scale-out placement (the routes are served; the router set is over its capacity).
@@ -205,6 +213,9 @@ impl Reason {
             | InvalidNotice
             | NoEndpoints
             | EndpointPortNotFound
+            | NoNodePort
+            | NoReadyNodes
+            | InvalidMemberMode
             | StatusResponderUnavailable
             | OversizedGroup
             | RouterOverCapacity

@@ -86,7 +86,7 @@ pub fn weighting_lines(pool: &ActualPool, desired: Option<&DesiredRouter>) -> Ve
     let Some(want) = d.pools.get(&pool.name) else {
         return vec!["weighting: (pool not in the manifests given)".into()];
     };
-    let mut lines = vec![format!("weighting: {}", want.weighting)];
+    let mut lines = vec![format!("members: {}", want.member_mode), format!("weighting: {}", want.weighting)];
     let planned: BTreeMap<(IpAddr, u16), (u16, bool)> =
         want.members.iter().map(|m| ((m.address, m.protocol_port), (m.weight, m.backup))).collect();
     let held: BTreeMap<(IpAddr, u16), (u16, bool)> =

@@ -211,6 +211,7 @@ pub fn member(ip: &str, weight: u16) -> crate::model::Member {
         backup: false,
         zone: None,
         target: None,
+        monitor_port: None,
     }
 }
 
@@ -224,6 +225,7 @@ pub fn pool(name: &str, members: Vec<crate::model::Member>) -> Pool {
         members,
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 

@@ -104,7 +104,7 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
         // Validated: L2 has a pod_subnet.
         member_subnet: match o.member_mode {
             crate::config::MemberMode::L2 => s.neutron_defaults.pod_subnet.clone(),
-            crate::config::MemberMode::L3 => None,
+            crate::config::MemberMode::L3 | crate::config::MemberMode::NodePort => None,
         },
         health_monitor: health_monitor(s),
         create_timeout: o.lb_create_timeout,
@@ -280,6 +280,12 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
         },
         status_responder: status_responder(&s.status_responder),
         health_monitor_defaults: health_monitor_values(s),
+        member_mode: match o.member_mode {
+            crate::config::MemberMode::L3 => crate::model::MemberMode::L3,
+            crate::config::MemberMode::L2 => crate::model::MemberMode::L2,
+            crate::config::MemberMode::NodePort => crate::model::MemberMode::NodePort,
+        },
+        member_mode_annotation: o.member_mode_annotation,
         ..TranslateOptions::default()
     }
 }

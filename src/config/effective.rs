@@ -60,6 +60,7 @@ impl Settings {
             ("octavia_defaults", "router_zone") => show(&od.router_zone),
             ("octavia_defaults", "zone_overload_threshold") => Some(format!("{:?}", od.zone_overload_threshold)),
             ("octavia_defaults", "member_mode") => s(od.member_mode.as_str()),
+            ("octavia_defaults", "member_mode_annotation") => secs_bool(od.member_mode_annotation),
             ("octavia_defaults", "listener_port") => Some(od.listener_port.to_string()),
             ("octavia_defaults", "fully_populated_create") => secs_bool(od.fully_populated_create),
             ("octavia_defaults", "verify_per_resync") => Some(od.verify_per_resync.to_string()),

@@ -76,8 +76,9 @@ choice_enum! {
 }
 
 choice_enum! {
-    /// How members are addressed: L3 (routed, no subnet on the member) or L2 (member subnet set).
-    pub enum MemberMode { L3 => "L3", L2 => "L2", }
+    /// How members are addressed: L3 (pod IPs, routed, no subnet on the member), L2 (pod IPs,
+    /// member subnet set) or NodePort (the nodes on the Service's node port).
+    pub enum MemberMode { L3 => "L3", L2 => "L2", NodePort => "NodePort", }
     default L3
 }
 
@@ -251,7 +252,8 @@ static OPTIONS: &[OptionSpec] = &[
     opt(OD, "provider", OptKind::Str, Some(""), "Octavia provider driver; empty: Octavia's default provider."),
     opt(OD, "availability_zone", OptKind::Str, None, "Octavia availability zone the L7 router is created in (most clouds define none: leave unset there). Also the router zone for zone-aware weighting when `router_zone` is unset."),
     opt(OD, "router_zone", OptKind::Str, None, "Kubernetes zone (the nodes' `topology.kubernetes.io/zone` label) the router's traffic is considered to come from, for zone-aware member weighting. Unset: `availability_zone`. A zone no Ready node reports gives even weights."),
-    opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "L3: members are routed addresses (no `subnet_id`); L2: every member we create carries `subnet_id` = `[neutron_defaults] pod_subnet` (required), as Kuryr does. Applies to members created from then on."),
+    opt(OD, "member_mode", OptKind::Choice(MemberMode::NAMES), Some("L3"), "Where members come from. L3: the pods' IPs from the EndpointSlices, routed (no `subnet_id`): pods on Neutron ports (Kuryr CNI) or a pod network Neutron routes. L2: the same, every member we create carrying `subnet_id` = `[neutron_defaults] pod_subnet` (required), as Kuryr does. NodePort: the Ready, schedulable nodes of the node pool on the Service's node port (the Service must be type NodePort or LoadBalancer), for overlay pod networks the amphorae cannot reach (Calico, Cilium, Flannel); endpoint changes then cost no Octavia write. Applies to members written from then on (docs/configuration.md, \"Member modes\")."),
+    opt(OD, "member_mode_annotation", OptKind::Bool, Some("false"), "Let a Service choose the member mode of its own pools with the annotation `kuryr-l7-router.openstack.org/member-mode: L3 | NodePort` (mixed clusters: some pods routed, some on an overlay). Only L3 and NodePort replace each other; with `member_mode = L2` the annotation cannot ask for NodePort. Off: the annotation is ignored with a Warning Event on the Service."),
     opt(OD, "listener_port", PORT, Some("80"), "Port of the HTTP listener of the L7 router."),
     opt(OD, "fully_populated_create", OptKind::Bool, Some("true"), "Create a new L7 router with all its pools, members, policies and rules in one call (Octavia's fully-populated create). Octavia releases before 11.0.1 (Zed; 10.1.0 on Yoga), such as Debian 12's 11.0.0, leave the children of that call in PENDING_CREATE: the driver detects it, deletes the new router and builds it with one write per object; set False on such clouds to skip the wasted create."),
     opt(OD, "lb_create_timeout", OptKind::Seconds { min: 1 }, Some("600"), "Seconds to wait for a new load balancer to become ACTIVE."),

@@ -93,6 +93,8 @@ pub struct OctaviaDefaults {
     /// Zone-aware weighting's router zone; unset: `availability_zone`.
     pub router_zone: Option<String>,
     pub member_mode: MemberMode,
+    /// `member_mode_annotation`: a Service's annotation may switch its pools L3 ↔ NodePort.
+    pub member_mode_annotation: bool,
     pub listener_port: u16,
     pub fully_populated_create: bool,
     /// `max_create_body_bytes`: the largest fully-populated create sent.
@@ -286,6 +288,7 @@ impl Reader {
             provider: self.value(od, "provider"),
             availability_zone: self.get(od, "availability_zone"),
             member_mode: self.choice(od, "member_mode"),
+            member_mode_annotation: self.value(od, "member_mode_annotation"),
             listener_port: self.value(od, "listener_port"),
             fully_populated_create: self.value(od, "fully_populated_create"),
             max_create_body_bytes: self.value::<u32>(od, "max_create_body_bytes") as usize,

@@ -79,6 +79,7 @@ pub(crate) mod tests {
             members: vec![],
             weighting: String::new(),
             split: vec![],
+            member_mode: Default::default(),
         }
     }
 

@@ -9,10 +9,11 @@
 
 use crate::controller::context::Stores;
 use crate::model::{DesiredRouter, KubeRef, Pool, Warning};
-use crate::translate::health::service_health_monitor;
 use crate::translate::members::{NodeIndex, SliceCache, endpoints_as_slices};
+use crate::translate::node_members::{feed_members, pool_health_monitor, service_member_mode};
+use crate::translate::pools::pool_mode;
 use crate::translate::split::{FeedMembers, split_members};
-use crate::translate::{IpFamily, TranslateOptions, namespace_of};
+use crate::translate::{TranslateOptions, namespace_of};
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort};
 use kube::runtime::reflector::ObjectRef;
 use std::sync::Arc;
@@ -46,7 +47,9 @@ pub(crate) fn service_members(
 ) -> ServiceMembers {
     let me = KubeRef::service(namespace_of(&service.metadata), service.metadata.name.as_deref().unwrap_or(""));
     let mut out = ServiceMembers::default();
-    let monitor = service_health_monitor(service, &opts.health_monitor_defaults, &mut out.warnings);
+    // The mode's own warning is told with the members (`feed_members`).
+    let mode = service_member_mode(service, opts, &mut Vec::new());
+    let monitor = pool_health_monitor(service, mode, opts, &mut out.warnings);
     for name in pool_names {
         let Some(pool) = synced.pools.get(name) else {
             out.needs_sync = Some(format!("pool {name} is not on the router yet"));
@@ -84,10 +87,9 @@ fn one_service(
     let Some(sp) = service_port(service, &pool.service_port) else {
         return Err(format!("{me}: port {} is gone", pool.service_port));
     };
-    let (members, weighting, w) = endpoints.members(service, sp, nodes, opts);
-    warnings.extend(w);
-    if members.is_empty() {
-        warnings.push(no_endpoints(me, sp, &pool.name, opts));
+    let (members, weighting, mode) = feed_members(service, sp, endpoints, nodes, opts, &pool.name, warnings);
+    if mode != pool.member_mode {
+        return Err(format!("{me}: member mode of pool {} changed to {mode}", pool.name));
     }
     Ok(Pool { members, weighting, ..pool.clone() })
 }
@@ -107,6 +109,7 @@ fn split_pool(
     warnings: &mut Vec<Warning>,
 ) -> Result<Pool, String> {
     let mut feeds = Vec::with_capacity(pool.split.len());
+    let mut modes = Vec::with_capacity(pool.split.len());
     for feed in &pool.split {
         let fetched;
         let (svc, cache) = if feed.service == *me {
@@ -118,14 +121,16 @@ fn split_pool(
         let Some(sp) = service_port(svc, &feed.service_port) else {
             return Err(format!("{}: port {} is gone", feed.service, feed.service_port));
         };
-        let (members, weighting, w) = cache.members(svc, sp, nodes, opts);
+        let mut told = Vec::new();
+        let (members, weighting, mode) = feed_members(svc, sp, cache, nodes, opts, &pool.name, &mut told);
         if feed.service == *me {
-            warnings.extend(w);
-            if members.is_empty() {
-                warnings.push(no_endpoints(me, sp, &pool.name, opts));
-            }
+            warnings.extend(told);
         }
+        modes.push(mode);
         feeds.push(FeedMembers { service: feed.service.clone(), weight: feed.weight, members, weighting });
+    }
+    if pool_mode(&modes) != pool.member_mode {
+        return Err(format!("{me}: member mode of pool {} changed", pool.name));
     }
     let (members, weighting) = split_members(&feeds);
     Ok(Pool { members, weighting, ..pool.clone() })
@@ -136,24 +141,6 @@ fn split_pool(
 fn service_port<'a>(service: &'a Service, port: &str) -> Option<&'a ServicePort> {
     let ports = service.spec.as_ref()?.ports.as_ref()?;
     ports.iter().find(|p| p.name.as_deref().filter(|n| !n.is_empty()).unwrap_or(&p.port.to_string()) == port)
-}
-
-/// The full translation's `NoEndpoints` warning, word for word: the Sync and the Members path
-/// must publish the same warning, or each would take the other's for a new one.
-fn no_endpoints(service: &KubeRef, sp: &ServicePort, pool: &str, opts: &TranslateOptions) -> Warning {
-    let family = match opts.vip_family {
-        IpFamily::V4 => "IPv4",
-        IpFamily::V6 => "IPv6",
-    };
-    let node_pool = opts.node_pool.as_deref().map(|p| format!(" on node pool {p}")).unwrap_or_default();
-    Warning {
-        object: service.clone(),
-        reason: "NoEndpoints".into(),
-        message: format!(
-            "{service}: port {}: no ready {family} endpoint{node_pool}; pool {pool} has no members and requests routed to it get HTTP 503",
-            sp.port
-        ),
-    }
 }
 
 /// One Service's endpoints from the caches, digested: its EndpointSlices (found by the index of
@@ -184,6 +171,7 @@ pub(crate) fn node_index(nodes: &[Arc<Node>]) -> NodeIndex<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::translate::IpFamily;
     use crate::translate::pools::SERVICE_NAME_LABEL;
     use crate::translate::slices::CompactSlice;
     use crate::translate::{Inputs, translate};
@@ -279,6 +267,7 @@ mod split_tests {
     use crate::gateway::build::{Programmed, translate};
     use crate::gateway::world::World;
     use crate::translate::Inputs;
+    use crate::translate::IpFamily;
     use crate::translate::gateway::translate_gateway;
     use crate::translate::manifest::load_str;
     use std::path::Path;

@@ -199,6 +199,7 @@ mod tests {
             members: vec![],
             weighting: "even".into(),
             split: Vec::new(),
+            member_mode: Default::default(),
         }
     }
 

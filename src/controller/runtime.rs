@@ -30,6 +30,7 @@ use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics
 use crate::controller::{ControllerError, ingress, reconcile_span, service};
 use crate::driver::WriteGate;
 use crate::placement::RouterIndex;
+use crate::translate::node_members::NodeShape;
 use crate::translate::slices::CompactSlice;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
@@ -39,7 +40,7 @@ use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -379,21 +380,25 @@ where
     })
 }
 
-/// The labels last seen per Node, to tell a label change (zone, node pool: member weights
-/// change) from the many Node updates that change only their status.
+/// The shape last seen per Node ([`NodeShape`]: labels, Ready, unschedulable, draining,
+/// InternalIPs), to tell a change that can move members (zone, node pool, a node-port member
+/// joining or leaving) from the many Node updates that only renew their status.
 #[derive(Default)]
 struct NodeLabels {
-    seen: HashMap<String, Option<BTreeMap<String, String>>>,
+    seen: HashMap<String, NodeShape>,
 }
 
 impl NodeLabels {
-    /// The Node whose labels `ev` changes (None for a status-only update).
+    /// The Node whose shape `ev` changes (None for a heartbeat).
     fn changed(&mut self, ev: &watcher::Event<Node>) -> Option<Node> {
         match ev {
             watcher::Event::Apply(n) | watcher::Event::InitApply(n) => {
                 let name = n.metadata.name.clone().unwrap_or_default();
-                (self.seen.insert(name, n.metadata.labels.clone()) != Some(n.metadata.labels.clone()))
-                    .then(|| n.clone())
+                let shape = NodeShape::of(n);
+                (self.seen.get(&name) != Some(&shape)).then(|| {
+                    self.seen.insert(name, shape);
+                    n.clone()
+                })
             }
             watcher::Event::Delete(n) => {
                 self.seen.remove(n.metadata.name.as_deref().unwrap_or_default()).is_some().then(|| n.clone())
@@ -403,10 +408,11 @@ impl NodeLabels {
     }
 }
 
-/// The Services a Node label change can re-weight: those with an endpoint on the Node (its zone
-/// or node pool decides their members), and those whose pools the last Sync weighted by zone
-/// (a Node changing zones moves CPU between zones, which weighs every zone-aware pool). Not
-/// the Services weighted evenly elsewhere: their members do not depend on this Node.
+/// The Services a Node change can re-weight: those with an endpoint on the Node (its zone or
+/// node pool decides their members), those whose pools the last Sync weighted by zone (a Node
+/// changing zones moves CPU between zones, which weighs every zone-aware pool), and those of
+/// node-port pools (the Node may join or leave every one of them). Not the Services weighted
+/// evenly elsewhere: their members do not depend on this Node.
 pub(crate) fn node_change_targets(
     index: &EndpointNodes,
     synced: Option<&crate::model::DesiredRouter>,
@@ -415,7 +421,10 @@ pub(crate) fn node_change_targets(
     let mut out = index.services_on(node.metadata.name.as_deref().unwrap_or_default());
     let even = ["not_zone_aware", "no_endpoints"];
     let zone_aware = synced.iter().flat_map(|d| d.pools.values());
-    for pool in zone_aware.filter(|p| !even.contains(&crate::translate::zone::weighting_rule(&p.weighting))) {
+    let node_port = |p: &crate::model::Pool| p.member_mode == crate::model::MemberMode::NodePort;
+    for pool in
+        zone_aware.filter(|p| node_port(p) || !even.contains(&crate::translate::zone::weighting_rule(&p.weighting)))
+    {
         for s in pool.feeders().into_iter().filter(|s| s.is_service()) {
             out.push(ObjectRef::new(&s.name).within(&s.namespace));
         }
@@ -641,8 +650,12 @@ fn controllers(
     let mut node_labels = NodeLabels::default();
     let (t, mut nodes) = watch_shared(w.nodes, Api::<Node>::all(client.clone()), all(), 1, |_| {});
     tasks.push(t);
+    // The consumers get the touched object only: one gone from the cache was deleted (a
+    // node-port member leaving), which its last shape alone would not tell.
+    let node_cache = stores.nodes.clone();
     let node_changes = nodes.remove(0).filter_map(move |n| {
-        let ev = n.map(watcher::Event::Apply);
+        let gone = |n: &Node| node_cache.get(&ObjectRef::from_obj(n)).is_none();
+        let ev = n.map(|n| if gone(&n) { watcher::Event::Delete(n) } else { watcher::Event::Apply(n) });
         futures::future::ready(ev.ok().and_then(|ev| node_labels.changed(&ev)).map(Ok))
     });
 

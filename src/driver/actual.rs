@@ -82,6 +82,8 @@ pub struct ActualMember {
     pub weight: u16,
     pub backup: bool,
     pub admin_state_up: bool,
+    /// Octavia `monitor_port` (None: the member's own port is probed).
+    pub monitor_port: Option<u16>,
     /// Shared with the pool's other members that carry the same tags (see [`share_tags`]).
     pub tags: Tags,
     /// provisioning_status ERROR: rewritten by the next batch update.
@@ -170,6 +172,7 @@ mod tests {
             weight: 1,
             backup: false,
             admin_state_up: true,
+            monitor_port: None,
             tags: tags.iter().map(|t| t.to_string()).collect::<Vec<_>>().into(),
             in_error: false,
         }

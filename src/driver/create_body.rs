@@ -192,6 +192,7 @@ pub(crate) fn member_create(m: &MemberSpec) -> MemberCreate {
         weight: Some(m.weight),
         backup: Some(m.backup),
         admin_state_up: Some(m.admin_state_up),
+        monitor_port: m.monitor_port,
         tags: m.tags.to_vec(),
         ..MemberCreate::default()
     }

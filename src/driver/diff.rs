@@ -299,8 +299,13 @@ pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Opt
         pool.members.iter().filter(|m| !foreign_keys.contains(&(m.address, m.protocol_port))).collect();
     let same = want.len() == have.len()
         && want.iter().all(|m| {
-            have.get(&(m.address, m.protocol_port))
-                .is_some_and(|a| a.weight == m.weight && a.backup == m.backup && a.admin_state_up && !a.in_error)
+            have.get(&(m.address, m.protocol_port)).is_some_and(|a| {
+                a.weight == m.weight
+                    && a.backup == m.backup
+                    && a.monitor_port == m.monitor_port
+                    && a.admin_state_up
+                    && !a.in_error
+            })
         });
     if same {
         return None;
@@ -313,6 +318,7 @@ pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Opt
         weight: m.weight,
         backup: m.backup,
         admin_state_up: m.admin_state_up,
+        monitor_port: m.monitor_port,
         tags: m.tags.clone(),
     }));
     Some(Write::SetMembers { pool: PoolRef::Id(actual.id.to_string()), pool_name: pool.name.clone(), members })

@@ -63,7 +63,9 @@ impl ChildrenDigest {
 
     /// The desired members of a pool.
     pub fn of_members(members: &[Member]) -> Self {
-        Self::of_lines(members.iter().map(|m| member_line(m.address, m.protocol_port, m.weight, m.backup)))
+        Self::of_lines(
+            members.iter().map(|m| member_line(m.address, m.protocol_port, m.weight, m.backup, m.monitor_port)),
+        )
     }
 
     /// The members of a pool as read, when they can stand for desired members: all ours (`owned`),
@@ -73,7 +75,9 @@ impl ChildrenDigest {
         if members.iter().any(|m| !owned(m) || !m.admin_state_up || m.in_error) {
             return None;
         }
-        Some(Self::of_lines(members.iter().map(|m| member_line(m.address, m.protocol_port, m.weight, m.backup))))
+        Some(Self::of_lines(
+            members.iter().map(|m| member_line(m.address, m.protocol_port, m.weight, m.backup, m.monitor_port)),
+        ))
     }
 }
 
@@ -82,8 +86,13 @@ fn rule_line(rule_type: &str, compare_type: &str, key: Option<&str>, invert: boo
     format!("{rule_type}|{compare_type}|{}|{invert}|{value}", key.unwrap_or_default())
 }
 
-fn member_line(address: std::net::IpAddr, port: u16, weight: u16, backup: bool) -> String {
-    format!("{address}|{port}|{weight}|{backup}")
+/// `monitor_port` is appended only when set: the digests of members without one (every pod
+/// member) stay those an earlier version stamped.
+fn member_line(address: std::net::IpAddr, port: u16, weight: u16, backup: bool, monitor: Option<u16>) -> String {
+    match monitor {
+        None => format!("{address}|{port}|{weight}|{backup}"),
+        Some(m) => format!("{address}|{port}|{weight}|{backup}|{m}"),
+    }
 }
 
 /// 64-bit FNV-1a of `text`: the same in every build and process (names derived from it last).
@@ -225,7 +234,15 @@ mod tests {
     }
 
     fn member(ip: &str, weight: u16) -> Member {
-        Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
+        Member {
+            address: ip.parse().unwrap(),
+            protocol_port: 8080,
+            weight,
+            backup: false,
+            zone: None,
+            target: None,
+            monitor_port: None,
+        }
     }
 
     fn read_member(ip: &str, weight: u16) -> ActualMember {
@@ -237,6 +254,7 @@ mod tests {
             weight,
             backup: false,
             admin_state_up: true,
+            monitor_port: None,
             tags: vec!["ours".to_string()].into(),
             in_error: false,
         }

@@ -116,6 +116,8 @@ pub struct MemberSpec {
     pub weight: u16,
     pub backup: bool,
     pub admin_state_up: bool,
+    /// Octavia `monitor_port` (None: the health monitor probes `protocol_port`).
+    pub monitor_port: Option<u16>,
     /// Empty for foreign members carried over unchanged. Shared by the pool's members.
     pub tags: Tags,
 }
@@ -333,6 +335,7 @@ pub(crate) fn member_spec(m: &Member, tags: &Tags) -> MemberSpec {
         weight: m.weight,
         backup: m.backup,
         admin_state_up: true,
+        monitor_port: m.monitor_port,
         tags: tags.clone(),
     }
 }

@@ -328,6 +328,7 @@ pub(crate) fn actual_member(m: Member) -> Option<ActualMember> {
         weight: m.weight,
         backup: m.backup,
         admin_state_up: m.admin_state_up,
+        monitor_port: m.monitor_port,
         tags: m.tags.into(),
         in_error: m.provisioning_status == "ERROR",
     })

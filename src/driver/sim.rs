@@ -135,6 +135,7 @@ impl Simulator {
                             weight: m.weight,
                             backup: m.backup,
                             admin_state_up: m.admin_state_up,
+                            monitor_port: m.monitor_port,
                             tags: m.tags.clone(),
                             // The batch update rewrites every member it names.
                             in_error: false,

@@ -277,6 +277,7 @@ impl<'a> DesiredChildren<'a> {
                     weight: m.weight,
                     backup: m.backup,
                     admin_state_up: true,
+                    monitor_port: m.monitor_port,
                     tags: spec.tags,
                     in_error: false,
                 }

@@ -176,7 +176,15 @@ fn weigh_drafts(
     let mut members = Vec::with_capacity(drafts.len());
     members.extend(drafts.into_iter().map(|(address, protocol_port, e)| {
         let (weight, backup) = if active(&e) { weights.next().unwrap_or((1, false)) } else { (0, false) };
-        Member { address, protocol_port, weight, backup, zone: endpoint_zone(&e, nodes), target: e.target }
+        Member {
+            address,
+            protocol_port,
+            weight,
+            backup,
+            zone: endpoint_zone(&e, nodes),
+            target: e.target,
+            monitor_port: None,
+        }
     }));
     (members, reason)
 }
@@ -227,7 +235,7 @@ pub fn parse_cpu(q: &str) -> Option<f64> {
     v.is_finite().then_some(v)
 }
 
-fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptions) -> bool {
+pub(crate) fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptions) -> bool {
     let Some(pool) = opts.node_pool.as_deref() else {
         return true;
     };
@@ -237,7 +245,7 @@ fn in_node_pool(node: Option<&str>, nodes: &NodeIndex<'_>, opts: &TranslateOptio
         .is_some_and(|v| v == pool)
 }
 
-fn node_zone(node: Option<&str>, nodes: &NodeIndex<'_>) -> Option<String> {
+pub(crate) fn node_zone(node: Option<&str>, nodes: &NodeIndex<'_>) -> Option<String> {
     let labels = nodes.get(node?)?.metadata.labels.as_ref()?;
     labels.get(ZONE_LABEL).or_else(|| labels.get(LEGACY_ZONE_LABEL)).filter(|z| !z.is_empty()).cloned()
 }

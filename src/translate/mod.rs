@@ -24,6 +24,7 @@ pub mod ingress_class;
 pub mod manifest;
 pub mod members;
 pub mod names;
+pub mod node_members;
 pub mod options;
 pub mod pipeline;
 pub mod pools;

@@ -73,6 +73,14 @@ pub struct TranslateOptions {
     /// does not say (whether or not the global monitor is enabled).
     #[serde(default)]
     pub health_monitor_defaults: crate::model::HealthMonitorSpec,
+    /// `[octavia_defaults] member_mode`: pod IPs (L3, L2) or node ports (NodePort).
+    #[serde(default)]
+    pub member_mode: crate::model::MemberMode,
+    /// `[octavia_defaults] member_mode_annotation`: a Service's
+    /// `kuryr-l7-router.openstack.org/member-mode` annotation may switch its pools between L3
+    /// and NodePort (see `translate::node_members`).
+    #[serde(default)]
+    pub member_mode_annotation: bool,
 }
 
 impl Default for TranslateOptions {
@@ -94,6 +102,8 @@ impl Default for TranslateOptions {
             tenancy: TenancyOptions::default(),
             status_responder: None,
             health_monitor_defaults: crate::model::HealthMonitorSpec::default(),
+            member_mode: crate::model::MemberMode::L3,
+            member_mode_annotation: false,
         }
     }
 }

@@ -7,13 +7,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Endpoints, Service, ServicePort};
 
 use super::backends::{Feed, PoolKey, Services};
-use super::health::service_health_monitor;
 use super::members::{SliceCache, endpoints_as_slices, index_nodes};
 use super::names::namespace_of;
+use super::node_members::{feed_members, pool_health_monitor, service_member_mode};
 use super::options::{IpFamily, Source, TranslateOptions, View};
 use super::slices::CompactSlice;
 use super::split::{FeedMembers, split_members};
-use crate::model::{KubeRef, Pool, PoolFeed, PoolHealthMonitor, Warning};
+use crate::model::{KubeRef, MemberMode, Pool, PoolFeed, PoolHealthMonitor, Warning};
 
 /// Label tying an EndpointSlice to its Service.
 pub(crate) const SERVICE_NAME_LABEL: &str = "kubernetes.io/service-name";
@@ -71,20 +71,13 @@ fn endpoint_sources<'a>(
     sources
 }
 
-fn no_endpoints(k: &PoolKey, name: &str, opts: &TranslateOptions) -> Warning {
-    let sref = KubeRef::new("Service", &k.namespace, &k.service);
-    let family = match opts.vip_family {
-        IpFamily::V4 => "IPv4",
-        IpFamily::V6 => "IPv6",
-    };
-    let node_pool = opts.node_pool.as_deref().map(|p| format!(" on node pool {p}")).unwrap_or_default();
-    Warning {
-        object: sref.clone(),
-        reason: "NoEndpoints".into(),
-        message: format!(
-            "{sref}: port {}: no ready {family} endpoint{node_pool}; pool {name} has no members and requests routed to it get HTTP 503",
-            k.port
-        ),
+/// A pool's member mode from its feeds': NodePort when any feed is (a Node change must then
+/// refill it), else the first feed's.
+pub(crate) fn pool_mode(modes: &[MemberMode]) -> MemberMode {
+    if modes.contains(&MemberMode::NodePort) {
+        MemberMode::NodePort
+    } else {
+        modes.first().copied().unwrap_or_default()
     }
 }
 
@@ -124,6 +117,7 @@ pub(crate) fn build_pools(
     let mut pools = BTreeMap::new();
     for (feed, name) in names {
         let mut feeds = Vec::new();
+        let mut modes = Vec::new();
         let backends: Vec<(&PoolKey, u32)> = match feed {
             Feed::One(k) => vec![(k, 1)],
             Feed::Split(b) => b.iter().map(|b| (&b.key, b.weight)).collect(),
@@ -136,15 +130,14 @@ pub(crate) fn build_pools(
                 current = Some((of, sources.get(&of).unwrap_or(&none).cache(opts.vip_family)));
             }
             let cache = &current.as_ref().expect("set above").1;
-            let (members, weighting, w) = cache.members(svc, sp, &nodes, opts);
-            warnings.extend(w);
-            if members.is_empty() {
-                warnings.push(no_endpoints(k, name, opts));
-            }
+            let (members, weighting, mode) = feed_members(svc, sp, cache, &nodes, opts, name, warnings);
+            modes.push(mode);
             let service = KubeRef::new("Service", &k.namespace, &k.service);
             feeds.push((FeedMembers { service, weight, members, weighting }, port_label(sp)));
         }
-        pools.insert(name.clone(), pool_of(name, feed, feeds, opts));
+        let mut pool = pool_of(name, feed, feeds, opts);
+        pool.member_mode = pool_mode(&modes);
+        pools.insert(name.clone(), pool);
     }
     pools
 }
@@ -173,6 +166,7 @@ fn pool_of(name: &str, feed: &Feed, mut feeds: Vec<(FeedMembers, String)>, opts:
         members,
         weighting,
         split,
+        member_mode: MemberMode::default(),
     }
 }
 
@@ -187,7 +181,9 @@ pub fn health_monitors(
         .values()
         .filter_map(|p| {
             let svc = services.get(&(p.service.namespace.as_str(), p.service.name.as_str()))?;
-            let hm = service_health_monitor(svc, &opts.health_monitor_defaults, warnings)?;
+            // The first Service's own mode (its mode warning was told with its members).
+            let mode = service_member_mode(svc, opts, &mut Vec::new());
+            let hm = pool_health_monitor(svc, mode, opts, warnings)?;
             Some((p.name.clone(), hm))
         })
         .collect()

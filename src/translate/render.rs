@@ -97,6 +97,7 @@ pub fn render_table(router: &DesiredRouter) -> String {
                 p.split.iter().map(|f| format!("{} port {} weight {}", f.service, f.service_port, f.weight)).collect();
             let _ = writeln!(s, "  {}  (split: {}; {})", p.name, feeds.join(", "), p.lb_algorithm);
         }
+        let _ = writeln!(s, "      members: {}", p.member_mode);
         let _ = writeln!(s, "      weighting: {}", p.weighting);
         if p.members.is_empty() {
             let _ = writeln!(s, "      (no members)");

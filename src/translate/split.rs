@@ -140,6 +140,7 @@ mod tests {
             backup: false,
             zone: None,
             target: None,
+            monitor_port: None,
         };
         let feed = |name: &str, weight: u32, members: Vec<Member>| FeedMembers {
             service: KubeRef::service("ns", name),

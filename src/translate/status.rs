@@ -59,6 +59,7 @@ pub fn reserved(
         members: Vec::new(),
         weighting: "none: reserved pool without a status responder".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     };
     let mut out = Reserved::default();
     let Some(r) = responder else {

@@ -154,6 +154,7 @@ fn actual_pool(members: Vec<(&str, u16, bool)>) -> ActualPool {
                 weight: w,
                 backup: false,
                 admin_state_up: true,
+                monitor_port: None,
                 tags: if ours { tags.clone().into() } else { Default::default() },
                 in_error: false,
             })

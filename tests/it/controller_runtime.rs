@@ -26,7 +26,7 @@ use tokio::sync::watch;
 
 // ------------------------------------------------------------------ fixtures
 
-fn class() -> Value {
+pub(crate) fn class() -> Value {
     json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
            "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
 }
@@ -68,7 +68,7 @@ fn free_port() -> u16 {
 }
 
 /// `GET path` on the health server: (status code, body); `None` if not answering.
-async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
+pub(crate) async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
     let mut s = tokio::net::TcpStream::connect(("127.0.0.1", port)).await.ok()?;
     s.write_all(format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").as_bytes()).await.ok()?;
     let mut buf = String::new();
@@ -78,7 +78,7 @@ async fn http_get(port: u16, path: &str) -> Option<(u16, String)> {
 }
 
 /// Waits until `f` returns `Some`, polling every 50 ms, failing after `secs`.
-async fn eventually<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option<T>) -> T {
     let deadline = Instant::now() + Duration::from_secs(secs);
     loop {
         if let Some(v) = f().await {
@@ -90,7 +90,7 @@ async fn eventually<T>(what: &str, secs: u64, mut f: impl AsyncFnMut() -> Option
 }
 
 /// Sum of `octavia_write_job_duration_seconds_count` samples for `job` (any result).
-fn job_count(metrics: &str, job: &str) -> u64 {
+pub(crate) fn job_count(metrics: &str, job: &str) -> u64 {
     metrics
         .lines()
         .filter(|l| l.contains("octavia_write_job_duration_seconds_count{") && l.contains(&format!("job=\"{job}\"")))
@@ -130,18 +130,18 @@ fn settings_with(
 }
 
 /// The controller's whole `run` pipeline on the fake API server, writing to the simulated router.
-struct Running {
-    state: Arc<Mutex<Simulator>>,
+pub(crate) struct Running {
+    pub(crate) state: Arc<Mutex<Simulator>>,
     /// Batch member PUTs the simulated router applied.
-    puts: Arc<AtomicUsize>,
-    health: u16,
-    stop: tokio::sync::oneshot::Sender<()>,
-    run: tokio::task::JoinHandle<Result<(), ControllerError>>,
-    _token_dir: tempfile::TempDir,
+    pub(crate) puts: Arc<AtomicUsize>,
+    pub(crate) health: u16,
+    pub(crate) stop: tokio::sync::oneshot::Sender<()>,
+    pub(crate) run: tokio::task::JoinHandle<Result<(), ControllerError>>,
+    pub(crate) _token_dir: tempfile::TempDir,
 }
 
 /// Starts [`run_with`] on `fake` (served from now on) with the test settings, changed by `tune`.
-async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Running {
+pub(crate) async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Running {
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");

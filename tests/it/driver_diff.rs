@@ -32,7 +32,15 @@ fn empty_router() -> ActualRouter {
 }
 
 fn member(ip: &str, weight: u16) -> Member {
-    Member { address: ip.parse().unwrap(), protocol_port: 8080, weight, backup: false, zone: None, target: None }
+    Member {
+        address: ip.parse().unwrap(),
+        protocol_port: 8080,
+        weight,
+        backup: false,
+        zone: None,
+        target: None,
+        monitor_port: None,
+    }
 }
 
 fn pool(name: &str, members: Vec<Member>) -> Pool {
@@ -44,6 +52,7 @@ fn pool(name: &str, members: Vec<Member>) -> Pool {
         members,
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 
@@ -478,6 +487,7 @@ fn foreign_objects_are_never_written() {
         weight: 7,
         backup: false,
         admin_state_up: true,
+        monitor_port: None,
         tags: Default::default(),
         in_error: false,
     });

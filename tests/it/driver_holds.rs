@@ -24,6 +24,7 @@ fn pool(svc: &str) -> Pool {
         backup: false,
         zone: None,
         target: None,
+        monitor_port: None,
     };
     Pool {
         name: format!("default_{svc}"),
@@ -33,6 +34,7 @@ fn pool(svc: &str) -> Pool {
         members: vec![member],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 

@@ -31,9 +31,11 @@ fn pool(svc: &str) -> Pool {
             backup: false,
             zone: None,
             target: None,
+            monitor_port: None,
         }],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     }
 }
 

@@ -72,6 +72,7 @@ fn routed(mut policies: Vec<Policy>, redirects: Vec<Redirect>) -> DesiredRouter 
         members: vec![],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     };
     DesiredRouter { policies, pools: [(pool.name.clone(), pool)].into(), redirects, ..Default::default() }
 }

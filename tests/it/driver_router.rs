@@ -45,9 +45,11 @@ fn desired() -> DesiredRouter {
             backup: false,
             zone: Some("az-1".into()),
             target: Some("web-0".into()),
+            monitor_port: None,
         }],
         weighting: "even".into(),
         split: Vec::new(),
+        member_mode: Default::default(),
     };
     DesiredRouter {
         policies: vec![Policy {
@@ -180,6 +182,7 @@ fn l2_subnet_only_on_our_members_of_a_batch_update() {
         weight: 1,
         backup: false,
         admin_state_up: true,
+        monitor_port: None,
         tags: tags.into(),
     };
     let ours = member(Ownership::new("c1").tags_for(&KubeRef::new("Service", "shop", "web")));

@@ -28,6 +28,7 @@ mod controller_isolation;
 mod controller_k8s;
 mod controller_leader;
 mod controller_members;
+mod controller_node_port;
 mod controller_pipeline;
 mod controller_router_set;
 mod controller_runtime;

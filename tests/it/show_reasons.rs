@@ -28,7 +28,13 @@ fn every_pool_shows_the_reason_plan_computes() {
     assert!(!sim.router.pools.is_empty());
     for p in &sim.router.pools {
         let lines = weighting_lines(p, Some(&desired));
-        assert_eq!(lines, [format!("weighting: {}", desired.pools[&p.name].weighting)], "{}", p.name);
+        let want = &desired.pools[&p.name];
+        assert_eq!(
+            lines,
+            [format!("members: {}", want.member_mode), format!("weighting: {}", want.weighting)],
+            "{}",
+            p.name
+        );
     }
     // Without manifests, show says nothing it cannot know.
     assert!(weighting_lines(&sim.router.pools[0], None).is_empty());
@@ -40,8 +46,8 @@ fn weights_that_differ_from_the_plan_are_pointed_out() {
     let pool = sim.router.pools.iter_mut().find(|p| p.members.len() > 1).unwrap();
     std::sync::Arc::make_mut(&mut pool.members)[0].weight += 1;
     let lines = weighting_lines(pool, Some(&desired));
-    assert_eq!(lines.len(), 2, "{lines:?}");
-    assert!(lines[1].contains("differ from the plan"), "{lines:?}");
+    assert_eq!(lines.len(), 3, "{lines:?}");
+    assert!(lines[2].contains("differ from the plan"), "{lines:?}");
     pool.name = "elsewhere_pool".into();
     assert_eq!(weighting_lines(pool, Some(&desired)), ["weighting: (pool not in the manifests given)"]);
 }
