@@ -338,11 +338,84 @@ pub struct DesiredRouter {
     /// it, oldest Ingress first, and never removes a route for it (see `driver::admission`).
     /// `None`: unlimited, or not read yet.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub quota: Option<crate::translate::budget::RouterQuota>,
+    pub quota: Option<RouterQuota>,
     /// A router of a set that holds no group: since when (Unix seconds). The driver records it
     /// as a tag on the load balancer, where a new leader finds it at start (`None`: not empty).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub empty_since: Option<u64>,
+}
+
+// The project quota of a router's L7 policies and rules (computed in `translate::budget`,
+// applied in `driver::admission`): part of the desired router, hence here.
+
+/// What the router may hold; `None`: unlimited.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Budget {
+    pub l7policies: Option<u64>,
+    pub l7rules: Option<u64>,
+}
+
+/// Octavia objects counted by the l7policy and l7rule quotas.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Usage {
+    pub l7policies: u64,
+    pub l7rules: u64,
+}
+
+impl Budget {
+    /// No limit. A router of a scale-out set gets it until its driver has read its own budget:
+    /// the desired state still carries the age order, so that the driver admits a new router's
+    /// routes within the room it reads before creating it (`driver::quota`).
+    pub const UNLIMITED: Budget = Budget { l7policies: None, l7rules: None };
+
+    /// The tighter of two budgets, limit by limit (`None` is unlimited).
+    pub fn tighter(self, other: Budget) -> Budget {
+        let min = |a: Option<u64>, b: Option<u64>| match (a, b) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        Budget { l7policies: min(self.l7policies, other.l7policies), l7rules: min(self.l7rules, other.l7rules) }
+    }
+
+    /// From the project's quotas (`-1`: unlimited, Octavia's convention; `None`: not set) and
+    /// what the project's other load balancers use. `None` when neither is limited.
+    pub fn from_quota(policies: Option<i64>, rules: Option<i64>, elsewhere: Usage) -> Option<Self> {
+        let left = |quota: Option<i64>, used: u64| {
+            quota.filter(|q| *q >= 0).map(|q| u64::try_from(q).unwrap_or(0).saturating_sub(used))
+        };
+        let b = Budget { l7policies: left(policies, elsewhere.l7policies), l7rules: left(rules, elsewhere.l7rules) };
+        (b != Budget::default()).then_some(b)
+    }
+
+    pub fn fits(&self, u: Usage) -> bool {
+        self.l7policies.is_none_or(|m| u.l7policies <= m) && self.l7rules.is_none_or(|m| u.l7rules <= m)
+    }
+}
+
+impl Usage {
+    /// The L7 policies and rules the router needs: both listeners' policies and the redirects.
+    pub fn of(r: &DesiredRouter) -> Usage {
+        let https = r.https.iter().flat_map(|h| &h.policies);
+        let policies = r.policies.iter().chain(https);
+        let (mut n, mut rules) = (0u64, 0u64);
+        for p in policies {
+            n += 1;
+            rules += p.rules.len() as u64;
+        }
+        for red in &r.redirects {
+            n += 1;
+            rules += red.rules.len() as u64;
+        }
+        Usage { l7policies: n, l7rules: rules }
+    }
+}
+
+/// The budget as the driver applies it: the limits, and our Ingresses oldest first (the order
+/// in which their new routes are admitted).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RouterQuota {
+    pub budget: Budget,
+    pub oldest_first: Vec<KubeRef>,
 }
 
 /// What a Kubernetes TLS Secret holds now, checked. The key material stays inside

@@ -117,7 +117,9 @@ pub fn router_spec(s: &Settings) -> RouterSpec {
 /// The spec of router `index` of a scale-out set: named `<l7_router_name>-N`
 /// (`placement::router_name`). Only the first adopts `l7_router_uuid` and `l7_router_ip`, so an
 /// upgrade keeps the single router and its address; each other router gets a floating IP of its
-/// own from `external_svc_subnet`, found again by its description, which names the router.
+/// own from `external_svc_subnet`, found again by its description, which names the router (the
+/// configuration check refuses `l7_router_ip` without `external_svc_subnet` in a set: the others
+/// would publish their private VIP addresses).
 pub fn router_spec_at(s: &Settings, index: crate::placement::RouterIndex) -> RouterSpec {
     let mut spec = router_spec(s);
     if index > 0 {
@@ -309,6 +311,7 @@ mod tests {
     fn each_router_of_a_set_has_its_name_and_only_the_first_the_configured_address() {
         let conf = "[octavia_defaults]\nl7_router_name = edge\nscale_out = true\n\
                     [neutron_defaults]\nl7_router_ip = 203.0.113.7\nlb_subnet = 11111111-2222-3333-4444-555555555555\n\
+                    external_svc_subnet = 66666666-2222-3333-4444-555555555555\n\
                     [neutron]\nauth_url = https://keystone/v3\nusername = u\npassword = p\nproject_name = p\n";
         let s = crate::config::load_texts(&[("t.conf".into(), conf.into())], Vec::new()).unwrap().settings;
         let first = router_spec_at(&s, 0);
@@ -319,6 +322,8 @@ mod tests {
         let third = router_spec_at(&s, 2);
         assert_eq!((third.name.as_str(), third.floating_ip, third.uuid), ("edge-3", None, None));
         assert_eq!(third.vip_subnet_id, first.vip_subnet_id, "same VIP subnet");
+        // Its own floating IP, from external_svc_subnet (the configuration check requires it).
+        assert_eq!(third.external_svc_subnet.as_deref(), Some("66666666-2222-3333-4444-555555555555"));
         assert_eq!(third.ownership, first.ownership, "same cluster: the router name tells them apart");
     }
 }

@@ -1,7 +1,7 @@
 //! The Gateway API core HTTPRoute conformance tests through the data plane: every case of
 //! `tests/fixtures/gateway/cases/` with a request table (the expected answers read from the
 //! upstream Go tests, see `tests/it/gateway_conformance.rs`) is translated (`gateway::build` →
-//! `translate::gateway`), created on the real Octavia, rendered by Octavia's own templater,
+//! `gateway::router`), created on the real Octavia, rendered by Octavia's own templater,
 //! served by haproxy with echo servers for the Services and the shipped `status-responder` for
 //! the reserved 404/500 pools, and its requests are sent for real.
 //!
@@ -36,10 +36,10 @@ use crate::gateway_case::{Case, CaseRequest, split};
 use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::gateway::build::{Programmed, translate};
+use kuryr_l7_router::gateway::router::{GatewayRouter, translate_gateway};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::model::{DesiredRouter, NOT_FOUND_POOL};
 use kuryr_l7_router::openstack::Barbican;
-use kuryr_l7_router::translate::gateway::{GatewayRouter, translate_gateway};
 use kuryr_l7_router::translate::manifest::load_str;
 use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::{Inputs, TranslateOptions};

@@ -74,6 +74,7 @@ impl Settings {
             ("octavia_defaults", "max_certificates_per_router") => {
                 Some(od.scale_out.capacity.max_certificates.to_string())
             }
+            ("octavia_defaults", "dns_record_ttl") => secs(od.dns_record_ttl),
             ("octavia_defaults", "move_dns_grace") => secs(od.scale_out.move_dns_grace),
             ("octavia_defaults", "empty_router_grace") => secs(od.scale_out.empty_router_grace),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),

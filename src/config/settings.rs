@@ -109,6 +109,9 @@ pub struct OctaviaDefaults {
     pub parallel_creates: usize,
     /// The router set and its placement limits (`scale_out`, `max_*_per_router`, graces).
     pub scale_out: ScaleOut,
+    /// `dns_record_ttl`: the TTL of the DNS records that publish the Ingresses' addresses, which
+    /// sets the set's move grace unless `move_dns_grace` does ([`ScaleOut::move_dns_grace`]).
+    pub dns_record_ttl: Duration,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -270,6 +273,11 @@ impl Reader {
             );
         }
         self.check_octavia(&octavia_defaults);
+        self.check_scale_out_addresses(
+            &octavia_defaults.scale_out,
+            neutron_defaults.l7_router_ip,
+            neutron_defaults.external_svc_subnet.as_deref(),
+        );
         let neutron = self.neutron();
         let status_responder = self.status_responder();
         if !self.problems.is_empty() {
@@ -281,6 +289,7 @@ impl Reader {
     /// `[octavia_defaults]`, read (its checks are `check_octavia`'s).
     fn octavia_defaults(&mut self) -> OctaviaDefaults {
         let od = "octavia_defaults";
+        let dns_record_ttl = self.value(od, "dns_record_ttl");
         let mut octavia_defaults = OctaviaDefaults {
             l7_router_name: self.value(od, "l7_router_name"),
             l7_router_uuid: self.get(od, "l7_router_uuid"),
@@ -297,7 +306,8 @@ impl Reader {
             write_timeout: self.value(od, "write_timeout"),
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,
             parallel_creates: self.value::<u32>(od, "parallel_creates") as usize,
-            scale_out: self.scale_out(),
+            scale_out: self.scale_out(dns_record_ttl),
+            dns_record_ttl,
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),

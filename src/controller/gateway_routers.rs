@@ -10,8 +10,8 @@
 
 use crate::controller::context::Stores;
 use crate::gateway::GatewayRoutes;
+use crate::gateway::router::{GatewayRouter, translate_gateway};
 use crate::translate::TranslateOptions;
-use crate::translate::gateway::{GatewayRouter, translate_gateway};
 
 /// One desired router per Gateway, in the order of `routes`, reading the caches in place.
 pub(crate) fn desired_routers(

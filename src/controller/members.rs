@@ -265,10 +265,10 @@ mod tests {
 mod split_tests {
     use super::*;
     use crate::gateway::build::{Programmed, translate};
+    use crate::gateway::router::translate_gateway;
     use crate::gateway::world::World;
     use crate::translate::Inputs;
     use crate::translate::IpFamily;
-    use crate::translate::gateway::translate_gateway;
     use crate::translate::manifest::load_str;
     use std::path::Path;
 

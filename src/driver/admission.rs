@@ -20,8 +20,7 @@
 use super::actual::ActualRouter;
 use super::ownership::Ownership;
 use super::view::DesiredView;
-use crate::model::{DesiredRouter, KubeRef};
-use crate::translate::budget::{Budget, RouterQuota, Usage};
+use crate::model::{Budget, DesiredRouter, KubeRef, RouterQuota, Usage};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// An Ingress whose routes not yet on the router wait for the quota.

@@ -1,15 +1,18 @@
 //! The create bodies the driver sends (pure, tested): the fully-populated create of a brand-new
 //! router (listener, pools, members, health monitors, policies and rules in one call) and the
-//! bodies of the single objects the writes create.
+//! bodies of the single objects the planned writes create or update (`execute::write_one` only
+//! resolves the ids they name and sends them).
 
 use super::listener_plan::http_listener_create;
-use super::plan::{MemberSpec, compare_type_str, member_spec, rule_type_str};
+use super::plan::{
+    MemberSpec, PolicyAction, PoolRef, PrefixRedirect, UrlRedirect, compare_type_str, member_spec, rule_type_str,
+};
 use super::spec::RouterSpec;
 use crate::model::HealthMonitorSpec;
 use crate::model::{DesiredRouter, Policy, RedirectTarget, Rule};
 use crate::openstack::octavia_requests::{
-    HealthMonitorCreate, L7PolicyCreate, L7RuleCreate, ListenerCreate, LoadBalancerCreate, MemberCreate, NameRef,
-    PoolCreate,
+    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, L7RuleCreate, ListenerCreate,
+    ListenerUpdate, LoadBalancerCreate, MemberCreate, NameRef, PoolCreate, PoolUpdate,
 };
 
 /// The fully-populated create body of a brand-new router holding `desired`.
@@ -212,6 +215,115 @@ pub(crate) fn health_monitor_create(spec: &HealthMonitorSpec) -> HealthMonitorCr
     }
 }
 
+/// The body of a planned health-monitor create on the pool `pool_id`.
+pub(crate) fn planned_health_monitor_create(
+    spec: &HealthMonitorSpec,
+    pool_id: String,
+    tags: &[String],
+) -> HealthMonitorCreate {
+    HealthMonitorCreate { pool_id: Some(pool_id), tags: tags.to_vec(), ..health_monitor_create(spec) }
+}
+
+/// The body of a planned health-monitor update: what [`health_monitor_create`] sets that an
+/// update may change.
+pub(crate) fn health_monitor_update(spec: &HealthMonitorSpec) -> HealthMonitorUpdate {
+    HealthMonitorUpdate {
+        delay: Some(spec.delay),
+        timeout: Some(spec.timeout),
+        max_retries: Some(spec.max_retries),
+        url_path: spec.url_path.clone(),
+        expected_codes: spec.expected_codes.clone(),
+        ..HealthMonitorUpdate::default()
+    }
+}
+
+/// The body of a planned pool create (an HTTP pool) on the router `lb_id`.
+pub(crate) fn pool_create(name: &str, lb_id: &str, lb_algorithm: &str, tags: &[String]) -> PoolCreate {
+    PoolCreate {
+        name: Some(name.into()),
+        loadbalancer_id: Some(lb_id.into()),
+        protocol: "HTTP".into(),
+        lb_algorithm: lb_algorithm.into(),
+        tags: tags.to_vec(),
+        ..PoolCreate::default()
+    }
+}
+
+/// The body of a planned pool update: its algorithm, the one pool setting the plan changes.
+pub(crate) fn pool_update(lb_algorithm: &str) -> PoolUpdate {
+    PoolUpdate { lb_algorithm: Some(lb_algorithm.into()), ..PoolUpdate::default() }
+}
+
+/// The body of a planned listener update of its default pool (`None`: no default pool).
+pub(crate) fn default_pool_update(pool_id: Option<String>) -> ListenerUpdate {
+    ListenerUpdate { default_pool_id: Some(pool_id), ..ListenerUpdate::default() }
+}
+
+/// A planned policy create (`Write::CreatePolicy`), borrowed.
+pub(crate) struct PlannedPolicy<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    pub position: u32,
+    pub admin_state_up: bool,
+    pub action: &'a PolicyAction,
+    pub tags: &'a [String],
+}
+
+impl PlannedPolicy<'_> {
+    /// Its create body on the listener `listener_id`. Unlike [`policy_action`] (a fully-populated
+    /// create, pools by name), a REDIRECT_TO_POOL names its pool by id: `pool_id` resolves it (a
+    /// pool that exists, or one created earlier in the plan).
+    pub(crate) fn create_body(&self, listener_id: &str, pool_id: impl Fn(&PoolRef) -> String) -> L7PolicyCreate {
+        let (action, redirect_pool_id, redirect_prefix, redirect_url, redirect_http_code) = match self.action {
+            PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(pool_id(pool)), None, None, None),
+            PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.prefix.clone()), None, Some(r.code)),
+            PolicyAction::RedirectUrl(r) => ("REDIRECT_TO_URL", None, None, Some(r.url.clone()), Some(r.code)),
+        };
+        L7PolicyCreate {
+            name: Some(self.name.into()),
+            description: Some(self.description.into()),
+            listener_id: Some(listener_id.into()),
+            action: action.into(),
+            redirect_pool_id,
+            redirect_url,
+            redirect_prefix,
+            redirect_http_code,
+            position: Some(self.position),
+            admin_state_up: Some(self.admin_state_up),
+            tags: self.tags.to_vec(),
+            ..L7PolicyCreate::default()
+        }
+    }
+}
+
+/// The body of a planned policy update (`Write::UpdatePolicy`), its pool resolved to an id. The
+/// action goes with its target, so that a route can switch between forwarding and redirecting in
+/// place (Octavia clears the other targets); no target: the action stays.
+pub(crate) fn policy_update(
+    position: Option<u32>,
+    pool_id: Option<String>,
+    redirect: Option<&PrefixRedirect>,
+    redirect_url: Option<&UrlRedirect>,
+    admin_state_up: Option<bool>,
+) -> L7PolicyUpdate {
+    let action = match (&pool_id, redirect, redirect_url) {
+        (Some(_), _, _) => Some("REDIRECT_TO_POOL"),
+        (_, Some(_), _) => Some("REDIRECT_PREFIX"),
+        (_, _, Some(_)) => Some("REDIRECT_TO_URL"),
+        _ => None,
+    };
+    L7PolicyUpdate {
+        position,
+        redirect_pool_id: pool_id,
+        action: action.map(str::to_string),
+        redirect_url: redirect_url.map(|r| r.url.clone()),
+        redirect_prefix: redirect.map(|r| r.prefix.clone()),
+        redirect_http_code: redirect.map(|r| r.code).or(redirect_url.map(|r| r.code)),
+        admin_state_up,
+        ..L7PolicyUpdate::default()
+    }
+}
+
 /// An L7 rule in Octavia's spelling (a full replacement when used in an update, so `tags` may be
 /// empty there).
 pub(crate) fn rule_create(r: &Rule, tags: &[String]) -> L7RuleCreate {
@@ -280,6 +392,76 @@ mod tests {
         assert_eq!((pool.action.as_str(), pool.redirect_http_code), ("REDIRECT_TO_POOL", None));
         assert_eq!(pool.redirect_pool.map(|p| p.name), Some("ns_web".to_string()));
     }
+    /// A planned policy names its pool by id, resolved by the executor; a redirect its target.
+    #[test]
+    fn a_planned_policy_create_names_its_pool_by_id_or_its_redirect() {
+        let tags = ["kuryr-l7-router".to_string()];
+        let pool = PolicyAction::Pool(PoolRef::New("ns_web".into()));
+        let planned = PlannedPolicy {
+            name: "p",
+            description: "d",
+            position: 3,
+            admin_state_up: false,
+            action: &pool,
+            tags: &tags,
+        };
+        let body = planned.create_body("l1", |r| match r {
+            PoolRef::New(name) => format!("id-of-{name}"),
+            PoolRef::Id(id) => id.clone(),
+        });
+        assert_eq!(
+            (body.action.as_str(), body.redirect_pool_id.as_deref()),
+            ("REDIRECT_TO_POOL", Some("id-of-ns_web"))
+        );
+        assert_eq!(
+            (body.listener_id.as_deref(), body.position, body.admin_state_up),
+            (Some("l1"), Some(3), Some(false))
+        );
+        assert_eq!(
+            (body.name.as_deref(), body.description.as_deref(), body.tags),
+            (Some("p"), Some("d"), tags.to_vec())
+        );
+        assert!(body.redirect_pool.is_none() && body.redirect_http_code.is_none());
+        let url = PolicyAction::RedirectUrl(UrlRedirect { url: "https://b.example.com/x".into(), code: 307 });
+        let body = PlannedPolicy { action: &url, ..planned }.create_body("l1", |_| unreachable!("no pool"));
+        assert_eq!(
+            (body.action.as_str(), body.redirect_url.as_deref(), body.redirect_http_code, body.redirect_pool_id),
+            ("REDIRECT_TO_URL", Some("https://b.example.com/x"), Some(307), None)
+        );
+        let prefix = PolicyAction::Redirect(PrefixRedirect { prefix: "https://a.example.com".into(), code: 301 });
+        let body = PlannedPolicy { action: &prefix, ..planned }.create_body("l1", |_| unreachable!("no pool"));
+        assert_eq!(
+            (body.action.as_str(), body.redirect_prefix.as_deref(), body.redirect_http_code, body.redirect_url),
+            ("REDIRECT_PREFIX", Some("https://a.example.com"), Some(301), None)
+        );
+    }
+
+    /// An update sets the action with its new target (a route switching between forwarding and
+    /// redirecting in place), and leaves it alone when only the position or state changes.
+    #[test]
+    fn a_planned_policy_update_sets_the_action_with_its_target() {
+        let to_pool = policy_update(None, Some("pool-1".into()), None, None, None);
+        assert_eq!(
+            (to_pool.action.as_deref(), to_pool.redirect_pool_id.as_deref()),
+            (Some("REDIRECT_TO_POOL"), Some("pool-1"))
+        );
+        let prefix = PrefixRedirect { prefix: "https://a.example.com".into(), code: 302 };
+        let to_prefix = policy_update(None, None, Some(&prefix), None, None);
+        assert_eq!(
+            (to_prefix.action.as_deref(), to_prefix.redirect_prefix.as_deref(), to_prefix.redirect_http_code),
+            (Some("REDIRECT_PREFIX"), Some("https://a.example.com"), Some(302))
+        );
+        let url = UrlRedirect { url: "https://b.example.com/x".into(), code: 308 };
+        let to_url = policy_update(None, None, None, Some(&url), None);
+        assert_eq!(
+            (to_url.action.as_deref(), to_url.redirect_url.as_deref(), to_url.redirect_http_code),
+            (Some("REDIRECT_TO_URL"), Some("https://b.example.com/x"), Some(308))
+        );
+        let moved = policy_update(Some(7), None, None, None, Some(true));
+        assert_eq!((moved.action, moved.position, moved.admin_state_up), (None, Some(7), Some(true)));
+        assert!(moved.redirect_pool_id.is_none() && moved.redirect_http_code.is_none());
+    }
+
     fn routes(n: usize) -> DesiredRouter {
         let mut d = DesiredRouter::default();
         for i in 0..n {

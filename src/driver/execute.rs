@@ -4,11 +4,14 @@
 
 use super::actual::ActualRouter;
 use super::cloud::Cloud;
-use super::create_body::{health_monitor_create, member_body, rule_create};
+use super::create_body::{
+    PlannedPolicy, default_pool_update, health_monitor_update, member_body, planned_health_monitor_create,
+    policy_update, pool_create, pool_update, rule_create,
+};
 use super::door::{self, Order};
 use super::error::Result;
 use super::listener_plan::{ListenerStep, ListenerWrite};
-use super::plan::{MemberSpec, PolicyAction, PolicyRef, PoolRef, Write};
+use super::plan::{MemberSpec, PolicyRef, PoolRef, Write};
 use super::read;
 use super::read_cache::ReadCache;
 use super::report::WriteRecord;
@@ -16,10 +19,7 @@ use super::rounds::ListenerIo;
 use super::stamps::DesiredChildren;
 use crate::openstack::Error as OsError;
 use crate::openstack::octavia::Listener;
-use crate::openstack::octavia_requests::{
-    HealthMonitorCreate, HealthMonitorUpdate, L7PolicyCreate, L7PolicyUpdate, ListenerUpdate, MemberCreate, PoolCreate,
-    PoolUpdate,
-};
+use crate::openstack::octavia_requests::MemberCreate;
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
@@ -123,127 +123,69 @@ fn member_bodies(cloud: &Cloud, members: &[MemberSpec]) -> Vec<MemberCreate> {
     members.iter().map(|m| member_body(&cloud.spec, m)).collect()
 }
 
-/// One write: a plain `match` from the planned write to its Octavia call.
+impl Target {
+    /// A pool's id: it exists, or an earlier write of the plan created it.
+    fn pool_id(&self, r: &PoolRef) -> String {
+        match r {
+            PoolRef::Id(id) => id.clone(),
+            PoolRef::New(name) => self.new_pools.get(name).cloned().unwrap_or_default(),
+        }
+    }
+
+    /// A policy's id: it exists, or an earlier write of the plan created it.
+    fn policy_id(&self, r: &PolicyRef) -> String {
+        match r {
+            PolicyRef::Id(id) => id.clone(),
+            PolicyRef::New(name) => self.new_policies.get(name).cloned().unwrap_or_default(),
+        }
+    }
+}
+
+/// One write: a plain `match` from the planned write to its Octavia call, with the body that
+/// `create_body` builds and the ids the target resolves.
 async fn write_one(cloud: &Cloud, target: &mut Target, w: &Write) -> Result<(), OsError> {
     let o = &cloud.octavia;
-    let pool_id = |r: &PoolRef| match r {
-        PoolRef::Id(id) => id.clone(),
-        PoolRef::New(name) => target.new_pools.get(name).cloned().unwrap_or_default(),
-    };
-    let policy_id = |r: &PolicyRef| match r {
-        PolicyRef::Id(id) => id.clone(),
-        PolicyRef::New(name) => target.new_policies.get(name).cloned().unwrap_or_default(),
-    };
+    let pool_id = |r: &PoolRef| target.pool_id(r);
     match w {
         Write::CreatePool { name, lb_algorithm, tags } => {
-            let p = o
-                .create_pool(&PoolCreate {
-                    name: Some(name.clone()),
-                    loadbalancer_id: Some(target.lb_id.clone()),
-                    protocol: "HTTP".into(),
-                    lb_algorithm: lb_algorithm.clone(),
-                    tags: tags.to_vec(),
-                    ..PoolCreate::default()
-                })
-                .await?;
+            let p = o.create_pool(&pool_create(name, &target.lb_id, lb_algorithm, tags)).await?;
             target.new_pools.insert(name.clone(), p.id);
         }
         Write::UpdatePool { id, lb_algorithm, .. } => {
-            o.update_pool(id, &PoolUpdate { lb_algorithm: Some(lb_algorithm.clone()), ..PoolUpdate::default() })
-                .await?;
+            o.update_pool(id, &pool_update(lb_algorithm)).await?;
         }
         Write::SetMembers { pool, members, .. } => {
             o.replace_members(&pool_id(pool), &member_bodies(cloud, members)).await?;
         }
         Write::DeletePool { id, .. } => o.delete_pool(id).await?,
         Write::CreateHealthMonitor { pool, spec, tags, .. } => {
-            o.create_health_monitor(&HealthMonitorCreate {
-                pool_id: Some(pool_id(pool)),
-                tags: tags.to_vec(),
-                ..health_monitor_create(spec)
-            })
-            .await?;
+            o.create_health_monitor(&planned_health_monitor_create(spec, pool_id(pool), tags)).await?;
         }
         Write::UpdateHealthMonitor { id, spec, .. } => {
-            o.update_health_monitor(
-                id,
-                &HealthMonitorUpdate {
-                    delay: Some(spec.delay),
-                    timeout: Some(spec.timeout),
-                    max_retries: Some(spec.max_retries),
-                    url_path: spec.url_path.clone(),
-                    expected_codes: spec.expected_codes.clone(),
-                    ..HealthMonitorUpdate::default()
-                },
-            )
-            .await?;
+            o.update_health_monitor(id, &health_monitor_update(spec)).await?;
         }
         Write::DeleteHealthMonitor { id, .. } => o.delete_health_monitor(id).await?,
         Write::CreatePolicy { name, position, action, admin_state_up, description, tags } => {
-            let (kind, redirect_pool_id, redirect_prefix, redirect_http_code) = match action {
-                PolicyAction::Pool(pool) => ("REDIRECT_TO_POOL", Some(pool_id(pool)), None, None),
-                PolicyAction::Redirect(r) => ("REDIRECT_PREFIX", None, Some(r.prefix.clone()), Some(r.code)),
-                PolicyAction::RedirectUrl(r) => ("REDIRECT_TO_URL", None, None, Some(r.code)),
-            };
-            let redirect_url = match action {
-                PolicyAction::RedirectUrl(r) => Some(r.url.clone()),
-                _ => None,
-            };
-            let p = o
-                .create_l7policy(&L7PolicyCreate {
-                    name: Some(name.clone()),
-                    description: Some(description.clone()),
-                    listener_id: Some(target.listener_id.clone()),
-                    action: kind.into(),
-                    redirect_pool_id,
-                    redirect_url,
-                    redirect_prefix,
-                    redirect_http_code,
-                    position: Some(*position),
-                    admin_state_up: Some(*admin_state_up),
-                    tags: tags.to_vec(),
-                    ..L7PolicyCreate::default()
-                })
-                .await?;
+            let planned =
+                PlannedPolicy { name, description, position: *position, admin_state_up: *admin_state_up, action, tags };
+            let p = o.create_l7policy(&planned.create_body(&target.listener_id, pool_id)).await?;
             target.new_policies.insert(name.clone(), p.id);
         }
         Write::CreateRule { policy, rule, tags, .. } => {
-            o.create_l7rule(&policy_id(policy), &rule_create(rule, tags)).await?;
+            o.create_l7rule(&target.policy_id(policy), &rule_create(rule, tags)).await?;
         }
         Write::UpdateRule { policy_id, rule_id, rule, .. } => {
             o.update_l7rule(policy_id, rule_id, &rule_create(rule, &[])).await?;
         }
         Write::DeleteRule { policy_id, rule_id, .. } => o.delete_l7rule(policy_id, rule_id).await?,
         Write::UpdatePolicy { policy, position, pool, redirect, redirect_url, admin_state_up, .. } => {
-            o.update_l7policy(
-                &policy_id(policy),
-                &L7PolicyUpdate {
-                    position: *position,
-                    redirect_pool_id: pool.as_ref().map(pool_id),
-                    // The action goes with its target, so that a route can switch between
-                    // forwarding and redirecting in place (Octavia clears the other targets).
-                    action: match (pool, redirect, redirect_url) {
-                        (Some(_), _, _) => Some("REDIRECT_TO_POOL".to_string()),
-                        (_, Some(_), _) => Some("REDIRECT_PREFIX".to_string()),
-                        (_, _, Some(_)) => Some("REDIRECT_TO_URL".to_string()),
-                        _ => None,
-                    },
-                    redirect_url: redirect_url.as_ref().map(|r| r.url.clone()),
-                    redirect_prefix: redirect.as_ref().map(|r| r.prefix.clone()),
-                    redirect_http_code: redirect.as_ref().map(|r| r.code).or(redirect_url.as_ref().map(|r| r.code)),
-                    admin_state_up: *admin_state_up,
-                    ..L7PolicyUpdate::default()
-                },
-            )
-            .await?;
+            let pool = pool.as_ref().map(pool_id);
+            let body = policy_update(*position, pool, redirect.as_ref(), redirect_url.as_ref(), *admin_state_up);
+            o.update_l7policy(&target.policy_id(policy), &body).await?;
         }
         Write::DeletePolicy { id, .. } => o.delete_l7policy(id).await?,
         Write::SetDefaultPool { listener_id, pool } => {
-            o.update_listener(
-                listener_id,
-                &ListenerUpdate { default_pool_id: Some(pool.as_ref().map(pool_id)), ..ListenerUpdate::default() },
-            )
-            .await?;
+            o.update_listener(listener_id, &default_pool_update(pool.as_ref().map(pool_id))).await?;
         }
     }
     Ok(())

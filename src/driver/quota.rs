@@ -1,15 +1,15 @@
-//! The router's budget of L7 policies and rules under the project's Octavia quotas (see
-//! `translate::budget`): the quota minus what the project's other load balancers use. Three
-//! reads (token info is cached by the session, the quota, the project's policies), no write.
+//! The router's budget of L7 policies and rules under the project's Octavia quotas
+//! (`model::Budget`, see `translate::budget`): the quota minus what the project's other load
+//! balancers use. Three reads (token info is cached by the session, the quota, the project's
+//! policies), no write.
 
 use std::collections::BTreeSet;
 
 use super::error::DriverError;
 use super::{ConvergeReport, Router};
-use crate::model::DesiredRouter;
+use crate::model::{Budget, DesiredRouter, Usage};
 use crate::openstack::octavia::L7Policy;
 use crate::openstack::{ListQuery, Octavia, Result};
-use crate::translate::budget::{Budget, Usage};
 
 impl Router {
     /// [`Router::converge`], then the router's budget read into the report
@@ -55,7 +55,7 @@ impl Router {
         let admitted = ledger.admit_new_router(desired, &self.cloud.spec.ownership);
         let Some(admitted) = admitted else { return Ok(None) };
         if admitted.policies.is_empty() && admitted.redirects.is_empty() {
-            let need = crate::translate::budget::usage(desired);
+            let need = Usage::of(desired);
             let budget = ledger.quota.as_ref().map(|q| q.budget).unwrap_or_default();
             let limit = |v: Option<u64>| v.map_or_else(|| "unlimited".to_string(), |v| v.to_string());
             return Err(DriverError::NoRoomForRouter {

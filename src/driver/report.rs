@@ -142,4 +142,4 @@ pub struct CertificateSnapshot {
 /// What a convergence read of the router's budget: `Ok(None)` when the project's quotas are
 /// unlimited, `Err` with the reason when they could not be read (e.g. a policy that forbids
 /// reading them: the caller keeps the budget it had).
-pub type BudgetReading = std::result::Result<Option<crate::translate::budget::Budget>, String>;
+pub type BudgetReading = std::result::Result<Option<crate::model::Budget>, String>;

@@ -21,6 +21,7 @@ pub mod precedence;
 pub mod protocol;
 pub mod redirect;
 pub(crate) mod refgrant;
+pub mod router;
 pub mod status;
 pub mod world;
 

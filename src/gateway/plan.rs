@@ -3,9 +3,9 @@
 //! (with no data plane: `Programmed` is Pending), the way `plan` shows the Ingresses' router.
 
 use super::build::{Programmed, Translation, translate};
+use super::router::{GatewayRouter, translate_gateway};
 use super::status::Cond;
 use super::world::World;
-use crate::translate::gateway::{GatewayRouter, translate_gateway};
 use crate::translate::{Inputs, TranslateOptions};
 use serde_json::{Value, json};
 use std::fmt::Write as _;

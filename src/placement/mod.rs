@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 
 pub use assign::{Placement, PlacementInput, PlacementWarning, RouterFate, RouterRecord, place};
 pub use groups::{GroupId, HostGroup, IngressClaim, group_claims};
-pub use moves::{MovePhase, MovePlan, MoveTimings};
+pub use moves::{DEFAULT_DNS_RECORD_TTL_SECS, DNS_UPDATE_MARGIN_SECS, MovePhase, MovePlan, MoveTimings};
 
 /// Seconds since the Unix epoch, passed in by the caller (placement never reads a clock).
 pub type UnixSeconds = u64;

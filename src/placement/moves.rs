@@ -21,17 +21,34 @@ use super::assign::MoveRequest;
 use super::groups::GroupId;
 use super::{Capacity, Cost, RouterIndex, UnixSeconds};
 
-/// Graces of a move. `dns_grace` must cover the external-dns interval plus a common record
-/// TTL (60 s + 300 s), so both defaults are 360 s.
+/// What a DNS change takes beyond the records' TTL: external-dns's sync interval (its
+/// `--interval`, 1 m by default) between a status change and the record written.
+pub const DNS_UPDATE_MARGIN_SECS: u64 = 60;
+
+/// Designate's default TTL of a zone (`[DEFAULT] default_ttl`), which records without a TTL of
+/// their own take: `[octavia_defaults] dns_record_ttl`'s default.
+pub const DEFAULT_DNS_RECORD_TTL_SECS: u64 = 3600;
+
+/// Graces of a move. Each must cover the records' TTL plus the external-dns interval: a resolver
+/// may answer the old address a whole TTL after the record changed ([`MoveTimings::for_dns_ttl`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MoveTimings {
     pub dns_grace_secs: u64,
     pub old_routes_grace_secs: u64,
 }
 
+impl MoveTimings {
+    /// Both graces for records of TTL `ttl_secs`: the TTL plus [`DNS_UPDATE_MARGIN_SECS`].
+    pub fn for_dns_ttl(ttl_secs: u64) -> Self {
+        let grace = ttl_secs.saturating_add(DNS_UPDATE_MARGIN_SECS);
+        MoveTimings { dns_grace_secs: grace, old_routes_grace_secs: grace }
+    }
+}
+
 impl Default for MoveTimings {
+    /// For records of Designate's default TTL: 3660 s each.
     fn default() -> Self {
-        MoveTimings { dns_grace_secs: 360, old_routes_grace_secs: 360 }
+        MoveTimings::for_dns_ttl(DEFAULT_DNS_RECORD_TTL_SECS)
     }
 }
 
@@ -193,7 +210,7 @@ mod tests {
     #[test]
     fn grace_counts_from_entering_the_phase() {
         let req = MoveRequest { group: "a.com".into(), hosts: ["a.com".into()].into(), from: 0, to: 1 };
-        let t = MoveTimings::default();
+        let t = MoveTimings::for_dns_ttl(300);
         let active = MoveObservation { target_active: true, source_cleared: false };
         let p = MovePlan::start(&req, 100).advance(150, active, t);
         assert_eq!(p.phase, MovePhase::PublishBoth { since: 150 });

@@ -4,7 +4,7 @@
 //! controller, the `plan` command and the tests all see the same router for the same objects.
 //!
 //! The shape follows the policy controllers that serve several route kinds: a front end per
-//! kind ([`ingress`], [`gateway`]) turns its objects into kind-neutral route claims ([`claim`]) and
+//! kind ([`ingress`] here; the Gateway API's in `crate::gateway::router`, above this layer) turns its objects into kind-neutral route claims ([`claim`]) and
 //! warnings; one [`table`] claims, orders and turns the claims into policies for any kind;
 //! [`backends`] names the pools and [`pools`] fills them; [`pipeline::translate`] is the one
 //! entry, a list of short named phases. See `docs/architecture.md` ("Translation: front ends
@@ -16,7 +16,6 @@
 pub mod backends;
 pub mod budget;
 pub mod claim;
-pub mod gateway;
 pub mod health;
 pub mod hosts;
 pub mod ingress;

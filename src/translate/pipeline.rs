@@ -62,21 +62,21 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
 }
 
 /// The backends phase: every pool the routes need, by key and name, and where the requests no
-/// route matches go. Shared by every front end (see `gateway`).
-pub(super) struct Backends {
+/// route matches go. Shared by every front end (see `crate::gateway::router`).
+pub(crate) struct Backends {
     /// Every pool a Service (or several) fills, by what fills it.
-    pub(super) names: BTreeMap<Feed, String>,
+    pub(crate) names: BTreeMap<Feed, String>,
     /// Reserved pools that no Service fills.
-    pub(super) reserved_empty: Vec<Pool>,
+    pub(crate) reserved_empty: Vec<Pool>,
     /// The listeners' default pool: the router-wide default backend, else the 404 pool.
-    pub(super) default_pool: Option<String>,
+    pub(crate) default_pool: Option<String>,
     /// The pool of the hosts' guard policies (see [`Stops::guard_pool`]).
     guard_pool: Option<String>,
     router_default: bool,
 }
 
 impl Backends {
-    pub(super) fn of(
+    pub(crate) fn of(
         routes: &[RouteClaim],
         router_default: Option<PoolKey>,
         services: &Services<'_>,

@@ -583,10 +583,13 @@ fn the_vip_family_comes_from_the_vip_subnet() {
 
 #[test]
 fn scale_out_limits_load_with_their_defaults_and_bad_values_are_named() {
-    let s = text("").unwrap().settings.octavia_defaults.scale_out;
-    assert!(!s.enabled, "off unless asked: run still drives one router");
+    let od = text("").unwrap().settings.octavia_defaults;
+    let s = od.scale_out;
+    assert!(!s.enabled, "off unless asked: one router");
     assert_eq!((s.capacity.max_policies, s.capacity.max_certificates), (100, 24));
-    assert_eq!((s.move_dns_grace, s.empty_router_grace), (Duration::from_secs(360), Duration::from_secs(3600)));
+    // Designate's default zone TTL, and the grace it takes: the TTL plus the external-dns interval.
+    assert_eq!(od.dns_record_ttl, Duration::from_secs(3600));
+    assert_eq!((s.move_dns_grace, s.empty_router_grace), (Duration::from_secs(3660), Duration::from_secs(3600)));
     assert_eq!(s.move_timings(), kuryr_l7_router::placement::MoveTimings::default(), "the same graces as placement's");
     let s = text("[octavia_defaults]\nscale_out = true\nmax_policies_per_router = 40\nmax_certificates_per_router = 5\nmove_dns_grace = 90\n")
         .unwrap()
@@ -604,6 +607,59 @@ fn scale_out_limits_load_with_their_defaults_and_bad_values_are_named() {
             "test.conf: [octavia_defaults] max_certificates_per_router = \"0\": expected integer, 1..1000",
         ]
     );
+}
+
+/// The move's DNS grace follows the records' TTL (`dns_record_ttl` + 60 s) unless
+/// `move_dns_grace` says otherwise; the effective configuration shows both.
+#[test]
+fn the_move_grace_is_derived_from_the_dns_record_ttl_unless_overridden() {
+    let derived = |body: &str| text(body).unwrap().settings.octavia_defaults.scale_out;
+    let s = derived("[octavia_defaults]\nscale_out = true\ndns_record_ttl = 300\n");
+    assert_eq!(s.move_dns_grace, Duration::from_secs(360));
+    assert_eq!(s.move_timings(), kuryr_l7_router::placement::MoveTimings::for_dns_ttl(300));
+    assert_eq!((s.move_timings().dns_grace_secs, s.move_timings().old_routes_grace_secs), (360, 360));
+    let s = derived("[octavia_defaults]\nscale_out = true\ndns_record_ttl = 0\n");
+    assert_eq!(s.move_dns_grace, Duration::from_secs(60), "the external-dns interval alone");
+    // An explicit grace wins, whatever the TTL.
+    let s = derived("[octavia_defaults]\nscale_out = true\ndns_record_ttl = 300\nmove_dns_grace = 45\n");
+    assert_eq!(s.move_dns_grace, Duration::from_secs(45));
+    assert_eq!(s.move_timings().dns_grace_secs, 45);
+    let errs = problems(text("[octavia_defaults]\ndns_record_ttl = soon\n"));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(errs[0].contains("[octavia_defaults] dns_record_ttl = \"soon\""), "{}", errs[0]);
+    let loaded = text("[octavia_defaults]\ndns_record_ttl = 600\n").unwrap();
+    // `check-config` shows the grace in effect, derived.
+    let rendered = loaded.settings.render_masked();
+    assert!(
+        rendered.contains("\ndns_record_ttl = 600\n") && rendered.contains("\nmove_dns_grace = 660\n"),
+        "{rendered}"
+    );
+}
+
+/// With a set, the routers other than the first take their floating IPs from
+/// `external_svc_subnet`: with `l7_router_ip` and no such subnet they would publish their
+/// private VIP addresses in the Ingress status. Refused, naming both options and the fix.
+#[test]
+fn scale_out_refuses_to_publish_private_addresses_beside_l7_router_ip() {
+    let subnet = "11111111-2222-3333-4444-555555555555";
+    let errs = problems(text("[neutron_defaults]\nl7_router_ip = 203.0.113.7\n[octavia_defaults]\nscale_out = true\n"));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    let e = &errs[0];
+    assert!(e.starts_with("test.conf: [neutron_defaults] l7_router_ip = \"203.0.113.7\""), "{e}");
+    for part in [
+        "scale_out = true",
+        "external_svc_subnet",
+        "private VIP addresses",
+        "Ingress status",
+        "Set external_svc_subnet",
+        "unset l7_router_ip",
+    ] {
+        assert!(e.contains(part), "{part:?} in {e}");
+    }
+    // The fix, either way; and no set: one router, its address as configured.
+    text(&format!("[neutron_defaults]\nl7_router_ip = 203.0.113.7\nexternal_svc_subnet = {subnet}\n[octavia_defaults]\nscale_out = true\n")).unwrap();
+    text("[octavia_defaults]\nscale_out = true\n").unwrap();
+    text("[neutron_defaults]\nl7_router_ip = 203.0.113.7\n").unwrap();
 }
 
 #[test]

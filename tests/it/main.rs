@@ -52,6 +52,7 @@ mod placement_split;
 mod preflight_http;
 mod reliability_bad_input;
 mod reliability_security;
+mod ship_check_imports;
 mod ship_devstack;
 mod ship_dockerfile;
 mod ship_functional_summary;

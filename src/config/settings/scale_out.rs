@@ -2,7 +2,8 @@
 //! `<l7_router_name>`, `<l7_router_name>-2`, ... (docs/scale-out.md).
 
 use super::Reader;
-use crate::placement::{Capacity, MoveTimings, router_index};
+use crate::placement::{Capacity, DNS_UPDATE_MARGIN_SECS, MoveTimings, router_index};
+use std::net::IpAddr;
 use std::time::Duration;
 
 /// `[octavia_defaults] scale_out` and the limits of the router set (docs/scale-out.md).
@@ -12,7 +13,9 @@ pub struct ScaleOut {
     /// `max_policies_per_router`, `max_certificates_per_router`.
     pub capacity: Capacity,
     /// How long a moved group is published with both addresses, and how long the old routes stay
-    /// after only the new address is published.
+    /// after only the new address is published: `move_dns_grace` when set, else
+    /// `[octavia_defaults] dns_record_ttl` plus the external-dns interval
+    /// ([`DNS_UPDATE_MARGIN_SECS`]).
     pub move_dns_grace: Duration,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_router_grace: Duration,
@@ -28,17 +31,47 @@ impl ScaleOut {
 }
 
 impl Reader {
-    pub(super) fn scale_out(&mut self) -> ScaleOut {
+    /// `dns_record_ttl`: `[octavia_defaults] dns_record_ttl`, read.
+    pub(super) fn scale_out(&mut self, dns_record_ttl: Duration) -> ScaleOut {
         let od = "octavia_defaults";
+        // An explicit grace wins; else a resolver may hold the old record a whole TTL after
+        // external-dns wrote the new one, up to its interval after the status changed.
+        let derived = dns_record_ttl.saturating_add(Duration::from_secs(DNS_UPDATE_MARGIN_SECS));
+        let move_dns_grace = self.get(od, "move_dns_grace").unwrap_or(derived);
         ScaleOut {
             enabled: self.value(od, "scale_out"),
             capacity: Capacity {
                 max_policies: self.value(od, "max_policies_per_router"),
                 max_certificates: self.value(od, "max_certificates_per_router"),
             },
-            move_dns_grace: self.value(od, "move_dns_grace"),
+            move_dns_grace,
             empty_router_grace: self.value(od, "empty_router_grace"),
         }
+    }
+
+    /// With a set, every router's address is published in the Ingress status. The first router
+    /// adopts `l7_router_ip`; the others get a floating IP from `external_svc_subnet` only, so
+    /// without it they would publish their private VIP addresses beside the first's public one:
+    /// refused, naming the fix.
+    pub(super) fn check_scale_out_addresses(
+        &mut self,
+        scale_out: &ScaleOut,
+        l7_router_ip: Option<IpAddr>,
+        external_svc_subnet: Option<&str>,
+    ) {
+        let (Some(ip), None, true) = (l7_router_ip, external_svc_subnet, scale_out.enabled) else { return };
+        self.problem(
+            "neutron_defaults",
+            "l7_router_ip",
+            true,
+            format!(
+                "with [octavia_defaults] scale_out = true, requires [neutron_defaults] external_svc_subnet: \
+                 only the first router of the set gets {ip}, the others take their floating IPs from \
+                 external_svc_subnet, and without it they would publish their private VIP addresses in the \
+                 Ingress status. Set external_svc_subnet (a subnet of the external network of {ip}), or \
+                 unset l7_router_ip to publish every router's VIP address deliberately"
+            ),
+        );
     }
 
     /// The router set is found by name (`<l7_router_name>`, `<l7_router_name>-2`, ...): refuse what

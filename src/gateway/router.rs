@@ -19,22 +19,22 @@
 
 use std::collections::BTreeMap;
 
-use super::backends::{PoolKey, Services, WeightedBackend, index_services};
-use super::claim::{
+use super::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
+use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, RuleType, Warning};
+use crate::reason::Reason;
+use crate::translate::backends::{PoolKey, Services, WeightedBackend, index_services};
+use crate::translate::claim::{
     FixedAnswer, HeaderMatch, HeaderMatchKind, OrderKey, OrderPart, PathMatch, RedirectSpec, RouteAction, RouteClaim,
     RouteOwner,
 };
-use super::options::{Source, TranslateOptions, View};
-use super::pipeline::Backends;
-use super::pools::{build_pools, health_monitors};
-use super::rules::{
+use crate::translate::options::{Source, TranslateOptions, View};
+use crate::translate::pipeline::Backends;
+use crate::translate::pools::{build_pools, health_monitors};
+use crate::translate::rules::{
     MAX_RULES, PORT_SUFFIX, escape_regex, exclusion_rules, header_problem, header_rule, path_match_rule, value_problem,
 };
-use super::table::{PoolNames, RouteTable, number, policy_with_rules};
-use super::tls::listener_certificate;
-use crate::gateway::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
-use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, RuleType, Warning};
-use crate::reason::Reason;
+use crate::translate::table::{PoolNames, RouteTable, number, policy_with_rules};
+use crate::translate::tls::listener_certificate;
 
 /// The desired router of one Gateway.
 #[derive(Clone, Debug)]
@@ -353,11 +353,14 @@ fn https_certificates(
             (c.name.clone(), c)
         })
         .collect();
-    let default_certificate =
-        p.certificates.first().map(|(ns, name)| super::names::certificate_name(ns, name)).unwrap_or_default();
+    let default_certificate = p
+        .certificates
+        .first()
+        .map(|(ns, name)| crate::translate::names::certificate_name(ns, name))
+        .unwrap_or_default();
     HttpsListener { port: p.port, certificates, default_certificate, policies: Vec::new(), default_pool: None }
 }
 
 #[cfg(test)]
-#[path = "gateway_tests.rs"]
+#[path = "router_tests.rs"]
 mod tests;
