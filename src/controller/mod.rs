@@ -36,6 +36,7 @@ pub mod error;
 pub mod events;
 pub mod gateway;
 pub mod gateway_driver;
+pub(crate) mod gateway_finalizers;
 pub mod gateway_members;
 pub(crate) mod gateway_routers;
 pub mod gateway_status;
