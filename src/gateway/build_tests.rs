@@ -161,7 +161,26 @@ fn unsupported_address_type_is_not_accepted() {
     let t = translate(&w, &Programmed::new());
     let c = t.gateway("infra", "gw").unwrap().condition("Accepted").unwrap().clone();
     assert_eq!((c.ok, c.reason.as_str()), (false, "UnsupportedAddress"));
-    assert!(t.router("infra", "gw").is_none(), "no router for a Gateway that is not accepted");
+    // Not accepted for its own spec: its router (and address) stays, with no route.
+    let r = t.router("infra", "gw").expect("the router is kept");
+    assert!(r.listeners.iter().all(|l| l.entries.is_empty()), "{r:?}");
+    assert!(t.fates.suspended.contains(&r.router));
+}
+
+/// A class of ours that is not accepted (the operator's `parametersRef`): its Gateways are not
+/// accepted and their routers are kept as they are, not suspended.
+#[test]
+fn an_unaccepted_class_keeps_its_gateways_routers_as_they_are() {
+    let yaml = gateway_yaml("  - {name: http, port: 80, protocol: HTTP}").replace(
+        "spec: {controllerName:",
+        "spec: {parametersRef: {group: example.com, kind: P, name: p}, controllerName:",
+    );
+    let t = translate(&world(&yaml), &Programmed::new());
+    let c = t.gateway("infra", "gw").unwrap().condition("Accepted").unwrap().clone();
+    assert!(!c.ok, "{c:?}");
+    assert!(t.router("infra", "gw").is_none());
+    let lb = crate::gateway::naming::load_balancer_name("infra", "gw");
+    assert!(t.fates.kept.contains(&lb) && t.fates.suspended.is_empty(), "{:?}", t.fates);
 }
 
 /// GatewayStaticAddresses, the upstream test's three states: an address of an unsupported type

@@ -125,7 +125,7 @@ spec: {{gatewayClassName: kuryr, listeners: [{{name: http, port: 80, protocol: H
         let lb = load_balancer_name("infra", "gw");
         let gw = KubeRef::new("Gateway", "infra", "gw");
         let ours = fates(&world(&objects(CONTROLLER_NAME, "")));
-        assert_eq!(ours.unfinalized, [gw.clone()], "ours without the finalizer: added");
+        assert_eq!(ours.unfinalized, std::slice::from_ref(&gw), "ours without the finalizer: added");
         assert!(ours.kept.is_empty() && ours.released.is_empty());
         let finalized = fates(&world(&objects(CONTROLLER_NAME, FIN)));
         assert_eq!(finalized, Fates::default(), "ours and finalized: served, nothing else");

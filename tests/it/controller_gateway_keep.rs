@@ -150,7 +150,7 @@ async fn an_edit_making_the_only_listener_invalid_keeps_the_address_and_takes_th
     assert_ne!(route["reason"], "Accepted", "{route}");
     settle().await;
     assert!(built.deleted.lock().unwrap().is_empty(), "the load balancer stays");
-    assert_eq!(*built.spawned.lock().unwrap(), [lb.clone()], "one router, on its port: never rebuilt");
+    assert_eq!(*built.spawned.lock().unwrap(), std::slice::from_ref(&lb), "one router, on its port: never rebuilt");
 
     gw["spec"]["listeners"] = good;
     gw["metadata"]["generation"] = json!(3);

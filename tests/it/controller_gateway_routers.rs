@@ -110,6 +110,9 @@ pub(crate) fn fake_with(gateways: &[&str]) -> Arc<Fake> {
 /// A Gateway router built: its port, its static address and its simulated Octavia.
 type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
 
+/// What a test runs on each load-balancer delete, given its name.
+pub(crate) type OnDelete = Box<dyn Fn(&str) + Send>;
+
 /// A router's more HTTP listeners as last synced: their policies' names by port.
 type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
 
@@ -126,7 +129,7 @@ pub(crate) struct Built {
     /// What every router's Sync reports on hold while set (see `SimBackend::held`).
     pub(crate) held: Arc<Mutex<Vec<kuryr_l7_router::driver::report::WriteFailure>>>,
     /// Called on each delete, before the load balancer goes (e.g. to look at the Gateway then).
-    pub(crate) on_delete: Arc<Mutex<Option<Box<dyn Fn(&str) + Send>>>>,
+    pub(crate) on_delete: Arc<Mutex<Option<OnDelete>>>,
 }
 
 /// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
