@@ -229,3 +229,36 @@ fn static_addresses_are_programmed_one_at_a_time_and_an_unusable_one_is_named() 
     assert_eq!(g.condition("Programmed").map(|c| (c.ok, c.reason.as_str())), Some((true, "Programmed")));
     assert_eq!(g.addresses.iter().map(|a| a.value.as_str()).collect::<Vec<_>>(), ["203.0.113.7"]);
 }
+
+/// A route whose policy Octavia holds: the Gateway is not Programmed (NoResources for a quota),
+/// nor is the listener the route is attached to; the route carries PartiallyInvalid (its rules
+/// dropped) and stays Accepted. No hold: all Programmed again.
+#[test]
+fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
+    use crate::gateway::holds::{RouterHold, RouterHolds};
+    let routes = route("r", &format!("  parentRefs: [{{name: gw}}]\n{BACKEND}"));
+    let w = world(&format!("{}---\n{SVC}{routes}", gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")));
+    let key = ("infra".to_string(), "gw".to_string());
+    let p: Programmed = [(key.clone(), vec!["198.51.100.7".to_string()])].into();
+    let hold = RouterHold {
+        https: false,
+        object: "L7 policy infra.r".into(),
+        reason: "quota".into(),
+        message: "Quota has been met for resources: L7Policy".into(),
+        routes: vec![KubeRef::new("HTTPRoute", "infra", "r")],
+    };
+    let holds: RouterHolds = [(key, vec![hold])].into();
+    let t = translate_observed(&w, &p, &RouterFailures::new(), &holds);
+    let g = t.gateway("infra", "gw").unwrap();
+    let c = g.condition("Programmed").unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "NoResources"));
+    assert!(c.message.contains("Quota has been met"), "{}", c.message);
+    assert_eq!(g.listener("http").unwrap().condition("Programmed").map(|c| c.ok), Some(false));
+    let r = t.route("infra", "r").unwrap();
+    assert_eq!(r.condition("gw", "Accepted").map(|c| c.ok), Some(true));
+    let dropped = r.condition("gw", "PartiallyInvalid").expect("PartiallyInvalid");
+    assert_eq!((dropped.ok, dropped.reason.as_str()), (true, "UnsupportedValue"));
+    let clear = translate_observed(&w, &p, &RouterFailures::new(), &RouterHolds::new());
+    assert_eq!(clear.gateway("infra", "gw").unwrap().condition("Programmed").map(|c| c.ok), Some(true));
+    assert!(clear.route("infra", "r").unwrap().condition("gw", "PartiallyInvalid").is_none());
+}
