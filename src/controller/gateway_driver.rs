@@ -154,7 +154,7 @@ impl DataPlane {
 }
 
 /// The holds of a Sync's report as the Gateway's status tells them: the objects refused in this
-/// Sync and those still on hold, each once.
+/// Sync and those still on hold, each once, and the routes waiting for the L7 quota.
 fn holds_of(report: &crate::driver::ConvergeReport) -> Vec<RouterHold> {
     let mut out: Vec<RouterHold> = Vec::new();
     for f in report.failures.iter().chain(&report.held) {
@@ -170,6 +170,13 @@ fn holds_of(report: &crate::driver::ConvergeReport) -> Vec<RouterHold> {
             message: f.message.clone(),
             routes,
         });
+    }
+    // Routes the project's L7 quota does not admit yet (`driver::admission`): not written at
+    // all, which the status must tell as well as a quota 403.
+    for w in &report.quota_waiting {
+        let routes = (w.owner.kind == "HTTPRoute").then(|| w.owner.clone()).into_iter().collect();
+        let object = format!("the new routes of {} {}/{}", w.owner.kind, w.owner.namespace, w.owner.name);
+        out.push(RouterHold { https: false, object, reason: "quota".into(), message: w.message(), routes });
     }
     out
 }
@@ -599,4 +606,49 @@ fn list_gateway_routers(settings: &Settings, permits: &crate::driver::WritePermi
             router.list_ours_named(GATEWAY_PREFIX).await.map_err(|e| WriteError::new(e.label(), e.to_string()))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::ConvergeReport;
+    use crate::driver::admission::Waiting;
+    use crate::driver::report::WriteFailure;
+    use crate::translate::budget::{Budget, Usage};
+
+    fn failure(object: &str, reason: &'static str, owners: Vec<KubeRef>) -> WriteFailure {
+        WriteFailure { object: object.into(), write: String::new(), reason, message: "400: no".into(), owners }
+    }
+
+    #[test]
+    fn a_reports_holds_are_told_once_each_with_their_routes() {
+        let route = KubeRef::new("HTTPRoute", "shop", "r");
+        let report = ConvergeReport {
+            failures: vec![failure("HTTPS listener", "invalid", vec![KubeRef::new("Gateway", "shop", "gw")])],
+            held: vec![
+                failure("HTTPS listener", "invalid", vec![]),
+                failure("L7 policy shop.r", "quota", vec![route.clone()]),
+                failure("Barbican secret kuryr:x", "quota", vec![]),
+            ],
+            quota_waiting: vec![Waiting {
+                owner: route.clone(),
+                need: Usage { l7policies: 1, l7rules: 1 },
+                left: Budget { l7policies: Some(0), l7rules: Some(0) },
+            }],
+            ..ConvergeReport::default()
+        };
+        let holds = holds_of(&report);
+        let got: Vec<(&str, bool, &str, usize)> =
+            holds.iter().map(|h| (h.object.as_str(), h.https, h.reason.as_str(), h.routes.len())).collect();
+        assert_eq!(
+            got,
+            [
+                ("HTTPS listener", true, "invalid", 0),
+                ("L7 policy shop.r", false, "quota", 1),
+                ("Barbican secret kuryr:x", true, "quota", 0),
+                ("the new routes of HTTPRoute shop/r", false, "quota", 1),
+            ]
+        );
+        assert!(holds_of(&ConvergeReport::default()).is_empty());
+    }
 }
