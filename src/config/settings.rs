@@ -107,6 +107,9 @@ pub struct OctaviaDefaults {
     pub parallel_creates: usize,
     /// The router set and its placement limits (`scale_out`, `max_*_per_router`, graces).
     pub scale_out: ScaleOut,
+    /// `gateway_kept_grace`: how long a Gateway not served keeps its load balancer (None: for as
+    /// long as the Gateway exists).
+    pub gateway_kept_grace: Option<Duration>,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -295,6 +298,7 @@ impl Reader {
             parallel_writes: self.value::<u32>(od, "parallel_writes") as usize,
             parallel_creates: self.value::<u32>(od, "parallel_creates") as usize,
             scale_out: self.scale_out(),
+            gateway_kept_grace: Some(self.value::<Duration>(od, "gateway_kept_grace")).filter(|d| !d.is_zero()),
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),

@@ -12,7 +12,7 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::gateway_driver::{
-    DataPlane, DataPlaneView, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver,
+    DataPlane, DataPlaneView, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver, KeptGrace,
 };
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, reference, world};
 use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
@@ -300,7 +300,7 @@ pub fn spawn(
         client: client.clone(),
         services: ctx.stores.services.clone(),
         secrets: ctx.stores.secrets.clone(),
-        events: Some(events),
+        events: Some(events.clone()),
         plane,
         finalize: routers.is_some(),
         routers: routes_tx,
@@ -309,7 +309,7 @@ pub fn spawn(
         named_secrets: Some(ctx.stores.named_secrets.clone()),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
-    if let Some(GatewayBackends { spawn, list }) = routers {
+    if let Some(GatewayBackends { spawn, list, kept_grace }) = routers {
         let driver = GatewayDriver {
             stores: ctx.stores.clone(),
             opts,
@@ -321,6 +321,7 @@ pub fn spawn(
             retry: GATEWAY_ROUTER_RETRY,
             service_changes: ctx.gateway_services.clone(),
             member_change_window: ctx.member_change_window,
+            kept: KeptGrace::new(kept_grace, Some(events)),
         };
         tasks.push(tokio::spawn(driver.run(stop)));
     }

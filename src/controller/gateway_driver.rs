@@ -67,11 +67,14 @@ pub struct GatewayBackends {
     pub spawn: SpawnGatewayRouter,
     /// None: nothing is collected at start.
     pub list: Option<ListGatewayRouters>,
+    /// `[octavia_defaults] gateway_kept_grace`: how long a kept router (its Gateway not served,
+    /// `crate::gateway::keep`) stays before it is deleted; None: for as long as its Gateway.
+    pub kept_grace: Option<Duration>,
 }
 
 impl From<SpawnGatewayRouter> for GatewayBackends {
     fn from(spawn: SpawnGatewayRouter) -> Self {
-        Self { spawn, list: None }
+        Self { spawn, list: None, kept_grace: None }
     }
 }
 
@@ -209,6 +212,29 @@ pub(crate) struct GatewayDriver {
     pub service_changes: Option<Arc<ServiceChanges>>,
     /// `[kubernetes] member_change_window_ms`: the changes of one window make one batch write.
     pub member_change_window: Duration,
+    /// See [`GatewayBackends::kept_grace`], with the Warning Event's publisher and, per kept
+    /// router, since when it is kept (or None once its grace is over and it was deleted).
+    pub(crate) kept: KeptGrace,
+}
+
+/// The grace of the kept routers (`[octavia_defaults] gateway_kept_grace`).
+#[derive(Default)]
+pub(crate) struct KeptGrace {
+    pub grace: Option<Duration>,
+    pub events: Option<Arc<crate::controller::events::EventPublisher>>,
+    since: BTreeMap<String, Option<tokio::time::Instant>>,
+}
+
+impl KeptGrace {
+    pub fn new(grace: Option<Duration>, events: Option<Arc<crate::controller::events::EventPublisher>>) -> Self {
+        Self { grace, events, since: BTreeMap::new() }
+    }
+
+    /// The next time a kept router's grace is over (None: none runs).
+    fn next_expiry(&self) -> Option<tokio::time::Instant> {
+        let grace = self.grace?;
+        self.since.values().flatten().map(|s| *s + grace).min()
+    }
 }
 
 impl GatewayDriver {
@@ -223,7 +249,8 @@ impl GatewayDriver {
         let mut published = false;
         'passes: loop {
             self.pass(&mut slots, &mut deleting, published).await;
-            let next_pass = tokio::time::Instant::now() + self.resync;
+            let resync = tokio::time::Instant::now() + self.resync;
+            let next_pass = self.kept.next_expiry().map_or(resync, |e| e.min(resync));
             // Between passes, endpoint changes become Members jobs; a change they cannot carry,
             // a change of the route tables or the resync period ends the wait.
             loop {
@@ -267,7 +294,7 @@ impl GatewayDriver {
         let fates = &routes.fates;
         // Kept routers: their slots stay as they are (their last good state, their address);
         // without a slot (a restart), nothing touches their load balancer.
-        let mut live: BTreeSet<String> = fates.kept.clone();
+        let mut live: BTreeSet<String> = fates.kept.keys().cloned().collect();
         for r in desired {
             live.insert(r.name.clone());
             let owner = (r.owner.namespace.clone(), r.owner.name.clone());
@@ -315,6 +342,7 @@ impl GatewayDriver {
             }
         }
         self.release(fates, slots, deleting);
+        self.expire_kept(fates, slots, deleting);
         let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
         for name in gone {
             let slot = slots.remove(&name).expect("listed");
@@ -361,6 +389,59 @@ impl GatewayDriver {
             tracing::info!(router = %r.router, namespace = %owner.0, gateway = %owner.1, "the Gateway is deleted: deleting its load balancer");
             let task = tokio::spawn(retire(r.router.clone(), slot, self.data_plane.clone(), self.retry));
             deleting.insert(r.router.clone(), task);
+        }
+    }
+
+    /// With `gateway_kept_grace`: the kept routers whose grace is over deleted (their slot's, or
+    /// through a router built for the name), each once while it stays kept, with a Warning
+    /// Event on its Gateway. A router served again is built anew (a new address).
+    fn expire_kept(
+        &mut self,
+        fates: &crate::gateway::keep::Fates,
+        slots: &mut BTreeMap<String, GatewaySlot>,
+        deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+    ) {
+        let Some(grace) = self.kept.grace else { return };
+        let now = tokio::time::Instant::now();
+        self.kept.since.retain(|name, _| fates.kept.contains_key(name));
+        for (name, gateway) in &fates.kept {
+            let since = self.kept.since.entry(name.clone()).or_insert(Some(now));
+            let Some(at) = *since else { continue };
+            if now < at + grace || deleting.contains_key(name) {
+                continue;
+            }
+            *since = None;
+            let owner = (gateway.namespace.clone(), gateway.name.clone());
+            let slot = match slots.remove(name) {
+                Some(slot) => slot,
+                None => match self.orphan_slot(name, owner.clone()) {
+                    Some(slot) => slot,
+                    None => continue,
+                },
+            };
+            let message = format!(
+                "not served for {} s ([octavia_defaults] gateway_kept_grace): its load balancer {name} and \
+                 floating IP are deleted; served again, it gets a new address",
+                grace.as_secs()
+            );
+            tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, "{message}");
+            if let Some(events) = self.kept.events.clone() {
+                let ev = crate::controller::events::UserEvent::warning("LoadBalancerReleased", "Delete", message);
+                let regarding = k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("gateway.networking.k8s.io/v1".into()),
+                    kind: Some("Gateway".into()),
+                    namespace: Some(owner.0.clone()),
+                    name: Some(owner.1.clone()),
+                    ..Default::default()
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = events.publish(&ev, &regarding).await {
+                        tracing::warn!(name = ?regarding.name, error = %e, "cannot publish an Event");
+                    }
+                });
+            }
+            let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
+            deleting.insert(name.clone(), task);
         }
     }
 
@@ -545,6 +626,7 @@ async fn next_changes(changes: Option<&ServiceChanges>, window: Duration) -> BTr
 /// its deletion deletes that ConfigMap.
 pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
     let settings = settings.clone();
+    let kept_grace = settings.octavia_defaults.gateway_kept_grace;
     Box::new(move |metrics: &Metrics, gate: WriteGate, stores: StampStores| {
         let metrics = metrics.clone();
         let list = list_gateway_routers(&settings, &permits);
@@ -584,7 +666,7 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list: Some(list) }
+        GatewayBackends { spawn, list: Some(list), kept_grace }
     })
 }
 

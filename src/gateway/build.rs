@@ -121,7 +121,7 @@ pub(crate) fn translate_observed(
             routers.push(router(&ns, &name, w));
         } else if !class_accepted_for(w.gw, world) {
             // The operator's class edit: every Gateway of the class keeps its last good state.
-            fates.kept.insert(lb);
+            fates.kept.insert(lb, KubeRef::new("Gateway", &ns, &name));
         } else {
             // The Gateway's own spec is not valid: its address stays, its routes do not.
             // Its valid listeners answer 503; with none, the router's HTTP listener does.

@@ -180,7 +180,7 @@ fn an_unaccepted_class_keeps_its_gateways_routers_as_they_are() {
     assert!(!c.ok, "{c:?}");
     assert!(t.router("infra", "gw").is_none());
     let lb = crate::gateway::naming::load_balancer_name("infra", "gw");
-    assert!(t.fates.kept.contains(&lb) && t.fates.suspended.is_empty(), "{:?}", t.fates);
+    assert!(t.fates.kept.contains_key(&lb) && t.fates.suspended.is_empty(), "{:?}", t.fates);
 }
 
 /// GatewayStaticAddresses, the upstream test's three states: an address of an unsupported type

@@ -25,7 +25,7 @@ use super::naming::load_balancer_name;
 use super::world::{World, name_of, ns_of};
 use super::{CONTROLLER_NAME, GatewayRoutes};
 use crate::model::KubeRef;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// Our finalizer on each Gateway of ours: the same name as on the Ingresses of ours.
 pub const FINALIZER: &str = CONTROLLER_NAME;
@@ -33,8 +33,8 @@ pub const FINALIZER: &str = CONTROLLER_NAME;
 /// The load balancers of the Gateways not served now (see the module docs).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Fates {
-    /// Load-balancer names of the routers kept as they are (no write).
-    pub kept: BTreeSet<String>,
+    /// The routers kept as they are (no write): load-balancer name -> its Gateway.
+    pub kept: BTreeMap<String, KubeRef>,
     /// Load-balancer names of the routers served with no routes (their tables are in `routers`).
     pub suspended: BTreeSet<String>,
     /// The Gateways being deleted with our finalizer: their load balancers to delete.
@@ -97,7 +97,7 @@ pub(crate) fn fates(world: &World) -> Fates {
             .class(&gw.spec.gateway_class_name)
             .is_some_and(|c| !c.spec.controller_name.is_empty() && c.spec.controller_name != CONTROLLER_NAME);
         if has_finalizer(gw) || !handed_over {
-            f.kept.insert(router);
+            f.kept.insert(router, KubeRef::new("Gateway", &ns, &name));
         }
     }
     f
@@ -134,15 +134,19 @@ spec: {{gatewayClassName: kuryr, listeners: [{{name: http, port: 80, protocol: H
         let deleted_unfinalized = fates(&world(&objects(CONTROLLER_NAME, DELETING)));
         assert_eq!(deleted_unfinalized, Fates::default(), "no finalizer of ours: nothing to release");
         let other = fates(&world(&objects("example.com/other", FIN)));
-        assert_eq!(other.kept, BTreeSet::from([lb.clone()]), "another controller's, with our finalizer: kept");
+        assert_eq!(other.kept.keys().collect::<Vec<_>>(), [&lb], "another controller's, with our finalizer: kept");
         let handed = fates(&world(&objects("example.com/other", "")));
         assert_eq!(handed, Fates::default(), "another controller's without our finalizer: not ours");
         let mut classless = world(&objects(CONTROLLER_NAME, ""));
         classless.classes.clear();
-        assert_eq!(fates(&classless).kept, BTreeSet::from([lb.clone()]), "class gone: kept, finalizer or not");
+        assert_eq!(
+            fates(&classless).kept,
+            BTreeMap::from([(lb.clone(), KubeRef::new("Gateway", "infra", "gw"))]),
+            "class gone: kept, finalizer or not"
+        );
         // An object of a newer CRD release not even the domain type reads: no spec (blank).
         let unreadable =
             world(&objects(CONTROLLER_NAME, "").replace("gatewayClassName: kuryr", "gatewayClassName: ''"));
-        assert_eq!(fates(&unreadable).kept, BTreeSet::from([lb]), "unreadable: kept");
+        assert_eq!(fates(&unreadable).kept.keys().collect::<Vec<_>>(), [&lb], "unreadable: kept");
     }
 }

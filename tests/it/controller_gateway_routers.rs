@@ -108,13 +108,13 @@ pub(crate) fn fake_with(gateways: &[&str]) -> Arc<Fake> {
 }
 
 /// A Gateway router built: its port, its static address and its simulated Octavia.
-type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
+pub(crate) type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
 
 /// What a test runs on each load-balancer delete, given its name.
 pub(crate) type OnDelete = Box<dyn Fn(&str) + Send>;
 
 /// A router's more HTTP listeners as last synced: their policies' names by port.
-type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
+pub(crate) type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
 
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
@@ -122,7 +122,7 @@ type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
 pub(crate) struct Built {
     pub(crate) sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
     /// Each built router's more HTTP listeners as last synced (see `SimBackend::more_http`).
-    more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
+    pub(crate) more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
     pub(crate) deleted: Arc<Mutex<Vec<String>>>,
     /// Every router built, by load-balancer name, in order (a rebuild is a second entry).
     pub(crate) spawned: Arc<Mutex<Vec<String>>>,
@@ -130,6 +130,8 @@ pub(crate) struct Built {
     pub(crate) held: Arc<Mutex<Vec<kuryr_l7_router::driver::report::WriteFailure>>>,
     /// Called on each delete, before the load balancer goes (e.g. to look at the Gateway then).
     pub(crate) on_delete: Arc<Mutex<Option<OnDelete>>>,
+    /// `[octavia_defaults] gateway_kept_grace` of the routers (None: never).
+    pub(crate) kept_grace: Option<Duration>,
 }
 
 /// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
@@ -142,6 +144,7 @@ pub(crate) fn sim_gateway_routers(built: Built, failing: Vec<String>) -> Gateway
 /// [`sim_gateway_routers`] whose Octavia lists `listed` as our Gateway load balancers at start.
 fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Option<Vec<String>>) -> GatewayRouters {
     Box::new(move |_, gate, _| {
+        let kept_grace = built.kept_grace;
         let list = listed.map(|names| {
             Arc::new(move || {
                 let names = names.clone();
@@ -175,7 +178,7 @@ fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Optio
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list }
+        GatewayBackends { spawn, list, kept_grace }
     })
 }
 
