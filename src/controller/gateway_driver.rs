@@ -8,9 +8,13 @@
 //! side's caches ([`super::gateway_routers::desired_routers`]) and hands each to the task of its
 //! Gateway, which syncs it and reports back: the load balancer's address into [`Programmed`]
 //! (the Gateway turns `Programmed: True` with `status.addresses`), or the error into
-//! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event). A Gateway gone
-//! has its writer drained and then its load balancer deleted; the deletion finds the load
-//! balancer by its name and our tags, so nothing that is not ours is touched.
+//! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event), and the writes
+//! a Sync left on hold into [`RouterHolds`]. A Gateway deleted (its deletionTimestamp set, our
+//! finalizer holding it: `crate::gateway::keep`'s `released`) has its writer drained and then its
+//! load balancer deleted, reported in [`Released`] so that the loop removes the finalizer; the
+//! deletion finds the load balancer by its name and our tags, so nothing that is not ours is
+//! touched. A Gateway not served but still there (`kept`) keeps its router as it is; one not
+//! accepted for its own spec (`suspended`) keeps its port and address with no routes.
 //!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of

@@ -127,6 +127,48 @@ async fn a_class_deleted_and_created_again_moves_no_address() {
     running.stop().await;
 }
 
+/// The Gateway edited into an object this release cannot read (a field of another type, as a
+/// newer CRD release could make): it is ignored with an Event, and its load balancer keeps its
+/// last good state and address; readable again, it is served by the same router.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_unreadable_gateway_keeps_its_load_balancer() {
+    let fake = fake_with(&["web"]);
+    let built = Built::default();
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+    served(&fake, &["web"]).await;
+    let lb = load_balancer_name("shop", "web");
+    let sim = built.sims.lock().unwrap().get(&lb).unwrap().2.clone();
+
+    let mut gw = gateway(&fake, "web").unwrap();
+    let good = gw["spec"]["listeners"].clone();
+    gw["spec"]["listeners"] = json!(5);
+    fake.put("gateways", gw.clone());
+    eventually("the UnreadableObject Event", 10, || {
+        fake.writes()
+            .into_iter()
+            .find(|w| w.body["reason"] == "UnreadableObject" && w.body["regarding"]["name"] == "web")
+    })
+    .await;
+    settle().await;
+    assert!(built.deleted.lock().unwrap().is_empty(), "the load balancer stays");
+    let (paths, _) = routed(&sim.lock().unwrap());
+    assert!(paths.iter().any(|p| p.contains("/cart")), "its last good state: {paths:?}");
+
+    gw["spec"]["listeners"] = good;
+    gw["metadata"]["generation"] = json!(2);
+    fake.put("gateways", gw);
+    eventually("Programmed for generation 2", 10, || {
+        condition(&fake, "web", "Accepted").filter(|c| c.0 == "True")?;
+        let g = gateway(&fake, "web")?;
+        let c = g["status"]["conditions"].as_array()?.iter().find(|c| c["type"] == "Programmed")?.clone();
+        (c["status"] == "True" && c["observedGeneration"] == 2).then_some(())
+    })
+    .await;
+    assert_eq!(*built.spawned.lock().unwrap(), std::slice::from_ref(&lb), "never rebuilt");
+    assert!(built.deleted.lock().unwrap().is_empty());
+    running.stop().await;
+}
+
 /// With `[octavia_defaults] gateway_kept_grace`: a Gateway whose class is gone longer than the
 /// grace loses its load balancer, with a Warning Event on it; the class back, it is served by a
 /// new router (a new address). Without the option (above) nothing is deleted.
