@@ -182,3 +182,123 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
 fn gateway_status(fake: &Fake, gateway: &str) -> Value {
     fake.get(&format!("{GW_API}/gateways"), "shop", gateway).map(|g| g["status"].clone()).unwrap_or_default()
 }
+
+/// The Gateway's `Programmed: True` address, waited for up to `secs`.
+async fn wait_programmed(fake: &Fake, gateway: &str, gw_router: &kuryr_l7_router::driver::Router, secs: u64) -> String {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(a) = programmed(fake, gateway) {
+            return a;
+        }
+        if Instant::now() >= deadline {
+            let lb = gw_router.find().await.map(|l| l.map(|l| (l.name, l.provisioning_status)));
+            panic!("the Gateway not Programmed in {secs} s (load balancer: {lb:?}): {}", gateway_status(fake, gateway));
+        }
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// The floating IPs on the VIP port of `lb`.
+async fn vip_floating_ips(
+    gw_router: &kuryr_l7_router::driver::Router,
+    lb: &kuryr_l7_router::openstack::octavia::LoadBalancer,
+) -> BTreeSet<String> {
+    let q = ListQuery { extra: vec![("port_id".into(), lb.vip_port_id.clone().unwrap())], ..ListQuery::default() };
+    let fips = gw_router.neutron().list_floating_ips(&q).await.unwrap();
+    fips.into_iter().map(|f| f.floating_ip_address).collect()
+}
+
+fn finalizers(fake: &Fake, gateway: &str) -> Vec<String> {
+    let g = fake.get(&format!("{GW_API}/gateways"), "shop", gateway).unwrap_or_default();
+    serde_json::from_value(g["metadata"]["finalizers"].clone()).unwrap_or_default()
+}
+
+/// The GatewayClass deleted and created again (a Helm reinstall): the Gateway keeps its load
+/// balancer and its floating IP, and is `Programmed` again on the same address. Then the
+/// Gateway deleted (a deletionTimestamp, our finalizer holding it): its load balancer and
+/// floating IP are deleted before the finalizer is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gateway_lb_keeps_its_floating_ip_when_its_class_is_deleted_and_created_again() {
+    if !enabled() {
+        return;
+    }
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
+    let name = unique("gw2", "keep");
+    let gateway = format!("{name}-web");
+    let fake = Fake::new();
+    fixtures(&fake, &gateway);
+    let (api, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let s = settings(&api, &token, &name);
+    let lb_name = load_balancer_name("shop", &gateway);
+    let gw_router =
+        kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb_name, 80, None, WritePermits::unlimited())
+            .unwrap();
+    let ingress_router = kuryr_l7_router::wiring::router_observed_at(&s, None, 0, WritePermits::unlimited()).unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let gateways = octavia_gateway_routers(&s, WritePermits::unlimited());
+    let run = tokio::spawn(run_set_with_gateways(s.clone(), octavia_backends(&s), Some(gateways), async move {
+        let _ = stopped.await;
+    }));
+    let vip_port = std::sync::Mutex::new(None::<String>);
+    let class = fake.get(&format!("{GW_API}/gatewayclasses"), "", "kuryr").unwrap();
+    let body = async {
+        let address = wait_programmed(&fake, &gateway, &gw_router, 80).await;
+        let lb = gw_router.find().await.unwrap().expect("the Gateway's load balancer exists");
+        *vip_port.lock().unwrap() = lb.vip_port_id.clone();
+        assert_eq!(vip_floating_ips(&gw_router, &lb).await, BTreeSet::from([address.clone()]));
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while finalizers(&fake, &gateway).is_empty() {
+            assert!(Instant::now() < deadline, "no finalizer on the Gateway in 20 s");
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+
+        fake.remove(&format!("{GW_API}/gatewayclasses"), "", "kuryr");
+        // Several passes of the Gateway loop and of the router driver.
+        tokio::time::sleep(Duration::from_secs(15)).await;
+        let kept = gw_router.find().await.unwrap().expect("the load balancer kept while the class is gone");
+        assert_eq!(kept.id, lb.id, "the same load balancer");
+        assert_eq!(vip_floating_ips(&gw_router, &kept).await, BTreeSet::from([address.clone()]), "the same address");
+
+        let mut again = class.clone();
+        again["metadata"] = json!({"name": "kuryr", "generation": 1});
+        fake.put("gatewayclasses", again);
+        let readdressed = wait_programmed(&fake, &gateway, &gw_router, 60).await;
+        assert_eq!(readdressed, address, "Programmed again on the same address");
+        let same = gw_router.find().await.unwrap().expect("the load balancer");
+        assert_eq!(same.id, lb.id, "the same load balancer");
+        eprintln!("class deleted and created again: load balancer {} and {address} kept", lb.id);
+
+        let mut deleting = fake.get(&format!("{GW_API}/gateways"), "shop", &gateway).unwrap();
+        deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
+        fake.put("gateways", deleting);
+        let deadline = Instant::now() + Duration::from_secs(90);
+        while !finalizers(&fake, &gateway).is_empty() {
+            assert!(Instant::now() < deadline, "the finalizer not removed in 90 s");
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert!(gw_router.find().await.unwrap().is_none(), "the load balancer deleted before the finalizer went");
+        let left = gw_router.neutron().list_floating_ips(&ListQuery::default()).await.unwrap();
+        assert!(!left.iter().any(|f| f.floating_ip_address == address), "its floating IP released");
+        fake.remove(&format!("{GW_API}/gateways"), "shop", &gateway);
+    };
+    let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(60), run).await;
+    cleanup(&gw_router).await;
+    cleanup(&ingress_router).await;
+    let port = vip_port.lock().unwrap().clone();
+    if let Some(port) = port
+        && gw_router.neutron().get_port(&port).await.is_ok_and(|p| p.device_owner == "Octavia")
+    {
+        let _ = gw_router.neutron().delete_port(&port).await;
+    }
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}

@@ -50,6 +50,9 @@ pub struct SimBackend {
     /// The more HTTP listeners of the last Sync (`DesiredRouter::more_http`), by port: their
     /// policies' names. The simulator has one listener; these are recorded, not simulated.
     pub more_http: Arc<Mutex<std::collections::BTreeMap<u16, Vec<String>>>>,
+    /// Objects every Sync reports on hold (`ConvergeReport::held`, retried after 200 ms) while
+    /// set: a refusal of the HTTPS side or of Barbican, which the simulator does not simulate.
+    pub held: Arc<Mutex<Vec<crate::driver::report::WriteFailure>>>,
 }
 
 impl SimBackend {
@@ -75,6 +78,7 @@ impl SimBackend {
             set_names: Default::default(),
             lb_tags: Arc::new(Mutex::new(lb_tags)),
             more_http: Default::default(),
+            held: Default::default(),
         }
     }
 
@@ -127,6 +131,11 @@ impl RouterBackend for SimBackend {
             .map_err(|e| WriteError::new(e.label(), e.to_string()))?;
         for w in &mut report.writes {
             w.duration = Duration::ZERO;
+        }
+        let held = self.held.lock().expect("sim lock").clone();
+        if !held.is_empty() {
+            report.held.extend(held);
+            report.retry_after = Some(Duration::from_millis(200));
         }
         let puts = report.writes.iter().filter(|w| w.kind == "batch_members").count();
         self.member_puts.fetch_add(puts, Ordering::SeqCst);

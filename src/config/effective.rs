@@ -77,6 +77,7 @@ impl Settings {
             ("octavia_defaults", "dns_record_ttl") => secs(od.dns_record_ttl),
             ("octavia_defaults", "move_dns_grace") => secs(od.scale_out.move_dns_grace),
             ("octavia_defaults", "empty_router_grace") => secs(od.scale_out.empty_router_grace),
+            ("octavia_defaults", "gateway_kept_grace") => secs(od.gateway_kept_grace.unwrap_or_default()),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
             ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),

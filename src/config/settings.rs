@@ -112,6 +112,9 @@ pub struct OctaviaDefaults {
     /// `dns_record_ttl`: the TTL of the DNS records that publish the Ingresses' addresses, which
     /// sets the set's move grace unless `move_dns_grace` does ([`ScaleOut::move_dns_grace`]).
     pub dns_record_ttl: Duration,
+    /// `gateway_kept_grace`: how long a Gateway not served keeps its load balancer (None: for as
+    /// long as the Gateway exists).
+    pub gateway_kept_grace: Option<Duration>,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -308,6 +311,7 @@ impl Reader {
             parallel_creates: self.value::<u32>(od, "parallel_creates") as usize,
             scale_out: self.scale_out(dns_record_ttl),
             dns_record_ttl,
+            gateway_kept_grace: Some(self.value::<Duration>(od, "gateway_kept_grace")).filter(|d| !d.is_zero()),
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),

@@ -12,13 +12,13 @@
 
 use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::gateway_driver::{
-    DataPlane, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver,
+    DataPlane, DataPlaneView, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver, KeptGrace,
 };
 use crate::controller::gateway_status::{GatewayStores, StatusWriter, reference, world};
-use crate::gateway::GatewayRoutes;
 use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use crate::gateway::api::{Blank, Parsed, domain_event};
-use crate::gateway::build::{Programmed, RouterFailures, translate_with_failures};
+use crate::gateway::build::translate_observed;
+use crate::gateway::keep::Tables;
 use crate::reason::Reason;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
@@ -36,11 +36,13 @@ pub struct GatewayLoop {
     pub services: Store<Service>,
     pub secrets: Store<Secret>,
     pub events: Option<Arc<EventPublisher>>,
-    pub programmed: watch::Receiver<Programmed>,
-    /// The Gateways whose load balancer failed, with the error.
-    pub failures: watch::Receiver<RouterFailures>,
-    /// The routers the Gateways need, for the router writer.
-    pub routers: watch::Sender<Vec<GatewayRoutes>>,
+    /// What the routers report: addresses, failures, holds, load balancers deleted.
+    pub plane: DataPlaneView,
+    /// Whether a router driver deletes the Gateways' load balancers (then our finalizer is put
+    /// on each Gateway of ours, see `crate::gateway::keep`).
+    pub finalize: bool,
+    /// The routers the Gateways need and the fates of the others, for the router driver.
+    pub routers: watch::Sender<Tables>,
     /// Changes arriving within this window are translated once.
     pub debounce: Duration,
     /// How often the CRDs are probed while absent, and how often the loop runs without a Gateway
@@ -215,22 +217,31 @@ impl GatewayLoop {
                 let pending = w.secrets.iter().filter(|(_, i)| **i == crate::gateway::world::SecretInfo::Pending);
                 named.relist_if_held_without_data(&self.secrets, pending.map(|(k, _)| k.clone()));
             }
-            let programmed = self.programmed.borrow_and_update().clone();
-            let failures = self.failures.borrow_and_update().clone();
-            let t = translate_with_failures(&w, &programmed, &failures);
+            let p = &mut self.plane;
+            let programmed = p.programmed.borrow_and_update().clone();
+            let failures = p.failures.borrow_and_update().clone();
+            let holds = p.holds.borrow_and_update().clone();
+            let released = p.released.borrow_and_update().clone();
+            let t = translate_observed(&w, &programmed, &failures, &holds);
             // The first translation is always published, even when empty: the driver learns that
             // the tables are known (it collects the load balancers of Gateways gone then).
+            let tables = Tables { routers: t.routers.clone(), fates: t.fates.clone() };
             self.routers.send_if_modified(|r| {
-                let new = first || *r != t.routers;
-                *r = t.routers.clone();
+                let new = first || *r != tables;
+                *r = tables;
                 new
             });
             first = false;
+            let released = self.finalize.then_some(&released);
+            crate::controller::gateway_finalizers::write(&self.client, stores, &t.fates, released).await;
             status.write(stores, &t).await;
+            let p = &mut self.plane;
             tokio::select! {
                 _ = changed.notified() => {}
-                _ = programmed_changed(&mut self.programmed) => {}
-                _ = programmed_changed(&mut self.failures) => {}
+                _ = programmed_changed(&mut p.programmed) => {}
+                _ = programmed_changed(&mut p.failures) => {}
+                _ = programmed_changed(&mut p.holds) => {}
+                _ = programmed_changed(&mut p.released) => {}
                 _ = tokio::time::sleep(self.recheck) => {}
                 _ = stop.wait_for(|v| *v) => return,
             }
@@ -283,22 +294,22 @@ pub fn spawn(
     events: Arc<EventPublisher>,
     stop: watch::Receiver<bool>,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let (data_plane, programmed, failures) = DataPlane::new();
-    let (routes_tx, routes_rx) = watch::channel(Vec::new());
+    let (data_plane, plane) = DataPlane::new();
+    let (routes_tx, routes_rx) = watch::channel(Tables::default());
     let run = GatewayLoop {
         client: client.clone(),
         services: ctx.stores.services.clone(),
         secrets: ctx.stores.secrets.clone(),
-        events: Some(events),
-        programmed,
-        failures,
+        events: Some(events.clone()),
+        plane,
+        finalize: routers.is_some(),
         routers: routes_tx,
         debounce: Duration::from_millis(500),
         recheck: GATEWAY_RECHECK,
         named_secrets: Some(ctx.stores.named_secrets.clone()),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
-    if let Some(GatewayBackends { spawn, list }) = routers {
+    if let Some(GatewayBackends { spawn, list, kept_grace }) = routers {
         let driver = GatewayDriver {
             stores: ctx.stores.clone(),
             opts,
@@ -310,6 +321,7 @@ pub fn spawn(
             retry: GATEWAY_ROUTER_RETRY,
             service_changes: ctx.gateway_services.clone(),
             member_change_window: ctx.member_change_window,
+            kept: KeptGrace::new(kept_grace, Some(events)),
         };
         tasks.push(tokio::spawn(driver.run(stop)));
     }

@@ -8,9 +8,13 @@
 //! side's caches ([`super::gateway_routers::desired_routers`]) and hands each to the task of its
 //! Gateway, which syncs it and reports back: the load balancer's address into [`Programmed`]
 //! (the Gateway turns `Programmed: True` with `status.addresses`), or the error into
-//! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event). A Gateway gone
-//! has its writer drained and then its load balancer deleted; the deletion finds the load
-//! balancer by its name and our tags, so nothing that is not ours is touched.
+//! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event), and the writes
+//! a Sync left on hold into [`RouterHolds`]. A Gateway deleted (its deletionTimestamp set, our
+//! finalizer holding it: `crate::gateway::keep`'s `released`) has its writer drained and then its
+//! load balancer deleted, reported in [`Released`] so that the loop removes the finalizer; the
+//! deletion finds the load balancer by its name and our tags, so nothing that is not ours is
+//! touched. A Gateway not served but still there (`kept`) keeps its router as it is; one not
+//! accepted for its own spec (`suspended`) keeps its port and address with no routes.
 //!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
@@ -31,8 +35,9 @@ use crate::controller::stamp_store::{StampStore, StampStores};
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{RouterBackend, WriterMetrics};
 use crate::driver::WriteGate;
-use crate::gateway::GatewayRoutes;
 use crate::gateway::build::{Programmed, RouterFailures};
+use crate::gateway::holds::{RouterHold, RouterHolds};
+use crate::gateway::keep::Tables;
 use crate::gateway::naming::GATEWAY_PREFIX;
 use crate::model::{DesiredRouter, KubeRef};
 use crate::translate::TranslateOptions;
@@ -66,11 +71,14 @@ pub struct GatewayBackends {
     pub spawn: SpawnGatewayRouter,
     /// None: nothing is collected at start.
     pub list: Option<ListGatewayRouters>,
+    /// `[octavia_defaults] gateway_kept_grace`: how long a kept router (its Gateway not served,
+    /// `crate::gateway::keep`) stays before it is deleted; None: for as long as its Gateway.
+    pub kept_grace: Option<Duration>,
 }
 
 impl From<SpawnGatewayRouter> for GatewayBackends {
     fn from(spawn: SpawnGatewayRouter) -> Self {
-        Self { spawn, list: None }
+        Self { spawn, list: None, kept_grace: None }
     }
 }
 
@@ -86,25 +94,51 @@ pub const GATEWAY_ROUTER_RETRY: Duration = Duration::from_secs(10);
 /// (its HTTPS listener is the driver's own).
 const DEFAULT_HTTP_PORT: u16 = 80;
 
+/// The Gateways (namespace, name) whose load balancer was deleted on their deletion: their
+/// finalizer may go.
+pub type Released = BTreeSet<(String, String)>;
+
 /// What the Gateway loop gets back from the routers.
 #[derive(Clone)]
 pub(crate) struct DataPlane {
     pub programmed: watch::Sender<Programmed>,
     pub failures: watch::Sender<RouterFailures>,
+    pub holds: watch::Sender<RouterHolds>,
+    pub released: watch::Sender<Released>,
 }
+
+/// The Gateway loop's side of the [`DataPlane`].
+pub struct DataPlaneView {
+    pub programmed: watch::Receiver<Programmed>,
+    pub failures: watch::Receiver<RouterFailures>,
+    pub holds: watch::Receiver<RouterHolds>,
+    pub released: watch::Receiver<Released>,
+}
+
+/// A router's Sync outcome as the Gateway loop reads it.
+type Synced = Result<(Vec<String>, Vec<RouterHold>), String>;
 
 impl DataPlane {
     /// A data plane with nothing programmed, and the receivers for the Gateway loop.
-    pub fn new() -> (Self, watch::Receiver<Programmed>, watch::Receiver<RouterFailures>) {
+    pub fn new() -> (Self, DataPlaneView) {
         let (programmed, p) = watch::channel(Programmed::new());
         let (failures, f) = watch::channel(RouterFailures::new());
-        (Self { programmed, failures }, p, f)
+        let (holds, h) = watch::channel(RouterHolds::new());
+        let (released, r) = watch::channel(Released::new());
+        let view = DataPlaneView { programmed: p, failures: f, holds: h, released: r };
+        (Self { programmed, failures, holds, released }, view)
     }
 
-    fn report(&self, key: &(String, String), result: Result<Vec<String>, String>) {
+    fn report(&self, key: &(String, String), result: Synced) {
         match result {
-            Ok(addresses) => {
+            Ok((addresses, holds)) => {
                 self.failures.send_if_modified(|f| f.remove(key).is_some());
+                // The holds before the address: a first address is not shown Programmed for
+                // the moment of a pass that has not seen its holds yet.
+                self.holds.send_if_modified(|h| match holds.is_empty() {
+                    true => h.remove(key).is_some(),
+                    false => h.insert(key.clone(), holds.clone()).as_ref() != Some(&holds),
+                });
                 self.programmed.send_if_modified(|p| p.insert(key.clone(), addresses.clone()) != Some(addresses));
             }
             Err(e) => {
@@ -116,8 +150,42 @@ impl DataPlane {
 
     fn forget(&self, key: &(String, String)) {
         self.failures.send_if_modified(|f| f.remove(key).is_some());
+        self.holds.send_if_modified(|h| h.remove(key).is_some());
         self.programmed.send_if_modified(|p| p.remove(key).is_some());
     }
+
+    /// The Gateway's load balancer is deleted: its finalizer may go.
+    fn release(&self, key: &(String, String)) {
+        self.released.send_if_modified(|r| r.insert(key.clone()));
+    }
+}
+
+/// The holds of a Sync's report as the Gateway's status tells them: the objects refused in this
+/// Sync and those still on hold, each once, and the routes waiting for the L7 quota.
+fn holds_of(report: &crate::driver::ConvergeReport) -> Vec<RouterHold> {
+    let mut out: Vec<RouterHold> = Vec::new();
+    for f in report.failures.iter().chain(&report.held) {
+        if out.iter().any(|h| h.object == f.object) {
+            continue;
+        }
+        let https = f.object == "HTTPS listener" || f.object.starts_with("Barbican");
+        let routes = f.owners.iter().filter(|o| o.kind == "HTTPRoute").cloned().collect();
+        out.push(RouterHold {
+            https,
+            object: f.object.clone(),
+            reason: f.reason.to_string(),
+            message: f.message.clone(),
+            routes,
+        });
+    }
+    // Routes the project's L7 quota does not admit yet (`driver::admission`): not written at
+    // all, which the status must tell as well as a quota 403.
+    for w in &report.quota_waiting {
+        let routes = (w.owner.kind == "HTTPRoute").then(|| w.owner.clone()).into_iter().collect();
+        let object = format!("the new routes of {} {}/{}", w.owner.kind, w.owner.namespace, w.owner.name);
+        out.push(RouterHold { https: false, object, reason: "quota".into(), message: w.message(), routes });
+    }
+    out
 }
 
 /// One Gateway's router: its writer, the task feeding it, and how its load balancer is deleted.
@@ -135,7 +203,7 @@ struct GatewaySlot {
 pub(crate) struct GatewayDriver {
     pub stores: Stores,
     pub opts: TranslateOptions,
-    pub routes: watch::Receiver<Vec<GatewayRoutes>>,
+    pub routes: watch::Receiver<Tables>,
     pub(crate) data_plane: DataPlane,
     pub spawn: SpawnGatewayRouter,
     /// Lists our Gateway load balancers, to collect those of Gateways gone (None: no collection).
@@ -148,6 +216,29 @@ pub(crate) struct GatewayDriver {
     pub service_changes: Option<Arc<ServiceChanges>>,
     /// `[kubernetes] member_change_window_ms`: the changes of one window make one batch write.
     pub member_change_window: Duration,
+    /// See [`GatewayBackends::kept_grace`], with the Warning Event's publisher and, per kept
+    /// router, since when it is kept (or None once its grace is over and it was deleted).
+    pub(crate) kept: KeptGrace,
+}
+
+/// The grace of the kept routers (`[octavia_defaults] gateway_kept_grace`).
+#[derive(Default)]
+pub(crate) struct KeptGrace {
+    pub grace: Option<Duration>,
+    pub events: Option<Arc<crate::controller::events::EventPublisher>>,
+    since: BTreeMap<String, Option<tokio::time::Instant>>,
+}
+
+impl KeptGrace {
+    pub fn new(grace: Option<Duration>, events: Option<Arc<crate::controller::events::EventPublisher>>) -> Self {
+        Self { grace, events, since: BTreeMap::new() }
+    }
+
+    /// The next time a kept router's grace is over (None: none runs).
+    fn next_expiry(&self) -> Option<tokio::time::Instant> {
+        let grace = self.grace?;
+        self.since.values().flatten().map(|s| *s + grace).min()
+    }
 }
 
 impl GatewayDriver {
@@ -162,7 +253,8 @@ impl GatewayDriver {
         let mut published = false;
         'passes: loop {
             self.pass(&mut slots, &mut deleting, published).await;
-            let next_pass = tokio::time::Instant::now() + self.resync;
+            let resync = tokio::time::Instant::now() + self.resync;
+            let next_pass = self.kept.next_expiry().map_or(resync, |e| e.min(resync));
             // Between passes, endpoint changes become Members jobs; a change they cannot carry,
             // a change of the route tables or the resync period ends the wait.
             loop {
@@ -202,16 +294,26 @@ impl GatewayDriver {
             // Published before this driver first looked, or since (`changed` marks it seen).
             (r.clone(), published || r.has_changed())
         };
-        let desired = desired_routers(&routes, &self.stores, &self.opts);
-        let mut live = std::collections::BTreeSet::new();
+        let desired = desired_routers(&routes.routers, &self.stores, &self.opts);
+        let fates = &routes.fates;
+        // Kept routers: their slots stay as they are (their last good state, their address);
+        // without a slot (a restart), nothing touches their load balancer.
+        let mut live: BTreeSet<String> = fates.kept.keys().cloned().collect();
         for r in desired {
             live.insert(r.name.clone());
             let owner = (r.owner.namespace.clone(), r.owner.name.clone());
-            let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
+            let mut port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
+            let mut address = r.address;
+            if fates.suspended.contains(&r.name)
+                && let Some(slot) = slots.get(&r.name).filter(|s| s.owner == owner)
+            {
+                // Served with no routes: on the port and address it has, whatever the spec says.
+                (port, address) = (slot.port, slot.address);
+            }
             let desired = Arc::new(r.desired);
             if let Some(slot) = slots.get(&r.name)
                 && slot.port == port
-                && slot.address == r.address
+                && slot.address == address
                 && slot.owner == owner
             {
                 slot.desired.send_if_modified(|d| {
@@ -231,10 +333,10 @@ impl GatewayDriver {
                 old.task.abort();
                 old.writer.shutdown().await;
             }
-            match (self.spawn)(&r.name, port, r.address) {
+            match (self.spawn)(&r.name, port, address) {
                 Ok((writer, delete)) => {
                     let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
-                    slot.address = r.address;
+                    slot.address = address;
                     slots.insert(r.name.clone(), slot);
                 }
                 Err(e) => {
@@ -243,16 +345,122 @@ impl GatewayDriver {
                 }
             }
         }
+        self.release(fates, slots, deleting);
+        self.expire_kept(fates, slots, deleting);
         let gone: Vec<String> = slots.keys().filter(|k| !live.contains(*k)).cloned().collect();
         for name in gone {
             let slot = slots.remove(&name).expect("listed");
             let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
             deleting.insert(name, task);
         }
+        live.extend(fates.released.iter().map(|r| r.router.clone()));
         // Once, on the Gateway loop's first translation (the route tables of every Gateway of
         // ours, from synced caches): before it, an empty table means "not known yet", not "none".
         if published && let Some(list) = self.list.take() {
             self.collect_orphans(list, live, deleting).await;
+        }
+    }
+
+    /// The Gateways being deleted with our finalizer: each one's load balancer deleted (its
+    /// slot's, or through a router built for its name), once; then reported released, so that
+    /// the Gateway loop removes the finalizer. The released no longer deleting are forgotten.
+    fn release(
+        &self,
+        fates: &crate::gateway::keep::Fates,
+        slots: &mut BTreeMap<String, GatewaySlot>,
+        deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+    ) {
+        let key = |r: &crate::gateway::keep::Released| (r.owner.namespace.clone(), r.owner.name.clone());
+        let pending: BTreeSet<(String, String)> = fates.released.iter().map(key).collect();
+        self.data_plane.released.send_if_modified(|r| {
+            let before = r.len();
+            r.retain(|k| pending.contains(k));
+            r.len() != before
+        });
+        let done = self.data_plane.released.borrow().clone();
+        for r in &fates.released {
+            let owner = key(r);
+            if done.contains(&owner) || deleting.contains_key(&r.router) {
+                continue;
+            }
+            let slot = match slots.remove(&r.router) {
+                Some(slot) => slot,
+                None => match self.orphan_slot(&r.router, owner.clone()) {
+                    Some(slot) => slot,
+                    None => continue,
+                },
+            };
+            tracing::info!(router = %r.router, namespace = %owner.0, gateway = %owner.1, "the Gateway is deleted: deleting its load balancer");
+            let task = tokio::spawn(retire(r.router.clone(), slot, self.data_plane.clone(), self.retry));
+            deleting.insert(r.router.clone(), task);
+        }
+    }
+
+    /// With `gateway_kept_grace`: the kept routers whose grace is over deleted (their slot's, or
+    /// through a router built for the name), each once while it stays kept, with a Warning
+    /// Event on its Gateway. A router served again is built anew (a new address).
+    fn expire_kept(
+        &mut self,
+        fates: &crate::gateway::keep::Fates,
+        slots: &mut BTreeMap<String, GatewaySlot>,
+        deleting: &mut BTreeMap<String, tokio::task::JoinHandle<()>>,
+    ) {
+        let Some(grace) = self.kept.grace else { return };
+        let now = tokio::time::Instant::now();
+        self.kept.since.retain(|name, _| fates.kept.contains_key(name));
+        for (name, gateway) in &fates.kept {
+            let since = self.kept.since.entry(name.clone()).or_insert(Some(now));
+            let Some(at) = *since else { continue };
+            if now < at + grace || deleting.contains_key(name) {
+                continue;
+            }
+            *since = None;
+            let owner = (gateway.namespace.clone(), gateway.name.clone());
+            let slot = match slots.remove(name) {
+                Some(slot) => slot,
+                None => match self.orphan_slot(name, owner.clone()) {
+                    Some(slot) => slot,
+                    None => continue,
+                },
+            };
+            let message = format!(
+                "not served for {} s ([octavia_defaults] gateway_kept_grace): its load balancer {name} and \
+                 floating IP are deleted; served again, it gets a new address",
+                grace.as_secs()
+            );
+            tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, "{message}");
+            if let Some(events) = self.kept.events.clone() {
+                let ev = crate::controller::events::UserEvent::warning("LoadBalancerReleased", "Delete", message);
+                let regarding = k8s_openapi::api::core::v1::ObjectReference {
+                    api_version: Some("gateway.networking.k8s.io/v1".into()),
+                    kind: Some("Gateway".into()),
+                    namespace: Some(owner.0.clone()),
+                    name: Some(owner.1.clone()),
+                    ..Default::default()
+                };
+                tokio::spawn(async move {
+                    if let Err(e) = events.publish(&ev, &regarding).await {
+                        tracing::warn!(name = ?regarding.name, error = %e, "cannot publish an Event");
+                    }
+                });
+            }
+            let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
+            deleting.insert(name.clone(), task);
+        }
+    }
+
+    /// A slot that only deletes the load balancer `name` (nothing syncs it).
+    fn orphan_slot(&self, name: &str, owner: (String, String)) -> Option<GatewaySlot> {
+        match (self.spawn)(name, DEFAULT_HTTP_PORT, None) {
+            Ok((writer, delete)) => {
+                let (tx, _) = watch::channel(Arc::new(DesiredRouter::default()));
+                let task = tokio::spawn(async {});
+                Some(GatewaySlot { owner, port: DEFAULT_HTTP_PORT, address: None, writer, desired: tx, task, delete })
+            }
+            Err(e) => {
+                tracing::warn!(router = %name, error = %e, "cannot build the router of a Gateway gone");
+                None
+            }
         }
     }
 
@@ -276,25 +484,10 @@ impl GatewayDriver {
         let orphans: Vec<String> =
             names.into_iter().filter(|n| !live.contains(n) && !deleting.contains_key(n)).collect();
         for name in orphans {
-            match (self.spawn)(&name, DEFAULT_HTTP_PORT, None) {
-                Ok((writer, delete)) => {
-                    tracing::info!(router = %name, "the load balancer of a Gateway gone: deleting it");
-                    let (tx, _) = watch::channel(Arc::new(DesiredRouter::default()));
-                    let owner = (String::new(), name.clone());
-                    let task = tokio::spawn(async {});
-                    let slot = GatewaySlot {
-                        owner,
-                        port: DEFAULT_HTTP_PORT,
-                        address: None,
-                        writer,
-                        desired: tx,
-                        task,
-                        delete,
-                    };
-                    let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
-                    deleting.insert(name, task);
-                }
-                Err(e) => tracing::warn!(router = %name, error = %e, "cannot build the router of a Gateway gone"),
+            if let Some(slot) = self.orphan_slot(&name, (String::new(), name.clone())) {
+                tracing::info!(router = %name, "the load balancer of a Gateway gone: deleting it");
+                let task = tokio::spawn(retire(name.clone(), slot, self.data_plane.clone(), self.retry));
+                deleting.insert(name, task);
             }
         }
     }
@@ -377,14 +570,21 @@ async fn drive(
 ) {
     loop {
         let d = (**desired.borrow_and_update()).clone();
+        let mut wait = retry;
         let result = match writer.sync_to(d, false).await {
-            Ok(s) => Ok(s.report.address.map(|a| a.to_string()).into_iter().collect()),
+            Ok(s) => {
+                // With writes on hold, synced again when the first may be retried: the status
+                // recovers by itself once the hold clears.
+                let holds = holds_of(&s.report);
+                let first_retry = s.report.retry_after.filter(|_| !holds.is_empty());
+                wait = first_retry.map_or(resync, |r| r.clamp(Duration::from_millis(100), resync));
+                Ok((s.report.address.map(|a| a.to_string()).into_iter().collect(), holds))
+            }
             Err(e) => {
                 tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, error = %e, "the Gateway's router failed");
                 Err(format!("{}: {e}", e.label))
             }
         };
-        let wait = if result.is_ok() { resync } else { retry };
         data_plane.report(&owner, result);
         tokio::select! {
             r = desired.changed() => if r.is_err() { return },
@@ -411,6 +611,7 @@ async fn retire(name: String, slot: GatewaySlot, data_plane: DataPlane, retry: D
         }
     }
     data_plane.forget(&slot.owner);
+    data_plane.release(&slot.owner);
 }
 
 /// The next Services changed; never, without a source of changes.
@@ -429,6 +630,7 @@ async fn next_changes(changes: Option<&ServiceChanges>, window: Duration) -> BTr
 /// its deletion deletes that ConfigMap.
 pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::WritePermits) -> GatewayRouters {
     let settings = settings.clone();
+    let kept_grace = settings.octavia_defaults.gateway_kept_grace;
     Box::new(move |metrics: &Metrics, gate: WriteGate, stores: StampStores| {
         let metrics = metrics.clone();
         let list = list_gateway_routers(&settings, &permits);
@@ -468,7 +670,7 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list: Some(list) }
+        GatewayBackends { spawn, list: Some(list), kept_grace }
     })
 }
 
@@ -490,4 +692,49 @@ fn list_gateway_routers(settings: &Settings, permits: &crate::driver::WritePermi
             router.list_ours_named(GATEWAY_PREFIX).await.map_err(|e| WriteError::new(e.label(), e.to_string()))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::driver::ConvergeReport;
+    use crate::driver::admission::Waiting;
+    use crate::driver::report::WriteFailure;
+    use crate::translate::budget::{Budget, Usage};
+
+    fn failure(object: &str, reason: &'static str, owners: Vec<KubeRef>) -> WriteFailure {
+        WriteFailure { object: object.into(), write: String::new(), reason, message: "400: no".into(), owners }
+    }
+
+    #[test]
+    fn a_reports_holds_are_told_once_each_with_their_routes() {
+        let route = KubeRef::new("HTTPRoute", "shop", "r");
+        let report = ConvergeReport {
+            failures: vec![failure("HTTPS listener", "invalid", vec![KubeRef::new("Gateway", "shop", "gw")])],
+            held: vec![
+                failure("HTTPS listener", "invalid", vec![]),
+                failure("L7 policy shop.r", "quota", vec![route.clone()]),
+                failure("Barbican secret kuryr:x", "quota", vec![]),
+            ],
+            quota_waiting: vec![Waiting {
+                owner: route.clone(),
+                need: Usage { l7policies: 1, l7rules: 1 },
+                left: Budget { l7policies: Some(0), l7rules: Some(0) },
+            }],
+            ..ConvergeReport::default()
+        };
+        let holds = holds_of(&report);
+        let got: Vec<(&str, bool, &str, usize)> =
+            holds.iter().map(|h| (h.object.as_str(), h.https, h.reason.as_str(), h.routes.len())).collect();
+        assert_eq!(
+            got,
+            [
+                ("HTTPS listener", true, "invalid", 0),
+                ("L7 policy shop.r", false, "quota", 1),
+                ("Barbican secret kuryr:x", true, "quota", 0),
+                ("the new routes of HTTPRoute shop/r", false, "quota", 1),
+            ]
+        );
+        assert!(holds_of(&ConvergeReport::default()).is_empty());
+    }
 }

@@ -204,15 +204,20 @@ fn strip(v: &Value) -> Value {
 /// The Warning Events for the conditions that report bad input: a condition that should be True
 /// and is not (Accepted, ResolvedRefs), or `Conflicted` True. `Programmed` False while the load
 /// balancer is being built (`Pending`) or because the input is invalid is no news: no Event; a
-/// load balancer that failed (`NoResources`, the message naming the error) is one, and so is an
-/// address that cannot be used (`AddressNotUsable`).
+/// load balancer that failed (`NoResources`, the message naming the error) is one, and so are an
+/// address that cannot be used (`AddressNotUsable`) and writes Octavia or Barbican hold
+/// (`crate::gateway::holds`).
 pub(crate) fn bad_conditions(conds: &[Cond], prefix: &str) -> Vec<UserEvent> {
     conds
         .iter()
         .filter(|c| match c.kind {
             "Accepted" | "ResolvedRefs" => !c.ok,
             "Conflicted" => c.ok,
-            "Programmed" => !c.ok && matches!(c.reason.as_str(), "NoResources" | "AddressNotUsable"),
+            "Programmed" => {
+                !c.ok
+                    && (matches!(c.reason.as_str(), "NoResources" | "AddressNotUsable")
+                        || c.message.starts_with(crate::gateway::holds::HELD))
+            }
             _ => false,
         })
         .map(|c| UserEvent::warning(&c.reason, "Status", format!("{prefix}{}", c.message)))

@@ -36,6 +36,7 @@ pub mod error;
 pub mod events;
 pub mod gateway;
 pub mod gateway_driver;
+pub(crate) mod gateway_finalizers;
 pub mod gateway_members;
 pub(crate) mod gateway_routers;
 pub mod gateway_status;
@@ -133,6 +134,8 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("gateway.networking.k8s.io", "gatewayclasses/status", "patch"),
     ("gateway.networking.k8s.io", "gateways/status", "patch"),
     ("gateway.networking.k8s.io", "httproutes/status", "patch"),
+    // gateway_finalizers.rs: our finalizer on the Gateways of ours (JSON patch of metadata).
+    ("gateway.networking.k8s.io", "gateways", "patch"),
     // leader.rs: kube-lease-manager, in [kubernetes] lease_namespace.
     ("coordination.k8s.io", "leases", "get"),
     ("coordination.k8s.io", "leases", "create"),

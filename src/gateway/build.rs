@@ -5,7 +5,9 @@
 use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
 use super::backends::forward;
+use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
+use super::keep::{Fates, fates, translated};
 use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
@@ -32,6 +34,8 @@ pub struct Translation {
     pub routers: Vec<GatewayRoutes>,
     /// One per HTTPRoute with at least one parent of ours.
     pub routes: Vec<RouteOutcome>,
+    /// What becomes of the load balancers of the Gateways not served (see `super::keep`).
+    pub fates: Fates,
 }
 
 impl Translation {
@@ -70,6 +74,16 @@ pub(crate) fn translate_with_failures(
     programmed: &Programmed,
     failures: &RouterFailures,
 ) -> Translation {
+    translate_observed(world, programmed, failures, &RouterHolds::new())
+}
+
+/// [`translate_with_failures`] with the writes each router holds after its last Sync.
+pub(crate) fn translate_observed(
+    world: &World,
+    programmed: &Programmed,
+    failures: &RouterFailures,
+    holds: &RouterHolds,
+) -> Translation {
     let classes = world
         .classes
         .iter()
@@ -78,7 +92,7 @@ pub(crate) fn translate_with_failures(
         .map(|c| ClassOutcome { name: name_of(c), generation: c.metadata.generation, accepted: class_accepted(c) })
         .collect::<Vec<_>>();
     let mut work: BTreeMap<(String, String), GatewayWork<'_>> = BTreeMap::new();
-    for gw in world.gateways.iter().map(|g| &**g).filter(|g| world.is_ours(g)) {
+    for gw in world.gateways.iter().map(|g| &**g).filter(|g| translated(world, g)) {
         let plans = plan(gw, world);
         let accepted = gateway_accepted(gw, world, &plans);
         let attached = vec![Vec::new(); plans.len()];
@@ -89,18 +103,47 @@ pub(crate) fn translate_with_failures(
     }
     known_names(world, &mut work);
     let mut routes: Vec<RouteOutcome> =
-        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work)).collect();
+        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work, holds)).collect();
     routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let mut gateways = Vec::new();
     let mut routers = Vec::new();
+    let mut fates = fates(world);
     for ((ns, name), w) in work {
         let key = (ns.clone(), name.clone());
-        gateways.push(gateway_outcome(&ns, &name, &w, programmed.get(&key), failures.get(&key)));
+        let observed = Observed {
+            addresses: programmed.get(&key),
+            failure: failures.get(&key),
+            holds: holds.get(&key).map_or(&[], Vec::as_slice),
+        };
+        gateways.push(gateway_outcome(&ns, &name, &w, observed));
+        let lb = super::naming::load_balancer_name(&ns, &name);
         if w.accepted.ok {
+            routers.push(router(&ns, &name, w));
+        } else if !class_accepted_for(w.gw, world) {
+            // The operator's class edit: every Gateway of the class keeps its last good state.
+            fates.kept.insert(lb, KubeRef::new("Gateway", &ns, &name));
+        } else {
+            // The Gateway's own spec is not valid: its address stays, its routes do not.
+            // Its valid listeners answer 503; with none, the router's HTTP listener does.
+            fates.suspended.insert(lb);
+            let mut w = w;
+            w.entries.clear();
             routers.push(router(&ns, &name, w));
         }
     }
-    Translation { classes, gateways, routers, routes }
+    Translation { classes, gateways, routers, routes, fates }
+}
+
+/// Whether the Gateway's class (ours) is accepted.
+fn class_accepted_for(gw: &Gateway, world: &World) -> bool {
+    world.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.parameters_ref.is_none())
+}
+
+/// What the data plane reported of one Gateway's router.
+struct Observed<'a> {
+    addresses: Option<&'a Vec<String>>,
+    failure: Option<&'a String>,
+    holds: &'a [RouterHold],
 }
 
 fn class_accepted(c: &super::api::GatewayClass) -> Cond {
@@ -163,6 +206,7 @@ fn route_parents(
     route: &HTTPRoute,
     world: &World,
     work: &mut BTreeMap<(String, String), GatewayWork<'_>>,
+    holds: &RouterHolds,
 ) -> Option<RouteOutcome> {
     let refused = unsupported(route);
     let rules: Vec<_> = route.spec.rules.iter().enumerate().map(|(i, r)| forward(route, i, r, world)).collect();
@@ -192,7 +236,13 @@ fn route_parents(
                 }
             },
         };
-        parents.push(ParentOutcome { parent_ref: p.clone(), conditions: vec![accepted, resolved.clone()] });
+        let dropped = accepted
+            .ok
+            .then(|| route_dropped(&ns_of(route), &name_of(route), holds.get(&gw_key).map_or(&[], Vec::as_slice)))
+            .flatten();
+        let mut conditions = vec![accepted, resolved.clone()];
+        conditions.extend(dropped);
+        parents.push(ParentOutcome { parent_ref: p.clone(), conditions });
     }
     (!parents.is_empty()).then(|| RouteOutcome {
         namespace: ns_of(route),
@@ -340,18 +390,15 @@ fn failed(gw: &Gateway, e: &str) -> Cond {
     }
 }
 
-fn gateway_outcome(
-    ns: &str,
-    name: &str,
-    w: &GatewayWork<'_>,
-    addresses: Option<&Vec<String>>,
-    failure: Option<&String>,
-) -> GatewayOutcome {
+fn gateway_outcome(ns: &str, name: &str, w: &GatewayWork<'_>, observed: Observed<'_>) -> GatewayOutcome {
+    let Observed { addresses, failure, holds } = observed;
     let programmed_gw = w.accepted.ok && addresses.is_some() && failure.is_none();
     let programmed = if !w.accepted.ok {
         Cond::no("Programmed", "Invalid", "the Gateway is not accepted")
     } else if let Some(e) = failure {
         failed(w.gw, e)
+    } else if let Some(held) = gateway_programmed(holds).filter(|_| programmed_gw) {
+        held
     } else if let Some(extra) = w.gw.spec.addresses.get(1) {
         // One floating IP per load balancer: the Gateway is served on its first address only.
         let m = format!(
@@ -369,8 +416,11 @@ fn gateway_outcome(
         .iter()
         .zip(&w.attached)
         .map(|(p, att)| {
+            let held = || listener_programmed(&p.name, p.protocol, att, holds);
             let prog = if !p.programmable() {
                 Cond::no("Programmed", "Invalid", format!("listener {} is not valid", p.name))
+            } else if let Some(c) = held().filter(|_| programmed_gw) {
+                c
             } else if programmed_gw {
                 Cond::yes("Programmed", "Programmed", format!("listener {} is served", p.name))
             } else {

@@ -161,7 +161,26 @@ fn unsupported_address_type_is_not_accepted() {
     let t = translate(&w, &Programmed::new());
     let c = t.gateway("infra", "gw").unwrap().condition("Accepted").unwrap().clone();
     assert_eq!((c.ok, c.reason.as_str()), (false, "UnsupportedAddress"));
-    assert!(t.router("infra", "gw").is_none(), "no router for a Gateway that is not accepted");
+    // Not accepted for its own spec: its router (and address) stays, with no route.
+    let r = t.router("infra", "gw").expect("the router is kept");
+    assert!(r.listeners.iter().all(|l| l.entries.is_empty()), "{r:?}");
+    assert!(t.fates.suspended.contains(&r.router));
+}
+
+/// A class of ours that is not accepted (the operator's `parametersRef`): its Gateways are not
+/// accepted and their routers are kept as they are, not suspended.
+#[test]
+fn an_unaccepted_class_keeps_its_gateways_routers_as_they_are() {
+    let yaml = gateway_yaml("  - {name: http, port: 80, protocol: HTTP}").replace(
+        "spec: {controllerName:",
+        "spec: {parametersRef: {group: example.com, kind: P, name: p}, controllerName:",
+    );
+    let t = translate(&world(&yaml), &Programmed::new());
+    let c = t.gateway("infra", "gw").unwrap().condition("Accepted").unwrap().clone();
+    assert!(!c.ok, "{c:?}");
+    assert!(t.router("infra", "gw").is_none());
+    let lb = crate::gateway::naming::load_balancer_name("infra", "gw");
+    assert!(t.fates.kept.contains_key(&lb) && t.fates.suspended.is_empty(), "{:?}", t.fates);
 }
 
 /// GatewayStaticAddresses, the upstream test's three states: an address of an unsupported type
@@ -209,4 +228,37 @@ fn static_addresses_are_programmed_one_at_a_time_and_an_unusable_one_is_named() 
     let g = t.gateway("infra", "gw").unwrap();
     assert_eq!(g.condition("Programmed").map(|c| (c.ok, c.reason.as_str())), Some((true, "Programmed")));
     assert_eq!(g.addresses.iter().map(|a| a.value.as_str()).collect::<Vec<_>>(), ["203.0.113.7"]);
+}
+
+/// A route whose policy Octavia holds: the Gateway is not Programmed (NoResources for a quota),
+/// nor is the listener the route is attached to; the route carries PartiallyInvalid (its rules
+/// dropped) and stays Accepted. No hold: all Programmed again.
+#[test]
+fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
+    use crate::gateway::holds::{RouterHold, RouterHolds};
+    let routes = route("r", &format!("  parentRefs: [{{name: gw}}]\n{BACKEND}"));
+    let w = world(&format!("{}---\n{SVC}{routes}", gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")));
+    let key = ("infra".to_string(), "gw".to_string());
+    let p: Programmed = [(key.clone(), vec!["198.51.100.7".to_string()])].into();
+    let hold = RouterHold {
+        https: false,
+        object: "L7 policy infra.r".into(),
+        reason: "quota".into(),
+        message: "Quota has been met for resources: L7Policy".into(),
+        routes: vec![KubeRef::new("HTTPRoute", "infra", "r")],
+    };
+    let holds: RouterHolds = [(key, vec![hold])].into();
+    let t = translate_observed(&w, &p, &RouterFailures::new(), &holds);
+    let g = t.gateway("infra", "gw").unwrap();
+    let c = g.condition("Programmed").unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "NoResources"));
+    assert!(c.message.contains("Quota has been met"), "{}", c.message);
+    assert_eq!(g.listener("http").unwrap().condition("Programmed").map(|c| c.ok), Some(false));
+    let r = t.route("infra", "r").unwrap();
+    assert_eq!(r.condition("gw", "Accepted").map(|c| c.ok), Some(true));
+    let dropped = r.condition("gw", "PartiallyInvalid").expect("PartiallyInvalid");
+    assert_eq!((dropped.ok, dropped.reason.as_str()), (true, "UnsupportedValue"));
+    let clear = translate_observed(&w, &p, &RouterFailures::new(), &RouterHolds::new());
+    assert_eq!(clear.gateway("infra", "gw").unwrap().condition("Programmed").map(|c| c.ok), Some(true));
+    assert!(clear.route("infra", "r").unwrap().condition("gw", "PartiallyInvalid").is_none());
 }

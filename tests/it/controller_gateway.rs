@@ -15,7 +15,9 @@ use gateway_case::{Case, split};
 
 use kuryr_l7_router::controller::events::EventPublisher;
 use kuryr_l7_router::controller::gateway::GatewayLoop;
+use kuryr_l7_router::controller::gateway_driver::DataPlaneView;
 use kuryr_l7_router::gateway::build::Programmed;
+use kuryr_l7_router::gateway::keep::Tables;
 use kuryr_l7_router::gateway::world::World;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
@@ -94,15 +96,20 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
     let client = client_of(&api_root).await;
     let (services, secrets) = caches(&client);
     let (prog_tx, prog_rx) = watch::channel(programmed);
-    let (routers, _) = watch::channel(Vec::new());
+    let (routers, _) = watch::channel(Tables::default());
     let events = Arc::new(EventPublisher::new(client.clone(), None, Duration::from_secs(300)));
     let gl = GatewayLoop {
         client,
         services,
         secrets,
         events: Some(events),
-        programmed: prog_rx,
-        failures: watch::channel(Default::default()).1,
+        plane: DataPlaneView {
+            programmed: prog_rx,
+            failures: watch::channel(Default::default()).1,
+            holds: watch::channel(Default::default()).1,
+            released: watch::channel(Default::default()).1,
+        },
+        finalize: false,
         routers,
         debounce: Duration::from_millis(20),
         recheck: Duration::from_millis(200),

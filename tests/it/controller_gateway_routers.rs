@@ -26,8 +26,8 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-const GW_API: &str = "gateway.networking.k8s.io/v1";
-const OURS: &str = "openstack.org/kuryr-l7-router";
+pub(crate) const GW_API: &str = "gateway.networking.k8s.io/v1";
+pub(crate) const OURS: &str = "openstack.org/kuryr-l7-router";
 /// The pre-created floating IP of the Gateway `static`.
 const STATIC_IP: &str = "203.0.113.7";
 
@@ -53,7 +53,7 @@ fn cart_slice(ips: &[&str]) -> Value {
            "endpoints": ips.iter().map(|ip| json!({"addresses": [ip], "conditions": {"ready": true}})).collect::<Vec<_>>()})
 }
 
-fn fake_with(gateways: &[&str]) -> Arc<Fake> {
+pub(crate) fn fake_with(gateways: &[&str]) -> Arc<Fake> {
     let fake = Fake::new();
     fake.gateway_api.store(true, Ordering::SeqCst);
     fake.put(
@@ -108,31 +108,43 @@ fn fake_with(gateways: &[&str]) -> Arc<Fake> {
 }
 
 /// A Gateway router built: its port, its static address and its simulated Octavia.
-type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
+pub(crate) type BuiltRouter = (u16, Option<std::net::IpAddr>, Arc<Mutex<Simulator>>);
+
+/// What a test runs on each load-balancer delete, given its name.
+pub(crate) type OnDelete = Box<dyn Fn(&str) + Send>;
 
 /// A router's more HTTP listeners as last synced: their policies' names by port.
-type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
+pub(crate) type MoreHttp = Arc<Mutex<BTreeMap<u16, Vec<String>>>>;
 
 /// What the test's Gateway routers did: each built router's simulated Octavia and port by
 /// load-balancer name, and the load balancers deleted.
 #[derive(Clone, Default)]
-struct Built {
-    sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
+pub(crate) struct Built {
+    pub(crate) sims: Arc<Mutex<BTreeMap<String, BuiltRouter>>>,
     /// Each built router's more HTTP listeners as last synced (see `SimBackend::more_http`).
-    more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
-    deleted: Arc<Mutex<Vec<String>>>,
+    pub(crate) more_http: Arc<Mutex<BTreeMap<String, MoreHttp>>>,
+    pub(crate) deleted: Arc<Mutex<Vec<String>>>,
+    /// Every router built, by load-balancer name, in order (a rebuild is a second entry).
+    pub(crate) spawned: Arc<Mutex<Vec<String>>>,
+    /// What every router's Sync reports on hold while set (see `SimBackend::held`).
+    pub(crate) held: Arc<Mutex<Vec<kuryr_l7_router::driver::report::WriteFailure>>>,
+    /// Called on each delete, before the load balancer goes (e.g. to look at the Gateway then).
+    pub(crate) on_delete: Arc<Mutex<Option<OnDelete>>>,
+    /// `[octavia_defaults] gateway_kept_grace` of the routers (None: never).
+    pub(crate) kept_grace: Option<Duration>,
 }
 
 /// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
 /// address as the driver puts that floating IP on the VIP; the routers named in `failing` fail
 /// every Sync. No load balancer is listed at start.
-fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
+pub(crate) fn sim_gateway_routers(built: Built, failing: Vec<String>) -> GatewayRouters {
     sim_gateway_routers_listing(built, failing, None)
 }
 
 /// [`sim_gateway_routers`] whose Octavia lists `listed` as our Gateway load balancers at start.
 fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Option<Vec<String>>) -> GatewayRouters {
     Box::new(move |_, gate, _| {
+        let kept_grace = built.kept_grace;
         let list = listed.map(|names| {
             Arc::new(move || {
                 let names = names.clone();
@@ -149,29 +161,35 @@ fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Optio
             if failing.iter().any(|f| f == name) {
                 *sim.fail.lock().unwrap() = Some(WriteError::new("router_error", "the load balancer is in ERROR"));
             }
+            sim.held = built.held.clone();
+            built.spawned.lock().unwrap().push(name.to_string());
             built.sims.lock().unwrap().insert(name.to_string(), (port, fixed, sim.state.clone()));
             built.more_http.lock().unwrap().insert(name.to_string(), sim.more_http.clone());
             let writer = Writer::spawn(sim, WriterMetrics::default());
             let (deleted, sims, name) = (built.deleted.clone(), built.sims.clone(), name.to_string());
+            let on_delete = built.on_delete.clone();
             let delete: DeleteRouter = Arc::new(move || {
+                if let Some(f) = on_delete.lock().unwrap().as_ref() {
+                    f(&name);
+                }
                 deleted.lock().unwrap().push(name.clone());
                 sims.lock().unwrap().remove(&name);
                 Box::pin(async { Ok(()) })
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list }
+        GatewayBackends { spawn, list, kept_grace }
     })
 }
 
-struct Running {
+pub(crate) struct Running {
     ingress_sim: Arc<Mutex<Simulator>>,
     stop: tokio::sync::oneshot::Sender<()>,
     run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
     _dir: tempfile::TempDir,
 }
 
-async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running {
+pub(crate) async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -192,18 +210,18 @@ async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running {
 }
 
 impl Running {
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         tokio::time::timeout(Duration::from_secs(30), self.run).await.unwrap().unwrap().unwrap();
     }
 }
 
-async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
     eventually_every(what, secs, Duration::from_millis(25), f).await
 }
 
 /// The Gateway's `Programmed` condition (status/reason/message) and its addresses.
-fn programmed(fake: &Fake, gw: &str) -> Option<(String, String, String, Value)> {
+pub(crate) fn programmed(fake: &Fake, gw: &str) -> Option<(String, String, String, Value)> {
     let st = fake.get(&format!("{GW_API}/gateways"), "shop", gw)?["status"].clone();
     let c = st["conditions"].as_array()?.iter().find(|c| c["type"] == "Programmed")?.clone();
     let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
@@ -211,7 +229,7 @@ fn programmed(fake: &Fake, gw: &str) -> Option<(String, String, String, Value)> 
 }
 
 /// The (path rule values, pool member addresses) the policies of `sim` route.
-fn routed(sim: &Simulator) -> (Vec<String>, Vec<String>) {
+pub(crate) fn routed(sim: &Simulator) -> (Vec<String>, Vec<String>) {
     let rules = sim.router.policies.iter().flat_map(|p| p.rules.iter()).filter(|r| r.rule_type == "PATH");
     let members = sim.router.pools.iter().flat_map(|p| p.members.iter()).map(|m| m.address.to_string());
     (rules.map(|r| r.value.clone()).collect(), members.collect())

@@ -21,6 +21,7 @@ mod config_sample;
 mod conformance_status;
 mod controller_client;
 mod controller_gateway;
+mod controller_gateway_keep;
 mod controller_gateway_routers;
 mod controller_health;
 mod controller_holds;
