@@ -244,10 +244,13 @@ async fn a_gateway_gets_its_own_load_balancer_and_loses_it_when_deleted() {
     let built = Built::default();
     let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
     let lb = load_balancer_name("shop", "web");
+    // Converged: its policy and its pool's member (the members may come in a later write than
+    // the policies: waiting for the policies alone raced under load).
     let (port, sim) = eventually("the Gateway's router converged", 10, || {
         let sims = built.sims.lock().unwrap();
         let (port, _, sim) = sims.get(&lb)?;
-        (!sim.lock().unwrap().router.policies.is_empty()).then(|| (*port, sim.clone()))
+        let (paths, members) = routed(&sim.lock().unwrap());
+        (!paths.is_empty() && !members.is_empty()).then(|| (*port, sim.clone()))
     })
     .await;
     assert_eq!(port, 8080, "the router listens on the Gateway's port");
