@@ -21,7 +21,7 @@ use kube::runtime::watcher::Event;
 use kuryr_l7_router::certificate::{CertificateCache, ParsedCertificate};
 use kuryr_l7_router::controller::context::{StoreWriters, Stores};
 use kuryr_l7_router::controller::ingress::ingresses_naming;
-use kuryr_l7_router::controller::members::endpoints_of;
+use kuryr_l7_router::controller::services::members::endpoints_of;
 use kuryr_l7_router::translate::members::SliceCache;
 use kuryr_l7_router::translate::{IpFamily, TranslateOptions, translate};
 use std::sync::Arc;

@@ -16,7 +16,7 @@ use common::mem;
 use k8s_openapi::api::core::v1::{Secret, Service};
 use kube::runtime::reflector::{self, store::Writer};
 use kube::runtime::watcher::Event;
-use kuryr_l7_router::controller::gateway_status::{GatewayStores, world};
+use kuryr_l7_router::controller::gateway::status::{GatewayStores, world};
 use kuryr_l7_router::gateway::api::generated as k8s;
 use kuryr_l7_router::gateway::api::{Blank, HTTPRoute, Parsed, conversions_on_this_thread, domain_event};
 use kuryr_l7_router::gateway::build::{Programmed, translate};

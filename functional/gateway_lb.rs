@@ -8,7 +8,7 @@
 
 use super::common::*;
 use super::fake_api::Fake;
-use kuryr_l7_router::controller::gateway_driver::octavia_gateway_routers;
+use kuryr_l7_router::controller::gateway::driver::octavia_gateway_routers;
 use kuryr_l7_router::controller::runtime::{octavia_backends, run_set_with_gateways};
 use kuryr_l7_router::driver::WritePermits;
 use kuryr_l7_router::gateway::naming::load_balancer_name;

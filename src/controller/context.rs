@@ -4,20 +4,21 @@
 //! instrumented wrapper both handlers' `reconcile` go through.
 
 use crate::certificate::CertificateCache;
-use crate::controller::events::{EventPublisher, UserEvent};
 use crate::controller::health::Readiness;
 use crate::controller::indexes::{
     IndexedWriter, Indexes, secrets_of_ingress, service_of_slice, services_of_ingress, tls_secrets_of,
 };
+use crate::controller::ingress::tls_secrets::NamedSecrets;
 use crate::controller::metrics::{Metrics, RouterMetrics};
-use crate::controller::notice::{ServiceNotice, desired_notices};
+use crate::controller::outputs::events::{EventPublisher, UserEvent};
+use crate::controller::outputs::patches;
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
 use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::routers::{RouterSlot, Routers};
-use crate::controller::service_events::{self, ServiceWarnings};
-use crate::controller::tls_secrets::NamedSecrets;
+use crate::controller::services::events::{self as service_events, ServiceWarnings};
+use crate::controller::services::notice::{ServiceNotice, desired_notices};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
-use crate::controller::{ControllerError, patches, reconcile_span};
+use crate::controller::{ControllerError, reconcile_span};
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::translate::budget::{Budget, translate_within};
@@ -206,8 +207,8 @@ pub struct Context {
     /// endpoint changes (see `service::reconcile`).
     pub member_change_window: Duration,
     /// Where the Service handler records the Services it sees changed, for the Gateways'
-    /// routers (`super::gateway_members`); None without a Gateway driver.
-    pub gateway_services: Option<Arc<crate::controller::service_changes::ServiceChanges>>,
+    /// routers (`super::gateway::members`); None without a Gateway driver.
+    pub gateway_services: Option<Arc<crate::controller::services::changes::ServiceChanges>>,
 }
 
 /// A desired state and the Service notices it implies.
@@ -290,7 +291,7 @@ impl Context {
     }
 
     /// With the Gateways' routers told of every Service change (see [`Context::gateway_services`]).
-    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::service_changes::ServiceChanges>) -> Self {
+    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::services::changes::ServiceChanges>) -> Self {
         self.gateway_services = Some(changes);
         self
     }

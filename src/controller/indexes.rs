@@ -273,7 +273,7 @@ mod tests {
     #[test]
     fn a_services_endpoints_come_from_its_own_slices_only() {
         use crate::controller::context::StoreWriters;
-        use crate::controller::members::endpoints_of;
+        use crate::controller::services::members::endpoints_of;
         let (stores, mut w) = StoreWriters::new();
         let with_ip = |name: &str, svc: &str, ip: &str| {
             slice_with(name, svc, json!([{"addresses": [ip], "conditions": {"ready": true}}]))

@@ -2,8 +2,8 @@
 //! record on the group's Ingresses and their status during the move (see
 //! [`crate::controller::set_moves`] for the protocol).
 
-use crate::controller::events::UserEvent;
-use crate::controller::patches;
+use crate::controller::outputs::events::UserEvent;
+use crate::controller::outputs::patches;
 use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::set_moves::{MOVE_ANNOTATION, annotation, ingress_hosts, ingress_key};
 use crate::placement::{MovePhase, MovePlan};

@@ -18,8 +18,8 @@
 //! reading any router (see `docs/scale-out.md` for why an annotation and not Octavia tags).
 
 use crate::config::ScaleOut;
-use crate::controller::events::UserEvent;
 use crate::controller::outputs::PlannedEvent;
+use crate::controller::outputs::events::UserEvent;
 use crate::controller::set_moves::{self, Moves};
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};

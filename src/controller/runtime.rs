@@ -15,19 +15,20 @@
 use crate::config::LeaderSettings;
 use crate::config::{KubernetesSettings, Settings};
 use crate::controller::context::Stores;
-use crate::controller::endpoint_nodes::EndpointNodes;
-use crate::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
-use crate::controller::gateway_driver::{GatewayBackends, GatewayRouters};
+use crate::controller::gateway::driver::{GatewayBackends, GatewayRouters};
 use crate::controller::health::{self, Readiness};
+use crate::controller::ingress::tls_secrets::watch_tls_secrets;
 use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
+use crate::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::router_set::{RouterSet, SpawnWriter};
+use crate::controller::services::endpoint_nodes::EndpointNodes;
+use crate::controller::services::handler as service;
 use crate::controller::stamp_store::StampStores;
-use crate::controller::tls_secrets::watch_tls_secrets;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
-use crate::controller::{ControllerError, ingress, reconcile_span, service};
+use crate::controller::{ControllerError, ingress, reconcile_span};
 use crate::driver::WriteGate;
 use crate::placement::RouterIndex;
 use crate::translate::node_members::NodeShape;
@@ -92,7 +93,7 @@ pub async fn run(settings: Settings) -> Result<(), ControllerError> {
     let settings = preflight(settings).await?;
     let permits = crate::wiring::write_permits(&settings);
     let backends = octavia_backends_with(permits.clone());
-    let gateways = crate::controller::gateway_driver::octavia_gateway_routers(&settings, permits);
+    let gateways = crate::controller::gateway::driver::octavia_gateway_routers(&settings, permits);
     run_set_with_gateways(settings, backends, Some(gateways), signal()).await
 }
 
@@ -662,7 +663,7 @@ fn controllers(
     let (by_service, by_secret) = (stores.clone(), stores.clone());
     // Only a Service change an Ingress can see re-reconciles the Ingresses naming it (not the
     // notices the Service handler writes: see `service_shape`).
-    let (svc_store, shapes) = (stores.services.clone(), crate::controller::service_shape::ServiceShapes::default());
+    let (svc_store, shapes) = (stores.services.clone(), crate::controller::services::shape::ServiceShapes::default());
     let ing_ctl = Controller::for_stream(ingresses.remove(0), stores.ingresses.clone())
         .with_config(config.clone())
         .watches_stream(services.remove(1), move |svc| match shapes.changed(&svc_store, &svc) {

@@ -381,7 +381,7 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
 /// its static address (the driver's `floating_ip` errors: no such floating IP in the project, or
 /// one on another port), else `NoResources`; the message names the error.
 fn failed(gw: &Gateway, e: &str) -> Cond {
-    // The driver's failures read `<label>: <error>` (`controller::gateway_driver`).
+    // The driver's failures read `<label>: <error>` (`controller::gateway::driver`).
     let label = e.split_once(':').map(|(l, _)| l);
     if !gw.spec.addresses.is_empty() && label == Some(crate::driver::error::FLOATING_IP_LABEL) {
         Cond::no("Programmed", "AddressNotUsable", format!("spec.addresses[0] cannot be used: {e}"))

@@ -22,7 +22,7 @@ pub enum SecretInfo {
     /// Any other type, or a TLS Secret whose content does not parse.
     Malformed,
     /// A TLS Secret the controller's cache holds without its data until its Secret watch lists
-    /// it again (`controller::tls_secrets`): served as valid meanwhile, never taken off.
+    /// it again (`controller::ingress::tls_secrets`): served as valid meanwhile, never taken off.
     Pending,
 }
 

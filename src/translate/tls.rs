@@ -43,7 +43,7 @@ use crate::reason::Reason;
 /// The `type` of a Kubernetes TLS Secret.
 pub(crate) const TLS_SECRET_TYPE: &str = "kubernetes.io/tls";
 /// The mark of a cached TLS Secret whose data the controller's Secret watch dropped on receipt
-/// (named by nothing then; see `controller::tls_secrets`). Only on the cached copy: nothing is
+/// (named by nothing then; see `controller::ingress::tls_secrets`). Only on the cached copy: nothing is
 /// written back from the Secret cache.
 pub const DATA_NOT_HELD: &str = "kuryr-l7-router.openstack.org/data-not-held";
 
@@ -177,7 +177,7 @@ fn empty_certificate(ns: &str, secret: &str) -> Certificate {
 }
 
 /// Parse (or take from the cache) and check one Secret. None: the Secret is cached without its
-/// data until the Secret watch's re-list fills it (`controller::tls_secrets`): pending, not
+/// data until the Secret watch's re-list fills it (`controller::ingress::tls_secrets`): pending, not
 /// missing, so nothing to warn about. Err: (Event reason, message naming the Secret; never its
 /// data).
 fn load_secret(

@@ -13,9 +13,9 @@ use eventually::eventually_every;
 use fake_api::Fake;
 use gateway_case::{Case, split};
 
-use kuryr_l7_router::controller::events::EventPublisher;
 use kuryr_l7_router::controller::gateway::GatewayLoop;
-use kuryr_l7_router::controller::gateway_driver::DataPlaneView;
+use kuryr_l7_router::controller::gateway::driver::DataPlaneView;
+use kuryr_l7_router::controller::outputs::events::EventPublisher;
 use kuryr_l7_router::gateway::build::Programmed;
 use kuryr_l7_router::gateway::keep::Tables;
 use kuryr_l7_router::gateway::world::World;

@@ -10,7 +10,7 @@ use crate::support::fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 
-use kuryr_l7_router::controller::gateway_driver::{
+use kuryr_l7_router::controller::gateway::driver::{
     DeleteRouter, GatewayBackends, GatewayRouters, ListGatewayRouters, SpawnGatewayRouter,
 };
 use kuryr_l7_router::controller::runtime::run_set_with_gateways;

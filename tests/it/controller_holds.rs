@@ -1,6 +1,6 @@
 //! While an object is on hold, events do not re-read the router: a Sync of the desired state
 //! last synced is answered from that Sync until the first hold's delay is over (see
-//! src/controller/last_sync.rs). The Octavia side is the driver's simulator behind a counting
+//! src/controller/outputs/last_sync.rs). The Octavia side is the driver's simulator behind a counting
 //! backend; the Kubernetes API is a mock that answers nothing (Events and notices fail, which
 //! a Sync logs or returns after the router part).
 
@@ -12,8 +12,8 @@ use kube::client::Body;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::context::{Context, StoreWriters};
-use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
+use kuryr_l7_router::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, Writer, WriterMetrics};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write};

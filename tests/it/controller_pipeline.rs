@@ -9,10 +9,10 @@ use kube::client::Body;
 use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::{Context, StoreWriters, backoff};
-use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::metrics::Metrics;
-use kuryr_l7_router::controller::notice::{ServiceNotice, notice_annotation};
-use kuryr_l7_router::controller::service::{ServiceStep, service_step};
+use kuryr_l7_router::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+use kuryr_l7_router::controller::services::handler::{ServiceStep, service_step};
+use kuryr_l7_router::controller::services::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::writer::{MembersOutcome, WriteError, WriteQueue, Writer, WriterMetrics};
 use kuryr_l7_router::controller::{FINALIZER, ingress};
 use kuryr_l7_router::driver::actual::{ActualMember, ActualPool};
@@ -583,7 +583,7 @@ async fn octavia_failure_is_an_error_with_a_warning_event_and_growing_requeue() 
 
 #[test]
 fn triggers_map_to_the_right_objects() {
-    use kuryr_l7_router::controller::service::{service_of_endpoints, service_of_slice};
+    use kuryr_l7_router::controller::services::handler::{service_of_endpoints, service_of_slice};
     let s = service_of_slice(slice()).unwrap();
     assert_eq!((s.name.as_str(), s.namespace.as_deref()), ("web", Some("shop")));
     let mut unlabeled = slice();

@@ -10,8 +10,8 @@ use fake_settings::fake_cluster_settings;
 use kuryr_l7_router::config::Settings;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::FINALIZER;
-use kuryr_l7_router::controller::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::runtime::run_with;
+use kuryr_l7_router::controller::services::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
@@ -531,8 +531,8 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
 async fn service_warnings_become_events_on_the_service_once() {
     use kube::runtime::watcher::Event;
     use kuryr_l7_router::controller::context::{Context, StoreWriters};
-    use kuryr_l7_router::controller::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
     use kuryr_l7_router::controller::metrics::Metrics;
+    use kuryr_l7_router::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
     use kuryr_l7_router::controller::writer::{Writer, WriterMetrics};
     let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = Fake::new();

@@ -323,7 +323,7 @@ fn gateway_desired() -> kuryr_l7_router::model::DesiredRouter {
 /// only, and the Gateway's deletion deletes the ConfigMap with the load balancer.
 #[tokio::test]
 async fn a_gateway_router_keeps_its_stamps_and_its_deletion_deletes_them() {
-    use kuryr_l7_router::controller::gateway_driver::octavia_gateway_routers;
+    use kuryr_l7_router::controller::gateway::driver::octavia_gateway_routers;
     use kuryr_l7_router::controller::metrics::Metrics;
     use kuryr_l7_router::driver::{WriteGate, WritePermits};
     let (port, octavia) = fake_octavia::start(114_688).await;

@@ -3,7 +3,7 @@
 //! the objects whose input is bad. A status is written only when it changes (transition times
 //! aside); a write that fails is logged and retried on the next pass, never blocking the others.
 
-use crate::controller::events::{EventPublisher, UserEvent};
+use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated as k8s;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
@@ -19,7 +19,7 @@ use std::sync::Arc;
 
 /// The Gateway API caches, filled by the Gateway loop's watches: the domain objects, each
 /// converted from the generated Kubernetes type once, when its watch event arrived
-/// (`super::gateway::converted`).
+/// (`crate::controller::gateway::converted`).
 #[derive(Clone)]
 pub struct GatewayStores {
     pub classes: Store<GatewayClass>,

@@ -1,10 +1,10 @@
 //! The desired router of each Gateway, from the Gateway loop's route tables
-//! ([`super::gateway::GatewayLoop::routers`]) and the Ingress side's caches (Services,
+//! ([`crate::controller::gateway::GatewayLoop::routers`]) and the Ingress side's caches (Services,
 //! EndpointSlices, Nodes, TLS Secrets): what a router slot per Gateway converges.
 //!
-//! The routers are driven by `super::gateway_driver`: one writer per [`GatewayRouter::name`] (the
+//! The routers are driven by `crate::controller::gateway::driver`: one writer per [`GatewayRouter::name`] (the
 //! hashed load-balancer name, `crate::gateway::naming`) on a driver for that load balancer and
-//! the Gateway's port. They are kept apart from the Ingress routers' slot map (`super::routers`):
+//! the Gateway's port. They are kept apart from the Ingress routers' slot map (`crate::controller::routers`):
 //! that map's first key is the Ingress router every Ingress status and warning goes to, and a
 //! Gateway's `/readyz` line would let one bad Gateway take the controller out of service.
 
@@ -43,7 +43,7 @@ kind: Service\napiVersion: v1\nmetadata: {name: cart, namespace: shop}\nspec: {p
         let mut world = World::default();
         world.add_yaml(OBJECTS).unwrap();
         let routes = translate(&world, &Programmed::new()).routers;
-        let stores = crate::controller::gateway_members::tests::stores_with(&["10.0.0.5"]);
+        let stores = crate::controller::gateway::members::tests::stores_with(&["10.0.0.5"]);
 
         let routers = desired_routers(&routes, &stores, &TranslateOptions::default());
         assert_eq!(routers.len(), 1);

@@ -1,6 +1,6 @@
 //! Gateway API objects as a second input beside Ingress: the watches of GatewayClass, Gateway,
 //! HTTPRoute, ReferenceGrant and Namespace, and the loop that translates them
-//! ([`crate::gateway::build::translate`]) and writes their status ([`super::gateway_status`]).
+//! ([`crate::gateway::build::translate`]) and writes their status ([`crate::controller::gateway::status`]).
 //!
 //! Users install the Gateway API CRDs; a cluster without them is an Ingress-only cluster. The
 //! CRDs are probed before any watch (a watch of a resource the API server does not serve would
@@ -10,11 +10,17 @@
 //! The routers of the Gateways ([`crate::gateway::build::Translation::routers`]) are published on
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
-use crate::controller::events::{EventPublisher, UserEvent};
-use crate::controller::gateway_driver::{
+pub mod driver;
+pub(crate) mod finalizers;
+pub mod members;
+pub(crate) mod routers;
+pub mod status;
+
+use crate::controller::gateway::driver::{
     DataPlane, DataPlaneView, GATEWAY_ROUTER_RESYNC, GATEWAY_ROUTER_RETRY, GatewayBackends, GatewayDriver, KeptGrace,
 };
-use crate::controller::gateway_status::{GatewayStores, StatusWriter, reference, world};
+use crate::controller::gateway::status::{GatewayStores, StatusWriter, reference, world};
+use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
 use crate::gateway::api::{Blank, Parsed, domain_event};
 use crate::gateway::build::translate_observed;
@@ -50,7 +56,7 @@ pub struct GatewayLoop {
     pub recheck: Duration,
     /// What names TLS Secrets (the Secret watch keeps only their data): told about the Gateways'
     /// cache, and asked for a re-list when a listener names a Secret held without data.
-    pub named_secrets: Option<Arc<crate::controller::tls_secrets::NamedSecrets>>,
+    pub named_secrets: Option<Arc<crate::controller::ingress::tls_secrets::NamedSecrets>>,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -233,7 +239,7 @@ impl GatewayLoop {
             });
             first = false;
             let released = self.finalize.then_some(&released);
-            crate::controller::gateway_finalizers::write(&self.client, stores, &t.fates, released).await;
+            crate::controller::gateway::finalizers::write(&self.client, stores, &t.fates, released).await;
             status.write(stores, &t).await;
             let p = &mut self.plane;
             tokio::select! {
@@ -283,7 +289,7 @@ where
 pub(crate) const GATEWAY_RECHECK: Duration = Duration::from_secs(30);
 
 /// The Gateway loop of the leader, on the Ingress side's Service and Secret caches, and with
-/// `routers` the driver of the Gateways' routers (`super::gateway_driver`), which reports their
+/// `routers` the driver of the Gateways' routers (`crate::controller::gateway::driver`), which reports their
 /// addresses back. Without it the Gateways show `Programmed: False` (Pending). The driver takes
 /// the Service changes the Service handler records in `ctx.gateway_services`.
 pub fn spawn(
@@ -331,7 +337,7 @@ pub fn spawn(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::gateway_status::{GatewayStores, world};
+    use crate::controller::gateway::status::{GatewayStores, world};
     use crate::gateway::api::conversions_on_this_thread;
     use serde_json::json;
 

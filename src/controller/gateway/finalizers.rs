@@ -4,9 +4,9 @@
 //! added, and ours is removed from a Gateway being deleted at once. A write that fails is logged
 //! and made again on the next pass.
 
-use crate::controller::gateway_driver::Released;
-use crate::controller::gateway_status::GatewayStores;
-use crate::controller::patches::{add_finalizer_patch, patch_params, remove_finalizer_patch};
+use crate::controller::gateway::driver::Released;
+use crate::controller::gateway::status::GatewayStores;
+use crate::controller::outputs::patches::{add_finalizer_patch, patch_params, remove_finalizer_patch};
 use crate::gateway::api::generated as k8s;
 use crate::gateway::keep::Fates;
 use kube::api::{Api, Patch};

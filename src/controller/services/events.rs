@@ -1,7 +1,7 @@
 //! Warning Events on Services: the translation's warnings about a Service (`NoEndpoints`: a pool
 //! without any ready member; `EndpointPortNotFound`: an EndpointSlice without the Service port's
 //! name) become Kubernetes Events on that Service, so `kubectl describe service` says why its
-//! route answers 503. They are part of every Sync's outputs (`super::outputs`), published
+//! route answers 503. They are part of every Sync's outputs (`crate::controller::outputs`), published
 //! when due.
 //!
 //! Every Sync (an Ingress change, a Service change, the periodic resync) translates again and finds
@@ -9,9 +9,9 @@
 //! publishes a warning when it appears, and again only after [`REPUBLISH_AFTER`] while it lasts
 //! (Kubernetes drops Events after an hour by default: a problem that lasts must stay visible); a
 //! warning that went away and came back is new again. The Event publisher's own suppression
-//! window ([`super::events`]) still applies on top.
+//! window ([`crate::controller::outputs::events`]) still applies on top.
 
-use crate::controller::events::UserEvent;
+use crate::controller::outputs::events::UserEvent;
 use crate::model::{KubeRef, Warning};
 use k8s_openapi::api::core::v1::{ObjectReference, Service};
 use kube::Resource;

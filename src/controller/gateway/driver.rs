@@ -4,8 +4,8 @@
 //! them or on each other.
 //!
 //! The driver reads the route tables the Gateway loop publishes
-//! ([`super::gateway::GatewayLoop::routers`]), turns them into desired routers from the Ingress
-//! side's caches ([`super::gateway_routers::desired_routers`]) and hands each to the task of its
+//! ([`crate::controller::gateway::GatewayLoop::routers`]), turns them into desired routers from the Ingress
+//! side's caches ([`crate::controller::gateway::routers::desired_routers`]) and hands each to the task of its
 //! Gateway, which syncs it and reports back: the load balancer's address into [`Programmed`]
 //! (the Gateway turns `Programmed: True` with `status.addresses`), or the error into
 //! [`RouterFailures`] (`Programmed: False`, reason `NoResources`, with an Event), and the writes
@@ -18,7 +18,7 @@
 //!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
-//! the Gateway routers whose pools that Service feeds (`super::gateway_members`), as on the
+//! the Gateway routers whose pools that Service feeds (`crate::controller::gateway::members`), as on the
 //! Ingress side. A full pass (every Gateway's desired router translated again) runs on every
 //! change of the route tables, on a Service change the Members path cannot carry, and every
 //! [`GatewayDriver::resync`] (a pass whose desired router is unchanged writes nothing); a failed
@@ -26,11 +26,11 @@
 
 use crate::config::Settings;
 use crate::controller::context::Stores;
-use crate::controller::gateway_members::refill;
-use crate::controller::gateway_routers::desired_routers;
+use crate::controller::gateway::members::refill;
+use crate::controller::gateway::routers::desired_routers;
 use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
-use crate::controller::service_changes::ServiceChanges;
+use crate::controller::services::changes::ServiceChanges;
 use crate::controller::stamp_store::{StampStore, StampStores};
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{RouterBackend, WriterMetrics};
@@ -58,7 +58,7 @@ pub type SpawnGatewayRouter =
     Box<dyn Fn(&str, u16, Option<IpAddr>) -> Result<(Writer, DeleteRouter), WriteError> + Send + Sync + 'static>;
 
 /// Builds the Gateways' routers once this replica leads, given the metrics, the leader gate and
-/// where each router's stamps outlive the process (see [`super::stamp_store`]).
+/// where each router's stamps outlive the process (see [`crate::controller::stamp_store`]).
 pub type GatewayRouters = Box<dyn FnOnce(&Metrics, WriteGate, StampStores) -> GatewayBackends + Send>;
 
 /// The names of the Gateway load balancers of ours (`kuryr-gw-*` with our ownership tags).
@@ -225,12 +225,15 @@ pub(crate) struct GatewayDriver {
 #[derive(Default)]
 pub(crate) struct KeptGrace {
     pub grace: Option<Duration>,
-    pub events: Option<Arc<crate::controller::events::EventPublisher>>,
+    pub events: Option<Arc<crate::controller::outputs::events::EventPublisher>>,
     since: BTreeMap<String, Option<tokio::time::Instant>>,
 }
 
 impl KeptGrace {
-    pub fn new(grace: Option<Duration>, events: Option<Arc<crate::controller::events::EventPublisher>>) -> Self {
+    pub fn new(
+        grace: Option<Duration>,
+        events: Option<Arc<crate::controller::outputs::events::EventPublisher>>,
+    ) -> Self {
         Self { grace, events, since: BTreeMap::new() }
     }
 
@@ -430,7 +433,8 @@ impl GatewayDriver {
             );
             tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, "{message}");
             if let Some(events) = self.kept.events.clone() {
-                let ev = crate::controller::events::UserEvent::warning("LoadBalancerReleased", "Delete", message);
+                let ev =
+                    crate::controller::outputs::events::UserEvent::warning("LoadBalancerReleased", "Delete", message);
                 let regarding = k8s_openapi::api::core::v1::ObjectReference {
                     api_version: Some("gateway.networking.k8s.io/v1".into()),
                     kind: Some("Gateway".into()),

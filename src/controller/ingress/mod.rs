@@ -1,8 +1,10 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
+pub mod tls_secrets;
+
 use crate::controller::context::{Context, HandlerError, Stores, instrumented};
+use crate::controller::outputs::patches::{self, has_finalizer};
 use crate::controller::outputs::{FailedStep, Failure, Scope, failure_event};
-use crate::controller::patches::{self, has_finalizer};
 use crate::translate::ingress_class::is_ours;
 use crate::translate::namespace_of;
 use k8s_openapi::api::core::v1::{Secret, Service};

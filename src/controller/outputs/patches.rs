@@ -1,5 +1,5 @@
 //! The Kubernetes patches: every Kubernetes write the controller makes (finalizer, Service notice
-//! annotation, Ingress status; Events are in [`super::events`]) and the pure decisions that say
+//! annotation, Ingress status; Events are in [`crate::controller::outputs::events`]) and the pure decisions that say
 //! when to make them.
 //!
 //! Writes are small async functions over `kube::Api` so each can be tested against a mock API
@@ -8,7 +8,7 @@
 //! All patches carry `fieldManager=kuryr-l7-router`, so `kubectl get -o yaml --show-managed-fields`
 //! tells users which fields this controller owns.
 
-use crate::controller::notice::{NoticeChange, ServiceNotice, notice_annotation};
+use crate::controller::services::notice::{NoticeChange, ServiceNotice, notice_annotation};
 use crate::controller::{CONTROLLER_NAME, ControllerError, FINALIZER, NOTICE_ANNOTATION};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};

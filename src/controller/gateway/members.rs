@@ -10,7 +10,7 @@
 //! synced yet) asks the driver for a full pass instead.
 
 use crate::controller::context::Stores;
-use crate::controller::members::{endpoints_of, node_index, service_members};
+use crate::controller::services::members::{endpoints_of, node_index, service_members};
 use crate::model::{DesiredRouter, KubeRef, Pool};
 use crate::translate::TranslateOptions;
 use kube::runtime::reflector::ObjectRef;
@@ -64,7 +64,7 @@ pub fn refill(changed: &BTreeSet<KubeRef>, synced: &DesiredRouter, stores: &Stor
 pub(crate) mod tests {
     use super::*;
     use crate::controller::context::StoreWriters;
-    use crate::controller::service_changes::ServiceChanges;
+    use crate::controller::services::changes::ServiceChanges;
     use crate::model::Member;
     use kube::runtime::watcher::Event;
     use serde_json::json;

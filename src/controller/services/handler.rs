@@ -2,12 +2,12 @@
 //! router's notice annotation on it) equal to its ready endpoints, one batch write per pool.
 //!
 //! Every controller instance watches every EndpointSlice and reads only its own router's notice
-//! ([`crate::controller::notice::notice_annotation`]), so a Service shared by several routers
+//! ([`crate::controller::services::notice::notice_annotation`]), so a Service shared by several routers
 //! refreshes the members of each of them on an endpoint change.
 //!
 //! An endpoint change costs O(the Service's pools), never a translation of the cluster: the
 //! Service's notice is compared with the one the LAST Sync's desired state implies, and its pools
-//! are refilled from its own endpoints ([`crate::controller::members`]). When the notice differs
+//! are refilled from its own endpoints ([`crate::controller::services::members`]). When the notice differs
 //! (a route to it added or removed), or a port or health-monitor annotation changed, the change
 //! is structural: a Sync (which also writes the notice) rather than member updates. The Service's
 //! endpoint warnings (`NoEndpoints`, `EndpointPortNotFound`) are published from this path too, at
@@ -23,10 +23,10 @@
 //! A change of the Service's health-monitor annotation is applied by a Sync.
 
 use crate::controller::context::{Context, HandlerError, instrumented};
-use crate::controller::members::{endpoints_of, node_index, service_members};
-use crate::controller::notice::ServiceNotice;
 use crate::controller::outputs::{FailedStep, Failure, failure_event};
 use crate::controller::routers::RouterSlot;
+use crate::controller::services::members::{endpoints_of, node_index, service_members};
+use crate::controller::services::notice::ServiceNotice;
 use crate::controller::writer::{MembersOutcome, WriteError};
 use crate::model::KubeRef;
 use crate::translate::namespace_of;

@@ -1,0 +1,11 @@
+//! The Service and Endpoints side: the notice annotations the Ingress handler writes on the
+//! Services its routers use, the Service handler that reads them, and the members of each pool
+//! (endpoints, or nodes in NodePort mode).
+
+pub mod changes;
+pub(crate) mod endpoint_nodes;
+pub(crate) mod events;
+pub mod handler;
+pub mod members;
+pub mod notice;
+pub(crate) mod shape;
