@@ -59,6 +59,7 @@ pub mod service_changes;
 pub(crate) mod service_events;
 pub(crate) mod service_shape;
 pub mod set_moves;
+pub mod set_store;
 pub mod slim;
 pub mod stamp_store;
 pub mod tls_secrets;
