@@ -325,7 +325,7 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
 }
 
 /// The placement `run` would make: `plan` reads no OpenStack, but the placement recorded on the
-/// manifests' Ingresses (`controller::router_set::PLACEMENT_ANNOTATION`) is kept, as `run` does.
+/// manifests' Ingresses (`controller::set_migration::PLACEMENT_ANNOTATION`, the records of versions before the controller kept its own) is kept, as `run` does.
 fn plan_placement(
     settings: &Settings,
     inputs: &crate::translate::Inputs,
@@ -341,7 +341,7 @@ fn plan_split_params(settings: &Settings, inputs: &crate::translate::Inputs) -> 
     let base = &settings.octavia_defaults.l7_router_name;
     crate::placement::split::SplitParams {
         capacity: so.capacity,
-        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
+        current: crate::controller::set_migration::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),
@@ -356,13 +356,15 @@ fn plan_moves(
     inputs: &crate::translate::Inputs,
     desired: &crate::model::DesiredRouter,
 ) -> (Vec<crate::placement::MovePlan>, Vec<crate::placement::MovePlan>) {
-    use crate::controller::set_moves::{Growth, move_asks, place_with_moves, recorded_moves};
+    use crate::controller::set_migration::recorded_moves;
+    use crate::controller::set_moves::{Growth, admit_asks, move_asks, place_with_moves};
     let base = &settings.octavia_defaults.l7_router_name;
     let params = plan_split_params(settings, inputs);
     let recorded = recorded_moves(&inputs.ingresses);
-    let asks = move_asks(base, &inputs.ingresses);
+    let asks =
+        admit_asks(move_asks(base, &inputs.ingresses), &settings.octavia_defaults.scale_out.move_request_namespaces);
     let growth = Growth {
-        before: crate::controller::router_set::recorded_costs(&inputs.ingresses),
+        before: crate::controller::set_migration::recorded_costs(&inputs.ingresses),
         pending: Default::default(),
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);

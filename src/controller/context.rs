@@ -442,10 +442,13 @@ impl Context {
                 answer = Some(result);
             }
         }
-        self.record_placement(set, &placed, &synced_routers).await;
         self.delete_empty_routers(set, &placed).await;
         set.observe(&placed, &addresses);
         self.drive_moves(set, &placed).await;
+        // The records (each host's router once it synced, the moves) in the controller's own
+        // namespace, never on the Ingresses.
+        set.record(&placed, &synced_routers);
+        set.save_records().await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
     }
 
@@ -509,39 +512,6 @@ impl Context {
                 self.apply_outputs(slot, &with_warnings, scope, &here).await
             }
             _ => self.apply_outputs(slot, synced, scope, &here).await,
-        }
-    }
-
-    /// Writes [`crate::controller::router_set::PLACEMENT_ANNOTATION`] (and the group's cost,
-    /// `COST_ANNOTATION`) on each Ingress of ours with hosts, placed on a router that synced,
-    /// where it differs: the record a restarted controller or a new leader places from.
-    async fn record_placement(&self, set: &RouterSet, placed: &Placed, synced: &[crate::placement::RouterIndex]) {
-        use crate::controller::router_set::{COST_ANNOTATION, PLACEMENT_ANNOTATION, recorded_router};
-        for ing in self.stores.ingresses.state() {
-            if !self.keeps_status_of(&ing) || !placed.is_placed(&ing) {
-                continue;
-            }
-            let index = placed.router_of(&ing);
-            let name = set.name_of(index);
-            let cost = placed.cost_record(&ing);
-            let cost_kept =
-                cost.is_none() || crate::controller::set_moves::annotation(&ing, COST_ANNOTATION) == cost.as_deref();
-            if !synced.contains(&index) || (recorded_router(&ing) == Some(name.as_str()) && cost_kept) {
-                continue;
-            }
-            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-            let mut annotations = serde_json::json!({PLACEMENT_ANNOTATION: name});
-            if let Some(cost) = cost {
-                annotations[COST_ANNOTATION] = serde_json::json!(cost);
-            }
-            let patch = serde_json::json!({"metadata": {"annotations": annotations}});
-            let params = kube::api::PatchParams::default();
-            match api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
-                Ok(_) => tracing::info!(ingress = %outputs::ingress_ref(&ing), router = %name, "placement recorded"),
-                Err(e) => {
-                    tracing::warn!(ingress = %outputs::ingress_ref(&ing), error = %e, "cannot record the placement")
-                }
-            }
         }
     }
 

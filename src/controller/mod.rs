@@ -58,6 +58,7 @@ pub mod service;
 pub mod service_changes;
 pub(crate) mod service_events;
 pub(crate) mod service_shape;
+pub mod set_migration;
 pub mod set_moves;
 pub mod set_store;
 pub mod slim;
@@ -142,6 +143,9 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     // start, server-side applied after a Sync (patch; create when it does not exist yet),
     // deleted with the router.
     ("", "configmaps", "get"),
+    // set_store.rs: the router set's records, ConfigMaps of the same namespace found by label
+    // (list), server-side applied (patch) and deleted when their layout changes.
+    ("", "configmaps", "list"),
     ("", "configmaps", "create"),
     ("", "configmaps", "patch"),
     ("", "configmaps", "delete"),

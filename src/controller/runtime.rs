@@ -24,6 +24,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::router_set::{RouterSet, SpawnWriter};
+use crate::controller::set_migration::{RouteReader, start_records};
 use crate::controller::stamp_store::StampStores;
 use crate::controller::tls_secrets::watch_tls_secrets;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
@@ -244,11 +245,14 @@ where
                 StampStores { api: Api::namespaced(client.clone(), &k.lease_namespace), every: k.resync_period };
             b.set_stamp_stores(stores.clone());
             let gateways = gateways.map(|g| g(&metrics, gate.clone(), stores.clone()));
-            let spawn =
-                settings.octavia_defaults.scale_out.enabled.then(|| {
-                    spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
-                });
-            let spawn = Spawners { set: spawn, gateways };
+            let backends = Arc::new(backends);
+            let routes =
+                settings.octavia_defaults.scale_out.enabled.then(|| route_reader(&settings, &metrics, &backends));
+            let spawn = settings.octavia_defaults.scale_out.enabled.then(|| {
+                let backends = move |s: &Settings, m: &Metrics, i: RouterIndex| backends(s, m, i);
+                spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
+            });
+            let spawn = Spawners { set: spawn, routes, gateways };
             run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
@@ -518,10 +522,29 @@ fn notice_router_name(settings: &Settings) -> String {
     o.l7_router_uuid.clone().unwrap_or_else(|| o.l7_router_name.clone())
 }
 
+/// How the upgrade reads the routes of the set's routers beyond the first (each with a backend
+/// of its own, used for that read only).
+fn route_reader<B, F>(settings: &Settings, metrics: &Metrics, backends: &Arc<F>) -> RouteReader
+where
+    B: RouterBackend,
+    F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
+{
+    let (settings, metrics, backends) = (settings.clone(), metrics.clone(), backends.clone());
+    Box::new(move |index| {
+        let backend = backends(&settings, &metrics, index);
+        Box::pin(async move {
+            let backend = backend.map_err(|e| WriteError::new("client_config", e.to_string()))?;
+            backend.routed_hosts().await
+        })
+    })
+}
+
 /// How the leader builds the routers beyond the first: the other routers of a scale-out set,
 /// and the Gateways' routers.
 struct Spawners {
     set: Option<SpawnWriter>,
+    /// Reads a router's routes (the upgrade of the set's records).
+    routes: Option<RouteReader>,
     gateways: Option<GatewayBackends>,
 }
 
@@ -540,11 +563,22 @@ async fn run_leader<B: RouterBackend>(
         Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
         None => Default::default(),
     };
+    let k = &settings.kubernetes;
+    // The set's records, from the controller's own namespace (or, at the upgrade, from the
+    // annotations confirmed by Octavia: router 0 read through `backend` before its writer has it).
+    let records = match &spawn.set {
+        Some(_) => {
+            let existing = found.0.iter().map(|(i, _)| *i).chain(found.1.iter().copied()).collect();
+            let namespace = &k.lease_namespace;
+            let routes = spawn.routes.as_ref();
+            Some(start_records(&client, namespace, &router, &backend, routes, &existing).await?)
+        }
+        None => None,
+    };
     let writer = Writer::spawn(
         backend,
         WriterMetrics { router: router.clone(), metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) },
     );
-    let k = &settings.kubernetes;
     let (stores, store_writers) = StoreWriters::new();
     stores.named_secrets.set_default(crate::wiring::translate_options(settings).tls.default_certificate);
     let (caches_tx, caches_rx) = watch::channel(false);
@@ -564,8 +598,9 @@ async fn run_leader<B: RouterBackend>(
     if spawn.gateways.is_some() {
         ctx = ctx.with_gateway_services(Arc::default());
     }
-    if let Some(spawn) = spawn.set {
-        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn);
+    if let Some((spawn, (records, store))) = spawn.set.zip(records) {
+        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
+            .with_records(records, Some(store));
         set.found(found.0, found.1);
         ctx = ctx.with_router_set(set);
     }

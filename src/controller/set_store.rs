@@ -154,11 +154,8 @@ pub fn shard_name(base: &str, n: usize, i: usize) -> String {
     if valid {
         return whole;
     }
-    let short: String = base
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' })
-        .take(150)
-        .collect();
+    let short: String =
+        base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(150).collect();
     format!("{PREFIX}{}-{:016x}-{n}-{i}", short.trim_matches('-'), stable_hash(base))
 }
 
@@ -252,7 +249,9 @@ pub fn read_config_maps(base: &str, cms: &[ConfigMap]) -> Result<Loaded, String>
     let layout = complete.map(|(epoch, n)| (n, epoch));
     let kept: BTreeSet<&str> = chosen.iter().filter_map(|s| s.cm.metadata.name.as_deref()).collect();
     let stale = match complete {
-        Some(_) => shards.iter().filter_map(|s| s.cm.metadata.name.clone()).filter(|n| !kept.contains(n.as_str())).collect(),
+        Some(_) => {
+            shards.iter().filter_map(|s| s.cm.metadata.name.clone()).filter(|n| !kept.contains(n.as_str())).collect()
+        }
         // No complete layout: every shard read is replaced by the next write.
         None => kept.iter().map(|n| n.to_string()).collect(),
     };

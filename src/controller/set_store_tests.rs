@@ -14,7 +14,8 @@ fn records(hosts: usize) -> SetRecords {
     }
     let groups: BTreeSet<GroupId> = out.hosts.values().filter_map(|r| r.group.clone()).collect();
     for (n, g) in groups.iter().enumerate().filter(|(n, _)| n % 50 == 0) {
-        let hosts: BTreeSet<String> = out.hosts.iter().filter(|(_, r)| r.group.as_ref() == Some(g)).map(|(h, _)| h.clone()).collect();
+        let hosts: BTreeSet<String> =
+            out.hosts.iter().filter(|(_, r)| r.group.as_ref() == Some(g)).map(|(h, _)| h.clone()).collect();
         let request = MoveRequest { group: g.clone(), hosts, from: (n % 100) as u32, to: ((n + 1) % 100) as u32 };
         out.moves.insert(g.clone(), MovePlan::start(&request, 1_800_000_000));
     }
