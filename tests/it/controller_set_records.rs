@@ -238,3 +238,63 @@ async fn the_upgrade_keeps_the_records_octavia_confirms_and_drops_forged_ones() 
     eventually("a Warning on f", 20, || event_on(&old, "f", "MoveRecordIgnored")).await;
     running.stop().await;
 }
+
+/// `hosts` hosts of ~60 characters on 100 routers, each with its group (of 4) and cost.
+fn many(hosts: usize) -> SetRecords {
+    let mut out = SetRecords::default();
+    for i in 0..hosts {
+        let name = |i: usize| format!("service-{i:05}.team-{:03}.apps.example-cluster.example.com", i % 977);
+        let cost = kuryr_l7_router::placement::Cost::new(4 + (i % 7) as u32, (i % 3) as u32);
+        out.hosts.insert(name(i), HostRecord::on((i % 100) as u32).with_cost(name(i - i % 4), cost));
+    }
+    out
+}
+
+/// The set's ConfigMaps in the fake, with their size as stored (JSON).
+fn stored(fake: &Fake) -> Vec<(String, usize)> {
+    let mut out = Vec::new();
+    for n in [1, 2, 4, 8, 16, 32, 64] {
+        for i in 0..n {
+            let name = shard_name(BASE, n, i);
+            if let Some(v) = fake.get("v1/configmaps", CONTROLLER_NS, &name) {
+                out.push((name, serde_json::to_vec(&v).unwrap().len()));
+            }
+        }
+    }
+    out
+}
+
+/// Through the API (the fake server): 10k hosts' records are written in several ConfigMaps,
+/// each under the 1 MiB object limit, and read back whole by a new store (a restart); an
+/// unchanged save writes nothing, a change writes one shard; shrinking back to a few hosts
+/// leaves one ConfigMap, the old layout's deleted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_thousand_hosts_are_stored_and_reloaded_through_the_api() {
+    use kuryr_l7_router::controller::set_store::{OBJECT_LIMIT, SetStore};
+    let fake = Fake::new();
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let api = || kube::Api::namespaced(client.clone(), CONTROLLER_NS);
+    let store = SetStore::new(api(), BASE);
+    assert_eq!(store.load().await.unwrap().records, None, "nothing stored yet");
+    store.save(&many(10)).await;
+    assert_eq!(stored(&fake).len(), 1);
+    let mut big = many(10_000);
+    store.save(&big).await;
+    let objects = stored(&fake);
+    assert!(objects.len() > 1, "{objects:?}");
+    assert!(objects.iter().all(|(_, bytes)| *bytes < OBJECT_LIMIT), "{objects:?}");
+    assert!(!objects.iter().any(|(name, _)| *name == shard_name(BASE, 1, 0)), "the old layout deleted");
+    let again = SetStore::new(api(), BASE);
+    assert_eq!(again.load().await.unwrap().records, Some(big.clone()), "a restart reads every record");
+    let writes = |fake: &Fake| fake.writes().iter().filter(|w| w.path.contains("/configmaps/")).count();
+    let before = writes(&fake);
+    again.save(&big).await;
+    assert_eq!(writes(&fake), before, "nothing changed: nothing written");
+    big.hosts.values_mut().next().unwrap().router = 7;
+    again.save(&big).await;
+    assert_eq!(writes(&fake), before + 1, "one host changed: one shard written");
+    assert_eq!(SetStore::new(api(), BASE).load().await.unwrap().records, Some(big));
+    again.save(&many(10)).await;
+    assert_eq!(stored(&fake).iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(), [shard_name(BASE, 1, 0)]);
+}
