@@ -1,4 +1,4 @@
-//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`,
+//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`, `move`,
 //! `status-responder`.
 use crate::config::{self as conf, Settings};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -74,6 +74,22 @@ pub enum Command {
         #[arg(long = "router")]
         router: Option<String>,
     },
+    /// With `scale_out`: ask the controller to move an Ingress's host group to a router of the set
+    /// (make-before-break), or take the request back with `--clear`. Writes the request in the
+    /// controller's namespace (`[kubernetes] lease_namespace`); the controller reads it at its
+    /// next Sync of the set, and a refused one (a router outside the set's bounds) gets a
+    /// Warning Event `MoveRefused` on the Ingress. Needs Kubernetes credentials that may write
+    /// ConfigMaps there.
+    Move {
+        /// The Ingress: `<namespace>/<name>`.
+        ingress: String,
+        /// The target router: `<l7_router_name>` or `<l7_router_name>-N`.
+        #[arg(required_unless_present = "clear")]
+        router: Option<String>,
+        /// Remove the request for this Ingress.
+        #[arg(long, conflicts_with = "router")]
+        clear: bool,
+    },
     /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
     /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
     /// `[DEFAULT]` and `[status_responder]` (no Keystone or Kubernetes options needed).
@@ -92,7 +108,7 @@ pub fn main() -> ExitCode {
     }
     // `plan` talks to no OpenStack: it needs no Keystone options (issue 14 §5).
     let needs = match cli.command {
-        Some(Command::Plan { .. }) => conf::Needs::Offline,
+        Some(Command::Plan { .. } | Command::Move { .. }) => conf::Needs::Offline,
         _ => conf::Needs::OpenStack,
     };
     let loaded = conf::load_as(&files, std::env::vars(), needs);
@@ -128,8 +144,34 @@ pub fn main() -> ExitCode {
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
         Command::Show { output, files, router } => run_async(show(settings, output, files, router)),
+        Command::Move { ingress, router, clear: _ } => run_async(request_move(settings, ingress, router)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
+}
+
+/// `move`: writes (or, without a router, removes) the operator's move request.
+async fn request_move(settings: Settings, ingress: String, router: Option<String>) -> Result<(), String> {
+    if !settings.octavia_defaults.scale_out.enabled {
+        return Err("moves are for the router set: [octavia_defaults] scale_out is off".into());
+    }
+    let k = &settings.kubernetes;
+    let url = k.api_root.as_ref().map(|u| u.as_str());
+    let client = crate::controller::client::make_client(
+        url,
+        k.token_file.as_deref(),
+        k.ssl_ca_crt_file.as_deref(),
+        k.kubeconfig.as_deref(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let api = kube::Api::namespaced(client, &k.lease_namespace);
+    let base = &settings.octavia_defaults.l7_router_name;
+    crate::controller::set_store::request_move(&api, base, &ingress, router.as_deref()).await?;
+    match router {
+        Some(r) => println!("move of {ingress}'s host group to {r} requested"),
+        None => println!("move request of {ingress} removed"),
+    }
+    Ok(())
 }
 
 /// `status-responder`: its own, smaller configuration (its pods mount no Keystone secret).

@@ -120,6 +120,8 @@ pub struct RouterSet {
     /// after each Sync, written to `store`. Never read from the Ingresses.
     records: Mutex<SetRecords>,
     store: Option<SetStore>,
+    /// The operator's move requests (`kuryr-l7-router move`), as last read from the store.
+    operator_asks: Mutex<Vec<set_moves::MoveAsk>>,
     /// Held from the snapshot of `records` to the end of its write: an older snapshot is never
     /// written over a newer one.
     saving: tokio::sync::Mutex<()>,
@@ -145,6 +147,7 @@ impl RouterSet {
             telling: tokio::sync::Mutex::new(()),
             records: Mutex::default(),
             store: None,
+            operator_asks: Mutex::default(),
             saving: tokio::sync::Mutex::new(()),
         }
     }
@@ -211,6 +214,7 @@ impl RouterSet {
             return Ok(placed.clone());
         }
         let started = Instant::now();
+        self.read_operator_asks().await;
         let mut current = self.records.lock().expect("lock").placement();
         // The last placement wins over the record: it is newer (the record is written only for
         // the routers that synced).
@@ -220,7 +224,9 @@ impl RouterSet {
         let now = unix_now();
         let (moves, mut moved) = self.moves_now(now);
         let asks = set_moves::move_asks(&self.base, ingresses.iter().map(|i| i.as_ref()));
-        let asks = set_moves::admit_asks(asks, &self.scale_out.move_request_namespaces);
+        let mut asks = set_moves::admit_asks(asks, &self.scale_out.move_request_namespaces);
+        // The operator's requests (the CLI's) are admitted from any namespace.
+        asks.extend(self.operator_asks.lock().expect("lock").iter().cloned());
         let routers = self.known_routers(&current, last.as_ref().map(|(_, p)| p.as_ref()));
         // The first placement of this process compares with the recorded costs.
         let before = match last.as_ref() {
@@ -355,6 +361,15 @@ impl RouterSet {
         let known = self.moves.lock().expect("lock");
         let placed_hosts = |m: &MovePlan| m.hosts.iter().any(|h| p.host_router.contains_key(h));
         records.set_moves(known.iter().filter(|(_, m)| placed_hosts(m)));
+    }
+
+    /// Reads the operator's move requests (`kuryr-l7-router move`) for the placement being made
+    /// (one GET per placement, not per reconcile; unreadable: the last ones read stay).
+    async fn read_operator_asks(&self) {
+        let Some(store) = &self.store else { return };
+        if let Some(asks) = store.operator_asks().await {
+            *self.operator_asks.lock().expect("lock") = asks;
+        }
     }
 
     /// Writes the records to the store (the shards that changed).

@@ -15,7 +15,7 @@
 //! not change is not written again. A new layout (`n` changed) is written whole before the old
 //! one is deleted; a reader that finds two complete layouts takes the newer (its `epoch`).
 
-use crate::controller::set_moves::Moves;
+use crate::controller::set_moves::{MoveAsk, Moves};
 use crate::controller::stamp_store::{APP, APP_LABEL, router_label};
 use crate::driver::digest::stable_hash;
 use crate::placement::relief::HostCosts;
@@ -147,7 +147,18 @@ fn layout(records: &SetRecords) -> Vec<BTreeMap<String, String>> {
 
 /// The name of shard `i` of `n` of set `base` (a valid object name whatever `base` is).
 pub fn shard_name(base: &str, n: usize, i: usize) -> String {
-    let whole = format!("{PREFIX}{base}-{n}-{i}");
+    object_name(base, &format!("{n}-{i}"))
+}
+
+/// The name of the ConfigMap of the operator's move requests of set `base` (`kuryr-l7-router
+/// move`): written by the operator, only read by the controller.
+pub fn asks_name(base: &str) -> String {
+    object_name(base, "moves")
+}
+
+/// `<prefix><base>-<suffix>`, a valid object name whatever `base` is.
+fn object_name(base: &str, suffix: &str) -> String {
+    let whole = format!("{PREFIX}{base}-{suffix}");
     let valid = whole.len() <= 253
         && whole.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !whole.ends_with('-');
@@ -156,7 +167,64 @@ pub fn shard_name(base: &str, n: usize, i: usize) -> String {
     }
     let short: String =
         base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(150).collect();
-    format!("{PREFIX}{}-{:016x}-{n}-{i}", short.trim_matches('-'), stable_hash(base))
+    format!("{PREFIX}{}-{:016x}-{suffix}", short.trim_matches('-'), stable_hash(base))
+}
+
+/// The data key of Ingress `namespace/name` in the asks' ConfigMap: `namespace.name` (a
+/// namespace has no dot, so the first one splits them back).
+pub fn ask_key(ingress: &str) -> Option<String> {
+    let (ns, name) = ingress.split_once('/')?;
+    let valid = |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "-.".contains(c));
+    (valid(ns) && !ns.contains('.') && valid(name)).then(|| format!("{ns}.{name}"))
+}
+
+/// The operator's move requests in the asks' ConfigMap: Ingress key → the router named (a name
+/// outside the set is refused with its reason, as the annotation's).
+pub fn read_asks(base: &str, cm: &ConfigMap) -> Vec<MoveAsk> {
+    let data = cm.data.iter().flatten();
+    let ask = |(key, router): (&String, &String)| {
+        let (ns, name) = key.split_once('.')?;
+        let target = crate::placement::router_index(base, router.trim()).ok_or_else(|| {
+            format!(
+                "kuryr-l7-router move: {router:?} is not a router of this set (expected {base} or {base}-N, N >= 2)"
+            )
+        });
+        Some(MoveAsk { ingress: format!("{ns}/{name}"), target })
+    };
+    data.filter_map(ask).collect()
+}
+
+/// Writes (or, `router` None, removes) the operator's request to move the host group of
+/// Ingress `namespace/name` to `router` (`kuryr-l7-router move`). The controller reads it at
+/// its next Sync of the set; the request stays until removed (a group on the router named does
+/// not move again, and is never moved automatically).
+pub async fn request_move(api: &Api<ConfigMap>, base: &str, ingress: &str, router: Option<&str>) -> Result<(), String> {
+    let key = ask_key(ingress).ok_or_else(|| format!("{ingress:?} is not <namespace>/<name> of an Ingress"))?;
+    if let Some(r) = router
+        && crate::placement::router_index(base, r).is_none()
+    {
+        return Err(format!("{r:?} is not a router of the set {base:?} (expected {base} or {base}-N, N >= 2)"));
+    }
+    let name = asks_name(base);
+    let patch = serde_json::json!({"data": {key.clone(): router}});
+    match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 && router.is_some() => {
+            let cm = ConfigMap {
+                metadata: ObjectMeta {
+                    name: Some(name),
+                    labels: Some(BTreeMap::from([(APP_LABEL.to_string(), APP.to_string())])),
+                    annotations: Some(BTreeMap::from([(SET_ANNOTATION.to_string(), base.to_string())])),
+                    ..ObjectMeta::default()
+                },
+                data: Some(BTreeMap::from([(key, router.unwrap_or_default().to_string())])),
+                ..ConfigMap::default()
+            };
+            api.create(&Default::default(), &cm).await.map(|_| ()).map_err(|e| e.to_string())
+        }
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e.to_string()),
+    }
 }
 
 /// The ConfigMaps holding `records` for set `base`, with the layout's `epoch`.
@@ -294,6 +362,19 @@ impl SetStore {
             .filter_map(|cm| Some((cm.metadata.name.clone()?, cm.data.clone().unwrap_or_default())))
             .collect();
         Ok(loaded)
+    }
+
+    /// The operator's move requests (`kuryr-l7-router move`): none when there are none; `None`
+    /// when they cannot be read (logged: the last ones read stay in force).
+    pub async fn operator_asks(&self) -> Option<Vec<MoveAsk>> {
+        match self.api.get_opt(&asks_name(&self.base)).await {
+            Ok(Some(cm)) => Some(read_asks(&self.base, &cm)),
+            Ok(None) => Some(Vec::new()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the operator's move requests");
+                None
+            }
+        }
     }
 
     /// Writes `records`: each shard that changed (server-side apply), then deletes what an older

@@ -98,3 +98,25 @@ fn shard_names_are_valid_whatever_the_set_name() {
     }
     assert_ne!(shard_name("Edge", 1, 0), shard_name("edge", 1, 0));
 }
+
+/// The operator's requests are keyed `namespace.name`; a key that is not an Ingress's is
+/// refused by the command, a router outside the set by the controller with its reason.
+#[test]
+fn operator_requests_read_back_by_ingress() {
+    assert_eq!(ask_key("shop/web.v2").as_deref(), Some("shop.web.v2"));
+    for bad in ["shop", "shop/", "/web", "sh.op/web", "shop/we b"] {
+        assert_eq!(ask_key(bad), None, "{bad}");
+    }
+    let cm = ConfigMap {
+        data: Some(BTreeMap::from([
+            ("shop.web.v2".to_string(), "edge-3".to_string()),
+            ("shop.api".to_string(), "other".to_string()),
+        ])),
+        ..ConfigMap::default()
+    };
+    let asks = read_asks("edge", &cm);
+    assert_eq!(asks[0].ingress, "shop/api");
+    assert!(asks[0].target.as_ref().is_err_and(|e| e.contains("\"other\"")), "{:?}", asks[0]);
+    assert_eq!(asks[1], MoveAsk { ingress: "shop/web.v2".into(), target: Ok(2) });
+    assert_ne!(asks_name("edge"), shard_name("edge", 1, 0));
+}

@@ -298,3 +298,40 @@ async fn ten_thousand_hosts_are_stored_and_reloaded_through_the_api() {
     again.save(&many(10)).await;
     assert_eq!(stored(&fake).iter().map(|(n, _)| n.clone()).collect::<Vec<_>>(), [shard_name(BASE, 1, 0)]);
 }
+
+/// The operator asks through `kuryr-l7-router move` (its request in the controller's namespace),
+/// with no namespace allowed to ask by annotation: a's annotation is refused, the operator's
+/// request for b moves b to rset-2 (make-before-break); a bad router name is refused by the
+/// command itself, and `--clear` removes the request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_operators_move_request_is_honoured_without_any_namespace_allowed() {
+    use kuryr_l7_router::controller::set_store::{asks_name, request_move};
+    let fake = fake_with(["a", "b"].map(ingress));
+    let running = start_with(&fake, &[], &[], "max_policies_per_router = 10\nmove_request_namespaces =").await;
+    for n in ["a", "b"] {
+        eventually(&format!("{n} on the first router"), 20, || placed(&fake, n).filter(|p| p.0 == BASE)).await;
+    }
+    ask_move(&fake, "a", "rset-2");
+    let refused = eventually("a's annotation refused", 20, || event_on(&fake, "a", "MoveRefused")).await;
+    assert!(refused["note"].as_str().unwrap().contains("move_request_namespaces"), "{refused}");
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let api = kube::Api::namespaced(client, CONTROLLER_NS);
+    let bad = request_move(&api, BASE, "shop/b", Some("other-2")).await.unwrap_err();
+    assert!(bad.contains("not a router of the set"), "{bad}");
+    request_move(&api, BASE, "shop/b", Some("rset-2")).await.unwrap();
+    // Any change of the set's Ingresses makes a Sync, which reads the request.
+    let mut touched = fake.get(ING, "shop", "b").unwrap();
+    touched["metadata"]["labels"] = json!({"touched": "yes"});
+    fake.put("ingresses", touched);
+    eventually("b published on both routers", 20, || {
+        crate::controller_router_set::published(&fake, "b", &[FIRST, SECOND]).then_some(())
+    })
+    .await;
+    eventually("b on rset-2 only", 20, || (addresses(&fake, "b") == [SECOND]).then_some(())).await;
+    assert!(!running.hosts_of(1).contains(&"a.example.com".into()), "a did not move");
+    request_move(&api, BASE, "shop/b", None).await.unwrap();
+    let cm = fake.get("v1/configmaps", CONTROLLER_NS, &asks_name(BASE)).unwrap();
+    assert!(cm["data"].get("shop.b").is_none_or(Value::is_null), "the request removed: {cm}");
+    running.stop().await;
+}
