@@ -50,6 +50,7 @@ pub mod move_outputs;
 pub mod notice;
 pub mod octavia_backend;
 pub mod outputs;
+pub mod owner_store;
 pub mod patches;
 pub mod router_set;
 pub mod routers;
@@ -114,8 +115,11 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "ingresses", "patch"),
     ("networking.k8s.io", "ingresses/status", "patch"),
     ("", "services", "patch"),
-    // context.rs: the remembered host owners on our IngressClass ([kubernetes] host_ownership).
+    // context.rs: the remembered host owners on our IngressClass ([kubernetes] host_ownership)
+    // when no store is given (the runtime keeps them in ConfigMaps: owner_store.rs, which reads
+    // the class's annotation once at the upgrade: get).
     ("networking.k8s.io", "ingressclasses", "patch"),
+    ("networking.k8s.io", "ingressclasses", "get"),
     // events.rs: kube-runtime's Recorder (events.k8s.io/v1): create, then patch on repeat.
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),

@@ -598,6 +598,11 @@ async fn run_leader<B: RouterBackend>(
     if spawn.gateways.is_some() {
         ctx = ctx.with_gateway_services(Arc::default());
     }
+    if k.host_ownership {
+        let (store, owners) =
+            crate::controller::owner_store::start_owners(&client, &k.lease_namespace, &ctx.opts.ingress_class).await?;
+        ctx = ctx.with_owner_store(store, &owners);
+    }
     if let Some((spawn, (records, store))) = spawn.set.zip(records) {
         let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
             .with_records(records, Some(store));

@@ -164,7 +164,7 @@ pub async fn start_records<B: RouterBackend>(
     others: Option<&RouteReader>,
     existing: &BTreeSet<RouterIndex>,
 ) -> Result<(SetRecords, SetStore), ControllerError> {
-    let store = SetStore::new(kube::Api::namespaced(client.clone(), namespace), base);
+    let store: SetStore = SetStore::new(kube::Api::namespaced(client.clone(), namespace), base);
     let mut tries = 0;
     let loaded = loop {
         tries += 1;

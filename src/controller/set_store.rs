@@ -34,6 +34,8 @@ const MAX_SHARDS: usize = 1024;
 const PREFIX: &str = "kuryr-l7-router-set-";
 /// Label: the set (its `l7_router_name`, shortened as a label value must be).
 pub const SET_LABEL: &str = "kuryr-l7-router/set";
+/// Label: which records (`set`, `owners`).
+pub const KIND_LABEL: &str = "kuryr-l7-router/records";
 /// Annotations: the set's whole name; the shard `i/n`; the layout's epoch (when it was made).
 const SET_ANNOTATION: &str = "kuryr-l7-router/set-name";
 const SHARD_ANNOTATION: &str = "kuryr-l7-router/shard";
@@ -104,39 +106,73 @@ impl SetRecords {
     }
 }
 
-/// One shard: its part of the records.
-#[derive(Clone, Debug, Default, PartialEq)]
-struct Shard {
-    hosts: BTreeMap<String, HostRecord>,
-    moves: Moves,
+/// Records kept sharded in ConfigMaps: how their entries spread over shards and read back.
+pub trait Sharded: Default + Clone + PartialEq + Send + Sync {
+    /// The ConfigMaps' name prefix.
+    const PREFIX: &'static str;
+    /// The value of their [`KIND_LABEL`]: which records they hold.
+    const KIND: &'static str;
+    /// The entries spread over `n` shards by a stable hash of each key: each shard's data.
+    fn split(&self, n: usize) -> Vec<BTreeMap<String, String>>;
+    /// Adds one shard's data read back (`name`: its ConfigMap, for the error).
+    fn merge(&mut self, name: &str, data: Option<&BTreeMap<String, String>>) -> Result<(), String>;
 }
 
-impl Shard {
-    /// The shard's data (JSON values), as the ConfigMap holds it.
-    fn data(&self) -> BTreeMap<String, String> {
-        let hosts = serde_json::to_string(&self.hosts).expect("host records serialize");
-        let moves = serde_json::to_string(&self.moves).expect("moves serialize");
-        BTreeMap::from([(HOSTS_KEY.to_string(), hosts), (MOVES_KEY.to_string(), moves)])
+/// The shard of `key` among `n`.
+pub fn shard_of(key: &str, n: usize) -> usize {
+    (stable_hash(key) % n as u64) as usize
+}
+
+/// `value` (JSON) at `key` of a shard's data (an absent key: empty).
+pub fn read_key<T: serde::de::DeserializeOwned>(
+    name: &str,
+    data: Option<&BTreeMap<String, String>>,
+    key: &str,
+) -> Result<T, String> {
+    let text = data.and_then(|d| d.get(key)).map(String::as_str).unwrap_or("{}");
+    serde_json::from_str(text).map_err(|e| format!("ConfigMap {name}: {key}: {e}"))
+}
+
+impl Sharded for SetRecords {
+    const PREFIX: &'static str = PREFIX;
+    const KIND: &'static str = "set";
+
+    fn split(&self, n: usize) -> Vec<BTreeMap<String, String>> {
+        let mut hosts = vec![BTreeMap::new(); n];
+        let mut moves = vec![Moves::new(); n];
+        for (host, record) in &self.hosts {
+            hosts[shard_of(host, n)].insert(host.clone(), record.clone());
+        }
+        for (group, plan) in &self.moves {
+            moves[shard_of(group, n)].insert(group.clone(), plan.clone());
+        }
+        hosts
+            .iter()
+            .zip(&moves)
+            .map(|(h, m)| BTreeMap::from([(HOSTS_KEY.to_string(), json(h)), (MOVES_KEY.to_string(), json(m))]))
+            .collect()
+    }
+
+    fn merge(&mut self, name: &str, data: Option<&BTreeMap<String, String>>) -> Result<(), String> {
+        let hosts: BTreeMap<String, HostRecord> = read_key(name, data, HOSTS_KEY)?;
+        let moves: Moves = read_key(name, data, MOVES_KEY)?;
+        self.hosts.extend(hosts);
+        self.moves.extend(moves);
+        Ok(())
     }
 }
 
-fn shard_of(key: &str, n: usize) -> usize {
-    (stable_hash(key) % n as u64) as usize
+/// `value` as JSON text.
+pub fn json<V: serde::Serialize>(value: &V) -> String {
+    serde_json::to_string(value).expect("records serialize")
 }
 
 /// The records spread over the fewest shards (a power of two) that keep every shard's data
 /// under [`SHARD_BYTES`]; a shard's data as the ConfigMap holds it.
-fn layout(records: &SetRecords) -> Vec<BTreeMap<String, String>> {
+fn layout<T: Sharded>(records: &T) -> Vec<BTreeMap<String, String>> {
     let mut n = 1;
     loop {
-        let mut shards = vec![Shard::default(); n];
-        for (host, record) in &records.hosts {
-            shards[shard_of(host, n)].hosts.insert(host.clone(), record.clone());
-        }
-        for (group, plan) in &records.moves {
-            shards[shard_of(group, n)].moves.insert(group.clone(), plan.clone());
-        }
-        let data: Vec<_> = shards.iter().map(Shard::data).collect();
+        let data = records.split(n);
         let fits = data.iter().all(|d| d.values().map(String::len).sum::<usize>() <= SHARD_BYTES);
         if fits || n >= MAX_SHARDS {
             return data;
@@ -147,18 +183,23 @@ fn layout(records: &SetRecords) -> Vec<BTreeMap<String, String>> {
 
 /// The name of shard `i` of `n` of set `base` (a valid object name whatever `base` is).
 pub fn shard_name(base: &str, n: usize, i: usize) -> String {
-    object_name(base, &format!("{n}-{i}"))
+    shard_name_of::<SetRecords>(base, n, i)
+}
+
+/// The name of shard `i` of `n` of records `T` of `base`.
+pub fn shard_name_of<T: Sharded>(base: &str, n: usize, i: usize) -> String {
+    object_name(T::PREFIX, base, &format!("{n}-{i}"))
 }
 
 /// The name of the ConfigMap of the operator's move requests of set `base` (`kuryr-l7-router
 /// move`): written by the operator, only read by the controller.
 pub fn asks_name(base: &str) -> String {
-    object_name(base, "moves")
+    object_name(PREFIX, base, "moves")
 }
 
 /// `<prefix><base>-<suffix>`, a valid object name whatever `base` is.
-fn object_name(base: &str, suffix: &str) -> String {
-    let whole = format!("{PREFIX}{base}-{suffix}");
+fn object_name(prefix: &str, base: &str, suffix: &str) -> String {
+    let whole = format!("{prefix}{base}-{suffix}");
     let valid = whole.len() <= 253
         && whole.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
         && !whole.ends_with('-');
@@ -167,7 +208,7 @@ fn object_name(base: &str, suffix: &str) -> String {
     }
     let short: String =
         base.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).take(150).collect();
-    format!("{PREFIX}{}-{:016x}-{suffix}", short.trim_matches('-'), stable_hash(base))
+    format!("{prefix}{}-{:016x}-{suffix}", short.trim_matches('-'), stable_hash(base))
 }
 
 /// The data key of Ingress `namespace/name` in the asks' ConfigMap: `namespace.name` (a
@@ -228,7 +269,7 @@ pub async fn request_move(api: &Api<ConfigMap>, base: &str, ingress: &str, route
 }
 
 /// The ConfigMaps holding `records` for set `base`, with the layout's `epoch`.
-pub fn config_maps(base: &str, records: &SetRecords, epoch: u64) -> Vec<ConfigMap> {
+pub fn config_maps<T: Sharded>(base: &str, records: &T, epoch: u64) -> Vec<ConfigMap> {
     let shards = layout(records);
     let n = shards.len();
     shards
@@ -236,10 +277,11 @@ pub fn config_maps(base: &str, records: &SetRecords, epoch: u64) -> Vec<ConfigMa
         .enumerate()
         .map(|(i, data)| ConfigMap {
             metadata: ObjectMeta {
-                name: Some(shard_name(base, n, i)),
+                name: Some(shard_name_of::<T>(base, n, i)),
                 labels: Some(BTreeMap::from([
                     (APP_LABEL.to_string(), APP.to_string()),
                     (SET_LABEL.to_string(), router_label(base)),
+                    (KIND_LABEL.to_string(), T::KIND.to_string()),
                 ])),
                 annotations: Some(BTreeMap::from([
                     (SET_ANNOTATION.to_string(), base.to_string()),
@@ -262,9 +304,10 @@ struct ShardOf<'a> {
     cm: &'a ConfigMap,
 }
 
-fn shard_of_set<'a>(base: &str, cm: &'a ConfigMap) -> Option<ShardOf<'a>> {
+fn shard_of_set<'a, T: Sharded>(base: &str, cm: &'a ConfigMap) -> Option<ShardOf<'a>> {
     let a = cm.metadata.annotations.as_ref()?;
-    if a.get(SET_ANNOTATION).map(String::as_str) != Some(base) {
+    let kind = cm.metadata.labels.as_ref().and_then(|l| l.get(KIND_LABEL)).map(String::as_str);
+    if a.get(SET_ANNOTATION).map(String::as_str) != Some(base) || kind != Some(T::KIND) {
         return None;
     }
     let (i, n) = a.get(SHARD_ANNOTATION)?.split_once('/')?;
@@ -275,10 +318,10 @@ fn shard_of_set<'a>(base: &str, cm: &'a ConfigMap) -> Option<ShardOf<'a>> {
 
 /// What a read of the store found.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Loaded {
+pub struct Loaded<T = SetRecords> {
     /// `None`: no ConfigMap of the set (a first start of this version: the upgrade reads the
     /// annotations once).
-    pub records: Option<SetRecords>,
+    pub records: Option<T>,
     /// The layout read (`n`, epoch): the next write replaces the others.
     pub layout: Option<(usize, u64)>,
     /// ConfigMaps of the set outside that layout (left by a write cut short): deleted by the
@@ -290,9 +333,14 @@ pub struct Loaded {
 /// complete layout, else every shard found, the newer over the older. An unreadable shard is
 /// an error (the caller does not start from half the records).
 pub fn read_config_maps(base: &str, cms: &[ConfigMap]) -> Result<Loaded, String> {
-    let shards: Vec<ShardOf<'_>> = cms.iter().filter_map(|cm| shard_of_set(base, cm)).collect();
+    read_shards::<SetRecords>(base, cms)
+}
+
+/// [`read_config_maps`] for records `T`.
+pub fn read_shards<T: Sharded>(base: &str, cms: &[ConfigMap]) -> Result<Loaded<T>, String> {
+    let shards: Vec<ShardOf<'_>> = cms.iter().filter_map(|cm| shard_of_set::<T>(base, cm)).collect();
     if shards.is_empty() {
-        return Ok(Loaded::default());
+        return Ok(Loaded { records: None, layout: None, stale: BTreeSet::new() });
     }
     let mut layouts: BTreeMap<(u64, usize), BTreeSet<usize>> = BTreeMap::new();
     for s in &shards {
@@ -302,17 +350,9 @@ pub fn read_config_maps(base: &str, cms: &[ConfigMap]) -> Result<Loaded, String>
     let mut chosen: Vec<&ShardOf<'_>> =
         shards.iter().filter(|s| complete.is_none_or(|(epoch, n)| s.epoch == epoch && s.n == n)).collect();
     chosen.sort_by_key(|s| s.epoch);
-    let mut records = SetRecords::default();
+    let mut records = T::default();
     for s in &chosen {
-        let name = s.cm.metadata.name.as_deref().unwrap_or_default();
-        let data = s.cm.data.as_ref();
-        let get = |key: &str| data.and_then(|d| d.get(key)).map(String::as_str).unwrap_or("{}");
-        let hosts: BTreeMap<String, HostRecord> =
-            serde_json::from_str(get(HOSTS_KEY)).map_err(|e| format!("ConfigMap {name}: {HOSTS_KEY}: {e}"))?;
-        let moves: Moves =
-            serde_json::from_str(get(MOVES_KEY)).map_err(|e| format!("ConfigMap {name}: {MOVES_KEY}: {e}"))?;
-        records.hosts.extend(hosts);
-        records.moves.extend(moves);
+        records.merge(s.cm.metadata.name.as_deref().unwrap_or_default(), s.cm.data.as_ref())?;
     }
     let layout = complete.map(|(epoch, n)| (n, epoch));
     let kept: BTreeSet<&str> = chosen.iter().filter_map(|s| s.cm.metadata.name.as_deref()).collect();
@@ -328,11 +368,12 @@ pub fn read_config_maps(base: &str, cms: &[ConfigMap]) -> Result<Loaded, String>
 
 /// The set's records in the API: read once at start, written by the leader after each Sync of
 /// the set that changed them.
-pub struct SetStore {
+pub struct SetStore<T = SetRecords> {
     api: Api<ConfigMap>,
     base: String,
     /// What was last written (or read), by ConfigMap name: a shard equal to it is not written.
     written: tokio::sync::Mutex<Written>,
+    records: std::marker::PhantomData<fn() -> T>,
 }
 
 #[derive(Default)]
@@ -342,17 +383,18 @@ struct Written {
     stale: BTreeSet<String>,
 }
 
-impl SetStore {
+impl<T: Sharded> SetStore<T> {
     pub fn new(api: Api<ConfigMap>, base: &str) -> Self {
-        Self { api, base: base.to_string(), written: tokio::sync::Mutex::default() }
+        let written = tokio::sync::Mutex::default();
+        Self { api, base: base.to_string(), written, records: std::marker::PhantomData }
     }
 
     /// Reads the set's records (its ConfigMaps, found by label). An API error or a damaged
     /// shard is an error: starting from no records would place every group as new.
-    pub async fn load(&self) -> Result<Loaded, String> {
-        let selector = format!("{SET_LABEL}={}", router_label(&self.base));
+    pub async fn load(&self) -> Result<Loaded<T>, String> {
+        let selector = format!("{SET_LABEL}={},{KIND_LABEL}={}", router_label(&self.base), T::KIND);
         let list = self.api.list(&ListParams::default().labels(&selector)).await.map_err(|e| e.to_string())?;
-        let loaded = read_config_maps(&self.base, &list.items)?;
+        let loaded = read_shards::<T>(&self.base, &list.items)?;
         let mut w = self.written.lock().await;
         w.layout = loaded.layout;
         w.stale.clone_from(&loaded.stale);
@@ -364,22 +406,9 @@ impl SetStore {
         Ok(loaded)
     }
 
-    /// The operator's move requests (`kuryr-l7-router move`): none when there are none; `None`
-    /// when they cannot be read (logged: the last ones read stay in force).
-    pub async fn operator_asks(&self) -> Option<Vec<MoveAsk>> {
-        match self.api.get_opt(&asks_name(&self.base)).await {
-            Ok(Some(cm)) => Some(read_asks(&self.base, &cm)),
-            Ok(None) => Some(Vec::new()),
-            Err(e) => {
-                tracing::warn!(error = %e, "cannot read the operator's move requests");
-                None
-            }
-        }
-    }
-
     /// Writes `records`: each shard that changed (server-side apply), then deletes what an older
     /// layout left. A failure is logged and written again by the next save.
-    pub async fn save(&self, records: &SetRecords) {
+    pub async fn save(&self, records: &T) {
         let mut w = self.written.lock().await;
         let n = layout(records).len();
         let epoch = match w.layout {
@@ -407,7 +436,7 @@ impl SetStore {
         }
         if w.layout != Some((n, epoch)) {
             if let Some((old_n, _)) = w.layout {
-                w.stale.extend((0..old_n).map(|i| shard_name(&self.base, old_n, i)));
+                w.stale.extend((0..old_n).map(|i| shard_name_of::<T>(&self.base, old_n, i)));
             }
             if !all_written {
                 // The old layout stays the one read until the new one is whole.
@@ -415,7 +444,7 @@ impl SetStore {
             }
             w.layout = Some((n, epoch));
         }
-        let keep: BTreeSet<String> = (0..n).map(|i| shard_name(&self.base, n, i)).collect();
+        let keep: BTreeSet<String> = (0..n).map(|i| shard_name_of::<T>(&self.base, n, i)).collect();
         let stale: Vec<String> = w.stale.iter().filter(|s| !keep.contains(*s)).cloned().collect();
         for name in stale {
             match self.api.delete(&name, &DeleteParams::default()).await {
@@ -428,6 +457,21 @@ impl SetStore {
             }
             w.stale.remove(&name);
             w.data.remove(&name);
+        }
+    }
+}
+
+impl SetStore<SetRecords> {
+    /// The operator's move requests (`kuryr-l7-router move`): none when there are none; `None`
+    /// when they cannot be read (logged: the last ones read stay in force).
+    pub async fn operator_asks(&self) -> Option<Vec<MoveAsk>> {
+        match self.api.get_opt(&asks_name(&self.base)).await {
+            Ok(Some(cm)) => Some(read_asks(&self.base, &cm)),
+            Ok(None) => Some(Vec::new()),
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the operator's move requests");
+                None
+            }
         }
     }
 }

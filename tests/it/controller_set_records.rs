@@ -335,3 +335,123 @@ async fn the_operators_move_request_is_honoured_without_any_namespace_allowed() 
     assert!(cm["data"].get("shop.b").is_none_or(Value::is_null), "the request removed: {cm}");
     running.stop().await;
 }
+
+/// A Warning of a reason containing `reason` on Ingress `name`, if one was published.
+fn event_like(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
+    let on = |w: &crate::support::fake_api::Write| w.path.contains("/events") && w.body["regarding"]["name"] == name;
+    fake.writes()
+        .into_iter()
+        .filter(on)
+        .map(|w| w.body)
+        .find(|b| b["reason"].as_str().is_some_and(|r| r.contains(reason)))
+}
+
+/// A one-router controller with host ownership on, against `fake`; stop it with the sender.
+async fn run_owning(
+    fake: &std::sync::Arc<Fake>,
+) -> (
+    tokio::sync::oneshot::Sender<()>,
+    tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
+    tempfile::TempDir,
+) {
+    use kuryr_l7_router::driver::ownership::Ownership;
+    use kuryr_l7_router::driver::plan::DiffOptions;
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let (api_root, _) = fake.serve().await;
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let settings = crate::support::fake_settings::fake_cluster_settings(
+        "owners.conf",
+        &api_root,
+        &token,
+        port,
+        "host_ownership = True",
+        "l7_router_name = owners",
+    );
+    let sim = kuryr_l7_router::testing::SimBackend::new(
+        DiffOptions { ownership: Ownership::new("owners"), health_monitor: None },
+        "172.24.4.10".parse().ok(),
+    );
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
+        let _ = stopped.await;
+    }));
+    (stop, run, dir)
+}
+
+/// The owners' ConfigMaps of our class in the controller's namespace, read back.
+fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
+    use kuryr_l7_router::controller::owner_store::OwnerRecords;
+    use kuryr_l7_router::controller::set_store::{read_shards, shard_name_of};
+    let class = "kuryr-l7-router";
+    let cms: Vec<_> = [1, 2, 4, 8]
+        .into_iter()
+        .flat_map(|n| (0..n).map(move |i| (n, i)))
+        .filter_map(|(n, i)| fake.get("v1/configmaps", CONTROLLER_NS, &shard_name_of::<OwnerRecords>(class, n, i)))
+        .map(|v| serde_json::from_value(v).unwrap())
+        .collect();
+    read_shards::<OwnerRecords>(class, &cms).unwrap().records.map(|r| r.0)
+}
+
+/// An older Ingress of namespace `evil` claiming `a.example.com`.
+fn thief(fake: &Fake) -> Value {
+    let mut v = ingress_in(fake, "evil", "thief");
+    v["metadata"]["creationTimestamp"] = json!("2025-01-01T00:00:00Z");
+    v["spec"]["rules"][0]["host"] = json!("a.example.com");
+    v
+}
+
+/// Host ownership keeps the owners in the controller's namespace (sharded ConfigMaps), not in
+/// an annotation of the IngressClass (limited to 256 KiB, about 4–5k hosts: past it every
+/// Sync's outputs failed). They survive a restart: a's host stays shop's while its Ingress is
+/// gone (grace), and an older Ingress of another namespace claiming it is refused. At the
+/// upgrade, the owners in the class's annotation are moved to the store once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_owners_are_kept_in_the_controllers_namespace_and_survive_a_restart() {
+    let fake = fake_with([ingress("a")]);
+    let (stop, run, _dir) = run_owning(&fake).await;
+    let owners =
+        eventually("a's owner stored", 20, || stored_owners(&fake).filter(|o| o.contains_key("a.example.com"))).await;
+    assert_eq!(owners["a.example.com"].namespace, "shop");
+    let class = fake.get("networking.k8s.io/v1/ingressclasses", "", "kuryr-l7-router").unwrap();
+    assert!(class["metadata"]["annotations"].is_null(), "the class is not written: {class}");
+    let _ = stop.send(());
+    run.await.unwrap().unwrap();
+
+    // Restart: shop's Ingress gone meanwhile, an older Ingress of `evil` claims its host.
+    let restarted = fake_with([]);
+    for n in [1, 2, 4] {
+        for i in 0..n {
+            use kuryr_l7_router::controller::set_store::shard_name_of;
+            let name = shard_name_of::<kuryr_l7_router::controller::owner_store::OwnerRecords>("kuryr-l7-router", n, i);
+            if let Some(mut v) = fake.get("v1/configmaps", CONTROLLER_NS, &name) {
+                v["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+                restarted.put("configmaps", v);
+            }
+        }
+    }
+    let v = thief(&restarted);
+    restarted.put("ingresses", v);
+    let (stop, run, _dir2) = run_owning(&restarted).await;
+    let refused = eventually("evil's claim refused", 20, || event_like(&restarted, "thief", "HostOwned")).await;
+    assert!(refused["note"].as_str().unwrap().contains("namespace shop"), "{refused}");
+    let _ = stop.send(());
+    run.await.unwrap().unwrap();
+
+    // Upgrade: the owners in the class's annotation, no store yet.
+    let upgraded = fake_with([]);
+    let mut class = crate::controller_router_set::class();
+    class["metadata"]["annotations"] = json!({
+        kuryr_l7_router::translate::tenancy::HOST_OWNERS_ANNOTATION: r#"{"a.example.com":{"namespace":"shop"}}"#});
+    upgraded.put("ingressclasses", class);
+    let v = thief(&upgraded);
+    upgraded.put("ingresses", v);
+    let (stop, run, _dir3) = run_owning(&upgraded).await;
+    eventually("evil's claim refused after the upgrade", 20, || event_like(&upgraded, "thief", "HostOwned")).await;
+    let moved = eventually("owners moved to the store", 20, || stored_owners(&upgraded)).await;
+    assert_eq!(moved["a.example.com"].namespace, "shop");
+    let _ = stop.send(());
+    run.await.unwrap().unwrap();
+}
