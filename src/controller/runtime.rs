@@ -24,7 +24,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::router_set::{RouterSet, SpawnWriter};
-use crate::controller::set_migration::{RouteReader, start_records};
+use crate::controller::set_migration::{RouteReader, route_reader, start_records};
 use crate::controller::stamp_store::StampStores;
 use crate::controller::tls_secrets::watch_tls_secrets;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
@@ -522,23 +522,6 @@ fn notice_router_name(settings: &Settings) -> String {
     o.l7_router_uuid.clone().unwrap_or_else(|| o.l7_router_name.clone())
 }
 
-/// How the upgrade reads the routes of the set's routers beyond the first (each with a backend
-/// of its own, used for that read only).
-fn route_reader<B, F>(settings: &Settings, metrics: &Metrics, backends: &Arc<F>) -> RouteReader
-where
-    B: RouterBackend,
-    F: Fn(&Settings, &Metrics, RouterIndex) -> Result<B, ControllerError> + Send + Sync + 'static,
-{
-    let (settings, metrics, backends) = (settings.clone(), metrics.clone(), backends.clone());
-    Box::new(move |index| {
-        let backend = backends(&settings, &metrics, index);
-        Box::pin(async move {
-            let backend = backend.map_err(|e| WriteError::new("client_config", e.to_string()))?;
-            backend.routed_hosts().await
-        })
-    })
-}
-
 /// How the leader builds the routers beyond the first: the other routers of a scale-out set,
 /// and the Gateways' routers.
 struct Spawners {
@@ -564,15 +547,11 @@ async fn run_leader<B: RouterBackend>(
         None => Default::default(),
     };
     let k = &settings.kubernetes;
-    // The set's records, from the controller's own namespace (or, at the upgrade, from the
-    // annotations confirmed by Octavia: router 0 read through `backend` before its writer has it).
+    // The set's records (at the upgrade, the old annotations Octavia confirms: router 0 read
+    // through `backend` before its writer has it).
+    let routes = spawn.routes.as_ref();
     let records = match &spawn.set {
-        Some(_) => {
-            let existing = found.0.iter().map(|(i, _)| *i).chain(found.1.iter().copied()).collect();
-            let namespace = &k.lease_namespace;
-            let routes = spawn.routes.as_ref();
-            Some(start_records(&client, namespace, &router, &backend, routes, &existing).await?)
-        }
+        Some(_) => Some(start_records(&client, &k.lease_namespace, &router, &backend, routes, &found).await?),
         None => None,
     };
     let writer = Writer::spawn(

@@ -148,13 +148,37 @@ pub type RouteReader = Box<
         + Sync,
 >;
 
+/// How the upgrade reads the routes of the set's routers beyond the first (each with a backend
+/// of its own, used for that read only).
+pub fn route_reader<B, F>(
+    settings: &crate::config::Settings,
+    metrics: &crate::controller::metrics::Metrics,
+    backends: &std::sync::Arc<F>,
+) -> RouteReader
+where
+    B: RouterBackend,
+    F: Fn(&crate::config::Settings, &crate::controller::metrics::Metrics, RouterIndex) -> Result<B, ControllerError>
+        + Send
+        + Sync
+        + 'static,
+{
+    let (settings, metrics, backends) = (settings.clone(), metrics.clone(), backends.clone());
+    Box::new(move |index| {
+        let backend = backends(&settings, &metrics, index);
+        Box::pin(async move {
+            let backend = backend.map_err(|e| WriteError::new("client_config", e.to_string()))?;
+            backend.routed_hosts().await
+        })
+    })
+}
+
 /// How many times, 2 s apart, the start tries to read the store before it gives up.
 const LOAD_TRIES: u32 = 3;
 
 /// The records the leader starts from, and their store in `namespace`: what the store holds; on
 /// the first start of this version (no store yet), the annotations of the versions before, read
 /// once and kept where Octavia confirms them (router 0 read with `first`, the other routers
-/// that exist, `existing`, with `others`), then written to the store. A store that cannot be
+/// of the set found at start, `found` (tagged, untagged), with `others`), then written to the store. A store that cannot be
 /// read is an error: starting from no records would place every group as new.
 pub async fn start_records<B: RouterBackend>(
     client: &kube::Client,
@@ -162,8 +186,9 @@ pub async fn start_records<B: RouterBackend>(
     base: &str,
     first: &B,
     others: Option<&RouteReader>,
-    existing: &BTreeSet<RouterIndex>,
+    found: &(Vec<(RouterIndex, Option<u64>)>, Vec<RouterIndex>),
 ) -> Result<(SetRecords, SetStore), ControllerError> {
+    let existing: BTreeSet<RouterIndex> = found.0.iter().map(|(i, _)| *i).chain(found.1.iter().copied()).collect();
     let store: SetStore = SetStore::new(kube::Api::namespaced(client.clone(), namespace), base);
     let mut tries = 0;
     let loaded = loop {
