@@ -16,8 +16,8 @@
 use super::common::*;
 use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
-use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
-use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
+use super::router_set::{move_record, recorded_router};
+use kuryr_l7_router::controller::set_moves::MOVE_TO_ANNOTATION;
 use kuryr_l7_router::driver::Router;
 use kuryr_l7_router::openstack::ListQuery;
 use kuryr_l7_router::placement::{router_index, router_name};
@@ -82,7 +82,7 @@ fn config(dir: &Path, api: &str, token: &Path, base: &str) -> PathBuf {
         "[kubernetes]\napi_root = {api}\ntoken_file = {}\nleader_election = False\nhealth_port = {port}\n\
          ingress_class = kuryr-rset\nresync_period = 10\n\
          [octavia_defaults]\nl7_router_name = {base}\nscale_out = True\nmax_policies_per_router = 2\n\
-         move_dns_grace = {GRACE_SECS}\n",
+         move_dns_grace = {GRACE_SECS}\nmove_request_namespaces = shop\n",
         token.display()
     );
     let path = dir.join("killmove.conf");
@@ -95,11 +95,6 @@ fn status(fake: &Fake, name: &str) -> Vec<String> {
     let ing = fake.get(ING, "shop", name).unwrap_or_default();
     let list = ing["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
     list.iter().filter_map(|a| a["ip"].as_str().map(str::to_string)).collect()
-}
-
-fn annotation(fake: &Fake, name: &str, key: &str) -> Option<String> {
-    let ing = fake.get(ING, "shop", name)?;
-    ing["metadata"]["annotations"][key].as_str().map(str::to_string)
 }
 
 /// The router's floating IP, as Neutron has it.
@@ -215,7 +210,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
     let names = ["ra", "rb", "rc", "rd", "re"];
     let name = names
         .iter()
-        .find(|n| annotation(fake, n, PLACEMENT_ANNOTATION).is_some_and(|r| router_index(base, &r) == Some(0)))
+        .find(|n| recorded_router(fake, base, n).is_some_and(|r| router_index(base, &r) == Some(0)))
         .expect("an Ingress on router 0")
         .to_string();
     let host = format!("{name}.example.com");
@@ -241,7 +236,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
     .await;
     a.kill_9();
     let lb = target.octavia().get_load_balancer(&target_lb).await.unwrap();
-    let record = annotation(fake, &name, MOVE_ANNOTATION);
+    let record = move_record(fake, base, &name);
     eprintln!(
         "{:.1} s: controller a killed with {host} on router 2, which is {}; move record: {record:?}",
         at(),
@@ -255,7 +250,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
     })
     .await;
     b.kill_9();
-    let record = annotation(fake, &name, MOVE_ANNOTATION);
+    let record = move_record(fake, base, &name);
     eprintln!("{:.1} s: controller b killed in PublishBoth; move record: {record:?}", at());
     assert!(
         record.as_deref().is_some_and(|r| r.contains("PublishBoth")),
@@ -265,8 +260,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
     let c = Controller::start(dir.path(), &conf, "c");
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(async {
         wait_for("the move done (record removed, status the target's)", 300, async || {
-            let finished =
-                annotation(fake, &name, MOVE_ANNOTATION).is_none() && status(fake, &name) == [target_ip.clone()];
+            let finished = move_record(fake, base, &name).is_none() && status(fake, &name) == [target_ip.clone()];
             (finished && !routes(source, &host).await).then_some(())
         })
         .await;
@@ -278,7 +272,7 @@ pub(super) async fn a_kill_9_mid_move_converges(
         let samples = samples.lock().unwrap().clone();
         published_addresses_always_had_routes(&samples, &source_ip, &target_ip);
         assert_eq!(
-            annotation(fake, &name, PLACEMENT_ANNOTATION).as_deref(),
+            recorded_router(fake, base, &name).as_deref(),
             Some(router_name(base, 2).as_str()),
             "{name}'s placement: router 2"
         );

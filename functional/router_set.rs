@@ -12,8 +12,8 @@ use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
-use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
+use kuryr_l7_router::controller::set_store::{SetRecords, read_config_maps, shard_name};
 use kuryr_l7_router::controller::writer::{
     DeleteResult, FoundRouter, MembersResult, RouterBackend, SyncResult, WriteError,
 };
@@ -148,12 +148,38 @@ fn overlapping(syncs: &[(u32, Instant, Instant, usize)]) -> Option<(Interval, In
     None
 }
 
+/// The set's records as the controller stored them: ConfigMaps of its own namespace (the
+/// default `[kubernetes] lease_namespace`), never annotations of the Ingresses.
+pub(crate) fn set_records(fake: &Fake, base: &str) -> Option<SetRecords> {
+    let mut cms = Vec::new();
+    for n in [1, 2, 4, 8] {
+        for i in 0..n {
+            if let Some(v) = fake.get("v1/configmaps", "kube-system", &shard_name(base, n, i)) {
+                cms.push(serde_json::from_value(v).unwrap());
+            }
+        }
+    }
+    read_config_maps(base, &cms).ok()?.records
+}
+
+/// The router recorded for host `<name>.example.com`.
+pub(crate) fn recorded_router(fake: &Fake, base: &str, name: &str) -> Option<String> {
+    let index = set_records(fake, base)?.hosts.get(&format!("{name}.example.com"))?.router;
+    Some(kuryr_l7_router::placement::router_name(base, index))
+}
+
+/// The move in progress of host `<name>.example.com`'s group, as JSON text.
+pub(crate) fn move_record(fake: &Fake, base: &str, name: &str) -> Option<String> {
+    let records = set_records(fake, base)?;
+    let host = format!("{name}.example.com");
+    records.moves.values().find(|m| m.hosts.contains(&host)).map(|m| serde_json::to_string(m).unwrap())
+}
+
 /// (recorded router, status address) of Ingress `name`, once both are written.
-fn placed(fake: &Fake, name: &str) -> Option<(String, String)> {
+fn placed(fake: &Fake, base: &str, name: &str) -> Option<(String, String)> {
     let ing: Value = fake.get(ING, "shop", name)?;
-    let router = ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].as_str()?.to_string();
     let ip = ing["status"]["loadBalancer"]["ingress"][0]["ip"].as_str()?.to_string();
-    Some((router, ip))
+    Some((recorded_router(fake, base, name)?, ip))
 }
 
 /// Five Ingresses at two policies per router: three load balancers are created, each routes
@@ -192,7 +218,7 @@ async fn router_set_three_routers_each_ingress_status_points_at_its_router() {
     let body = async {
         let deadline = Instant::now() + Duration::from_secs(600);
         let got: BTreeMap<&str, (String, String)> = loop {
-            if let Some(all) = NAMES.iter().map(|n| placed(&fake, n).map(|p| (*n, p))).collect::<Option<_>>() {
+            if let Some(all) = NAMES.iter().map(|n| placed(&fake, &base, n).map(|p| (*n, p))).collect::<Option<_>>() {
                 break all;
             }
             assert!(Instant::now() < deadline, "not every Ingress placed in 600 s");
@@ -301,12 +327,12 @@ async fn an_error_router_holds_back_only_itself(
     let lb = routers[1].find().await.unwrap().expect("router 1 exists");
     set_provisioning_status("load_balancer", &lb.id, "ERROR");
     let in_error = Instant::now();
-    let before: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, n))).collect();
+    let before: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, base, n))).collect();
     let put = Instant::now();
     fake.put("ingresses", ingress("rf"));
     let deadline = put + Duration::from_secs(300);
     let (router, ip) = loop {
-        if let Some(p) = placed(fake, "rf") {
+        if let Some(p) = placed(fake, base, "rf") {
             break p;
         }
         assert!(Instant::now() < deadline, "rf not published in 300 s while router 1 is in ERROR");
@@ -317,7 +343,7 @@ async fn an_error_router_holds_back_only_itself(
     assert!(address[&2].contains(&ip), "rf's status is router 2's address: {ip}");
     let routed: BTreeSet<String> = routed_hosts(&read_router(&routers[2]).await).collect();
     assert!(routed.contains("rf.example.com"), "rf routed on router 2: {routed:?}");
-    let after: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, n))).collect();
+    let after: BTreeMap<&str, Option<(String, String)>> = NAMES.iter().map(|n| (*n, placed(fake, base, n))).collect();
     assert_eq!(after, before, "the other Ingresses keep their router and status");
     let lb = routers[1].octavia().get_load_balancer(&lb.id).await.unwrap();
     assert_eq!(lb.provisioning_status, "ERROR", "router 1 left as it is");

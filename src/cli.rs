@@ -1,4 +1,4 @@
-//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`,
+//! Command line: `run` (default), `check-config`, `smoke`, `plan`, `apply`, `show`, `move`,
 //! `status-responder`.
 use crate::config::{self as conf, Settings};
 use clap::{Parser, Subcommand, ValueEnum};
@@ -74,6 +74,22 @@ pub enum Command {
         #[arg(long = "router")]
         router: Option<String>,
     },
+    /// With `scale_out`: ask the controller to move an Ingress's host group to a router of the set
+    /// (make-before-break), or take the request back with `--clear`. Writes the request in the
+    /// controller's namespace (`[kubernetes] lease_namespace`); the controller reads it at its
+    /// next Sync of the set, and a refused one (a router outside the set's bounds) gets a
+    /// Warning Event `MoveRefused` on the Ingress. Needs Kubernetes credentials that may write
+    /// ConfigMaps there.
+    Move {
+        /// The Ingress: `<namespace>/<name>`.
+        ingress: String,
+        /// The target router: `<l7_router_name>` or `<l7_router_name>-N`.
+        #[arg(required_unless_present = "clear")]
+        router: Option<String>,
+        /// Remove the request for this Ingress.
+        #[arg(long, conflicts_with = "router")]
+        clear: bool,
+    },
     /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
     /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
     /// `[DEFAULT]` and `[status_responder]` (no Keystone or Kubernetes options needed).
@@ -92,7 +108,7 @@ pub fn main() -> ExitCode {
     }
     // `plan` talks to no OpenStack: it needs no Keystone options (issue 14 §5).
     let needs = match cli.command {
-        Some(Command::Plan { .. }) => conf::Needs::Offline,
+        Some(Command::Plan { .. } | Command::Move { .. }) => conf::Needs::Offline,
         _ => conf::Needs::OpenStack,
     };
     let loaded = conf::load_as(&files, std::env::vars(), needs);
@@ -128,8 +144,34 @@ pub fn main() -> ExitCode {
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
         Command::Show { output, files, router } => run_async(show(settings, output, files, router)),
+        Command::Move { ingress, router, clear: _ } => run_async(request_move(settings, ingress, router)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
+}
+
+/// `move`: writes (or, without a router, removes) the operator's move request.
+async fn request_move(settings: Settings, ingress: String, router: Option<String>) -> Result<(), String> {
+    if !settings.octavia_defaults.scale_out.enabled {
+        return Err("moves are for the router set: [octavia_defaults] scale_out is off".into());
+    }
+    let k = &settings.kubernetes;
+    let url = k.api_root.as_ref().map(|u| u.as_str());
+    let client = crate::controller::client::make_client(
+        url,
+        k.token_file.as_deref(),
+        k.ssl_ca_crt_file.as_deref(),
+        k.kubeconfig.as_deref(),
+    )
+    .await
+    .map_err(|e| e.to_string())?;
+    let api = kube::Api::namespaced(client, &k.lease_namespace);
+    let base = &settings.octavia_defaults.l7_router_name;
+    crate::controller::set_store::request_move(&api, base, &ingress, router.as_deref()).await?;
+    match router {
+        Some(r) => println!("move of {ingress}'s host group to {r} requested"),
+        None => println!("move request of {ingress} removed"),
+    }
+    Ok(())
 }
 
 /// `status-responder`: its own, smaller configuration (its pods mount no Keystone secret).
@@ -325,7 +367,7 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
 }
 
 /// The placement `run` would make: `plan` reads no OpenStack, but the placement recorded on the
-/// manifests' Ingresses (`controller::router_set::PLACEMENT_ANNOTATION`) is kept, as `run` does.
+/// manifests' Ingresses (`controller::set_migration::PLACEMENT_ANNOTATION`, the records of versions before the controller kept its own) is kept, as `run` does.
 fn plan_placement(
     settings: &Settings,
     inputs: &crate::translate::Inputs,
@@ -341,7 +383,7 @@ fn plan_split_params(settings: &Settings, inputs: &crate::translate::Inputs) -> 
     let base = &settings.octavia_defaults.l7_router_name;
     crate::placement::split::SplitParams {
         capacity: so.capacity,
-        current: crate::controller::router_set::recorded_placement(base, &inputs.ingresses),
+        current: crate::controller::set_migration::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),
@@ -356,13 +398,15 @@ fn plan_moves(
     inputs: &crate::translate::Inputs,
     desired: &crate::model::DesiredRouter,
 ) -> (Vec<crate::placement::MovePlan>, Vec<crate::placement::MovePlan>) {
-    use crate::controller::set_moves::{Growth, move_asks, place_with_moves, recorded_moves};
+    use crate::controller::set_migration::recorded_moves;
+    use crate::controller::set_moves::{Growth, admit_asks, move_asks, place_with_moves};
     let base = &settings.octavia_defaults.l7_router_name;
     let params = plan_split_params(settings, inputs);
     let recorded = recorded_moves(&inputs.ingresses);
-    let asks = move_asks(base, &inputs.ingresses);
+    let asks =
+        admit_asks(move_asks(base, &inputs.ingresses), &settings.octavia_defaults.scale_out.move_request_namespaces);
     let growth = Growth {
-        before: crate::controller::router_set::recorded_costs(&inputs.ingresses),
+        before: crate::controller::set_migration::recorded_costs(&inputs.ingresses),
         pending: Default::default(),
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);

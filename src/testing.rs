@@ -175,6 +175,14 @@ impl RouterBackend for SimBackend {
         Ok(self.set_names.lock().expect("sim lock").clone())
     }
 
+    async fn routed_hosts(&self) -> Result<Option<std::collections::BTreeSet<String>>, WriteError> {
+        if self.deleted.load(std::sync::atomic::Ordering::SeqCst) {
+            return Ok(None);
+        }
+        let sim = self.state.lock().expect("sim lock");
+        Ok(Some(crate::controller::set_migration::routed_hosts([&sim.router])))
+    }
+
     async fn set_members(&self, pool: &Pool) -> MembersResult {
         self.before_job().await?;
         if !self.gate.is_open() {

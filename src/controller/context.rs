@@ -186,6 +186,8 @@ pub struct Context {
     /// With scale-out: the router set (placement, and the writers of the routers other than
     /// the first). None: the one router of `routers` gets every Ingress.
     pub set: Option<RouterSet>,
+    /// With host ownership: where the hosts' owners are kept (None: our IngressClass).
+    owner_store: Option<Arc<crate::controller::owner_store::OwnerStore>>,
     pub events: Arc<EventPublisher>,
     pub metrics: Metrics,
     pub opts: TranslateOptions,
@@ -221,6 +223,9 @@ pub(crate) struct Translator {
     /// The host owners our IngressClass should remember after the last translation, when they
     /// changed (`translate::tenancy::remembered_owners`); taken by the next finished Sync.
     owners: Mutex<Option<String>>,
+    /// The owners remembered in the controller's store (`owner_store`), as JSON: put on the
+    /// in-memory copy of our IngressClass that the translation reads (None: the class as cached).
+    remembered: Mutex<Option<Arc<str>>>,
 }
 
 impl Translator {
@@ -229,7 +234,10 @@ impl Translator {
     /// counts them all (the writer's, the placement's with scale-out, the tools').
     pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Snapshot, DesiredRouter) {
         metrics.translated();
-        let inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
+        let mut inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
+        if let Some(owners) = self.remembered.lock().expect("lock").clone() {
+            crate::controller::owner_store::with_owners(&mut inputs.ingress_classes, &self.opts.ingress_class, &owners);
+        }
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
         *self.owners.lock().expect("lock") = crate::translate::tenancy::remembered_owners(&inputs, &self.opts);
@@ -251,7 +259,12 @@ impl Context {
         caches_ready: watch::Receiver<bool>,
         readiness: Option<watch::Sender<Readiness>>,
     ) -> Self {
-        let translator = Arc::new(Translator { stores: stores.clone(), opts: opts.clone(), owners: Mutex::new(None) });
+        let translator = Arc::new(Translator {
+            stores: stores.clone(),
+            opts: opts.clone(),
+            owners: Mutex::new(None),
+            remembered: Mutex::new(None),
+        });
         let routers = Routers::new([RouterSlot::new(router_name, writer, &metrics)]);
         for slot in routers.iter() {
             // Each writer translates for its own router: its budget, its metrics.
@@ -270,6 +283,7 @@ impl Context {
             stores,
             routers,
             set: None,
+            owner_store: None,
             events,
             metrics,
             opts,
@@ -298,6 +312,18 @@ impl Context {
 
     /// With scale-out: drives the router set `set` (the first router is the one given to
     /// [`Context::new`]).
+    /// Keeps the hosts' owners in `store` (starting from `owners`) instead of our IngressClass.
+    pub(crate) fn with_owner_store(
+        mut self,
+        store: Arc<crate::controller::owner_store::OwnerStore>,
+        owners: &crate::translate::tenancy::RememberedOwners,
+    ) -> Self {
+        let json = serde_json::to_string(owners).unwrap_or_else(|_| "{}".into());
+        *self.translator.remembered.lock().expect("lock") = Some(json.into());
+        self.owner_store = Some(store);
+        self
+    }
+
     pub(crate) fn with_router_set(mut self, set: RouterSet) -> Self {
         self.set = Some(set);
         self
@@ -443,10 +469,13 @@ impl Context {
                 answer = Some(result);
             }
         }
-        self.record_placement(set, &placed, &synced_routers).await;
         self.delete_empty_routers(set, &placed).await;
         set.observe(&placed, &addresses);
         self.drive_moves(set, &placed).await;
+        // The records (each host's router once it synced, the moves) in the controller's own
+        // namespace, never on the Ingresses.
+        set.record(&placed, &synced_routers);
+        set.save_records().await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
     }
 
@@ -510,39 +539,6 @@ impl Context {
                 self.apply_outputs(slot, &with_warnings, scope, &here).await
             }
             _ => self.apply_outputs(slot, synced, scope, &here).await,
-        }
-    }
-
-    /// Writes [`crate::controller::router_set::PLACEMENT_ANNOTATION`] (and the group's cost,
-    /// `COST_ANNOTATION`) on each Ingress of ours with hosts, placed on a router that synced,
-    /// where it differs: the record a restarted controller or a new leader places from.
-    async fn record_placement(&self, set: &RouterSet, placed: &Placed, synced: &[crate::placement::RouterIndex]) {
-        use crate::controller::router_set::{COST_ANNOTATION, PLACEMENT_ANNOTATION, recorded_router};
-        for ing in self.stores.ingresses.state() {
-            if !self.keeps_status_of(&ing) || !placed.is_placed(&ing) {
-                continue;
-            }
-            let index = placed.router_of(&ing);
-            let name = set.name_of(index);
-            let cost = placed.cost_record(&ing);
-            let cost_kept =
-                cost.is_none() || crate::controller::set_moves::annotation(&ing, COST_ANNOTATION) == cost.as_deref();
-            if !synced.contains(&index) || (recorded_router(&ing) == Some(name.as_str()) && cost_kept) {
-                continue;
-            }
-            let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-            let mut annotations = serde_json::json!({PLACEMENT_ANNOTATION: name});
-            if let Some(cost) = cost {
-                annotations[COST_ANNOTATION] = serde_json::json!(cost);
-            }
-            let patch = serde_json::json!({"metadata": {"annotations": annotations}});
-            let params = kube::api::PatchParams::default();
-            match api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
-                Ok(_) => tracing::info!(ingress = %outputs::ingress_ref(&ing), router = %name, "placement recorded"),
-                Err(e) => {
-                    tracing::warn!(ingress = %outputs::ingress_ref(&ing), error = %e, "cannot record the placement")
-                }
-            }
         }
     }
 
@@ -660,6 +656,14 @@ impl Context {
         let Some(value) = self.translator.owners.lock().expect("lock").take() else {
             return Ok(());
         };
+        if let Some(store) = &self.owner_store {
+            // The controller's own store, sharded: no annotation limit (the class is not written).
+            let owners = serde_json::from_str(&value).unwrap_or_default();
+            *self.translator.remembered.lock().expect("lock") = Some(value.into());
+            store.save(&crate::controller::owner_store::OwnerRecords(owners)).await;
+            tracing::info!(class = %self.opts.ingress_class, "host owners remembered");
+            return Ok(());
+        }
         let api: Api<IngressClass> = Api::all(self.client.clone());
         let patch = serde_json::json!({"metadata": {"annotations": {
             crate::translate::tenancy::HOST_OWNERS_ANNOTATION: value}}});

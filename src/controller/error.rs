@@ -61,6 +61,11 @@ pub enum ControllerError {
     #[error("{0}")]
     Preflight(String),
 
+    /// The router set's records (`set_store`) cannot be read: the leader does not start from
+    /// none (every group would be placed as new).
+    #[error("the router set's records: {0}")]
+    SetRecords(String),
+
     /// The health/metrics HTTP server failed to bind or serve.
     #[error("health server: {0}")]
     Server(#[source] std::io::Error),
@@ -83,6 +88,7 @@ impl ControllerError {
             ControllerError::Lease(_) | ControllerError::LeaderStopped(_) => "lease",
             ControllerError::Server(_) => "server",
             ControllerError::Preflight(_) => "preflight",
+            ControllerError::SetRecords(_) => "set_records",
         }
     }
 }

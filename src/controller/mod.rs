@@ -41,11 +41,14 @@ pub mod metrics;
 pub mod move_outputs;
 pub mod octavia_backend;
 pub mod outputs;
+pub mod owner_store;
 pub mod router_set;
 pub mod routers;
 pub mod runtime;
 pub mod services;
+pub mod set_migration;
 pub mod set_moves;
+pub mod set_store;
 pub mod slim;
 pub mod stamp_store;
 pub mod writer;
@@ -98,8 +101,11 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("networking.k8s.io", "ingresses", "patch"),
     ("networking.k8s.io", "ingresses/status", "patch"),
     ("", "services", "patch"),
-    // context.rs: the remembered host owners on our IngressClass ([kubernetes] host_ownership).
+    // context.rs: the remembered host owners on our IngressClass ([kubernetes] host_ownership)
+    // when no store is given (the runtime keeps them in ConfigMaps: owner_store.rs, which reads
+    // the class's annotation once at the upgrade: get).
     ("networking.k8s.io", "ingressclasses", "patch"),
+    ("networking.k8s.io", "ingressclasses", "get"),
     // events.rs: kube-runtime's Recorder (events.k8s.io/v1): create, then patch on repeat.
     ("events.k8s.io", "events", "create"),
     ("events.k8s.io", "events", "patch"),
@@ -129,6 +135,9 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     // start, server-side applied after a Sync (patch; create when it does not exist yet),
     // deleted with the router.
     ("", "configmaps", "get"),
+    // set_store.rs: the router set's records, ConfigMaps of the same namespace found by label
+    // (list), server-side applied (patch) and deleted when their layout changes.
+    ("", "configmaps", "list"),
     ("", "configmaps", "create"),
     ("", "configmaps", "patch"),
     ("", "configmaps", "delete"),

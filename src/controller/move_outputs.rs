@@ -1,16 +1,18 @@
-//! The outputs of the moves after a Sync of the router set: Events for each step, the move
-//! record on the group's Ingresses and their status during the move (see
-//! [`crate::controller::set_moves`] for the protocol).
+//! The outputs of the moves after a Sync of the router set: Events for each step and the
+//! status of the group's Ingresses during the move (see [`crate::controller::set_moves`] for
+//! the protocol). The move's record is the controller's own (`set_store`), never written on
+//! the Ingresses: a move record found on an Ingress is a forgery (or left by a version before
+//! the store) and gets a Warning Event.
 
 use crate::controller::outputs::events::UserEvent;
 use crate::controller::outputs::patches;
 use crate::controller::router_set::{Placed, RouterSet};
-use crate::controller::set_moves::{MOVE_ANNOTATION, annotation, ingress_hosts, ingress_key};
-use crate::placement::{MovePhase, MovePlan};
+use crate::controller::set_moves::{MOVE_ANNOTATION, ingress_hosts, ingress_key};
+use crate::placement::MovePlan;
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
+use kube::Resource;
 use kube::api::Api;
-use kube::{Resource, ResourceExt};
 use std::net::IpAddr;
 
 impl crate::controller::context::Context {
@@ -23,6 +25,14 @@ impl crate::controller::context::Context {
             if let Some(ing) = cached.iter().find(|i| ingress_key(i) == *key) {
                 self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
             }
+        }
+        for ing in crate::controller::set_migration::carrying_move_records(cached.iter().map(|i| i.as_ref())) {
+            let why = format!(
+                "{MOVE_ANNOTATION} is ignored: the router set's moves are recorded by the controller in its own \
+                 namespace, not on Ingresses; remove it (to ask for a move: kuryr-l7-router move, or the move-to \
+                 annotation from a namespace in [octavia_defaults] move_request_namespaces)"
+            );
+            self.publish(&UserEvent::warning("MoveRecordIgnored", "Move", why), &ing.object_ref(&())).await;
         }
         // The steps in the order they happened, each told once: a move can take two steps in
         // one Sync (started, then its target ACTIVE), and a concurrent Sync of another router
@@ -37,29 +47,11 @@ impl crate::controller::context::Context {
                 let (reason, message) = step.event(&set.name_of(step.from), &set.name_of(step.to));
                 self.publish(&UserEvent::normal(reason, "Move", message), &ing.object_ref(&())).await;
             }
-            self.record_move(ing, plan).await;
             // The Ingress that tied a merge has hosts outside the move: the target routes all of
             // them from the start, so its status is its router's (`set_outputs`).
             if !hosts.is_empty() && hosts.is_subset(&plan.hosts) {
                 self.write_move_status(set, ing, plan).await;
             }
-        }
-    }
-
-    /// Writes the move record on `ing` where it differs (a finished move's is removed).
-    async fn record_move(&self, ing: &Ingress, plan: &MovePlan) {
-        let want = match plan.phase {
-            MovePhase::Done { .. } => None,
-            _ => serde_json::to_string(plan).ok(),
-        };
-        if annotation(ing, MOVE_ANNOTATION) == want.as_deref() {
-            return;
-        }
-        let api: Api<Ingress> = Api::namespaced(self.client.clone(), namespace_of(&ing.metadata));
-        let patch = serde_json::json!({"metadata": {"annotations": {MOVE_ANNOTATION: want}}});
-        let params = kube::api::PatchParams::default();
-        if let Err(e) = api.patch(&ing.name_any(), &params, &kube::api::Patch::Merge(&patch)).await {
-            tracing::warn!(ingress = %ingress_key(ing), error = %e, "cannot record the move");
         }
     }
 

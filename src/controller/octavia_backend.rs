@@ -102,4 +102,10 @@ impl RouterBackend for OctaviaBackend {
     async fn set_load_balancers(&self) -> Result<Vec<crate::driver::FoundRouter>, WriteError> {
         self.router.set_load_balancers().await.map_err(driver_error)
     }
+
+    async fn routed_hosts(&self) -> Result<Option<std::collections::BTreeSet<String>>, WriteError> {
+        let Some(snapshot) = self.router.snapshot().await.map_err(driver_error)? else { return Ok(None) };
+        let https = snapshot.https.as_ref().map(|h| &h.actual);
+        Ok(Some(crate::controller::set_migration::routed_hosts(snapshot.actual.iter().chain(https))))
+    }
 }

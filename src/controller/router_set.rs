@@ -12,23 +12,24 @@
 //! placed on different routers, and when a group grows on a router that goes over capacity
 //! (`controller::set_moves`).
 //!
-//! The placement record is an annotation on each Ingress ([`PLACEMENT_ANNOTATION`]: the name of
-//! its router), written once the router holding it synced. It is read back from the watch cache
-//! at start, so a restarted controller or a new leader places every group where it was without
-//! reading any router (see `docs/scale-out.md` for why an annotation and not Octavia tags).
+//! The placement, the groups' costs and the moves are recorded by the controller in its own
+//! namespace (`controller::set_store`), never in objects tenants can write: each host's router
+//! once that router synced, read back at start, so a restarted controller or a new leader places
+//! every group where it was without reading any router. The annotations of versions before are
+//! read once, at the upgrade, and kept only where Octavia confirms them (`set_migration`).
 
 use crate::config::ScaleOut;
 use crate::controller::outputs::PlannedEvent;
 use crate::controller::outputs::events::UserEvent;
 use crate::controller::set_moves::{self, Moves};
+use crate::controller::set_store::{HostRecord, SetRecords, SetStore};
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
-use crate::placement::groups::normalize_host;
 use crate::placement::moves::MoveObservation;
-use crate::placement::relief::{HostCosts, host_costs};
+use crate::placement::relief::host_costs;
 use crate::placement::split::{SplitParams, split_by_homes};
 use crate::placement::{
-    MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_index, router_name,
+    MovePhase, MovePlan, Placement, RouterFate, RouterIndex, RouterRecord, UnixSeconds, router_name,
 };
 use crate::reason::Reason;
 use crate::translate::namespace_of;
@@ -37,22 +38,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-/// The router an Ingress's hosts are placed on: its name (`<l7_router_name>[-N]`).
-pub const PLACEMENT_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/router";
-/// The Ingress's host group and its cost as last accepted on its router (JSON
-/// `{"group":…,"policies":…,"certificates":…}`): a restarted controller or a new leader compares
-/// the groups with it to see which grew (automatic moves), as the process does between two
-/// placements. Not updated while the group's growth waits for a move.
-pub const COST_ANNOTATION: &str = "placement.kuryr-l7-router.openstack.org/cost";
-
-/// The value of [`COST_ANNOTATION`].
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct RecordedCost {
-    group: crate::placement::GroupId,
-    #[serde(flatten)]
-    cost: crate::placement::Cost,
-}
 
 /// Builds the writer of router `index` named `name` (its backend gated by the leader lease and
 /// counted in the metrics), when placement first puts a group on it.
@@ -86,24 +71,6 @@ impl Placed {
     /// Whether `ing`'s group is being moved (its status is the move's, not one router's).
     pub fn is_moving(&self, ing: &Ingress) -> bool {
         set_moves::move_of(&self.moves, ing).is_some()
-    }
-
-    /// The [`COST_ANNOTATION`] to record on `ing`: its group and the group's cost; None for an
-    /// Ingress without hosts, and while its group's growth waits for a move (the old record
-    /// stays, so that the next leader still sees the growth).
-    pub(crate) fn cost_record(&self, ing: &Ingress) -> Option<String> {
-        let key = set_moves::ingress_key(ing);
-        let group = self.placement.groups.iter().find(|g| g.ingresses.contains(&key))?;
-        if !group.hosts.is_disjoint(&self.pending) {
-            return None;
-        }
-        serde_json::to_string(&RecordedCost { group: group.id.clone(), cost: group.cost }).ok()
-    }
-
-    /// Whether `ing` has hosts (then its router is recorded on it).
-    pub(crate) fn is_placed(&self, ing: &Ingress) -> bool {
-        let key = format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default());
-        self.placement.ingress_router.contains_key(&key)
     }
 }
 
@@ -149,6 +116,15 @@ pub struct RouterSet {
     /// Held while the queued steps are told, so that one teller's Events do not interleave
     /// with another's.
     pub telling: tokio::sync::Mutex<()>,
+    /// The set's records as this controller keeps them (`set_store`): read at start, updated
+    /// after each Sync, written to `store`. Never read from the Ingresses.
+    records: Mutex<SetRecords>,
+    store: Option<SetStore>,
+    /// The operator's move requests (`kuryr-l7-router move`), as last read from the store.
+    operator_asks: Mutex<Vec<set_moves::MoveAsk>>,
+    /// Held from the snapshot of `records` to the end of its write: an older snapshot is never
+    /// written over a newer one.
+    saving: tokio::sync::Mutex<()>,
 }
 
 impl RouterSet {
@@ -169,7 +145,23 @@ impl RouterSet {
             untagged: Mutex::default(),
             steps: Mutex::default(),
             telling: tokio::sync::Mutex::new(()),
+            records: Mutex::default(),
+            store: None,
+            operator_asks: Mutex::default(),
+            saving: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Starts from `records` (read from `store` at start, or migrated), written back to `store`.
+    pub fn with_records(mut self, records: SetRecords, store: Option<SetStore>) -> Self {
+        self.records = Mutex::new(records);
+        self.store = store;
+        self
+    }
+
+    /// The records now (tests, tools).
+    pub fn records(&self) -> SetRecords {
+        self.records.lock().expect("lock").clone()
     }
 
     /// The routers `found` exist on Octavia (found at start by our set tag), each with the time
@@ -222,20 +214,24 @@ impl RouterSet {
             return Ok(placed.clone());
         }
         let started = Instant::now();
-        let mut current = recorded_placement(&self.base, ingresses.iter().map(|i| i.as_ref()));
-        // The last placement wins over the record: it is newer (its annotations may not be
-        // written yet).
+        self.read_operator_asks().await;
+        let mut current = self.records.lock().expect("lock").placement();
+        // The last placement wins over the record: it is newer (the record is written only for
+        // the routers that synced).
         if let Some((_, prev)) = last.as_ref() {
             current.extend(prev.placement.host_router.iter().map(|(h, r)| (h.clone(), *r)));
         }
         let now = unix_now();
-        let (moves, mut moved) = self.moves_now(ingresses, now);
+        let (moves, mut moved) = self.moves_now(now);
         let asks = set_moves::move_asks(&self.base, ingresses.iter().map(|i| i.as_ref()));
+        let mut asks = set_moves::admit_asks(asks, &self.scale_out.move_request_namespaces);
+        // The operator's requests (the CLI's) are admitted from any namespace.
+        asks.extend(self.operator_asks.lock().expect("lock").iter().cloned());
         let routers = self.known_routers(&current, last.as_ref().map(|(_, p)| p.as_ref()));
-        // The first placement of this process compares with the costs recorded on the Ingresses.
+        // The first placement of this process compares with the recorded costs.
         let before = match last.as_ref() {
             Some((_, prev)) => host_costs(&prev.placement),
-            None => recorded_costs(ingresses.iter().map(|i| i.as_ref())),
+            None => self.records.lock().expect("lock").costs(),
         };
         let growth = set_moves::Growth { before, pending: self.grown.lock().expect("lock").clone() };
         let params = SplitParams {
@@ -341,6 +337,49 @@ impl RouterSet {
 }
 
 impl RouterSet {
+    /// After the writes of a Sync that split by `placed` (`synced`: the routers whose Sync
+    /// succeeded): the hosts of each group on a router that synced are recorded there, with the
+    /// group's cost (the cost before, while the group's growth waits for a move, so that a new
+    /// leader still sees it); hosts no longer placed are forgotten; the moves are this
+    /// controller's, a finished one's record removed.
+    pub fn record(&self, placed: &Placed, synced: &[RouterIndex]) {
+        let p = &placed.placement;
+        let mut records = self.records.lock().expect("lock");
+        records.hosts.retain(|h, _| p.host_router.contains_key(h));
+        for g in &p.groups {
+            let Some(router) = p.group_router.get(&g.id).filter(|r| synced.contains(r)) else { continue };
+            let waits = !g.hosts.is_disjoint(&placed.pending);
+            for h in &g.hosts {
+                let record = match records.hosts.get(h) {
+                    Some(old) if waits => HostRecord { router: *router, ..old.clone() },
+                    _ if waits => HostRecord::on(*router),
+                    _ => HostRecord::on(*router).with_cost(g.id.clone(), g.cost),
+                };
+                records.hosts.insert(h.clone(), record);
+            }
+        }
+        let known = self.moves.lock().expect("lock");
+        let placed_hosts = |m: &MovePlan| m.hosts.iter().any(|h| p.host_router.contains_key(h));
+        records.set_moves(known.iter().filter(|(_, m)| placed_hosts(m)));
+    }
+
+    /// Reads the operator's move requests (`kuryr-l7-router move`) for the placement being made
+    /// (one GET per placement, not per reconcile; unreadable: the last ones read stay).
+    async fn read_operator_asks(&self) {
+        let Some(store) = &self.store else { return };
+        if let Some(asks) = store.operator_asks().await {
+            *self.operator_asks.lock().expect("lock") = asks;
+        }
+    }
+
+    /// Writes the records to the store (the shards that changed).
+    pub async fn save_records(&self) {
+        let Some(store) = &self.store else { return };
+        let _saving = self.saving.lock().await;
+        let records = self.records();
+        store.save(&records).await;
+    }
+
     /// The routers `placed` says to delete (empty for their whole grace; never the first),
     /// not deleted yet.
     pub fn to_delete(&self, placed: &Placed) -> Vec<RouterIndex> {
@@ -360,10 +399,10 @@ impl RouterSet {
 
     /// The moves in progress (the records, with this controller's newer state over them),
     /// each advanced by the clock (a grace that ended); and those that changed phase.
-    fn moves_now(&self, ingresses: &[Arc<Ingress>], now: UnixSeconds) -> (Moves, Vec<MovePlan>) {
-        let recorded = set_moves::recorded_moves(ingresses.iter().map(|i| i.as_ref()));
+    fn moves_now(&self, now: UnixSeconds) -> (Moves, Vec<MovePlan>) {
+        let recorded = self.records.lock().expect("lock").moves.clone();
         let mut known = self.moves.lock().expect("lock");
-        // A finished move is forgotten once no Ingress records it any more.
+        // A finished move is forgotten once its record is removed.
         known.retain(|g, m| !matches!(m.phase, MovePhase::Done { .. }) || recorded.contains_key(g));
         let mut moves = recorded;
         moves.extend(known.iter().map(|(g, m)| (g.clone(), m.clone())));
@@ -511,43 +550,6 @@ fn unix_now() -> UnixSeconds {
     std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
 }
 
-/// The placement recorded on the Ingresses: each host of an Ingress carrying
-/// [`PLACEMENT_ANNOTATION`] → the index of the router it names (a name not of the set is
-/// ignored: the group is placed as new).
-pub(crate) fn recorded_placement<'a>(
-    base: &str,
-    ingresses: impl IntoIterator<Item = &'a Ingress>,
-) -> BTreeMap<String, RouterIndex> {
-    let mut out = BTreeMap::new();
-    for ing in ingresses {
-        let Some(name) = ing.metadata.annotations.as_ref().and_then(|a| a.get(PLACEMENT_ANNOTATION)) else { continue };
-        let Some(index) = router_index(base, name) else { continue };
-        let rules = ing.spec.as_ref().and_then(|s| s.rules.as_ref());
-        for host in rules.into_iter().flatten().filter_map(|r| r.host.as_deref()) {
-            out.insert(normalize_host(host), index);
-        }
-    }
-    out
-}
-
-/// The group costs recorded on the Ingresses ([`COST_ANNOTATION`]): each host of an Ingress
-/// carrying one → its recorded group and cost (an unreadable record is ignored: that group is
-/// then seen as not grown until the next record).
-pub(crate) fn recorded_costs<'a>(ingresses: impl IntoIterator<Item = &'a Ingress>) -> HostCosts {
-    let mut out = HostCosts::new();
-    for ing in ingresses {
-        let Some(text) = set_moves::annotation(ing, COST_ANNOTATION) else { continue };
-        let Ok(record) = serde_json::from_str::<RecordedCost>(text) else {
-            tracing::warn!(ingress = %set_moves::ingress_key(ing), "unreadable group cost record ignored");
-            continue;
-        };
-        for host in set_moves::ingress_hosts(ing) {
-            out.insert(host, (record.group.clone(), record.cost));
-        }
-    }
-    out
-}
-
 /// One Warning Event per Ingress concerned by each placement warning (`warning_text` as its
 /// message, naming the routers): the Ingresses of an oversized group, those of every group on a
 /// router over capacity, and, when the part copied to every router alone is too big, the
@@ -590,23 +592,9 @@ fn hostless_owners(whole: &DesiredRouter) -> BTreeSet<String> {
         .collect()
 }
 
-/// The router name `ing` records, if any.
-pub(crate) fn recorded_router(ing: &Ingress) -> Option<&str> {
-    ing.metadata.annotations.as_ref().and_then(|a| a.get(PLACEMENT_ANNOTATION)).map(String::as_str)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn ingress(name: &str, hosts: &[&str], router: Option<&str>) -> Arc<Ingress> {
-        let rules: Vec<serde_json::Value> = hosts.iter().map(|h| serde_json::json!({"host": h})).collect();
-        let mut v = serde_json::json!({"metadata": {"name": name, "namespace": "shop"}, "spec": {"rules": rules}});
-        if let Some(r) = router {
-            v["metadata"]["annotations"] = serde_json::json!({PLACEMENT_ANNOTATION: r});
-        }
-        Arc::new(serde_json::from_value(v).unwrap())
-    }
 
     /// An oversized group's Ingresses get `OversizedGroup`, naming the router it has to
     /// itself; the Ingresses of every group on a router over capacity get `RouterOverCapacity`;
@@ -679,6 +667,7 @@ mod tests {
         use crate::placement::Capacity;
         use crate::placement::moves::MoveCause;
         use crate::translate::{TranslateOptions, translate};
+        let records = std::sync::Mutex::new(SetRecords::default());
         let ing = |name: &str, paths: usize, cost: Option<u32>| {
             let paths: Vec<serde_json::Value> = (0..paths)
                 .map(|i| {
@@ -687,13 +676,13 @@ mod tests {
                 })
                 .collect();
             let host = format!("{name}.example.com");
-            let mut annotations = serde_json::json!({PLACEMENT_ANNOTATION: "edge"});
-            if let Some(p) = cost {
-                let record = serde_json::json!({"group": host, "policies": p, "certificates": 0});
-                annotations[COST_ANNOTATION] = serde_json::json!(record.to_string());
-            }
+            let record = match cost {
+                Some(p) => HostRecord::on(0).with_cost(host.clone(), crate::placement::Cost::new(p, 0)),
+                None => HostRecord::on(0),
+            };
+            records.lock().unwrap().hosts.insert(host.clone(), record);
             serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-                "metadata": {"name": name, "namespace": "shop", "annotations": annotations},
+                "metadata": {"name": name, "namespace": "shop"},
                 "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": host, "http": {"paths": paths}}]}})
         };
         let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
@@ -705,6 +694,7 @@ mod tests {
             capacity: Capacity { max_policies: 2, max_certificates: 10 },
             move_dns_grace: Duration::from_secs(60),
             empty_router_grace: Duration::from_secs(60),
+            move_request_namespaces: Vec::new(),
         };
         let moved_by_new_leader = |recorded: bool| {
             let docs = [ing("a", 2, recorded.then_some(1)), ing("b", 1, recorded.then_some(1))];
@@ -717,36 +707,23 @@ mod tests {
             let ingresses: Vec<Arc<Ingress>> =
                 docs.iter().map(|d| Arc::new(serde_json::from_value(d.clone()).unwrap())).collect();
             let spawn: SpawnWriter = Box::new(|_, _| Err(WriteError::new("test", "no writer")));
-            let set = RouterSet::new("edge", scale_out.clone(), spawn);
+            let recorded = std::mem::take(&mut *records.lock().unwrap());
+            let set = RouterSet::new("edge", scale_out.clone(), spawn).with_records(recorded, None);
             let rt = tokio::runtime::Handle::current();
             let placed = tokio::task::block_in_place(|| {
                 rt.block_on(set.placed(Instant::now(), &ingresses, move || whole)).unwrap()
             });
-            let b_record = placed.cost_record(&ingresses[1]);
+            set.record(&placed, &[0, 1]);
+            let b_record = set.records().hosts.get("b.example.com").cloned();
             (placed.moved.clone(), b_record)
         };
         let (moved, b_record) = moved_by_new_leader(true);
         let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
         assert_eq!(got, [("a.example.com", 0, 1)]);
         assert!(matches!(moved[0].cause, MoveCause::OverCapacity { .. }), "{:?}", moved[0].cause);
-        assert_eq!(b_record.as_deref(), Some(r#"{"group":"b.example.com","policies":1,"certificates":0}"#));
+        let want = HostRecord::on(0).with_cost("b.example.com".into(), crate::placement::Cost::new(1, 0));
+        assert_eq!(b_record, Some(want), "b stays, its group and cost recorded");
         let (moved, _) = moved_by_new_leader(false);
         assert!(moved.is_empty(), "without a record nothing is seen to grow: {moved:?}");
-    }
-
-    /// Each host of an annotated Ingress is recorded on its router; a name outside the set and
-    /// an Ingress without the annotation record nothing.
-    #[test]
-    fn the_record_is_read_from_the_ingress_annotations() {
-        let ings = [
-            ingress("a", &["A.example.com", "b.example.com"], Some("edge-3")),
-            ingress("c", &["c.example.com"], Some("edge")),
-            ingress("d", &["d.example.com"], Some("other-2")),
-            ingress("e", &["e.example.com"], None),
-        ];
-        let got = recorded_placement("edge", ings.iter().map(|i| i.as_ref()));
-        let want: BTreeMap<String, RouterIndex> =
-            [("a.example.com", 2), ("b.example.com", 2), ("c.example.com", 0)].map(|(h, r)| (h.to_string(), r)).into();
-        assert_eq!(got, want);
     }
 }

@@ -26,6 +26,7 @@ use crate::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use crate::controller::router_set::{RouterSet, SpawnWriter};
 use crate::controller::services::endpoint_nodes::EndpointNodes;
 use crate::controller::services::handler as service;
+use crate::controller::set_migration::{RouteReader, route_reader, start_records};
 use crate::controller::stamp_store::StampStores;
 use crate::controller::writer::{RouterBackend, WriteError, Writer, WriterMetrics};
 use crate::controller::{ControllerError, ingress, reconcile_span};
@@ -246,11 +247,14 @@ where
                 StampStores { api: Api::namespaced(client.clone(), &k.lease_namespace), every: k.resync_period };
             b.set_stamp_stores(stores.clone());
             let gateways = gateways.map(|g| g(&metrics, gate.clone(), stores.clone()));
-            let spawn =
-                settings.octavia_defaults.scale_out.enabled.then(|| {
-                    spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
-                });
-            let spawn = Spawners { set: spawn, gateways };
+            let backends = Arc::new(backends);
+            let routes =
+                settings.octavia_defaults.scale_out.enabled.then(|| route_reader(&settings, &metrics, &backends));
+            let spawn = settings.octavia_defaults.scale_out.enabled.then(|| {
+                let backends = move |s: &Settings, m: &Metrics, i: RouterIndex| backends(s, m, i);
+                spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
+            });
+            let spawn = Spawners { set: spawn, routes, gateways };
             run_leader(&settings, client, b, spawn, metrics, ready_tx, &stop_rx).await
         }
         Err(e) => Err(e),
@@ -532,6 +536,8 @@ fn notice_router_name(settings: &Settings) -> String {
 /// and the Gateways' routers.
 struct Spawners {
     set: Option<SpawnWriter>,
+    /// Reads a router's routes (the upgrade of the set's records).
+    routes: Option<RouteReader>,
     gateways: Option<GatewayBackends>,
 }
 
@@ -550,11 +556,18 @@ async fn run_leader<B: RouterBackend>(
         Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
         None => Default::default(),
     };
+    let k = &settings.kubernetes;
+    // The set's records (at the upgrade, the old annotations Octavia confirms: router 0 read
+    // through `backend` before its writer has it).
+    let routes = spawn.routes.as_ref();
+    let records = match &spawn.set {
+        Some(_) => Some(start_records(&client, &k.lease_namespace, &router, &backend, routes, &found).await?),
+        None => None,
+    };
     let writer = Writer::spawn(
         backend,
         WriterMetrics { router: router.clone(), metrics: Some(metrics.clone()), readiness: Some(ready_tx.clone()) },
     );
-    let k = &settings.kubernetes;
     let (stores, store_writers) = StoreWriters::new();
     stores.named_secrets.set_default(crate::wiring::translate_options(settings).tls.default_certificate);
     let (caches_tx, caches_rx) = watch::channel(false);
@@ -574,8 +587,14 @@ async fn run_leader<B: RouterBackend>(
     if spawn.gateways.is_some() {
         ctx = ctx.with_gateway_services(Arc::default());
     }
-    if let Some(spawn) = spawn.set {
-        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn);
+    if k.host_ownership {
+        let (store, owners) =
+            crate::controller::owner_store::start_owners(&client, &k.lease_namespace, &ctx.opts.ingress_class).await?;
+        ctx = ctx.with_owner_store(store, &owners);
+    }
+    if let Some((spawn, (records, store))) = spawn.set.zip(records) {
+        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
+            .with_records(records, Some(store));
         set.found(found.0, found.1);
         ctx = ctx.with_router_set(set);
     }

@@ -50,27 +50,28 @@ pub(crate) fn annotation<'a>(ing: &'a Ingress, key: &str) -> Option<&'a str> {
     ing.metadata.annotations.as_ref().and_then(|a| a.get(key)).map(String::as_str)
 }
 
-/// The moves recorded on the Ingresses (an unreadable record is ignored: the move-to
-/// annotation, still there, starts the move again).
-pub fn recorded_moves<'a>(ingresses: impl IntoIterator<Item = &'a Ingress>) -> Moves {
-    let mut out = Moves::new();
-    for ing in ingresses {
-        let Some(text) = annotation(ing, MOVE_ANNOTATION) else { continue };
-        match serde_json::from_str::<MovePlan>(text) {
-            Ok(plan) => {
-                out.insert(plan.group.clone(), plan);
-            }
-            Err(e) => tracing::warn!(ingress = %ingress_key(ing), error = %e, "unreadable move record ignored"),
-        }
-    }
-    out
-}
-
 /// A move the operator asked for: the Ingress key and the target, or why it cannot be done.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MoveAsk {
     pub ingress: String,
     pub target: Result<RouterIndex, String>,
+}
+
+/// The asks of Ingresses outside `allowed` (`[octavia_defaults] move_request_namespaces`)
+/// refused: a tenant may not steer the set (make it create routers, move its hosts at will).
+pub fn admit_asks(asks: Vec<MoveAsk>, allowed: &[String]) -> Vec<MoveAsk> {
+    asks.into_iter()
+        .map(|mut ask| {
+            let ns = ask.ingress.split_once('/').map_or("", |(ns, _)| ns);
+            if ask.target.is_ok() && !allowed.iter().any(|a| a == ns) {
+                ask.target = Err(format!(
+                    "{MOVE_TO_ANNOTATION}: namespace {ns:?} may not ask for moves (not in [octavia_defaults] \
+                     move_request_namespaces); ask the operator (kuryr-l7-router move)"
+                ));
+            }
+            ask
+        })
+        .collect()
 }
 
 /// The moves asked for with [`MOVE_TO_ANNOTATION`].
@@ -131,7 +132,7 @@ pub fn place_with_moves(
     let placed_hosts = &placement.host_router;
     moves.retain(|_, m| m.hosts.iter().any(|h| placed_hosts.contains_key(h)));
     let mut started = merge_moves(&placement, &moves, now);
-    let refused = operator_moves(&placement, &moves, asks, now, &mut started);
+    let refused = operator_moves(&placement, &params.routers, &moves, asks, now, &mut started);
     let mut grown = relief::grown_groups(&growth.before, &placement);
     grown.extend(placement.groups.iter().filter(|g| !g.hosts.is_disjoint(&growth.pending)).map(|g| g.id.clone()));
     // A group the operator placed (a move-to annotation, which may stay after its move) is
@@ -179,6 +180,7 @@ fn merge_moves(placement: &Placement, moves: &Moves, now: UnixSeconds) -> Vec<Mo
 /// the asks refused: (Ingress key, why).
 fn operator_moves(
     placement: &Placement,
+    routers: &BTreeMap<RouterIndex, crate::placement::RouterRecord>,
     moves: &Moves,
     asks: &[MoveAsk],
     now: UnixSeconds,
@@ -195,6 +197,11 @@ fn operator_moves(
         };
         let Some(group) = placement.groups.iter().find(|g| g.ingresses.contains(&ask.ingress)) else { continue };
         let Some(&from) = placement.group_router.get(&group.id) else { continue };
+        let taken: BTreeSet<RouterIndex> = moves.values().chain(started.iter()).map(|m| m.to).collect();
+        if let Err(why) = within_bounds(placement, routers, &taken, to) {
+            refused.push((ask.ingress.clone(), why));
+            continue;
+        }
         let busy = moves.values().chain(started.iter()).any(|m| !m.hosts.is_disjoint(&group.hosts));
         if from == to || busy {
             continue;
@@ -203,6 +210,33 @@ fn operator_moves(
         started.push(MovePlan::start(&request, now));
     }
     refused
+}
+
+/// Whether an operator's move may go to router `to`: a router of the set (in the placement, or
+/// the target of a move, `taken`), or the next new one (the smallest free index, as placement
+/// would make it). A name an untagged load balancer holds is not: moving there would adopt
+/// that load balancer.
+pub fn within_bounds(
+    placement: &Placement,
+    routers: &BTreeMap<RouterIndex, crate::placement::RouterRecord>,
+    taken: &BTreeSet<RouterIndex>,
+    to: RouterIndex,
+) -> Result<(), String> {
+    let untagged = |i: &RouterIndex| routers.get(i).is_some_and(|r| r.untagged);
+    let used = |i: &RouterIndex| placement.routers.get(i).is_some_and(|l| !l.groups.is_empty()) || taken.contains(i);
+    let known = |i: &RouterIndex| placement.routers.contains_key(i) || taken.contains(i);
+    if known(&to) && (!untagged(&to) || used(&to)) {
+        return Ok(());
+    }
+    let next = (1..).find(|i| !known(i) && !untagged(i)).unwrap_or(1);
+    if to == next {
+        return Ok(());
+    }
+    Err(format!(
+        "{MOVE_TO_ANNOTATION}: router index {to} is outside the set's bounds (its routers are {:?}; a new one \
+         would be index {next})",
+        placement.routers.keys().collect::<Vec<_>>()
+    ))
 }
 
 /// The move that goes on from a move just finished (`done`) whose hosts the placement puts on

@@ -144,6 +144,14 @@ pub trait RouterBackend: Send + Sync + 'static {
     fn set_load_balancers(&self) -> impl Future<Output = Result<Vec<FoundRouter>, WriteError>> + Send {
         async { Ok(Vec::new()) }
     }
+    /// The hosts the router routes now, as Octavia has them (the upgrade to the controller's
+    /// own records keeps only the old records these confirm); `None`: the router does not
+    /// exist. By default they cannot be read (nothing is confirmed).
+    fn routed_hosts(
+        &self,
+    ) -> impl Future<Output = Result<Option<std::collections::BTreeSet<String>>, WriteError>> + Send {
+        async { Err(WriteError::new("not_readable", "this backend cannot read its routes")) }
+    }
 }
 
 /// One queued job with its waiters.

@@ -70,7 +70,7 @@ pub fn policy_host(p: &Policy) -> Option<String> {
 
 /// `^<pattern>(:[0-9]+)?$` → the host: `[^.]+\.` in front is the wildcard's `*.`, and every
 /// other backslash escapes the next character (hosts are DNS names: only `.` is escaped).
-fn host_of_rule_value(value: &str) -> Option<String> {
+pub fn host_of_rule_value(value: &str) -> Option<String> {
     let pattern = value.strip_prefix('^')?.strip_suffix('$')?.strip_suffix(PORT_SUFFIX)?;
     let (wild, rest) = match pattern.strip_prefix("[^.]+\\.") {
         Some(rest) => ("*.", rest),

@@ -12,7 +12,6 @@ use crate::support::fake_settings;
 use eventually::eventually_every;
 use fake_api::Fake;
 use fake_settings::fake_cluster_settings;
-use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, WriteError};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -158,7 +157,7 @@ impl Running {
 
     fn placed(&self, name: &str) -> Option<()> {
         let ing = self.fake.get(ING, "shop", name)?;
-        ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].as_str()?;
+        crate::controller_set_records::recorded_router(&self.fake, name)?;
         ing["status"]["loadBalancer"]["ingress"][0]["ip"].as_str().map(|_| ())
     }
 

@@ -15,9 +15,9 @@ use fake_api::Fake;
 use fake_settings::fake_cluster_settings;
 use routed_hosts::routed_hosts;
 
-use kuryr_l7_router::controller::router_set::PLACEMENT_ANNOTATION;
+use crate::controller_set_records::{move_record, put_records, recorded_router, records, records_of};
 use kuryr_l7_router::controller::runtime::run_set_with;
-use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
+use kuryr_l7_router::controller::set_moves::MOVE_TO_ANNOTATION;
 use kuryr_l7_router::controller::writer::WriteError;
 use kuryr_l7_router::driver::FoundRouter;
 use kuryr_l7_router::driver::ownership::{Ownership, empty_since};
@@ -66,11 +66,13 @@ fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_
     // lasts between 0 and 1 s: a test that must see a phase's state uses two.
     let max = if extra.contains("max_policies_per_router") { "" } else { "max_policies_per_router = 2\n" };
     let grace = if extra.contains("move_dns_grace") { "" } else { "move_dns_grace = 1\n" };
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\n{max}{grace}{extra}");
+    // The operator's namespace `shop` may ask for moves with the annotation, unless `extra` says.
+    let asks = if extra.contains("move_request_namespaces") { "" } else { "move_request_namespaces = shop\n" };
+    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\n{max}{grace}{asks}{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
-fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {
+pub(crate) fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {
     let fake = Fake::new();
     fake.put("ingressclasses", class());
     fake.put("services", service());
@@ -82,7 +84,7 @@ fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake> {
 }
 
 /// The simulated Octavia of each router the controller built, by index.
-type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
+pub(crate) type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
 
 /// Whether each router the controller built was deleted, by index.
 type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
@@ -90,8 +92,8 @@ type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
 /// The load balancer tags of each router the controller built, by index.
 type LbTags = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Vec<String>>>>>>;
 
-struct Running {
-    sims: Sims,
+pub(crate) struct Running {
+    pub(crate) sims: Sims,
     deleted: Deleted,
     tags: LbTags,
     stop: tokio::sync::oneshot::Sender<()>,
@@ -100,38 +102,40 @@ struct Running {
 }
 
 /// Runs the controller against `fake`; the routers in `failing` refuse every write.
-async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
+pub(crate) async fn start(fake: &Arc<Fake>, failing: &[u32]) -> Running {
     start_with(fake, failing, &[], "").await
 }
 
 /// [`start`], router `index` of each `(index, policies)` of `budgets` reading a budget of
 /// `policies` L7 policies under the project's quota (the others read none: no quota).
-async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], octavia: &str) -> Running {
+pub(crate) async fn start_with(fake: &Arc<Fake>, failing: &[u32], budgets: &[(u32, u64)], octavia: &str) -> Running {
     let cloud = Cloud { failing: failing.to_vec(), budgets: budgets.to_vec(), ..Cloud::default() };
     run_on(fake, octavia, cloud).await
 }
 
 /// Routers and how the controller finds them at start.
 #[derive(Default, Clone)]
-struct Cloud {
-    failing: Vec<u32>,
-    budgets: Vec<(u32, u64)>,
+pub(crate) struct Cloud {
+    /// The simulated Octavia of a controller before (a restart): each router's state is kept.
+    pub(crate) persist: Option<Sims>,
+    pub(crate) failing: Vec<u32>,
+    pub(crate) budgets: Vec<(u32, u64)>,
     /// What the first router's Octavia lists as the load balancers carrying the set tag.
-    found: Vec<FoundRouter>,
+    pub(crate) found: Vec<FoundRouter>,
     /// Routers whose load balancer exists without the set tag (made before set tags).
-    untagged: Vec<u32>,
+    pub(crate) untagged: Vec<u32>,
 }
 
 /// [`start_with`], the first router's Octavia listing `found` as the load balancers carrying
 /// the set tag, and the routers in `untagged` existing without it.
-async fn start_finding(fake: &Arc<Fake>, octavia: &str, found: &[FoundRouter], untagged: &[u32]) -> Running {
+pub(crate) async fn start_finding(fake: &Arc<Fake>, octavia: &str, found: &[FoundRouter], untagged: &[u32]) -> Running {
     let cloud = Cloud { found: found.to_vec(), untagged: untagged.to_vec(), ..Cloud::default() };
     run_on(fake, octavia, cloud).await
 }
 
 /// Runs the controller against `fake`, each router on its own simulated Octavia as `cloud` says.
-async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Running {
-    let Cloud { failing, budgets, found, untagged } = cloud;
+pub(crate) async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Running {
+    let Cloud { persist, failing, budgets, found, untagged } = cloud;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -147,7 +151,10 @@ async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Running {
         let name = kuryr_l7_router::placement::router_name(BASE, index);
         let address = format!("172.24.4.{}", 10 + index).parse().ok();
         let ownership = Ownership::new(&name).with_set(BASE);
-        let sim = SimBackend::new(DiffOptions { ownership, health_monitor: None }, address);
+        let mut sim = SimBackend::new(DiffOptions { ownership, health_monitor: None }, address);
+        if let Some(before) = persist.as_ref().and_then(|p| p.lock().unwrap().get(&index).cloned()) {
+            sim.state = before;
+        }
         if untagged.contains(&index) {
             sim.lb_tags.lock().unwrap().retain(|t| !t.starts_with("router-set:"));
         }
@@ -173,13 +180,13 @@ async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Running {
 }
 
 impl Running {
-    async fn stop(self) {
+    pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         tokio::time::timeout(Duration::from_secs(30), self.run).await.unwrap().unwrap().unwrap();
     }
 
     /// The hosts routed by router `index` (its host rules).
-    fn hosts_of(&self, index: u32) -> Vec<String> {
+    pub(crate) fn hosts_of(&self, index: u32) -> Vec<String> {
         let sims = self.sims.lock().unwrap();
         let Some(sim) = sims.get(&index) else { return vec![] };
         let sim = sim.lock().unwrap();
@@ -191,18 +198,17 @@ impl Running {
 }
 
 /// (recorded router, status address) of Ingress `name`, once both are written.
-fn placed(fake: &Fake, name: &str) -> Option<(String, String)> {
+pub(crate) fn placed(fake: &Fake, name: &str) -> Option<(String, String)> {
     let ing = fake.get(ING, "shop", name)?;
-    let router = ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].as_str()?.to_string();
     let ip = ing["status"]["loadBalancer"]["ingress"][0]["ip"].as_str()?.to_string();
-    Some((router, ip))
+    Some((recorded_router(fake, name)?, ip))
 }
 
-async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
+pub(crate) async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Option<T>) -> T {
     eventually_every(what, secs, Duration::from_millis(50), f).await
 }
 
-const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+pub(crate) const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
 
 /// Five one-policy Ingresses at two policies per router: three routers, each Ingress's status
 /// the address of the router that routes its host, its router recorded on it.
@@ -251,7 +257,15 @@ async fn a_restart_keeps_the_recorded_placement() {
         })
         .collect();
     assert_eq!(kept.len(), 3, "{before:?}");
+    for v in &kept {
+        assert!(
+            v["metadata"]["annotations"].as_object().is_none_or(|a| a.keys().all(|k| !k.starts_with("placement."))),
+            "no record on the Ingresses: {v}"
+        );
+    }
+    let stored = records(&fake).expect("the records in the controller's namespace");
     let fake = fake_with(kept.clone());
+    put_records(&fake, &stored);
     let running = start(&fake, &[]).await;
     let kept_names: Vec<String> = kept.iter().map(|v| v["metadata"]["name"].as_str().unwrap().to_string()).collect();
     eventually("every kept host routed on its recorded router", 20, || {
@@ -286,7 +300,7 @@ async fn a_failing_router_holds_back_only_its_own_groups() {
     for name in ["c", "d"] {
         let ing = fake.get(ING, "shop", name).unwrap();
         assert!(ing["status"]["loadBalancer"]["ingress"].is_null(), "{name}: {ing}");
-        assert!(ing["metadata"]["annotations"][PLACEMENT_ANNOTATION].is_null(), "{name}: {ing}");
+        assert_eq!(recorded_router(&fake, name), None, "{name}: {ing}");
     }
     running.stop().await;
 }
@@ -322,7 +336,7 @@ impl Running {
 }
 
 /// The Event of `reason` on Ingress `name`, if one was published.
-fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
+pub(crate) fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
     fake.writes()
         .into_iter()
         .find(|w| w.path.contains("/events") && w.body["regarding"]["name"] == name && w.body["reason"] == reason)
@@ -483,11 +497,8 @@ async fn an_empty_routers_grace_is_counted_across_a_restart_and_ends_on_time() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untagged_router_that_a_recorded_placement_names_gets_the_set_tag() {
     let recorded = [("a", BASE), ("b", BASE), ("c", "rset-2"), ("d", "rset-2"), ("e", "rset-3")];
-    let fake = fake_with(recorded.map(|(name, router)| {
-        let mut ing = ingress(name);
-        ing["metadata"]["annotations"] = json!({PLACEMENT_ANNOTATION: router});
-        ing
-    }));
+    let fake = fake_with(recorded.map(|(name, _)| ingress(name)));
+    put_records(&fake, &records_of(&recorded));
     let found = [BASE, "rset-2"].map(FoundRouter::from);
     let running = start_finding(&fake, "", &found, &[2]).await;
     let tags = eventually("rset-3 tagged", 20, || {
@@ -505,7 +516,7 @@ async fn an_untagged_router_that_a_recorded_placement_names_gets_the_set_tag() {
 }
 
 /// The addresses of Ingress `name`'s status, in order.
-fn addresses(fake: &Fake, name: &str) -> Vec<String> {
+pub(crate) fn addresses(fake: &Fake, name: &str) -> Vec<String> {
     let ing = fake.get(ING, "shop", name).unwrap_or_default();
     let list = ing["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
     list.iter().filter_map(|e| e["ip"].as_str().map(str::to_string)).collect()
@@ -513,7 +524,7 @@ fn addresses(fake: &Fake, name: &str) -> Vec<String> {
 
 /// Whether Ingress `name`'s status was ever written with `want` as its addresses: a phase of a
 /// move may last less than the 50 ms between two looks at the current status.
-fn published(fake: &Fake, name: &str, want: &[&str]) -> bool {
+pub(crate) fn published(fake: &Fake, name: &str, want: &[&str]) -> bool {
     let suffix = format!("/ingresses/{name}/status");
     fake.writes().iter().filter(|w| w.path.ends_with(&suffix)).any(|w| {
         let list = w.body["status"]["loadBalancer"]["ingress"].as_array().cloned().unwrap_or_default();
@@ -522,21 +533,21 @@ fn published(fake: &Fake, name: &str, want: &[&str]) -> bool {
 }
 
 /// The operator asks for Ingress `name`'s group to move to `router`.
-fn ask_move(fake: &Fake, name: &str, router: &str) {
+pub(crate) fn ask_move(fake: &Fake, name: &str, router: &str) {
     let mut v = fake.get(ING, "shop", name).unwrap();
     v["metadata"]["annotations"][MOVE_TO_ANNOTATION] = json!(router);
     fake.put("ingresses", v);
 }
 
 /// The reasons of the Events posted on Ingress `name`, in order.
-fn event_reasons(fake: &Fake, name: &str) -> Vec<String> {
+pub(crate) fn event_reasons(fake: &Fake, name: &str) -> Vec<String> {
     let on =
         |w: &fake_api::Write| w.method == "POST" && w.path.ends_with("/events") && w.body["regarding"]["name"] == name;
     fake.writes().iter().filter(|w| on(w)).filter_map(|w| w.body["reason"].as_str().map(str::to_string)).collect()
 }
 
-const FIRST: &str = "172.24.4.10";
-const SECOND: &str = "172.24.4.11";
+pub(crate) const FIRST: &str = "172.24.4.10";
+pub(crate) const SECOND: &str = "172.24.4.11";
 
 /// Ingresses a and b on the first router; the operator moves a's group to `rset-2`.
 async fn start_move(fake: &Arc<Fake>) -> Running {
@@ -560,10 +571,7 @@ async fn a_move_publishes_both_addresses_then_the_target_and_clears_the_source()
     assert!(running.hosts_of(0).contains(&host) && running.hosts_of(1).contains(&host), "both routers route a");
     eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
     eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
-    eventually("the move record removed", 10, || {
-        fake.get(ING, "shop", "a").filter(|v| v["metadata"]["annotations"][MOVE_ANNOTATION].is_null())
-    })
-    .await;
+    eventually("the move record removed", 10, || move_record(&fake, "a").is_none().then_some(())).await;
     assert_eq!(running.hosts_of(1), [host]);
     assert_eq!(placed(&fake, "a"), Some(("rset-2".to_string(), SECOND.to_string())));
     assert_eq!(placed(&fake, "b"), Some((BASE.to_string(), FIRST.to_string())), "b did not move");
@@ -580,11 +588,7 @@ async fn a_move_publishes_both_addresses_then_the_target_and_clears_the_source()
 async fn a_restart_in_publish_both_resumes_the_move() {
     let fake = fake_with(["a", "b"].map(ingress));
     let running = start_move(&fake).await;
-    let record = |fake: &Fake| {
-        let v = fake.get(ING, "shop", "a")?;
-        let text = v["metadata"]["annotations"][MOVE_ANNOTATION].as_str()?.to_string();
-        serde_json::from_str::<Value>(&text).ok()
-    };
+    let record = |fake: &Fake| move_record(fake, "a");
     let both =
         eventually("PublishBoth recorded", 10, || record(&fake).filter(|r| !r["phase"]["PublishBoth"].is_null())).await;
     running.stop().await;
@@ -631,10 +635,7 @@ async fn a_group_that_grew_over_its_router_moves_by_itself_and_the_stable_one_st
     assert!(running.hosts_of(0).contains(&host) && running.hosts_of(1).contains(&host), "both routers route a");
     eventually("only the target's address", 10, || (addresses(&fake, "a") == [SECOND]).then_some(())).await;
     eventually("the old routes deleted", 10, || (!running.hosts_of(0).contains(&host)).then_some(())).await;
-    eventually("the move record removed", 10, || {
-        fake.get(ING, "shop", "a").filter(|v| v["metadata"]["annotations"][MOVE_ANNOTATION].is_null())
-    })
-    .await;
+    eventually("the move record removed", 10, || move_record(&fake, "a").is_none().then_some(())).await;
     let note = event_note(&fake, "a", "MoveStarted").unwrap_or_default();
     assert!(note.contains("automatic: router rset over capacity (3 > 2 policies)"), "{note}");
     let steps = ["MoveStarted", "MovePublishedBoth", "MovePublishedTarget", "MoveDeletingOld", "MoveDone"];
@@ -653,11 +654,8 @@ async fn a_group_that_grew_over_its_router_moves_by_itself_and_the_stable_one_st
 /// Ingress that tied them shows the first router's address, which routes both hosts.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_ingress_tying_groups_on_two_routers_moves_one_part_make_before_break() {
-    let record = |mut v: Value, router: &str| {
-        v["metadata"]["annotations"] = json!({PLACEMENT_ANNOTATION: router});
-        v
-    };
-    let fake = fake_with([record(ingress("b"), BASE), record(ingress("c"), "rset-2")]);
+    let fake = fake_with([ingress("b"), ingress("c")]);
+    put_records(&fake, &records_of(&[("b", BASE), ("c", "rset-2")]));
     let running = start_with(&fake, &[], &[], "max_policies_per_router = 10\nmove_dns_grace = 2").await;
     eventually("c on the second router", 20, || placed(&fake, "c").filter(|p| p.1 == SECOND)).await;
     eventually("b on the first router", 20, || placed(&fake, "b").filter(|p| p.1 == FIRST)).await;
@@ -719,8 +717,7 @@ async fn an_ingress_tying_a_moving_group_joins_the_moves_target() {
     let note = event_note(&fake, "b", "MoveStarted").unwrap_or_default();
     assert!(note.contains("merge: an Ingress ties these hosts to the group on rset-2"), "{note}");
     eventually("a's move done", 10, || {
-        let v = fake.get(ING, "shop", "a")?;
-        (v["metadata"]["annotations"][MOVE_ANNOTATION].is_null() && addresses(&fake, "a") == [SECOND]).then_some(())
+        (move_record(&fake, "a").is_none() && addresses(&fake, "a") == [SECOND]).then_some(())
     })
     .await;
     assert!(running.hosts_of(1).contains(&a), "a stays on its move's target");

@@ -19,6 +19,8 @@ pub struct ScaleOut {
     pub move_dns_grace: Duration,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_router_grace: Duration,
+    /// Namespaces whose Ingresses may ask for a move with the `move-to` annotation (empty: none).
+    pub move_request_namespaces: Vec<String>,
 }
 
 impl ScaleOut {
@@ -46,6 +48,7 @@ impl Reader {
             },
             move_dns_grace,
             empty_router_grace: self.value(od, "empty_router_grace"),
+            move_request_namespaces: self.value(od, "move_request_namespaces"),
         }
     }
 
