@@ -215,7 +215,7 @@ fn check_local(out: &serde_json::Value, results: &[serde_json::Value], net: &str
         let line = s["line"].as_str().unwrap();
         println!("{line}\n  -> haproxy: {} {} {}", s["status"], s["check_status"], s["check_code"]);
         assert!(
-            line.contains(&format!(" check inter 2s ")) && line.ends_with(&format!(" port {HEALTH_CHECK_NODE_PORT}")),
+            line.contains(" check inter 2s ") && line.ends_with(&format!(" port {HEALTH_CHECK_NODE_PORT}")),
             "Octavia rendered no check on the healthCheckNodePort: {line}"
         );
         let checks: Vec<&str> = s["backend_checks"].as_array().unwrap().iter().filter_map(|c| c.as_str()).collect();

@@ -40,7 +40,8 @@ Output (stdout, one JSON document):
   {"lb_id": ..., "ok": true|false, "haproxy_check": "...", "results": [
      {"request": {...}, "status": 200, "backend": "svc-a",
       "haproxy_backend": "<pool_id>:<listener_id>", "pool_id": ..., "pool_name": ...,
-      "member_id": ..., "member_name": ..., "location": null, "body": {...}|"text",
+      "member_id": ..., "member_name": ..., "member_address": "addr:port" (Octavia's),
+      "location": null, "body": {...}|"text",
       "proto": "HTTP/1.1", "headers": {...},
       "tls": null | {"subject": "CN=...", "subject_cn": ..., "issuer": "CN=...",
                      "san": ["..."], "chain_len": 2, "version": "TLSv1.3"},
@@ -346,6 +347,7 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
             lport = req.get("listener_port") or default_listener_port(lb, req.get("scheme", "http"))
             res = {"request": req, "status": None, "backend": None, "haproxy_backend": None,
                    "pool_id": None, "pool_name": None, "member_id": None, "member_name": None,
+                   "member_address": None,
                    "location": None, "tls": None}
             try:
                 st, hdrs, raw_body, res["tls"] = send(pm[lport], req, timeout)
@@ -362,7 +364,7 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                         res["pool_id"], res["pool_name"] = pid, pools[pid]
                     if srv in members:
                         res["member_id"] = srv
-                        res["member_name"] = members[srv][0]
+                        res["member_name"], res["member_address"] = members[srv]
                 try:
                     body = json.loads(raw_body)
                 except ValueError:
