@@ -25,6 +25,8 @@ mod gateway_case;
 mod isolation;
 #[path = "dataplane/moves.rs"]
 mod moves;
+#[path = "dataplane/node_port.rs"]
+mod node_port;
 #[path = "dataplane/rotation.rs"]
 mod rotation;
 #[path = "dataplane/status_answers.rs"]
@@ -128,11 +130,23 @@ fn run_py(
 
 /// run.py's whole answer for `requests` (results, `ok`, `port_map`) and whether it exited 0, with
 /// `echo` naming each backend and `member_map` sending members elsewhere (address:port →
-/// 127.0.0.1:port, e.g. to the status responder). The one place that spawns run.py.
+/// 127.0.0.1:port, e.g. to the status responder).
 fn run_py_full(
     lb_id: &str,
     echo: &BTreeMap<String, String>,
     member_map: Option<&serde_json::Map<String, serde_json::Value>>,
+    requests: &[serde_json::Value],
+) -> (serde_json::Value, bool) {
+    run_py_with(lb_id, echo, member_map, &[], requests)
+}
+
+/// [`run_py_full`] with more of run.py's options (`--bind-members`, `--health`,
+/// `--check-servers`: functional/dataplane/README.md). The one place that spawns run.py.
+fn run_py_with(
+    lb_id: &str,
+    echo: &BTreeMap<String, String>,
+    member_map: Option<&serde_json::Map<String, serde_json::Value>>,
+    extra: &[&str],
     requests: &[serde_json::Value],
 ) -> (serde_json::Value, bool) {
     let mut cmd = Command::new("/usr/bin/python3");
@@ -140,6 +154,7 @@ fn run_py_full(
     if let Some(map) = member_map {
         cmd.args(["--member-map", &serde_json::Value::Object(map.clone()).to_string()]);
     }
+    cmd.args(extra);
     let mut child = cmd
         .args(["--requests", "-"])
         .stdin(Stdio::piped())

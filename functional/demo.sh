@@ -14,7 +14,13 @@
 #      answers each Host/path, next to what Kubernetes Ingress semantics say it must be.
 #   8. cleanup: the demo router (cascade), its VIP port and floating IP; the stack is stopped.
 #
-# usage: functional/demo.sh
+# usage: functional/demo.sh [--node-port]
+#   --node-port           NodePort mode ([octavia_defaults] member_mode = NodePort, for pod
+#                         networks the amphorae cannot reach): the same shop with its Services and
+#                         the status responder's Service type NodePort, its four Nodes Ready with
+#                         InternalIPs 127.77.0.11-14; the members are the nodes on each Service's
+#                         node port, and in step 7 an echo server per node and node port stands
+#                         in for kube-proxy (DEMO_NODE_PORT=1 is the same)
 #   KEEP=1                keep the demo router (inspect it with `kuryr-l7-router show`)
 #   KEEP_STACK=1          leave the OpenStack services running
 #   USE_RUNNING_STACK=1   do not start (nor stop) the stack: use the one already running
@@ -58,6 +64,14 @@ on_err() {
 }
 set -E; trap 'on_err $? "$BASH_COMMAND"' ERR
 
+NODE_PORT=${DEMO_NODE_PORT:-0}
+for arg in "$@"; do
+  case $arg in
+    --node-port) NODE_PORT=1 ;;
+    *) echo "usage: functional/demo.sh [--node-port]" >&2; exit 2 ;;
+  esac
+done
+export DEMO_NODE_PORT=$NODE_PORT
 [ "$(id -u)" = 0 ] || [ "${USE_RUNNING_STACK:-0}" = 1 ] || { echo "run as root (apt, daemons)" >&2; exit 2; }
 export OPENSTACK_RELEASE=${OPENSTACK_RELEASE:-2025.1}
 
@@ -99,17 +113,24 @@ WORK=$(mktemp -d /tmp/kuryr-demo.XXXXXX)
 # demo never touches another router sharing this OpenStack.
 ROUTER_NAME=${DEMO_ROUTER_NAME:-kuryr-l7-router-demo}
 printf '[octavia_defaults]\nl7_router_name = %s\n' "$ROUTER_NAME" > "$WORK/demo.conf"
+# --node-port: the members are the nodes; the status responder answers 404/503 for them too
+RESPONDER_SVC=kuryr-l7-router/kuryr-status-responder
+if [ "$NODE_PORT" = 1 ]; then
+  printf 'member_mode = NodePort\n[status_responder]\nservice = %s\n' "$RESPONDER_SVC" >> "$WORK/demo.conf"
+fi
 CONF_ARGS=(--config-file "$CONF" --config-file "$WORK/demo.conf")
 # cargo's target directory (CARGO_TARGET_DIR or a wrapper may move it away from ./target)
 BIN=$(cargo metadata --format-version 1 --no-deps --offline 2>/dev/null |
       /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])' || echo "$REPO/target")/debug/kuryr-l7-router
 OCTAVIA_CONF=${OCTAVIA_CONF:-$ROOT/etc/octavia/octavia.conf}
 LB_ID=""
+RESPONDER_PID=""
 
 cleanup() {
   local rc=$? at="step \"$STEP\""
   [ ! -s "$FAILED_FILE" ] || at=$(cat "$FAILED_FILE")
   rm -f "$FAILED_FILE"
+  [ -z "$RESPONDER_PID" ] || kill "$RESPONDER_PID" 2>/dev/null || true
   if [ "${KEEP:-0}" = 1 ]; then
     step "cleanup skipped (KEEP=1): router $ROUTER_NAME ${LB_ID:+($LB_ID)} kept; $BIN show ${CONF_ARGS[*]}"
   elif [ -x "$BIN" ]; then
@@ -197,6 +218,14 @@ spec:
 """ % (ind(w + "/crt.pem"), ind(w + "/key.pem")))
 EOF
 MANIFESTS=(-f examples/ -f "$WORK/tls/")
+if [ "$NODE_PORT" = 1 ]; then
+  # examples/ as a cluster on an overlay pod network: Services type NodePort (node ports
+  # 30080, 30081, ... in file order), the Nodes Ready with InternalIPs, and the status responder's
+  # Service (type NodePort: a Service without node ports has no members in this mode).
+  mkdir -p "$WORK/node-port"
+  /usr/bin/python3 functional/dataplane/node_port_manifests.py examples "$WORK/node-port" "$RESPONDER_SVC"
+  MANIFESTS=(-f "$WORK/node-port/" -f "$WORK/tls/")
+fi
 
 step "2. build, then validate the configuration (secrets masked)"
 run cargo build --quiet --bin kuryr-l7-router
@@ -206,6 +235,10 @@ run "$BIN" "${CONF_ARGS[@]}" check-config
 step "3. plan: what the shop's Ingresses (examples/, + secure.example.com with TLS) become on the L7 router (no OpenStack needed)"
 # shellcheck disable=SC2012  # the names of our own example files
 echo "examples/: $(ls examples | tr '\n' ' ')+ $WORK/tls/50-secure.yaml (a TLS Secret made now, Ingress secure)"
+if [ "$NODE_PORT" = 1 ]; then
+  echo "NodePort mode (--node-port): member_mode = NodePort; examples/ rewritten to $WORK/node-port/:"
+  echo "  Services type NodePort, Nodes Ready with InternalIPs 127.77.0.11-14, the status responder's Service $RESPONDER_SVC type NodePort"
+fi
 STEP_LOG=$WORK/plan.stderr
 run "$BIN" "${CONF_ARGS[@]}" plan "${MANIFESTS[@]}"
 
@@ -229,7 +262,7 @@ LB_ID=$(/usr/bin/python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))
 
 # ---------------------------------------------------------------------------------- 7. data plane
 step "7. data plane: real HTTP through haproxy as Octavia renders this router (load balancer $LB_ID)"
-cat <<'EOF'
+[ "$NODE_PORT" = 1 ] || cat <<'EOF'
 Octavia's own templater renders the router's haproxy.cfg; haproxy runs it on 127.0.0.1, every
 member (pod address:8080) is replaced by a local echo server named after its Service, and each
 request below is sent with that Host header. "expected" is what Kubernetes Ingress semantics say
@@ -262,11 +295,47 @@ static.example.com	/img/logo.png	static	second host
 unknown.example.org	/healthz	web	host-less rule: any Host
 unknown.example.org	/	fallback	nothing matches: the default backend (shop/default-backend)
 EOF
+DP_ARGS=()
+if [ "$NODE_PORT" = 1 ]; then
+  cat <<'EOF'
+Octavia's own templater renders the router's haproxy.cfg; haproxy runs it on 127.0.0.1 and each
+request below is sent with that Host header. "expected" is what Kubernetes Ingress semantics say.
+NodePort mode: the members are the nodes (127.77.0.11-14) on each Service's node port. An echo
+server listens on every node address and node port, standing in for kube-proxy (it answers as
+the Service's pod it forwards to), so the server lines stay as Octavia rendered them ("via" shows
+the node that took the request); the status responder (kuryr-l7-router status-responder) answers
+for the members of the reserved pools (the responder Service's node ports), so a host's
+unmatched path gets its 404.
+EOF
+  free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+  R404=$(free_port); R503=$(free_port); R500=$(free_port); RHEALTH=$(free_port)
+  printf '[status_responder]\nnot_found_listen = 127.0.0.1:%s\nunavailable_listen = 127.0.0.1:%s\nserver_error_listen = 127.0.0.1:%s\nhealth_listen = 127.0.0.1:%s\n' \
+    "$R404" "$R503" "$R500" "$RHEALTH" > "$WORK/responder.conf"
+  "$BIN" status-responder --config-file "$WORK/responder.conf" > "$WORK/responder.log" 2>&1 &
+  RESPONDER_PID=$!
+  for _ in $(seq 100); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$R404") 2>/dev/null && break
+    kill -0 "$RESPONDER_PID" 2>/dev/null || { echo "status-responder exited: $(cat "$WORK/responder.log")" >&2; exit 1; }
+    sleep 0.1
+  done
+  # answered by the responder now: the no-route answer of a known host is its 404
+  sed -i 's|^auth.shop.example.com\t/cart\t503\t.*|auth.shop.example.com\t/cart\t404\tno path of auth.shop.example.com matches: the no-route answer (the status responder'"'"'s 404), never another Ingress'"'"'s catch-all nor the wildcard|' "$WORK/requests.tsv"
+  DP_ARGS=(--bind-members --member-map "$(/usr/bin/python3 - "$WORK/router.json" "$R404" "$R503" "$R500" <<'EOF'
+import json, sys
+lb = json.load(open(sys.argv[1]))
+local = dict(zip(("kuryr-status-404", "kuryr-status-503", "kuryr-status-500"), sys.argv[2:]))
+print(json.dumps({"%s:%d" % (m["address"], m["protocol_port"]): "127.0.0.1:" + local[p["name"]]
+                  for p in lb["pools"] if p["name"] in local for m in p["members"]}))
+EOF
+)")
+fi
 /usr/bin/python3 - "$WORK/router.json" "$WORK/requests.tsv" > "$WORK/echo.json" 3> "$WORK/requests.json" <<'EOF'
 import json, os, sys
 lb = json.load(open(sys.argv[1]))
 echo = {}
 for p in lb["pools"]:
+    if p["name"].startswith("kuryr-status-"):
+        continue  # the status responder's members (--node-port), if any
     # pool name <namespace>_<service>[_<port>]: the echo server answers with the Service name
     svc = p["name"].split("_", 1)[1] if "_" in p["name"] else p["name"]
     for m in p["members"]:
@@ -281,7 +350,7 @@ with os.fdopen(3, "w") as f:
 EOF
 rc=0
 /usr/bin/python3 functional/dataplane/run.py "$LB_ID" --config-file "$OCTAVIA_CONF" \
-  --echo "$(cat "$WORK/echo.json")" --requests "$WORK/requests.json" > "$WORK/result.json" || rc=$?
+  --echo "$(cat "$WORK/echo.json")" "${DP_ARGS[@]}" --requests "$WORK/requests.json" > "$WORK/result.json" || rc=$?
 /usr/bin/python3 - "$WORK/result.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -293,10 +362,12 @@ for x in r["results"]:
     q = x["request"]
     got = x["backend"] if x["backend"] is not None else "HTTP %s" % x["status"]
     rows.append(("ok " if x.get("match") else "BAD", "GET", q["host"], q["path"], got, x.get("expect", "-"),
-                 q.get("why", ""), x.get("member_name") or ""))
+                 q.get("why", ""), x.get("member_address") or ""))
+node_port = any(row[7].startswith("127.77.") for row in rows)
 print("%-3s  %-28s %-20s    %-9s %-10s %s" % ("", "Host", "path", "answered", "(expected)", "why"))
 for ok, m, h, p, got, exp, why, member in rows:
-    print("%s  %-28s %-20s -> %-9s (%s)%s %s" % (ok, h, p, got, exp, " " * (10 - len(exp) - 2), why))
+    via = " [via node %s]" % member if node_port and member else ""
+    print("%s  %-28s %-20s -> %-9s (%s)%s %s%s" % (ok, h, p, got, exp, " " * (10 - len(exp) - 2), why, via))
 bad = sum(1 for row in rows if row[0] == "BAD")
 print("\n%d request(s), %d as expected, %d wrong" % (len(rows), len(rows) - bad, bad))
 EOF
@@ -323,7 +394,7 @@ cat > "$WORK/https.json" <<'EOF'
 EOF
 rc=0
 /usr/bin/python3 functional/dataplane/run.py "$LB_ID" --config-file "$OCTAVIA_CONF" \
-  --echo "$(cat "$WORK/echo.json")" --requests "$WORK/https.json" > "$WORK/https-result.json" || rc=$?
+  --echo "$(cat "$WORK/echo.json")" "${DP_ARGS[@]}" --requests "$WORK/https.json" > "$WORK/https-result.json" || rc=$?
 /usr/bin/python3 - "$WORK/https-result.json" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))

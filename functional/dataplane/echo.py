@@ -54,6 +54,43 @@ class QuietServer(ThreadingHTTPServer):
             super().handle_error(request, client_address)
 
 
+class HealthServer:
+    """kube-proxy's health check stand-in (`healthCheckNodePort` of an externalTrafficPolicy: Local
+    Service): every request gets `status` and kube-proxy's JSON body, whose `localEndpoints` says
+    how many ready endpoints of the Service the node has (200 only with at least one).
+    Library use: h = HealthServer("127.0.0.11", 32001, 503, "shop/local"); h.hits; h.stop()"""
+
+    def __init__(self, host, port, status, service="", local_endpoints=None):
+        self.hits = 0
+        owner = self
+        body = json.dumps({"service": {"namespace": service.partition("/")[0],
+                                       "name": service.partition("/")[2]},
+                           "localEndpoints": local_endpoints if local_endpoints is not None
+                           else (1 if status == 200 else 0),
+                           "serviceProxyHealthy": True}).encode()
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_GET(self):
+                owner.hits += 1
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, fmt, *args):
+                pass
+        self.server = QuietServer((host, int(port)), Handler)
+        self.port = self.server.server_address[1]
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def stop(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
 class EchoServers:
     """Library use: s = EchoServers({"a": 0, "b": 0}, host); s.ports -> {"a": 41234, ...}; s.stop()"""
 

@@ -12,6 +12,18 @@ Usage:
   --member-map '{"10.0.0.11:8080": "127.0.0.1:18001"}'
         member address:port -> an already running server (e.g. echo.py);
         `backend` is whatever that server's JSON body says in "backend" (or null).
+  --bind-members
+        with --echo: each echo server listens on its member's own address:port (e.g. node
+        InternalIPs 127.x.y.z on the Service's node port) and the rendered `server` lines keep
+        Octavia's addresses; health checks with `port` (monitor_port) then reach that address.
+  --health '{"127.0.0.11:32001": 200, "127.0.0.12:32001": 503}'
+        kube-proxy's /healthz stand-ins (healthCheckNodePort): address:port -> the status
+        every request gets (echo.HealthServer); their hit counts are in "health_hits".
+  --check-servers S
+        before the requests, wait up to S seconds until haproxy has run the first health check
+        of every server that has one (stats socket `show stat`), then report "servers": per
+        server its haproxy state, the Octavia-rendered `server` line and its backend's
+        `option httpchk` / `http-check` lines.
   --requests: JSON list (file, or - for stdin) of
         {"host": "Www.Example.com:8080", "path": "/foo?x=1",
          "method": "GET", "headers": {..}, "listener_port": 80, "expect": "svc-a"}
@@ -28,7 +40,8 @@ Output (stdout, one JSON document):
   {"lb_id": ..., "ok": true|false, "haproxy_check": "...", "results": [
      {"request": {...}, "status": 200, "backend": "svc-a",
       "haproxy_backend": "<pool_id>:<listener_id>", "pool_id": ..., "pool_name": ...,
-      "member_id": ..., "member_name": ..., "location": null, "body": {...}|"text",
+      "member_id": ..., "member_name": ..., "member_address": "addr:port" (Octavia's),
+      "location": null, "body": {...}|"text",
       "proto": "HTTP/1.1", "headers": {...},
       "tls": null | {"subject": "CN=...", "subject_cn": ..., "issuer": "CN=...",
                      "san": ["..."], "chain_len": 2, "version": "TLSv1.3"},
@@ -200,6 +213,65 @@ def check(req, res):
     return all(verdicts) if verdicts else None
 
 
+def stats(run_dir):
+    """haproxy's `show stat` on the stats socket, one dict per proxy/server row."""
+    s = socket.socket(socket.AF_UNIX)
+    s.settimeout(2)
+    try:
+        s.connect(os.path.join(run_dir, "stats.sock"))
+        s.sendall(b"show stat\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    lines = data.decode().splitlines()
+    if not lines or not lines[0].startswith("# "):
+        return []
+    head = lines[0][2:].split(",")
+    return [dict(zip(head, l.split(","))) for l in lines[1:] if l]
+
+
+def checked(row):
+    """True once haproxy has a result of the server's health check (or it has none)."""
+    if row["status"] == "no check":
+        return True
+    return row.get("check_status", "").lstrip("* ") not in ("", "INI", "UNK")
+
+
+def wait_servers(run_dir, raw, timeout):
+    """Wait until every server with a health check has had its first result; then the servers'
+    states with the Octavia-rendered `server` line of each (see --check-servers)."""
+    rendered, checks = {}, {}
+    section = None
+    for line in raw.splitlines():
+        s = line.strip()
+        if line and not line[0].isspace():
+            section = line.split()[1] if line.startswith("backend ") else None
+        elif section and s.startswith("server "):
+            rendered[(section, s.split()[1])] = s
+        elif section and (s.startswith("option httpchk") or s.startswith("http-check ")):
+            checks.setdefault(section, []).append(s)
+    t0 = time.monotonic()
+    rows = []
+    while time.monotonic() - t0 < timeout:
+        try:
+            rows = [r for r in stats(run_dir) if r["svname"] not in ("FRONTEND", "BACKEND")]
+        except OSError:
+            rows = []
+        if rows and all(checked(r) for r in rows):
+            break
+        time.sleep(0.1)
+    return [{"backend": r["pxname"], "server": r["svname"], "status": r["status"],
+             "check_status": r.get("check_status"), "check_code": r.get("check_code"),
+             "checked": checked(r), "line": rendered.get((r["pxname"], r["svname"])),
+             "backend_checks": checks.get(r["pxname"], [])}
+            for r in rows]
+
+
 def describe(lb):
     pools, members = {}, {}
     for p in lb.pools:
@@ -211,10 +283,11 @@ def describe(lb):
 
 def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=None,
         haproxy="/usr/sbin/haproxy", config_file=render_haproxy.DEFAULT_CONF, keep=False,
-        timeout=5.0):
+        timeout=5.0, bind_members=False, health=None, check_servers=None):
     """Library entry point; returns (exit_code, result dict)."""
     run_dir = tempfile.mkdtemp(prefix="dp-run-")
     servers = None
+    health_servers = {}
     proc = None
     out = {"lb_id": lb_id, "run_dir": run_dir if keep else None, "ok": False, "results": []}
     try:
@@ -222,9 +295,17 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
         if echo_spec:
             servers = {}
             for addr, name in echo_spec.items():  # one server per member; names may repeat
+                if bind_members:  # on the member's own address: the server line stays as is
+                    host, _, mport = addr.rpartition(":")
+                    servers[addr] = echo.EchoServers({name: int(mport)}, host.strip("[]"))
+                    member_map[addr] = addr
+                    continue
                 s = echo.EchoServers({name: 0})
                 servers[addr] = s
                 member_map[addr] = "127.0.0.1:%d" % s.ports[name]
+        for addr, status in (health or {}).items():
+            host, _, hport = addr.rpartition(":")
+            health_servers[addr] = echo.HealthServer(host.strip("[]"), int(hport), int(status))
         conf, lb = render_haproxy.load_lb(lb_id, config_file)
         lports = sorted({l.protocol_port for l in lb.listeners})
         if port_map:
@@ -258,12 +339,15 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                 with open(os.path.join(run_dir, "haproxy.log")) as f:
                     out["haproxy_log"] = f.read()
                 return 3, out
+        if check_servers:
+            out["servers"] = wait_servers(run_dir, raw, float(check_servers))
         pools, members = describe(lb)
         all_ok = True
         for req in requests:
             lport = req.get("listener_port") or default_listener_port(lb, req.get("scheme", "http"))
             res = {"request": req, "status": None, "backend": None, "haproxy_backend": None,
                    "pool_id": None, "pool_name": None, "member_id": None, "member_name": None,
+                   "member_address": None,
                    "location": None, "tls": None}
             try:
                 st, hdrs, raw_body, res["tls"] = send(pm[lport], req, timeout)
@@ -280,7 +364,7 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                         res["pool_id"], res["pool_name"] = pid, pools[pid]
                     if srv in members:
                         res["member_id"] = srv
-                        res["member_name"] = members[srv][0]
+                        res["member_name"], res["member_address"] = members[srv]
                 try:
                     body = json.loads(raw_body)
                 except ValueError:
@@ -298,6 +382,8 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                 all_ok = all_ok and verdict
             out["results"].append(res)
         out["ok"] = all_ok
+        if health_servers:
+            out["health_hits"] = {a: h.hits for a, h in health_servers.items()}
         return (0 if all_ok else 1), out
     finally:
         if proc and proc.poll() is None:
@@ -309,6 +395,8 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
         if servers:
             for s in servers.values():
                 s.stop()
+        for h in health_servers.values():
+            h.stop()
         if not keep:
             shutil.rmtree(run_dir, ignore_errors=True)
 
@@ -325,6 +413,9 @@ def main():
     ap.add_argument("--config-file", default=render_haproxy.DEFAULT_CONF)
     ap.add_argument("--keep", action="store_true", help="keep the run dir (haproxy.cfg, log)")
     ap.add_argument("--timeout", type=float, default=5.0)
+    ap.add_argument("--bind-members", action="store_true")
+    ap.add_argument("--health")
+    ap.add_argument("--check-servers", type=float)
     a = ap.parse_args()
     if not a.echo and not a.member_map:
         ap.error("one of --echo / --member-map is required")
@@ -336,7 +427,8 @@ def main():
     code, out = run(a.lb_id, reqs, json.loads(a.echo) if a.echo else None,
                     json.loads(a.member_map) if a.member_map else None, a.port,
                     json.loads(a.port_map) if a.port_map else None, a.haproxy,
-                    a.config_file, a.keep, a.timeout)
+                    a.config_file, a.keep, a.timeout, a.bind_members,
+                    json.loads(a.health) if a.health else None, a.check_servers)
     json.dump(out, sys.stdout, indent=1)
     sys.stdout.write("\n")
     if code == 3:

@@ -109,7 +109,7 @@ fn zone_of(p: &Pool, member: &str) -> String {
 }
 
 /// The planned share of each zone: the function `plan` uses, over the translated weights.
-fn planned_shares(p: &Pool) -> BTreeMap<String, f64> {
+pub(super) fn planned_shares(p: &Pool) -> BTreeMap<String, f64> {
     let weights: Vec<u16> = p.members.iter().map(|m| m.weight).collect();
     let mut by_zone = BTreeMap::new();
     for (m, s) in p.members.iter().zip(shares_of(&weights)) {

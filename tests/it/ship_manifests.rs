@@ -568,3 +568,65 @@ fn status_responder_is_shipped_hardened_and_wired() {
     assert!(selector.iter().all(|(k, v)| labels.get(k) == Some(v)), "the Service selects the responder pods");
     assert_eq!(spec.selector.match_labels.as_ref(), Some(&selector));
 }
+
+/// etc/overlays/node-port (NodePort mode on top of etc/manifests): its node-port.conf, read after
+/// the shipped kuryr.conf, changes `member_mode` to NodePort and nothing else; the controller
+/// container (not the responder) gets it as a second `--config-file` from the generated
+/// ConfigMap; the Service turned `type: NodePort` is the one `[status_responder] service` names
+/// (in NodePort mode a Service without node ports has no members: the reserved pools would be
+/// empty and every unmatched request a 503 instead of the responder's 404).
+#[test]
+fn node_port_overlay_sets_the_mode_and_makes_the_responder_service_a_node_port() {
+    use kuryr_l7_router::config::MemberMode;
+    use kuryr_l7_router::config::{Needs, load_texts_as};
+    let dir = manifests_dir().join("../overlays/node-port");
+    let read = |f: &str| std::fs::read_to_string(dir.join(f)).unwrap_or_else(|e| panic!("overlays/node-port/{f}: {e}"));
+    let k: Value = serde_saphyr::from_str(&read("kustomization.yaml")).expect("kustomization.yaml is YAML");
+    assert_eq!(k["resources"], serde_json::json!(["../../manifests"]));
+
+    let docs = load_all();
+    let cm = one(&docs, |o| if let Object::ConfigMap(c) = o { Some(c) } else { None }, "ConfigMap");
+    let base_conf = cm.data.as_ref().unwrap()["kuryr.conf"].clone();
+    let load = |files: &[(&str, String)]| {
+        let files: Vec<(String, String)> = files.iter().map(|(n, t)| (n.to_string(), t.clone())).collect();
+        load_texts_as(&files, Vec::new(), Needs::Offline).expect("the config loads").settings
+    };
+    let base = load(&[("kuryr.conf", base_conf.clone())]);
+    let layered = load(&[("kuryr.conf", base_conf), ("node-port.conf", read("node-port.conf"))]);
+    assert_eq!(base.octavia_defaults.member_mode, MemberMode::L3, "the base manifests keep the default mode");
+    let mut want = base.clone();
+    want.octavia_defaults.member_mode = MemberMode::NodePort;
+    assert_eq!(layered, want, "node-port.conf changes member_mode only");
+
+    let generated = &k["configMapGenerator"][0];
+    assert_eq!(generated["files"], serde_json::json!(["node-port.conf"]));
+    assert_eq!(generated["options"]["disableNameSuffixHash"], true, "the Deployment names it as is");
+    let patch_of = |kind: &str| -> (String, Vec<Value>) {
+        let p = k["patches"].as_array().unwrap().iter().find(|p| p["target"]["kind"] == kind).expect("a patch");
+        let ops = serde_saphyr::from_str(p["patch"].as_str().unwrap()).expect("a JSON 6902 patch");
+        (p["target"]["name"].as_str().unwrap().to_string(), ops)
+    };
+    let (dep_name, ops) = patch_of("Deployment");
+    let dep = deployment(&docs, &dep_name);
+    let pod = dep.spec.as_ref().unwrap().template.spec.as_ref().unwrap();
+    assert_eq!(pod, pod_spec(&docs), "the controller's Deployment");
+    assert_eq!(pod.containers[0].args.as_deref().unwrap_or_default()[0], "run", "containers/0 is the controller");
+    let added = |path: &str| -> Vec<Value> {
+        ops.iter().filter(|o| o["op"] == "add" && o["path"] == path).map(|o| o["value"].clone()).collect()
+    };
+    assert_eq!(added("/spec/template/spec/containers/0/args/-"), ["--config-file", "/etc/kuryr/node-port.conf"]);
+    let mount = &added("/spec/template/spec/containers/0/volumeMounts/-")[0];
+    assert_eq!(
+        (&mount["mountPath"], &mount["subPath"]),
+        (&"/etc/kuryr/node-port.conf".into(), &"node-port.conf".into())
+    );
+    let volume = &added("/spec/template/spec/volumes/-")[0];
+    assert_eq!((&volume["name"], &volume["configMap"]["name"]), (&mount["name"], &generated["name"]));
+
+    let (svc_name, ops) = patch_of("Service");
+    let svc = one(&docs, |o| if let Object::Service(s) = o { Some(s) } else { None }, "Service");
+    assert_eq!(Some(svc_name.as_str()), svc.metadata.name.as_deref());
+    let named = base.status_responder.service.as_ref().map(|(ns, name)| (ns.as_str(), name.as_str()));
+    assert_eq!(named, Some((svc.metadata.namespace.as_deref().unwrap(), svc_name.as_str())));
+    assert_eq!(ops, [serde_json::json!({"op": "replace", "path": "/spec/type", "value": "NodePort"})]);
+}
