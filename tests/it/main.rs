@@ -14,6 +14,7 @@ mod support;
 
 mod barbican_http;
 mod certificate;
+mod cli_apply_gateway;
 mod cli_offline;
 mod cli_show;
 mod config_load;
