@@ -19,6 +19,7 @@ mod cli_offline;
 mod cli_show;
 mod config_load;
 mod config_sample;
+mod conformance_report;
 mod conformance_status;
 mod controller_client;
 mod controller_gateway;
