@@ -414,41 +414,122 @@ fn plan_moves(
     (in_progress, placed.started)
 }
 
-/// Converge the router once and print every write and a summary; non-zero exit on failure.
+/// Converge the routers once and print every write and a summary; non-zero exit on failure.
 /// With `scale_out`, every router of the placement (`plan`'s, the record on the manifests kept)
-/// converges to its part, the routers in parallel.
+/// converges to its part, the routers in parallel. Each Gateway of ours in the manifests has its
+/// router converged too, as `plan` shows it, and its status is printed as `plan` prints it, with
+/// the data plane's answer (`Programmed` and the address, or the error). Manifests with Gateway
+/// API objects and no Ingress converge the Gateways' routers only: an empty Ingress router would
+/// cost a load balancer for nothing.
 async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
     let texts = crate::translate::manifest::read_manifests(&files).map_err(|e| e.to_string())?;
     let (inputs, desired) = inputs_and_desired(&settings, &texts)?;
+    let gateways = crate::gateway::plan::plan(&texts, &inputs, &crate::wiring::translate_options(&settings))?;
     for w in &desired.warnings {
         println!("warning: {}: {} ({})", w.object, w.message, w.reason);
     }
-    if !settings.octavia_defaults.scale_out.enabled {
-        let router = crate::wiring::router(&settings).map_err(|e| e.to_string())?;
-        let report = router.converge(&desired).await.map_err(|e| e.to_string())?;
-        print_report(&settings.octavia_defaults.l7_router_name, &report);
-        return Ok(());
-    }
-    let set = plan_placement(&settings, &inputs, &desired);
     let permits = crate::wiring::write_permits(&settings);
+    let ingress = async {
+        if gateways.is_some() && inputs.ingresses.is_empty() {
+            println!(
+                "L7 router {}: no Ingress in the manifests, not converged (the Gateways' routers only)",
+                settings.octavia_defaults.l7_router_name
+            );
+            return Ok(Vec::new());
+        }
+        apply_ingress_routers(&settings, &inputs, &desired, permits.clone()).await
+    };
+    let gateway = async {
+        match &gateways {
+            Some(plan) => apply_gateways(&settings, plan, permits.clone()).await,
+            None => Ok(Vec::new()),
+        }
+    };
+    let (ingress, gateway) = futures::future::join(ingress, gateway).await;
+    let mut failed = ingress?;
+    failed.extend(gateway?);
+    if failed.is_empty() { Ok(()) } else { Err(format!("router(s) {} failed", failed.join(", "))) }
+}
+
+/// The Ingress router(s) converged: the names of those that failed.
+async fn apply_ingress_routers(
+    settings: &Settings,
+    inputs: &crate::translate::Inputs,
+    desired: &crate::model::DesiredRouter,
+    permits: crate::driver::WritePermits,
+) -> Result<Vec<String>, String> {
+    let parts: Vec<(crate::placement::RouterIndex, crate::model::DesiredRouter)> =
+        if settings.octavia_defaults.scale_out.enabled {
+            plan_placement(settings, inputs, desired).routers.into_iter().collect()
+        } else {
+            vec![(0, desired.clone())]
+        };
     let mut routers = Vec::new();
-    for (&index, part) in &set.routers {
+    for (index, part) in parts {
         let router =
-            crate::wiring::router_observed_at(&settings, None, index, permits.clone()).map_err(|e| e.to_string())?;
+            crate::wiring::router_observed_at(settings, None, index, permits.clone()).map_err(|e| e.to_string())?;
         routers.push((router, part));
     }
     let results = futures::future::join_all(routers.iter().map(|(r, part)| r.converge(part))).await;
+    let single = routers.len() == 1 && !settings.octavia_defaults.scale_out.enabled;
     let mut failed = Vec::new();
     for ((router, _), result) in routers.iter().zip(results) {
         match result {
             Ok(report) => print_report(&router.spec().name, &report),
+            // The single router's error is the command's, as before.
+            Err(e) if single => return Err(e.to_string()),
             Err(e) => {
                 println!("L7 router {}: failed: {e}", router.spec().name);
                 failed.push(router.spec().name.clone());
             }
         }
     }
-    if failed.is_empty() { Ok(()) } else { Err(format!("router(s) {} failed", failed.join(", "))) }
+    Ok(failed)
+}
+
+/// Each Gateway's router converged as the controller's Gateway driver builds it (its name, its
+/// HTTP port, its static address: `controller::gateway_driver`), in parallel; then the Gateways'
+/// status as `plan` prints it, with each router's address or error. The names of the routers
+/// that failed.
+async fn apply_gateways(
+    settings: &Settings,
+    plan: &crate::gateway::plan::GatewayPlan,
+    permits: crate::driver::WritePermits,
+) -> Result<Vec<String>, String> {
+    use crate::controller::gateway_driver::DEFAULT_HTTP_PORT;
+    let mut routers = Vec::new();
+    for r in &plan.routers {
+        let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
+        let router = crate::wiring::gateway_router_observed(settings, None, &r.name, port, r.address, permits.clone())
+            .map_err(|e| e.to_string())?;
+        routers.push((r, router));
+    }
+    let results = futures::future::join_all(routers.iter().map(|(r, router)| router.converge(&r.desired))).await;
+    let mut programmed = crate::gateway::build::Programmed::new();
+    let mut failures = crate::gateway::build::RouterFailures::new();
+    let mut failed = Vec::new();
+    for ((r, _), result) in routers.iter().zip(results) {
+        let owner = (r.owner.namespace.clone(), r.owner.name.clone());
+        println!("\nGateway {}/{}:", owner.0, owner.1);
+        for w in &r.desired.warnings {
+            println!("warning: {}: {} ({})", w.object, w.message, w.reason);
+        }
+        match result {
+            Ok(report) => {
+                print_report(&r.name, &report);
+                programmed.insert(owner, report.address.map(|a| a.to_string()).into_iter().collect());
+            }
+            Err(e) => {
+                println!("L7 router {}: failed: {e}", r.name);
+                // As the controller reports it (`gateway_driver::drive`): the label, then the error.
+                failures.insert(owner, format!("{}: {e}", e.label()));
+                failed.push(r.name.clone());
+            }
+        }
+    }
+    println!("\nGATEWAY API STATUS (after apply)");
+    print!("{}", crate::gateway::plan::render_status(&plan.status_after(&programmed, &failures), &plan.routers));
+    Ok(failed)
 }
 
 /// `apply`'s lines about one router: its writes and a summary.

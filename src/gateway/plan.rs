@@ -2,7 +2,7 @@
 //! load balancer it becomes, [`translate_gateway`]) and the status the controller would write
 //! (with no data plane: `Programmed` is Pending), the way `plan` shows the Ingresses' router.
 
-use super::build::{Programmed, Translation, translate};
+use super::build::{Programmed, RouterFailures, Translation, translate, translate_with_failures};
 use super::router::{GatewayRouter, translate_gateway};
 use super::status::Cond;
 use super::world::World;
@@ -15,6 +15,17 @@ pub struct GatewayPlan {
     pub translation: Translation,
     /// One per accepted Gateway of ours, in (namespace, name) order.
     pub routers: Vec<GatewayRouter>,
+    /// The objects read, for the status once the routers are converged ([`GatewayPlan::status_after`]).
+    world: World,
+}
+
+impl GatewayPlan {
+    /// The status the controller would write once the data plane answered: each Gateway's load
+    /// balancer address in `programmed`, or its error in `failures` (`apply`, after converging
+    /// the routers). The routers are the plan's: the data plane's answer changes no route.
+    pub(crate) fn status_after(&self, programmed: &Programmed, failures: &RouterFailures) -> Translation {
+        translate_with_failures(&self.world, programmed, failures)
+    }
 }
 
 /// The Gateway plan of the manifest files' `texts` (`None` when they hold no Gateway API
@@ -35,7 +46,7 @@ pub fn plan(
     }
     let translation = translate(&world, &Programmed::new());
     let routers = translation.routers.iter().map(|r| translate_gateway(r, inputs, opts)).collect();
-    Ok(Some(GatewayPlan { translation, routers }))
+    Ok(Some(GatewayPlan { translation, routers, world }))
 }
 
 fn cond_text(c: &Cond) -> String {
@@ -48,26 +59,43 @@ fn cond_json(conds: &[Cond]) -> Value {
 
 /// The plan as text: each Gateway's status and router, then each HTTPRoute's parents.
 pub fn render_table(p: &GatewayPlan) -> String {
+    render(&p.translation, &p.routers, true)
+}
+
+/// The status of `translation` as [`render_table`] prints it, each Gateway's load balancer
+/// named but without its desired router (`apply` prints the writes made to it instead).
+pub fn render_status(translation: &Translation, routers: &[GatewayRouter]) -> String {
+    render(translation, routers, false)
+}
+
+fn render(translation: &Translation, routers: &[GatewayRouter], with_router: bool) -> String {
     let mut s = String::new();
-    for c in &p.translation.classes {
+    for c in &translation.classes {
         let _ = writeln!(s, "GATEWAYCLASS {}: {}", c.name, cond_text(&c.accepted));
     }
-    for g in &p.translation.gateways {
+    for g in &translation.gateways {
         let _ = writeln!(s, "\nGATEWAY {}/{}", g.namespace, g.name);
         g.conditions.iter().for_each(|c| _ = writeln!(s, "  {}", cond_text(c)));
+        if !g.addresses.is_empty() {
+            let addresses: Vec<&str> = g.addresses.iter().map(|a| a.value.as_str()).collect();
+            let _ = writeln!(s, "  addresses {}", addresses.join(", "));
+        }
         for l in &g.listeners {
             let _ = writeln!(s, "  listener {} (attachedRoutes {})", l.name, l.attached_routes);
             l.conditions.iter().for_each(|c| _ = writeln!(s, "    {}", cond_text(c)));
         }
-        if let Some(r) = p.routers.iter().find(|r| r.owner.namespace == g.namespace && r.owner.name == g.name) {
+        if let Some(r) = routers.iter().find(|r| r.owner.namespace == g.namespace && r.owner.name == g.name) {
             let port = r.http_port.map_or("-".to_string(), |p| p.to_string());
             let _ = writeln!(s, "  load balancer {} (HTTP port {port})", r.name);
+            if !with_router {
+                continue;
+            }
             for line in crate::translate::render_table(&r.desired).lines() {
                 let _ = writeln!(s, "  {line}");
             }
         }
     }
-    for r in &p.translation.routes {
+    for r in &translation.routes {
         let _ = writeln!(s, "\nHTTPROUTE {}/{}", r.namespace, r.name);
         for parent in &r.parents {
             let _ = writeln!(s, "  parent {}", parent.parent_ref.name);

@@ -36,7 +36,7 @@ impl Cond {
 /// (docs/gateway-api.md, "ports"), passed through the data plane. The redirects (scheme, port,
 /// 303/307/308): their upstream tests redirect without a hostname, served per known name of the
 /// Gateway (`build::redirects`; the tests' Host is the Gateway's address), through the data plane.
-pub(crate) const SUPPORTED_FEATURES: &[&str] = &[
+pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayPort8080",
     "GatewayStaticAddresses",

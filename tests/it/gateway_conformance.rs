@@ -201,9 +201,11 @@ fn case_files() -> Vec<std::path::PathBuf> {
 #[test]
 fn conformance_cases() {
     let mut failures = Vec::new();
+    gateway_case::record_supported_features(kuryr_l7_router::gateway::status::SUPPORTED_FEATURES);
     for f in &case_files() {
         let (case, t) = load(f);
         let errs = check_case(&case, &t);
+        gateway_case::record_result(&case.test, case.diverges.as_deref(), "fixtures", &errs);
         if !errs.is_empty() {
             failures.push(format!("{} ({}):\n  {}", case.test, f.display(), errs.join("\n  ")));
         }
@@ -346,6 +348,7 @@ fn upstream_manifests_give_the_same_statuses_and_answers() {
             world.secrets.insert(split(s), SecretInfo::Tls);
         }
         let errs = check_case(&case, &programmed_translation(world, &case));
+        gateway_case::record_result(&case.test, case.diverges.as_deref(), "upstream-manifests", &errs);
         if !errs.is_empty() {
             failures.push(format!("{} (upstream {files:?}):\n  {}", case.test, errs.join("\n  ")));
         }

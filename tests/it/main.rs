@@ -14,10 +14,12 @@ mod support;
 
 mod barbican_http;
 mod certificate;
+mod cli_apply_gateway;
 mod cli_offline;
 mod cli_show;
 mod config_load;
 mod config_sample;
+mod conformance_report;
 mod conformance_status;
 mod controller_client;
 mod controller_gateway;

@@ -175,7 +175,12 @@ impl State {
         let pick = |items: &Vec<Value>, id: &str| items.iter().find(|i| i["id"] == id).cloned();
         match (method, parts.as_slice()) {
             ("POST", _) if body.len() > self.body_limit => (413, json!({"faultstring": "Request is too large."})),
-            ("GET", ["loadbalancers"]) => (200, json!({"loadbalancers": self.lb.iter().collect::<Vec<_>>()})),
+            ("GET", ["loadbalancers"]) => {
+                // `name=<name>` narrows the listing, as Octavia's does (`apply` finds each router by name).
+                let named = query.split('&').find_map(|kv| kv.strip_prefix("name="));
+                let lbs: Vec<&Value> = self.lb.iter().filter(|lb| named.is_none_or(|n| lb["name"] == n)).collect();
+                (200, json!({ "loadbalancers": lbs }))
+            }
             ("GET", ["loadbalancers", id]) => match &self.lb {
                 Some(lb) if lb["id"] == *id => (200, json!({ "loadbalancer": lb })),
                 _ => (404, json!({"faultstring": "no such load balancer"})),

@@ -15,6 +15,11 @@ use std::collections::BTreeMap;
 pub struct Case {
     pub kind: String,
     pub test: String,
+    /// Set when the case restates OUR answer (a refusal) instead of the upstream test's
+    /// expectations: the upstream test fails here whatever this case gives, and the conformance
+    /// report says so (`record_result`). Why, in words.
+    #[serde(default)]
+    pub diverges: Option<String>,
     #[serde(default)]
     pub tls_secrets: Vec<String>,
     #[serde(default)]
@@ -94,4 +99,33 @@ pub fn split(s: &str) -> (String, String) {
         Some((ns, n)) => (ns.into(), n.into()),
         None => (INFRA.into(), s.into()),
     }
+}
+
+/// The environment variable naming the file where the conformance tests record each upstream
+/// test's outcome (one JSON object a line), read by functional/conformance_report.py.
+pub const RESULTS_ENV: &str = "KURYR_CONFORMANCE_RESULTS";
+
+/// Records the outcome of the case named `test` (each upstream test it restates, `A + B` being
+/// two) checked by `source` (`fixtures`, `upstream-manifests`, `dataplane`) with `errors`, when
+/// [`RESULTS_ENV`] is set. A case that `diverges` ([`Case::diverges`]) is recorded failed, with
+/// why: its upstream test fails.
+pub fn record_result(test: &str, diverges: Option<&str>, source: &str, errors: &[String]) {
+    let Ok(path) = std::env::var(RESULTS_ENV) else { return };
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("the results file opens");
+    for test in test.split(" + ") {
+        let mut why: Vec<String> = errors.to_vec();
+        why.extend(diverges.iter().map(|d| format!("not supported: {d}")));
+        let line = serde_json::json!({"test": test, "source": source, "passed": why.is_empty(), "why": why});
+        writeln!(file, "{line}").expect("the results file is written");
+    }
+}
+
+/// Records the features the implementation declares (`GatewayClass.status.supportedFeatures`)
+/// beside the outcomes, when [`RESULTS_ENV`] is set: the report's supported features are those.
+pub fn record_supported_features(features: &[&str]) {
+    let Ok(path) = std::env::var(RESULTS_ENV) else { return };
+    use std::io::Write;
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).expect("the results file opens");
+    writeln!(file, "{}", serde_json::json!({ "supportedFeatures": features })).expect("the results file is written");
 }

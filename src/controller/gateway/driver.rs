@@ -92,7 +92,7 @@ pub const GATEWAY_ROUTER_RETRY: Duration = Duration::from_secs(10);
 
 /// The port a Gateway router's HTTP listener takes when the Gateway has only HTTPS listeners
 /// (its HTTPS listener is the driver's own).
-const DEFAULT_HTTP_PORT: u16 = 80;
+pub(crate) const DEFAULT_HTTP_PORT: u16 = 80;
 
 /// The Gateways (namespace, name) whose load balancer was deleted on their deletion: their
 /// finalizer may go.
