@@ -488,7 +488,7 @@ async fn apply_ingress_routers(
 }
 
 /// Each Gateway's router converged as the controller's Gateway driver builds it (its name, its
-/// HTTP port, its static address: `controller::gateway_driver`), in parallel; then the Gateways'
+/// HTTP port, its static address: `controller::gateway::driver`), in parallel; then the Gateways'
 /// status as `plan` prints it, with each router's address or error. The names of the routers
 /// that failed.
 async fn apply_gateways(
@@ -496,7 +496,7 @@ async fn apply_gateways(
     plan: &crate::gateway::plan::GatewayPlan,
     permits: crate::driver::WritePermits,
 ) -> Result<Vec<String>, String> {
-    use crate::controller::gateway_driver::DEFAULT_HTTP_PORT;
+    use crate::controller::gateway::driver::DEFAULT_HTTP_PORT;
     let mut routers = Vec::new();
     for r in &plan.routers {
         let port = r.http_port.unwrap_or(DEFAULT_HTTP_PORT);
