@@ -17,7 +17,7 @@ use super::common::*;
 use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
 use super::router_set::{move_record, recorded_router};
-use kuryr_l7_router::controller::set_moves::MOVE_TO_ANNOTATION;
+use kuryr_l7_router::controller::router_set::moves::MOVE_TO_ANNOTATION;
 use kuryr_l7_router::driver::Router;
 use kuryr_l7_router::openstack::ListQuery;
 use kuryr_l7_router::placement::{router_index, router_name};

@@ -12,8 +12,8 @@ use super::fake_api::Fake;
 use super::routed_hosts::routed_hosts;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
+use kuryr_l7_router::controller::router_set::store::{SetRecords, read_config_maps, shard_name};
 use kuryr_l7_router::controller::runtime::run_set_with;
-use kuryr_l7_router::controller::set_store::{SetRecords, read_config_maps, shard_name};
 use kuryr_l7_router::controller::writer::{
     DeleteResult, FoundRouter, MembersResult, RouterBackend, SyncResult, WriteError,
 };

@@ -166,7 +166,7 @@ async fn request_move(settings: Settings, ingress: String, router: Option<String
     .map_err(|e| e.to_string())?;
     let api = kube::Api::namespaced(client, &k.lease_namespace);
     let base = &settings.octavia_defaults.l7_router_name;
-    crate::controller::set_store::request_move(&api, base, &ingress, router.as_deref()).await?;
+    crate::controller::router_set::store::request_move(&api, base, &ingress, router.as_deref()).await?;
     match router {
         Some(r) => println!("move of {ingress}'s host group to {r} requested"),
         None => println!("move request of {ingress} removed"),
@@ -367,7 +367,7 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
 }
 
 /// The placement `run` would make: `plan` reads no OpenStack, but the placement recorded on the
-/// manifests' Ingresses (`controller::set_migration::PLACEMENT_ANNOTATION`, the records of versions before the controller kept its own) is kept, as `run` does.
+/// manifests' Ingresses (`controller::router_set::migration::PLACEMENT_ANNOTATION`, the records of versions before the controller kept its own) is kept, as `run` does.
 fn plan_placement(
     settings: &Settings,
     inputs: &crate::translate::Inputs,
@@ -383,7 +383,7 @@ fn plan_split_params(settings: &Settings, inputs: &crate::translate::Inputs) -> 
     let base = &settings.octavia_defaults.l7_router_name;
     crate::placement::split::SplitParams {
         capacity: so.capacity,
-        current: crate::controller::set_migration::recorded_placement(base, &inputs.ingresses),
+        current: crate::controller::router_set::migration::recorded_placement(base, &inputs.ingresses),
         routers: Default::default(),
         now: 0,
         empty_grace_secs: so.empty_router_grace.as_secs(),
@@ -398,15 +398,15 @@ fn plan_moves(
     inputs: &crate::translate::Inputs,
     desired: &crate::model::DesiredRouter,
 ) -> (Vec<crate::placement::MovePlan>, Vec<crate::placement::MovePlan>) {
-    use crate::controller::set_migration::recorded_moves;
-    use crate::controller::set_moves::{Growth, admit_asks, move_asks, place_with_moves};
+    use crate::controller::router_set::migration::recorded_moves;
+    use crate::controller::router_set::moves::{Growth, admit_asks, move_asks, place_with_moves};
     let base = &settings.octavia_defaults.l7_router_name;
     let params = plan_split_params(settings, inputs);
     let recorded = recorded_moves(&inputs.ingresses);
     let asks =
         admit_asks(move_asks(base, &inputs.ingresses), &settings.octavia_defaults.scale_out.move_request_namespaces);
     let growth = Growth {
-        before: crate::controller::set_migration::recorded_costs(&inputs.ingresses),
+        before: crate::controller::router_set::migration::recorded_costs(&inputs.ingresses),
         pending: Default::default(),
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);

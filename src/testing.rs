@@ -180,7 +180,7 @@ impl RouterBackend for SimBackend {
             return Ok(None);
         }
         let sim = self.state.lock().expect("sim lock");
-        Ok(Some(crate::controller::set_migration::routed_hosts([&sim.router])))
+        Ok(Some(crate::controller::router_set::migration::routed_hosts([&sim.router])))
     }
 
     async fn set_members(&self, pool: &Pool) -> MembersResult {

@@ -10,7 +10,7 @@
 use super::converge;
 use super::status_answers::{Responder, send_requests};
 use crate::common::{cleanup, enabled, local_router};
-use kuryr_l7_router::controller::set_moves::{Growth, MoveAsk, Moves, homes, place_with_moves};
+use kuryr_l7_router::controller::router_set::moves::{Growth, MoveAsk, Moves, homes, place_with_moves};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::DesiredRouter;
 use kuryr_l7_router::placement::moves::MoveObservation;

@@ -106,6 +106,6 @@ impl RouterBackend for OctaviaBackend {
     async fn routed_hosts(&self) -> Result<Option<std::collections::BTreeSet<String>>, WriteError> {
         let Some(snapshot) = self.router.snapshot().await.map_err(driver_error)? else { return Ok(None) };
         let https = snapshot.https.as_ref().map(|h| &h.actual);
-        Ok(Some(crate::controller::set_migration::routed_hosts(snapshot.actual.iter().chain(https))))
+        Ok(Some(crate::controller::router_set::migration::routed_hosts(snapshot.actual.iter().chain(https))))
     }
 }

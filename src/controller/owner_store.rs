@@ -1,6 +1,6 @@
 //! Where the hosts' remembered owners (`[kubernetes] host_ownership`, `translate::tenancy`)
 //! outlive the process: sharded ConfigMaps of the controller's namespace
-//! (`kuryr-l7-router-owners-<ingress class>-<n>-<i>`, `controller::set_store`'s sharding), written
+//! (`kuryr-l7-router-owners-<ingress class>-<n>-<i>`, `controller::router_set::store`'s sharding), written
 //! by the leader when a translation changes them, read once at start.
 //!
 //! Before, they were one annotation of our IngressClass: past the API server's 256 KiB limit on
@@ -11,7 +11,7 @@
 //! read once, at the upgrade (only cluster administrators can write it), then never again.
 
 use crate::controller::ControllerError;
-use crate::controller::set_store::{SetStore, Sharded, json, read_key, shard_of};
+use crate::controller::router_set::store::{SetStore, Sharded, json, read_key, shard_of};
 use crate::translate::tenancy::{HOST_OWNERS_ANNOTATION, RememberedOwner, RememberedOwners};
 use k8s_openapi::api::networking::v1::IngressClass;
 use std::collections::BTreeMap;
@@ -84,7 +84,7 @@ pub fn with_owners(classes: &mut [Arc<IngressClass>], class: &str, owners: &str)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::set_store::{OBJECT_LIMIT, config_maps, read_shards};
+    use crate::controller::router_set::store::{OBJECT_LIMIT, config_maps, read_shards};
 
     /// 6,000 hosts' owners are kept in ConfigMaps each under the object limit (one annotation
     /// holds about 4–5k) and read back whole; another kind of records of the same name is not
@@ -107,7 +107,7 @@ mod tests {
         }
         let read = read_shards::<OwnerRecords>("kuryr-l7-router", &cms).unwrap();
         assert_eq!(read.records, Some(OwnerRecords(owners)));
-        let set = read_shards::<crate::controller::set_store::SetRecords>("kuryr-l7-router", &cms).unwrap();
+        let set = read_shards::<crate::controller::router_set::store::SetRecords>("kuryr-l7-router", &cms).unwrap();
         assert_eq!(set.records, None, "owners are not the set's records");
     }
 

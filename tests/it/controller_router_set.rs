@@ -16,8 +16,8 @@ use fake_settings::fake_cluster_settings;
 use routed_hosts::routed_hosts;
 
 use crate::controller_set_records::{move_record, put_records, recorded_router, records, records_of};
+use kuryr_l7_router::controller::router_set::moves::MOVE_TO_ANNOTATION;
 use kuryr_l7_router::controller::runtime::run_set_with;
-use kuryr_l7_router::controller::set_moves::MOVE_TO_ANNOTATION;
 use kuryr_l7_router::controller::writer::WriteError;
 use kuryr_l7_router::driver::FoundRouter;
 use kuryr_l7_router::driver::ownership::{Ownership, empty_since};

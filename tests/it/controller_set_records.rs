@@ -1,4 +1,4 @@
-//! The router set's records belong to the controller (`controller::set_store`): placement and
+//! The router set's records belong to the controller (`controller::router_set::store`): placement and
 //! moves are kept in ConfigMaps of its own namespace, never read from Ingress annotations that
 //! any namespace editor can write. Through the whole controller on the FAKE Kubernetes API server,
 //! each router on its own simulated Octavia (helpers of `controller_router_set`): a forged move
@@ -10,9 +10,11 @@ use crate::controller_router_set::{
     ingress, placed, run_on, start_with,
 };
 use crate::support::fake_api::Fake;
-use kuryr_l7_router::controller::set_migration::{COST_ANNOTATION, PLACEMENT_ANNOTATION};
-use kuryr_l7_router::controller::set_moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
-use kuryr_l7_router::controller::set_store::{HostRecord, SetRecords, config_maps, read_config_maps, shard_name};
+use kuryr_l7_router::controller::router_set::migration::{COST_ANNOTATION, PLACEMENT_ANNOTATION};
+use kuryr_l7_router::controller::router_set::moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
+use kuryr_l7_router::controller::router_set::store::{
+    HostRecord, SetRecords, config_maps, read_config_maps, shard_name,
+};
 use kuryr_l7_router::driver::FoundRouter;
 use kuryr_l7_router::placement::assign::MoveRequest;
 use kuryr_l7_router::placement::{MovePhase, MovePlan, router_index};
@@ -270,7 +272,7 @@ fn stored(fake: &Fake) -> Vec<(String, usize)> {
 /// leaves one ConfigMap, the old layout's deleted.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_thousand_hosts_are_stored_and_reloaded_through_the_api() {
-    use kuryr_l7_router::controller::set_store::{OBJECT_LIMIT, SetStore};
+    use kuryr_l7_router::controller::router_set::store::{OBJECT_LIMIT, SetStore};
     let fake = Fake::new();
     let (api_root, _) = fake.serve().await;
     let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
@@ -305,7 +307,7 @@ async fn ten_thousand_hosts_are_stored_and_reloaded_through_the_api() {
 /// command itself, and `--clear` removes the request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_operators_move_request_is_honoured_without_any_namespace_allowed() {
-    use kuryr_l7_router::controller::set_store::{asks_name, request_move};
+    use kuryr_l7_router::controller::router_set::store::{asks_name, request_move};
     let fake = fake_with(["a", "b"].map(ingress));
     let running = start_with(&fake, &[], &[], "max_policies_per_router = 10\nmove_request_namespaces =").await;
     for n in ["a", "b"] {
@@ -384,7 +386,7 @@ async fn run_owning(
 /// The owners' ConfigMaps of our class in the controller's namespace, read back.
 fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
     use kuryr_l7_router::controller::owner_store::OwnerRecords;
-    use kuryr_l7_router::controller::set_store::{read_shards, shard_name_of};
+    use kuryr_l7_router::controller::router_set::store::{read_shards, shard_name_of};
     let class = "kuryr-l7-router";
     let cms: Vec<_> = [1, 2, 4, 8]
         .into_iter()
@@ -424,7 +426,7 @@ async fn host_owners_are_kept_in_the_controllers_namespace_and_survive_a_restart
     let restarted = fake_with([]);
     for n in [1, 2, 4] {
         for i in 0..n {
-            use kuryr_l7_router::controller::set_store::shard_name_of;
+            use kuryr_l7_router::controller::router_set::store::shard_name_of;
             let name = shard_name_of::<kuryr_l7_router::controller::owner_store::OwnerRecords>("kuryr-l7-router", n, i);
             if let Some(mut v) = fake.get("v1/configmaps", CONTROLLER_NS, &name) {
                 v["metadata"].as_object_mut().unwrap().remove("resourceVersion");

@@ -7,8 +7,10 @@
 //! own manifests.
 
 use crate::controller::ControllerError;
-use crate::controller::set_moves::{self, MOVE_ANNOTATION, Moves, annotation, ingress_hosts, ingress_key};
-use crate::controller::set_store::{HostRecord, SetRecords, SetStore};
+use crate::controller::router_set::moves::{
+    self as set_moves, MOVE_ANNOTATION, Moves, annotation, ingress_hosts, ingress_key,
+};
+use crate::controller::router_set::store::{HostRecord, SetRecords, SetStore};
 use crate::controller::writer::{RouterBackend, WriteError};
 use crate::driver::actual::ActualRouter;
 use crate::placement::groups::normalize_host;
@@ -247,5 +249,5 @@ pub fn carrying_move_records<'a>(ingresses: impl IntoIterator<Item = &'a Ingress
 }
 
 #[cfg(test)]
-#[path = "set_migration_tests.rs"]
+#[path = "migration_tests.rs"]
 mod tests;

@@ -1,13 +1,13 @@
 //! The outputs of the moves after a Sync of the router set: Events for each step and the
-//! status of the group's Ingresses during the move (see [`crate::controller::set_moves`] for
+//! status of the group's Ingresses during the move (see [`crate::controller::router_set::moves`] for
 //! the protocol). The move's record is the controller's own (`set_store`), never written on
 //! the Ingresses: a move record found on an Ingress is a forgery (or left by a version before
 //! the store) and gets a Warning Event.
 
 use crate::controller::outputs::events::UserEvent;
 use crate::controller::outputs::patches;
+use crate::controller::router_set::moves::{MOVE_ANNOTATION, ingress_hosts, ingress_key};
 use crate::controller::router_set::{Placed, RouterSet};
-use crate::controller::set_moves::{MOVE_ANNOTATION, ingress_hosts, ingress_key};
 use crate::placement::MovePlan;
 use crate::translate::namespace_of;
 use k8s_openapi::api::networking::v1::Ingress;
@@ -26,7 +26,7 @@ impl crate::controller::context::Context {
                 self.publish(&UserEvent::warning("MoveRefused", "Move", why.clone()), &ing.object_ref(&())).await;
             }
         }
-        for ing in crate::controller::set_migration::carrying_move_records(cached.iter().map(|i| i.as_ref())) {
+        for ing in crate::controller::router_set::migration::carrying_move_records(cached.iter().map(|i| i.as_ref())) {
             let why = format!(
                 "{MOVE_ANNOTATION} is ignored: the router set's moves are recorded by the controller in its own \
                  namespace, not on Ingresses; remove it (to ask for a move: kuryr-l7-router move, or the move-to \

@@ -31,7 +31,7 @@ fn a_recorded_move_resumes_with_its_clock() {
     let before = plan(MovePhase::PublishBoth { since: 1_000 });
     let record = serde_json::to_string(&before).unwrap();
     let ing = ingress("a", &["a.com"], &[(MOVE_ANNOTATION, &record)]);
-    let resumed = crate::controller::set_migration::recorded_moves([&ing]);
+    let resumed = crate::controller::router_set::migration::recorded_moves([&ing]);
     assert_eq!(resumed.get("a.com"), Some(&before));
     let seen = MoveObservation::default();
     // 59 s after the phase was entered (the restart took part of the grace): still both.

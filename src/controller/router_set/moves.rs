@@ -305,5 +305,5 @@ pub fn move_of<'a>(moves: &'a Moves, ing: &Ingress) -> Option<&'a MovePlan> {
 }
 
 #[cfg(test)]
-#[path = "set_moves_tests.rs"]
+#[path = "moves_tests.rs"]
 mod tests;

@@ -15,7 +15,7 @@
 //! not change is not written again. A new layout (`n` changed) is written whole before the old
 //! one is deleted; a reader that finds two complete layouts takes the newer (its `epoch`).
 
-use crate::controller::set_moves::{MoveAsk, Moves};
+use crate::controller::router_set::moves::{MoveAsk, Moves};
 use crate::controller::stamp_store::{APP, APP_LABEL, router_label};
 use crate::driver::digest::stable_hash;
 use crate::placement::relief::HostCosts;
@@ -481,5 +481,5 @@ fn unix_millis() -> u64 {
 }
 
 #[cfg(test)]
-#[path = "set_store_tests.rs"]
+#[path = "store_tests.rs"]
 mod tests;

@@ -10,19 +10,24 @@
 //!
 //! Moves (make-before-break) start when the operator asks, when an Ingress merges groups
 //! placed on different routers, and when a group grows on a router that goes over capacity
-//! (`controller::set_moves`).
+//! (`controller::router_set::moves`).
 //!
 //! The placement, the groups' costs and the moves are recorded by the controller in its own
-//! namespace (`controller::set_store`), never in objects tenants can write: each host's router
+//! namespace (`controller::router_set::store`), never in objects tenants can write: each host's router
 //! once that router synced, read back at start, so a restarted controller or a new leader places
 //! every group where it was without reading any router. The annotations of versions before are
 //! read once, at the upgrade, and kept only where Octavia confirms them (`set_migration`).
 
+pub mod migration;
+pub mod move_outputs;
+pub mod moves;
+pub mod store;
+
 use crate::config::ScaleOut;
 use crate::controller::outputs::PlannedEvent;
 use crate::controller::outputs::events::UserEvent;
-use crate::controller::set_moves::{self, Moves};
-use crate::controller::set_store::{HostRecord, SetRecords, SetStore};
+use crate::controller::router_set::moves::{self as set_moves, Moves};
+use crate::controller::router_set::store::{HostRecord, SetRecords, SetStore};
 use crate::controller::writer::{WriteError, Writer, WriterHandle};
 use crate::model::{DesiredRouter, KubeRef};
 use crate::placement::moves::MoveObservation;
