@@ -11,12 +11,12 @@ use crate::controller::indexes::{
 use crate::controller::ingress::tls_secrets::NamedSecrets;
 use crate::controller::metrics::{Metrics, RouterMetrics};
 use crate::controller::outputs::events::{EventPublisher, UserEvent};
+use crate::controller::outputs::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::patches;
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
 use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::services::events::{self as service_events, ServiceWarnings};
-use crate::controller::services::notice::{ServiceNotice, desired_notices};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, reconcile_span};
 use crate::driver::ConvergeReport;

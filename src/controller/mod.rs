@@ -36,6 +36,7 @@ pub mod gateway;
 pub mod health;
 pub mod indexes;
 pub mod ingress;
+pub mod last_sync;
 pub mod leader;
 pub mod metrics;
 pub mod octavia_backend;

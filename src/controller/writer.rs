@@ -424,8 +424,8 @@ struct LastSync {
     synced: Option<Arc<DesiredRouter>>,
     /// The last successful Sync and its report: an unforced Sync to the same desired state is
     /// answered from it, with objects on hold too until the first hold's delay is over (see
-    /// [`crate::controller::outputs::last_sync`]).
-    reusable: Option<crate::controller::outputs::last_sync::LastSync>,
+    /// [`crate::controller::last_sync`]).
+    reusable: Option<crate::controller::last_sync::LastSync>,
     /// A hash of each pool's members as the router was last seen or made to hold them (by a
     /// clean Sync, or a Members job): a Members job asking for them again is answered
     /// `Unchanged` without reading the router, so a Node label change or a Service update that
@@ -756,7 +756,7 @@ async fn run_sync<B: RouterBackend>(
             last.synced = Some(desired.clone());
             let clean = r.failures.is_empty() && r.held.is_empty();
             last.reusable =
-                Some(crate::controller::outputs::last_sync::LastSync::new(desired.clone(), r.clone(), Instant::now()));
+                Some(crate::controller::last_sync::LastSync::new(desired.clone(), r.clone(), Instant::now()));
             // Only a clean Sync says every pool holds exactly its desired members.
             last.members = if clean {
                 desired.pools.values().map(|p| (p.name.clone(), members_hash(p))).collect()

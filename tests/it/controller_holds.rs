@@ -1,6 +1,6 @@
 //! While an object is on hold, events do not re-read the router: a Sync of the desired state
 //! last synced is answered from that Sync until the first hold's delay is over (see
-//! src/controller/outputs/last_sync.rs). The Octavia side is the driver's simulator behind a counting
+//! src/controller/last_sync.rs). The Octavia side is the driver's simulator behind a counting
 //! backend; the Kubernetes API is a mock that answers nothing (Events and notices fail, which
 //! a Sync logs or returns after the router part).
 

@@ -135,3 +135,34 @@ fn the_repository_passes() {
     let out = Command::new("python3").arg(script()).output().expect("python3 runs");
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
+
+/// A subfolder that is a module (`driver/room/` with its `mod.rs`) is one node of its parent's
+/// graph: a file of the room naming a file of the parent, which names the room back, is a circle
+/// (the controller's rooms hid such knots from the script until it saw subfolders). `super::`
+/// from a room's files counts too, at its depth.
+#[test]
+fn a_circle_through_a_subfolder_module_is_reported() {
+    let room_up = ("driver/room/deep.rs", "pub fn e() { crate::driver::plan::p() }\n");
+    let files = with(
+        with(
+            with(
+                with(clean(), ("driver/mod.rs", "pub mod plan;\npub mod room;\n")),
+                ("driver/room/mod.rs", "pub mod deep;\n"),
+            ),
+            room_up,
+        ),
+        ("driver/plan.rs", "pub fn p() {}\npub fn q() { crate::driver::room::deep::e() }\n"),
+    );
+    let (ok, out) = check(&files, "");
+    assert!(!ok, "{out}");
+    assert!(out.lines().any(|l| l == "circle driver::room -> driver::plan"), "{out}");
+    assert!(out.lines().any(|l| l == "circle driver::plan -> driver::room"), "{out}");
+    // the same edge by `super::super::` from the room's file
+    let files = with(files, ("driver/room/deep.rs", "pub fn e() { super::super::plan::p() }\n"));
+    let (ok, out) = check(&files, "");
+    assert!(!ok && out.lines().any(|l| l == "circle driver::room -> driver::plan"), "{out}");
+    // one way only: passes
+    let files = with(files, ("driver/plan.rs", "pub fn p() {}\n"));
+    let (ok, out) = check(&files, "");
+    assert!(ok, "{out}");
+}

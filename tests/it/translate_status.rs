@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use kuryr_l7_router::controller::services::notice::desired_notices;
+use kuryr_l7_router::controller::outputs::notice::desired_notices;
 use kuryr_l7_router::model::{DesiredRouter, KubeRef, NOT_FOUND_POOL, UNAVAILABLE_POOL};
 use kuryr_l7_router::translate::options::StatusResponder;
 use kuryr_l7_router::translate::*;

@@ -16,13 +16,13 @@
 //! conflicts of the other Ingresses, `Synced`).
 
 pub mod events;
-pub mod last_sync;
+pub mod notice;
 pub mod patches;
 
 use crate::controller::ControllerError;
 use crate::controller::outputs::events::UserEvent;
+use crate::controller::outputs::notice::{NoticeChange, ServiceNotice, desired_notices, notice_changes};
 use crate::controller::outputs::patches::status_needs_update;
-use crate::controller::services::notice::{NoticeChange, ServiceNotice, desired_notices, notice_changes};
 use crate::controller::writer::WriteError;
 use crate::driver::ConvergeReport;
 use crate::model::{DesiredRouter, KubeRef, Warning};

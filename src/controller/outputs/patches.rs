@@ -8,7 +8,7 @@
 //! All patches carry `fieldManager=kuryr-l7-router`, so `kubectl get -o yaml --show-managed-fields`
 //! tells users which fields this controller owns.
 
-use crate::controller::services::notice::{NoticeChange, ServiceNotice, notice_annotation};
+use crate::controller::outputs::notice::{NoticeChange, ServiceNotice, notice_annotation};
 use crate::controller::{CONTROLLER_NAME, ControllerError, FINALIZER, NOTICE_ANNOTATION};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressLoadBalancerIngress};

@@ -2,7 +2,7 @@
 //! router's notice annotation on it) equal to its ready endpoints, one batch write per pool.
 //!
 //! Every controller instance watches every EndpointSlice and reads only its own router's notice
-//! ([`crate::controller::services::notice::notice_annotation`]), so a Service shared by several routers
+//! ([`crate::controller::outputs::notice::notice_annotation`]), so a Service shared by several routers
 //! refreshes the members of each of them on an endpoint change.
 //!
 //! An endpoint change costs O(the Service's pools), never a translation of the cluster: the
@@ -23,10 +23,10 @@
 //! A change of the Service's health-monitor annotation is applied by a Sync.
 
 use crate::controller::context::{Context, HandlerError, instrumented};
+use crate::controller::outputs::notice::ServiceNotice;
 use crate::controller::outputs::{FailedStep, Failure, failure_event};
 use crate::controller::routers::RouterSlot;
 use crate::controller::services::members::{endpoints_of, node_index, service_members};
-use crate::controller::services::notice::ServiceNotice;
 use crate::controller::writer::{MembersOutcome, WriteError};
 use crate::model::KubeRef;
 use crate::translate::namespace_of;

@@ -7,5 +7,4 @@ pub(crate) mod endpoint_nodes;
 pub(crate) mod events;
 pub mod handler;
 pub mod members;
-pub mod notice;
 pub(crate) mod shape;

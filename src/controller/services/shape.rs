@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use k8s_openapi::api::core::v1::Service;
 use kube::runtime::reflector::{ObjectRef, Store};
 
-use crate::controller::services::notice::ServiceNotice;
+use crate::controller::outputs::notice::ServiceNotice;
 use crate::controller::{NOTICE_ANNOTATION, NOTICE_ANNOTATION_PREFIX};
 
 /// The shape of each Service the Ingresses last saw, by (namespace, name).
@@ -59,7 +59,7 @@ impl ServiceShapes {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::services::notice::notice_annotation;
+    use crate::controller::outputs::notice::notice_annotation;
     use crate::translate::health::HEALTH_MONITOR_ANNOTATION;
     use kube::runtime::reflector;
     use kube::runtime::watcher::Event;
