@@ -35,6 +35,7 @@ pub(crate) mod endpoint_nodes;
 pub mod error;
 pub mod events;
 pub mod gateway;
+pub mod gateway_admission;
 pub mod gateway_driver;
 pub(crate) mod gateway_finalizers;
 pub mod gateway_members;
