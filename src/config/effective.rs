@@ -84,7 +84,9 @@ impl Settings {
             ("octavia_defaults", "gateways_per_cluster") => {
                 Some(od.gateway_limits.per_cluster.unwrap_or_default().to_string())
             }
-            ("octavia_defaults", "gateway_address_tag") => Some(od.gateway_limits.address_tag.clone().unwrap_or_default()),
+            ("octavia_defaults", "gateway_address_tag") => {
+                Some(od.gateway_limits.address_tag.clone().unwrap_or_default())
+            }
             ("octavia_defaults", "gateway_addresses") => Some(od.gateway_limits.addresses.join(", ")),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),

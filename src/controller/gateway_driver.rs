@@ -25,8 +25,8 @@
 //! router is synced again every [`GatewayDriver::retry`].
 
 use crate::config::{GatewayLimits, Settings};
-use crate::controller::gateway_admission::{AdmitGateway, octavia_admission};
 use crate::controller::context::Stores;
+use crate::controller::gateway_admission::{AdmitGateway, octavia_admission};
 use crate::controller::gateway_members::refill;
 use crate::controller::gateway_routers::desired_routers;
 use crate::controller::metrics::Metrics;

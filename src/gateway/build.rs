@@ -236,6 +236,12 @@ fn route_parents(
         let Some(w) = work.get_mut(&gw_key) else { continue };
         let accepted = match attach(route, p, w.gw, &w.plans, world) {
             Err(c) => c,
+            // Its Gateway has no load balancer: the route is not served there, and says so.
+            Ok(_) if w.limited => Cond::no(
+                "Accepted",
+                LIMIT_EXCEEDED,
+                format!("Gateway {}/{} is not served: {}", gw_key.0, gw_key.1, w.accepted.message),
+            ),
             Ok(_) if refused.is_some() => Cond::no("Accepted", "UnsupportedValue", refused.clone().unwrap_or_default()),
             Ok(att) => match entries(route, &att, w, &actions) {
                 Err(m) => Cond::no("Accepted", "UnsupportedValue", m),

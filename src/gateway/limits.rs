@@ -30,19 +30,18 @@ pub fn over_limits<'a>(
     if limits.per_namespace.is_none() && limits.per_cluster.is_none() {
         return out;
     }
-    let mut ranked: Vec<(bool, (u8, Option<_>), (String, String))> = gateways
-        .into_iter()
-        .map(|gw| {
-            let key = (ns_of(gw), name_of(gw));
-            // `None` (no creationTimestamp, as in a hand-made object) sorts after every time.
-            let created = gw.metadata.creation_timestamp.as_ref().map(|t| t.0);
-            (!served.contains(&key), created.map_or((1, None), |t| (0, Some(t))), key)
-        })
-        .collect();
+    // The rank: served first, then with a creationTimestamp (oldest first; one without, as a
+    // hand-made object, after every time), then by namespace and name.
+    let rank = |gw: &Gateway| {
+        let key = (ns_of(gw), name_of(gw));
+        let created = gw.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        (!served.contains(&key), created.is_none(), created, key)
+    };
+    let mut ranked: Vec<_> = gateways.into_iter().map(rank).collect();
     ranked.sort();
     let mut per_namespace: BTreeMap<String, u32> = BTreeMap::new();
     let mut total = 0u32;
-    for (_, _, key) in ranked {
+    for (_, _, _, key) in ranked {
         let in_namespace = per_namespace.entry(key.0.clone()).or_default();
         if let Some(max) = limits.per_namespace.filter(|max| *in_namespace >= *max) {
             let m = format!(

@@ -122,17 +122,19 @@ async fn over_the_cluster_limit_the_newest_gateway_gets_no_load_balancer() {
 /// The project's floating IPs as the admission reads them: the address -> its tags.
 type FloatingIps = Arc<Mutex<Vec<(String, Vec<String>)>>>;
 
+/// The project's quotas as the admission reads them: the load balancers' (limit, count), the
+/// floating IPs' (limit, used).
+type Quotas = Arc<Mutex<((i64, usize), (i64, i64))>>;
+
 /// The production admission's decision on a test table of floating IPs and quotas: the load
 /// balancers' (limit, count), the floating IPs' (limit, used).
-fn admission(limits: GatewayLimits, fips: FloatingIps, quota: Arc<Mutex<((i64, usize), (i64, i64))>>) -> AdmitGateway {
+fn admission(limits: GatewayLimits, fips: FloatingIps, quota: Quotas) -> AdmitGateway {
     Arc::new(move |_name: &str, address: Option<std::net::IpAddr>| {
         let (limits, fips, quota) = (limits.clone(), fips.clone(), quota.clone());
         Box::pin(async move {
             if let Some(a) = address {
-                let fip = fips.lock().unwrap().iter().find(|(ip, _)| *ip == a.to_string()).map(|(ip, tags)| FloatingIp {
-                    floating_ip_address: ip.clone(),
-                    tags: tags.clone(),
-                    ..FloatingIp::default()
+                let fip = fips.lock().unwrap().iter().find(|(ip, _)| *ip == a.to_string()).map(|(ip, tags)| {
+                    FloatingIp { floating_ip_address: ip.clone(), tags: tags.clone(), ..FloatingIp::default() }
                 });
                 if let Some(r) = address_refusal(&limits, a, fip.as_ref()) {
                     return Err(r);
@@ -161,7 +163,7 @@ async fn a_static_address_must_be_one_the_operator_allows() {
         ("203.0.113.7".into(), vec!["gateway-ok".into()]),
         ("203.0.113.9".into(), vec!["another-tenant".into()]),
     ]));
-    let quota = Arc::new(Mutex::new(((-1, 0), (-1, 0))));
+    let quota: Quotas = Arc::new(Mutex::new(((-1, 0), (-1, 0))));
     let admit = admission(limits.clone(), fips.clone(), quota);
     let built = Built { limits, admit: Some(admit), ..Built::default() };
     let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
