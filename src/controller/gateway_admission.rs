@@ -108,17 +108,29 @@ pub fn octavia_admission(settings: &Settings) -> AdmitGateway {
         Box::pin(async move {
             let (octavia, neutron) =
                 clients.map_err(|e| Refusal::room(format!("cannot reach OpenStack to check the quotas: {e}")))?;
-            if let Some(address) = address {
-                let fip = find_floating_ip(&neutron, address)
-                    .await
-                    .map_err(|e| Refusal::address(format!("cannot read the floating IP {address}: {e}")))?;
-                if let Some(r) = address_refusal(&limits, address, fip.as_ref()) {
-                    return Err(r);
-                }
-            }
-            check_room(&octavia, &neutron, &name, address.is_none()).await
+            admit_on(&octavia, &neutron, &limits, &name, address).await
         })
     })
+}
+
+/// [`octavia_admission`]'s check on these clients: the static address first (no quota is read
+/// for an address refused), then the room.
+pub async fn admit_on(
+    octavia: &Octavia,
+    neutron: &Neutron,
+    limits: &GatewayLimits,
+    name: &str,
+    address: Option<IpAddr>,
+) -> Result<(), Refusal> {
+    if let Some(address) = address {
+        let fip = find_floating_ip(neutron, address)
+            .await
+            .map_err(|e| Refusal::address(format!("cannot read the floating IP {address}: {e}")))?;
+        if let Some(r) = address_refusal(limits, address, fip.as_ref()) {
+            return Err(r);
+        }
+    }
+    check_room(octavia, neutron, name, address.is_none()).await
 }
 
 async fn find_floating_ip(neutron: &Neutron, address: IpAddr) -> crate::openstack::Result<Option<FloatingIp>> {
