@@ -16,6 +16,10 @@
 //! touched. A Gateway not served but still there (`kept`) keeps its router as it is; one not
 //! accepted for its own spec (`suspended`) keeps its port and address with no routes.
 //!
+//! Before a router's first Sync, its admission (`super::gateway_admission`: the static address
+//! allowed, the project's quotas) must pass; a refusal is reported as a failure (no load
+//! balancer is created) and asked again every [`GatewayDriver::retry`].
+//!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
 //! the Gateway routers whose pools that Service feeds (`super::gateway_members`), as on the
@@ -416,8 +420,11 @@ impl GatewayDriver {
     ) {
         let Some(grace) = self.kept.grace else { return };
         let now = tokio::time::Instant::now();
-        self.kept.since.retain(|name, _| fates.kept.contains_key(name));
-        for (name, gateway) in &fates.kept {
+        let graced = |name: &String| fates.kept.contains_key(name) && !fates.limited.contains(name);
+        self.kept.since.retain(|name, _| graced(name));
+        // A Gateway over a limit is not subject to the grace: most never had a load balancer,
+        // and one that has (the limit lowered) is the tenant's until it fits again or goes.
+        for (name, gateway) in fates.kept.iter().filter(|(name, _)| graced(name)) {
             let since = self.kept.since.entry(name.clone()).or_insert(Some(now));
             let Some(at) = *since else { continue };
             if now < at + grace || deleting.contains_key(name) {

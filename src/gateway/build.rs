@@ -133,6 +133,7 @@ pub(crate) fn translate_observed(
         } else if w.limited {
             // Over a limit: no load balancer is built for it; one built before the limit was
             // lowered keeps its last good state and its address (an operator's edit).
+            fates.limited.insert(lb.clone());
             fates.kept.insert(lb, KubeRef::new("Gateway", &ns, &name));
         } else if !class_accepted_for(w.gw, world) {
             // The operator's class edit: every Gateway of the class keeps its last good state.

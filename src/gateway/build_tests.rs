@@ -65,7 +65,8 @@ fn a_gateway_over_the_limit_gets_no_router_and_its_routes_are_told() {
     assert_eq!((c.ok, c.reason.as_str()), (false, "LimitExceeded"));
     assert!(c.message.contains("gateways_per_namespace = 1"), "{}", c.message);
     assert!(t.router("infra", "gw").is_none() && t.router("infra", "first").is_some());
-    assert!(t.fates.kept.contains_key(&crate::gateway::naming::load_balancer_name("infra", "gw")));
+    let lb = crate::gateway::naming::load_balancer_name("infra", "gw");
+    assert!(t.fates.kept.contains_key(&lb) && t.fates.limited.contains(&lb), "{:?}", t.fates);
     let (ok, reason, message) = accepted(&t, "r");
     assert_eq!((ok, reason.as_str()), (false, "LimitExceeded"), "{message}");
     w.limits.per_namespace = None;

@@ -100,7 +100,8 @@ async fn over_the_namespace_limit_a_gateway_gets_no_load_balancer_and_the_served
 }
 
 /// Two Gateways in the cluster: the third, the newest, gets `Accepted: False` naming the
-/// cluster limit and no load balancer.
+/// cluster limit and no load balancer; `gateway_kept_grace` does not apply to it (no delete, no
+/// `LoadBalancerReleased` Event for a load balancer it never had).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn over_the_cluster_limit_the_newest_gateway_gets_no_load_balancer() {
     let fake = fake_with(&[]);
@@ -108,14 +109,17 @@ async fn over_the_cluster_limit_the_newest_gateway_gets_no_load_balancer() {
     put_gateway(&fake, "team", "b", "2026-01-02T00:00:00Z", None);
     put_gateway(&fake, "lab", "a", "2026-01-03T00:00:00Z", None);
     let limits = GatewayLimits { per_namespace: Some(5), per_cluster: Some(2), ..GatewayLimits::default() };
-    let built = Built { limits, ..Built::default() };
+    let built = Built { limits, kept_grace: Some(Duration::from_secs(1)), ..Built::default() };
     let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
     served(&fake, "shop", "a").await;
     served(&fake, "team", "b").await;
     let message = over_limit(&fake, "lab", "a").await;
     assert!(message.contains("gateways_per_cluster = 2"), "{message}");
     settle().await;
+    settle().await;
     assert!(!spawned(&built, "lab", "a"));
+    assert!(built.deleted.lock().unwrap().is_empty(), "{:?}", built.deleted.lock().unwrap());
+    assert!(!fake.writes().iter().any(|w| w.path.contains("/events") && w.body["reason"] == "LoadBalancerReleased"));
     running.stop().await;
 }
 
