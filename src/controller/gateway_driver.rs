@@ -18,7 +18,7 @@
 //!
 //! Before a router's first Sync, its admission (`super::gateway_admission`: the static address
 //! allowed, the project's quotas) must pass; a refusal is reported as a failure (no load
-//! balancer is created) and asked again every [`GatewayDriver::retry`].
+//! balancer is created) and asked again every `GatewayDriver::retry`.
 //!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
