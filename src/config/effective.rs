@@ -79,6 +79,16 @@ impl Settings {
             ("octavia_defaults", "empty_router_grace") => secs(od.scale_out.empty_router_grace),
             ("octavia_defaults", "gateway_kept_grace") => secs(od.gateway_kept_grace.unwrap_or_default()),
             ("octavia_defaults", "move_request_namespaces") => Some(od.scale_out.move_request_namespaces.join(", ")),
+            ("octavia_defaults", "gateways_per_namespace") => {
+                Some(od.gateway_limits.per_namespace.unwrap_or_default().to_string())
+            }
+            ("octavia_defaults", "gateways_per_cluster") => {
+                Some(od.gateway_limits.per_cluster.unwrap_or_default().to_string())
+            }
+            ("octavia_defaults", "gateway_address_tag") => {
+                Some(od.gateway_limits.address_tag.clone().unwrap_or_default())
+            }
+            ("octavia_defaults", "gateway_addresses") => Some(od.gateway_limits.addresses.join(", ")),
             ("octavia_defaults", "request_timeout") => secs(od.request_timeout),
             ("octavia_defaults", "zone_aware_default") => secs_bool(od.zone_aware_default),
             ("octavia_defaults", "zone_weighting_mode") => s(od.zone_weighting_mode.as_str()),

@@ -24,8 +24,8 @@ pub use options::{
 };
 pub use problem::{ConfigProblem, MASKED_VALUE};
 pub use settings::{
-    DEFAULT_INGRESS_CLASS, DefaultSettings, KubernetesSettings, NeutronDefaults, NeutronSettings, OctaviaDefaults,
-    ScaleOut, Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
+    DEFAULT_INGRESS_CLASS, DefaultSettings, GatewayLimits, KubernetesSettings, NeutronDefaults, NeutronSettings,
+    OctaviaDefaults, ScaleOut, Settings, StatusResponderSettings, check_tag, is_uuid, parse_bool, split_list,
 };
 
 use settings::{RawEntry, Reader};

@@ -115,6 +115,9 @@ pub struct OctaviaDefaults {
     /// `gateway_kept_grace`: how long a Gateway not served keeps its load balancer (None: for as
     /// long as the Gateway exists).
     pub gateway_kept_grace: Option<Duration>,
+    /// `gateways_per_namespace`, `gateways_per_cluster`, `gateway_address_tag` and
+    /// `gateway_addresses`: what the tenants' Gateways may take.
+    pub gateway_limits: GatewayLimits,
     pub request_timeout: Duration,
     pub zone_aware_default: bool,
     /// `Backup` implies `health_monitor` (validated).
@@ -140,6 +143,28 @@ pub struct OctaviaDefaults {
     pub tls_secret_read_users: Vec<String>,
     /// Whether the preflight looks at the token's Octavia roles (a warning at most).
     pub preflight_role_check: bool,
+}
+
+/// What the tenants' Gateways may take (`[octavia_defaults]` `gateways_per_namespace`,
+/// `gateways_per_cluster`, `gateway_address_tag`, `gateway_addresses`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GatewayLimits {
+    /// Gateways served per namespace (None: unlimited).
+    pub per_namespace: Option<u32>,
+    /// Gateways served in the cluster (None: unlimited).
+    pub per_cluster: Option<u32>,
+    /// A floating IP with this Neutron tag may be a Gateway's static address.
+    pub address_tag: Option<String>,
+    /// The floating IP addresses a Gateway's static address may be.
+    pub addresses: Vec<String>,
+}
+
+impl GatewayLimits {
+    /// Whether `address` is one of [`Self::addresses`] (compared as addresses, so that
+    /// `2001:db8::1` and `2001:db8:0::1` are one).
+    pub fn lists(&self, address: std::net::IpAddr) -> bool {
+        self.addresses.iter().any(|a| a.parse::<std::net::IpAddr>().is_ok_and(|a| a == address))
+    }
 }
 
 /// `[neutron]`: Keystone authentication for Neutron and Octavia. Validated per `auth_type`:
@@ -312,6 +337,12 @@ impl Reader {
             scale_out: self.scale_out(dns_record_ttl),
             dns_record_ttl,
             gateway_kept_grace: Some(self.value::<Duration>(od, "gateway_kept_grace")).filter(|d| !d.is_zero()),
+            gateway_limits: GatewayLimits {
+                per_namespace: Some(self.value::<u32>(od, "gateways_per_namespace")).filter(|n| *n > 0),
+                per_cluster: Some(self.value::<u32>(od, "gateways_per_cluster")).filter(|n| *n > 0),
+                address_tag: Some(self.value::<String>(od, "gateway_address_tag")).filter(|t| !t.is_empty()),
+                addresses: self.value(od, "gateway_addresses"),
+            },
             request_timeout: self.value(od, "request_timeout"),
             zone_aware_default: self.value(od, "zone_aware_default"),
             zone_weighting_mode: self.choice(od, "zone_weighting_mode"),

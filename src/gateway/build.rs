@@ -8,6 +8,7 @@ use super::backends::forward;
 use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
 use super::keep::{Fates, fates, translated};
+use super::limits::{LIMIT_EXCEEDED, over_limits};
 use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
@@ -62,6 +63,8 @@ struct GatewayWork<'a> {
     entries: Vec<(usize, RouteEntry)>,
     /// The names a request reaches this Gateway by, as far as we know them (see [`known_names`]).
     names: BTreeSet<String>,
+    /// Over `gateways_per_namespace` or `gateways_per_cluster` (`super::limits`): no router.
+    limited: bool,
 }
 
 pub fn translate(world: &World, programmed: &Programmed) -> Translation {
@@ -99,7 +102,15 @@ pub(crate) fn translate_observed(
         let key = (ns_of(gw), name_of(gw));
         let mut names: BTreeSet<String> = programmed.get(&key).into_iter().flatten().cloned().collect();
         names.extend(gw.spec.listeners.iter().filter_map(|l| l.hostname.clone()).filter(|h| !is_wildcard(h)));
-        work.insert(key, GatewayWork { gw, plans, accepted, attached, entries: Vec::new(), names });
+        work.insert(key, GatewayWork { gw, plans, accepted, attached, entries: Vec::new(), names, limited: false });
+    }
+    let served: BTreeSet<(String, String)> =
+        programmed.keys().chain(failures.keys()).chain(holds.keys()).cloned().collect();
+    for (key, message) in over_limits(work.values().map(|w| w.gw), &served, &world.limits) {
+        if let Some(w) = work.get_mut(&key) {
+            w.accepted = Cond::no("Accepted", LIMIT_EXCEEDED, message);
+            w.limited = true;
+        }
     }
     known_names(world, &mut work);
     let mut routes: Vec<RouteOutcome> =
@@ -119,6 +130,11 @@ pub(crate) fn translate_observed(
         let lb = super::naming::load_balancer_name(&ns, &name);
         if w.accepted.ok {
             routers.push(router(&ns, &name, w));
+        } else if w.limited {
+            // Over a limit: no load balancer is built for it; one built before the limit was
+            // lowered keeps its last good state and its address (an operator's edit).
+            fates.limited.insert(lb.clone());
+            fates.kept.insert(lb, KubeRef::new("Gateway", &ns, &name));
         } else if !class_accepted_for(w.gw, world) {
             // The operator's class edit: every Gateway of the class keeps its last good state.
             fates.kept.insert(lb, KubeRef::new("Gateway", &ns, &name));
@@ -221,6 +237,12 @@ fn route_parents(
         let Some(w) = work.get_mut(&gw_key) else { continue };
         let accepted = match attach(route, p, w.gw, &w.plans, world) {
             Err(c) => c,
+            // Its Gateway has no load balancer: the route is not served there, and says so.
+            Ok(_) if w.limited => Cond::no(
+                "Accepted",
+                LIMIT_EXCEEDED,
+                format!("Gateway {}/{} is not served: {}", gw_key.0, gw_key.1, w.accepted.message),
+            ),
             Ok(_) if refused.is_some() => Cond::no("Accepted", "UnsupportedValue", refused.clone().unwrap_or_default()),
             Ok(att) => match entries(route, &att, w, &actions) {
                 Err(m) => Cond::no("Accepted", "UnsupportedValue", m),
@@ -380,10 +402,17 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
 /// `Programmed` of a Gateway whose load balancer failed: `AddressNotUsable` when what failed is
 /// its static address (the driver's `floating_ip` errors: no such floating IP in the project, or
 /// one on another port), else `NoResources`; the message names the error.
+/// The label of a Gateway router's failure that is a refusal before its create (no room for
+/// its load balancer or floating IP under the project's quotas): `NoResources`, with no
+/// load balancer.
+pub const NOT_CREATED_LABEL: &str = "not_created";
+
 fn failed(gw: &Gateway, e: &str) -> Cond {
     // The driver's failures read `<label>: <error>` (`controller::gateway::driver`).
     let label = e.split_once(':').map(|(l, _)| l);
-    if !gw.spec.addresses.is_empty() && label == Some(crate::driver::error::FLOATING_IP_LABEL) {
+    if let Some((NOT_CREATED_LABEL, why)) = e.split_once(':') {
+        Cond::no("Programmed", "NoResources", format!("no load balancer is created:{why}"))
+    } else if !gw.spec.addresses.is_empty() && label == Some(crate::driver::error::FLOATING_IP_LABEL) {
         Cond::no("Programmed", "AddressNotUsable", format!("spec.addresses[0] cannot be used: {e}"))
     } else {
         Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))

@@ -42,6 +42,39 @@ fn a_failed_load_balancer_is_not_programmed_and_names_its_error() {
 
 const BACKEND: &str = "  rules: [{backendRefs: [{name: web, port: 80}]}]";
 
+/// Over `gateways_per_namespace`: the Gateway is not accepted (the limit named), gets no
+/// router (kept: one built before the limit was lowered keeps its address) and its routes are
+/// not accepted on it; the same world without the limit serves both.
+#[test]
+fn a_gateway_over_the_limit_gets_no_router_and_its_routes_are_told() {
+    let yaml = format!(
+        "{}---\n{SVC}{}",
+        gateway_yaml("  - {name: http, port: 80, protocol: HTTP}"),
+        route("r", &format!("  parentRefs: [{{name: gw}}]\n{BACKEND}"))
+    );
+    let mut w = world(&yaml);
+    let mut first = (*w.gateways[0]).clone();
+    first.metadata.name = Some("first".into());
+    first.metadata.creation_timestamp =
+        Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time("2026-01-01T00:00:00Z".parse().unwrap()));
+    w.gateways.push(std::sync::Arc::new(first));
+    w.limits.per_namespace = Some(1);
+    let t = translate(&w, &Programmed::new());
+    let g = t.gateway("infra", "gw").unwrap();
+    let c = g.condition("Accepted").unwrap();
+    assert_eq!((c.ok, c.reason.as_str()), (false, "LimitExceeded"));
+    assert!(c.message.contains("gateways_per_namespace = 1"), "{}", c.message);
+    assert!(t.router("infra", "gw").is_none() && t.router("infra", "first").is_some());
+    let lb = crate::gateway::naming::load_balancer_name("infra", "gw");
+    assert!(t.fates.kept.contains_key(&lb) && t.fates.limited.contains(&lb), "{:?}", t.fates);
+    let (ok, reason, message) = accepted(&t, "r");
+    assert_eq!((ok, reason.as_str()), (false, "LimitExceeded"), "{message}");
+    w.limits.per_namespace = None;
+    let t = translate(&w, &Programmed::new());
+    assert!(t.router("infra", "gw").is_some() && t.router("infra", "first").is_some());
+    assert!(accepted(&t, "r").0);
+}
+
 #[test]
 fn gateway_is_programmed_only_with_an_address_and_reports_it() {
     let t = run("  - {name: http, port: 80, protocol: HTTP}", "", false);

@@ -16,6 +16,9 @@
 //!   (every listener invalid, an unsupported address or parameters): its router keeps its
 //!   address and listener port with no routes (the listener answers 503), as a Gateway that is
 //!   not accepted must not keep serving what the user's edit meant to change.
+//! - `kept` and `limited` (decided by the translation): over `gateways_per_namespace` or
+//!   `gateways_per_cluster` (`super::limits`): no load balancer is built; one built before the
+//!   limit was lowered is kept, with no grace.
 //!
 //! A Gateway of another controller's class without our finalizer is not ours: nothing is kept
 //! for it (a load balancer of ours by its name, if any, is collected like a Gateway gone).
@@ -35,6 +38,9 @@ pub const FINALIZER: &str = CONTROLLER_NAME;
 pub struct Fates {
     /// The routers kept as they are (no write): load-balancer name -> its Gateway.
     pub kept: BTreeMap<String, KubeRef>,
+    /// Those of `kept` whose Gateway is over a limit (`super::limits`): not subject to
+    /// `gateway_kept_grace`.
+    pub limited: BTreeSet<String>,
     /// Load-balancer names of the routers served with no routes (their tables are in `routers`).
     pub suspended: BTreeSet<String>,
     /// The Gateways being deleted with our finalizer: their load balancers to delete.

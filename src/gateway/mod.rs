@@ -15,6 +15,7 @@ pub mod build;
 pub mod holds;
 pub mod hostnames;
 pub mod keep;
+pub mod limits;
 pub mod listeners;
 pub mod matches;
 pub mod naming;

@@ -39,6 +39,8 @@ pub struct World {
     pub services: BTreeMap<(String, String), ServiceInfo>,
     /// (namespace, name) -> Secret.
     pub secrets: BTreeMap<(String, String), SecretInfo>,
+    /// How many Gateways are served per namespace and per cluster (`super::limits`).
+    pub limits: crate::config::GatewayLimits,
 }
 
 /// The namespace of a namespaced object (empty when unset, as in a bad fixture).

@@ -69,6 +69,22 @@ pub struct FloatingIp {
     pub tags: Vec<String>,
 }
 
+/// The part of a project's Neutron quota details we read.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct QuotaDetails {
+    pub floatingip: QuotaDetail,
+}
+
+/// One resource's quota: its `limit` (negative: unlimited), what is `used` and `reserved`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct QuotaDetail {
+    pub limit: i64,
+    pub used: i64,
+    pub reserved: i64,
+}
+
 /// `POST /v2.0/floatingips`.
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -166,6 +182,11 @@ impl Neutron {
     }
     pub async fn list_floating_ips(&self, q: &ListQuery) -> Result<Vec<FloatingIp>> {
         list_all(&self.session, Service::Network, format!("{BASE}/floatingips"), "floatingips", q).await
+    }
+    /// `GET /v2.0/quotas/{project_id}/details.json` (the quota-details extension): each
+    /// resource's limit, use and reservations.
+    pub async fn get_quota_details(&self, project_id: &str) -> Result<QuotaDetails> {
+        self.get(format!("{BASE}/quotas/{project_id}/details.json"), "quota").await
     }
     pub async fn create_floating_ip(&self, f: &FloatingIpCreate) -> Result<FloatingIp> {
         let body = serde_json::to_value(f).expect("serializable");

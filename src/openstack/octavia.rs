@@ -136,6 +136,10 @@ pub struct L7Policy {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Deserialize)]
 #[serde(default)]
 pub struct Quota {
+    /// Load balancers (`load_balancer`; `loadbalancer` before Octavia's 2.x API renamed it).
+    /// Negative: unlimited.
+    #[serde(alias = "loadbalancer")]
+    pub load_balancer: Option<i64>,
     pub l7policy: Option<i64>,
     pub l7rule: Option<i64>,
 }

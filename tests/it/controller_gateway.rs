@@ -114,6 +114,7 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
         debounce: Duration::from_millis(20),
         recheck: Duration::from_millis(200),
         named_secrets: None,
+        limits: Default::default(),
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(gl.run(stop_rx));

@@ -132,6 +132,10 @@ pub(crate) struct Built {
     pub(crate) on_delete: Arc<Mutex<Option<OnDelete>>>,
     /// `[octavia_defaults] gateway_kept_grace` of the routers (None: never).
     pub(crate) kept_grace: Option<Duration>,
+    /// The Gateway limits of the routers (`[octavia_defaults] gateways_per_*`).
+    pub(crate) limits: kuryr_l7_router::config::GatewayLimits,
+    /// What each router passes before its first Sync (None: nothing).
+    pub(crate) admit: Option<kuryr_l7_router::controller::gateway::admission::AdmitGateway>,
 }
 
 /// Gateway routers on the simulator: router N built answers 172.24.4.(100+N), or its static
@@ -144,7 +148,7 @@ pub(crate) fn sim_gateway_routers(built: Built, failing: Vec<String>) -> Gateway
 /// [`sim_gateway_routers`] whose Octavia lists `listed` as our Gateway load balancers at start.
 fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Option<Vec<String>>) -> GatewayRouters {
     Box::new(move |_, gate, _| {
-        let kept_grace = built.kept_grace;
+        let (kept_grace, limits, admit) = (built.kept_grace, built.limits.clone(), built.admit.clone());
         let list = listed.map(|names| {
             Arc::new(move || {
                 let names = names.clone();
@@ -178,7 +182,7 @@ fn sim_gateway_routers_listing(built: Built, failing: Vec<String>, listed: Optio
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list, kept_grace }
+        GatewayBackends { spawn, list, kept_grace, limits, admit }
     })
 }
 

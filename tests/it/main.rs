@@ -24,6 +24,7 @@ mod conformance_status;
 mod controller_client;
 mod controller_gateway;
 mod controller_gateway_keep;
+mod controller_gateway_limits;
 mod controller_gateway_routers;
 mod controller_health;
 mod controller_holds;

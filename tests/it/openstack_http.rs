@@ -519,3 +519,60 @@ async fn a_converge_tags_the_load_balancer_with_the_set_and_the_time_it_became_e
     assert_eq!(body, json!({"loadbalancer": {"tags": new_tags}}));
     assert!(seen[2].starts_with("GET /v2/lbaas/loadbalancers/lb-1 "), "waits for ACTIVE: {seen:?}");
 }
+
+/// The admission of a Gateway's router before its create (`controller::gateway::admission`) on
+/// the scripted cloud: `address`, then the answers in order.
+async fn admit(
+    script: Vec<Answer>,
+    limits: &kuryr_l7_router::config::GatewayLimits,
+    address: Option<&str>,
+) -> (Result<(), kuryr_l7_router::controller::gateway::admission::Refusal>, Vec<String>) {
+    let cloud = Cloud::start(script).await;
+    let neutron = Neutron::new(cloud.session(Duration::from_secs(5)));
+    let octavia = cloud.octavia(Duration::from_secs(5));
+    let address = address.map(|a| a.parse().unwrap());
+    let r =
+        kuryr_l7_router::controller::gateway::admission::admit_on(&octavia, &neutron, limits, "kuryr-gw-web", address)
+            .await;
+    (r, cloud.seen())
+}
+
+/// Octavia's load-balancer quota read against the project's load balancers, Neutron's floating
+/// IP quota details when one is to be allocated; a load balancer of the router's name already
+/// there is no create (no quota read); a static address not allowed is refused before any
+/// quota is read. Only GETs.
+#[tokio::test]
+async fn a_gateway_create_is_checked_against_the_project_quotas_and_its_address_tag() {
+    let limits = kuryr_l7_router::config::GatewayLimits::default();
+    let two = answer(200, json!({"loadbalancers": [{"id": "a", "name": "x"}, {"id": "b", "name": "y"}]}));
+    let lb_quota = |n: i64| answer(200, json!({"quota": {"load_balancer": n, "l7policy": -1}}));
+    let (r, seen) = admit(vec![two.clone(), lb_quota(2)], &limits, None).await;
+    let refusal = r.unwrap_err();
+    assert!(refusal.message.contains("load balancer quota is used up (2 of 2)"), "{refusal:?}");
+    assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?") && seen[0].contains("project_id=p"), "{seen:?}");
+    assert!(seen[1].starts_with("GET /v2/lbaas/quotas/p "), "{seen:?}");
+
+    let fips = answer(200, json!({"quota": {"floatingip": {"limit": 4, "used": 3, "reserved": 1}}}));
+    let (r, seen) = admit(vec![two.clone(), lb_quota(10), fips.clone()], &limits, None).await;
+    assert!(r.unwrap_err().message.contains("floating IP quota is used up (4 of 4)"));
+    assert!(seen[2].starts_with("GET /v2.0/quotas/p/details.json "), "{seen:?}");
+    let room = answer(200, json!({"quota": {"floatingip": {"limit": -1, "used": 9, "reserved": 0}}}));
+    assert_eq!(admit(vec![two.clone(), lb_quota(10), room], &limits, None).await.0, Ok(()));
+
+    let ours = answer(200, json!({"loadbalancers": [{"id": "a", "name": "kuryr-gw-web"}]}));
+    let (r, seen) = admit(vec![ours], &limits, None).await;
+    assert_eq!((r, seen.len()), (Ok(()), 1), "no quota read for a load balancer that exists");
+
+    let tagged = kuryr_l7_router::config::GatewayLimits { address_tag: Some("gw-ok".into()), ..limits.clone() };
+    let fip = |tags: Vec<&str>| {
+        answer(200, json!({"floatingips": [{"id": "f", "floating_ip_address": "203.0.113.9", "tags": tags}]}))
+    };
+    let (r, seen) = admit(vec![fip(vec!["other"])], &tagged, Some("203.0.113.9")).await;
+    assert!(r.unwrap_err().message.contains("203.0.113.9 is not a floating IP the operator allows"));
+    assert_eq!(seen.len(), 1, "no quota read: {seen:?}");
+    assert!(seen[0].contains("floating_ip_address=203.0.113.9"), "{seen:?}");
+    // Allowed by its tag: the quotas are read, and no floating IP quota for a static address.
+    let (r, seen) = admit(vec![fip(vec!["gw-ok"]), two, lb_quota(10)], &tagged, Some("203.0.113.9")).await;
+    assert_eq!((r, seen.len()), (Ok(()), 3), "{seen:?}");
+    assert!(seen.iter().all(|l| l.starts_with("GET ")), "{seen:?}");
+}

@@ -16,6 +16,10 @@
 //! touched. A Gateway not served but still there (`kept`) keeps its router as it is; one not
 //! accepted for its own spec (`suspended`) keeps its port and address with no routes.
 //!
+//! Before a router's first Sync, its admission (`super::gateway_admission`: the static address
+//! allowed, the project's quotas) must pass; a refusal is reported as a failure (no load
+//! balancer is created) and asked again every `GatewayDriver::retry`.
+//!
 //! Members follow their Services at once: an endpoint change of a Service a Gateway route uses
 //! (recorded by the Service handler in [`ServiceChanges`]) becomes Members jobs on the writers of
 //! the Gateway routers whose pools that Service feeds (`crate::controller::gateway::members`), as on the
@@ -24,8 +28,9 @@
 //! [`GatewayDriver::resync`] (a pass whose desired router is unchanged writes nothing); a failed
 //! router is synced again every [`GatewayDriver::retry`].
 
-use crate::config::Settings;
+use crate::config::{GatewayLimits, Settings};
 use crate::controller::context::Stores;
+use crate::controller::gateway::admission::{AdmitGateway, octavia_admission};
 use crate::controller::gateway::members::refill;
 use crate::controller::gateway::routers::desired_routers;
 use crate::controller::metrics::Metrics;
@@ -74,11 +79,17 @@ pub struct GatewayBackends {
     /// `[octavia_defaults] gateway_kept_grace`: how long a kept router (its Gateway not served,
     /// `crate::gateway::keep`) stays before it is deleted; None: for as long as its Gateway.
     pub kept_grace: Option<Duration>,
+    /// `[octavia_defaults] gateways_per_namespace`, `gateways_per_cluster`,
+    /// `gateway_address_tag` and `gateway_addresses` (`crate::gateway::limits`,
+    /// `super::gateway_admission`).
+    pub limits: GatewayLimits,
+    /// What each router passes before its load balancer is created (None: nothing).
+    pub admit: Option<AdmitGateway>,
 }
 
 impl From<SpawnGatewayRouter> for GatewayBackends {
     fn from(spawn: SpawnGatewayRouter) -> Self {
-        Self { spawn, list: None, kept_grace: None }
+        Self { spawn, list: None, kept_grace: None, limits: GatewayLimits::default(), admit: None }
     }
 }
 
@@ -219,6 +230,8 @@ pub(crate) struct GatewayDriver {
     /// See [`GatewayBackends::kept_grace`], with the Warning Event's publisher and, per kept
     /// router, since when it is kept (or None once its grace is over and it was deleted).
     pub(crate) kept: KeptGrace,
+    /// See [`GatewayBackends::admit`].
+    pub admit: Option<AdmitGateway>,
 }
 
 /// The grace of the kept routers (`[octavia_defaults] gateway_kept_grace`).
@@ -338,7 +351,7 @@ impl GatewayDriver {
             }
             match (self.spawn)(&r.name, port, address) {
                 Ok((writer, delete)) => {
-                    let mut slot = self.start(&r.name, owner, port, writer, delete, desired);
+                    let mut slot = self.start(&r.name, owner, (port, address), writer, delete, desired);
                     slot.address = address;
                     slots.insert(r.name.clone(), slot);
                 }
@@ -410,8 +423,11 @@ impl GatewayDriver {
     ) {
         let Some(grace) = self.kept.grace else { return };
         let now = tokio::time::Instant::now();
-        self.kept.since.retain(|name, _| fates.kept.contains_key(name));
-        for (name, gateway) in &fates.kept {
+        let graced = |name: &String| fates.kept.contains_key(name) && !fates.limited.contains(name);
+        self.kept.since.retain(|name, _| graced(name));
+        // A Gateway over a limit is not subject to the grace: most never had a load balancer,
+        // and one that has (the limit lowered) is the tenant's until it fits again or goes.
+        for (name, gateway) in fates.kept.iter().filter(|(name, _)| graced(name)) {
             let since = self.kept.since.entry(name.clone()).or_insert(Some(now));
             let Some(at) = *since else { continue };
             if now < at + grace || deleting.contains_key(name) {
@@ -540,17 +556,16 @@ impl GatewayDriver {
         &self,
         name: &str,
         owner: (String, String),
-        port: u16,
+        (port, address): (u16, Option<IpAddr>),
         writer: Writer,
         delete: DeleteRouter,
         desired: Arc<DesiredRouter>,
     ) -> GatewaySlot {
         tracing::info!(router = %name, namespace = %owner.0, gateway = %owner.1, port, "driving the Gateway's router");
         let (tx, rx) = watch::channel(desired);
+        let admission = self.admit.clone().map(|a| (a, address));
         let task = tokio::spawn(drive(
-            name.to_string(),
-            owner.clone(),
-            writer.handle(),
+            Driven { name: name.to_string(), owner: owner.clone(), writer: writer.handle(), admission },
             rx,
             self.data_plane.clone(),
             self.resync,
@@ -560,19 +575,43 @@ impl GatewayDriver {
     }
 }
 
-/// Syncs one Gateway's router to its desired state on every change, every `resync` (answered
-/// from the writer's last Sync when nothing changed) and `retry` after a failure, reporting each
-/// outcome; ends when its slot is dropped.
-async fn drive(
+/// The router one [`drive`] task syncs.
+struct Driven {
     name: String,
     owner: (String, String),
     writer: WriterHandle,
+    /// Asked before the first Sync, with the Gateway's static address (None: nothing to pass).
+    admission: Option<(AdmitGateway, Option<IpAddr>)>,
+}
+
+/// Syncs one Gateway's router to its desired state on every change, every `resync` (answered
+/// from the writer's last Sync when nothing changed) and `retry` after a failure, reporting each
+/// outcome; ends when its slot is dropped. Nothing is synced (no load balancer is created)
+/// before its admission passes (`super::gateway_admission`): a refusal is reported as a
+/// failure and asked again every `retry`.
+async fn drive(
+    driven: Driven,
     mut desired: watch::Receiver<Arc<DesiredRouter>>,
     data_plane: DataPlane,
     resync: Duration,
     retry: Duration,
 ) {
+    let Driven { name, owner, writer, mut admission } = driven;
     loop {
+        if let Some((admit, address)) = &admission {
+            match admit(&name, *address).await {
+                Ok(()) => admission = None,
+                Err(refusal) => {
+                    tracing::warn!(router = %name, namespace = %owner.0, gateway = %owner.1, reason = %refusal.message, "the Gateway's load balancer is not created");
+                    data_plane.report(&owner, Err(format!("{}: {}", refusal.label, refusal.message)));
+                    tokio::select! {
+                        r = desired.changed() => if r.is_err() { return },
+                        _ = tokio::time::sleep(retry) => {}
+                    }
+                    continue;
+                }
+            }
+        }
         let d = (**desired.borrow_and_update()).clone();
         let mut wait = retry;
         let result = match writer.sync_to(d, false).await {
@@ -638,6 +677,7 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
     Box::new(move |metrics: &Metrics, gate: WriteGate, stores: StampStores| {
         let metrics = metrics.clone();
         let list = list_gateway_routers(&settings, &permits);
+        let (limits, admit) = (settings.octavia_defaults.gateway_limits.clone(), octavia_admission(&settings));
         let spawn = Box::new(move |name: &str, port: u16, address: Option<IpAddr>| {
             let build = || {
                 let m = metrics.clone();
@@ -674,7 +714,7 @@ pub fn octavia_gateway_routers(settings: &Settings, permits: crate::driver::Writ
             });
             Ok((writer, delete))
         }) as SpawnGatewayRouter;
-        GatewayBackends { spawn, list: Some(list), kept_grace }
+        GatewayBackends { spawn, list: Some(list), kept_grace, limits, admit: Some(admit) }
     })
 }
 

@@ -10,6 +10,7 @@
 //! The routers of the Gateways ([`crate::gateway::build::Translation::routers`]) are published on
 //! a watch channel for the router writer; their addresses come back as [`Programmed`].
 
+pub mod admission;
 pub mod driver;
 pub(crate) mod finalizers;
 pub mod members;
@@ -57,6 +58,8 @@ pub struct GatewayLoop {
     /// What names TLS Secrets (the Secret watch keeps only their data): told about the Gateways'
     /// cache, and asked for a re-list when a listener names a Secret held without data.
     pub named_secrets: Option<Arc<crate::controller::ingress::tls_secrets::NamedSecrets>>,
+    /// How many Gateways are served per namespace and per cluster (`crate::gateway::limits`).
+    pub limits: crate::config::GatewayLimits,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -218,7 +221,8 @@ impl GatewayLoop {
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         let mut first = true;
         loop {
-            let w = world(stores, &self.services, &self.secrets);
+            let mut w = world(stores, &self.services, &self.secrets);
+            w.limits = self.limits.clone();
             if let Some(named) = &self.named_secrets {
                 let pending = w.secrets.iter().filter(|(_, i)| **i == crate::gateway::world::SecretInfo::Pending);
                 named.relist_if_held_without_data(&self.secrets, pending.map(|(k, _)| k.clone()));
@@ -313,9 +317,10 @@ pub fn spawn(
         debounce: Duration::from_millis(500),
         recheck: GATEWAY_RECHECK,
         named_secrets: Some(ctx.stores.named_secrets.clone()),
+        limits: routers.as_ref().map(|r| r.limits.clone()).unwrap_or_default(),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
-    if let Some(GatewayBackends { spawn, list, kept_grace }) = routers {
+    if let Some(GatewayBackends { spawn, list, kept_grace, limits: _, admit }) = routers {
         let driver = GatewayDriver {
             stores: ctx.stores.clone(),
             opts,
@@ -328,6 +333,7 @@ pub fn spawn(
             service_changes: ctx.gateway_services.clone(),
             member_change_window: ctx.member_change_window,
             kept: KeptGrace::new(kept_grace, Some(events)),
+            admit,
         };
         tasks.push(tokio::spawn(driver.run(stop)));
     }
