@@ -39,13 +39,16 @@ for line in sys.stdin:
         m = json.loads(line)
     except ValueError:
         continue
-    if m.get("reason") == "compiler-artifact" and m.get("executable"):
-        print(m["executable"])')
+    if m.get("reason") == "compiler-artifact" and m.get("executable") and "test" in m["target"]["kind"]:
+        print(m["executable"])' | tail -n 1)
+  [ -x "$exe" ] || { echo "error: the functional_dataplane test binary was not built" >&2; exit 1; }
   for t in gateway::gateway_api_conformance_ci_cases_through_octavia_rendered_haproxy \
            gateway::gateway_api_conformance_other_cases_through_octavia_rendered_haproxy; do
     OPENSTACK_RELEASE=2025.1 functional/openstack.sh run env KURYR_FUNCTIONAL=1 KURYR_GATEWAY_DATAPLANE=1 \
       KURYR_CONFORMANCE_RESULTS="$results" "$exe" --exact "$t" --nocapture >&2 || true  # its failures are in the results
   done
+  # a data-plane test that did not run must not leave the report as if it had
+  grep -q dataplane "$results" || { echo "error: the data-plane tests recorded no outcome (did they run?)" >&2; exit 1; }
 fi
 
 mkdir -p "$(dirname "$out")"
