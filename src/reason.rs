@@ -142,6 +142,10 @@ reasons! {
     /// The part copied to every router (host-less rules, default certificate) alone exceeds a
     /// router's capacity: more routers do not help.
     SharedOverCapacity,
+    /// A router of the set cannot be built (its create failed: a quota, a refused create): it
+    /// is tried again after a backoff, and new groups go to other routers meanwhile. Published
+    /// on our IngressClass (the operator's object).
+    RouterCreateFailed,
 }
 
 impl Reason {
@@ -220,6 +224,7 @@ impl Reason {
             | OversizedGroup
             | RouterOverCapacity
             | SharedOverCapacity
+            | RouterCreateFailed
             // A Gateway's listener is not a route.
             | ListenerPortUnsupported
             // No condition can be written: its parents cannot be read.

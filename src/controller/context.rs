@@ -429,14 +429,22 @@ impl Context {
         for &index in placed.parts.keys() {
             slots.push((index, self.slot_at(set, index)?));
         }
-        let writes = slots.iter().map(|(i, slot)| {
+        // A router whose create failed waits for its backoff: its Sync is not submitted.
+        let waits: Vec<Option<WriteError>> = slots.iter().map(|(i, _)| self.create_waits(set, *i)).collect();
+        let writes = slots.iter().zip(&waits).map(|((i, slot), wait)| {
             // Each router admits new routes within its own budget: the project's quota minus
             // what the project's other load balancers, the other routers of the set among them,
             // hold (its driver reads it). A router whose budget was never read reads it at its
             // next convergence (a new one reads the project's room before it is created).
             let mut part = placed.parts[i].as_ref().clone();
             part.quota = crate::translate::budget::for_router(placed.whole.quota.as_ref(), slot.budget());
-            slot.writer.sync_to(part, force || !slot.budget_read())
+            let wait = wait.clone();
+            async move {
+                match wait {
+                    Some(e) => Err(e),
+                    None => slot.writer.sync_to(part, force || !slot.budget_read()).await,
+                }
+            }
         });
         let results = futures::future::join_all(writes).await;
         let mine = match scope {
@@ -446,16 +454,20 @@ impl Context {
         let mut answer: Option<Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>> = None;
         let mut synced_routers = Vec::new();
         let mut addresses = BTreeMap::new();
-        for ((index, slot), result) in slots.iter().zip(results) {
+        for (((index, slot), result), waited) in slots.iter().zip(results).zip(&waits) {
             let result = match result {
                 Ok(synced) => {
                     self.took(slot, &synced);
+                    self.router_synced(set, *index, slot);
                     synced_routers.push(*index);
                     addresses.insert(*index, synced.report.address);
                     let out = self.set_outputs(&placed, *index, slot, &synced, scope).await;
                     out.map(|()| (synced.desired, synced.report))
                 }
                 Err(e) => {
+                    if waited.is_none() {
+                        self.router_failed(set, *index, slot, &e).await;
+                    }
                     tracing::warn!(router = %slot.name, error = %e, "router sync failed: its groups wait");
                     // The Event on the Ingress says which router of the set holds it back.
                     Err(HandlerError::Octavia(WriteError::new(e.label, format!("router {}: {}", slot.name, e.message))))

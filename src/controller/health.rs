@@ -39,15 +39,24 @@ pub struct RouterReadiness {
     /// The router refuses every write (ERROR, or busy beyond `write_timeout`): not ready while
     /// it lasts, ready again by itself once the router is ACTIVE.
     pub blocked: bool,
+    /// Failed creates in a row of a router of the set (0: none), and the wait before the next
+    /// try after the last one.
+    pub create_failures: u32,
+    pub create_retry_secs: u64,
 }
 
 impl RouterReadiness {
     /// `None` when ready, else why not.
-    fn missing(&self) -> Option<&'static str> {
-        if !self.ready {
-            Some("not ready")
+    fn missing(&self) -> Option<String> {
+        if !self.ready && self.create_failures > 0 {
+            Some(format!(
+                "cannot be built ({} failed creates, next try {} s after the last; new groups go to other routers)",
+                self.create_failures, self.create_retry_secs
+            ))
+        } else if !self.ready {
+            Some("not ready".into())
         } else if self.blocked {
-            Some("refuses writes (provisioning_status ERROR or immutable)")
+            Some("refuses writes (provisioning_status ERROR or immutable)".into())
         } else {
             None
         }
@@ -86,7 +95,7 @@ impl Readiness {
             Some(_) => "not ready\n".to_string(),
         };
         for (name, r) in &self.routers {
-            out.push_str(&format!("router {name}: {}\n", r.missing().unwrap_or("ready")));
+            out.push_str(&format!("router {name}: {}\n", r.missing().as_deref().unwrap_or("ready")));
         }
         out
     }
@@ -140,7 +149,7 @@ mod tests {
 
     #[test]
     fn missing_names_each_reason_per_router() {
-        let r = |ready, blocked| RouterReadiness { ready, blocked };
+        let r = |ready, blocked| RouterReadiness { ready, blocked, ..RouterReadiness::default() };
         let with = |caches_synced, routers: &[(&str, RouterReadiness)]| Readiness {
             caches_synced,
             routers: routers.iter().map(|(n, r)| (n.to_string(), *r)).collect(),
@@ -163,6 +172,13 @@ mod tests {
             "not ready\nrouter a: ready\nrouter b: refuses writes (provisioning_status ERROR or immutable)\n"
         );
         assert_eq!(with(true, &[("a", r(true, false))]).report(), "ready\nrouter a: ready\n");
+        // A router of the set whose create fails is named with its count and wait.
+        let failing = RouterReadiness { create_failures: 3, create_retry_secs: 40, ..RouterReadiness::default() };
+        assert_eq!(
+            with(true, &[("a", r(true, false)), ("a-3", failing)]).report(),
+            "not ready\nrouter a: ready\nrouter a-3: cannot be built (3 failed creates, next try 40 s after the \
+             last; new groups go to other routers)\n"
+        );
         // A standby drives no router: ready once its caches are.
         assert_eq!(with(true, &[]).missing(), None);
     }

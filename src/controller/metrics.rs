@@ -114,6 +114,10 @@ pub struct Metrics {
     pub(crate) ingresses_waiting_for_quota: Family<RouterLabels, Gauge>,
     /// Translations of the whole cluster (one per Sync job, whatever its waiters).
     pub translations: Family<RouterLabels, Counter>,
+    /// Failed creates of a router of the set (quota, refused create).
+    pub router_create_failures: Family<RouterLabels, Counter>,
+    /// The wait before the next create of a router whose create failed (0: none waits).
+    pub(crate) router_create_backoff: Family<RouterLabels, Gauge>,
     /// The weighting rules last counted per router, so that a rule gone from one router's
     /// pools is removed without touching the other routers' series.
     weighting_rules: std::sync::Arc<std::sync::Mutex<HashMap<String, Vec<&'static str>>>>,
@@ -144,6 +148,8 @@ impl Default for Metrics {
             router_writes_blocked: Family::default(),
             ingresses_waiting_for_quota: Family::default(),
             translations: Family::default(),
+            router_create_failures: Family::default(),
+            router_create_backoff: Family::default(),
             weighting_rules: Default::default(),
         }
     }
@@ -164,6 +170,17 @@ impl Metrics {
             "write_failures",
             "Octavia writes refused for good (their object put on hold, the others go on), by reason",
             m.write_failures.clone(),
+        );
+        registry.register(
+            "router_create_failures",
+            "Failed creates of a router of the set (amphora, Nova or floating-IP quota, refused create); retried after a backoff",
+            m.router_create_failures.clone(),
+        );
+        registry.register_with_unit(
+            "router_create_backoff",
+            "The wait before the next create of a router whose create failed (0: none waits)",
+            prometheus_client::registry::Unit::Seconds,
+            m.router_create_backoff.clone(),
         );
         registry.register(
             "router_writes_blocked",
@@ -341,6 +358,17 @@ impl RouterMetrics {
     /// One translation of the whole cluster for this router.
     pub fn translated(&self) {
         self.metrics.translations.get_or_create(&self.labels()).inc();
+    }
+
+    /// A create of the router failed; the next waits `backoff`.
+    pub(crate) fn create_failed(&self, backoff: Duration) {
+        self.metrics.router_create_failures.get_or_create(&self.labels()).inc();
+        self.metrics.router_create_backoff.get_or_create(&self.labels()).set(backoff.as_secs() as i64);
+    }
+
+    /// The router synced: no create waits.
+    pub(crate) fn create_ok(&self) {
+        self.metrics.router_create_backoff.get_or_create(&self.labels()).set(0);
     }
 
     /// Whether the router refuses every write now.

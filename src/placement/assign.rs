@@ -2,7 +2,10 @@
 //!
 //! The rules (see `docs/scale-out.md`): every host on exactly one router; a placed group stays
 //! where it is (also when its router fills up or other groups go away); a new group goes to the
-//! router with the most room that fits it, else to a new router; a group too big for any router
+//! router with the most room that fits it among the routers that take new groups (not failing,
+//! see [`super::health`]), else to a new router (unless a router of the set fails: then to the
+//! failing router with room, where it waits, rather than to one more router that would fail
+//! the same way); a group too big for any router
 //! gets a router of its own and a warning; groups that merge stay on the router holding most of
 //! their hosts and the other parts are moved there, make-before-break; an empty router other
 //! than the first is deleted once it has been empty for a grace period.
@@ -12,6 +15,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::groups::{GroupId, HostGroup, IngressClaim, group_claims};
+use super::health::RouterHealth;
 use super::{Capacity, Cost, RouterIndex, UnixSeconds};
 
 /// What the placement recorded about an existing router.
@@ -25,6 +29,10 @@ pub struct RouterRecord {
     /// that load balancer by name.
     #[serde(default)]
     pub untagged: bool,
+    /// Its health as its writer last saw it: a router that fails, or has not been healthy for
+    /// long, takes no new group (the groups placed there stay).
+    #[serde(default)]
+    pub health: RouterHealth,
 }
 
 /// Everything placement depends on; nothing else is read.
@@ -117,6 +125,10 @@ struct Loads {
     cost: BTreeMap<RouterIndex, Cost>,
     groups: BTreeMap<RouterIndex, BTreeSet<GroupId>>,
     held: BTreeSet<RouterIndex>,
+    /// Routers that take no new group ([`RouterHealth::takes_new_groups`]).
+    closed: BTreeSet<RouterIndex>,
+    /// A router of the set fails now: no new router is opened while one is in use elsewhere.
+    failing: bool,
 }
 
 impl Loads {
@@ -147,7 +159,17 @@ pub fn place(input: &PlacementInput) -> Placement {
     let named: BTreeSet<RouterIndex> = input.current.values().copied().collect();
     let held: BTreeSet<RouterIndex> =
         input.routers.iter().filter(|(r, rec)| rec.untagged && !named.contains(r)).map(|(r, _)| *r).collect();
-    let mut loads = Loads { cap: input.capacity, shared, cost: BTreeMap::new(), groups: BTreeMap::new(), held };
+    let closed = input.routers.iter().filter(|(_, rec)| !rec.health.takes_new_groups(input.now)).map(|(r, _)| *r);
+    let failing = input.routers.values().any(|rec| rec.health == RouterHealth::Failing);
+    let mut loads = Loads {
+        cap: input.capacity,
+        shared,
+        cost: BTreeMap::new(),
+        groups: BTreeMap::new(),
+        held,
+        closed: closed.collect(),
+        failing,
+    };
     let known = input.routers.keys().filter(|r| !loads.held.contains(r)).chain(&named).copied().chain([0]);
     for r in known {
         loads.cost.insert(r, shared);
@@ -228,16 +250,22 @@ fn grace_over(input: &PlacementInput, router: RouterIndex) -> bool {
     since.is_some_and(|t| input.now >= t.saturating_add(input.empty_grace_secs))
 }
 
-/// A router for a group placed for the first time.
+/// A router for a group placed for the first time: among the routers that take new groups;
+/// failing that, a new router, unless a router of the set fails (a quota or a refused create
+/// fails the next router too): then a failing router, where the group waits for it.
 fn choose_router(
     loads: &mut Loads,
     expired: &BTreeSet<RouterIndex>,
     group: &HostGroup,
     warnings: &mut Vec<PlacementWarning>,
 ) -> RouterIndex {
-    let candidates: Vec<RouterIndex> = loads.cost.keys().copied().filter(|r| !expired.contains(r)).collect();
+    let (open, closed): (Vec<RouterIndex>, Vec<RouterIndex>) =
+        loads.cost.keys().copied().filter(|r| !expired.contains(r)).partition(|r| !loads.closed.contains(r));
+    let failing = loads.failing;
     if !loads.shared.plus(group.cost).fits(loads.cap) {
-        let router = candidates.iter().copied().find(|&r| loads.is_empty(r)).unwrap_or_else(|| loads.new_router());
+        let empty = |list: &[RouterIndex]| list.iter().copied().find(|&r| loads.is_empty(r));
+        let router =
+            empty(&open).or_else(|| if failing { empty(&closed) } else { None }).unwrap_or_else(|| loads.new_router());
         warnings.push(PlacementWarning::OversizedGroup {
             group: group.id.clone(),
             cost: loads.shared.plus(group.cost),
@@ -245,8 +273,19 @@ fn choose_router(
         });
         return router;
     }
+    if let Some(router) = most_room(loads, &open, group) {
+        return router;
+    }
+    if failing && let Some(router) = most_room(loads, &closed, group) {
+        return router;
+    }
+    loads.new_router()
+}
+
+/// The router of `candidates` with the most room that `group` fits (ties: the lowest index).
+fn most_room(loads: &Loads, candidates: &[RouterIndex], group: &HostGroup) -> Option<RouterIndex> {
     let mut best: Option<(RouterIndex, u64)> = None;
-    for r in candidates {
+    for &r in candidates {
         let used = loads.cost[&r];
         if !used.plus(group.cost).fits(loads.cap) {
             continue;
@@ -256,7 +295,7 @@ fn choose_router(
             best = Some((r, room));
         }
     }
-    best.map_or_else(|| loads.new_router(), |(r, _)| r)
+    best.map(|(r, _)| r)
 }
 
 /// Routers over capacity for any reason other than one oversized group placed alone.
@@ -375,5 +414,42 @@ mod tests {
         assert_eq!(p.group_router["a.com"], 3);
         let moves: Vec<_> = p.moves.iter().map(|m| (m.hosts.len(), m.from, m.to)).collect();
         assert_eq!(moves, [(2, 0, 3)]);
+    }
+
+    /// A router that fails, or has not been healthy for its settle period, gets no new group:
+    /// it goes to the router with room among the others. The groups placed on it stay. When no
+    /// other router has room, no new router is opened while one fails (it would fail the same
+    /// way): the group waits on the failing router. A router only recovering opens none.
+    #[test]
+    fn new_groups_stay_off_routers_that_fail_or_have_not_settled() {
+        use RouterHealth::{Failing, Healthy, Recovering};
+        // Router 0 holds a.com (5 policies), 1 holds b.com (4), 2 holds d.com (1); new: c.com
+        // (`c` policies). Capacity 10, shared 1: rooms 40 %, 50 %, 80 %.
+        let placed = |health: RouterHealth, c: u32| {
+            let claims = vec![claim("ns/a", &["a.com"], 5), claim("ns/b", &["b.com"], 4), claim("ns/d", &["d.com"], 1)];
+            let mut claims = claims;
+            claims.push(claim("ns/c", &["c.com"], c));
+            let mut i = input(claims, &[("a.com", 0), ("b.com", 1), ("d.com", 2)]);
+            i.routers.insert(2, RouterRecord { health, ..RouterRecord::default() });
+            let p = place(&i);
+            assert_eq!(p.host_router["d.com"], 2, "a placed group stays ({health:?})");
+            p.host_router["c.com"]
+        };
+        // (router 2's health at now = 1000, c.com's policies, c.com's router)
+        let cases = [
+            (Healthy, 2, 2),
+            (Failing, 2, 1),
+            (Recovering { until: 1300 }, 2, 1),
+            (Recovering { until: 1000 }, 2, 2),
+            // Fits only on router 2: it waits there rather than on a new router.
+            (Failing, 6, 2),
+            // Router 2 is built (recovering): a new router, as for a full set.
+            (Recovering { until: 1300 }, 6, 3),
+            // Fits nowhere: a new router either way.
+            (Failing, 9, 3),
+        ];
+        for (health, c, want) in cases {
+            assert_eq!(placed(health, c), want, "router 2 {health:?}, c.com {c} policies");
+        }
     }
 }

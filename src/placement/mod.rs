@@ -7,6 +7,7 @@
 //!
 //! - [`groups`]: the unit placed, a host group (hosts tied together by Ingresses), and its cost.
 //! - [`assign`]: which router each group goes to, keeping every placed group where it is.
+//! - [`health`]: which routers take new groups (a failing router does not).
 //! - [`moves`]: the make-before-break move of a group between two routers, as a state machine.
 //! - [`relief`]: which group a router over capacity sends elsewhere (the group that grew).
 //! - [`split`]: the translation's desired router → the placement's input, and one desired
@@ -15,6 +16,7 @@
 
 pub mod assign;
 pub mod groups;
+pub mod health;
 pub mod moves;
 pub mod relief;
 pub mod report;
@@ -24,6 +26,7 @@ use serde::{Deserialize, Serialize};
 
 pub use assign::{Placement, PlacementInput, PlacementWarning, RouterFate, RouterRecord, place};
 pub use groups::{GroupId, HostGroup, IngressClaim, group_claims};
+pub use health::{ROUTER_SETTLE_SECS, RouterHealth};
 pub use moves::{DEFAULT_DNS_RECORD_TTL_SECS, DNS_UPDATE_MARGIN_SECS, MovePhase, MovePlan, MoveTimings};
 
 /// Seconds since the Unix epoch, passed in by the caller (placement never reads a clock).

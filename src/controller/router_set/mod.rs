@@ -18,6 +18,8 @@
 //! every group where it was without reading any router. The annotations of versions before are
 //! read once, at the upgrade, and kept only where Octavia confirms them (`set_migration`).
 
+pub mod health;
+pub mod health_outputs;
 pub mod migration;
 pub mod move_outputs;
 pub mod moves;
@@ -130,6 +132,9 @@ pub struct RouterSet {
     /// Held from the snapshot of `records` to the end of its write: an older snapshot is never
     /// written over a newer one.
     saving: tokio::sync::Mutex<()>,
+    /// Each router's health from its Syncs: placement keeps new groups off a failing router,
+    /// and a failing create waits for its backoff.
+    health: health::SetHealth,
 }
 
 impl RouterSet {
@@ -154,6 +159,7 @@ impl RouterSet {
             store: None,
             operator_asks: Mutex::default(),
             saving: tokio::sync::Mutex::new(()),
+            health: health::SetHealth::default(),
         }
     }
 
@@ -197,6 +203,11 @@ impl RouterSet {
         let handle = writer.handle();
         self.writers.lock().expect("lock").push(writer);
         Ok(handle)
+    }
+
+    /// Each router's health as its Syncs told it.
+    pub(crate) fn health(&self) -> &health::SetHealth {
+        &self.health
     }
 
     /// The writers spawned so far (shutdown drains them).
@@ -305,6 +316,11 @@ impl RouterSet {
         for r in self.untagged.lock().expect("lock").iter() {
             routers.entry(*r).or_default().untagged = true;
         }
+        // Health only marks the routers known otherwise: it never adds one to the placement.
+        let now = unix_now();
+        for (r, record) in &mut routers {
+            record.health = self.health.of(*r, now, crate::placement::ROUTER_SETTLE_SECS);
+        }
         routers
     }
 
@@ -400,6 +416,7 @@ impl RouterSet {
     pub fn deleted(&self, index: RouterIndex) {
         self.gone.lock().expect("lock").insert(index);
         self.empty_since.lock().expect("lock").remove(&index);
+        self.health.forget(index);
     }
 
     /// The moves in progress (the records, with this controller's newer state over them),
@@ -493,11 +510,15 @@ impl RouterSet {
         let grace = self.scale_out.empty_router_grace.as_secs();
         let empty = self.empty_since.lock().expect("lock");
         let ends = empty.values().map(|since| since.saturating_add(grace)).filter(|end| *end > now).min();
-        let deadline = moves.into_iter().chain(ends).min()?;
+        // A failing create is tried again when its backoff ends.
+        let retry = self.health.next_retry(Instant::now()).map(|d| d + MOVE_WAKE_MARGIN);
+        let Some(deadline) = moves.into_iter().chain(ends).min() else { return retry };
         let now_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis());
         let at_ms = u128::from(deadline) * 1000;
         // A little after the second the deadline names, so that the clock has reached it.
-        Some(Duration::from_millis(u64::try_from(at_ms.saturating_sub(now_ms)).unwrap_or(u64::MAX)) + MOVE_WAKE_MARGIN)
+        let wake =
+            Duration::from_millis(u64::try_from(at_ms.saturating_sub(now_ms)).unwrap_or(u64::MAX)) + MOVE_WAKE_MARGIN;
+        Some(retry.map_or(wake, |r| r.min(wake)))
     }
 }
 

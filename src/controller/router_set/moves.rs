@@ -139,7 +139,10 @@ pub fn place_with_moves(
     // never moved automatically: the next Sync would move it back to the named router.
     let asked = |g: &HostGroup| asks.iter().any(|a| a.target.is_ok() && g.ingresses.contains(&a.ingress));
     grown.retain(|id| placement.groups.iter().find(|g| &g.id == id).is_none_or(|g| !asked(g)));
-    let busy: BTreeSet<RouterIndex> = moves.values().chain(&started).flat_map(|m| [m.from, m.to]).collect();
+    let mut busy: BTreeSet<RouterIndex> = moves.values().chain(&started).flat_map(|m| [m.from, m.to]).collect();
+    // A router that fails (or has not settled) is neither a relief's target nor its source: a
+    // move to or from it would wait on a Sync that does not succeed.
+    busy.extend(params.routers.iter().filter(|(_, rec)| !rec.health.takes_new_groups(now)).map(|(r, _)| *r));
     for (request, cause) in relief::relief_moves(&placement, params.capacity, &grown, &busy) {
         started.push(MovePlan::start(&request, now).because(cause));
     }
