@@ -89,44 +89,13 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let name = unique("gw2", "lb");
-    let gateway = format!("{name}-web");
-    let fake = Fake::new();
-    fixtures(&fake, &gateway);
-    let (api, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let s = settings(&api, &token, &name);
-    let lb_name = load_balancer_name("shop", &gateway);
-    // The same router as the controller's, to read Octavia back and to clean up.
-    let gw_router =
-        kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb_name, 80, None, WritePermits::unlimited())
-            .unwrap();
-    let ingress_router = kuryr_l7_router::wiring::router_observed_at(&s, None, 0, WritePermits::unlimited()).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let h = Harness::start("lb").await;
+    let (fake, gateway, gw_router) = (&h.fake, h.gateway.as_str(), &h.gw_router);
     let started = Instant::now();
-    let gateways = octavia_gateway_routers(&s, WritePermits::unlimited());
-    let run = tokio::spawn(run_set_with_gateways(s.clone(), octavia_backends(&s), Some(gateways), async move {
-        let _ = stopped.await;
-    }));
     // The VIP port: the local stack's noop network driver leaves it after the delete.
     let vip_port = std::sync::Mutex::new(None::<String>);
     let body = async {
-        let deadline = Instant::now() + Duration::from_secs(80);
-        let address = loop {
-            if let Some(a) = programmed(&fake, &gateway) {
-                break a;
-            }
-            if Instant::now() >= deadline {
-                let lb = gw_router.find().await.map(|l| l.map(|l| (l.name, l.provisioning_status)));
-                panic!(
-                    "the Gateway not Programmed in 80 s (load balancer: {lb:?}): {}",
-                    gateway_status(&fake, &gateway)
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-        };
+        let address = wait_programmed(fake, gateway, gw_router, 80).await;
         eprintln!("Gateway Programmed in {:.1} s at {address}", started.elapsed().as_secs_f64());
         let lb = gw_router.find().await.unwrap().expect("the Gateway's load balancer exists");
         *vip_port.lock().unwrap() = lb.vip_port_id.clone();
@@ -140,7 +109,7 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
             .map(|f| f.floating_ip_address)
             .collect();
         assert_eq!(fips, BTreeSet::from([address.clone()]), "status.addresses = the load balancer's floating IP");
-        let actual = read_router(&gw_router).await;
+        let actual = read_router(gw_router).await;
         let paths: Vec<&str> = actual
             .policies
             .iter()
@@ -153,7 +122,7 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
             actual.pools.iter().flat_map(|p| p.members.iter()).map(|m| m.address.to_string()).collect();
         assert!(members.contains(&"10.0.0.61".to_string()), "the route's endpoint: {members:?}");
 
-        fake.remove(&format!("{GW_API}/gateways"), "shop", &gateway);
+        fake.remove(&format!("{GW_API}/gateways"), "shop", gateway);
         let deadline = Instant::now() + Duration::from_secs(60);
         while gw_router.find().await.unwrap().is_some() {
             assert!(Instant::now() < deadline, "the Gateway's load balancer not deleted in 60 s");
@@ -164,23 +133,74 @@ async fn gateway_lb_programmed_with_its_floating_ip_and_deleted_with_its_gateway
         eprintln!("Gateway deleted, its load balancer gone, {:.1} s in all", started.elapsed().as_secs_f64());
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(60), run).await;
-    cleanup(&gw_router).await;
-    cleanup(&ingress_router).await;
     let port = vip_port.lock().unwrap().clone();
-    if let Some(port) = port
-        && gw_router.neutron().get_port(&port).await.is_ok_and(|p| p.device_owner == "Octavia")
-    {
-        let _ = gw_router.neutron().delete_port(&port).await;
-    }
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    h.finish(port, result).await;
 }
 
 fn gateway_status(fake: &Fake, gateway: &str) -> Value {
     fake.get(&format!("{GW_API}/gateways"), "shop", gateway).map(|g| g["status"].clone()).unwrap_or_default()
+}
+
+/// A controller (`run_set_with_gateways`, the real driver on the local Octavia) serving the
+/// `fixtures` Gateway on a fake API server, with the routers it drives for reading back and
+/// cleaning up.
+struct Harness {
+    fake: std::sync::Arc<Fake>,
+    gateway: String,
+    gw_router: kuryr_l7_router::driver::Router,
+    ingress_router: kuryr_l7_router::driver::Router,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Harness {
+    async fn start(label: &str) -> Self {
+        // `RUST_LOG=info` shows the controller's logs.
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .with_test_writer()
+            .try_init();
+        let name = unique("gw2", label);
+        let gateway = format!("{name}-web");
+        let fake = Fake::new();
+        fixtures(&fake, &gateway);
+        let (api, _) = fake.serve().await;
+        let dir = tempfile::tempdir().unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, "fake-token\n").unwrap();
+        let s = settings(&api, &token, &name);
+        let lb_name = load_balancer_name("shop", &gateway);
+        // The same router as the controller's, to read Octavia back and to clean up.
+        let gw_router =
+            kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb_name, 80, None, WritePermits::unlimited())
+                .unwrap();
+        let ingress_router =
+            kuryr_l7_router::wiring::router_observed_at(&s, None, 0, WritePermits::unlimited()).unwrap();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let gateways = octavia_gateway_routers(&s, WritePermits::unlimited());
+        let run = tokio::spawn(run_set_with_gateways(s.clone(), octavia_backends(&s), Some(gateways), async move {
+            let _ = stopped.await;
+        }));
+        Harness { fake, gateway, gw_router, ingress_router, stop, run, _dir: dir }
+    }
+
+    /// Stops the controller, deletes what the test left (and the VIP `port`, which the local
+    /// stack's noop network driver leaves after a delete), then re-raises the test's panic.
+    async fn finish(self, port: Option<String>, result: std::thread::Result<()>) {
+        let _ = self.stop.send(());
+        let _ = tokio::time::timeout(Duration::from_secs(60), self.run).await;
+        cleanup(&self.gw_router).await;
+        cleanup(&self.ingress_router).await;
+        if let Some(port) = port
+            && self.gw_router.neutron().get_port(&port).await.is_ok_and(|p| p.device_owner == "Octavia")
+        {
+            let _ = self.gw_router.neutron().delete_port(&port).await;
+        }
+        if let Err(panic) = result {
+            std::panic::resume_unwind(panic);
+        }
+    }
 }
 
 /// The Gateway's `Programmed: True` address, waited for up to `secs`.
@@ -226,34 +246,17 @@ async fn gateway_lb_keeps_its_floating_ip_when_its_class_is_deleted_and_created_
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_test_writer()
         .try_init();
-    let name = unique("gw2", "keep");
-    let gateway = format!("{name}-web");
-    let fake = Fake::new();
-    fixtures(&fake, &gateway);
-    let (api, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
-    let s = settings(&api, &token, &name);
-    let lb_name = load_balancer_name("shop", &gateway);
-    let gw_router =
-        kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb_name, 80, None, WritePermits::unlimited())
-            .unwrap();
-    let ingress_router = kuryr_l7_router::wiring::router_observed_at(&s, None, 0, WritePermits::unlimited()).unwrap();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let gateways = octavia_gateway_routers(&s, WritePermits::unlimited());
-    let run = tokio::spawn(run_set_with_gateways(s.clone(), octavia_backends(&s), Some(gateways), async move {
-        let _ = stopped.await;
-    }));
+    let h = Harness::start("keep").await;
+    let (fake, gateway, gw_router) = (&h.fake, h.gateway.as_str(), &h.gw_router);
     let vip_port = std::sync::Mutex::new(None::<String>);
     let class = fake.get(&format!("{GW_API}/gatewayclasses"), "", "kuryr").unwrap();
     let body = async {
-        let address = wait_programmed(&fake, &gateway, &gw_router, 80).await;
+        let address = wait_programmed(fake, gateway, gw_router, 80).await;
         let lb = gw_router.find().await.unwrap().expect("the Gateway's load balancer exists");
         *vip_port.lock().unwrap() = lb.vip_port_id.clone();
-        assert_eq!(vip_floating_ips(&gw_router, &lb).await, BTreeSet::from([address.clone()]));
+        assert_eq!(vip_floating_ips(gw_router, &lb).await, BTreeSet::from([address.clone()]));
         let deadline = Instant::now() + Duration::from_secs(20);
-        while finalizers(&fake, &gateway).is_empty() {
+        while finalizers(fake, gateway).is_empty() {
             assert!(Instant::now() < deadline, "no finalizer on the Gateway in 20 s");
             tokio::time::sleep(Duration::from_millis(250)).await;
         }
@@ -263,42 +266,31 @@ async fn gateway_lb_keeps_its_floating_ip_when_its_class_is_deleted_and_created_
         tokio::time::sleep(Duration::from_secs(15)).await;
         let kept = gw_router.find().await.unwrap().expect("the load balancer kept while the class is gone");
         assert_eq!(kept.id, lb.id, "the same load balancer");
-        assert_eq!(vip_floating_ips(&gw_router, &kept).await, BTreeSet::from([address.clone()]), "the same address");
+        assert_eq!(vip_floating_ips(gw_router, &kept).await, BTreeSet::from([address.clone()]), "the same address");
 
         let mut again = class.clone();
         again["metadata"] = json!({"name": "kuryr", "generation": 1});
         fake.put("gatewayclasses", again);
-        let readdressed = wait_programmed(&fake, &gateway, &gw_router, 60).await;
+        let readdressed = wait_programmed(fake, gateway, gw_router, 60).await;
         assert_eq!(readdressed, address, "Programmed again on the same address");
         let same = gw_router.find().await.unwrap().expect("the load balancer");
         assert_eq!(same.id, lb.id, "the same load balancer");
         eprintln!("class deleted and created again: load balancer {} and {address} kept", lb.id);
 
-        let mut deleting = fake.get(&format!("{GW_API}/gateways"), "shop", &gateway).unwrap();
+        let mut deleting = fake.get(&format!("{GW_API}/gateways"), "shop", gateway).unwrap();
         deleting["metadata"]["deletionTimestamp"] = json!("2026-01-01T00:00:00Z");
         fake.put("gateways", deleting);
         let deadline = Instant::now() + Duration::from_secs(90);
-        while !finalizers(&fake, &gateway).is_empty() {
+        while !finalizers(fake, gateway).is_empty() {
             assert!(Instant::now() < deadline, "the finalizer not removed in 90 s");
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
         assert!(gw_router.find().await.unwrap().is_none(), "the load balancer deleted before the finalizer went");
         let left = gw_router.neutron().list_floating_ips(&ListQuery::default()).await.unwrap();
         assert!(!left.iter().any(|f| f.floating_ip_address == address), "its floating IP released");
-        fake.remove(&format!("{GW_API}/gateways"), "shop", &gateway);
+        fake.remove(&format!("{GW_API}/gateways"), "shop", gateway);
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    let _ = stop.send(());
-    let _ = tokio::time::timeout(Duration::from_secs(60), run).await;
-    cleanup(&gw_router).await;
-    cleanup(&ingress_router).await;
     let port = vip_port.lock().unwrap().clone();
-    if let Some(port) = port
-        && gw_router.neutron().get_port(&port).await.is_ok_and(|p| p.device_owner == "Octavia")
-    {
-        let _ = gw_router.neutron().delete_port(&port).await;
-    }
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    h.finish(port, result).await;
 }
