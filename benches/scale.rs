@@ -84,9 +84,74 @@ fn best_of<T>(n: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     (best, out.unwrap())
 }
 
+/// The best wall time and the best CPU time of some runs, in seconds.
+#[derive(Clone, Copy)]
+struct Took {
+    wall: f64,
+    cpu: f64,
+}
+
+impl std::fmt::Display for Took {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{:.1} ms (CPU {:.1} ms)", self.wall * 1e3, self.cpu * 1e3)
+    }
+}
+
+/// This thread's time on a core so far, in seconds (Linux's schedstat). Unlike wall time it
+/// hardly grows while other processes share the cores, so the guard compares CPU times.
+fn thread_cpu() -> f64 {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").unwrap_or_default();
+    stat.split_whitespace().next().and_then(|ns| ns.parse::<f64>().ok()).unwrap_or(0.0) / 1e9
+}
+
+/// [`best_of`] with the best CPU time beside the best wall time.
+fn timed<T>(n: usize, mut f: impl FnMut() -> T) -> (Took, T) {
+    let mut best = Took { wall: f64::MAX, cpu: f64::MAX };
+    let mut out = None;
+    for _ in 0..n {
+        drop(out.take());
+        let (t, c) = (Instant::now(), thread_cpu());
+        out = Some(f());
+        best.cpu = best.cpu.min(thread_cpu() - c);
+        best.wall = best.wall.min(t.elapsed().as_secs_f64());
+    }
+    (best, out.unwrap())
+}
+
+/// The resync guard (issue 36): the plan of an unchanged router and the full resync (translate
+/// + plan), each as a multiple of the translation measured in the same run, in CPU time. A later
+/// change that doubles either fails the bench. The limits are twice the ratios measured when the
+/// guard was set (see docs/benchmarks.md, "Controller scale").
+const STEADY_PLAN_PER_TRANSLATE_LIMIT: f64 = 2.0 * STEADY_PLAN_PER_TRANSLATE;
+const FULL_RESYNC_PER_TRANSLATE_LIMIT: f64 = 2.0 * FULL_RESYNC_PER_TRANSLATE;
+const STEADY_PLAN_PER_TRANSLATE: f64 = 0.5;
+const FULL_RESYNC_PER_TRANSLATE: f64 = 2.0;
+
+fn resync_guard(translate: Took, steady: Took, full: Took) {
+    let (steady_ratio, full_ratio) = (steady.cpu / translate.cpu, full.cpu / translate.cpu);
+    println!(
+        "resync guard (CPU time per translate): unchanged-router plan {steady_ratio:.2} (limit \
+         {STEADY_PLAN_PER_TRANSLATE_LIMIT:.2}), full resync {full_ratio:.2} (limit {FULL_RESYNC_PER_TRANSLATE_LIMIT:.2})"
+    );
+    assert!(
+        steady_ratio <= STEADY_PLAN_PER_TRANSLATE_LIMIT,
+        "the plan of an unchanged router costs {steady_ratio:.2} translations, over twice its {STEADY_PLAN_PER_TRANSLATE}"
+    );
+    assert!(
+        full_ratio <= FULL_RESYNC_PER_TRANSLATE_LIMIT,
+        "a full resync costs {full_ratio:.2} translations, over twice its {FULL_RESYNC_PER_TRANSLATE}"
+    );
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     println!("mode: {}", if full { "full (--bench)" } else { "smoke (no --bench in argv)" });
+    // `KURYR_SCALE_ONLY=controller` runs the controller-scale section alone (for a profiler).
+    let only_controller = std::env::var("KURYR_SCALE_ONLY").is_ok_and(|v| v == "controller");
+    if only_controller {
+        controller_scale(full);
+        return;
+    }
     write_counts(full);
     controller_scale(full);
     held_object_views(full);
@@ -179,20 +244,16 @@ fn controller_scale(full: bool) {
     let inp = apps(n_ing, n_svc, eps);
     println!("generated inputs in {:.0} ms", t.elapsed().as_secs_f64() * 1e3);
     let opts = TranslateOptions::default();
-    let (t_tr, desired) = best_of(reps, || translate(&inp, &opts));
+    let (t_tr, desired) = timed(reps, || translate(&inp, &opts));
     let s = shape(&desired);
     println!(
-        "translate: best of {reps} {:.1} ms ({} policies, {} rules, {} pools, {} members)",
-        t_tr * 1e3,
-        s.policies,
-        s.rules,
-        s.pools,
-        s.members
+        "translate: best of {reps} {t_tr} ({} policies, {} rules, {} pools, {} members)",
+        s.policies, s.rules, s.pools, s.members
     );
     println!("VmHWM after the inputs and the translations: {} MiB", vm_hwm_kib() / 1024);
     let empty = empty_router();
-    let (t_cold, cold) = best_of(reps, || plan_writes(&desired, &empty, &diff_opts()));
-    println!("plan_writes from an empty router: best of {reps} {:.1} ms ({} writes)", t_cold * 1e3, cold.writes.len());
+    let (t_cold, cold) = timed(reps, || plan_writes(&desired, &empty, &diff_opts()));
+    println!("plan_writes from an empty router: best of {reps} {t_cold} ({} writes)", cold.writes.len());
     // VmHWM only grows: each line says which phase raised the peak.
     println!("VmHWM after the cold plan: {} MiB", vm_hwm_kib() / 1024);
     let mut sim = Simulator::new(empty);
@@ -202,12 +263,37 @@ fn controller_scale(full: bool) {
     println!("VmHWM after the simulator applied it: {} MiB", vm_hwm_kib() / 1024);
     // Executed: the controller keeps no plan once its writes are done.
     drop(cold);
-    let (t_steady, steady) = best_of(reps, || plan_writes(&desired, &sim.router, &diff_opts()));
+    let (t_steady, steady) = timed(reps, || plan_writes(&desired, &sim.router, &diff_opts()));
     assert!(steady.writes.is_empty());
-    println!("plan_writes, nothing changed (resync): best of {reps} {:.1} ms (0 writes)", t_steady * 1e3);
+    println!("plan_writes, nothing changed (resync): best of {reps} {t_steady} (0 writes)");
     println!("VmHWM after the steady plans: {} MiB", vm_hwm_kib() / 1024);
-    let (t_all, _) = best_of(reps, || plan_writes(&translate(&inp, &opts), &sim.router, &diff_opts()));
-    println!("translate + plan_writes (full resync): best of {reps} {:.1} ms", t_all * 1e3);
+    let (t_all, _) = timed(reps, || plan_writes(&translate(&inp, &opts), &sim.router, &diff_opts()));
+    println!("translate + plan_writes (full resync): best of {reps} {t_all}");
+    if full {
+        resync_guard(t_tr, t_steady, t_all);
+    }
+    // `KURYR_SCALE_SPLIT=1`: the full resync's parts, each in CPU time (a translation right
+    // after a plan costs about half as much again as one after another translation).
+    if std::env::var("KURYR_SCALE_SPLIT").is_ok() {
+        for _ in 0..3 {
+            let c0 = thread_cpu();
+            let d = translate(&inp, &opts);
+            let c1 = thread_cpu();
+            let p = plan_writes(&d, &sim.router, &diff_opts());
+            let c2 = thread_cpu();
+            drop(p);
+            let c3 = thread_cpu();
+            drop(d);
+            let c4 = thread_cpu();
+            println!(
+                "split: translate {:.1} plan {:.1} drop plan {:.1} drop desired {:.1}",
+                (c1 - c0) * 1e3,
+                (c2 - c1) * 1e3,
+                (c3 - c2) * 1e3,
+                (c4 - c3) * 1e3
+            );
+        }
+    }
     println!("VmHWM after translate + diff: {} MiB", vm_hwm_kib() / 1024);
 
     // One endpoint of one Service (svc 4242) changes.

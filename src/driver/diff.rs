@@ -25,7 +25,7 @@ use super::plan::{
 };
 use super::view::DesiredView;
 use crate::model::{DesiredRouter, HealthMonitorSpec, KubeRef, Member, Policy, Pool, Redirect, RedirectTarget, Rule};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::net::IpAddr;
 
 // ------------------------------------------------------------------ the diff
@@ -49,15 +49,16 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
     // they make room for the creates (a full router never deadlocks: deleting an Ingress always
     // works). The others' stale policies stay last (create before delete).
     let (removed, policies) = removal_only(desired, &actual.policies, own);
+    let policies: &[&ActualPolicy] = &policies;
     plan.writes.extend(removed.iter().map(|p| Write::DeletePolicy { id: p.id.to_string(), name: p.name.clone() }));
-    let ours_pools: BTreeMap<&str, &ActualPool> = kept_pools(actual, own);
-    let ours_policies: BTreeMap<&str, &ActualPolicy> = kept_policies(&policies, own);
-    let foreign_pool_names: BTreeSet<&str> =
+    let ours_pools: HashMap<&str, &ActualPool> = kept_pools(actual, own);
+    let ours_policies: HashMap<&str, &ActualPolicy> = kept_policies(policies, own);
+    let foreign_pool_names: HashSet<&str> =
         actual.pools.iter().filter(|p| !own.owns(&p.tags)).map(|p| p.name.as_str()).collect();
 
     report_objects_in_error(actual, own, &mut plan);
 
-    let mut pool_refs: BTreeMap<&str, PoolRef> = BTreeMap::new();
+    let mut pool_refs: HashMap<&str, PoolRef> = HashMap::with_capacity(actual.pools.len());
     for (name, pool) in desired.pools() {
         match ours_pools.get(name) {
             Some(existing) => {
@@ -81,12 +82,12 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
     // Routes, then redirects: haproxy runs every redirect before any route whatever the order, so
     // redirects go last, where adding or removing one moves no route.
     let wanted = Wanted::all(desired);
-    plan_listener_policies(&wanted, &policies, own, &ours_policies, &pool_refs, &mut plan);
+    plan_listener_policies(&wanted, policies, own, &ours_policies, &pool_refs, &mut plan);
 
     plan_default_pool(desired.default_pool, actual, own, &pool_refs, &mut plan);
 
     // Deletes last: stale policies, then pools nothing references any more.
-    plan_deletes(desired, &wanted, actual, &policies, own, &ours_policies, &ours_pools, &mut plan);
+    plan_deletes(desired, &wanted, actual, policies, own, &ours_policies, &ours_pools, &mut plan);
     // Pushed one by one: a cold plan of 80,000 writes kept up to as many spare slots (168 bytes
     // each) while it was executed.
     plan.writes.shrink_to_fit();
@@ -95,18 +96,25 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
 
 /// Our policies whose owner route (Ingress or HTTPRoute) has no policy in `desired` any more (split off the rest,
 /// which keep their order): see [`plan_writes`]. A policy without an owner tag stays with the rest.
-fn removal_only(
+fn removal_only<'a>(
     desired: &DesiredView<'_>,
-    actual: &[ActualPolicy],
+    actual: &'a [ActualPolicy],
     own: &Ownership,
-) -> (Vec<ActualPolicy>, Vec<ActualPolicy>) {
-    let live: BTreeSet<String> = desired
-        .policies
-        .iter()
-        .map(|p| owner_tag(&p.owner))
-        .chain(desired.redirects.iter().map(|r| owner_tag(&r.owner)))
-        .collect();
-    actual.iter().cloned().partition(|p| {
+) -> (Vec<&'a ActualPolicy>, Vec<&'a ActualPolicy>) {
+    // Hashed, and one tag per run of policies of one owner (a route's policies are adjacent):
+    // a sorted set of one formatted tag per policy was a tenth of a 10k-Ingress resync.
+    let mut live: HashSet<String> = HashSet::with_capacity(desired.policies.len());
+    let owners = desired.policies.iter().map(|p| &p.owner).chain(desired.redirects.iter().map(|r| &r.owner));
+    let mut last: Option<&KubeRef> = None;
+    for owner in owners {
+        if last != Some(owner) {
+            live.insert(owner_tag(owner));
+            last = Some(owner);
+        }
+    }
+    // References, not copies: every policy of the router with its rules was cloned here on
+    // every plan.
+    actual.iter().partition(|p| {
         own.owns(&p.tags) && p.tags.iter().any(|t| is_route_owner_tag(t)) && !p.tags.iter().any(|t| live.contains(t))
     })
 }
@@ -142,7 +150,7 @@ fn plan_default_pool(
     default_pool: Option<&str>,
     actual: &ActualRouter,
     own: &Ownership,
-    pool_refs: &BTreeMap<&str, PoolRef>,
+    pool_refs: &HashMap<&str, PoolRef>,
     plan: &mut WritePlan,
 ) {
     let want_default = default_pool.and_then(|n| pool_refs.get(n).cloned());
@@ -180,20 +188,20 @@ fn plan_deletes(
     desired: &DesiredView<'_>,
     wanted: &[Wanted<'_>],
     actual: &ActualRouter,
-    policies: &[ActualPolicy],
+    policies: &[&ActualPolicy],
     own: &Ownership,
-    ours_policies: &BTreeMap<&str, &ActualPolicy>,
-    ours_pools: &BTreeMap<&str, &ActualPool>,
+    ours_policies: &HashMap<&str, &ActualPolicy>,
+    ours_pools: &HashMap<&str, &ActualPool>,
     plan: &mut WritePlan,
 ) {
-    let desired_policy_names: BTreeSet<&str> = wanted.iter().map(|w| w.name).collect();
-    let kept_policy_ids: BTreeSet<&ObjectId> = ours_policies.values().map(|p| &p.id).collect();
+    let desired_policy_names: HashSet<&str> = wanted.iter().map(|w| w.name).collect();
+    let kept_policy_ids: HashSet<&ObjectId> = ours_policies.values().map(|p| &p.id).collect();
     for p in policies.iter().filter(|p| own.owns(&p.tags)) {
         if !desired_policy_names.contains(p.name.as_str()) || !kept_policy_ids.contains(&p.id) {
             plan.writes.push(Write::DeletePolicy { id: p.id.to_string(), name: p.name.clone() });
         }
     }
-    let kept_pool_ids: BTreeSet<&ObjectId> = ours_pools.values().map(|p| &p.id).collect();
+    let kept_pool_ids: HashSet<&ObjectId> = ours_pools.values().map(|p| &p.id).collect();
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags)) {
         if !desired.has_pool(&p.name) || !kept_pool_ids.contains(&p.id) {
             // A foreign policy or default pool still pointing at it makes Octavia refuse the
@@ -218,12 +226,12 @@ fn plan_deletes(
 /// in ERROR are replaced by a new one, then deleted). Among duplicates the one that our policies and listener
 /// already point at is kept (so no policy has to move), then the one with more members, then the
 /// first listed.
-fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str, &'a ActualPool> {
+fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> HashMap<&'a str, &'a ActualPool> {
     let uses = |p: &ActualPool| {
         actual.policies.iter().filter(|pol| pol.redirect_pool_id.as_ref() == Some(&p.id)).count()
             + usize::from(actual.listener.default_pool_id.as_deref().is_some_and(|d| p.id == d))
     };
-    let mut kept: BTreeMap<&str, &ActualPool> = BTreeMap::new();
+    let mut kept: HashMap<&str, &ActualPool> = HashMap::with_capacity(actual.pools.len());
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
         match kept.get(p.name.as_str()) {
             Some(k) if (uses(k), k.members.len()) >= (uses(p), p.members.len()) => {}
@@ -237,9 +245,9 @@ fn kept_pools<'a>(actual: &'a ActualRouter, own: &Ownership) -> BTreeMap<&'a str
 
 /// Our policies by name, one per name, none in ERROR: among duplicates the first in position order, the one
 /// haproxy evaluates (the others never match anything it would not).
-fn kept_policies<'a>(policies: &'a [ActualPolicy], own: &Ownership) -> BTreeMap<&'a str, &'a ActualPolicy> {
-    let mut kept: BTreeMap<&str, &ActualPolicy> = BTreeMap::new();
-    for p in policies.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
+fn kept_policies<'a>(policies: &[&'a ActualPolicy], own: &Ownership) -> HashMap<&'a str, &'a ActualPolicy> {
+    let mut kept: HashMap<&str, &ActualPolicy> = HashMap::with_capacity(policies.len());
+    for &p in policies.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
         kept.entry(p.name.as_str()).or_insert(p);
     }
     kept
@@ -288,7 +296,6 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
 /// (see [`plan_writes`]), so the Members path and a full Sync always agree on the members.
 pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
     let own = &opts.ownership;
-    let tags = Tags::from(own.tags_for(&pool.service));
     let have: BTreeMap<(IpAddr, u16), &ActualMember> =
         actual.members.iter().filter(|m| own.owns(&m.tags)).map(|m| ((m.address, m.protocol_port), m)).collect();
     let foreign: Vec<&ActualMember> = actual.members.iter().filter(|m| !own.owns(&m.tags)).collect();
@@ -310,6 +317,8 @@ pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Opt
     if same {
         return None;
     }
+    // Made only for a write: a resync of an unchanged router plans every pool.
+    let tags = Tags::from(own.tags_for(&pool.service));
     let mut members: Vec<MemberSpec> = want.iter().map(|m| member_spec(m, &tags)).collect();
     members.extend(foreign.iter().map(|m| MemberSpec {
         name: m.name.clone(),
@@ -343,10 +352,10 @@ fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
 /// kept ones are already in order and need no move.
 fn plan_listener_policies(
     desired: &[Wanted<'_>],
-    actual: &[ActualPolicy],
+    actual: &[&ActualPolicy],
     own: &Ownership,
-    ours: &BTreeMap<&str, &ActualPolicy>,
-    pool_refs: &BTreeMap<&str, PoolRef>,
+    ours: &HashMap<&str, &ActualPolicy>,
+    pool_refs: &HashMap<&str, PoolRef>,
     plan: &mut WritePlan,
 ) {
     // The listener's policies in position order, by name for ours and id for foreign ones (and
@@ -354,18 +363,29 @@ fn plan_listener_policies(
     // cursor on the first of them not yet placed: everything before it is placed (our desired
     // policies, in order) or stale (ours, deleted at the end). One pass, with a map from key to
     // index, so planning stays linear in the number of policies.
-    let keys: Vec<String> = actual
+    // Borrowed keys, not formatted ones: this runs for every policy on every resync.
+    let keys: Vec<Slot<'_>> = actual
         .iter()
         .map(|p| match ours.get(p.name.as_str()) {
-            Some(kept) if own.owns(&p.tags) && kept.id == p.id => format!("ours:{}", p.name),
-            _ if own.owns(&p.tags) => format!("duplicate:{}", p.id),
-            _ => format!("foreign:{}", p.id),
+            Some(kept) if own.owns(&p.tags) && kept.id == p.id => Slot::Ours(p.name.as_str()),
+            _ if own.owns(&p.tags) => Slot::Duplicate,
+            _ => Slot::Foreign,
         })
         .collect();
-    let index_of: std::collections::HashMap<&str, usize> =
-        keys.iter().enumerate().map(|(i, k)| (k.as_str(), i)).collect();
-    let wanted: std::collections::HashSet<String> = desired.iter().map(|p| format!("ours:{}", p.name)).collect();
-    let stale = |k: &String| (k.starts_with("ours:") && !wanted.contains(k)) || k.starts_with("duplicate:");
+    let index_of: std::collections::HashMap<&str, usize> = keys
+        .iter()
+        .enumerate()
+        .filter_map(|(i, k)| match k {
+            Slot::Ours(name) => Some((*name, i)),
+            _ => None,
+        })
+        .collect();
+    let wanted: std::collections::HashSet<&str> = desired.iter().map(|p| p.name).collect();
+    let stale = |k: &Slot<'_>| match k {
+        Slot::Ours(name) => !wanted.contains(name),
+        Slot::Duplicate => true,
+        Slot::Foreign => false,
+    };
     let mut moved = vec![false; keys.len()];
     let mut cursor = 0usize;
     let mut stale_before = 0usize;
@@ -388,13 +408,14 @@ fn plan_listener_policies(
             cursor += 1;
         }
         let position = (placed + stale_before + 1) as u32;
-        let tags = Tags::from(own.tags_for(want.owner));
+        // Made only for a create: a resync of an unchanged router plans every policy.
+        let tags = || Tags::from(own.tags_for(want.owner));
         match ours.get(want.name) {
-            None => plan_new_policy(want, position, action, &tags, &mut plan.writes),
+            None => plan_new_policy(want, position, action, &tags(), &mut plan.writes),
             Some(have) => {
                 plan_rules(want, have, &tags, &mut plan.writes);
                 // Not placed yet, so at or after the cursor.
-                let current = index_of[format!("ours:{}", want.name).as_str()];
+                let current = index_of[want.name];
                 let in_place = current == cursor;
                 if in_place {
                     cursor += 1;
@@ -435,7 +456,7 @@ fn plan_new_policy(want: &Wanted<'_>, position: u32, action: PolicyAction, tags:
         position,
         action,
         admin_state_up: !multi,
-        description: want.description.clone(),
+        description: want.description.to_string(),
         tags: tags.clone(),
     });
     for rule in want.rules {
@@ -494,8 +515,19 @@ struct Wanted<'a> {
     name: &'a str,
     rules: &'a [Rule],
     owner: &'a KubeRef,
-    description: String,
+    /// Borrowed for a route: only a create sends it.
+    description: std::borrow::Cow<'a, str>,
     target: WantedTarget<'a>,
+}
+
+/// A policy of the listener as the walk of [`plan_listener_policies`] sees it.
+enum Slot<'a> {
+    /// Ours and kept, by name.
+    Ours(&'a str),
+    /// Ours, but a second one of its name (deleted at the end, like a stale one).
+    Duplicate,
+    /// Not ours: keeps its place.
+    Foreign,
 }
 
 enum WantedTarget<'a> {
@@ -517,7 +549,7 @@ impl<'a> Wanted<'a> {
             name: &p.name,
             rules: &p.rules,
             owner: &p.owner,
-            description: p.description.clone(),
+            description: std::borrow::Cow::Borrowed(&p.description),
             target: match &p.redirect {
                 None => WantedTarget::Pool(&p.pool),
                 Some(r) => match &r.target {
@@ -537,7 +569,7 @@ impl<'a> Wanted<'a> {
             name: &r.name,
             rules: &r.rules,
             owner: &r.owner,
-            description: format!("{} redirect to HTTPS", r.host),
+            description: format!("{} redirect to HTTPS", r.host).into(),
             target: WantedTarget::Redirect(PrefixRedirect { prefix: r.prefix.clone(), code: r.code }),
         }
     }
@@ -545,7 +577,7 @@ impl<'a> Wanted<'a> {
 
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
-fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &Tags, writes: &mut Vec<Write>) {
+fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &dyn Fn() -> Tags, writes: &mut Vec<Write>) {
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();
@@ -573,7 +605,7 @@ fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &Tags, writes: &mut 
                 policy: PolicyRef::Id(have.id.to_string()),
                 policy_name: want.name.to_string(),
                 rule: rule.clone(),
-                tags: tags.clone(),
+                tags: tags(),
             });
         }
     }

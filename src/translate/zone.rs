@@ -71,6 +71,12 @@ pub struct Weighting {
     pub reason: String,
 }
 
+/// The weights of `n` members of a Service that is not zone-aware ([`ZonePolicy::Even`]): what
+/// [`weigh`] gives for it, without the candidates (the common case needs none built).
+pub fn not_zone_aware(n: usize) -> Weighting {
+    even(n, "even: Service is not zone-aware".into())
+}
+
 fn even(n: usize, reason: String) -> Weighting {
     Weighting { weights: vec![(1, false); n], reason }
 }
@@ -152,7 +158,7 @@ fn allocate(is_local: &[bool], keys: &[String], local_share: f64, zone_weight: &
 pub fn weigh(cands: &[Candidate], policy: ZonePolicy, nodes: &NodeZones, opts: &TranslateOptions) -> Weighting {
     let n = cands.len();
     if policy == ZonePolicy::Even {
-        return even(n, "even: Service is not zone-aware".into());
+        return not_zone_aware(n);
     }
     if n == 0 {
         return even(n, "even: no ready endpoints".into());
