@@ -408,6 +408,7 @@ fn plan_moves(
     let growth = Growth {
         before: crate::controller::router_set::migration::recorded_costs(&inputs.ingresses),
         pending: Default::default(),
+        draining: false,
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);
     let in_progress = placed.moves.values().filter(|m| recorded.contains_key(&m.group)).cloned().collect();

@@ -248,9 +248,10 @@ where
             b.set_stamp_stores(stores.clone());
             let gateways = gateways.map(|g| g(&metrics, gate.clone(), stores.clone()));
             let backends = Arc::new(backends);
-            let routes =
-                settings.octavia_defaults.scale_out.enabled.then(|| route_reader(&settings, &metrics, &backends));
-            let spawn = settings.octavia_defaults.scale_out.enabled.then(|| {
+            // Built with scale-out off too: a set found on Octavia then drains into the first
+            // router (`run_leader`).
+            let routes = Some(route_reader(&settings, &metrics, &backends));
+            let spawn = Some({
                 let backends = move |s: &Settings, m: &Metrics, i: RouterIndex| backends(s, m, i);
                 spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
             });
@@ -556,6 +557,22 @@ async fn run_leader<B: RouterBackend>(
         Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
         None => Default::default(),
     };
+    let mut spawn = spawn;
+    let enabled = settings.octavia_defaults.scale_out.enabled;
+    // Scale-out turned off over a set: the set runs on, draining into the first router, until
+    // the routers beyond it are gone.
+    let draining = !enabled && !found.0.is_empty();
+    if !enabled && !draining {
+        if spawn.set.take().is_some() {
+            forget_set_records(&client, &settings.kubernetes.lease_namespace, &router).await;
+        }
+    } else if draining {
+        tracing::warn!(
+            routers = ?found.0.iter().map(|(i, _)| crate::placement::router_name(&router, *i)).collect::<Vec<_>>(),
+            "scale_out is off but routers of the set exist: their groups move to the first router \
+             (make-before-break), then they are deleted with their floating IPs"
+        );
+    }
     let k = &settings.kubernetes;
     // The set's records (at the upgrade, the old annotations Octavia confirms: router 0 read
     // through `backend` before its writer has it).
@@ -593,8 +610,11 @@ async fn run_leader<B: RouterBackend>(
         ctx = ctx.with_owner_store(store, &owners);
     }
     if let Some((spawn, (records, store))) = spawn.set.zip(records) {
-        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
+        let mut set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
             .with_records(records, Some(store));
+        if draining {
+            set = set.draining();
+        }
         set.found(found.0, found.1);
         ctx = ctx.with_router_set(set);
     }
@@ -628,6 +648,20 @@ async fn run_leader<B: RouterBackend>(
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;
     Ok(())
+}
+
+/// Scale-out off and no set on Octavia: the set's records, if an earlier run with scale-out left
+/// some, are deleted. They would be stale by the next time scale-out is turned on (the single
+/// router's hosts change meanwhile, unrecorded), and a start without records reads where the
+/// routers route each host instead (`router_set::observed`). Best effort (logged).
+async fn forget_set_records(client: &kube::Client, namespace: &str, base: &str) {
+    let store: crate::controller::router_set::store::SetStore =
+        crate::controller::router_set::store::SetStore::new(Api::namespaced(client.clone(), namespace), base);
+    match store.delete_all().await {
+        Ok(0) => {}
+        Ok(n) => tracing::info!(configmaps = n, "scale_out is off: the router set's records deleted"),
+        Err(e) => tracing::warn!(error = %e, "scale_out is off: the router set's records not deleted"),
+    }
 }
 
 /// The two Controllers over ONE watch per kind (the tasks driving the watches are returned):

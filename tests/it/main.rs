@@ -37,6 +37,7 @@ mod controller_pipeline;
 mod controller_router_set;
 mod controller_runtime;
 mod controller_secrets;
+mod controller_set_changes;
 mod controller_set_health;
 mod controller_set_records;
 mod controller_stamps;

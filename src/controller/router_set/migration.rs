@@ -209,10 +209,13 @@ pub async fn start_records<B: RouterBackend>(
         return Ok((records, store));
     }
     let ingresses = kube::Api::<Ingress>::all(client.clone()).list(&Default::default()).await?.items;
-    let named = routers_named(base, &ingresses);
+    let mut named = routers_named(base, &ingresses);
+    // Every router that exists is read (not only those the old records name): what they route
+    // is the record of the hosts no record places (`observed`), so nothing is placed as new
+    // while its routes are somewhere.
+    named.extend(existing.iter().copied());
     let mut observed = BTreeMap::new();
-    let any = !recorded_placement(base, &ingresses).is_empty() || !recorded_moves(&ingresses).is_empty();
-    for &index in named.iter().filter(|i| any && (**i == 0 || existing.contains(i))) {
+    for &index in named.iter().filter(|i| **i == 0 || existing.contains(i)) {
         let read = match (index, others) {
             (0, _) => first.routed_hosts().await,
             (_, Some(read)) => read(index).await,
@@ -228,10 +231,18 @@ pub async fn start_records<B: RouterBackend>(
             }
         }
     }
-    let (records, dropped) = migrate(base, &ingresses, &observed);
+    let (mut records, dropped) = migrate(base, &ingresses, &observed);
     for d in &dropped {
         tracing::warn!(record = %d, "an old placement record on the Ingresses is not what Octavia has: dropped");
     }
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let adopted = super::observed::adopt_observed(&mut records, &observed, now);
+    tracing::info!(
+        hosts = adopted,
+        moves = records.moves.len(),
+        "hosts without a record placed where the routers route them (no record: first start with scale-out, or \
+         records lost)"
+    );
     tracing::info!(
         hosts = records.hosts.len(),
         moves = records.moves.len(),
