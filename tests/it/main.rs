@@ -17,6 +17,7 @@ mod certificate;
 mod cli_apply_gateway;
 mod cli_offline;
 mod cli_show;
+mod cli_teardown;
 mod config_load;
 mod config_sample;
 mod conformance_report;

@@ -467,7 +467,10 @@ impl<T: Sharded> SetStore<T> {
         let selector = format!("{SET_LABEL}={},{KIND_LABEL}={}", router_label(&self.base), T::KIND);
         let list = self.api.list(&ListParams::default().labels(&selector)).await.map_err(|e| e.to_string())?;
         let mut deleted = 0;
-        for name in list.items.iter().filter_map(|cm| cm.metadata.name.as_deref()) {
+        // Only the shards of this set's records (its annotations say so), whatever the list
+        // answered: never another set's ConfigMap.
+        let ours = list.items.iter().filter(|cm| shard_of_set::<T>(&self.base, cm).is_some());
+        for name in ours.filter_map(|cm| cm.metadata.name.as_deref()) {
             match self.api.delete(name, &DeleteParams::default()).await {
                 Ok(_) => deleted += 1,
                 Err(kube::Error::Api(e)) if e.code == 404 => {}
