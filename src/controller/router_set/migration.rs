@@ -210,10 +210,11 @@ pub async fn start_records<B: RouterBackend>(
     }
     let ingresses = kube::Api::<Ingress>::all(client.clone()).list(&Default::default()).await?.items;
     let mut named = routers_named(base, &ingresses);
-    // Every router that exists is read (not only those the old records name): what they route
-    // is the record of the hosts no record places (`observed`), so nothing is placed as new
-    // while its routes are somewhere.
-    named.extend(existing.iter().copied());
+    // Every router of the set that exists (with our set tag; a name an untagged load balancer
+    // holds may be another instance's) is read, not only those the old records name: what they
+    // route is the record of the hosts no record places (`observed`), so nothing is placed as
+    // new while its routes are somewhere.
+    named.extend(found.0.iter().map(|(i, _)| *i));
     let mut observed = BTreeMap::new();
     for &index in named.iter().filter(|i| **i == 0 || existing.contains(i)) {
         let read = match (index, others) {
