@@ -44,7 +44,9 @@ impl Plan {
         if !self.kept.is_empty() {
             out.push_str(&format!("  kept (not tagged as this set's): {}\n", self.kept.join(", ")));
         }
-        out.push_str("Stop the controller first (scale it to 0 replicas): a running controller creates the routers again.\n");
+        out.push_str(
+            "Stop the controller first (scale it to 0 replicas): a running controller creates the routers again.\n",
+        );
         out
     }
 }
@@ -163,6 +165,9 @@ mod tests {
         let plan = Plan { base: "edge".into(), routers: [0, 1, 3].into(), kept: vec!["edge-3".into()] };
         assert_eq!(plan.names(), ["edge-4", "edge-2", "edge"]);
         let text = plan.text("kube-system");
-        assert!(text.contains("edge-4, edge-2, edge") && text.contains("kept (not tagged as this set's): edge-3"), "{text}");
+        assert!(
+            text.contains("edge-4, edge-2, edge") && text.contains("kept (not tagged as this set's): edge-3"),
+            "{text}"
+        );
     }
 }

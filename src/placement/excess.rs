@@ -162,7 +162,10 @@ mod tests {
         // Busy (a move in progress there): waits.
         assert!(excess_moves(&p, cap, &[0].into(), &BTreeSet::new()).is_empty());
         // Capacity raised: nothing moves.
-        assert!(excess_moves(&p, Capacity { max_policies: 8, max_certificates: 100 }, &BTreeSet::new(), &BTreeSet::new()).is_empty());
+        assert!(
+            excess_moves(&p, Capacity { max_policies: 8, max_certificates: 100 }, &BTreeSet::new(), &BTreeSet::new())
+                .is_empty()
+        );
     }
 
     /// An existing router with room takes the excess before a new one is opened; a group alone
@@ -172,7 +175,8 @@ mod tests {
         let on = [("a", 0), ("b", 0), ("c", 0), ("d", 1)];
         let p = placed(&[("a", 2), ("b", 1), ("c", 1), ("d", 1)], &on, 3);
         let cap = Capacity { max_policies: 3, max_certificates: 100 };
-        let got: Vec<_> = excess_moves(&p, cap, &BTreeSet::new(), &BTreeSet::new()).into_iter().map(|(r, _)| r).collect();
+        let got: Vec<_> =
+            excess_moves(&p, cap, &BTreeSet::new(), &BTreeSet::new()).into_iter().map(|(r, _)| r).collect();
         assert_eq!(got, [MoveRequest { group: "c".into(), hosts: ["c".to_string()].into(), from: 0, to: 1 }]);
         let alone = placed(&[("a", 5)], &[("a", 0)], 3);
         assert!(excess_moves(&alone, cap, &BTreeSet::new(), &BTreeSet::new()).is_empty());

@@ -77,7 +77,8 @@ async fn serve(mut conn: TcpStream, port: u16, cloud: Arc<Mutex<Cloud>>) {
         let param = |k: &str| query.split('&').find_map(|kv| kv.strip_prefix(&format!("{k}="))).map(decode);
         match (method, path) {
             ("GET", "/v2/lbaas/loadbalancers") => {
-                let tags: Vec<String> = param("tags").map(|t| t.split(',').map(String::from).collect()).unwrap_or_default();
+                let tags: Vec<String> =
+                    param("tags").map(|t| t.split(',').map(String::from).collect()).unwrap_or_default();
                 let name = param("name");
                 let lbs: Vec<Value> = c
                     .lbs
