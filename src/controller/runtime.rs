@@ -23,6 +23,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+use crate::controller::router_set::drain::{self, SetMode};
 use crate::controller::router_set::migration::{RouteReader, route_reader, start_records};
 use crate::controller::router_set::{RouterSet, SpawnWriter};
 use crate::controller::services::endpoint_nodes::EndpointNodes;
@@ -558,20 +559,11 @@ async fn run_leader<B: RouterBackend>(
         None => Default::default(),
     };
     let mut spawn = spawn;
-    let enabled = settings.octavia_defaults.scale_out.enabled;
     // Scale-out turned off over a set: the set runs on, draining into the first router, until
     // the routers beyond it are gone.
-    let draining = !enabled && !found.0.is_empty();
-    if !enabled && !draining {
-        if spawn.set.take().is_some() {
-            forget_set_records(&client, &settings.kubernetes.lease_namespace, &router).await;
-        }
-    } else if draining {
-        tracing::warn!(
-            routers = ?found.0.iter().map(|(i, _)| crate::placement::router_name(&router, *i)).collect::<Vec<_>>(),
-            "scale_out is off but routers of the set exist: their groups move to the first router \
-             (make-before-break), then they are deleted with their floating IPs"
-        );
+    let mode = drain::mode(settings.octavia_defaults.scale_out.enabled, &router, &found.0);
+    if mode == SetMode::Off && spawn.set.take().is_some() {
+        drain::forget_records(&client, &settings.kubernetes.lease_namespace, &router).await;
     }
     let k = &settings.kubernetes;
     // The set's records (at the upgrade, the old annotations Octavia confirms: router 0 read
@@ -612,7 +604,7 @@ async fn run_leader<B: RouterBackend>(
     if let Some((spawn, (records, store))) = spawn.set.zip(records) {
         let mut set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
             .with_records(records, Some(store));
-        if draining {
+        if mode == SetMode::Draining {
             set = set.draining();
         }
         set.found(found.0, found.1);
@@ -648,20 +640,6 @@ async fn run_leader<B: RouterBackend>(
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;
     Ok(())
-}
-
-/// Scale-out off and no set on Octavia: the set's records, if an earlier run with scale-out left
-/// some, are deleted. They would be stale by the next time scale-out is turned on (the single
-/// router's hosts change meanwhile, unrecorded), and a start without records reads where the
-/// routers route each host instead (`router_set::observed`). Best effort (logged).
-async fn forget_set_records(client: &kube::Client, namespace: &str, base: &str) {
-    let store: crate::controller::router_set::store::SetStore =
-        crate::controller::router_set::store::SetStore::new(Api::namespaced(client.clone(), namespace), base);
-    match store.delete_all().await {
-        Ok(0) => {}
-        Ok(n) => tracing::info!(configmaps = n, "scale_out is off: the router set's records deleted"),
-        Err(e) => tracing::warn!(error = %e, "scale_out is off: the router set's records not deleted"),
-    }
 }
 
 /// The two Controllers over ONE watch per kind (the tasks driving the watches are returned):

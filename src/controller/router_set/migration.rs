@@ -204,9 +204,22 @@ pub async fn start_records<B: RouterBackend>(
             }
         }
     };
-    if let Some(records) = loaded.records {
-        tracing::info!(hosts = records.hosts.len(), moves = records.moves.len(), "router set's records read");
-        return Ok((records, store));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let ours: Vec<RouterIndex> = found.0.iter().map(|(i, _)| *i).collect();
+    match (loaded.records, loaded.layout) {
+        (Some(records), Some(_)) => {
+            tracing::info!(hosts = records.hosts.len(), moves = records.moves.len(), "router set's records read");
+            return Ok((records, store));
+        }
+        // Some shards lost (no complete layout): the hosts they held are read from the routers.
+        (Some(mut records), None) => {
+            let observed = observe(first, others, [0].into_iter().chain(ours)).await;
+            let adopted = super::observed::adopt_observed(&mut records, &observed, now);
+            tracing::warn!(hosts = adopted, "router set's records incomplete: the hosts missing read from the routers");
+            store.save(&records).await;
+            return Ok((records, store));
+        }
+        (None, _) => {}
     }
     let ingresses = kube::Api::<Ingress>::all(client.clone()).list(&Default::default()).await?.items;
     let mut named = routers_named(base, &ingresses);
@@ -214,29 +227,12 @@ pub async fn start_records<B: RouterBackend>(
     // holds may be another instance's) is read, not only those the old records name: what they
     // route is the record of the hosts no record places (`observed`), so nothing is placed as
     // new while its routes are somewhere.
-    named.extend(found.0.iter().map(|(i, _)| *i));
-    let mut observed = BTreeMap::new();
-    for &index in named.iter().filter(|i| **i == 0 || existing.contains(i)) {
-        let read = match (index, others) {
-            (0, _) => first.routed_hosts().await,
-            (_, Some(read)) => read(index).await,
-            (_, None) => continue,
-        };
-        match read {
-            Ok(Some(hosts)) => {
-                observed.insert(index, hosts);
-            }
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(router = index, error = %e, "cannot read the router's routes: its old records are dropped")
-            }
-        }
-    }
+    named.extend(ours);
+    let observed = observe(first, others, named.into_iter().filter(|i| *i == 0 || existing.contains(i))).await;
     let (mut records, dropped) = migrate(base, &ingresses, &observed);
     for d in &dropped {
         tracing::warn!(record = %d, "an old placement record on the Ingresses is not what Octavia has: dropped");
     }
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
     let adopted = super::observed::adopt_observed(&mut records, &observed, now);
     tracing::info!(
         hosts = adopted,
@@ -252,6 +248,31 @@ pub async fn start_records<B: RouterBackend>(
     );
     store.save(&records).await;
     Ok((records, store))
+}
+
+/// The hosts each of the routers `indices` routes (router 0 read with `first`, the others with
+/// `others`); a router missing or unreadable (logged) is left out: it confirms nothing.
+async fn observe<B: RouterBackend>(
+    first: &B,
+    others: Option<&RouteReader>,
+    indices: impl IntoIterator<Item = RouterIndex>,
+) -> BTreeMap<RouterIndex, BTreeSet<String>> {
+    let mut observed = BTreeMap::new();
+    for index in indices {
+        let read = match (index, others) {
+            (0, _) => first.routed_hosts().await,
+            (_, Some(read)) => read(index).await,
+            (_, None) => continue,
+        };
+        match read {
+            Ok(Some(hosts)) => {
+                observed.insert(index, hosts);
+            }
+            Ok(None) => {}
+            Err(e) => tracing::warn!(router = index, error = %e, "cannot read the router's routes"),
+        }
+    }
+    observed
 }
 
 /// The Ingresses carrying a move record (the controller's own annotation before the store): it

@@ -18,6 +18,7 @@
 //! every group where it was without reading any router. The annotations of versions before are
 //! read once, at the upgrade, and kept only where Octavia confirms them (`set_migration`).
 
+pub mod drain;
 pub mod health;
 pub mod health_outputs;
 pub mod migration;
