@@ -6,7 +6,8 @@
 //! (`tests/support/fake_api.rs`) holding the Lease, each through its own address. Every Octavia
 //! and Neutron write of each replica is recorded (start time, method, kind) by its session's
 //! observer, and the moment its write gate closes (the lease lost) by a wrapper backend.
-//! Also included, on the same fake server: `router_set` (scale-out) and `gateway_lb` (one
+//! Also included, on the same fake server: `router_set` (scale-out), `scale_toggle` (scale-out
+//! turned on and off) and `gateway_lb` (one
 //! Gateway's load balancer).
 
 #[path = "common/mod.rs"]
@@ -30,6 +31,9 @@ mod kill_move;
 mod routed_hosts;
 #[path = "router_set.rs"]
 mod router_set;
+/// Scale-out turned on over a full router, then off, make-before-break (issue 36, item 2).
+#[path = "scale_toggle.rs"]
+mod scale_toggle;
 
 use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::ControllerError;

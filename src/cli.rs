@@ -90,6 +90,16 @@ pub enum Command {
         #[arg(long, conflicts_with = "router")]
         clear: bool,
     },
+    /// Delete every object of this instance's router set: each router's load balancer (cascade)
+    /// with the floating IP allocated for it and its Barbican secrets, and the controller's
+    /// ConfigMaps of the set (records, move requests, stamps). Only objects tagged as this
+    /// instance's set; a router adopted with `l7_router_uuid` and an `l7_router_ip` are kept.
+    /// Asks to type the set's name on a terminal; `--yes` otherwise. Stop the controller first.
+    Teardown {
+        /// Do not ask (required when stdin is not a terminal).
+        #[arg(long)]
+        yes: bool,
+    },
     /// Serve the HTTP answers Octavia cannot give: 404 for requests no route matches, 503 for
     /// routes whose backend cannot be served, on the `[status_responder]` addresses. Reads only
     /// `[DEFAULT]` and `[status_responder]` (no Keystone or Kubernetes options needed).
@@ -145,6 +155,7 @@ pub fn main() -> ExitCode {
         Command::Apply { files } => run_async(apply(settings, files)),
         Command::Show { output, files, router } => run_async(show(settings, output, files, router)),
         Command::Move { ingress, router, clear: _ } => run_async(request_move(settings, ingress, router)),
+        Command::Teardown { yes } => run_async(teardown(settings, yes)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
 }
@@ -172,6 +183,19 @@ async fn request_move(settings: Settings, ingress: String, router: Option<String
         None => println!("move request of {ingress} removed"),
     }
     Ok(())
+}
+
+/// `teardown`: what will be deleted, the confirmation, then the deletions.
+async fn teardown(settings: Settings, yes: bool) -> Result<(), String> {
+    use std::io::IsTerminal;
+    let plan = crate::teardown::plan(&settings).await?;
+    print!("{}", plan.text(&settings.kubernetes.lease_namespace));
+    let read_line = || {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).ok().map(|_| line)
+    };
+    crate::teardown::confirmed(&plan.base, yes, std::io::stdin().is_terminal(), read_line)?;
+    crate::teardown::run(&settings, &plan).await
 }
 
 /// `status-responder`: its own, smaller configuration (its pods mount no Keystone secret).
@@ -408,6 +432,7 @@ fn plan_moves(
     let growth = Growth {
         before: crate::controller::router_set::migration::recorded_costs(&inputs.ingresses),
         pending: Default::default(),
+        draining: false,
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);
     let in_progress = placed.moves.values().filter(|m| recorded.contains_key(&m.group)).cloned().collect();

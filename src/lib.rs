@@ -13,6 +13,7 @@ pub mod reason;
 pub mod secret;
 pub mod show;
 pub mod status_responder;
+pub mod teardown;
 /// Test doubles, only for the tests, benches and demos (the `testing` feature; the crate's
 /// tests and benches get it through its dev-dependency on itself), never in the release binary.
 #[cfg(any(test, feature = "testing"))]

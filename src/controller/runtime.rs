@@ -23,6 +23,7 @@ use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
 use crate::controller::outputs::Scope;
 use crate::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
+use crate::controller::router_set::drain::{self, SetMode};
 use crate::controller::router_set::migration::{RouteReader, route_reader, start_records};
 use crate::controller::router_set::{RouterSet, SpawnWriter};
 use crate::controller::services::endpoint_nodes::EndpointNodes;
@@ -248,9 +249,10 @@ where
             b.set_stamp_stores(stores.clone());
             let gateways = gateways.map(|g| g(&metrics, gate.clone(), stores.clone()));
             let backends = Arc::new(backends);
-            let routes =
-                settings.octavia_defaults.scale_out.enabled.then(|| route_reader(&settings, &metrics, &backends));
-            let spawn = settings.octavia_defaults.scale_out.enabled.then(|| {
+            // Built with scale-out off too: a set found on Octavia then drains into the first
+            // router (`run_leader`).
+            let routes = Some(route_reader(&settings, &metrics, &backends));
+            let spawn = Some({
                 let backends = move |s: &Settings, m: &Metrics, i: RouterIndex| backends(s, m, i);
                 spawn_writers(settings.clone(), backends, metrics.clone(), ready_tx.clone(), gate, stores)
             });
@@ -556,6 +558,13 @@ async fn run_leader<B: RouterBackend>(
         Some(_) => crate::controller::router_set::found_on_octavia(&backend, &router).await,
         None => Default::default(),
     };
+    let mut spawn = spawn;
+    // Scale-out turned off over a set: the set runs on, draining into the first router, until
+    // the routers beyond it are gone.
+    let mode = drain::mode(settings.octavia_defaults.scale_out.enabled, &router, &found.0);
+    if mode == SetMode::Off && spawn.set.take().is_some() {
+        drain::forget_records(&client, &settings.kubernetes.lease_namespace, &router).await;
+    }
     let k = &settings.kubernetes;
     // The set's records (at the upgrade, the old annotations Octavia confirms: router 0 read
     // through `backend` before its writer has it).
@@ -593,8 +602,11 @@ async fn run_leader<B: RouterBackend>(
         ctx = ctx.with_owner_store(store, &owners);
     }
     if let Some((spawn, (records, store))) = spawn.set.zip(records) {
-        let set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
+        let mut set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
             .with_records(records, Some(store));
+        if mode == SetMode::Draining {
+            set = set.draining();
+        }
         set.found(found.0, found.1);
         ctx = ctx.with_router_set(set);
     }

@@ -33,6 +33,9 @@ pub struct RouterRecord {
     /// long, takes no new group (the groups placed there stay).
     #[serde(default)]
     pub health: RouterHealth,
+    /// Scale-out is off and this router drains into the first: it takes no new group.
+    #[serde(default)]
+    pub draining: bool,
 }
 
 /// Everything placement depends on; nothing else is read.
@@ -159,7 +162,11 @@ pub fn place(input: &PlacementInput) -> Placement {
     let named: BTreeSet<RouterIndex> = input.current.values().copied().collect();
     let held: BTreeSet<RouterIndex> =
         input.routers.iter().filter(|(r, rec)| rec.untagged && !named.contains(r)).map(|(r, _)| *r).collect();
-    let closed = input.routers.iter().filter(|(_, rec)| !rec.health.takes_new_groups(input.now)).map(|(r, _)| *r);
+    let closed = input
+        .routers
+        .iter()
+        .filter(|(_, rec)| rec.draining || !rec.health.takes_new_groups(input.now))
+        .map(|(r, _)| *r);
     let failing = input.routers.values().any(|rec| rec.health == RouterHealth::Failing);
     let mut loads = Loads {
         cap: input.capacity,

@@ -10,11 +10,14 @@
 //! - [`health`]: which routers take new groups (a failing router does not).
 //! - [`moves`]: the make-before-break move of a group between two routers, as a state machine.
 //! - [`relief`]: which group a router over capacity sends elsewhere (the group that grew).
+//! - [`excess`]: what a router still over capacity sends elsewhere, and the drain when
+//!   scale-out is turned off.
 //! - [`split`]: the translation's desired router → the placement's input, and one desired
 //!   router per router of the set.
 //! - [`report`]: how `plan` shows a placement.
 
 pub mod assign;
+pub mod excess;
 pub mod groups;
 pub mod health;
 pub mod moves;

@@ -88,6 +88,11 @@ pub enum MoveCause {
     Merge,
     /// The group grew while on the source, which went over its capacity (`cost` > `capacity`).
     OverCapacity { cost: Cost, capacity: Capacity },
+    /// Scale-out was turned off: the routers other than the first drain into it.
+    Drain,
+    /// The records were lost and both routers were found routing the hosts (a move's records
+    /// lost): the source keeps them through the graces.
+    Observed,
 }
 
 impl MoveCause {
@@ -103,6 +108,10 @@ impl MoveCause {
                     (cost.certificates, capacity.max_certificates, "certificates")
                 };
                 format!("automatic: router {source_name} over capacity ({used} > {max} {what})")
+            }
+            MoveCause::Drain => format!("scale-out is off: {source_name} drains into {target_name}"),
+            MoveCause::Observed => {
+                format!("no record: both {source_name} and {target_name} routed these hosts at start")
             }
         }
     }

@@ -68,7 +68,9 @@ fn settings(api_root: &str, token_file: &std::path::Path, extra: &str) -> kuryr_
     let grace = if extra.contains("move_dns_grace") { "" } else { "move_dns_grace = 1\n" };
     // The operator's namespace `shop` may ask for moves with the annotation, unless `extra` says.
     let asks = if extra.contains("move_request_namespaces") { "" } else { "move_request_namespaces = shop\n" };
-    let octavia = format!("l7_router_name = {BASE}\nscale_out = True\n{max}{grace}{asks}{extra}");
+    // Scale-out on unless `extra` says.
+    let on = if extra.contains("scale_out") { "" } else { "scale_out = True\n" };
+    let octavia = format!("l7_router_name = {BASE}\n{on}{max}{grace}{asks}{extra}");
     fake_cluster_settings("set-test.conf", api_root, token_file, port, "", &octavia)
 }
 
@@ -87,14 +89,14 @@ pub(crate) fn fake_with(ingresses: impl IntoIterator<Item = Value>) -> Arc<Fake>
 pub(crate) type Sims = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>>;
 
 /// Whether each router the controller built was deleted, by index.
-type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
+pub(crate) type Deleted = Arc<Mutex<BTreeMap<u32, Arc<std::sync::atomic::AtomicBool>>>>;
 
 /// The load balancer tags of each router the controller built, by index.
 type LbTags = Arc<Mutex<BTreeMap<u32, Arc<Mutex<Vec<String>>>>>>;
 
 pub(crate) struct Running {
     pub(crate) sims: Sims,
-    deleted: Deleted,
+    pub(crate) deleted: Deleted,
     tags: LbTags,
     stop: tokio::sync::oneshot::Sender<()>,
     run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,

@@ -204,15 +204,61 @@ pub async fn start_records<B: RouterBackend>(
             }
         }
     };
-    if let Some(records) = loaded.records {
-        tracing::info!(hosts = records.hosts.len(), moves = records.moves.len(), "router set's records read");
-        return Ok((records, store));
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let ours: Vec<RouterIndex> = found.0.iter().map(|(i, _)| *i).collect();
+    match (loaded.records, loaded.layout) {
+        (Some(records), Some(_)) => {
+            tracing::info!(hosts = records.hosts.len(), moves = records.moves.len(), "router set's records read");
+            return Ok((records, store));
+        }
+        // Some shards lost (no complete layout): the hosts they held are read from the routers.
+        (Some(mut records), None) => {
+            let observed = observe(first, others, [0].into_iter().chain(ours)).await;
+            let adopted = super::observed::adopt_observed(&mut records, &observed, now);
+            tracing::warn!(hosts = adopted, "router set's records incomplete: the hosts missing read from the routers");
+            store.save(&records).await;
+            return Ok((records, store));
+        }
+        (None, _) => {}
     }
     let ingresses = kube::Api::<Ingress>::all(client.clone()).list(&Default::default()).await?.items;
-    let named = routers_named(base, &ingresses);
+    let mut named = routers_named(base, &ingresses);
+    // Every router of the set that exists (with our set tag; a name an untagged load balancer
+    // holds may be another instance's) is read, not only those the old records name: what they
+    // route is the record of the hosts no record places (`observed`), so nothing is placed as
+    // new while its routes are somewhere.
+    named.extend(ours);
+    let observed = observe(first, others, named.into_iter().filter(|i| *i == 0 || existing.contains(i))).await;
+    let (mut records, dropped) = migrate(base, &ingresses, &observed);
+    for d in &dropped {
+        tracing::warn!(record = %d, "an old placement record on the Ingresses is not what Octavia has: dropped");
+    }
+    let adopted = super::observed::adopt_observed(&mut records, &observed, now);
+    tracing::info!(
+        hosts = adopted,
+        moves = records.moves.len(),
+        "hosts without a record placed where the routers route them (no record: first start with scale-out, or \
+         records lost)"
+    );
+    tracing::info!(
+        hosts = records.hosts.len(),
+        moves = records.moves.len(),
+        dropped = dropped.len(),
+        "router set's records migrated from the Ingresses' annotations (read once; ignored from now on)"
+    );
+    store.save(&records).await;
+    Ok((records, store))
+}
+
+/// The hosts each of the routers `indices` routes (router 0 read with `first`, the others with
+/// `others`); a router missing or unreadable (logged) is left out: it confirms nothing.
+async fn observe<B: RouterBackend>(
+    first: &B,
+    others: Option<&RouteReader>,
+    indices: impl IntoIterator<Item = RouterIndex>,
+) -> BTreeMap<RouterIndex, BTreeSet<String>> {
     let mut observed = BTreeMap::new();
-    let any = !recorded_placement(base, &ingresses).is_empty() || !recorded_moves(&ingresses).is_empty();
-    for &index in named.iter().filter(|i| any && (**i == 0 || existing.contains(i))) {
+    for index in indices {
         let read = match (index, others) {
             (0, _) => first.routed_hosts().await,
             (_, Some(read)) => read(index).await,
@@ -223,23 +269,10 @@ pub async fn start_records<B: RouterBackend>(
                 observed.insert(index, hosts);
             }
             Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(router = index, error = %e, "cannot read the router's routes: its old records are dropped")
-            }
+            Err(e) => tracing::warn!(router = index, error = %e, "cannot read the router's routes"),
         }
     }
-    let (records, dropped) = migrate(base, &ingresses, &observed);
-    for d in &dropped {
-        tracing::warn!(record = %d, "an old placement record on the Ingresses is not what Octavia has: dropped");
-    }
-    tracing::info!(
-        hosts = records.hosts.len(),
-        moves = records.moves.len(),
-        dropped = dropped.len(),
-        "router set's records migrated from the Ingresses' annotations (read once; ignored from now on)"
-    );
-    store.save(&records).await;
-    Ok((records, store))
+    observed
 }
 
 /// The Ingresses carrying a move record (the controller's own annotation before the store): it

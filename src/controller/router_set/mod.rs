@@ -18,11 +18,13 @@
 //! every group where it was without reading any router. The annotations of versions before are
 //! read once, at the upgrade, and kept only where Octavia confirms them (`set_migration`).
 
+pub mod drain;
 pub mod health;
 pub mod health_outputs;
 pub mod migration;
 pub mod move_outputs;
 pub mod moves;
+pub mod observed;
 pub mod store;
 
 use crate::config::ScaleOut;
@@ -135,6 +137,9 @@ pub struct RouterSet {
     /// Each router's health from its Syncs: placement keeps new groups off a failing router,
     /// and a failing create waits for its backoff.
     health: health::SetHealth,
+    /// Scale-out is off but routers beyond the first exist: every group on them moves to the
+    /// first router (make-before-break), and each, once empty for its grace, is deleted.
+    draining: bool,
 }
 
 impl RouterSet {
@@ -160,7 +165,21 @@ impl RouterSet {
             operator_asks: Mutex::default(),
             saving: tokio::sync::Mutex::new(()),
             health: health::SetHealth::default(),
+            draining: false,
         }
+    }
+
+    /// Scale-out was turned off: the set drains into the first router (`placement::excess`),
+    /// which has no capacity limit any more (it is the single router again); no group goes to
+    /// the other routers, and no move is asked for.
+    pub fn draining(mut self) -> Self {
+        self.draining = true;
+        self
+    }
+
+    /// Whether the set drains into the first router.
+    pub fn is_draining(&self) -> bool {
+        self.draining
     }
 
     /// Starts from `records` (read from `store` at start, or migrated), written back to `store`.
@@ -243,15 +262,20 @@ impl RouterSet {
         let mut asks = set_moves::admit_asks(asks, &self.scale_out.move_request_namespaces);
         // The operator's requests (the CLI's) are admitted from any namespace.
         asks.extend(self.operator_asks.lock().expect("lock").iter().cloned());
+        if self.draining {
+            asks.clear();
+        }
         let routers = self.known_routers(&current, last.as_ref().map(|(_, p)| p.as_ref()));
         // The first placement of this process compares with the recorded costs.
         let before = match last.as_ref() {
             Some((_, prev)) => host_costs(&prev.placement),
             None => self.records.lock().expect("lock").costs(),
         };
-        let growth = set_moves::Growth { before, pending: self.grown.lock().expect("lock").clone() };
+        let pending = self.grown.lock().expect("lock").clone();
+        let growth = set_moves::Growth { before, pending, draining: self.draining };
+        let unlimited = crate::placement::Capacity { max_policies: u32::MAX, max_certificates: u32::MAX };
         let params = SplitParams {
-            capacity: self.scale_out.capacity,
+            capacity: if self.draining { unlimited } else { self.scale_out.capacity },
             current,
             routers,
             now,
@@ -320,6 +344,7 @@ impl RouterSet {
         let now = unix_now();
         for (r, record) in &mut routers {
             record.health = self.health.of(*r, now, crate::placement::ROUTER_SETTLE_SECS);
+            record.draining = self.draining && *r > 0;
         }
         routers
     }
@@ -687,7 +712,7 @@ mod tests {
 
     /// A new leader (no placement before it in this process) sees from the recorded costs that
     /// a's group grew (1 -> 2 policies) while its router went over capacity (3 > 2): a moves by
-    /// itself, b stays. Without the cost records nothing moves (the growth cannot be seen).
+    /// itself, b stays. Without the cost records the growth cannot be seen: the excess (b) moves.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_new_leader_sees_growth_from_the_recorded_costs() {
         use crate::placement::Capacity;
@@ -750,6 +775,9 @@ mod tests {
         let want = HostRecord::on(0).with_cost("b.example.com".into(), crate::placement::Cost::new(1, 0));
         assert_eq!(b_record, Some(want), "b stays, its group and cost recorded");
         let (moved, _) = moved_by_new_leader(false);
-        assert!(moved.is_empty(), "without a record nothing is seen to grow: {moved:?}");
+        // Without the cost records the growth is not seen: the router is relieved all the
+        // same, of its excess (the largest group, a, stays).
+        let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+        assert_eq!(got, [("b.example.com", 0, 1)], "{moved:?}");
     }
 }

@@ -16,6 +16,7 @@
 //!   goes to the router with the most room (`placement::relief`); a stable group never moves.
 
 use crate::placement::assign::MoveRequest;
+use crate::placement::excess;
 use crate::placement::groups::normalize_host;
 use crate::placement::moves::MoveCause;
 use crate::placement::relief::{self, HostCosts};
@@ -97,6 +98,8 @@ pub fn move_asks<'a>(base: &str, ingresses: impl IntoIterator<Item = &'a Ingress
 pub struct Growth {
     pub before: HostCosts,
     pub pending: BTreeSet<String>,
+    /// Scale-out is off: the routers other than the first drain into it (`placement::excess`).
+    pub draining: bool,
 }
 
 /// The placement with the moves applied, and the moves in force.
@@ -146,6 +149,17 @@ pub fn place_with_moves(
     for (request, cause) in relief::relief_moves(&placement, params.capacity, &grown, &busy) {
         started.push(MovePlan::start(&request, now).because(cause));
     }
+    // What is still over capacity (capacity lowered, groups observed on a full router), or the
+    // drain of scale-out turned off: make-before-break moves too.
+    busy.extend(started.iter().flat_map(|m| [m.from, m.to]));
+    let more = match growth.draining {
+        true => excess::drain_moves(&placement, &busy),
+        false => {
+            let stay = placement.groups.iter().filter(|g| asked(g)).map(|g| g.id.clone()).collect();
+            excess::excess_moves(&placement, params.capacity, &busy, &stay)
+        }
+    };
+    started.extend(more.into_iter().map(|(request, cause)| MovePlan::start(&request, now).because(cause)));
     let moving = |g: &HostGroup| moves.values().chain(&started).any(|m| !m.hosts.is_disjoint(&g.hosts));
     let over = |g: &HostGroup| {
         let router = placement.group_router.get(&g.id).and_then(|r| placement.routers.get(r));

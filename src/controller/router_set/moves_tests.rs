@@ -198,13 +198,13 @@ fn a_merge_moves_the_other_part_make_before_break() {
 }
 
 /// At 3 policies a router, group a.com (ix and iy: 3 policies) and c.com (1) on the first
-/// router make it over capacity. Only a group that grew moves (here: pending from an earlier
-/// Sync), to a new router, with the cause; without growth nothing moves; a grown group
+/// router make it over capacity. A group that grew moves first (here: pending from an earlier
+/// Sync), to a new router, with the cause; without growth the excess moves; a grown group
 /// already moving is not moved again; growth waits while its router is busy.
 #[test]
 fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
     let params = params_at(3, &[("a.com", 0), ("b.com", 0), ("c.com", 0)]);
-    let grown = Growth { before: Default::default(), pending: ["b.com".to_string()].into() };
+    let grown = Growth { before: Default::default(), pending: ["b.com".to_string()].into(), draining: false };
     let got = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &grown);
     let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
     assert_eq!(started, [("a.com", 0, 1)]);
@@ -213,13 +213,18 @@ fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
     assert_eq!(got.placement.host_router["c.com"], 0, "the stable group stays");
     assert!(got.pending.is_empty(), "the grown group is moving: {:?}", got.pending);
 
+    // Nothing grew (capacity lowered, groups observed on a full router): the router is still
+    // over capacity, so its excess moves (`placement::excess`): the largest group stays.
     let stable = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &Growth::default());
-    assert!(stable.started.is_empty(), "nothing grew: {:?}", stable.started);
+    let started: Vec<_> = stable.started.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+    assert_eq!(started, [("c.com", 0, 1)], "the excess leaves, the largest group stays");
 
-    // The operator placed the group on the first router (move-to, left on ix): it stays.
+    // The operator placed the group on the first router (move-to, left on ix): it stays, and
+    // the excess is the other group.
     let pinned = [MoveAsk { ingress: "shop/ix".into(), target: Ok(0) }];
     let kept = place_with_moves(&tied_desired(), &params, Moves::new(), &pinned, 500, &grown);
-    assert!(kept.started.is_empty(), "the operator's placement wins: {:?}", kept.started);
+    let started: Vec<_> = kept.started.iter().map(|m| m.group.as_str()).collect();
+    assert_eq!(started, ["c.com"], "the operator's placement wins");
 
     // A move of c.com into the first router in progress keeps it busy: a.com waits, pending.
     let busy: Moves = [(

@@ -461,6 +461,27 @@ impl<T: Sharded> SetStore<T> {
     }
 }
 
+impl<T: Sharded> SetStore<T> {
+    /// Deletes every ConfigMap of these records (found by label); how many were deleted.
+    pub async fn delete_all(&self) -> Result<usize, String> {
+        let selector = format!("{SET_LABEL}={},{KIND_LABEL}={}", router_label(&self.base), T::KIND);
+        let list = self.api.list(&ListParams::default().labels(&selector)).await.map_err(|e| e.to_string())?;
+        let mut deleted = 0;
+        // Only the shards of this set's records (its annotations say so), whatever the list
+        // answered: never another set's ConfigMap.
+        let ours = list.items.iter().filter(|cm| shard_of_set::<T>(&self.base, cm).is_some());
+        for name in ours.filter_map(|cm| cm.metadata.name.as_deref()) {
+            match self.api.delete(name, &DeleteParams::default()).await {
+                Ok(_) => deleted += 1,
+                Err(kube::Error::Api(e)) if e.code == 404 => {}
+                Err(e) => return Err(format!("ConfigMap {name}: {e}")),
+            }
+        }
+        *self.written.lock().await = Written::default();
+        Ok(deleted)
+    }
+}
+
 impl SetStore<SetRecords> {
     /// The operator's move requests (`kuryr-l7-router move`): none when there are none; `None`
     /// when they cannot be read (logged: the last ones read stay in force).
