@@ -407,7 +407,7 @@ fn plan_moves(
         admit_asks(move_asks(base, &inputs.ingresses), &settings.octavia_defaults.scale_out.move_request_namespaces);
     let growth = Growth {
         before: crate::controller::router_set::migration::recorded_costs(&inputs.ingresses),
-        pending: Default::default(),
+        ..Growth::default()
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);
     let in_progress = placed.moves.values().filter(|m| recorded.contains_key(&m.group)).cloned().collect();

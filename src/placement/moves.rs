@@ -88,6 +88,9 @@ pub enum MoveCause {
     Merge,
     /// The group grew while on the source, which went over its capacity (`cost` > `capacity`).
     OverCapacity { cost: Cost, capacity: Capacity },
+    /// The way back of a move cancelled once its target served the group: from that target back
+    /// to the move's source, make-before-break (`controller::router_set::rollback`).
+    Cancelled,
 }
 
 impl MoveCause {
@@ -104,6 +107,7 @@ impl MoveCause {
                 };
                 format!("automatic: router {source_name} over capacity ({used} > {max} {what})")
             }
+            MoveCause::Cancelled => format!("the move to {source_name} was cancelled: back to {target_name}"),
         }
     }
 }

@@ -97,6 +97,9 @@ pub fn move_asks<'a>(base: &str, ingresses: impl IntoIterator<Item = &'a Ingress
 pub struct Growth {
     pub before: HostCosts,
     pub pending: BTreeSet<String>,
+    /// Hosts a rolled-back move keeps off its target for a while (`router_set::rollback`): no
+    /// move of theirs to that router starts, whatever its cause.
+    pub held: BTreeMap<String, BTreeSet<RouterIndex>>,
 }
 
 /// The placement with the moves applied, and the moves in force.
@@ -146,6 +149,7 @@ pub fn place_with_moves(
     for (request, cause) in relief::relief_moves(&placement, params.capacity, &grown, &busy) {
         started.push(MovePlan::start(&request, now).because(cause));
     }
+    started.retain(|m| !m.hosts.iter().any(|h| growth.held.get(h).is_some_and(|to| to.contains(&m.to))));
     let moving = |g: &HostGroup| moves.values().chain(&started).any(|m| !m.hosts.is_disjoint(&g.hosts));
     let over = |g: &HostGroup| {
         let router = placement.group_router.get(&g.id).and_then(|r| placement.routers.get(r));
