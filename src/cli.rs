@@ -176,7 +176,8 @@ async fn cancel_move(settings: Settings, ingress: String) -> Result<(), String> 
     let api = requests_api(&settings).await?;
     let base = &settings.octavia_defaults.l7_router_name;
     let (ns, name) = ingress.split_once('/').ok_or_else(|| format!("{ingress:?} is not <namespace>/<name>"))?;
-    let ingresses: kube::Api<k8s_openapi::api::networking::v1::Ingress> = kube::Api::namespaced(api.clone().into_client(), ns);
+    let ingresses: kube::Api<k8s_openapi::api::networking::v1::Ingress> =
+        kube::Api::namespaced(api.clone().into_client(), ns);
     let ing = ingresses.get(name).await.map_err(|e| format!("cannot read Ingress {ingress}: {e}"))?;
     let hosts = crate::controller::router_set::moves::ingress_hosts(&ing);
     let loaded = SetStore::<SetRecords>::new(api.clone(), base).load().await?;

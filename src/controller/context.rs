@@ -388,7 +388,11 @@ impl Context {
     }
 
     /// The slot of router `index` of `set`, its writer spawned when placement first uses it.
-    pub(crate) fn slot_at(&self, set: &RouterSet, index: crate::placement::RouterIndex) -> Result<Arc<RouterSlot>, HandlerError> {
+    pub(crate) fn slot_at(
+        &self,
+        set: &RouterSet,
+        index: crate::placement::RouterIndex,
+    ) -> Result<Arc<RouterSlot>, HandlerError> {
         let name = set.name_of(index);
         if let Some(slot) = self.routers.get(&name) {
             return Ok(slot);

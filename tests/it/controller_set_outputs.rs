@@ -195,7 +195,12 @@ impl Set {
         let on = |w: &crate::support::fake_api::Write| {
             w.path.contains("/events") && w.body["regarding"]["name"] == name && w.body["reason"] == reason
         };
-        self.fake.writes().iter().filter(|w| on(w)).map(|w| w.body["note"].as_str().unwrap_or_default().into()).collect()
+        self.fake
+            .writes()
+            .iter()
+            .filter(|w| on(w))
+            .map(|w| w.body["note"].as_str().unwrap_or_default().into())
+            .collect()
     }
 }
 

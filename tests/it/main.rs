@@ -15,6 +15,7 @@ mod support;
 mod barbican_http;
 mod certificate;
 mod cli_apply_gateway;
+mod cli_move_cancel;
 mod cli_offline;
 mod cli_show;
 mod config_load;

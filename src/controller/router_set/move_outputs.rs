@@ -38,13 +38,18 @@ impl crate::controller::context::Context {
     /// The moves' outputs after a router's Sync of the set: an Event on the group's Ingresses
     /// for each step, and their status (the addresses of the phase).
     pub(crate) async fn drive_moves(&self, set: &RouterSet) {
-        let cached = self.stores.ingresses.state();
         // The steps in the order they happened, each told once: a move can take two steps in
         // one Sync (started, then its target ACTIVE), and a concurrent Sync of another router
         // can step it on before this one tells its start.
         let _telling = set.telling.lock().await;
         let stepped = set.take_steps();
         let known = set.known_moves();
+        // Called after each router's job: with no step to tell and no move in progress there is
+        // no Event or status to write, and no need to look at every Ingress.
+        if stepped.is_empty() && known.values().all(|m| matches!(m.phase, crate::placement::MovePhase::Done { .. })) {
+            return;
+        }
+        let cached = self.stores.ingresses.state();
         for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
             let hosts = ingress_hosts(ing);
             let Some(plan) = known.values().find(|m| !m.hosts.is_disjoint(&hosts)) else { continue };

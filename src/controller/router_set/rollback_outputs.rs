@@ -30,9 +30,8 @@ impl RouterSet {
         now: UnixSeconds,
     ) -> (Vec<MovePlan>, Vec<String>) {
         let cancels: Vec<String> = std::mem::take(&mut *self.rollbacks.cancels.lock().expect("lock"));
-        let hosts_of = |key: &str| {
-            ingresses.iter().find(|i| ingress_key(i) == key).map(|i| ingress_hosts(i)).unwrap_or_default()
-        };
+        let hosts_of =
+            |key: &str| ingresses.iter().find(|i| ingress_key(i) == key).map(|i| ingress_hosts(i)).unwrap_or_default();
         let named: Vec<(String, BTreeSet<String>)> = cancels.iter().map(|k| (k.clone(), hosts_of(k))).collect();
         let timeout = self.scale_out.move_target_timeout.as_secs();
         let out = roll_back(moves, now, timeout, &named, &|i| self.name_of(i));
@@ -102,7 +101,6 @@ impl RouterSet {
     }
 }
 
-
 impl crate::controller::context::Context {
     /// Tells what the last placements rolled back, and the cancels refused: a Warning Event on
     /// each Ingress of the group (a refused cancel: on the Ingress it named). Called right after
@@ -126,9 +124,10 @@ impl crate::controller::context::Context {
                                  ([octavia_defaults] move_target_timeout)"
                             ),
                         ),
-                        Why::Cancelled { ingress } => {
-                            ("MoveCancelled", format!("cancelled by the operator (kuryr-l7-router move {ingress} --cancel)"))
-                        }
+                        Why::Cancelled { ingress } => (
+                            "MoveCancelled",
+                            format!("cancelled by the operator (kuryr-l7-router move {ingress} --cancel)"),
+                        ),
                     };
                     let what = match &rolled.back {
                         None => format!(
@@ -145,7 +144,8 @@ impl crate::controller::context::Context {
                          {target} again for {hold_secs} s",
                         p.group
                     );
-                    let on = cached.iter().filter(|i| !ingress_hosts(i).is_disjoint(&p.hosts)).collect();
+                    let ours = cached.iter().filter(|i| self.keeps_status_of(i));
+                    let on = ours.filter(|i| !ingress_hosts(i).is_disjoint(&p.hosts)).collect();
                     (reason, message, on)
                 }
                 Told::Refused { ingress, why } => {

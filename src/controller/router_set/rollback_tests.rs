@@ -32,7 +32,8 @@ fn a_move_whose_target_is_late_is_dropped_and_only_it() {
     assert_eq!(out.rolled[0].back, None);
     assert!(out.refused.is_empty());
     // One second earlier, nothing goes back.
-    let mut moves: Moves = [("late.com".into(), plan("late.com", 0, 2, MovePhase::CreateOnTarget { since: 100 }))].into();
+    let mut moves: Moves =
+        [("late.com".into(), plan("late.com", 0, 2, MovePhase::CreateOnTarget { since: 100 }))].into();
     assert_eq!(roll_back(&mut moves, 159, 60, &[], &name), Outcome::default());
 }
 
