@@ -157,7 +157,7 @@ pub(crate) struct Rollbacks {
 /// One thing to tell, with the routers' names.
 #[derive(Clone, Debug)]
 pub(crate) enum Told {
-    RolledBack { rolled: RolledBack, source: String, target: String, hold_secs: u64 },
+    RolledBack { rolled: Box<RolledBack>, source: String, target: String, hold_secs: u64 },
     Refused { ingress: String, why: String },
 }
 

@@ -64,7 +64,7 @@ impl RouterSet {
                 let (source, target) = (self.name_of(p.from), self.name_of(p.to));
                 let hold_secs = hold.until.saturating_sub(now);
                 tracing::warn!(group = %p.group, %source, %target, why = ?r.why, "move rolled back");
-                told.push(Told::RolledBack { rolled: r.clone(), source, target, hold_secs });
+                told.push(Told::RolledBack { rolled: Box::new(r.clone()), source, target, hold_secs });
                 holds.push(hold);
             }
             for (ingress, why) in &out.refused {
