@@ -99,6 +99,9 @@ impl Context {
                     self.router_failed(set, index, slot, &e).await;
                 }
                 tracing::warn!(router = %slot.name, error = %e, "router sync failed: its groups wait");
+                // Nothing recorded on it; the hosts no longer placed are forgotten, the moves kept.
+                set.record(placed, &[]);
+                set.save_records().await;
                 // The Event on the Ingress says which router of the set holds it back.
                 Err(HandlerError::Octavia(WriteError::new(e.label, format!("router {}: {}", slot.name, e.message))))
             }
