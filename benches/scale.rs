@@ -119,7 +119,7 @@ fn timed<T>(n: usize, mut f: impl FnMut() -> T) -> (Took, T) {
 }
 
 /// The resync guard (issue 36): the plan of an unchanged router and the full resync (translate
-/// + plan), each as a multiple of the translation measured in the same run, in CPU time. A later
+/// and plan), each as a multiple of the translation measured in the same run, in CPU time. A later
 /// change that doubles either fails the bench. The limits are twice the ratios measured when the
 /// guard was set (see docs/benchmarks.md, "Controller scale").
 const STEADY_PLAN_PER_TRANSLATE_LIMIT: f64 = 2.0 * STEADY_PLAN_PER_TRANSLATE;

@@ -75,7 +75,8 @@ pub enum Command {
         router: Option<String>,
     },
     /// With `scale_out`: ask the controller to move an Ingress's host group to a router of the set
-    /// (make-before-break), or take the request back with `--clear`. Writes the request in the
+    /// (make-before-break), or take the request back with `--clear`, or cancel the move in
+    /// progress with `--cancel` (rolled back; refused once it deletes the old routes). Writes the request in the
     /// controller's namespace (`[kubernetes] lease_namespace`); the controller reads it at its
     /// next Sync of the set, and a refused one (a router outside the set's bounds) gets a
     /// Warning Event `MoveRefused` on the Ingress. Needs Kubernetes credentials that may write
@@ -84,11 +85,16 @@ pub enum Command {
         /// The Ingress: `<namespace>/<name>`.
         ingress: String,
         /// The target router: `<l7_router_name>` or `<l7_router_name>-N`.
-        #[arg(required_unless_present = "clear")]
+        #[arg(required_unless_present_any = ["clear", "cancel"])]
         router: Option<String>,
         /// Remove the request for this Ingress.
         #[arg(long, conflicts_with = "router")]
         clear: bool,
+        /// Cancel the move in progress of this Ingress's host group: rolled back, the group stays
+        /// on (or goes back to, make-before-break) its source. Refused once the move deletes the
+        /// old routes.
+        #[arg(long, conflicts_with_all = ["router", "clear"])]
+        cancel: bool,
     },
     /// Delete every object of this instance's router set: each router's load balancer (cascade)
     /// with the floating IP allocated for it and its Barbican secrets, and the controller's
@@ -154,7 +160,8 @@ pub fn main() -> ExitCode {
         Command::Plan { files, output } => plan(&settings, &files, output),
         Command::Apply { files } => run_async(apply(settings, files)),
         Command::Show { output, files, router } => run_async(show(settings, output, files, router)),
-        Command::Move { ingress, router, clear: _ } => run_async(request_move(settings, ingress, router)),
+        Command::Move { ingress, cancel: true, .. } => run_async(cancel_move(settings, ingress)),
+        Command::Move { ingress, router, .. } => run_async(request_move(settings, ingress, router)),
         Command::Teardown { yes } => run_async(teardown(settings, yes)),
         Command::StatusResponder => unreachable!("dispatched before the full configuration is read"),
     }
@@ -162,6 +169,51 @@ pub fn main() -> ExitCode {
 
 /// `move`: writes (or, without a router, removes) the operator's move request.
 async fn request_move(settings: Settings, ingress: String, router: Option<String>) -> Result<(), String> {
+    let api = requests_api(&settings).await?;
+    let base = &settings.octavia_defaults.l7_router_name;
+    crate::controller::router_set::store::request_move(&api, base, &ingress, router.as_deref()).await?;
+    match router {
+        Some(r) => println!("move of {ingress}'s host group to {r} requested"),
+        None => println!("move request of {ingress} removed"),
+    }
+    Ok(())
+}
+
+/// `move --cancel`: checks, from the set's records, that a move of the Ingress's hosts is in
+/// progress and has not reached deleting its old routes, then writes the cancel request.
+async fn cancel_move(settings: Settings, ingress: String) -> Result<(), String> {
+    use crate::controller::router_set::store::{SetRecords, SetStore, request_cancel};
+    use crate::placement::router_name;
+    let api = requests_api(&settings).await?;
+    let base = &settings.octavia_defaults.l7_router_name;
+    let (ns, name) = ingress.split_once('/').ok_or_else(|| format!("{ingress:?} is not <namespace>/<name>"))?;
+    let ingresses: kube::Api<k8s_openapi::api::networking::v1::Ingress> =
+        kube::Api::namespaced(api.clone().into_client(), ns);
+    let ing = ingresses.get(name).await.map_err(|e| format!("cannot read Ingress {ingress}: {e}"))?;
+    let hosts = crate::controller::router_set::moves::ingress_hosts(&ing);
+    let loaded = SetStore::<SetRecords>::new(api.clone(), base).load().await?;
+    let moves = loaded.records.map(|r| r.moves).unwrap_or_default();
+    let plan = moves.values().find(|m| !hosts.is_empty() && !m.hosts.is_disjoint(&hosts));
+    let Some(plan) = plan else {
+        return Err(format!("no move of {ingress}'s host group is in progress: nothing to cancel"));
+    };
+    let (from, to) = (router_name(base, plan.from), router_name(base, plan.to));
+    if !plan.routes_wanted().source {
+        return Err(format!(
+            "the move of {ingress}'s host group from {from} to {to} is deleting the routes on {from}: it can no \
+             longer be cancelled; once it is done, move the group back with `kuryr-l7-router move {ingress} {from}`"
+        ));
+    }
+    request_cancel(&api, base, &ingress).await?;
+    println!(
+        "cancel of the move of {ingress}'s host group from {from} to {to} requested (its move request, if any, \
+         replaced): the controller rolls it back at its next Sync of the set, within seconds"
+    );
+    Ok(())
+}
+
+/// The ConfigMaps of the controller's namespace, where the operator's requests are written.
+async fn requests_api(settings: &Settings) -> Result<kube::Api<k8s_openapi::api::core::v1::ConfigMap>, String> {
     if !settings.octavia_defaults.scale_out.enabled {
         return Err("moves are for the router set: [octavia_defaults] scale_out is off".into());
     }
@@ -175,14 +227,7 @@ async fn request_move(settings: Settings, ingress: String, router: Option<String
     )
     .await
     .map_err(|e| e.to_string())?;
-    let api = kube::Api::namespaced(client, &k.lease_namespace);
-    let base = &settings.octavia_defaults.l7_router_name;
-    crate::controller::router_set::store::request_move(&api, base, &ingress, router.as_deref()).await?;
-    match router {
-        Some(r) => println!("move of {ingress}'s host group to {r} requested"),
-        None => println!("move request of {ingress} removed"),
-    }
-    Ok(())
+    Ok(kube::Api::namespaced(client, &k.lease_namespace))
 }
 
 /// `teardown`: what will be deleted, the confirmation, then the deletions.
@@ -431,8 +476,7 @@ fn plan_moves(
         admit_asks(move_asks(base, &inputs.ingresses), &settings.octavia_defaults.scale_out.move_request_namespaces);
     let growth = Growth {
         before: crate::controller::router_set::migration::recorded_costs(&inputs.ingresses),
-        pending: Default::default(),
-        draining: false,
+        ..Growth::default()
     };
     let placed = place_with_moves(desired, &params, recorded.clone(), &asks, 0, &growth);
     let in_progress = placed.moves.values().filter(|m| recorded.contains_key(&m.group)).cloned().collect();

@@ -77,6 +77,7 @@ impl Settings {
             ("octavia_defaults", "dns_record_ttl") => secs(od.dns_record_ttl),
             ("octavia_defaults", "move_dns_grace") => secs(od.scale_out.move_dns_grace),
             ("octavia_defaults", "empty_router_grace") => secs(od.scale_out.empty_router_grace),
+            ("octavia_defaults", "move_target_timeout") => secs(od.scale_out.move_target_timeout),
             ("octavia_defaults", "gateway_kept_grace") => secs(od.gateway_kept_grace.unwrap_or_default()),
             ("octavia_defaults", "move_request_namespaces") => Some(od.scale_out.move_request_namespaces.join(", ")),
             ("octavia_defaults", "gateways_per_namespace") => {

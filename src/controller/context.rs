@@ -14,7 +14,7 @@ use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::controller::outputs::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::patches;
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
-use crate::controller::router_set::{Placed, RouterSet};
+use crate::controller::router_set::RouterSet;
 use crate::controller::routers::{RouterSlot, Routers};
 use crate::controller::services::events::{self as service_events, ServiceWarnings};
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
@@ -197,7 +197,7 @@ pub struct Context {
     /// Readiness of the process (each router's is set by its first successful Sync).
     pub readiness: Option<watch::Sender<Readiness>>,
     /// The translation of the caches; the writer runs it once per Sync job.
-    translator: Arc<Translator>,
+    pub(crate) translator: Arc<Translator>,
     /// The Service notices of the last synced desired state (built once per Sync, looked up by
     /// every Service reconcile until the next one), with the router they name.
     notices: Mutex<Option<SyncedNotices>>,
@@ -374,7 +374,7 @@ impl Context {
 
     /// What a router's finished Sync tells its slot: budget, metrics, readiness (by the first
     /// of the job's waiters only: the metrics count the job's failures once).
-    fn took(&self, slot: &RouterSlot, synced: &Synced) {
+    pub(crate) fn took(&self, slot: &RouterSlot, synced: &Synced) {
         if synced.written && slot.outputs.lock().expect("lock").claim_report(synced.job) {
             slot.take_budget_of(&synced.report);
             slot.metrics.waiting_for_quota(synced.report.quota_waiting.len());
@@ -388,7 +388,11 @@ impl Context {
     }
 
     /// The slot of router `index` of `set`, its writer spawned when placement first uses it.
-    fn slot_at(&self, set: &RouterSet, index: crate::placement::RouterIndex) -> Result<Arc<RouterSlot>, HandlerError> {
+    pub(crate) fn slot_at(
+        &self,
+        set: &RouterSet,
+        index: crate::placement::RouterIndex,
+    ) -> Result<Arc<RouterSlot>, HandlerError> {
         let name = set.name_of(index);
         if let Some(slot) = self.routers.get(&name) {
             return Ok(slot);
@@ -403,157 +407,6 @@ impl Context {
         Ok(self.routers.insert(RouterSlot::new(name, writer, &self.metrics)))
     }
 
-    /// [`Context::sync_for`] with scale-out: one translation and placement, each router's part
-    /// submitted to its writer at once, then each router's outputs (the statuses of the
-    /// Ingresses placed on it, its notices) and the placement record. The result is the
-    /// reconciled Ingress's router's (a failure of another router holds back only its own
-    /// groups); for the other scopes, the first router's, failing only when every router failed.
-    async fn sync_set(
-        &self,
-        set: &RouterSet,
-        force: bool,
-        scope: Scope<'_>,
-    ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
-        let requested = std::time::Instant::now();
-        self.wait_caches().await;
-        let (translator, metrics) = (self.translator.clone(), self.router().metrics.clone());
-        // Translated with the age order and no limit: each router gets its own budget below.
-        let placed = set
-            .placed(requested, &self.stores.ingresses.state(), move || {
-                translator.desired(Some(Budget::UNLIMITED), &metrics).1
-            })
-            .await
-            .map_err(HandlerError::Octavia)?;
-        self.publish_placement_warnings(set, &placed, scope).await;
-        let mut slots = Vec::new();
-        for &index in placed.parts.keys() {
-            slots.push((index, self.slot_at(set, index)?));
-        }
-        // A router whose create failed waits for its backoff: its Sync is not submitted.
-        let waits: Vec<Option<WriteError>> = slots.iter().map(|(i, _)| self.create_waits(set, *i)).collect();
-        let writes = slots.iter().zip(&waits).map(|((i, slot), wait)| {
-            // Each router admits new routes within its own budget: the project's quota minus
-            // what the project's other load balancers, the other routers of the set among them,
-            // hold (its driver reads it). A router whose budget was never read reads it at its
-            // next convergence (a new one reads the project's room before it is created).
-            let mut part = placed.parts[i].as_ref().clone();
-            part.quota = crate::translate::budget::for_router(placed.whole.quota.as_ref(), slot.budget());
-            let wait = wait.clone();
-            async move {
-                match wait {
-                    Some(e) => Err(e),
-                    None => slot.writer.sync_to(part, force || !slot.budget_read()).await,
-                }
-            }
-        });
-        let results = futures::future::join_all(writes).await;
-        let mine = match scope {
-            Scope::Ingress(ing) => Some(placed.router_of(ing)),
-            _ => None,
-        };
-        let mut answer: Option<Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>> = None;
-        let mut synced_routers = Vec::new();
-        let mut addresses = BTreeMap::new();
-        for (((index, slot), result), waited) in slots.iter().zip(results).zip(&waits) {
-            let result = match result {
-                Ok(synced) => {
-                    self.took(slot, &synced);
-                    self.router_synced(set, *index, slot);
-                    synced_routers.push(*index);
-                    addresses.insert(*index, synced.report.address);
-                    let out = self.set_outputs(&placed, *index, slot, &synced, scope).await;
-                    out.map(|()| (synced.desired, synced.report))
-                }
-                Err(e) => {
-                    if waited.is_none() {
-                        self.router_failed(set, *index, slot, &e).await;
-                    }
-                    tracing::warn!(router = %slot.name, error = %e, "router sync failed: its groups wait");
-                    // The Event on the Ingress says which router of the set holds it back.
-                    Err(HandlerError::Octavia(WriteError::new(e.label, format!("router {}: {}", slot.name, e.message))))
-                }
-            };
-            let take = match mine {
-                Some(m) => m == *index,
-                None => answer.as_ref().is_none_or(|a| a.is_err()) && (answer.is_none() || result.is_ok()),
-            };
-            if take {
-                answer = Some(result);
-            }
-        }
-        self.delete_empty_routers(set, &placed).await;
-        set.observe(&placed, &addresses);
-        self.drive_moves(set, &placed).await;
-        // The records (each host's router once it synced, the moves) in the controller's own
-        // namespace, never on the Ingresses.
-        set.record(&placed, &synced_routers);
-        set.save_records().await;
-        answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
-    }
-
-    /// The placement's warnings as Warning Events on the Ingresses concerned, as for the
-    /// translation's warnings: the reconciled Ingress gets its own, the resync everyone's.
-    async fn publish_placement_warnings(&self, set: &RouterSet, placed: &Placed, scope: Scope<'_>) {
-        let me = match scope {
-            Scope::Ingress(ing) => Some(ing),
-            Scope::Resync => None,
-            Scope::Sync | Scope::Conflicts => return,
-        };
-        for ev in crate::controller::router_set::placement_events(&set.base, placed) {
-            if me.is_none_or(|ing| outputs::ingress_ref(ing) == ev.regarding) {
-                self.publish_on_ingress(&ev, me).await;
-            }
-        }
-    }
-
-    /// Deletes the routers of the set left empty for their whole `empty_router_grace` (never
-    /// the first), each through its own writer (its load balancer and the floating IP allocated
-    /// for it, found by name and our tags: nothing that is not ours). A failed delete is tried
-    /// again at the next Sync.
-    async fn delete_empty_routers(&self, set: &RouterSet, placed: &Placed) {
-        for index in set.to_delete(placed) {
-            let slot = match self.slot_at(set, index) {
-                Ok(slot) => slot,
-                Err(e) => {
-                    tracing::warn!(router = %set.name_of(index), error = %e, "cannot delete the empty router");
-                    continue;
-                }
-            };
-            match slot.writer.delete_router().await {
-                Ok(deleted) => {
-                    tracing::info!(router = %slot.name, deleted, "router empty for its whole grace: deleted");
-                    set.deleted(index);
-                }
-                Err(e) => tracing::warn!(router = %slot.name, error = %e, "cannot delete the empty router"),
-            }
-        }
-    }
-
-    /// The outputs of router `index`'s Sync: the statuses of the Ingresses placed on it, its
-    /// notices, and for the reconciled Ingress's router its own Events (with the warnings of
-    /// the whole translation, which the split leaves on the first router only).
-    async fn set_outputs(
-        &self,
-        placed: &Placed,
-        index: crate::placement::RouterIndex,
-        slot: &RouterSlot,
-        synced: &Synced,
-        scope: Scope<'_>,
-    ) -> Result<(), HandlerError> {
-        // A moving group's status carries the move's addresses (`drive_moves`).
-        let here = |ing: &Ingress| placed.router_of(ing) == index && !placed.is_moving(ing);
-        match scope {
-            Scope::Ingress(ing) if !here(ing) => self.apply_outputs(slot, synced, Scope::Sync, &here).await,
-            Scope::Ingress(_) if index != 0 => {
-                let mut desired = synced.desired.as_ref().clone();
-                desired.warnings = placed.whole.warnings.clone();
-                let with_warnings = Synced { desired: Arc::new(desired), ..synced.clone() };
-                self.apply_outputs(slot, &with_warnings, scope, &here).await
-            }
-            _ => self.apply_outputs(slot, synced, scope, &here).await,
-        }
-    }
-
     /// The one output step of a finished Sync: plans (purely) and applies its notices,
     /// statuses and Events, less what another waiter of the same job applied already (see
     /// [`outputs::Ledger`]). A notice write that fails fails the call; so does the status of the
@@ -561,7 +414,7 @@ impl Context {
     /// not write.
     /// `here`: whether an Ingress is placed on this router (its status carries this router's
     /// address).
-    async fn apply_outputs(
+    pub(crate) async fn apply_outputs(
         &self,
         slot: &RouterSlot,
         synced: &Synced,
@@ -649,7 +502,7 @@ impl Context {
 
     /// Publishes `ev` on its Ingress: `me` (the reconciled one) when it is about it, else the
     /// Ingress from the cache (an Ingress gone meanwhile is told nothing).
-    async fn publish_on_ingress(&self, ev: &PlannedEvent, me: Option<&Ingress>) {
+    pub(crate) async fn publish_on_ingress(&self, ev: &PlannedEvent, me: Option<&Ingress>) {
         let regarding = match me {
             Some(ing) if outputs::ingress_ref(ing) == ev.regarding => ing.object_ref(&()),
             _ => {

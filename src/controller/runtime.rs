@@ -636,6 +636,8 @@ async fn run_leader<B: RouterBackend>(
     }));
     let period = k.resync_period.max(Duration::from_secs(10));
     let resync = tokio::spawn(resync_loop(ctx.clone(), period, stop_rx.clone()));
+    // A move's late target or a cancel is acted on even while the resync waits on a router.
+    background.push(tokio::spawn(crate::controller::router_set::rollback_outputs::move_watch(ctx.clone())));
 
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;

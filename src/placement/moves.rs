@@ -93,6 +93,9 @@ pub enum MoveCause {
     /// The records were lost and both routers were found routing the hosts (a move's records
     /// lost): the source keeps them through the graces.
     Observed,
+    /// The way back of a move cancelled once its target served the group: from that target back
+    /// to the move's source, make-before-break (`controller::router_set::rollback`).
+    Cancelled,
 }
 
 impl MoveCause {
@@ -113,6 +116,7 @@ impl MoveCause {
             MoveCause::Observed => {
                 format!("no record: both {source_name} and {target_name} routed these hosts at start")
             }
+            MoveCause::Cancelled => format!("the move to {source_name} was cancelled: back to {target_name}"),
         }
     }
 }

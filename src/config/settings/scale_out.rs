@@ -19,6 +19,9 @@ pub struct ScaleOut {
     pub move_dns_grace: Duration,
     /// How long a router other than the first stays empty before it is deleted.
     pub empty_router_grace: Duration,
+    /// How long a move waits for its target to be ACTIVE with the group's routes before it is
+    /// rolled back (`controller::router_set::rollback`).
+    pub move_target_timeout: Duration,
     /// Namespaces whose Ingresses may ask for a move with the `move-to` annotation (empty: none).
     pub move_request_namespaces: Vec<String>,
 }
@@ -48,6 +51,7 @@ impl Reader {
             },
             move_dns_grace,
             empty_router_grace: self.value(od, "empty_router_grace"),
+            move_target_timeout: self.value(od, "move_target_timeout"),
             move_request_namespaces: self.value(od, "move_request_namespaces"),
         }
     }

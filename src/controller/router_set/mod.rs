@@ -25,6 +25,9 @@ pub mod migration;
 pub mod move_outputs;
 pub mod moves;
 pub mod observed;
+pub mod rollback;
+pub mod rollback_outputs;
+pub mod set_sync;
 pub mod store;
 
 use crate::config::ScaleOut;
@@ -140,6 +143,9 @@ pub struct RouterSet {
     /// Scale-out is off but routers beyond the first exist: every group on them moves to the
     /// first router (make-before-break), and each, once empty for its grace, is deleted.
     draining: bool,
+    /// Moves rolled back (a late target, a cancel): the holds that keep them from starting
+    /// again, the cancels read, what is still to tell.
+    rollbacks: rollback::Rollbacks,
 }
 
 impl RouterSet {
@@ -166,6 +172,7 @@ impl RouterSet {
             saving: tokio::sync::Mutex::new(()),
             health: health::SetHealth::default(),
             draining: false,
+            rollbacks: rollback::Rollbacks::default(),
         }
     }
 
@@ -257,7 +264,11 @@ impl RouterSet {
             current.extend(prev.placement.host_router.iter().map(|(h, r)| (h.clone(), *r)));
         }
         let now = unix_now();
-        let (moves, mut moved) = self.moves_now(now);
+        let (mut moves, mut moved) = self.moves_now(now);
+        let operator_asks = self.operator_asks.lock().expect("lock").clone();
+        let (back, clear) = self.roll_back(&mut moves, &mut current, ingresses, &operator_asks, now);
+        moved.extend(back);
+        self.clear_requests(&clear).await;
         let asks = set_moves::move_asks(&self.base, ingresses.iter().map(|i| i.as_ref()));
         let mut asks = set_moves::admit_asks(asks, &self.scale_out.move_request_namespaces);
         // The operator's requests (the CLI's) are admitted from any namespace.
@@ -271,8 +282,14 @@ impl RouterSet {
             Some((_, prev)) => host_costs(&prev.placement),
             None => self.records.lock().expect("lock").costs(),
         };
+        let mut held: BTreeMap<String, BTreeSet<RouterIndex>> = BTreeMap::new();
+        for hold in self.rollbacks.holds(now) {
+            for h in hold.hosts {
+                held.entry(h).or_default().insert(hold.to);
+            }
+        }
         let pending = self.grown.lock().expect("lock").clone();
-        let growth = set_moves::Growth { before, pending, draining: self.draining };
+        let growth = set_moves::Growth { before, pending, draining: self.draining, held };
         let unlimited = crate::placement::Capacity { max_policies: u32::MAX, max_certificates: u32::MAX };
         let params = SplitParams {
             capacity: if self.draining { unlimited } else { self.scale_out.capacity },
@@ -413,8 +430,18 @@ impl RouterSet {
     /// (one GET per placement, not per reconcile; unreadable: the last ones read stay).
     async fn read_operator_asks(&self) {
         let Some(store) = &self.store else { return };
-        if let Some(asks) = store.operator_asks().await {
+        if let Some((asks, cancels)) = store.operator_asks().await {
             *self.operator_asks.lock().expect("lock") = asks;
+            self.rollbacks.read_cancels(cancels);
+        }
+    }
+
+    /// Removes the requests of `ingresses` from the store (cancels handled, the operator's
+    /// requests of moves rolled back).
+    async fn clear_requests(&self, ingresses: &[String]) {
+        let Some(store) = &self.store else { return };
+        for ingress in ingresses {
+            store.clear_request(ingress).await;
         }
     }
 
@@ -487,8 +514,8 @@ impl RouterSet {
             };
             let next = m.advance(now, seen, timings);
             let current = known.get(group);
-            // Unchanged, or already stepped on by a concurrent Sync.
-            if next.phase == m.phase || current.is_some_and(|c| c.phase != m.phase) {
+            // Unchanged, already stepped on by a concurrent Sync, or rolled back meanwhile.
+            if next.phase == m.phase || current.is_none_or(|c| c.phase != m.phase || c.to != m.to) {
                 continue;
             }
             // A move done whose hosts a tie placed elsewhere goes on there, make-before-break.
@@ -531,6 +558,8 @@ impl RouterSet {
     pub fn next_wake(&self) -> Option<Duration> {
         let timings = self.scale_out.move_timings();
         let moves = self.moves.lock().expect("lock").values().filter_map(|m| m.deadline(timings)).min();
+        // A move waiting for its target is rolled back at its timeout.
+        let moves = moves.into_iter().chain(self.next_target_deadline()).min();
         let now = unix_now();
         let grace = self.scale_out.empty_router_grace.as_secs();
         let empty = self.empty_since.lock().expect("lock");
@@ -745,6 +774,7 @@ mod tests {
             capacity: Capacity { max_policies: 2, max_certificates: 10 },
             move_dns_grace: Duration::from_secs(60),
             empty_router_grace: Duration::from_secs(60),
+            move_target_timeout: Duration::from_secs(1200),
             move_request_namespaces: Vec::new(),
         };
         let moved_by_new_leader = |recorded: bool| {

@@ -16,10 +16,9 @@ use kube::api::Api;
 use std::net::IpAddr;
 
 impl crate::controller::context::Context {
-    /// The moves' outputs after a Sync of the set: a Warning on each Ingress whose ask is
-    /// refused, an Event on the group's Ingresses for each step, the record of each move on its
-    /// Ingresses (removed once done) and their status (the addresses of the phase).
-    pub(crate) async fn drive_moves(&self, set: &RouterSet, placed: &Placed) {
+    /// The refusals of a placement of the set, once per Sync: a Warning on each Ingress whose
+    /// ask is refused, and on each carrying a move record (a forgery, or a version before's).
+    pub(crate) async fn tell_move_refusals(&self, placed: &Placed) {
         let cached = self.stores.ingresses.state();
         for (key, why) in &placed.refused {
             if let Some(ing) = cached.iter().find(|i| ingress_key(i) == *key) {
@@ -34,12 +33,23 @@ impl crate::controller::context::Context {
             );
             self.publish(&UserEvent::warning("MoveRecordIgnored", "Move", why), &ing.object_ref(&())).await;
         }
+    }
+
+    /// The moves' outputs after a router's Sync of the set: an Event on the group's Ingresses
+    /// for each step, and their status (the addresses of the phase).
+    pub(crate) async fn drive_moves(&self, set: &RouterSet) {
         // The steps in the order they happened, each told once: a move can take two steps in
         // one Sync (started, then its target ACTIVE), and a concurrent Sync of another router
         // can step it on before this one tells its start.
         let _telling = set.telling.lock().await;
         let stepped = set.take_steps();
         let known = set.known_moves();
+        // Called after each router's job: with no step to tell and no move in progress there is
+        // no Event or status to write, and no need to look at every Ingress.
+        if stepped.is_empty() && known.values().all(|m| matches!(m.phase, crate::placement::MovePhase::Done { .. })) {
+            return;
+        }
+        let cached = self.stores.ingresses.state();
         for ing in cached.iter().filter(|i| self.keeps_status_of(i)) {
             let hosts = ingress_hosts(ing);
             let Some(plan) = known.values().find(|m| !m.hosts.is_disjoint(&hosts)) else { continue };

@@ -100,6 +100,9 @@ pub struct Growth {
     pub pending: BTreeSet<String>,
     /// Scale-out is off: the routers other than the first drain into it (`placement::excess`).
     pub draining: bool,
+    /// Hosts a rolled-back move keeps off its target for a while (`router_set::rollback`): no
+    /// move of theirs to that router starts, whatever its cause.
+    pub held: BTreeMap<String, BTreeSet<RouterIndex>>,
 }
 
 /// The placement with the moves applied, and the moves in force.
@@ -160,6 +163,7 @@ pub fn place_with_moves(
         }
     };
     started.extend(more.into_iter().map(|(request, cause)| MovePlan::start(&request, now).because(cause)));
+    started.retain(|m| !m.hosts.iter().any(|h| growth.held.get(h).is_some_and(|to| to.contains(&m.to))));
     let moving = |g: &HostGroup| moves.values().chain(&started).any(|m| !m.hosts.is_disjoint(&g.hosts));
     let over = |g: &HostGroup| {
         let router = placement.group_router.get(&g.id).and_then(|r| placement.routers.get(r));

@@ -204,7 +204,7 @@ fn a_merge_moves_the_other_part_make_before_break() {
 #[test]
 fn a_grown_group_leaves_its_router_over_capacity_and_a_stable_one_stays() {
     let params = params_at(3, &[("a.com", 0), ("b.com", 0), ("c.com", 0)]);
-    let grown = Growth { before: Default::default(), pending: ["b.com".to_string()].into(), draining: false };
+    let grown = Growth { pending: ["b.com".to_string()].into(), ..Growth::default() };
     let got = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &grown);
     let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
     assert_eq!(started, [("a.com", 0, 1)]);

@@ -221,8 +221,10 @@ pub fn ask_key(ingress: &str) -> Option<String> {
 
 /// The operator's move requests in the asks' ConfigMap: Ingress key → the router named (a name
 /// outside the set is refused with its reason, as the annotation's).
+/// A cancel request (`kuryr-l7-router move --cancel`) is the key's value [`CANCEL_REQUEST`]
+/// instead of a router: it is not an ask (see [`read_cancels`]).
 pub fn read_asks(base: &str, cm: &ConfigMap) -> Vec<MoveAsk> {
-    let data = cm.data.iter().flatten();
+    let data = cm.data.iter().flatten().filter(|(_, v)| v.trim() != CANCEL_REQUEST);
     let ask = |(key, router): (&String, &String)| {
         let (ns, name) = key.split_once('.')?;
         let target = crate::placement::router_index(base, router.trim()).ok_or_else(|| {
@@ -246,6 +248,28 @@ pub async fn request_move(api: &Api<ConfigMap>, base: &str, ingress: &str, route
     {
         return Err(format!("{r:?} is not a router of the set {base:?} (expected {base} or {base}-N, N >= 2)"));
     }
+    write_request(api, base, key, router).await
+}
+
+/// The value of an Ingress's key in the asks' ConfigMap that asks to cancel its group's move.
+pub const CANCEL_REQUEST: &str = "cancel";
+
+/// The Ingresses (`namespace/name`) whose group's move the operator asks to cancel.
+pub fn read_cancels(cm: &ConfigMap) -> Vec<String> {
+    let data = cm.data.iter().flatten().filter(|(_, v)| v.trim() == CANCEL_REQUEST);
+    data.filter_map(|(key, _)| key.split_once('.').map(|(ns, name)| format!("{ns}/{name}"))).collect()
+}
+
+/// Writes the operator's request to cancel the move of Ingress `namespace/name`'s group
+/// (`kuryr-l7-router move --cancel`), in place of its move request if any. The controller
+/// removes it once it rolled the move back, or refused to.
+pub async fn request_cancel(api: &Api<ConfigMap>, base: &str, ingress: &str) -> Result<(), String> {
+    let key = ask_key(ingress).ok_or_else(|| format!("{ingress:?} is not <namespace>/<name> of an Ingress"))?;
+    write_request(api, base, key, Some(CANCEL_REQUEST)).await
+}
+
+/// Writes (`value` None: removes) Ingress key `key`'s value in the asks' ConfigMap.
+async fn write_request(api: &Api<ConfigMap>, base: &str, key: String, router: Option<&str>) -> Result<(), String> {
     let name = asks_name(base);
     let patch = serde_json::json!({"data": {key.clone(): router}});
     match api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await {
@@ -485,14 +509,24 @@ impl<T: Sharded> SetStore<T> {
 impl SetStore<SetRecords> {
     /// The operator's move requests (`kuryr-l7-router move`): none when there are none; `None`
     /// when they cannot be read (logged: the last ones read stay in force).
-    pub async fn operator_asks(&self) -> Option<Vec<MoveAsk>> {
+    /// With them, the Ingresses whose group's move the operator asks to cancel.
+    pub async fn operator_asks(&self) -> Option<(Vec<MoveAsk>, Vec<String>)> {
         match self.api.get_opt(&asks_name(&self.base)).await {
-            Ok(Some(cm)) => Some(read_asks(&self.base, &cm)),
-            Ok(None) => Some(Vec::new()),
+            Ok(Some(cm)) => Some((read_asks(&self.base, &cm), read_cancels(&cm))),
+            Ok(None) => Some(Default::default()),
             Err(e) => {
                 tracing::warn!(error = %e, "cannot read the operator's move requests");
                 None
             }
+        }
+    }
+}
+
+impl SetStore<SetRecords> {
+    /// Removes Ingress `ingress`'s request (a cancel handled, an operator's move rolled back).
+    pub async fn clear_request(&self, ingress: &str) {
+        if let Err(e) = request_move(&self.api, &self.base, ingress, None).await {
+            tracing::warn!(ingress, error = %e, "cannot remove the operator's request: removed at the next Sync");
         }
     }
 }
