@@ -324,6 +324,7 @@ fn as_caches(inp: Inputs) -> Snapshot {
         secrets: arcs(inp.secrets),
         now: inp.now,
         certificates: inp.certificates,
+        gateway_claims: inp.gateway_claims,
     }
 }
 
@@ -342,6 +343,7 @@ fn deep_copy(s: &Snapshot) -> Inputs {
         nodes: owned(&s.nodes),
         secrets: owned(&s.secrets),
         now: s.now,
+        gateway_claims: s.gateway_claims.clone(),
         notes: vec![],
         certificates: s.certificates.clone(),
     }

@@ -41,6 +41,22 @@ pub struct World {
     pub secrets: BTreeMap<(String, String), SecretInfo>,
     /// How many Gateways are served per namespace and per cluster (`super::limits`).
     pub limits: crate::config::GatewayLimits,
+    /// With `[kubernetes] host_ownership`: the Ingresses' claims and the remembered owners
+    /// (`super::host_owners`); None: host ownership is off for the Gateways.
+    pub hosts: Option<HostTenancy>,
+}
+
+/// What host ownership for the Gateways (`super::host_owners`) reads besides the Gateway API
+/// objects; set by the controller when `[kubernetes] host_ownership` is on.
+#[derive(Clone, Debug, Default)]
+pub struct HostTenancy {
+    /// The hosts our Ingresses claim.
+    pub ingress_claims: Vec<crate::translate::host_claims::HostClaim>,
+    /// The owners remembered in the controller's store.
+    pub remembered: crate::translate::tenancy::RememberedOwners,
+    pub now: Option<std::time::SystemTime>,
+    /// `[kubernetes] host_ownership_grace_period`.
+    pub grace: std::time::Duration,
 }
 
 /// The namespace of a namespaced object (empty when unset, as in a bad fixture).

@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod driver;
 pub(crate) mod finalizers;
+pub mod hosts;
 pub mod members;
 pub(crate) mod routers;
 pub mod status;
@@ -60,6 +61,9 @@ pub struct GatewayLoop {
     pub named_secrets: Option<Arc<crate::controller::ingress::tls_secrets::NamedSecrets>>,
     /// How many Gateways are served per namespace and per cluster (`crate::gateway::limits`).
     pub limits: crate::config::GatewayLimits,
+    /// With `[kubernetes] host_ownership`: the Ingress side's claims and owners, one owner index
+    /// for both kinds (`crate::gateway::host_owners`); None: off.
+    pub hosts: Option<hosts::IngressHosts>,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -223,6 +227,8 @@ impl GatewayLoop {
         loop {
             let mut w = world(stores, &self.services, &self.secrets);
             w.limits = self.limits.clone();
+            let tenancy = self.hosts.as_ref().map(hosts::IngressHosts::tenancy);
+            w.hosts = tenancy.clone();
             if let Some(named) = &self.named_secrets {
                 let pending = w.secrets.iter().filter(|(_, i)| **i == crate::gateway::world::SecretInfo::Pending);
                 named.relist_if_held_without_data(&self.secrets, pending.map(|(k, _)| k.clone()));
@@ -233,6 +239,9 @@ impl GatewayLoop {
             let holds = p.holds.borrow_and_update().clone();
             let released = p.released.borrow_and_update().clone();
             let t = translate_observed(&w, &programmed, &failures, &holds);
+            if let Some((h, before)) = self.hosts.as_ref().zip(tenancy.as_ref()) {
+                h.after(&t, before).await;
+            }
             // The first translation is always published, even when empty: the driver learns that
             // the tables are known (it collects the load balancers of Gateways gone then).
             let tables = Tables { routers: t.routers.clone(), fates: t.fates.clone() };
@@ -318,6 +327,12 @@ pub fn spawn(
         recheck: GATEWAY_RECHECK,
         named_secrets: Some(ctx.stores.named_secrets.clone()),
         limits: routers.as_ref().map(|r| r.limits.clone()).unwrap_or_default(),
+        hosts: opts.tenancy.host_ownership.then(|| hosts::IngressHosts {
+            ingresses: ctx.stores.ingresses.clone(),
+            classes: ctx.stores.classes.clone(),
+            opts: opts.clone(),
+            book: ctx.owner_book(),
+        }),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
     if let Some(GatewayBackends { spawn, list, kept_grace, limits: _, admit }) = routers {
