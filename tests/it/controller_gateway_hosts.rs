@@ -91,7 +91,7 @@ fn names(rules: &[String], host: &str) -> bool {
     rules.iter().any(|v| v.contains(&host.replace('.', "\\.")))
 }
 
-/// A Warning whose reason contains `reason` on Ingress `name`, if one was published.
+/// A Warning whose reason contains `reason` on the object `name`, if one was published.
 fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
     let on = |w: &crate::support::fake_api::Write| w.path.contains("/events") && w.body["regarding"]["name"] == name;
     fake.writes()
@@ -127,6 +127,8 @@ async fn an_ingress_owned_host_is_refused_to_a_later_httproute_of_another_namesp
         eventually("evil/steal refused", 20, || accepted(&fake, "evil", "steal").filter(|a| a.0 == "False")).await;
     assert_eq!(reason, "NotAllowedByListeners");
     assert!(message.contains("belongs to namespace shop (claimed first by Ingress shop/legacy)"), "{message}");
+    let ev = eventually("a Warning on evil's route", 20, || event_on(&fake, "steal", "NotAllowedByListeners")).await;
+    assert!(ev["note"].as_str().unwrap_or_default().contains("namespace shop"), "{ev}");
     let evil = eventually("evil's router serves evil.example.com", 20, || {
         gateway_hosts(&built, "evil", "gw").filter(|h| names(h, "evil.example.com"))
     })
