@@ -51,3 +51,16 @@ fn no_usable_backend_answers_500() {
     assert_eq!(run("[{name: missing, port: 80}]", "").0, Action::Fixed(500));
     assert_eq!(run("[{name: web, port: 8080, weight: 0}]", "").0, Action::Fixed(500));
 }
+
+/// A Service port with appProtocol kubernetes.io/h2c: refused by name (`UnsupportedProtocol`,
+/// the spec's reason), its share answered 500; the same Service's HTTP/1.1 port is served.
+#[test]
+fn an_h2c_backend_is_refused_with_unsupported_protocol() {
+    let h2c = "kind: Service\napiVersion: v1\nmetadata: {name: grpc, namespace: ns}\nspec: {ports: [{port: 80, appProtocol: kubernetes.io/h2c}, {port: 81, appProtocol: kubernetes.io/ws}]}\n";
+    let (a, p) = run("[{name: grpc, port: 80}, {name: grpc, port: 81}]", h2c);
+    assert_eq!(reasons(&p), vec!["UnsupportedProtocol"]);
+    assert!(p[0].message.contains("port 80 has appProtocol kubernetes.io/h2c"), "{}", p[0].message);
+    let Action::Forward { backends, .. } = a else { panic!("{a:?}") };
+    assert_eq!(backends[0].target, BackendTarget::Status500);
+    assert!(matches!(backends[1].target, BackendTarget::Service { port: 81, .. }));
+}

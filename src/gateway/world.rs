@@ -12,6 +12,22 @@ pub struct ServiceInfo {
     pub ports: Vec<i32>,
     /// ExternalName Services have no endpoints Octavia could reach.
     pub(crate) external_name: bool,
+    /// The ports whose `appProtocol` is `kubernetes.io/h2c` (HTTP/2 over cleartext), which an
+    /// Octavia HTTP pool cannot speak (see `super::backends`).
+    pub(crate) h2c_ports: Vec<i32>,
+}
+
+/// The `appProtocol` of a Service port speaking HTTP/2 without TLS (Gateway API's name).
+pub(crate) const H2C: &str = "kubernetes.io/h2c";
+
+/// What the translation reads of a Service.
+pub(crate) fn service_info(s: &k8s_openapi::api::core::v1::Service) -> ServiceInfo {
+    let ports = s.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
+    ServiceInfo {
+        ports: ports.iter().map(|p| p.port).collect(),
+        external_name: s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName"),
+        h2c_ports: ports.iter().filter(|p| p.app_protocol.as_deref() == Some(H2C)).map(|p| p.port).collect(),
+    }
 }
 
 /// What the translation needs to know of a Secret named by a listener.
@@ -115,11 +131,7 @@ impl World {
                 }
                 "Service" => {
                     let s: k8s_openapi::api::core::v1::Service = serde_json::from_value(doc).map_err(bad)?;
-                    let spec = s.spec.unwrap_or_default();
-                    let info = ServiceInfo {
-                        ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
-                        external_name: spec.type_.as_deref() == Some("ExternalName"),
-                    };
+                    let info = service_info(&s);
                     self.services
                         .insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
                 }
