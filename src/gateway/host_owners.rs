@@ -7,8 +7,12 @@
 //!   is served, i.e. its hostnames intersected with the listener's (`super::hostnames`): the
 //!   names it is served for, and that external-dns publishes. A route without hostnames on a
 //!   listener without one serves "any host": it claims nothing (as a host-less Ingress rule);
-//! - a Gateway of ours that is served: each hostname of its valid listeners, for the
-//!   Gateway's namespace (a listener reserves its name as an Ingress rule does);
+//! - a Gateway of ours that is served: each exact hostname of its valid listeners, for the
+//!   Gateway's namespace (a listener reserves its name as an Ingress rule does). A wildcard
+//!   listener hostname claims nothing: it delegates the names under it to the routes it admits,
+//!   whose effective hostnames are the claims. Were it a claim, its wildcard would own every
+//!   name under it for the Gateway's namespace, and two tenants' routes on one shared wildcard
+//!   Gateway would never be told apart (nor could another namespace's Ingress name one);
 //! - an Ingress of ours: its rule and TLS hosts (`crate::translate::host_claims`).
 //!
 //! Wildcards are owned as on the Ingress side: `*.example.com` is a host of its own, and also
@@ -23,6 +27,7 @@
 
 use super::api::{Gateway, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
+use super::hostnames::is_wildcard;
 use super::listeners::ListenerPlan;
 use super::status::Cond;
 use super::world::{HostTenancy, World, name_of, ns_of};
@@ -39,7 +44,8 @@ pub(crate) fn gateway_claims(world: &World, served: &ServedGateways<'_>) -> Vec<
     let mut out = Vec::new();
     for (gw, plans) in served.values() {
         let by = KubeRef::new("Gateway", &ns_of(*gw), &name_of(*gw));
-        for h in plans.iter().filter(|p| p.programmable()).filter_map(|p| p.hostname.as_deref()) {
+        let exact = plans.iter().filter(|p| p.programmable()).filter_map(|p| p.hostname.as_deref());
+        for h in exact.filter(|h| !is_wildcard(h)) {
             out.push(HostClaim::new(h, by.clone(), gw.metadata.creation_timestamp.as_ref()));
         }
     }
@@ -225,8 +231,29 @@ spec:\n  parentRefs: [{{name: {}, namespace: {}}}]\n  hostnames: {hosts:?}\n  ru
                 "claimed first by Gateway a/gw",
             ),
             (
-                "a's Gateway delegates its hosts to the routes it admits: b's route on a's Gateway is served",
-                gateway("a", "gw", 1, Some("*.example.com")) + &route("b", "r", 3, ("a", "gw"), &["shop.example.com"]),
+                "a's Gateway delegates its listener's host to the routes it admits: b's route on it is served",
+                gateway("a", "gw", 1, Some("shop.example.com"))
+                    + &route("b", "r", 3, ("a", "gw"), &["shop.example.com"]),
+                vec![],
+                "b/r",
+                "Accepted",
+                "attached",
+            ),
+            (
+                "on infra's shared wildcard Gateway, a's older route owns its host: b's route for it is refused",
+                gateway("infra", "gw", 1, Some("*.example.com"))
+                    + &route("a", "first", 2, ("infra", "gw"), &["app.example.com"])
+                    + &route("b", "r", 3, ("infra", "gw"), &["app.example.com"]),
+                vec![],
+                "b/r",
+                "NotAllowedByListeners",
+                "claimed first by HTTPRoute a/first",
+            ),
+            (
+                "a wildcard listener claims nothing: b's Ingress-free route under it on b's Gateway is served",
+                gateway("a", "gw", 1, Some("*.example.com"))
+                    + &gateway("b", "gw", 2, None)
+                    + &route("b", "r", 3, ("b", "gw"), &["b.example.com"]),
                 vec![],
                 "b/r",
                 "Accepted",
