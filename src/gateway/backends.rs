@@ -61,6 +61,16 @@ pub(crate) fn resolve(
             format!("{field}: Service {ns}/{} is ExternalName (no endpoints)", b.name),
         ));
     }
+    if let Some(policy) = world.backend_tls.get(&(ns.clone(), b.name.clone())) {
+        // Plain HTTP would send in clear what the policy's owner asked to encrypt.
+        return Err(problem(
+            "UnsupportedProtocol",
+            format!(
+                "{field}: BackendTLSPolicy {ns}/{policy} asks for TLS to Service {ns}/{}: an Octavia pool cannot send the policy's hostname as SNI nor verify the backend's certificate against it; not served in plain HTTP",
+                b.name
+            ),
+        ));
+    }
     let port = b.port.ok_or_else(|| problem("BackendNotFound", format!("{field}.port: required for a Service")))?;
     if !svc.ports.contains(&port) {
         return Err(problem("BackendNotFound", format!("{field}.port: Service {ns}/{} has no port {port}", b.name)));

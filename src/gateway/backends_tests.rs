@@ -64,3 +64,24 @@ fn an_h2c_backend_is_refused_with_unsupported_protocol() {
     assert_eq!(backends[0].target, BackendTarget::Status500);
     assert!(matches!(backends[1].target, BackendTarget::Service { port: 81, .. }));
 }
+
+/// A Service that a BackendTLSPolicy asks TLS for: refused by name (`UnsupportedProtocol`,
+/// naming the policy), its share answered 500, never forwarded in plain HTTP; a policy for
+/// another Service (or of another namespace) changes nothing.
+#[test]
+fn a_backend_tls_policy_target_is_refused_not_served_in_plain_http() {
+    let policy = |ns: &str, svc: &str| {
+        format!(
+            "kind: BackendTLSPolicy\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: tls, namespace: {ns}}}\nspec:\n  targetRefs: [{{group: '', kind: Service, name: {svc}}}]\n  validation: {{hostname: web.example.com, wellKnownCACertificates: System}}\n"
+        )
+    };
+    let (a, p) = run("[{name: web, port: 8080}]", &policy("ns", "web"));
+    assert_eq!(reasons(&p), vec!["UnsupportedProtocol"]);
+    assert!(p[0].message.contains("BackendTLSPolicy ns/tls asks for TLS to Service ns/web"), "{}", p[0].message);
+    assert_eq!(a, Action::Fixed(500));
+    for other in [policy("ns", "api"), policy("other", "web")] {
+        let (a, p) = run("[{name: web, port: 8080}]", &other);
+        assert!(p.is_empty(), "{other}: {p:?}");
+        assert!(matches!(a, Action::Forward { .. }));
+    }
+}

@@ -55,6 +55,8 @@ pub struct World {
     pub services: BTreeMap<(String, String), ServiceInfo>,
     /// (namespace, name) -> Secret.
     pub secrets: BTreeMap<(String, String), SecretInfo>,
+    /// Services (namespace, name) a BackendTLSPolicy asks TLS for -> the policy's name.
+    pub backend_tls: BTreeMap<(String, String), String>,
     /// How many Gateways are served per namespace and per cluster (`super::limits`).
     pub limits: crate::config::GatewayLimits,
     /// With `[kubernetes] host_ownership`: the Ingresses' claims and the remembered owners
@@ -101,6 +103,14 @@ impl World {
         self.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
     }
 
+    /// Records the Services `p` asks TLS for.
+    pub fn add_backend_tls(&mut self, p: &super::api::BackendTLSPolicy) {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        for key in p.services() {
+            self.backend_tls.entry(key).or_insert_with(|| name.clone());
+        }
+    }
+
     pub(crate) fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
         self.namespaces.get(namespace).cloned().unwrap_or_default()
     }
@@ -120,6 +130,10 @@ impl World {
                 "Gateway" => self.gateways.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "HTTPRoute" => self.routes.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "ReferenceGrant" => self.grants.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "BackendTLSPolicy" => {
+                    let p: super::api::BackendTLSPolicy = serde_json::from_value(doc).map_err(bad)?;
+                    self.add_backend_tls(&p);
+                }
                 "Namespace" => {
                     let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
                     let name = ns.metadata.name.unwrap_or_default();

@@ -26,6 +26,7 @@ mod controller_gateway;
 mod controller_gateway_hosts;
 mod controller_gateway_keep;
 mod controller_gateway_limits;
+mod controller_gateway_refusals;
 mod controller_gateway_routers;
 mod controller_health;
 mod controller_holds;

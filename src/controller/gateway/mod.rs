@@ -138,7 +138,7 @@ impl GatewayLoop {
     /// Probes the CRDs until they are served (or `stop`), then watches and translates until `stop`.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut logged = false;
-        let grants_served = loop {
+        let (grants_served, tls_served) = loop {
             let c = self.client.clone();
             let core = [
                 served(Api::<GatewayClass>::all(c.clone())).await,
@@ -146,7 +146,8 @@ impl GatewayLoop {
                 served(Api::<HTTPRoute>::all(c.clone())).await,
             ];
             if core.iter().all(|s| *s == Some(true)) {
-                break served(Api::<ReferenceGrant>::all(c)).await == Some(true);
+                let tls = served(Api::<crate::gateway::api::BackendTLSPolicy>::all(c.clone())).await == Some(true);
+                break (served(Api::<ReferenceGrant>::all(c)).await == Some(true), tls);
             }
             if core.contains(&Some(false)) && !logged {
                 logged = true;
@@ -165,7 +166,7 @@ impl GatewayLoop {
         }
         tracing::info!("watching the Gateway API objects");
         let changed = Arc::new(Notify::new());
-        let (stores, watches) = self.watches(grants_served, &changed);
+        let (stores, watches) = self.watches(grants_served, tls_served, &changed);
         let watches = tokio::spawn(watches);
         self.translate_loop(&stores, &changed, &mut stop).await;
         watches.abort();
@@ -174,6 +175,7 @@ impl GatewayLoop {
     fn watches(
         &self,
         grants_served: bool,
+        tls_served: bool,
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
         let c = &self.client;
@@ -209,7 +211,17 @@ impl GatewayLoop {
             w.apply_watcher_event(&watcher::Event::Init);
             w.apply_watcher_event(&watcher::Event::InitDone);
         }
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        let (backend_tls, wt) = reflector::store::<crate::gateway::api::BackendTLSPolicy>();
+        if tls_served {
+            let api = Api::<crate::gateway::api::BackendTLSPolicy>::all(c.clone());
+            streams.push(reflect_into(wt, watch_of(api), changed.clone()).boxed());
+        } else {
+            // Not installed: no policy, and routes to any Service are served as before.
+            let mut w = wt;
+            w.apply_watcher_event(&watcher::Event::Init);
+            w.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
         (stores, futures::stream::select_all(streams).for_each(|_| futures::future::ready(())))
     }
 
@@ -285,6 +297,7 @@ async fn ready(s: &GatewayStores) {
         wait(Box::pin(wait_store(s.routes.clone()))),
         wait(Box::pin(wait_store(s.grants.clone()))),
         wait(Box::pin(wait_store(s.namespaces.clone()))),
+        wait(Box::pin(wait_store(s.backend_tls.clone()))),
     ];
     futures::future::join_all(all).await;
 }
@@ -402,7 +415,8 @@ mod tests {
         let (routes, wr) = reflector::store();
         let (grants, _) = reflector::store();
         let (namespaces, _) = reflector::store();
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        let (backend_tls, _) = reflector::store();
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
         let (services, _) = reflector::store();
         let (secrets, _) = reflector::store();
         let start = conversions_on_this_thread();

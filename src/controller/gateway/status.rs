@@ -29,6 +29,8 @@ pub struct GatewayStores {
     /// reference is then refused).
     pub grants: Store<ReferenceGrant>,
     pub namespaces: Store<Namespace>,
+    /// Empty when the API server does not serve BackendTLSPolicy.
+    pub backend_tls: Store<crate::gateway::api::BackendTLSPolicy>,
 }
 
 /// The translation's input from the caches: the cached Gateway API objects themselves (shared,
@@ -42,6 +44,9 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         grants: s.grants.state(),
         ..World::default()
     };
+    for p in s.backend_tls.state() {
+        w.add_backend_tls(&p);
+    }
     for ns in s.namespaces.state() {
         w.namespaces
             .insert(ns.metadata.name.clone().unwrap_or_default(), ns.metadata.labels.clone().unwrap_or_default());
