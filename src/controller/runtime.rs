@@ -625,7 +625,7 @@ async fn run_leader<B: RouterBackend>(
     let period = k.resync_period.max(Duration::from_secs(10));
     let resync = tokio::spawn(resync_loop(ctx.clone(), period, stop_rx.clone()));
     if k.host_ownership {
-        background.push(tokio::spawn(host_claims_loop(ctx.clone(), stop_rx.clone())));
+        background.push(tokio::spawn(crate::controller::gateway::hosts::sync_on_claims(ctx.clone(), stop_rx.clone())));
     }
 
     on_true(stop_rx).await;
@@ -776,26 +776,6 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
         tokio::select! {
             _ = crate::controller::router_set::until_next_resync(ctx.set.as_ref(), period) => {}
             _ = stop.wait_for(|v| *v) => return,
-        }
-    }
-}
-
-/// With host ownership: a Sync each time the Gateway API's claims on hosts change (the Gateway
-/// loop's pass, `controller::gateway::hosts`), so that an Ingress losing a host to an older
-/// HTTPRoute or Gateway is told and loses its route at once, not at the next resync.
-async fn host_claims_loop(ctx: Arc<Context>, mut stop: watch::Receiver<bool>) {
-    let book = ctx.owner_book();
-    loop {
-        tokio::select! {
-            _ = book.claims_changed.notified() => {}
-            _ = stop.wait_for(|v| *v) => return,
-        }
-        tokio::select! {
-            _ = ctx.wait_caches() => {}
-            _ = stop.wait_for(|v| *v) => return,
-        }
-        if let Err(e) = ctx.sync_for(false, Scope::Conflicts).await {
-            tracing::warn!(error = %e, "sync after the Gateway API's host claims changed failed");
         }
     }
 }

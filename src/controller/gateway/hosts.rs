@@ -3,6 +3,8 @@
 //! API's claims to the Ingress side and remembers the owners in the controller's store
 //! ([`OwnerBook`], shared with the Ingress translation).
 
+use crate::controller::context::Context;
+use crate::controller::outputs::Scope;
 use crate::controller::owner_store::OwnerBook;
 use crate::gateway::build::Translation;
 use crate::gateway::world::HostTenancy;
@@ -14,6 +16,7 @@ use crate::translate::tenancy::stored_owners;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
+use tokio::sync::watch;
 
 /// What the Gateway loop reads of the Ingress side for host ownership (`[kubernetes]
 /// host_ownership` on).
@@ -56,6 +59,26 @@ impl IngressHosts {
             let json = serde_json::to_string(next).expect("plain JSON");
             self.book.remember(&json).await;
             tracing::info!(hosts = next.len(), "host owners remembered (Gateway API)");
+        }
+    }
+}
+
+/// With host ownership: an Ingress Sync each time the Gateway API's claims on hosts change (the
+/// Gateway loop's pass, [`IngressHosts::after`]), so that an Ingress losing a host to an older
+/// HTTPRoute or Gateway is told and loses its route at once, not at the next resync.
+pub(crate) async fn sync_on_claims(ctx: Arc<Context>, mut stop: watch::Receiver<bool>) {
+    let book = ctx.owner_book();
+    loop {
+        tokio::select! {
+            _ = book.claims_changed.notified() => {}
+            _ = stop.wait_for(|v| *v) => return,
+        }
+        tokio::select! {
+            _ = ctx.wait_caches() => {}
+            _ = stop.wait_for(|v| *v) => return,
+        }
+        if let Err(e) = ctx.sync_for(false, Scope::Conflicts).await {
+            tracing::warn!(error = %e, "sync after the Gateway API's host claims changed failed");
         }
     }
 }
