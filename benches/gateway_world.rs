@@ -119,7 +119,8 @@ fn filled(gateways: usize, routes: usize, grants: usize) -> (GatewayStores, Writ
     feed(&mut wgr, Event::<k8s::ReferenceGrant>::InitDone);
     wn.apply_watcher_event(&Event::Init);
     wn.apply_watcher_event(&Event::InitDone);
-    (GatewayStores { classes, gateways: gws, routes: rts, grants: grs, namespaces }, wr)
+    let (backend_tls, _) = reflector::store();
+    (GatewayStores { classes, gateways: gws, routes: rts, grants: grs, namespaces, backend_tls }, wr)
 }
 
 fn main() {

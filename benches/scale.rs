@@ -410,6 +410,7 @@ fn as_caches(inp: Inputs) -> Snapshot {
         secrets: arcs(inp.secrets),
         now: inp.now,
         certificates: inp.certificates,
+        gateway_claims: inp.gateway_claims,
     }
 }
 
@@ -428,6 +429,7 @@ fn deep_copy(s: &Snapshot) -> Inputs {
         nodes: owned(&s.nodes),
         secrets: owned(&s.secrets),
         now: s.now,
+        gateway_claims: s.gateway_claims.clone(),
         notes: vec![],
         certificates: s.certificates.clone(),
     }

@@ -148,6 +148,7 @@ impl Stores {
             secrets,
             now: Some(std::time::SystemTime::now()),
             certificates: Some(self.certificates.clone()),
+            gateway_claims: Default::default(),
         }
     }
 }
@@ -186,8 +187,6 @@ pub struct Context {
     /// With scale-out: the router set (placement, and the writers of the routers other than
     /// the first). None: the one router of `routers` gets every Ingress.
     pub set: Option<RouterSet>,
-    /// With host ownership: where the hosts' owners are kept (None: our IngressClass).
-    owner_store: Option<Arc<crate::controller::owner_store::OwnerStore>>,
     pub events: Arc<EventPublisher>,
     pub metrics: Metrics,
     pub opts: TranslateOptions,
@@ -223,9 +222,10 @@ pub(crate) struct Translator {
     /// The host owners our IngressClass should remember after the last translation, when they
     /// changed (`translate::tenancy::remembered_owners`); taken by the next finished Sync.
     owners: Mutex<Option<String>>,
-    /// The owners remembered in the controller's store (`owner_store`), as JSON: put on the
-    /// in-memory copy of our IngressClass that the translation reads (None: the class as cached).
-    remembered: Mutex<Option<Arc<str>>>,
+    /// The owners remembered in the controller's store, as JSON: put on the in-memory copy of
+    /// our IngressClass that the translation reads (None: the class as cached); and the hosts
+    /// the Gateway API objects claim, shared with the Gateway loop.
+    book: Arc<crate::controller::owner_store::OwnerBook>,
 }
 
 impl Translator {
@@ -235,8 +235,11 @@ impl Translator {
     pub fn desired(&self, budget: Option<Budget>, metrics: &RouterMetrics) -> (Snapshot, DesiredRouter) {
         metrics.translated();
         let mut inputs = self.stores.inputs_with(self.opts.tls.default_certificate.as_ref());
-        if let Some(owners) = self.remembered.lock().expect("lock").clone() {
+        if let Some(owners) = self.book.remembered_json() {
             crate::controller::owner_store::with_owners(&mut inputs.ingress_classes, &self.opts.ingress_class, &owners);
+        }
+        if self.opts.tenancy.host_ownership {
+            inputs.gateway_claims = self.book.gateway_claims();
         }
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
@@ -263,7 +266,7 @@ impl Context {
             stores: stores.clone(),
             opts: opts.clone(),
             owners: Mutex::new(None),
-            remembered: Mutex::new(None),
+            book: Arc::default(),
         });
         let routers = Routers::new([RouterSlot::new(router_name, writer, &metrics)]);
         for slot in routers.iter() {
@@ -283,7 +286,6 @@ impl Context {
             stores,
             routers,
             set: None,
-            owner_store: None,
             events,
             metrics,
             opts,
@@ -314,14 +316,17 @@ impl Context {
     /// [`Context::new`]).
     /// Keeps the hosts' owners in `store` (starting from `owners`) instead of our IngressClass.
     pub(crate) fn with_owner_store(
-        mut self,
+        self,
         store: Arc<crate::controller::owner_store::OwnerStore>,
         owners: &crate::translate::tenancy::RememberedOwners,
     ) -> Self {
-        let json = serde_json::to_string(owners).unwrap_or_else(|_| "{}".into());
-        *self.translator.remembered.lock().expect("lock") = Some(json.into());
-        self.owner_store = Some(store);
+        self.translator.book.use_store(store, owners);
         self
+    }
+
+    /// What the Ingress and Gateway sides share for host ownership.
+    pub fn owner_book(&self) -> Arc<crate::controller::owner_store::OwnerBook> {
+        self.translator.book.clone()
     }
 
     pub(crate) fn with_router_set(mut self, set: RouterSet) -> Self {
@@ -521,11 +526,8 @@ impl Context {
         let Some(value) = self.translator.owners.lock().expect("lock").take() else {
             return Ok(());
         };
-        if let Some(store) = &self.owner_store {
-            // The controller's own store, sharded: no annotation limit (the class is not written).
-            let owners = serde_json::from_str(&value).unwrap_or_default();
-            *self.translator.remembered.lock().expect("lock") = Some(value.into());
-            store.save(&crate::controller::owner_store::OwnerRecords(owners)).await;
+        // The controller's own store, sharded: no annotation limit (the class is not written).
+        if self.translator.book.remember(&value).await {
             tracing::info!(class = %self.opts.ingress_class, "host owners remembered");
             return Ok(());
         }

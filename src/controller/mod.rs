@@ -116,6 +116,9 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("gateway.networking.k8s.io", "httproutes", "watch"),
     ("gateway.networking.k8s.io", "referencegrants", "list"),
     ("gateway.networking.k8s.io", "referencegrants", "watch"),
+    // BackendTLSPolicy: only its targets, to refuse the routes to those Services by name.
+    ("gateway.networking.k8s.io", "backendtlspolicies", "list"),
+    ("gateway.networking.k8s.io", "backendtlspolicies", "watch"),
     ("", "namespaces", "list"),
     ("", "namespaces", "watch"),
     // gateway_status.rs: their status (merge patch of the status subresource).

@@ -12,10 +12,12 @@
 
 use crate::controller::ControllerError;
 use crate::controller::router_set::store::{SetStore, Sharded, json, read_key, shard_of};
+use crate::translate::host_claims::HostClaim;
 use crate::translate::tenancy::{HOST_OWNERS_ANNOTATION, RememberedOwner, RememberedOwners};
 use k8s_openapi::api::networking::v1::IngressClass;
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::sync::Notify;
 
 const OWNERS_KEY: &str = "owners";
 
@@ -78,6 +80,75 @@ pub fn with_owners(classes: &mut [Arc<IngressClass>], class: &str, owners: &str)
             .get_or_insert_default()
             .insert(HOST_OWNERS_ANNOTATION.to_string(), owners.to_string());
         *c = Arc::new(ours);
+    }
+}
+
+/// What the Ingress and the Gateway sides share for host ownership while the leader runs (one
+/// owner index for both kinds, `translate::tenancy`): the owners remembered in the store, the
+/// hosts the Gateway API objects claim, and the store both write.
+#[derive(Default)]
+pub struct OwnerBook {
+    /// The owners as the store holds them, as JSON (None: no store; the Ingress side reads
+    /// our IngressClass's annotation then).
+    remembered: Mutex<Option<Arc<str>>>,
+    /// The Gateway API's claims of the Gateway loop's last pass, for the Ingress translation.
+    gateway_claims: Mutex<Arc<Vec<HostClaim>>>,
+    /// Notified when `gateway_claims` changed: the Ingress side translates again (its losers
+    /// get their Events, its routes for hosts a Gateway API object owns are taken off).
+    pub claims_changed: Notify,
+    store: OnceLock<Arc<OwnerStore>>,
+    /// One remember at a time: the in-memory owners and the store's stay the same.
+    saving: tokio::sync::Mutex<()>,
+}
+
+impl OwnerBook {
+    /// Keeps the owners in `store`, starting from `owners`.
+    pub fn use_store(&self, store: Arc<OwnerStore>, owners: &RememberedOwners) {
+        let json = serde_json::to_string(owners).unwrap_or_else(|_| "{}".into());
+        *self.remembered.lock().expect("lock") = Some(json.into());
+        let _ = self.store.set(store);
+    }
+
+    /// Whether the owners are kept in the store (else on our IngressClass).
+    pub fn has_store(&self) -> bool {
+        self.store.get().is_some()
+    }
+
+    /// The remembered owners (JSON) when they are kept in the store.
+    pub fn remembered_json(&self) -> Option<Arc<str>> {
+        self.remembered.lock().expect("lock").clone()
+    }
+
+    /// The remembered owners when they are kept in the store.
+    pub fn remembered(&self) -> Option<RememberedOwners> {
+        self.remembered_json().map(|j| serde_json::from_str(&j).unwrap_or_default())
+    }
+
+    pub fn gateway_claims(&self) -> Arc<Vec<HostClaim>> {
+        self.gateway_claims.lock().expect("lock").clone()
+    }
+
+    /// The Gateway API's claims now; the Ingress side is told when they changed.
+    pub fn set_gateway_claims(&self, claims: Vec<HostClaim>) {
+        let mut held = self.gateway_claims.lock().expect("lock");
+        if **held != claims {
+            *held = Arc::new(claims);
+            self.claims_changed.notify_one();
+        }
+    }
+
+    /// Remembers `owners` (JSON) in the store when they differ from the remembered ones; false
+    /// without a store (nothing done).
+    pub async fn remember(&self, owners: &str) -> bool {
+        let Some(store) = self.store.get() else { return false };
+        let _one = self.saving.lock().await;
+        if self.remembered_json().as_deref() == Some(owners) {
+            return true;
+        }
+        let parsed: RememberedOwners = serde_json::from_str(owners).unwrap_or_default();
+        *self.remembered.lock().expect("lock") = Some(owners.into());
+        store.save(&OwnerRecords(parsed)).await;
+        true
     }
 }
 

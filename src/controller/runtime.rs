@@ -638,6 +638,9 @@ async fn run_leader<B: RouterBackend>(
     let resync = tokio::spawn(resync_loop(ctx.clone(), period, stop_rx.clone()));
     // A move's late target or a cancel is acted on even while the resync waits on a router.
     background.push(tokio::spawn(crate::controller::router_set::rollback_outputs::move_watch(ctx.clone())));
+    if k.host_ownership {
+        background.push(tokio::spawn(crate::controller::gateway::hosts::sync_on_claims(ctx.clone(), stop_rx.clone())));
+    }
 
     on_true(stop_rx).await;
     drain(writer, handlers, resync, background, &ctx).await;

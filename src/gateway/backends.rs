@@ -8,13 +8,13 @@
 use super::api::{GROUP, HTTPBackendRef, HTTPRoute, HTTPRouteRule};
 use super::naming::pool_name;
 use super::refgrant::{CrossRef, permitted};
-use super::world::{World, name_of, ns_of};
+use super::world::{H2C, World, name_of, ns_of};
 use super::{Action, BackendTarget, WeightedBackend};
 
 /// A bad backendRef: the ResolvedRefs reason and a message naming the field.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct BackendProblem {
-    /// `InvalidKind`, `RefNotPermitted` or `BackendNotFound`.
+    /// `InvalidKind`, `RefNotPermitted`, `BackendNotFound` or `UnsupportedProtocol`.
     pub reason: &'static str,
     pub message: String,
 }
@@ -61,9 +61,29 @@ pub(crate) fn resolve(
             format!("{field}: Service {ns}/{} is ExternalName (no endpoints)", b.name),
         ));
     }
+    if let Some(policy) = world.backend_tls.get(&(ns.clone(), b.name.clone())) {
+        // Plain HTTP would send in clear what the policy's owner asked to encrypt.
+        return Err(problem(
+            "UnsupportedProtocol",
+            format!(
+                "{field}: BackendTLSPolicy {ns}/{policy} asks for TLS to Service {ns}/{}: an Octavia pool cannot send the policy's hostname as SNI nor verify the backend's certificate against it; not served in plain HTTP",
+                b.name
+            ),
+        ));
+    }
     let port = b.port.ok_or_else(|| problem("BackendNotFound", format!("{field}.port: required for a Service")))?;
     if !svc.ports.contains(&port) {
         return Err(problem("BackendNotFound", format!("{field}.port: Service {ns}/{} has no port {port}", b.name)));
+    }
+    if svc.h2c_ports.contains(&port) {
+        // The spec's reason for an appProtocol the implementation does not support.
+        return Err(problem(
+            "UnsupportedProtocol",
+            format!(
+                "{field}: Service {ns}/{} port {port} has appProtocol {H2C}: an Octavia HTTP pool speaks HTTP/1.1 to its members (HTTP/2 only over TLS, by ALPN)",
+                b.name
+            ),
+        ));
     }
     let port =
         u16::try_from(port).map_err(|_| problem("BackendNotFound", format!("{field}.port: {port} is out of range")))?;

@@ -51,3 +51,37 @@ fn no_usable_backend_answers_500() {
     assert_eq!(run("[{name: missing, port: 80}]", "").0, Action::Fixed(500));
     assert_eq!(run("[{name: web, port: 8080, weight: 0}]", "").0, Action::Fixed(500));
 }
+
+/// A Service port with appProtocol kubernetes.io/h2c: refused by name (`UnsupportedProtocol`,
+/// the spec's reason), its share answered 500; the same Service's HTTP/1.1 port is served.
+#[test]
+fn an_h2c_backend_is_refused_with_unsupported_protocol() {
+    let h2c = "kind: Service\napiVersion: v1\nmetadata: {name: grpc, namespace: ns}\nspec: {ports: [{port: 80, appProtocol: kubernetes.io/h2c}, {port: 81, appProtocol: kubernetes.io/ws}]}\n";
+    let (a, p) = run("[{name: grpc, port: 80}, {name: grpc, port: 81}]", h2c);
+    assert_eq!(reasons(&p), vec!["UnsupportedProtocol"]);
+    assert!(p[0].message.contains("port 80 has appProtocol kubernetes.io/h2c"), "{}", p[0].message);
+    let Action::Forward { backends, .. } = a else { panic!("{a:?}") };
+    assert_eq!(backends[0].target, BackendTarget::Status500);
+    assert!(matches!(backends[1].target, BackendTarget::Service { port: 81, .. }));
+}
+
+/// A Service that a BackendTLSPolicy asks TLS for: refused by name (`UnsupportedProtocol`,
+/// naming the policy), its share answered 500, never forwarded in plain HTTP; a policy for
+/// another Service (or of another namespace) changes nothing.
+#[test]
+fn a_backend_tls_policy_target_is_refused_not_served_in_plain_http() {
+    let policy = |ns: &str, svc: &str| {
+        format!(
+            "kind: BackendTLSPolicy\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: tls, namespace: {ns}}}\nspec:\n  targetRefs: [{{group: '', kind: Service, name: {svc}}}]\n  validation: {{hostname: web.example.com, wellKnownCACertificates: System}}\n"
+        )
+    };
+    let (a, p) = run("[{name: web, port: 8080}]", &policy("ns", "web"));
+    assert_eq!(reasons(&p), vec!["UnsupportedProtocol"]);
+    assert!(p[0].message.contains("BackendTLSPolicy ns/tls asks for TLS to Service ns/web"), "{}", p[0].message);
+    assert_eq!(a, Action::Fixed(500));
+    for other in [policy("ns", "api"), policy("other", "web")] {
+        let (a, p) = run("[{name: web, port: 8080}]", &other);
+        assert!(p.is_empty(), "{other}: {p:?}");
+        assert!(matches!(a, Action::Forward { .. }));
+    }
+}

@@ -6,6 +6,7 @@ use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
 use super::backends::forward;
 use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
+use super::host_owners::{GatewayHosts, ServedGateways, allowed, decide};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
 use super::keep::{Fates, fates, translated};
 use super::limits::{LIMIT_EXCEEDED, over_limits};
@@ -17,6 +18,8 @@ use super::status::{ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ParentO
 use super::world::{World, name_of, ns_of};
 use super::{Action, CONTROLLER_NAME, GatewayRoutes, PortRoutes, RouteEntry};
 use crate::model::KubeRef;
+use crate::translate::host_claims::HostClaim;
+use crate::translate::tenancy::{HostOwners, RememberedOwners};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The addresses of each programmed Gateway's load balancer, by (namespace, name): the data
@@ -37,6 +40,11 @@ pub struct Translation {
     pub routes: Vec<RouteOutcome>,
     /// What becomes of the load balancers of the Gateways not served (see `super::keep`).
     pub fates: Fates,
+    /// With host ownership (`World::hosts`): the hosts the Gateway API objects claim, for the
+    /// Ingress side's owner index (`super::host_owners`); empty without.
+    pub host_claims: Vec<HostClaim>,
+    /// With host ownership: the owners to remember after this pass (None: without).
+    pub remember: Option<RememberedOwners>,
 }
 
 impl Translation {
@@ -113,8 +121,14 @@ pub(crate) fn translate_observed(
         }
     }
     known_names(world, &mut work);
+    let hosts = world.hosts.as_ref().map(|t| {
+        let served: ServedGateways<'_> =
+            work.iter().filter(|(_, w)| w.accepted.ok).map(|(k, w)| (k.clone(), (w.gw, w.plans.as_slice()))).collect();
+        decide(t, world, &served)
+    });
+    let owners = hosts.as_ref().map(|h| &h.owners);
     let mut routes: Vec<RouteOutcome> =
-        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work, holds)).collect();
+        world.routes.iter().filter_map(|r| route_parents(r, world, &mut work, holds, owners)).collect();
     routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let mut gateways = Vec::new();
     let mut routers = Vec::new();
@@ -147,7 +161,11 @@ pub(crate) fn translate_observed(
             routers.push(router(&ns, &name, w));
         }
     }
-    Translation { classes, gateways, routers, routes, fates }
+    let (host_claims, remember) = match hosts {
+        Some(GatewayHosts { claims, remember, .. }) => (claims, Some(remember)),
+        None => (Vec::new(), None),
+    };
+    Translation { classes, gateways, routers, routes, fates, host_claims, remember }
 }
 
 /// Whether the Gateway's class (ours) is accepted.
@@ -223,6 +241,7 @@ fn route_parents(
     world: &World,
     work: &mut BTreeMap<(String, String), GatewayWork<'_>>,
     holds: &RouterHolds,
+    owners: Option<&HostOwners>,
 ) -> Option<RouteOutcome> {
     let refused = unsupported(route);
     let rules: Vec<_> = route.spec.rules.iter().enumerate().map(|(i, r)| forward(route, i, r, world)).collect();
@@ -235,7 +254,16 @@ fn route_parents(
     for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
         let gw_key = (parent_namespace(route, p), p.name.clone());
         let Some(w) = work.get_mut(&gw_key) else { continue };
-        let accepted = match attach(route, p, w.gw, &w.plans, world) {
+        // Host ownership: the hostnames another namespace owns are not served here.
+        let mut partial = None;
+        let attached = attach(route, p, w.gw, &w.plans, world).and_then(|att| match owners {
+            Some(o) => allowed(o, route, &gw_key.0, att).map(|(att, p)| {
+                partial = p;
+                att
+            }),
+            None => Ok(att),
+        });
+        let accepted = match attached {
             Err(c) => c,
             // Its Gateway has no load balancer: the route is not served there, and says so.
             Ok(_) if w.limited => Cond::no(
@@ -262,8 +290,15 @@ fn route_parents(
             .ok
             .then(|| route_dropped(&ns_of(route), &name_of(route), holds.get(&gw_key).map_or(&[], Vec::as_slice)))
             .flatten();
+        let partial = match (partial.filter(|_| accepted.ok), dropped) {
+            (Some(mut a), Some(b)) => {
+                a.message = format!("{}; {}", b.message, a.message);
+                Some(a)
+            }
+            (a, b) => a.or(b),
+        };
         let mut conditions = vec![accepted, resolved.clone()];
-        conditions.extend(dropped);
+        conditions.extend(partial);
         parents.push(ParentOutcome { parent_ref: p.clone(), conditions });
     }
     (!parents.is_empty()).then(|| RouteOutcome {

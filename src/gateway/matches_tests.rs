@@ -32,6 +32,16 @@ fn each_unserved_field_refuses_the_route_naming_the_field() {
             "spec.rules[0].backendRefs[0].filters",
         ),
         ("  - timeouts: {request: 10s}", "spec.rules[0].timeouts"),
+        ("  - timeouts: {backendRequest: 2s}", "spec.rules[0].timeouts"),
+        (
+            "  - filters: [{type: CORS, cors: {allowOrigins: ['https://app.example.com']}}]",
+            "spec.rules[0].filters[0].type: CORS",
+        ),
+        (
+            "  - filters: [{type: URLRewrite, urlRewrite: {path: {type: ReplacePrefixMatch, replacePrefixMatch: /v2}}}]",
+            "spec.rules[0].filters[0].type: URLRewrite",
+        ),
+        ("  - filters: [{type: URLRewrite, urlRewrite: {hostname: b.example.com}}]", "URLRewrite"),
     ];
     for (rules, field) in cases {
         let msg = unsupported(&route(rules)).unwrap_or_else(|| panic!("{rules}: accepted"));

@@ -13,6 +13,7 @@ pub(crate) mod attach;
 pub mod backends;
 pub mod build;
 pub mod holds;
+pub mod host_owners;
 pub mod hostnames;
 pub mod keep;
 pub mod limits;

@@ -12,6 +12,22 @@ pub struct ServiceInfo {
     pub ports: Vec<i32>,
     /// ExternalName Services have no endpoints Octavia could reach.
     pub(crate) external_name: bool,
+    /// The ports whose `appProtocol` is `kubernetes.io/h2c` (HTTP/2 over cleartext), which an
+    /// Octavia HTTP pool cannot speak (see `super::backends`).
+    pub(crate) h2c_ports: Vec<i32>,
+}
+
+/// The `appProtocol` of a Service port speaking HTTP/2 without TLS (Gateway API's name).
+pub(crate) const H2C: &str = "kubernetes.io/h2c";
+
+/// What the translation reads of a Service.
+pub(crate) fn service_info(s: &k8s_openapi::api::core::v1::Service) -> ServiceInfo {
+    let ports = s.spec.as_ref().and_then(|s| s.ports.as_deref()).unwrap_or_default();
+    ServiceInfo {
+        ports: ports.iter().map(|p| p.port).collect(),
+        external_name: s.spec.as_ref().and_then(|s| s.type_.as_deref()) == Some("ExternalName"),
+        h2c_ports: ports.iter().filter(|p| p.app_protocol.as_deref() == Some(H2C)).map(|p| p.port).collect(),
+    }
 }
 
 /// What the translation needs to know of a Secret named by a listener.
@@ -39,8 +55,26 @@ pub struct World {
     pub services: BTreeMap<(String, String), ServiceInfo>,
     /// (namespace, name) -> Secret.
     pub secrets: BTreeMap<(String, String), SecretInfo>,
+    /// Services (namespace, name) a BackendTLSPolicy asks TLS for -> the policy's name.
+    pub backend_tls: BTreeMap<(String, String), String>,
     /// How many Gateways are served per namespace and per cluster (`super::limits`).
     pub limits: crate::config::GatewayLimits,
+    /// With `[kubernetes] host_ownership`: the Ingresses' claims and the remembered owners
+    /// (`super::host_owners`); None: host ownership is off for the Gateways.
+    pub hosts: Option<HostTenancy>,
+}
+
+/// What host ownership for the Gateways (`super::host_owners`) reads besides the Gateway API
+/// objects; set by the controller when `[kubernetes] host_ownership` is on.
+#[derive(Clone, Debug, Default)]
+pub struct HostTenancy {
+    /// The hosts our Ingresses claim.
+    pub ingress_claims: Vec<crate::translate::host_claims::HostClaim>,
+    /// The owners remembered in the controller's store.
+    pub remembered: crate::translate::tenancy::RememberedOwners,
+    pub now: Option<std::time::SystemTime>,
+    /// `[kubernetes] host_ownership_grace_period`.
+    pub grace: std::time::Duration,
 }
 
 /// The namespace of a namespaced object (empty when unset, as in a bad fixture).
@@ -69,6 +103,14 @@ impl World {
         self.class(&gw.spec.gateway_class_name).is_some_and(|c| c.spec.controller_name == super::CONTROLLER_NAME)
     }
 
+    /// Records the Services `p` asks TLS for.
+    pub fn add_backend_tls(&mut self, p: &super::api::BackendTLSPolicy) {
+        let name = p.metadata.name.clone().unwrap_or_default();
+        for key in p.services() {
+            self.backend_tls.entry(key).or_insert_with(|| name.clone());
+        }
+    }
+
     pub(crate) fn namespace_labels(&self, namespace: &str) -> BTreeMap<String, String> {
         self.namespaces.get(namespace).cloned().unwrap_or_default()
     }
@@ -88,6 +130,10 @@ impl World {
                 "Gateway" => self.gateways.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "HTTPRoute" => self.routes.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "ReferenceGrant" => self.grants.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "BackendTLSPolicy" => {
+                    let p: super::api::BackendTLSPolicy = serde_json::from_value(doc).map_err(bad)?;
+                    self.add_backend_tls(&p);
+                }
                 "Namespace" => {
                     let ns: k8s_openapi::api::core::v1::Namespace = serde_json::from_value(doc).map_err(bad)?;
                     let name = ns.metadata.name.unwrap_or_default();
@@ -99,11 +145,7 @@ impl World {
                 }
                 "Service" => {
                     let s: k8s_openapi::api::core::v1::Service = serde_json::from_value(doc).map_err(bad)?;
-                    let spec = s.spec.unwrap_or_default();
-                    let info = ServiceInfo {
-                        ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
-                        external_name: spec.type_.as_deref() == Some("ExternalName"),
-                    };
+                    let info = service_info(&s);
                     self.services
                         .insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
                 }

@@ -17,6 +17,7 @@ pub mod backends;
 pub mod budget;
 pub mod claim;
 pub mod health;
+pub mod host_claims;
 pub mod hosts;
 pub mod ingress;
 pub mod ingress_class;

@@ -3,6 +3,7 @@
 //! [`View`]). A leaf of `translate`: every part may import it, it imports none of them (the parts
 //! re-export their own option types from here).
 
+use super::host_claims::HostClaim;
 use super::slices::CompactSlice;
 use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -135,6 +136,9 @@ pub struct Inputs {
     /// Parsed certificates kept across translations (the controller's); None parses every
     /// Secret each time. Never changes the result, only its cost.
     pub certificates: Option<std::sync::Arc<crate::certificate::CertificateCache>>,
+    /// The hosts the Gateway API objects claim (HTTPRoutes, Gateway listeners), for host
+    /// ownership across both kinds (`super::tenancy`); empty without Gateway API objects.
+    pub gateway_claims: Arc<Vec<HostClaim>>,
 }
 
 /// The objects the translation reads, borrowed: the translation never copies a Kubernetes
@@ -152,6 +156,8 @@ pub struct View<'a> {
     pub now: Option<std::time::SystemTime>,
     /// See [`Inputs::certificates`].
     pub certificates: Option<Arc<crate::certificate::CertificateCache>>,
+    /// See [`Inputs::gateway_claims`].
+    pub gateway_claims: Arc<Vec<HostClaim>>,
 }
 
 /// The controller's inputs: the watch caches' own objects, shared, not copied. Copying every
@@ -170,6 +176,8 @@ pub struct Snapshot {
     pub now: Option<std::time::SystemTime>,
     /// See [`Inputs::certificates`].
     pub certificates: Option<Arc<crate::certificate::CertificateCache>>,
+    /// See [`Inputs::gateway_claims`].
+    pub gateway_claims: Arc<Vec<HostClaim>>,
 }
 
 /// Anything the translation can read: [`Inputs`], a [`Snapshot`] or a [`View`].
@@ -194,6 +202,7 @@ macro_rules! view_of {
             secrets: refs(&$s.secrets),
             now: $s.now,
             certificates: $s.certificates.clone(),
+            gateway_claims: $s.gateway_claims.clone(),
         }
     };
 }

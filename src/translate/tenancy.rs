@@ -28,11 +28,10 @@ use std::time::{Duration, SystemTime};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use serde::{Deserialize, Serialize};
 
+use super::host_claims::{HostClaim, by_age, ingress_claims};
 use super::hosts::{HostKind, wildcard_covers};
 use super::ingress_class::{our_class, ours_by_age};
-use super::names::namespace_of;
 use super::options::{Source, TranslateOptions, View};
-use super::rules::host_problem;
 use crate::model::KubeRef;
 use crate::reason::Reason;
 
@@ -88,60 +87,73 @@ impl HostOwners {
     /// The owners from our Ingresses, `ours` sorted oldest first, after the `remembered` owners
     /// still holding their hosts at `now`. Invalid hosts claim nothing.
     pub fn build(ours: &[&Ingress], remembered: &RememberedOwners, now: Option<SystemTime>, grace: Duration) -> Self {
+        Self::of_claims(&ingress_claims(ours), remembered, now, grace)
+    }
+
+    /// The owners from `claims` of any kind (decided oldest first, see [`by_age`]), after the
+    /// `remembered` owners still holding their hosts at `now`.
+    pub fn of_claims(
+        claims: &[HostClaim],
+        remembered: &RememberedOwners,
+        now: Option<SystemTime>,
+        grace: Duration,
+    ) -> Self {
+        let claims = by_age(claims);
         let mut owners: BTreeMap<String, KubeRef> = BTreeMap::new();
         for (host, r) in remembered.iter().filter(|(_, r)| holds(r, now, grace)) {
-            // Named by the oldest Ingress of the namespace that names it, if one does.
-            let by = ours.iter().find(|i| namespace_of(&i.metadata) == r.namespace && names_host(i, host));
-            let name = by.map_or("", |i| i.metadata.name.as_deref().unwrap_or(""));
-            owners.insert(host.clone(), KubeRef::new("Ingress", &r.namespace, name));
+            // Named by the oldest claim of the namespace that names it, if one does.
+            let by = claims.iter().find(|c| c.by.namespace == r.namespace && c.host == *host);
+            let owner = by.map_or_else(|| KubeRef::new("Ingress", &r.namespace, ""), |c| c.by.clone());
+            owners.insert(host.clone(), owner);
         }
-        for ing in ours {
-            let owner =
-                KubeRef::new("Ingress", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or(""));
-            let Some(spec) = ing.spec.as_ref() else { continue };
-            let rule_hosts = spec.rules.iter().flatten().filter_map(|r| r.host.as_deref());
-            let tls_hosts = spec.tls.iter().flatten().flat_map(|t| t.hosts.iter().flatten()).map(String::as_str);
-            for host in rule_hosts.chain(tls_hosts) {
-                if host.is_empty() || host_problem(host).is_some() || owners.contains_key(host) {
-                    continue;
-                }
-                // An exact host inside a wildcard claimed earlier belongs to the wildcard's owner.
-                let by_wildcard = owners.iter().find(|(w, _)| covered_by(w, host)).map(|(_, o)| o.clone());
-                owners.insert(host.to_string(), by_wildcard.unwrap_or_else(|| owner.clone()));
+        for claim in claims {
+            let host = claim.host.as_str();
+            if owners.contains_key(host) {
+                continue;
             }
+            // An exact host inside a wildcard claimed earlier belongs to the wildcard's owner.
+            let by_wildcard = owners.iter().find(|(w, _)| covered_by(w, host)).map(|(_, o)| o.clone());
+            owners.insert(host.to_string(), by_wildcard.unwrap_or_else(|| claim.by.clone()));
         }
         Self { owners }
     }
 
-    /// The Ingress whose namespace owns `host`, when that is not `namespace`: the claim is refused.
+    /// The object whose namespace owns `host`, when that is not `namespace`: the claim is refused.
     pub fn refuses(&self, namespace: &str, host: &str) -> Option<&KubeRef> {
         self.owners.get(host).filter(|o| o.namespace != namespace)
     }
 
     /// The Warning message for a refused claim (`what`: which rule or TLS entry).
     pub fn message(claimant: &KubeRef, what: &str, host: &str, owner: &KubeRef) -> String {
-        let by = if owner.name.is_empty() {
-            "kept for its re-creation during [kubernetes] host_ownership_grace_period".to_string()
-        } else {
-            format!("claimed first by {owner}")
-        };
         format!(
-            "{claimant}: {what} for host {host} refused: the host belongs to namespace {} ({by}); [kubernetes] host_ownership is on",
-            owner.namespace
+            "{claimant}: {what} for host {host} refused: the host belongs to namespace {} ({}); [kubernetes] host_ownership is on",
+            owner.namespace,
+            Self::owned_by(owner)
         )
     }
 
+    /// How `owner` came to own its host, for messages: the object that claimed it first, or
+    /// its namespace remembered while it re-creates that object.
+    pub fn owned_by(owner: &KubeRef) -> String {
+        if owner.name.is_empty() {
+            "kept for its re-creation during [kubernetes] host_ownership_grace_period".to_string()
+        } else {
+            format!("claimed first by {owner}")
+        }
+    }
+
     /// The owners to remember after this sync: every owned host, `vacated` set (to `now`) when
-    /// its owner's namespace no longer names it, dropped once the grace period is over.
-    pub(crate) fn to_remember(
+    /// no claim of its owner's namespace (of any kind) names it any more, dropped once the grace
+    /// period is over.
+    pub fn remember(
         &self,
-        ours: &[&Ingress],
+        claims: &[HostClaim],
         previous: &RememberedOwners,
         now: Option<SystemTime>,
     ) -> RememberedOwners {
         let mut out = RememberedOwners::new();
         for (host, owner) in &self.owners {
-            let named = ours.iter().any(|i| namespace_of(&i.metadata) == owner.namespace && names_host(i, host));
+            let named = claims.iter().any(|c| c.by.namespace == owner.namespace && c.host == *host);
             let vacated = if named {
                 None
             } else {
@@ -158,34 +170,39 @@ impl HostOwners {
     }
 }
 
-/// Does the Ingress name `host` in its rules or `spec.tls`?
-fn names_host(ing: &Ingress, host: &str) -> bool {
-    let Some(spec) = ing.spec.as_ref() else { return false };
-    spec.rules.iter().flatten().any(|r| r.host.as_deref() == Some(host))
-        || spec.tls.iter().flatten().any(|t| t.hosts.iter().flatten().any(|h| h == host))
+/// Every claim host ownership decides: our Ingresses' (`ours`, oldest first), then those of the
+/// Gateway API objects given with the inputs (`View::gateway_claims`).
+fn all_claims(ours: &[&Ingress], inputs: &View<'_>) -> Vec<HostClaim> {
+    let mut claims = ingress_claims(ours);
+    claims.extend(inputs.gateway_claims.iter().cloned());
+    claims
 }
 
-/// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants.
+/// Host ownership, when on: the remembered owners on our IngressClass, then the oldest claimants
+/// of either kind.
 pub(crate) fn host_owners(ours: &[&Ingress], inputs: &View<'_>, opts: &TranslateOptions) -> Option<HostOwners> {
     opts.tenancy.host_ownership.then(|| {
         let remembered = stored_owners(our_class(&inputs.ingress_classes, opts));
-        HostOwners::build(ours, &remembered, inputs.now, opts.tenancy.host_ownership_grace)
+        HostOwners::of_claims(&all_claims(ours, inputs), &remembered, inputs.now, opts.tenancy.host_ownership_grace)
     })
 }
 
 /// The value of [`HOST_OWNERS_ANNOTATION`] that our IngressClass should carry after a sync of
 /// these inputs, when it differs from the stored one (`None`: nothing to write). Host ownership
 /// off: nothing is remembered (a stored value is left alone, for when it is turned back on).
+/// Without our IngressClass, nothing either: the remembered owners are not in the inputs then
+/// (the Gateway side remembers its own hosts, `crate::gateway::host_owners`).
 pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> Option<String> {
     if !opts.tenancy.host_ownership {
         return None;
     }
     let inputs = &inputs.view();
     let ours = ours_by_age(inputs, opts);
-    let class = our_class(&inputs.ingress_classes, opts);
-    let previous = stored_owners(class);
-    let owners = HostOwners::build(&ours, &previous, inputs.now, opts.tenancy.host_ownership_grace);
-    let next = owners.to_remember(&ours, &previous, inputs.now);
+    let class = our_class(&inputs.ingress_classes, opts)?;
+    let previous = stored_owners(Some(class));
+    let claims = all_claims(&ours, inputs);
+    let owners = HostOwners::of_claims(&claims, &previous, inputs.now, opts.tenancy.host_ownership_grace);
+    let next = owners.remember(&claims, &previous, inputs.now);
     (next != previous).then(|| serde_json::to_string(&next).expect("plain JSON"))
 }
 

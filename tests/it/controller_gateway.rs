@@ -115,6 +115,7 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
         recheck: Duration::from_millis(200),
         named_secrets: None,
         limits: Default::default(),
+        hosts: None,
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(gl.run(stop_rx));

@@ -328,3 +328,98 @@ fn base64_encode(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+/// The route's condition `kind` on its (only) parent: (status, reason, message).
+fn route_condition(fake: &Fake, route: &str, kind: &str) -> Option<(String, String, String)> {
+    let r = fake.get(&format!("{GW_API}/httproutes"), "shop", route)?;
+    let c = r["status"]["parents"][0]["conditions"].as_array()?.iter().find(|c| c["type"] == kind)?.clone();
+    let s = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    Some((s(&c["status"]), s(&c["reason"]), s(&c["message"])))
+}
+
+/// A Warning Event on Gateway `gw` whose note contains `text`.
+fn gateway_event(fake: &Fake, gw: &str, text: &str) -> Option<Value> {
+    fake.writes().into_iter().map(|w| (w.path, w.body)).find_map(|(path, body)| {
+        let note = body["note"].as_str().unwrap_or_default();
+        (path.contains("/events") && body["regarding"]["name"] == gw && note.contains(text)).then_some(body)
+    })
+}
+
+/// A hold of `reason` on the policy of HTTPRoute shop/store-web.
+fn route_hold(reason: &'static str, message: &str) -> WriteFailure {
+    WriteFailure {
+        object: "L7 policy store-web".into(),
+        write: String::new(),
+        reason,
+        message: message.into(),
+        owners: vec![kuryr_l7_router::model::KubeRef::new("HTTPRoute", "shop", "store-web")],
+    }
+}
+
+/// Octavia refuses a route's policy (400) on the Gateway's router: the Gateway and the listener
+/// the route is attached to are `Programmed: False` (`Invalid`) naming Octavia's answer, the route
+/// `PartiallyInvalid: True` ("Dropped Rule(s) until retried") with `Accepted: True`, a Warning
+/// Event on the Gateway; the hold cleared, all recover by themselves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_held_route_policy_is_told_on_the_gateway_its_listener_and_the_route_until_it_clears() {
+    let fake = fake_with(&["web"]);
+    let built = Built::default();
+    *built.held.lock().unwrap() = vec![route_hold("invalid", "Octavia 400: Invalid input for field/attribute value")];
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+
+    let (_, reason, message) = eventually("Programmed False with the hold", 10, || {
+        condition(&fake, "web", "Programmed").filter(|c| c.0 == "False" && c.2.contains("Invalid input"))
+    })
+    .await;
+    assert_eq!(reason, "Invalid", "{message}");
+    assert!(message.contains("L7 policy store-web refused (invalid)"), "{message}");
+    let http = listener_programmed(&fake, "web", "http").unwrap();
+    assert_eq!((http.0.as_str(), http.1.as_str()), ("False", "Invalid"), "{http:?}");
+    assert!(http.2.contains("Invalid input"), "{}", http.2);
+    let partial =
+        eventually("the route partially invalid", 10, || route_condition(&fake, "store-web", "PartiallyInvalid")).await;
+    assert_eq!((partial.0.as_str(), partial.1.as_str()), ("True", "UnsupportedValue"));
+    assert!(
+        partial.2.starts_with("Dropped Rule(s) until retried:") && partial.2.contains("Invalid input"),
+        "{partial:?}"
+    );
+    assert_eq!(route_condition(&fake, "store-web", "Accepted").map(|c| c.0).as_deref(), Some("True"));
+    let event = eventually("a Warning Event on the Gateway", 10, || gateway_event(&fake, "web", "Invalid input")).await;
+    assert_eq!(event["type"], "Warning");
+
+    built.held.lock().unwrap().clear();
+    eventually("Programmed True again", 10, || programmed(&fake, "web").filter(|p| p.0 == "True")).await;
+    eventually("the listener programmed", 10, || listener_programmed(&fake, "web", "http").filter(|l| l.0 == "True"))
+        .await;
+    eventually("the route no longer partially invalid", 10, || {
+        route_condition(&fake, "store-web", "Accepted")
+            .filter(|_| route_condition(&fake, "store-web", "PartiallyInvalid").is_none())
+    })
+    .await;
+    running.stop().await;
+}
+
+/// A quota hold (Octavia 403 on the route's policy): the Gateway is `Programmed: False` with
+/// reason `NoResources` (the spec's reason for insufficient resources), naming the quota.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quota_hold_is_no_resources_on_the_gateway_until_it_clears() {
+    let fake = fake_with(&["web"]);
+    let built = Built::default();
+    *built.held.lock().unwrap() = vec![route_hold("quota", "Octavia 403: Quota has been met for resources: L7 Policy")];
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+
+    let (_, reason, message) = eventually("Programmed False with the quota", 10, || {
+        condition(&fake, "web", "Programmed").filter(|c| c.0 == "False" && c.2.contains("Quota has been met"))
+    })
+    .await;
+    assert_eq!(reason, "NoResources", "{message}");
+    assert!(message.contains("refused (quota)"), "{message}");
+    let http = listener_programmed(&fake, "web", "http").unwrap();
+    assert_eq!((http.0.as_str(), http.1.as_str()), ("False", "Invalid"), "{http:?}");
+    let event = eventually("a Warning Event", 10, || gateway_event(&fake, "web", "Quota has been met")).await;
+    assert_eq!((&event["type"], &event["reason"]), (&json!("Warning"), &json!("NoResources")), "{event}");
+
+    built.held.lock().unwrap().clear();
+    eventually("Programmed True again", 10, || programmed(&fake, "web").filter(|p| p.0 == "True")).await;
+    running.stop().await;
+}

@@ -31,11 +31,12 @@ pub(crate) const OURS: &str = "openstack.org/kuryr-l7-router";
 /// The pre-created floating IP of the Gateway `static`.
 const STATIC_IP: &str = "203.0.113.7";
 
-fn settings(api_root: &str, token_file: &std::path::Path) -> kuryr_l7_router::config::Settings {
+/// `kubernetes`: more lines of the `[kubernetes]` section (e.g. `host_ownership = True\n`).
+fn settings(api_root: &str, token_file: &std::path::Path, kubernetes: &str) -> kuryr_l7_router::config::Settings {
     let free = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let text = format!(
         "[kubernetes]\napi_root = {api_root}\ntoken_file = {}\nenable_ingress = True\nleader_election = False\n\
-         health_port = {free}\n\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\n\
+         health_port = {free}\n{kubernetes}\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\n\
          [octavia_defaults]\nl7_router_name = ingress-router\n\n\
          [status_responder]\nservice = kuryr-l7-router/kuryr-status-responder\n\n\
          [neutron]\nauth_url = https://keystone.example.com:5000/v3\nusername = kuryr\npassword = x\nproject_name = service\n",
@@ -194,6 +195,11 @@ pub(crate) struct Running {
 }
 
 pub(crate) async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running {
+    start_with(fake, gateways, "").await
+}
+
+/// [`start`] with more lines of the `[kubernetes]` section (`kubernetes`).
+pub(crate) async fn start_with(fake: &Arc<Fake>, gateways: GatewayRouters, kubernetes: &str) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
@@ -207,13 +213,23 @@ pub(crate) async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running
         once.lock().unwrap().take().ok_or(kuryr_l7_router::controller::ControllerError::ClientConfig("one".into()))
     };
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_set_with_gateways(settings(&api_root, &token), backends, Some(gateways), async move {
-        let _ = stopped.await;
-    }));
+    let run = tokio::spawn(run_set_with_gateways(
+        settings(&api_root, &token, kubernetes),
+        backends,
+        Some(gateways),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
     Running { ingress_sim, stop, run, _dir: dir }
 }
 
 impl Running {
+    /// The Ingress router's simulated Octavia.
+    pub(crate) fn ingress_sim(&self) -> Arc<Mutex<Simulator>> {
+        self.ingress_sim.clone()
+    }
+
     pub(crate) async fn stop(self) {
         let _ = self.stop.send(());
         tokio::time::timeout(Duration::from_secs(30), self.run).await.unwrap().unwrap().unwrap();

@@ -371,3 +371,52 @@ fn host_ownership_survives_the_owners_re_creation_within_the_grace_period() {
     let (r, _) = sync(&[alpha_new, beta], Some(&vacated), back);
     assert_eq!(answer(&r).as_deref(), Some("alpha/web"));
 }
+
+/// One owner index for both kinds: an HTTPRoute of beta that claimed api.example.com before
+/// alpha's Ingress (a Gateway API claim handed to the Ingress translation) owns the host: alpha's
+/// rule is refused, naming beta and the HTTPRoute, and the owner remembered is beta. Without the
+/// claim (or with a younger one), alpha's Ingress serves the host as before.
+#[test]
+fn a_gateway_api_claim_older_than_an_ingress_owns_the_host() {
+    use kuryr_l7_router::model::KubeRef;
+    use kuryr_l7_router::translate::host_claims::HostClaim;
+    use kuryr_l7_router::translate::tenancy::{RememberedOwners, remembered_owners};
+    let alpha = "apiVersion: networking.k8s.io/v1\nkind: Ingress\nmetadata: {name: api, namespace: alpha, creationTimestamp: \"2024-03-01T00:00:00Z\"}\n\
+spec:\n  ingressClassName: kuryr\n  rules:\n  - host: api.example.com\n    http:\n      paths:\n      - {path: /, pathType: Prefix, backend: {service: {name: web, port: {number: 80}}}}\n";
+    let claim = |created: &str| {
+        let t = serde_json::from_value(serde_json::json!(created)).unwrap();
+        HostClaim::new("api.example.com", KubeRef::new("HTTPRoute", "beta", "r"), Some(&t))
+    };
+    let o = opts(&[], true);
+    let answer = |r: &DesiredRouter| haproxy_eval::http(r, "api.example.com", "/x");
+    // (the HTTPRoute's claim, alpha served, the owner remembered)
+    let cases = [
+        (None, true, "alpha"),
+        (Some(claim("2024-02-01T00:00:00Z")), false, "beta"),
+        (Some(claim("2024-04-01T00:00:00Z")), true, "alpha"),
+    ];
+    for (c, served, owner) in cases {
+        let mut inp = inputs_with(false, alpha);
+        inp.gateway_claims = std::sync::Arc::new(c.clone().into_iter().collect());
+        let r = translate(&inp, &o);
+        let refused = r
+            .warnings
+            .iter()
+            .find(|w| w.reason == "HostOwnedByOtherNamespace" && w.message.contains("host api.example.com"));
+        assert_eq!(answer(&r).as_deref() == Some("alpha/web"), served, "{c:?}: {:?} {:#?}", answer(&r), r.warnings);
+        assert_eq!(refused.is_none(), served, "{c:?}");
+        if let Some(w) = refused {
+            assert!(
+                w.message.contains("belongs to namespace beta (claimed first by HTTPRoute beta/r)"),
+                "{}",
+                w.message
+            );
+        }
+        let stored: RememberedOwners = serde_json::from_str(&remembered_owners(&inp, &o).unwrap()).unwrap();
+        assert_eq!(stored["api.example.com"].namespace, owner, "{c:?}");
+    }
+    // With ownership off, a claim refuses nothing.
+    let mut inp = inputs_with(false, alpha);
+    inp.gateway_claims = std::sync::Arc::new(vec![claim("2024-02-01T00:00:00Z")]);
+    assert_eq!(answer(&translate(&inp, &opts(&[], false))).as_deref(), Some("alpha/web"));
+}

@@ -109,6 +109,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         "gateways" => "Gateway",
         "httproutes" => "HTTPRoute",
         "referencegrants" => "ReferenceGrant",
+        "backendtlspolicies" => "BackendTLSPolicy",
         _ => return None,
     };
     Some(Target { api_version, resource: resource.into(), kind: kind.into(), namespace, name, subresource })

@@ -13,6 +13,7 @@
 pub mod admission;
 pub mod driver;
 pub(crate) mod finalizers;
+pub mod hosts;
 pub mod members;
 pub(crate) mod routers;
 pub mod status;
@@ -60,6 +61,9 @@ pub struct GatewayLoop {
     pub named_secrets: Option<Arc<crate::controller::ingress::tls_secrets::NamedSecrets>>,
     /// How many Gateways are served per namespace and per cluster (`crate::gateway::limits`).
     pub limits: crate::config::GatewayLimits,
+    /// With `[kubernetes] host_ownership`: the Ingress side's claims and owners, one owner index
+    /// for both kinds (`crate::gateway::host_owners`); None: off.
+    pub hosts: Option<hosts::IngressHosts>,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -134,7 +138,7 @@ impl GatewayLoop {
     /// Probes the CRDs until they are served (or `stop`), then watches and translates until `stop`.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut logged = false;
-        let grants_served = loop {
+        let (grants_served, tls_served) = loop {
             let c = self.client.clone();
             let core = [
                 served(Api::<GatewayClass>::all(c.clone())).await,
@@ -142,7 +146,8 @@ impl GatewayLoop {
                 served(Api::<HTTPRoute>::all(c.clone())).await,
             ];
             if core.iter().all(|s| *s == Some(true)) {
-                break served(Api::<ReferenceGrant>::all(c)).await == Some(true);
+                let tls = served(Api::<crate::gateway::api::BackendTLSPolicy>::all(c.clone())).await == Some(true);
+                break (served(Api::<ReferenceGrant>::all(c)).await == Some(true), tls);
             }
             if core.contains(&Some(false)) && !logged {
                 logged = true;
@@ -161,7 +166,7 @@ impl GatewayLoop {
         }
         tracing::info!("watching the Gateway API objects");
         let changed = Arc::new(Notify::new());
-        let (stores, watches) = self.watches(grants_served, &changed);
+        let (stores, watches) = self.watches(grants_served, tls_served, &changed);
         let watches = tokio::spawn(watches);
         self.translate_loop(&stores, &changed, &mut stop).await;
         watches.abort();
@@ -170,6 +175,7 @@ impl GatewayLoop {
     fn watches(
         &self,
         grants_served: bool,
+        tls_served: bool,
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
         let c = &self.client;
@@ -205,7 +211,17 @@ impl GatewayLoop {
             w.apply_watcher_event(&watcher::Event::Init);
             w.apply_watcher_event(&watcher::Event::InitDone);
         }
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        let (backend_tls, wt) = reflector::store::<crate::gateway::api::BackendTLSPolicy>();
+        if tls_served {
+            let api = Api::<crate::gateway::api::BackendTLSPolicy>::all(c.clone());
+            streams.push(reflect_into(wt, watch_of(api), changed.clone()).boxed());
+        } else {
+            // Not installed: no policy, and routes to any Service are served as before.
+            let mut w = wt;
+            w.apply_watcher_event(&watcher::Event::Init);
+            w.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
         (stores, futures::stream::select_all(streams).for_each(|_| futures::future::ready(())))
     }
 
@@ -223,6 +239,8 @@ impl GatewayLoop {
         loop {
             let mut w = world(stores, &self.services, &self.secrets);
             w.limits = self.limits.clone();
+            let tenancy = self.hosts.as_ref().map(hosts::IngressHosts::tenancy);
+            w.hosts = tenancy.clone();
             if let Some(named) = &self.named_secrets {
                 let pending = w.secrets.iter().filter(|(_, i)| **i == crate::gateway::world::SecretInfo::Pending);
                 named.relist_if_held_without_data(&self.secrets, pending.map(|(k, _)| k.clone()));
@@ -233,6 +251,9 @@ impl GatewayLoop {
             let holds = p.holds.borrow_and_update().clone();
             let released = p.released.borrow_and_update().clone();
             let t = translate_observed(&w, &programmed, &failures, &holds);
+            if let Some((h, before)) = self.hosts.as_ref().zip(tenancy.as_ref()) {
+                h.after(&t, before).await;
+            }
             // The first translation is always published, even when empty: the driver learns that
             // the tables are known (it collects the load balancers of Gateways gone then).
             let tables = Tables { routers: t.routers.clone(), fates: t.fates.clone() };
@@ -276,6 +297,7 @@ async fn ready(s: &GatewayStores) {
         wait(Box::pin(wait_store(s.routes.clone()))),
         wait(Box::pin(wait_store(s.grants.clone()))),
         wait(Box::pin(wait_store(s.namespaces.clone()))),
+        wait(Box::pin(wait_store(s.backend_tls.clone()))),
     ];
     futures::future::join_all(all).await;
 }
@@ -318,6 +340,12 @@ pub fn spawn(
         recheck: GATEWAY_RECHECK,
         named_secrets: Some(ctx.stores.named_secrets.clone()),
         limits: routers.as_ref().map(|r| r.limits.clone()).unwrap_or_default(),
+        hosts: opts.tenancy.host_ownership.then(|| hosts::IngressHosts {
+            ingresses: ctx.stores.ingresses.clone(),
+            classes: ctx.stores.classes.clone(),
+            opts: opts.clone(),
+            book: ctx.owner_book(),
+        }),
     };
     let mut tasks = vec![tokio::spawn(run.run(stop.clone()))];
     if let Some(GatewayBackends { spawn, list, kept_grace, limits: _, admit }) = routers {
@@ -387,7 +415,8 @@ mod tests {
         let (routes, wr) = reflector::store();
         let (grants, _) = reflector::store();
         let (namespaces, _) = reflector::store();
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces };
+        let (backend_tls, _) = reflector::store();
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
         let (services, _) = reflector::store();
         let (secrets, _) = reflector::store();
         let start = conversions_on_this_thread();

@@ -8,7 +8,7 @@ use crate::gateway::api::generated as k8s;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
 use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
-use crate::gateway::world::{ServiceInfo, World, secret_info};
+use crate::gateway::world::{World, secret_info};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams};
@@ -29,6 +29,8 @@ pub struct GatewayStores {
     /// reference is then refused).
     pub grants: Store<ReferenceGrant>,
     pub namespaces: Store<Namespace>,
+    /// Empty when the API server does not serve BackendTLSPolicy.
+    pub backend_tls: Store<crate::gateway::api::BackendTLSPolicy>,
 }
 
 /// The translation's input from the caches: the cached Gateway API objects themselves (shared,
@@ -42,16 +44,15 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         grants: s.grants.state(),
         ..World::default()
     };
+    for p in s.backend_tls.state() {
+        w.add_backend_tls(&p);
+    }
     for ns in s.namespaces.state() {
         w.namespaces
             .insert(ns.metadata.name.clone().unwrap_or_default(), ns.metadata.labels.clone().unwrap_or_default());
     }
     for svc in services.state() {
-        let spec = svc.spec.clone().unwrap_or_default();
-        let info = ServiceInfo {
-            ports: spec.ports.unwrap_or_default().iter().map(|p| p.port).collect(),
-            external_name: spec.type_.as_deref() == Some("ExternalName"),
-        };
+        let info = crate::gateway::world::service_info(&svc);
         let key = (svc.metadata.namespace.clone().unwrap_or_default(), svc.metadata.name.clone().unwrap_or_default());
         w.services.insert(key, info);
     }

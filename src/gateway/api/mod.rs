@@ -13,11 +13,13 @@
 //! k8s-openapi 0.28; k8s-openapi declares a `links` key, so two of its versions cannot share one
 //! build, and we are on kube 5 / k8s-openapi 0.29.
 
+mod backend_tls;
 mod convert;
 pub mod generated;
 mod parsed;
 mod route;
 
+pub use backend_tls::{BackendTLSPolicy, BackendTLSPolicySpec, PolicyTargetRef};
 pub use convert::{Blank, conversions_on_this_thread, domain_event, domain_of};
 pub use parsed::{Parsed, Unread};
 pub use route::*;

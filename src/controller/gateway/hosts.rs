@@ -1,0 +1,84 @@
+//! Host ownership across both kinds in the Gateway loop (`crate::gateway::host_owners`): each
+//! pass reads the Ingresses' claims and the remembered owners, and afterwards hands the Gateway
+//! API's claims to the Ingress side and remembers the owners in the controller's store
+//! ([`OwnerBook`], shared with the Ingress translation).
+
+use crate::controller::context::Context;
+use crate::controller::outputs::Scope;
+use crate::controller::owner_store::OwnerBook;
+use crate::gateway::build::Translation;
+use crate::gateway::world::HostTenancy;
+use crate::translate::TranslateOptions;
+use crate::translate::host_claims::ingress_claims;
+use crate::translate::ingress_class::{our_class, ours_by_age};
+use crate::translate::options::View;
+use crate::translate::tenancy::stored_owners;
+use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
+use kube::runtime::reflector::Store;
+use std::sync::Arc;
+use tokio::sync::watch;
+
+/// What the Gateway loop reads of the Ingress side for host ownership (`[kubernetes]
+/// host_ownership` on).
+pub struct IngressHosts {
+    pub ingresses: Store<Ingress>,
+    pub classes: Store<IngressClass>,
+    pub opts: TranslateOptions,
+    pub book: Arc<OwnerBook>,
+}
+
+impl IngressHosts {
+    /// The Ingresses' claims and the remembered owners now.
+    pub fn tenancy(&self) -> HostTenancy {
+        let mut ingresses = self.ingresses.state();
+        ingresses.retain(|i| i.metadata.deletion_timestamp.is_none());
+        let classes = self.classes.state();
+        let view = View {
+            ingresses: ingresses.iter().map(|i| &**i).collect(),
+            ingress_classes: classes.iter().map(|c| &**c).collect(),
+            ..View::default()
+        };
+        let ours = ours_by_age(&view, &self.opts);
+        // Kept in the store (the controller), else on our IngressClass (as the Ingress side reads them).
+        let remembered =
+            self.book.remembered().unwrap_or_else(|| stored_owners(our_class(&view.ingress_classes, &self.opts)));
+        HostTenancy {
+            ingress_claims: ingress_claims(&ours),
+            remembered,
+            now: Some(std::time::SystemTime::now()),
+            grace: self.opts.tenancy.host_ownership_grace,
+        }
+    }
+
+    /// After a pass: the Gateway API's claims to the Ingress side, and the owners to the store
+    /// when they changed (only with a store: without, the Ingress side keeps them on the class).
+    pub async fn after(&self, t: &Translation, before: &HostTenancy) {
+        self.book.set_gateway_claims(t.host_claims.clone());
+        let Some(next) = t.remember.as_ref().filter(|n| **n != before.remembered) else { return };
+        if self.book.has_store() {
+            let json = serde_json::to_string(next).expect("plain JSON");
+            self.book.remember(&json).await;
+            tracing::info!(hosts = next.len(), "host owners remembered (Gateway API)");
+        }
+    }
+}
+
+/// With host ownership: an Ingress Sync each time the Gateway API's claims on hosts change (the
+/// Gateway loop's pass, [`IngressHosts::after`]), so that an Ingress losing a host to an older
+/// HTTPRoute or Gateway is told and loses its route at once, not at the next resync.
+pub(crate) async fn sync_on_claims(ctx: Arc<Context>, mut stop: watch::Receiver<bool>) {
+    let book = ctx.owner_book();
+    loop {
+        tokio::select! {
+            _ = book.claims_changed.notified() => {}
+            _ = stop.wait_for(|v| *v) => return,
+        }
+        tokio::select! {
+            _ = ctx.wait_caches() => {}
+            _ = stop.wait_for(|v| *v) => return,
+        }
+        if let Err(e) = ctx.sync_for(false, Scope::Conflicts).await {
+            tracing::warn!(error = %e, "sync after the Gateway API's host claims changed failed");
+        }
+    }
+}
