@@ -1,0 +1,105 @@
+//! A real control plane for one test (`functional/kube/`, built by `functional/kube.sh build`):
+//! kube-apiserver and etcd on this process's loopback (inside the 2025.1 stack's network namespace
+//! when the test runs there), RBAC on, the Gateway API v1.6.1 CRDs and the shipped RBAC of
+//! `etc/manifests` applied, and a token of the `kuryr-l7-router` ServiceAccount (TokenRequest).
+//! Killed, and its directory removed, on drop.
+
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub struct Cluster {
+    child: Child,
+    pub dir: PathBuf,
+    /// `https://127.0.0.1:<port>`
+    pub server: String,
+}
+
+/// Where `functional/kube.sh build` put the binary and the CRDs' path.
+fn built() -> (PathBuf, String) {
+    let home = std::env::var("KURYR_KUBE_HOME")
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| PathBuf::from(std::env::var("HOME").expect("HOME")).join(".cache/kuryr-kube"));
+    let bin = home.join("bin/kube-testcluster");
+    let crds = std::fs::read_to_string(home.join("crds.path")).unwrap_or_default();
+    assert!(
+        bin.exists() && !crds.trim().is_empty(),
+        "{} not built: run functional/kube.sh build (outside the stack's network namespace: it needs the Go module proxy)",
+        bin.display()
+    );
+    (bin, crds.trim().to_string())
+}
+
+impl Cluster {
+    pub fn start(tag: &str) -> Cluster {
+        let (bin, crds) = built();
+        let dir = std::env::temp_dir().join(super::common::unique("kuryr-kube", tag));
+        let log = PathBuf::from(format!("{}.log", dir.display()));
+        let out = std::fs::File::create(&log).unwrap();
+        let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/manifests");
+        let child = Command::new(&bin)
+            .arg("serve")
+            .arg("-dir")
+            .arg(&dir)
+            .arg("-manifests")
+            .arg(&manifests)
+            .arg("-crds")
+            .arg(&crds)
+            .stdout(out.try_clone().unwrap())
+            .stderr(out)
+            .stdin(Stdio::null())
+            .spawn()
+            .expect("start kube-testcluster");
+        let mut cluster = Cluster { child, dir: dir.clone(), server: String::new() };
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Ok(s) = std::fs::read_to_string(dir.join("ready")) {
+                cluster.server = s.trim().to_string();
+                return cluster;
+            }
+            let exited = cluster.child.try_wait().unwrap();
+            if exited.is_some() || Instant::now() > deadline {
+                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let tail: Vec<&str> = text.lines().rev().take(30).collect();
+                panic!(
+                    "the control plane did not become ready ({exited:?}; log {}):\n{}",
+                    log.display(),
+                    tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+
+    /// An admin client (client certificate in system:masters): what a cluster operator sees.
+    pub async fn admin(&self) -> kube::Client {
+        let kc = Kubeconfig::read_from(self.dir.join("admin.kubeconfig")).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kc, &KubeConfigOptions::default()).await.unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    /// The controller's in-cluster-style files: the ServiceAccount token and the cluster's CA.
+    pub fn token_file(&self) -> PathBuf {
+        self.dir.join("serviceaccount/token")
+    }
+
+    pub fn ca_file(&self) -> PathBuf {
+        self.dir.join("serviceaccount/ca.crt")
+    }
+
+    /// Compacts etcd at its current revision (older resourceVersions are then gone).
+    pub fn compact(&self) {
+        let (bin, _) = built();
+        let out = Command::new(bin).arg("compact").arg("-dir").arg(&self.dir).output().unwrap();
+        assert!(out.status.success(), "compact: {}", String::from_utf8_lossy(&out.stderr));
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
