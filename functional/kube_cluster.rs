@@ -9,6 +9,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// The user of the token the launcher minted (etc/manifests/serviceaccount.yaml).
+pub const CONTROLLER_USER: &str = "system:serviceaccount:kuryr-l7-router:kuryr-l7-router";
+
 pub struct Cluster {
     child: Child,
     pub dir: PathBuf,
@@ -46,6 +49,7 @@ impl Cluster {
             .arg(&manifests)
             .arg("-crds")
             .arg(&crds)
+            .arg("-exit-with-parent")
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .stdin(Stdio::null())
@@ -88,11 +92,23 @@ impl Cluster {
         self.dir.join("serviceaccount/ca.crt")
     }
 
-    /// Compacts etcd at its current revision (older resourceVersions are then gone).
-    pub fn compact(&self) {
-        let (bin, _) = built();
-        let out = Command::new(bin).arg("compact").arg("-dir").arg(&self.dir).output().unwrap();
-        assert!(out.status.success(), "compact: {}", String::from_utf8_lossy(&out.stderr));
+    /// The requests of the controller's ServiceAccount that the API server refused, from its
+    /// audit log: 403 (RBAC) and 422 (a schema, CEL rule or admission), as
+    /// `code VERB URI`.
+    pub fn refused(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["user"]["username"] == CONTROLLER_USER)
+            .filter(|e| matches!(e["responseStatus"]["code"].as_i64(), Some(403 | 422)))
+            .map(|e| format!("{} {} {}", e["responseStatus"]["code"], e["verb"], e["requestURI"]))
+            .collect()
+    }
+
+    /// How many requests of the controller the API server answered (its audit log).
+    pub fn controller_requests(&self) -> usize {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines().filter(|l| l.contains(CONTROLLER_USER)).count()
     }
 }
 

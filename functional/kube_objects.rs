@@ -192,14 +192,19 @@ impl Controller {
     }
 
     /// No request of the controller was refused: no 403 (RBAC), no 422 (a status or patch
-    /// rejected by the schema, the CRDs' CEL rules or admission).
-    pub fn assert_no_refusal(&self) {
+    /// rejected by the schema, the CRDs' CEL rules or admission): in the API server's audit log,
+    /// and in the controller's own log.
+    pub fn assert_no_refusal(&self, cluster: &Cluster) {
+        assert_no_refusal(cluster);
         let text = std::fs::read_to_string(&self.log).unwrap();
         let refused: Vec<&str> = text
             .lines()
             .filter(|l| {
                 let l = l.to_ascii_lowercase();
-                l.contains("forbidden") || l.contains("code: 403") || l.contains("code: 422") || l.contains("is invalid")
+                l.contains("forbidden")
+                    || l.contains("code: 403")
+                    || l.contains("code: 422")
+                    || l.contains("is invalid")
             })
             .collect();
         assert!(refused.is_empty(), "the API server refused the controller's requests:\n{}", refused.join("\n"));
@@ -255,9 +260,18 @@ impl Routers {
         cleanup(&ingress).await;
         for (ns, gw) in &self.gateways {
             let lb = kuryr_l7_router::gateway::naming::load_balancer_name(ns, gw);
-            let r = kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb, 80, None, WritePermits::unlimited())
-                .unwrap();
+            let r =
+                kuryr_l7_router::wiring::gateway_router_observed(&s, None, &lb, 80, None, WritePermits::unlimited())
+                    .unwrap();
             cleanup(&r).await;
         }
     }
+}
+
+/// The API server's audit log holds requests of the controller, and none refused.
+pub fn assert_no_refusal(cluster: &Cluster) {
+    let n = cluster.controller_requests();
+    assert!(n > 10, "the audit log has {n} requests of the controller's ServiceAccount");
+    let refused = cluster.refused();
+    assert!(refused.is_empty(), "the API server refused requests of the controller:\n{}", refused.join("\n"));
 }

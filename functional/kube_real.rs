@@ -20,6 +20,10 @@ use kube_cluster::Cluster;
 mod kube_objects;
 use kube_objects::*;
 
+/// The Kubernetes side alone, Octavia simulated (no OpenStack).
+#[path = "kube_sim.rs"]
+mod kube_sim;
+
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;
@@ -83,7 +87,7 @@ async fn real_api_server_ingress_status_finalizer_notice_and_events() {
             matches!(ingresses.get_opt("web").await, Ok(None)).then_some(())
         })
         .await;
-        controller.assert_no_refusal();
+        controller.assert_no_refusal(&cluster);
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
     eprintln!("controller log: {}", controller.log.display());
@@ -109,7 +113,8 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
     let kube = cluster.admin().await;
     let name = unique("kube", "gw");
     let routers = Routers::of(&name).with_gateway("shop", "web");
-    for obj in backend_objects("shop", "cart", "10.0.0.72").into_iter().chain(backend_objects("backend", "api", "10.0.0.73"))
+    for obj in
+        backend_objects("shop", "cart", "10.0.0.72").into_iter().chain(backend_objects("backend", "api", "10.0.0.73"))
     {
         apply(&kube, obj).await;
     }
@@ -140,12 +145,14 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
         assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute", "{listener:#}");
         let fin: Vec<String> = serde_json::from_value(gw["metadata"]["finalizers"].clone()).unwrap_or_default();
         assert!(fin.iter().any(|f| f == kuryr_l7_router::gateway::keep::FINALIZER), "our finalizer: {fin:?}");
-        let route = eventually_value(Duration::from_secs(120), "HTTPRoute shop/store Accepted and ResolvedRefs", || async {
-            let r = get(&kube, HTTP_ROUTES, Some("shop"), "store").await?;
-            let parent = r["status"]["parents"].get(0)?.clone();
-            (condition(&parent, "Accepted")? == "True" && condition(&parent, "ResolvedRefs")? == "True").then_some(r)
-        })
-        .await;
+        let route =
+            eventually_value(Duration::from_secs(120), "HTTPRoute shop/store Accepted and ResolvedRefs", || async {
+                let r = get(&kube, HTTP_ROUTES, Some("shop"), "store").await?;
+                let parent = r["status"]["parents"].get(0)?.clone();
+                (condition(&parent, "Accepted")? == "True" && condition(&parent, "ResolvedRefs")? == "True")
+                    .then_some(r)
+            })
+            .await;
         assert_eq!(listener_attached(&kube).await, 1, "attachedRoutes: {route:#}");
 
         // Another namespace's Service: refused, allowed by a ReferenceGrant, refused once revoked.
@@ -161,7 +168,7 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
             get(&kube, GATEWAYS, Some("shop"), "web").await.is_none().then_some(())
         })
         .await;
-        controller.assert_no_refusal();
+        controller.assert_no_refusal(&cluster);
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
     eprintln!("controller log: {}", controller.log.display());
@@ -176,7 +183,11 @@ async fn wait_resolved(kube: &kube::Client, route: &str, status: &'static str, r
     let what = format!("HTTPRoute shop/{route} ResolvedRefs {status} ({reason})");
     eventually_value(Duration::from_secs(120), &what, || async {
         let r = get(kube, HTTP_ROUTES, Some("shop"), route).await?;
-        let c = r["status"]["parents"].get(0)?["conditions"].as_array()?.iter().find(|c| c["type"] == "ResolvedRefs")?.clone();
+        let c = r["status"]["parents"].get(0)?["conditions"]
+            .as_array()?
+            .iter()
+            .find(|c| c["type"] == "ResolvedRefs")?
+            .clone();
         (c["status"] == status && c["reason"] == reason).then_some(())
     })
     .await;

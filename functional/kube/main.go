@@ -110,7 +110,11 @@ func serve(args []string) error {
 	port := fs.Int("port", 0, "API server port on 127.0.0.1 (0: a free one)")
 	compaction := fs.Duration("etcd-compaction-interval", 5*time.Minute, "the API server's etcd compaction interval")
 	watchCache := fs.Bool("watch-cache", true, "the API server's watch cache")
+	withParent := fs.Bool("exit-with-parent", false, "exit when the parent process is gone (a killed test leaves no server behind)")
 	fs.Parse(args)
+	if *withParent {
+		go exitWithParent()
+	}
 	if *dir == "" || *manifests == "" || *crds == "" {
 		return fmt.Errorf("serve needs -dir, -manifests and -crds")
 	}
@@ -149,6 +153,12 @@ func serve(args []string) error {
 		return err
 	}
 	pkiDir := filepath.Join(*dir, "pki")
+	// Every request's verb, URI, user and response code (no bodies) in audit.log: the tests
+	// find any request of the controller refused (403 by RBAC, 422 by a schema or CEL rule).
+	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
+	if err := writeFile(*dir, "audit-policy.yaml", []byte(policy)); err != nil {
+		return err
+	}
 	cmd := app.NewAPIServerCommand()
 	cmd.SetArgs([]string{
 		"--etcd-servers=" + etcdURL,
@@ -171,6 +181,9 @@ func serve(args []string) error {
 		"--etcd-compaction-interval=" + compaction.String(),
 		"--watch-cache=" + strconv.FormatBool(*watchCache),
 		"--profiling=false",
+		"--audit-policy-file=" + filepath.Join(*dir, "audit-policy.yaml"),
+		"--audit-log-path=" + filepath.Join(*dir, "audit.log"),
+		"--audit-log-maxbackup=0",
 	})
 	go func() {
 		if err := setup(cmd.Context(), *dir, server, adminConfig, *manifests, *apply, *crds); err != nil {
@@ -272,4 +285,15 @@ func compact(args []string) error {
 	}
 	fmt.Println(st.Header.Revision)
 	return nil
+}
+
+// exitWithParent exits once this process is re-parented (its parent died, even by SIGKILL).
+func exitWithParent() {
+	parent := os.Getppid()
+	for range time.Tick(time.Second) {
+		if os.Getppid() != parent {
+			fmt.Fprintln(os.Stderr, "kube-testcluster: the parent process is gone: exiting")
+			os.Exit(1)
+		}
+	}
 }
