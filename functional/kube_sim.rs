@@ -28,7 +28,7 @@ fn settings(cluster: &Cluster, name: &str) -> kuryr_l7_router::config::Settings 
         "[kubernetes]\napi_root = {}\nssl_ca_crt_file = {}\ntoken_file = {}\nenable_ingress = True\n\
          ingress_class = kuryr-l7-router\ncluster_name = {name}\nleader_election = True\n\
          lease_name = kuryr-l7-router\nlease_namespace = kuryr-l7-router\nhealth_port = {port}\n\
-         [neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\
+         host_ownership = True\n[neutron_defaults]\nlb_subnet = 3c0f6c8e-1b2d-4c3e-8f9a-0b1c2d3e4f5a\n\
          [octavia_defaults]\nl7_router_name = {name}\n\
          [neutron]\nauth_url = https://keystone.invalid:5000/v3\nusername = kuryr\npassword = x\nproject_name = service\n",
         cluster.server,
