@@ -12,13 +12,14 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;
+use kuryr_l7_router::config::LeaderSettings;
 use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::outputs::notice::notice_annotation;
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::testing::SimBackend;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 const ADDRESS: &str = "172.24.4.10";
 
@@ -130,4 +131,93 @@ async fn wait_ref(kube: &kube::Client, status: &'static str, reason: &'static st
         (c["status"] == status && c["reason"] == reason).then_some(())
     })
     .await;
+}
+
+/// One replica in this process: the runtime with its own identity (`POD_NAME` in a pod) and
+/// short lease timings, its router simulated with its own address (so the Ingress's status
+/// shows which replica wrote it).
+struct Replica {
+    sim: std::sync::Arc<std::sync::Mutex<kuryr_l7_router::driver::sim::Simulator>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    run: tokio::task::JoinHandle<Result<(), kuryr_l7_router::controller::ControllerError>>,
+}
+
+impl Replica {
+    fn start(cluster: &Cluster, name: &str, id: &str, address: &str) -> Replica {
+        let mut s = settings(cluster, name);
+        s.kubernetes.leader_override = Some(LeaderSettings {
+            duration_secs: 6,
+            grace_secs: 2,
+            ..LeaderSettings::new("kuryr-l7-router", "kuryr-l7-router", id)
+        });
+        let sim = SimBackend::new(
+            DiffOptions { ownership: Ownership::new(name), health_monitor: None },
+            address.parse().ok(),
+        );
+        let state = sim.state.clone();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let run = tokio::spawn(run_with(s, move |_, _| Ok(sim), async move {
+            let _ = stopped.await;
+        }));
+        Replica { sim: state, stop, run }
+    }
+
+    /// Whether this replica's router has any policy (it synced).
+    fn synced(&self) -> bool {
+        !self.sim.lock().unwrap().router.policies.is_empty()
+    }
+}
+
+async fn holder(kube: &kube::Client) -> Option<String> {
+    let lease = Api::<Lease>::namespaced(kube.clone(), "kuryr-l7-router").get_opt("kuryr-l7-router").await.ok()??;
+    lease.spec?.holder_identity
+}
+
+async fn status_ip(ingresses: &Api<Ingress>) -> Option<String> {
+    ingresses.get("web").await.ok()?.status?.load_balancer?.ingress?.first()?.ip.clone()
+}
+
+/// Two replicas on the real API server's Lease (the shipped Role, narrowed to the Lease's
+/// name): the standby writes nothing, neither to its router nor to Kubernetes (the Ingress's
+/// status keeps the leader's address), while the leader holds the Lease; the leader stopped,
+/// the standby takes the Lease over and writes (its address in the status). No 403, no 422.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_api_server_lease_handover_between_two_replicas() {
+    if !enabled() {
+        return;
+    }
+    let cluster = Cluster::start("lease");
+    let kube = cluster.admin().await;
+    let name = unique("kube", "lease");
+    for obj in backend_objects("shop", "web", "10.0.0.71") {
+        apply(&kube, obj).await;
+    }
+    apply(&kube, ingress("shop", "web", "web.example.com", "web")).await;
+    let ingresses: Api<Ingress> = Api::namespaced(kube.clone(), "shop");
+    let a = Replica::start(&cluster, &name, "replica-a", "172.24.4.11");
+    eventually_value(Duration::from_secs(60), "replica-a leads and writes its address", || async {
+        (holder(&kube).await? == "replica-a" && status_ip(&ingresses).await? == "172.24.4.11").then_some(())
+    })
+    .await;
+    let b = Replica::start(&cluster, &name, "replica-b", "172.24.4.12");
+    // Three lease durations with both running: the standby neither leads nor writes.
+    let until = Instant::now() + Duration::from_secs(18);
+    while Instant::now() < until {
+        assert_eq!(holder(&kube).await.as_deref(), Some("replica-a"), "the leader keeps the Lease");
+        assert_eq!(status_ip(&ingresses).await.as_deref(), Some("172.24.4.11"), "no status from the standby");
+        assert!(!b.synced(), "the standby wrote to its router");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+    let _ = a.stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), a.run).await;
+    let started = Instant::now();
+    eventually_value(Duration::from_secs(60), "replica-b takes over and writes its address", || async {
+        (holder(&kube).await? == "replica-b" && status_ip(&ingresses).await? == "172.24.4.12").then_some(())
+    })
+    .await;
+    eprintln!("handover in {:.1} s", started.elapsed().as_secs_f64());
+    assert!(b.synced(), "the new leader synced its router");
+    assert_no_refusal(&cluster);
+    let _ = b.stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), b.run).await;
 }
