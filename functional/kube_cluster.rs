@@ -36,39 +36,49 @@ fn built() -> (PathBuf, String) {
 
 impl Cluster {
     pub fn start(tag: &str) -> Cluster {
-        let (bin, crds) = built();
         let dir = std::env::temp_dir().join(super::common::unique("kuryr-kube", tag));
-        let log = PathBuf::from(format!("{}.log", dir.display()));
-        let out = std::fs::File::create(&log).unwrap();
-        let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/manifests");
-        let child = Command::new(&bin)
-            .arg("serve")
-            .arg("-dir")
-            .arg(&dir)
-            .arg("-manifests")
-            .arg(&manifests)
-            .arg("-crds")
-            .arg(&crds)
-            .arg("-exit-with-parent")
-            .stdout(out.try_clone().unwrap())
-            .stderr(out)
-            .stdin(Stdio::null())
-            .spawn()
-            .expect("start kube-testcluster");
-        let mut cluster = Cluster { child, dir: dir.clone(), server: String::new() };
+        let child = spawn(&dir, false);
+        let mut cluster = Cluster { child, dir, server: String::new() };
+        cluster.wait_ready();
+        cluster
+    }
+
+    /// Kills the API server and etcd (SIGKILL: every watch is cut) and starts them again on the
+    /// same data, keys and ports.
+    pub fn restart(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(self.dir.join("ready"));
+        self.child = spawn(&self.dir, true);
+        self.wait_ready();
+    }
+
+    /// Compacts etcd at its current revision: older resourceVersions are gone for good.
+    pub fn compact(&self) -> u64 {
+        let (bin, _) = built();
+        let out = Command::new(bin).arg("compact").arg("-dir").arg(&self.dir).output().unwrap();
+        assert!(out.status.success(), "compact: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim().parse().unwrap()
+    }
+
+    fn log(&self) -> PathBuf {
+        PathBuf::from(format!("{}.log", self.dir.display()))
+    }
+
+    fn wait_ready(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(180);
         loop {
-            if let Ok(s) = std::fs::read_to_string(dir.join("ready")) {
-                cluster.server = s.trim().to_string();
-                return cluster;
+            if let Ok(s) = std::fs::read_to_string(self.dir.join("ready")) {
+                self.server = s.trim().to_string();
+                return;
             }
-            let exited = cluster.child.try_wait().unwrap();
+            let exited = self.child.try_wait().unwrap();
             if exited.is_some() || Instant::now() > deadline {
-                let text = std::fs::read_to_string(&log).unwrap_or_default();
+                let text = std::fs::read_to_string(self.log()).unwrap_or_default();
                 let tail: Vec<&str> = text.lines().rev().take(30).collect();
                 panic!(
                     "the control plane did not become ready ({exited:?}; log {}):\n{}",
-                    log.display(),
+                    self.log().display(),
                     tail.into_iter().rev().collect::<Vec<_>>().join("\n")
                 );
             }
@@ -96,12 +106,39 @@ impl Cluster {
     /// audit log: 403 (RBAC) and 422 (a schema, CEL rule or admission), as
     /// `code VERB URI`.
     pub fn refused(&self) -> Vec<String> {
+        self.refused_between(0, usize::MAX)
+    }
+
+    /// [`Self::refused`] among the audit log's lines `from..to`.
+    pub fn refused_between(&self, from: usize, to: usize) -> Vec<String> {
         let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
         text.lines()
+            .take(to)
+            .skip(from)
             .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
             .filter(|e| e["user"]["username"] == CONTROLLER_USER)
             .filter(|e| matches!(e["responseStatus"]["code"].as_i64(), Some(403 | 422)))
             .map(|e| format!("{} {} {}", e["responseStatus"]["code"], e["verb"], e["requestURI"]))
+            .collect()
+    }
+
+    /// Lines in the audit log so far (for [`Self::controller_requests_since`]).
+    pub fn audit_len(&self) -> usize {
+        std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default().lines().count()
+    }
+
+    /// The controller's requests after the first `skip` lines of the audit log, as
+    /// (code, verb, URI).
+    pub fn controller_requests_since(&self, skip: usize) -> Vec<(i64, String, String)> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines()
+            .skip(skip)
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["user"]["username"] == CONTROLLER_USER)
+            .map(|e| {
+                let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                (e["responseStatus"]["code"].as_i64().unwrap_or(0), s(&e["verb"]), s(&e["requestURI"]))
+            })
             .collect()
     }
 
@@ -112,10 +149,29 @@ impl Cluster {
     }
 }
 
+/// `kube-testcluster serve` on `dir` (fresh, or `-reuse` of its data), its output appended to
+/// `<dir>.log`.
+fn spawn(dir: &Path, reuse: bool) -> Child {
+    let (bin, crds) = built();
+    let log = PathBuf::from(format!("{}.log", dir.display()));
+    let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
+    let manifests = Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/manifests");
+    let mut c = Command::new(&bin);
+    c.arg("serve").arg("-dir").arg(dir).arg("-manifests").arg(&manifests).arg("-crds").arg(&crds);
+    c.arg("-exit-with-parent");
+    if reuse {
+        c.arg("-reuse");
+    }
+    c.stdout(out.try_clone().unwrap()).stderr(out).stdin(Stdio::null()).spawn().expect("start kube-testcluster")
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        // KURYR_KUBE_KEEP=1 keeps it (its audit.log, etcd data) to look at after a test
+        if std::env::var("KURYR_KUBE_KEEP").as_deref() != Ok("1") {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }

@@ -19,8 +19,9 @@ pub const GATEWAY_CLASSES: Kind = (GW_API, "GatewayClass", "gatewayclasses");
 pub const GATEWAYS: Kind = (GW_API, "Gateway", "gateways");
 pub const HTTP_ROUTES: Kind = (GW_API, "HTTPRoute", "httproutes");
 pub const REFERENCE_GRANTS: Kind = ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant", "referencegrants");
-const KINDS: [Kind; 10] = [
+const KINDS: [Kind; 11] = [
     ("v1", "Namespace", "namespaces"),
+    ("v1", "ConfigMap", "configmaps"),
     ("v1", "Service", "services"),
     ("v1", "Node", "nodes"),
     ("discovery.k8s.io/v1", "EndpointSlice", "endpointslices"),

@@ -68,17 +68,35 @@ func freePort() (int, error) {
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
-func startEtcd(dir string) (*embed.Etcd, string, error) {
-	clientPort, err := freePort()
-	if err != nil {
-		return nil, "", err
+// ports are the loopback ports of one cluster, kept in DIR/ports so that a restart (-reuse)
+// serves on the same addresses from the same etcd data.
+type ports struct{ API, EtcdClient, EtcdPeer int }
+
+func newPorts(dir string, api int) (p ports, err error) {
+	p.API = api
+	for _, port := range []*int{&p.API, &p.EtcdClient, &p.EtcdPeer} {
+		if *port == 0 {
+			if *port, err = freePort(); err != nil {
+				return
+			}
+		}
 	}
-	peerPort, err := freePort()
+	err = writeFile(dir, "ports", []byte(fmt.Sprintf("%d %d %d\n", p.API, p.EtcdClient, p.EtcdPeer)))
+	return
+}
+
+func readPorts(dir string) (p ports, err error) {
+	data, err := os.ReadFile(filepath.Join(dir, "ports"))
 	if err != nil {
-		return nil, "", err
+		return p, fmt.Errorf("-reuse needs a directory a serve ran in: %w", err)
 	}
-	client, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(clientPort))
-	peer, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(peerPort))
+	_, err = fmt.Sscan(string(data), &p.API, &p.EtcdClient, &p.EtcdPeer)
+	return
+}
+
+func startEtcd(dir string, p ports) (*embed.Etcd, string, error) {
+	client, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(p.EtcdClient))
+	peer, _ := url.Parse("http://127.0.0.1:" + strconv.Itoa(p.EtcdPeer))
 	cfg := embed.NewConfig()
 	cfg.Name = "functional"
 	cfg.Dir = filepath.Join(dir, "etcd")
@@ -101,74 +119,50 @@ func startEtcd(dir string) (*embed.Etcd, string, error) {
 	return e, client.String(), nil
 }
 
-func serve(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ExitOnError)
-	dir := fs.String("dir", "", "state directory (certificates, etcd data, kubeconfigs)")
-	manifests := fs.String("manifests", "", "the shipped manifests directory (etc/manifests)")
-	apply := fs.String("apply", "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml", "manifests applied from -manifests, in order")
-	crds := fs.String("crds", "", "Gateway API CRD directory (the module's config/crd/standard)")
-	port := fs.Int("port", 0, "API server port on 127.0.0.1 (0: a free one)")
-	compaction := fs.Duration("etcd-compaction-interval", 5*time.Minute, "the API server's etcd compaction interval")
-	watchCache := fs.Bool("watch-cache", true, "the API server's watch cache")
-	withParent := fs.Bool("exit-with-parent", false, "exit when the parent process is gone (a killed test leaves no server behind)")
-	fs.Parse(args)
-	if *withParent {
-		go exitWithParent()
+// fresh makes a new state directory: key material, the admin kubeconfig, the audit policy, the
+// ports.
+func fresh(dir string, api int) (ports, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return ports{}, err
 	}
-	if *dir == "" || *manifests == "" || *crds == "" {
-		return fmt.Errorf("serve needs -dir, -manifests and -crds")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ports{}, err
 	}
-	if err := os.RemoveAll(*dir); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(*dir, 0o700); err != nil {
-		return err
-	}
-	ca, admin, err := pki(*dir)
+	ca, admin, err := pki(dir)
 	if err != nil {
-		return err
+		return ports{}, err
 	}
-	if *port == 0 {
-		if *port, err = freePort(); err != nil {
-			return err
-		}
-	}
-	etcd, etcdURL, err := startEtcd(*dir)
+	p, err := newPorts(dir, api)
 	if err != nil {
-		return err
+		return p, err
 	}
-	defer etcd.Close()
-	if err := writeFile(*dir, "etcd-endpoint", []byte(etcdURL)); err != nil {
-		return err
-	}
-	server := fmt.Sprintf("https://127.0.0.1:%d", *port)
 	adminKey, err := keyPEM(admin.key)
 	if err != nil {
-		return err
+		return p, err
 	}
-	adminConfig := filepath.Join(*dir, "admin.kubeconfig")
-	if err := kubeconfig(adminConfig, server, certPEM(ca), &clientcmdapi.AuthInfo{
+	server := fmt.Sprintf("https://127.0.0.1:%d", p.API)
+	if err := kubeconfig(filepath.Join(dir, "admin.kubeconfig"), server, certPEM(ca), &clientcmdapi.AuthInfo{
 		ClientCertificateData: certPEM(admin), ClientKeyData: adminKey,
 	}); err != nil {
-		return err
+		return p, err
 	}
-	pkiDir := filepath.Join(*dir, "pki")
 	// Every request's verb, URI, user and response code (no bodies) in audit.log: the tests
 	// find any request of the controller refused (403 by RBAC, 422 by a schema or CEL rule).
 	policy := "apiVersion: audit.k8s.io/v1\nkind: Policy\nomitStages: [RequestReceived]\nrules:\n- level: Metadata\n"
-	if err := writeFile(*dir, "audit-policy.yaml", []byte(policy)); err != nil {
-		return err
-	}
-	cmd := app.NewAPIServerCommand()
-	cmd.SetArgs([]string{
+	return p, writeFile(dir, "audit-policy.yaml", []byte(policy))
+}
+
+func apiserverArgs(dir string, p ports, etcdURL string, compaction time.Duration, watchCache bool) []string {
+	pkiDir := filepath.Join(dir, "pki")
+	return []string{
 		"--etcd-servers=" + etcdURL,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
 		// The `kubernetes` Service's endpoints would be this loopback address, which the
 		// reconciler refuses; nothing here reaches the API server through that Service.
 		"--endpoint-reconciler-type=none",
-		"--secure-port=" + strconv.Itoa(*port),
-		"--cert-dir=" + filepath.Join(*dir, "apiserver"),
+		"--secure-port=" + strconv.Itoa(p.API),
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 		"--tls-cert-file=" + filepath.Join(pkiDir, "serving.crt"),
 		"--tls-private-key-file=" + filepath.Join(pkiDir, "serving.key"),
 		"--client-ca-file=" + filepath.Join(pkiDir, "ca.crt"),
@@ -179,14 +173,56 @@ func serve(args []string) error {
 		"--authorization-mode=RBAC",
 		"--service-cluster-ip-range=10.96.0.0/16",
 		"--etcd-compaction-interval=" + compaction.String(),
-		"--watch-cache=" + strconv.FormatBool(*watchCache),
+		"--watch-cache=" + strconv.FormatBool(watchCache),
 		"--profiling=false",
-		"--audit-policy-file=" + filepath.Join(*dir, "audit-policy.yaml"),
-		"--audit-log-path=" + filepath.Join(*dir, "audit.log"),
+		"--audit-policy-file=" + filepath.Join(dir, "audit-policy.yaml"),
+		"--audit-log-path=" + filepath.Join(dir, "audit.log"),
 		"--audit-log-maxbackup=0",
-	})
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ExitOnError)
+	dir := fs.String("dir", "", "state directory (certificates, etcd data, kubeconfigs)")
+	manifests := fs.String("manifests", "", "the shipped manifests directory (etc/manifests)")
+	apply := fs.String("apply", "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml", "manifests applied from -manifests, in order")
+	crds := fs.String("crds", "", "Gateway API CRD directory (the module's config/crd/standard)")
+	port := fs.Int("port", 0, "API server port on 127.0.0.1 (0: a free one)")
+	compaction := fs.Duration("etcd-compaction-interval", 5*time.Minute, "the API server's etcd compaction interval")
+	watchCache := fs.Bool("watch-cache", true, "the API server's watch cache")
+	withParent := fs.Bool("exit-with-parent", false, "exit when the parent process is gone (a killed test leaves no server behind)")
+	reuse := fs.Bool("reuse", false, "restart on -dir's etcd data, keys and ports (an API server restart: every watch is cut)")
+	fs.Parse(args)
+	if *withParent {
+		go exitWithParent()
+	}
+	if *dir == "" || *manifests == "" || *crds == "" {
+		return fmt.Errorf("serve needs -dir, -manifests and -crds")
+	}
+	var p ports
+	var err error
+	if *reuse {
+		os.Remove(filepath.Join(*dir, "ready"))
+		p, err = readPorts(*dir)
+	} else {
+		p, err = fresh(*dir, *port)
+	}
+	if err != nil {
+		return err
+	}
+	etcd, etcdURL, err := startEtcd(*dir, p)
+	if err != nil {
+		return err
+	}
+	defer etcd.Close()
+	if err := writeFile(*dir, "etcd-endpoint", []byte(etcdURL)); err != nil {
+		return err
+	}
+	server := fmt.Sprintf("https://127.0.0.1:%d", p.API)
+	cmd := app.NewAPIServerCommand()
+	cmd.SetArgs(apiserverArgs(*dir, p, etcdURL, *compaction, *watchCache))
 	go func() {
-		if err := setup(cmd.Context(), *dir, server, adminConfig, *manifests, *apply, *crds); err != nil {
+		if err := setup(cmd.Context(), *dir, server, *manifests, *apply, *crds, *reuse); err != nil {
 			fmt.Fprintln(os.Stderr, "kube-testcluster: setup:", err)
 			writeFile(*dir, "failed", []byte(err.Error()+"\n"))
 			os.Exit(1)
@@ -198,8 +234,8 @@ func serve(args []string) error {
 
 // setup waits for the API server, applies the CRDs and the shipped manifests, writes the
 // controller's credentials, then the `ready` file functional/kube.sh waits for.
-func setup(ctx context.Context, dir, server, adminConfig, manifests, apply, crds string) error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", adminConfig)
+func setup(ctx context.Context, dir, server, manifests, apply, crds string, reuse bool) error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "admin.kubeconfig"))
 	if err != nil {
 		return err
 	}
@@ -209,6 +245,10 @@ func setup(ctx context.Context, dir, server, adminConfig, manifests, apply, crds
 	}
 	if err := waitReady(ctx, cs); err != nil {
 		return err
+	}
+	if reuse {
+		fmt.Fprintf(os.Stderr, "kube-testcluster: restarted at %s\n", server)
+		return writeFile(dir, "ready", []byte(server+"\n"))
 	}
 	names, err := applyCRDs(ctx, cfg, crds)
 	if err != nil {
