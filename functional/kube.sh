@@ -51,8 +51,10 @@ print_env() { # DIR
 }
 
 start() { # DIR
-  local d=$1 pid i
-  [ -x "$BIN" ] && [ -s "$HOME_DIR/crds.path" ] || { echo "FAILED: $BIN not built: run functional/kube.sh build" >&2; exit 1; }
+  local d=$1 pid
+  if [ ! -x "$BIN" ] || [ ! -s "$HOME_DIR/crds.path" ]; then
+    echo "FAILED: $BIN not built: run functional/kube.sh build" >&2; exit 1
+  fi
   if [ -s "$d.pid" ] && kill -0 "$(cat "$d.pid")" 2>/dev/null; then
     echo "already running (pid $(cat "$d.pid"))" >&2; print_env "$d"; return 0
   fi
@@ -60,7 +62,7 @@ start() { # DIR
   setsid "$BIN" serve -dir "$d" -manifests "$REPO/etc/manifests" -crds "$(cat "$HOME_DIR/crds.path")" \
     > "$d.log" 2>&1 < /dev/null &
   pid=$!; echo "$pid" > "$d.pid"
-  for i in $(seq 1 360); do
+  for _ in $(seq 1 360); do
     [ -e "$d/ready" ] && { echo "started (pid $pid, log $d.log)" >&2; print_env "$d"; return 0; }
     if [ -e "$d/failed" ] || ! kill -0 "$pid" 2>/dev/null; then break; fi
     sleep 0.5
@@ -71,12 +73,12 @@ start() { # DIR
 }
 
 stop() { # DIR
-  local d=$1 pid i
+  local d=$1 pid
   [ -s "$d.pid" ] || return 0
   pid=$(cat "$d.pid")
   if kill -0 "$pid" 2>/dev/null; then
     kill "$pid"
-    for i in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
+    for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.5; done
     kill -0 "$pid" 2>/dev/null && kill -9 "$pid"
   fi
   rm -f "$d.pid"

@@ -129,7 +129,9 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
             (condition(&c["status"], "Accepted")? == "True").then_some(c)
         })
         .await;
-        assert_eq!(class["status"]["conditions"][0]["observedGeneration"], 1, "{class:#}");
+        let accepted =
+            class["status"]["conditions"].as_array().unwrap().iter().find(|c| c["type"] == "Accepted").unwrap();
+        assert_eq!(accepted["observedGeneration"], class["metadata"]["generation"], "{class:#}");
         let gw = eventually_value(Duration::from_secs(600), "the Gateway Programmed", || async {
             let g = get(&kube, GATEWAYS, Some("shop"), "web").await?;
             (condition(&g["status"], "Programmed")? == "True").then_some(g)
@@ -145,15 +147,16 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
         assert_eq!(listener["supportedKinds"][0]["kind"], "HTTPRoute", "{listener:#}");
         let fin: Vec<String> = serde_json::from_value(gw["metadata"]["finalizers"].clone()).unwrap_or_default();
         assert!(fin.iter().any(|f| f == kuryr_l7_router::gateway::keep::FINALIZER), "our finalizer: {fin:?}");
-        let route =
-            eventually_value(Duration::from_secs(120), "HTTPRoute shop/store Accepted and ResolvedRefs", || async {
-                let r = get(&kube, HTTP_ROUTES, Some("shop"), "store").await?;
-                let parent = r["status"]["parents"].get(0)?.clone();
-                (condition(&parent, "Accepted")? == "True" && condition(&parent, "ResolvedRefs")? == "True")
-                    .then_some(r)
-            })
-            .await;
-        assert_eq!(listener_attached(&kube).await, 1, "attachedRoutes: {route:#}");
+        eventually_value(Duration::from_secs(120), "HTTPRoute shop/store Accepted and ResolvedRefs", || async {
+            let r = get(&kube, HTTP_ROUTES, Some("shop"), "store").await?;
+            let parent = r["status"]["parents"].get(0)?.clone();
+            (condition(&parent, "Accepted")? == "True" && condition(&parent, "ResolvedRefs")? == "True").then_some(())
+        })
+        .await;
+        eventually_value(Duration::from_secs(60), "the listener's attachedRoutes: 1", || async {
+            (listener_attached(&kube).await == 1).then_some(())
+        })
+        .await;
 
         // Another namespace's Service: refused, allowed by a ReferenceGrant, refused once revoked.
         apply(&kube, cross_namespace_route("shop", "web", "backend", "api")).await;

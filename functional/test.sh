@@ -6,7 +6,10 @@
 #   1. the WHOLE functional suite on OpenStack 2025.1 (Octavia 16; Debian 13's packages in a
 #      chroot and a network namespace of its own), the primary target;
 #   2. the part that differs by release on Zed (Octavia 11.0.0, Debian 12's own packages), the
-#      oldest supported release: the tests named by ZED_FILTERS below.
+#      oldest supported release: the tests named by ZED_FILTERS below;
+#   3. after 2025.1's waves, on the same stack: the controller against a real Kubernetes API
+#      server (functional_kube; functional/kube.sh, built from Go modules in the background
+#      from the start: Go is required).
 #
 # What overlaps (docs/development.md#how-a-run-spends-its-time): the stacks' installs (network,
 # dpkg) run in the background while the crate compiles; every test binary is built before a
@@ -100,13 +103,13 @@ kube_build_wait() {
   tail -n 25 "$LOGS/kube-build.log" | sed 's/^/  | /' >&2
   return 1
 }
-kube_phase() { # the functional_kube tests, on the 2025.1 stack, two at a time
+kube_phase() { # the functional_kube tests, on the 2025.1 stack, three at a time
   local run=(env OPENSTACK_RELEASE=2025.1 functional/openstack.sh run env KURYR_FUNCTIONAL=1)
   kube_build_wait || return 1
   grep -P "^$KUBE_BIN\t" <<<"$ALL_TESTS" > "$LOGS/kube.jobs" || true
   : > "$LOGS/kube.log"
-  phase "2025.1: real API server, shipped RBAC and CRDs ($(grep -c . "$LOGS/kube.jobs") tests, 2 at once)" \
-    run_wave "2025.1 kube" 2 "$LOGS/kube.log" "$LOGS/kube.jobs" "${run[@]}" || return 1
+  phase "2025.1: real API server, shipped RBAC and CRDs ($(grep -c . "$LOGS/kube.jobs") tests, 3 at once)" \
+    run_wave "2025.1 kube" 3 "$LOGS/kube.log" "$LOGS/kube.jobs" "${run[@]}" || return 1
   summarise "real-API-server phase on 2025.1" "$LOGS/kube.log" --require-run
 }
 [[ " $RELEASES " == *" 2025.1 "* ]] && kube_build_start
