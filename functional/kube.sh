@@ -22,6 +22,8 @@ BIN=$HOME_DIR/bin/kube-testcluster
 GATEWAY_API=sigs.k8s.io/gateway-api@v1.6.1
 
 need_go() {
+  # the official tarball's place, when a login shell's profile did not put it on PATH
+  command -v go > /dev/null || { [ -x /usr/local/go/bin/go ] && PATH=$PATH:/usr/local/go/bin; }
   command -v go > /dev/null || { echo "FAILED: no Go toolchain (go) on PATH: the real API server is built from Go modules" >&2; exit 1; }
 }
 
@@ -36,7 +38,7 @@ build() {
   crds=$(cd /tmp && GOFLAGS=-mod=mod go mod download -json "$GATEWAY_API" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
   [ -d "$crds/config/crd/standard" ] || { echo "FAILED: $GATEWAY_API has no config/crd/standard ($crds)" >&2; exit 1; }
   echo "$crds/config/crd/standard" > "$HOME_DIR/crds.path"
-  echo "built $BIN in $(($(date +%s) - t0))s; CRDs: $(cat "$HOME_DIR/crds.path")"
+  echo "built in $(($(date +%s) - t0))s: $BIN; CRDs: $(cat "$HOME_DIR/crds.path")"
 }
 
 dir_of() { echo "${1:-${KURYR_KUBE_DIR:-/tmp/kuryr-kube}}"; }
