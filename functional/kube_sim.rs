@@ -344,3 +344,95 @@ async fn real_api_server_watch_gone_after_compaction_recovers_without_rewrites()
     let _ = stop.send(());
     let _ = tokio::time::timeout(Duration::from_secs(30), run).await;
 }
+
+/// Gateway routers on the simulator (what `run` builds on Octavia): each answers `172.24.4.100`.
+fn sim_gateway_routers(name: &str) -> kuryr_l7_router::controller::gateway::driver::GatewayRouters {
+    use kuryr_l7_router::controller::gateway::driver::{DeleteRouter, GatewayBackends, SpawnGatewayRouter};
+    use kuryr_l7_router::controller::writer::{RouterBackend, Writer, WriterMetrics};
+    let name = name.to_string();
+    Box::new(move |_, gate, _| {
+        let spawn = Box::new(move |_: &str, _: u16, fixed: Option<std::net::IpAddr>| {
+            let address = fixed.or_else(|| "172.24.4.100".parse().ok());
+            let mut sim =
+                SimBackend::new(DiffOptions { ownership: Ownership::new(&name), health_monitor: None }, address);
+            sim.set_write_gate(gate.clone());
+            let delete: DeleteRouter = std::sync::Arc::new(|| Box::pin(async { Ok(()) }));
+            Ok((Writer::spawn(sim, WriterMetrics::default()), delete))
+        }) as SpawnGatewayRouter;
+        GatewayBackends::from(spawn)
+    })
+}
+
+/// A Gateway served to the end on the real API server (its load balancer simulated): the
+/// statuses of a programmed Gateway (`Programmed: True`, `status.addresses`, the listener's
+/// `Programmed`, `attachedRoutes`), the ones most bound by the v1.6.1 CRDs' schema and CEL
+/// rules, are accepted; the Gateway deleted, its finalizer goes and the Gateway with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_api_server_programmed_gateway_status_accepted_by_the_crds() {
+    if !enabled() {
+        return;
+    }
+    logs();
+    let cluster = Cluster::start("gwsim");
+    let kube = cluster.admin().await;
+    let name = unique("kube", "gwsim");
+    for obj in backend_objects("shop", "cart", "10.0.0.72").into_iter().chain(gateway_objects("shop", "gw")) {
+        apply(&kube, obj).await;
+    }
+    let sim =
+        SimBackend::new(DiffOptions { ownership: Ownership::new(&name), health_monitor: None }, ADDRESS.parse().ok());
+    let once = std::sync::Mutex::new(Some(sim));
+    let backends = move |_: &_, _: &_, _: u32| {
+        once.lock().unwrap().take().ok_or(kuryr_l7_router::controller::ControllerError::ClientConfig("one".into()))
+    };
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_set_with_gateways(
+        settings(&cluster, &name),
+        backends,
+        Some(sim_gateway_routers(&name)),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let gw = eventually_value(Duration::from_secs(60), "the Gateway Programmed", || async {
+        let g = get(&kube, GATEWAYS, Some("shop"), "gw").await?;
+        let listener = g["status"]["listeners"].get(0)?;
+        let ready = condition(&g["status"], "Programmed")? == "True"
+            && condition(listener, "Programmed")? == "True"
+            && listener["attachedRoutes"] == 1;
+        ready.then_some(g)
+    })
+    .await;
+    assert_eq!(gw["status"]["addresses"], serde_json::json!([{"type": "IPAddress", "value": "172.24.4.100"}]));
+    for c in ["Accepted", "ResolvedRefs"] {
+        assert_eq!(condition(&gw["status"]["listeners"][0], c).as_deref(), Some("True"), "{:#}", gw["status"]);
+    }
+    let fin: Vec<String> = serde_json::from_value(gw["metadata"]["finalizers"].clone()).unwrap_or_default();
+    assert!(fin.iter().any(|f| f == kuryr_l7_router::gateway::keep::FINALIZER), "our finalizer: {fin:?}");
+    // The validation is live: the same status with a condition reason the schema forbids is refused.
+    let mut bad = gw["status"].clone();
+    bad["conditions"][0]["reason"] = serde_json::json!("not a reason!");
+    let e = status_patch(&kube, "gw", serde_json::json!({"status": bad}))
+        .await
+        .expect_err("a malformed condition reason accepted");
+    assert!(matches!(&e, kube::Error::Api(s) if s.code == 422), "{e}");
+    delete(&kube, GATEWAYS, Some("shop"), "gw").await;
+    eventually_value(Duration::from_secs(60), "the deleted Gateway gone (finalizer removed)", || async {
+        get(&kube, GATEWAYS, Some("shop"), "gw").await.is_none().then_some(())
+    })
+    .await;
+    assert_no_refusal(&cluster);
+    let _ = stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), run).await;
+}
+
+/// A merge patch of the Gateway `shop/<name>`'s status subresource, as the admin.
+async fn status_patch(kube: &kube::Client, name: &str, patch: serde_json::Value) -> Result<(), kube::Error> {
+    use kube::api::{ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("gateway.networking.k8s.io", "v1", "Gateway"),
+        "gateways",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), "shop", &ar);
+    api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
+}
