@@ -181,10 +181,15 @@ struct Replica {
 
 impl Replica {
     fn start(cluster: &Cluster, name: &str, id: &str, address: &str) -> Replica {
+        Replica::start_with(cluster, name, id, address, (6, 2))
+    }
+
+    /// [`Replica::start`] with the lease's (duration, grace) in seconds.
+    fn start_with(cluster: &Cluster, name: &str, id: &str, address: &str, (duration, grace): (u64, u64)) -> Replica {
         let mut s = settings(cluster, name);
         s.kubernetes.leader_override = Some(LeaderSettings {
-            duration_secs: 6,
-            grace_secs: 2,
+            duration_secs: duration,
+            grace_secs: grace,
             ..LeaderSettings::new("kuryr-l7-router", "kuryr-l7-router", id)
         });
         let sim = SimBackend::new(
@@ -435,4 +440,63 @@ async fn status_patch(kube: &kube::Client, name: &str, patch: serde_json::Value)
     );
     let api: Api<DynamicObject> = Api::namespaced_with(kube.clone(), "shop", &ar);
     api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await.map(|_| ())
+}
+
+/// The API server restarted just as the leader renews its Lease (60 s, writes allowed 48 s after
+/// each renewal): its lease checks fail for the few seconds of the restart, and it stays the leader
+/// (its handlers and process go on, the Lease is renewed by the same holder once the server is
+/// back) and serves a new Ingress. Before: the first failed check stopped the handlers and the
+/// process ("leadership lost"), and nothing was served until a restart of the pod.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn real_api_server_restart_keeps_the_leader_within_its_lease() {
+    if !enabled() {
+        return;
+    }
+    logs();
+    let mut cluster = Cluster::start("restart");
+    let kube = cluster.admin().await;
+    let name = unique("kube", "restart");
+    for obj in backend_objects("shop", "web", "10.0.0.71") {
+        apply(&kube, obj).await;
+    }
+    apply(&kube, ingress("shop", "web", "web.example.com", "web")).await;
+    let ingresses: Api<Ingress> = Api::namespaced(kube.clone(), "shop");
+    // Renewed 2 x grace = 24 s before expiry (every 36 s), writes allowed 48 s after a renewal.
+    let a = Replica::start_with(&cluster, &name, "replica-a", "172.24.4.11", (60, 12));
+    eventually_value(Duration::from_secs(60), "replica-a leads and writes its address", || async {
+        (holder(&kube).await? == "replica-a" && status_ip(&ingresses).await? == "172.24.4.11").then_some(())
+    })
+    .await;
+    let renewed_before = renew_time(&kube).await;
+    // Down from 1 s before the next renewal on: that renewal fails (the API server needs a few
+    // seconds to start), with 12 s left before the write deadline.
+    let renewal = renewed_before.expect("renewTime") + std::time::Duration::from_secs(36);
+    let wait = renewal.duration_since(k8s_openapi::jiff::Timestamp::now()).unsigned_abs();
+    tokio::time::sleep(wait.saturating_sub(Duration::from_secs(1))).await;
+    let log_mark = log_len();
+    cluster.restart();
+    let ready = cluster.audit_len();
+    apply(&kube, ingress("shop", "after", "after.example.com", "web")).await;
+    eventually_value(Duration::from_secs(60), "shop/after served by the same leader", || async {
+        let ing = ingresses.get("after").await.ok()?;
+        (ing.status?.load_balancer?.ingress?.first()?.ip.as_deref()? == "172.24.4.11").then_some(())
+    })
+    .await;
+    eventually_value(Duration::from_secs(40), "the Lease renewed by replica-a after the restart", || async {
+        (holder(&kube).await? == "replica-a" && renew_time(&kube).await > renewed_before).then_some(())
+    })
+    .await;
+    let log = log_since(log_mark);
+    assert!(log.contains("leader lease check failed: leading until"), "the renewal during the restart failed:\n{log}");
+    assert!(!log.contains("leadership lost"), "the leader stopped:\n{log}");
+    assert!(!a.run.is_finished(), "the controller stopped");
+    let refused = cluster.refused_between(ready, usize::MAX);
+    assert!(refused.is_empty(), "the API server refused requests of the controller: {refused:?}");
+    let _ = a.stop.send(());
+    let _ = tokio::time::timeout(Duration::from_secs(30), a.run).await;
+}
+
+async fn renew_time(kube: &kube::Client) -> Option<k8s_openapi::jiff::Timestamp> {
+    let lease = Api::<Lease>::namespaced(kube.clone(), "kuryr-l7-router").get_opt("kuryr-l7-router").await.ok()??;
+    Some(lease.spec?.renew_time?.0)
 }
