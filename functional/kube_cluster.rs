@@ -46,8 +46,14 @@ impl Cluster {
     /// Kills the API server and etcd (SIGKILL: every watch is cut) and starts them again on the
     /// same data, keys and ports.
     pub fn restart(&mut self) {
+        self.restart_after(Duration::ZERO);
+    }
+
+    /// [`Self::restart`], down for `pause` more before it starts again.
+    pub fn restart_after(&mut self, pause: Duration) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        std::thread::sleep(pause);
         let _ = std::fs::remove_file(self.dir.join("ready"));
         self.child = spawn(&self.dir, true);
         self.wait_ready();
