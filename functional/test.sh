@@ -6,7 +6,10 @@
 #   1. the WHOLE functional suite on OpenStack 2025.1 (Octavia 16; Debian 13's packages in a
 #      chroot and a network namespace of its own), the primary target;
 #   2. the part that differs by release on Zed (Octavia 11.0.0, Debian 12's own packages), the
-#      oldest supported release: the tests named by ZED_FILTERS below.
+#      oldest supported release: the tests named by ZED_FILTERS below;
+#   3. after 2025.1's waves, on the same stack: the controller against a real Kubernetes API
+#      server (functional_kube; functional/kube.sh, built from Go modules in the background
+#      from the start: Go is required).
 #
 # What overlaps (docs/development.md#how-a-run-spends-its-time): the stacks' installs (network,
 # dpkg) run in the background while the crate compiles; every test binary is built before a
@@ -78,6 +81,38 @@ trap finish EXIT
 # functional/summary.sh). A functional phase that ran no test fails the run.
 LOGS=$(mktemp -d)
 SUMMARY=()
+
+# The real API server (functional/kube.sh: kube-apiserver and etcd from Go modules) for the
+# phase after 2025.1's functional waves: its Go build runs in the background from the start
+# (module downloads, then the compile: cached in Go's build cache on later runs), waited for
+# before that phase. No Go toolchain, or a failed build: that phase fails, loudly.
+KUBE_BIN=functional_kube
+kube_build_start() {
+  date +%s > "$LOGS/kube-build.t0"
+  ( rc=0; functional/kube.sh build > "$LOGS/kube-build.log" 2>&1 || rc=$?
+    echo "$rc" > "$LOGS/kube-build.rc" ) < /dev/null &
+}
+kube_build_wait() {
+  local rc
+  until [ -e "$LOGS/kube-build.rc" ]; do sleep 1; done
+  rc=$(cat "$LOGS/kube-build.rc")
+  phase_mark "build the real API server (Go modules, in the background)" "$(cat "$LOGS/kube-build.t0")" \
+    "$(tail -n 1 "$LOGS/kube-build.log" | cut -c1-60)$([ "$rc" = 0 ] || echo "; FAILED (exit $rc)")"
+  [ "$rc" = 0 ] && return 0
+  echo "FAILED: functional/kube.sh build, exit $rc; its last lines:" >&2
+  tail -n 25 "$LOGS/kube-build.log" | sed 's/^/  | /' >&2
+  return 1
+}
+kube_phase() { # the functional_kube tests, on the 2025.1 stack, three at a time
+  local run=(env OPENSTACK_RELEASE=2025.1 functional/openstack.sh run env KURYR_FUNCTIONAL=1)
+  kube_build_wait || return 1
+  grep -P "^$KUBE_BIN\t" <<<"$ALL_TESTS" > "$LOGS/kube.jobs" || true
+  : > "$LOGS/kube.log"
+  phase "2025.1: real API server, shipped RBAC and CRDs ($(grep -c . "$LOGS/kube.jobs") tests, 3 at once)" \
+    run_wave "2025.1 kube" 3 "$LOGS/kube.log" "$LOGS/kube.jobs" "${run[@]}" || return 1
+  summarise "real-API-server phase on 2025.1" "$LOGS/kube.log" --require-run
+}
+[[ " $RELEASES " == *" 2025.1 "* ]] && kube_build_start
 summarise() { # PHASE LOG [--require-run]
   local out
   out=$(functional/summary.sh "$@") || { echo "$out"; exit 1; }
@@ -175,7 +210,9 @@ zed_phase() {
   return "$rc"
 }
 
-ALL_JOBS=$(wave_jobs "$EXES")
+ALL_TESTS=$(wave_jobs "$EXES")
+# functional_kube has a phase of its own (kube_phase)
+ALL_JOBS=$(grep -vP "^$KUBE_BIN\t" <<<"$ALL_TESTS" || true)
 rc_all=0
 for release in $RELEASES; do
   [ "$release" = zed ] && [ -n "$zed_pid" ] && continue
@@ -189,6 +226,7 @@ for release in $RELEASES; do
   fi
   wave "$release" 2 || rc_all=1
   summarise "functional phase on $release" "$LOGS/$release.log" --require-run
+  if [ "$release" = 2025.1 ]; then kube_phase || rc_all=1; fi
   if [ "$release" = 2025.1 ] && [ -x functional/dataplane/selftest.sh ]; then
     phase "2025.1: data-plane self-test (Octavia-rendered haproxy, real HTTP and HTTPS)" \
       env OPENSTACK_RELEASE=2025.1 functional/openstack.sh run functional/dataplane/selftest.sh || rc_all=1

@@ -45,7 +45,8 @@ SLOW_FIRST=(the_public_ingress_conformance_suite interrupted_convergence_resumes
   a_deposed_leaders_busy_retries two_routers_of_one_cluster https_with_sni_redirects a_named_host_never_reaches
   certificate_rotation_serves status_responder_answers updates_make_only_the_necessary forwarded_headers_reach
   a_moved_group_is_served router_set_three_routers quota_refuses_the_newest h2_a_barbican_store handler_pipeline_on_real
-  node_port_members_route zone_shares_through)
+  node_port_members_route zone_shares_through
+  real_api_server_gateway_conditions real_api_server_ingress_status restart_keeps_the_leader)
 
 order_jobs() { # JOBFILE: slow ones first, the order otherwise kept
   local f=$1 s

@@ -176,6 +176,26 @@ async fn campaign(
                         tracing::info!(lease = %settings.lease_name, identity = %settings.identity, leader, "leadership changed");
                         tx.send_replace(leader);
                     }
+                    Err(e) if leading && Instant::now() < writes_until => {
+                        // A failed check is not a lost lease (an API server restarting, a
+                        // control-plane upgrade): the Lease is ours until it expires, and the
+                        // write deadline, moved on only by a renewal read back, still ends this
+                        // leadership in time. Check again shortly; the deadline branch below
+                        // steps down if no renewal comes. (Was: step down and stop the process
+                        // at the first failed check; found by the real API server's restart.)
+                        tracing::warn!(error = %e, lease = %settings.lease_name,
+                            "leader lease check failed: leading until the write deadline, checking again");
+                        let pause = Duration::from_millis(500).min(writes_until.saturating_duration_since(Instant::now()));
+                        tokio::select! {
+                            biased;
+                            _ = &mut stop => {
+                                tx.send_replace(false);
+                                tracing::info!(lease = %settings.lease_name, "releasing the leader lease");
+                                return Ok(manager.release().await?);
+                            }
+                            _ = tokio::time::sleep(pause) => {}
+                        }
+                    }
                     Err(e) => {
                         // Cannot confirm the lease: stop acting as leader, rebuild the manager.
                         tracing::warn!(error = %e, lease = %settings.lease_name, "leader lease check failed");

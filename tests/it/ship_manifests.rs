@@ -172,7 +172,9 @@ fn expand(what: &str, rules: &[PolicyRule]) -> BTreeSet<(String, String, String)
     let mut out = BTreeSet::new();
     for r in rules {
         assert!(r.non_resource_urls.is_none(), "{what}: nonResourceURLs granted");
-        assert!(r.resource_names.is_none(), "{what}: resourceNames are not modelled by CONTROLLER_API_CALLS");
+        if let Some(names) = &r.resource_names {
+            named_rule(what, r, names);
+        }
         for g in r.api_groups.as_deref().unwrap_or_default() {
             for res in r.resources.as_deref().unwrap_or_default() {
                 for v in &r.verbs {
@@ -186,6 +188,43 @@ fn expand(what: &str, rules: &[PolicyRule]) -> BTreeSet<(String, String, String)
         }
     }
     out
+}
+
+/// The rules narrowed by `resourceNames` (the names of our own IngressClass and Lease, as the
+/// shipped ConfigMap's kuryr.conf sets them): each names exactly these, and never with a verb that
+/// RBAC cannot narrow by name (create: no name yet; list/watch: only with a field selector,
+/// which the controller's watches do not send).
+const NAMED: &[(&str, &str, &str, &str)] = &[
+    ("networking.k8s.io", "ingressclasses", "kuryr-l7-router", "ingress_class"),
+    ("coordination.k8s.io", "leases", "kuryr-l7-router", "lease_name"),
+];
+
+fn named_rule(what: &str, r: &PolicyRule, names: &[String]) {
+    for v in &r.verbs {
+        assert!(!matches!(v.as_str(), "create" | "list" | "watch"), "{what}: {v} cannot be narrowed by resourceNames");
+    }
+    for g in r.api_groups.as_deref().unwrap_or_default() {
+        for res in r.resources.as_deref().unwrap_or_default() {
+            let (.., name, option) = NAMED
+                .iter()
+                .find(|(ng, nr, ..)| ng == g && nr == res)
+                .unwrap_or_else(|| panic!("{what}: resourceNames on {g:?} {res} (not in NAMED)"));
+            assert_eq!(names, [name.to_string()], "{what}: {res} narrowed to another name");
+            let conf = kuryr_conf();
+            let line = format!("{option} = {name}");
+            assert!(
+                conf.lines().any(|l| l.trim() == line),
+                "the shipped kuryr.conf sets `{line}`: {res} resourceNames"
+            );
+        }
+    }
+}
+
+/// The kuryr.conf of the shipped ConfigMap.
+fn kuryr_conf() -> String {
+    let text = std::fs::read_to_string(manifests_dir().join("configmap.yaml")).unwrap();
+    let cm: ConfigMap = serde_saphyr::from_str(&text).unwrap();
+    cm.data.unwrap_or_default().remove("kuryr.conf").expect("kuryr.conf in the ConfigMap")
 }
 
 #[test]
