@@ -135,7 +135,9 @@ async fn an_ingress_owned_host_is_refused_to_a_later_httproute_of_another_namesp
     .await;
     assert!(!names(&evil, "legacy.example.com"), "no rule for shop's host on evil's router: {evil:?}");
 
-    assert_eq!(accepted(&fake, "shop", "mine").map(|a| a.0).as_deref(), Some("True"));
+    // Waited for, not read once: shop's route status is its own write, after evil's (the whole
+    // suite on 2 cores once read it before it was written).
+    eventually("shop/mine accepted", 20, || accepted(&fake, "shop", "mine").filter(|a| a.0 == "True")).await;
     eventually("shop's router serves legacy.example.com", 20, || {
         gateway_hosts(&built, "shop", "gw").filter(|h| names(h, "legacy.example.com"))
     })

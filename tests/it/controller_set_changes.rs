@@ -19,9 +19,18 @@ use std::time::{Duration, Instant};
 const NAMES: [&str; 4] = ["a", "b", "c", "d"];
 
 /// How long a host must have been on another router before a router may drop it: below the two
-/// one-second graces of a move (`move_dns_grace = 1`), far above the milliseconds between a
-/// new router's create and the old router's write when both run at once.
+/// graces of a move ([`GRACES`]), far above the milliseconds between a new router's create and
+/// the old router's write when both run at once.
 const OVERLAP: Duration = Duration::from_millis(500);
+
+/// The graces of a move in these tests: 3 s, so that a sampler starved for a while on a loaded
+/// machine (the whole suite at once on 2 cores) still sees [`OVERLAP`] of the new router's
+/// routes before the old router drops them (with 1 s it once saw less, and failed).
+const GRACES: &str = "move_dns_grace = 3\n";
+
+async fn run_with_graces(fake: &Arc<crate::support::fake_api::Fake>, octavia: &str, cloud: Cloud) -> Running {
+    run_on(fake, &format!("{GRACES}{octavia}"), cloud).await
+}
 
 /// Watches the routes of every router of the `maps` (the routers of a run before a restart,
 /// then those of the run after it).
@@ -102,7 +111,7 @@ fn hosts(names: &[&str]) -> Vec<String> {
 /// Runs until every Ingress is routed and recorded; the first two on router 0, the other two on
 /// router 1 (capacity 2, fresh placement: first fit on the router with the most room).
 async fn two_routers(fake: &Arc<crate::support::fake_api::Fake>) -> Running {
-    let running = run_on(fake, "", Cloud::default()).await;
+    let running = run_with_graces(fake, "", Cloud::default()).await;
     eventually("a, b on the first router and c, d on the second, recorded", 30, || {
         let recorded = records(fake)?.hosts.len() == 4;
         (recorded && running.hosts_of(0) == hosts(&["a", "b"]) && running.hosts_of(1) == hosts(&["c", "d"]))
@@ -139,14 +148,14 @@ fn statuses_follow_the_routes(fake: &crate::support::fake_api::Fake, running: &R
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn scale_out_turned_on_over_a_full_router_moves_the_excess_make_before_break() {
     let fake = fake_with(NAMES.map(ingress));
-    let single = run_on(&fake, "scale_out = False\n", Cloud::default()).await;
+    let single = run_with_graces(&fake, "scale_out = False\n", Cloud::default()).await;
     eventually("the single router routes every host", 20, || (single.hosts_of(0) == hosts(&NAMES)).then_some(())).await;
     let single_sims = single.sims.clone();
     single.stop().await;
     assert!(records(&fake).is_none(), "the single router keeps no set records");
 
     let sampler_maps = vec![single_sims.clone()];
-    let set = run_on(&fake, "", restart(&single_sims, Vec::new())).await;
+    let set = run_with_graces(&fake, "", restart(&single_sims, Vec::new())).await;
     let sampler = Sampler::start(sampler_maps.into_iter().chain([set.sims.clone()]).collect());
     eventually("two hosts moved to the new router, two left on the first", 30, || {
         (set.hosts_of(0).len() == 2 && set.hosts_of(1).len() == 2).then_some(())
@@ -165,7 +174,7 @@ async fn scale_out_turned_on_over_a_full_router_moves_the_excess_make_before_bre
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn capacity_lowered_moves_the_excess_make_before_break_and_raised_moves_nothing() {
     let fake = fake_with(NAMES.map(ingress));
-    let wide = run_on(&fake, "max_policies_per_router = 4\n", Cloud::default()).await;
+    let wide = run_with_graces(&fake, "max_policies_per_router = 4\n", Cloud::default()).await;
     eventually("the first router routes every host, recorded", 20, || {
         (wide.hosts_of(0) == hosts(&NAMES) && records(&fake)?.hosts.len() == 4).then_some(())
     })
@@ -173,7 +182,7 @@ async fn capacity_lowered_moves_the_excess_make_before_break_and_raised_moves_no
     let wide_sims = wide.sims.clone();
     wide.stop().await;
 
-    let narrow = run_on(&fake, "", restart(&wide_sims, Vec::new())).await;
+    let narrow = run_with_graces(&fake, "", restart(&wide_sims, Vec::new())).await;
     let sampler = Sampler::start(vec![wide_sims.clone(), narrow.sims.clone()]);
     eventually("the excess moved to a second router", 30, || {
         (narrow.hosts_of(0).len() == 2 && narrow.hosts_of(1).len() == 2).then_some(())
@@ -188,7 +197,7 @@ async fn capacity_lowered_moves_the_excess_make_before_break_and_raised_moves_no
     sampler.assert_make_before_break().await;
 
     let found = vec![FoundRouter { name: format!("{BASE}-2"), empty_since: None, untagged: false }];
-    let raised = run_on(&fake, "max_policies_per_router = 4\n", restart(&narrow_sims, found)).await;
+    let raised = run_with_graces(&fake, "max_policies_per_router = 4\n", restart(&narrow_sims, found)).await;
     eventually("every status on its router", 20, || statuses_follow_the_routes(&fake, &raised)).await;
     tokio::time::sleep(Duration::from_secs(3)).await;
     assert_eq!((raised.hosts_of(0), raised.hosts_of(1)), (on_0, on_1), "nothing moved when capacity was raised");
@@ -214,7 +223,7 @@ async fn a_restart_with_lost_records_drops_no_route() {
     assert!(records(&fake).is_none(), "the records are gone");
 
     let sampler = Sampler::start(vec![first_sims.clone()]);
-    let again = run_on(&fake, "", restart(&first_sims, found_second())).await;
+    let again = run_with_graces(&fake, "", restart(&first_sims, found_second())).await;
     eventually("the records written again", 20, || (records(&fake)?.hosts.len() == 4).then_some(())).await;
     eventually("every status on its router", 10, || statuses_follow_the_routes(&fake, &again)).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -237,7 +246,8 @@ async fn scale_out_turned_off_drains_into_the_first_router_then_deletes_the_othe
     set.stop().await;
 
     let sampler = Sampler::start(vec![set_sims.clone()]);
-    let off = run_on(&fake, "scale_out = False\nempty_router_grace = 1\n", restart(&set_sims, found_second())).await;
+    let off =
+        run_with_graces(&fake, "scale_out = False\nempty_router_grace = 1\n", restart(&set_sims, found_second())).await;
     eventually("the first router routes every host", 30, || (off.hosts_of(0) == hosts(&NAMES)).then_some(())).await;
     eventually("the second router deleted", 30, || {
         let deleted = off.deleted.lock().unwrap().get(&1).cloned()?;

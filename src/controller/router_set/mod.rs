@@ -104,7 +104,8 @@ pub struct RouterSet {
     gone: Mutex<BTreeSet<RouterIndex>>,
     /// The moves as this controller last advanced them (newer than the records on the
     /// Ingresses, whose patches may not be in the cache yet); a finished move stays as `Done`
-    /// so that its stale record is not resumed.
+    /// so that its stale record is not resumed. Lock order: `records` before `moves` when both
+    /// are held.
     moves: Mutex<Moves>,
     /// Each router's floating IP, from its last Sync (a move's status names two routers).
     addresses: Mutex<BTreeMap<RouterIndex, IpAddr>>,

@@ -40,8 +40,10 @@ impl RouterSet {
         let timings = self.scale_out.move_timings();
         let mut steps = Vec::new();
         {
-            let mut known = self.moves.lock().expect("lock");
+            // `records` before `moves`, the order `RouterSet::record` takes them in: a router's
+            // job recording while a rollback ran deadlocked both (found by the merged suite).
             let mut records = self.records.lock().expect("lock");
+            let mut known = self.moves.lock().expect("lock");
             let mut holds = self.rollbacks.holds.lock().expect("lock");
             let mut told = self.rollbacks.told.lock().expect("lock");
             for r in &out.rolled {
