@@ -48,6 +48,7 @@ pub mod runtime;
 pub mod services;
 pub mod slim;
 pub mod stamp_store;
+pub mod watches;
 pub mod writer;
 
 pub use error::ControllerError;

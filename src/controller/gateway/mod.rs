@@ -302,7 +302,7 @@ async fn ready(s: &GatewayStores) {
     futures::future::join_all(all).await;
 }
 
-/// See `runtime::wait_ready`: kube's readiness cell keeps one waker, so poll afresh.
+/// See `watches::wait_ready`: kube's readiness cell keeps one waker, so poll afresh.
 async fn wait_store<K>(store: Store<K>)
 where
     K: kube::Resource + Clone + 'static,
