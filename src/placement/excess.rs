@@ -15,7 +15,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::assign::{MoveRequest, Placement, RouterFate};
+use super::assign::{MoveRequest, Placement};
 use super::groups::HostGroup;
 use super::moves::MoveCause;
 use super::{Capacity, Cost, RouterIndex};
@@ -24,8 +24,8 @@ use super::{Capacity, Cost, RouterIndex};
 /// a move in progress, or failing): the groups that stay are chosen largest first (the largest
 /// always stays; fewer routes move), each next one while the router still fits; the others
 /// move. Each goes to the router with the most room that fits it (not busy, not being deleted,
-/// not a name an untagged load balancer holds), else to a new router (smallest free index); the
-/// groups going to one target move together (one move). The targets are busy afterwards, so
+/// not a name an untagged load balancer holds), else to a new router (smallest free index), as
+/// [`super::relief`] picks its targets; the groups going to one target move together (one move). The targets are busy afterwards, so
 /// one router is relieved into them at a time. Nothing moves when the part copied to every
 /// router alone exceeds the capacity (more routers do not help).
 pub fn excess_moves(
@@ -63,7 +63,7 @@ pub fn excess_moves(
         cost.insert(from, kept);
         let mut by_target: BTreeMap<RouterIndex, Vec<&HostGroup>> = BTreeMap::new();
         for g in leaving {
-            let to = target(p, &cost, &busy, g, capacity);
+            let to = super::relief::pick_target(p, &cost, &busy, g, capacity);
             let c = cost.entry(to).or_insert(p.shared);
             *c = c.plus(g.cost);
             by_target.entry(to).or_default().push(g);
@@ -94,27 +94,6 @@ fn together(groups: &[&HostGroup], from: RouterIndex, to: RouterIndex) -> MoveRe
     let group = groups.iter().map(|g| g.id.clone()).min().unwrap_or_default();
     let hosts = groups.iter().flat_map(|g| g.hosts.iter().cloned()).collect();
     MoveRequest { group, hosts, from, to }
-}
-
-/// The router with the most room that fits `group` (not busy, not being deleted), else a new
-/// router: the smallest index no router, busy router or held name uses.
-fn target(
-    p: &Placement,
-    cost: &BTreeMap<RouterIndex, Cost>,
-    busy: &BTreeSet<RouterIndex>,
-    group: &HostGroup,
-    capacity: Capacity,
-) -> RouterIndex {
-    let open = |r: &RouterIndex| !busy.contains(r) && p.routers.get(r).is_none_or(|l| l.fate != RouterFate::Delete);
-    let best = cost
-        .iter()
-        .filter(|(r, c)| open(r) && c.plus(group.cost).fits(capacity))
-        .max_by(|(ra, a), (rb, b)| capacity.room_ppm(**a).cmp(&capacity.room_ppm(**b)).then_with(|| rb.cmp(ra)));
-    if let Some((r, _)) = best {
-        return *r;
-    }
-    let free = |i: &RouterIndex| !cost.contains_key(i) && !busy.contains(i) && !p.held.contains(i);
-    (0..).find(free).expect("fewer than u32::MAX routers")
 }
 
 #[cfg(test)]

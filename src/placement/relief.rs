@@ -87,7 +87,11 @@ fn pick_group(mut grown: Vec<&HostGroup>, router: Cost, capacity: Capacity) -> O
     smallest_enough.or_else(|| grown.iter().copied().max_by(|a, b| a.cost.cmp(&b.cost).then_with(|| b.id.cmp(&a.id))))
 }
 
-fn pick_target(
+/// The router with the most room that fits `group` (not busy, not being deleted); a group alone
+/// over capacity takes an empty router; else a new router: the smallest index no router, busy
+/// router or held name uses. Shared by the relief of a grown group and the excess moves
+/// ([`super::excess`]).
+pub(super) fn pick_target(
     p: &Placement,
     cost: &BTreeMap<RouterIndex, Cost>,
     busy: &BTreeSet<RouterIndex>,
