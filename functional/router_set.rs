@@ -44,10 +44,19 @@ fn settings(api: &str, token: &std::path::Path, base: &str) -> kuryr_l7_router::
 
 /// One Service on every router (its pool on each), five one-policy Ingresses.
 fn fixtures(fake: &Fake) {
+    class_and_web_service(fake, "kuryr-rset", "10.0.0.60");
+    for name in NAMES {
+        fake.put("ingresses", ingress(name));
+    }
+}
+
+/// The IngressClass `class` of ours, and Service shop/web (port 80 → 8080) with one ready
+/// endpoint at `endpoint`: what the set tests route their Ingresses to.
+pub(crate) fn class_and_web_service(fake: &Fake, class: &str, endpoint: &str) {
     fake.put(
         "ingressclasses",
         json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-               "metadata": {"name": "kuryr-rset"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}}),
+               "metadata": {"name": class}, "spec": {"controller": "openstack.org/kuryr-l7-router"}}),
     );
     fake.put(
         "services",
@@ -59,11 +68,8 @@ fn fixtures(fake: &Fake) {
         json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
                "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
                "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-               "endpoints": [{"addresses": ["10.0.0.60"], "conditions": {"ready": true}}]}),
+               "endpoints": [{"addresses": [endpoint], "conditions": {"ready": true}}]}),
     );
-    for name in NAMES {
-        fake.put("ingresses", ingress(name));
-    }
 }
 
 /// One host, one path: one policy.

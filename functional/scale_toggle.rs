@@ -45,23 +45,7 @@ fn settings(api: &str, token: &std::path::Path, base: &str, octavia: &str) -> ku
 }
 
 fn fixtures(fake: &Fake) {
-    fake.put(
-        "ingressclasses",
-        json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-               "metadata": {"name": CLASS}, "spec": {"controller": "openstack.org/kuryr-l7-router"}}),
-    );
-    fake.put(
-        "services",
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-               "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}}),
-    );
-    fake.put(
-        "endpointslices",
-        json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-               "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
-               "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-               "endpoints": [{"addresses": ["10.0.0.61"], "conditions": {"ready": true}}]}),
-    );
+    crate::router_set::class_and_web_service(fake, CLASS, "10.0.0.61");
     for name in NAMES {
         let ing: Value = json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
             "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
