@@ -9,6 +9,9 @@
 //! KURYR_BENCH_ROUTER=<name>` only what follows, on a router a stopped run left; the wait_active
 //! poll backoff:
 //! `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` (the driver defaults, 50 / 500).
+//! Scenarios of their own: `KURYR_BENCH_ONLY=scale-out`, `restart`, `node-port` (issue 34: L3
+//! against NodePort members, functional/bench/node_port.rs; its pure parts are self-checked at
+//! every run without `--bench`).
 //! Without `--bench` in argv (as in `cargo test --all-targets`) or without KURYR_FUNCTIONAL=1 it
 //! does nothing. It creates two load balancers with unique names and cluster tags and removes
 //! them (cascade), their VIP ports and floating IPs at the end, also after a failure.
