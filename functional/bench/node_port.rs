@@ -44,6 +44,7 @@ use kuryr_l7_router::controller::watches::node_change_targets;
 use kuryr_l7_router::controller::writer::{MembersOutcome, Writer, WriterHandle, WriterMetrics};
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::model::{DesiredRouter, KubeRef, MemberMode, Pool};
+use kuryr_l7_router::placement::split::{SplitParams, place_and_split};
 use kuryr_l7_router::placement::{Capacity, RouterIndex};
 use kuryr_l7_router::translate::members::{SliceCache, index_nodes};
 use kuryr_l7_router::translate::{Inputs, TranslateOptions, translate};
@@ -552,6 +553,14 @@ fn print_table(rows: &[(&str, Rows)]) {
 /// endpoint change changes the pool and a node joining reconciles no Service.
 pub(super) fn self_check() {
     let capacity = Capacity { max_policies: 100, max_certificates: 24 };
+    // The full size's shape: 2 routers of 100 policies, 20 Services for the burst.
+    let full = objects(100, 24, capacity, 10, 3);
+    let params =
+        SplitParams { capacity, current: BTreeMap::new(), routers: BTreeMap::new(), now: 0, empty_grace_secs: 3600 };
+    let parts = place_and_split(&translate(&full, &TranslateOptions::default()), &params).routers;
+    let policies: Vec<usize> = parts.values().map(|p| p.policies.len()).collect();
+    assert_eq!(policies, [100, 100], "the full size's routers");
+    assert_eq!(burst_services(&pooled_services(&parts), 20).len(), 20, "the full size's burst");
     let inp = objects(10, 20, capacity, 10, 3);
     let steps = rollout_steps(ROLLED, 10);
     assert_eq!(steps.len(), 11);
