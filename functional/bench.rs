@@ -9,6 +9,9 @@
 //! KURYR_BENCH_ROUTER=<name>` only what follows, on a router a stopped run left; the wait_active
 //! poll backoff:
 //! `KURYR_BENCH_POLL_MIN_MS` / `KURYR_BENCH_POLL_MAX_MS` (the driver defaults, 50 / 500).
+//! Scenarios of their own: `KURYR_BENCH_ONLY=scale-out`, `restart`, `node-port` (issue 34: L3
+//! against NodePort members, functional/bench/node_port.rs; its pure parts are self-checked at
+//! every run without `--bench`).
 //! Without `--bench` in argv (as in `cargo test --all-targets`) or without KURYR_FUNCTIONAL=1 it
 //! does nothing. It creates two load balancers with unique names and cluster tags and removes
 //! them (cascade), their VIP ports and floating IPs at the end, also after a failure.
@@ -17,6 +20,8 @@
 mod common;
 #[path = "common/mod.rs"]
 mod functional;
+#[path = "bench/node_port.rs"]
+mod node_port;
 #[path = "bench/restart.rs"]
 mod restart;
 #[path = "bench/scale_out.rs"]
@@ -94,6 +99,8 @@ fn summary(label: &str, r: &ConvergeReport) -> Duration {
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") || std::env::var("KURYR_FUNCTIONAL").as_deref() != Ok("1") {
+        // The node-port scenario's pure parts, against the product's member computation.
+        node_port::self_check();
         println!("skipped: run `KURYR_FUNCTIONAL=1 cargo bench --bench octavia` with the local stack up");
         return;
     }
@@ -101,6 +108,10 @@ fn main() {
     let rt = tokio::runtime::Runtime::new().unwrap();
     if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("scale-out") {
         rt.block_on(scale_out_main());
+        return;
+    }
+    if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("node-port") {
+        rt.block_on(node_port_main());
         return;
     }
     if std::env::var("KURYR_BENCH_ONLY").as_deref() == Ok("restart") {
@@ -134,6 +145,32 @@ async fn scale_out_main() {
     let set = router("set", true).await;
     let made: scale_out::Made = Default::default();
     let result = tokio::spawn(scale_out::run(one, set, made.clone())).await;
+    let routers: Vec<Router> = made.lock().unwrap().clone();
+    for r in &routers {
+        functional::cleanup(r).await;
+    }
+    if let Err(e) = result {
+        std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// `KURYR_BENCH_ONLY=node-port` (functional/bench/node_port.rs): the same router set in each
+/// mode of `KURYR_BENCH_MODES` (`L3,NodePort`), fully-populated creates; every router made is
+/// removed at the end, also after a panic.
+async fn node_port_main() {
+    use kuryr_l7_router::model::MemberMode;
+    let modes = std::env::var("KURYR_BENCH_MODES").unwrap_or_else(|_| "L3,NodePort".into());
+    let mut templates = Vec::new();
+    for m in modes.split(',').map(str::trim) {
+        let mode = match m {
+            "L3" => MemberMode::L3,
+            "NodePort" => MemberMode::NodePort,
+            other => panic!("KURYR_BENCH_MODES: {other:?} is not L3 or NodePort"),
+        };
+        templates.push((mode, router(if mode == MemberMode::L3 { "np-l3" } else { "np-np" }, true).await));
+    }
+    let made: scale_out::Made = Default::default();
+    let result = tokio::spawn(node_port::run(templates, made.clone())).await;
     let routers: Vec<Router> = made.lock().unwrap().clone();
     for r in &routers {
         functional::cleanup(r).await;

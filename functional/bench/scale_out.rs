@@ -41,7 +41,7 @@ use std::time::{Duration, Instant};
 pub type Made = Arc<Mutex<Vec<Router>>>;
 
 /// One logical router: a single router (`capacity` None) or a set at `capacity`.
-struct Deployment {
+pub(super) struct Deployment {
     label: &'static str,
     base: String,
     template: Router,
@@ -54,7 +54,13 @@ struct Deployment {
 }
 
 impl Deployment {
-    fn new(label: &'static str, template: Router, capacity: Option<Capacity>, parallel: usize, made: Made) -> Self {
+    pub(super) fn new(
+        label: &'static str,
+        template: Router,
+        capacity: Option<Capacity>,
+        parallel: usize,
+        made: Made,
+    ) -> Self {
         let base = template.spec().name.clone();
         Deployment {
             label,
@@ -87,7 +93,7 @@ impl Deployment {
         r
     }
 
-    fn router(&mut self, i: RouterIndex) -> Router {
+    pub(super) fn router(&mut self, i: RouterIndex) -> Router {
         if !self.routers.contains_key(&i) {
             let r = self.fresh(i);
             self.routers.insert(i, r);
@@ -97,7 +103,7 @@ impl Deployment {
 
     /// The desired part of each router: the placement keeps every placed group where it is
     /// (the controller's `SplitParams` from the previous placement).
-    fn split(&mut self, desired: &DesiredRouter) -> BTreeMap<RouterIndex, DesiredRouter> {
+    pub(super) fn split(&mut self, desired: &DesiredRouter) -> BTreeMap<RouterIndex, DesiredRouter> {
         let Some(capacity) = self.capacity else { return BTreeMap::from([(0, desired.clone())]) };
         let prev = self.placement.as_ref();
         let params = SplitParams {
@@ -188,7 +194,7 @@ fn pools_of(parts: &BTreeMap<RouterIndex, DesiredRouter>, svc: usize) -> Vec<(Ro
 /// the Services of the Ingresses placed on its router (an app's Ingress names its own
 /// Services), so that an endpoint change is one write on one router of the set. Placement
 /// depends on hosts and policy counts only, so it is computed on `apps` first.
-fn workload(n_ing: usize, n_svc: usize, eps: usize, capacity: Capacity) -> Inputs {
+pub(super) fn workload(n_ing: usize, n_svc: usize, eps: usize, capacity: Capacity) -> Inputs {
     let mut inp = apps(n_ing, n_svc, eps);
     let placed = place_and_split(
         &translate(&inp, &TranslateOptions::default()),
@@ -355,7 +361,7 @@ fn fresh_ips(svc: usize, eps: usize, generation: usize) -> Vec<String> {
     (0..eps).map(|e| ep_ip(svc, e, if e == 0 { generation } else { 0 })).collect()
 }
 
-fn loadavg() -> String {
+pub(super) fn loadavg() -> String {
     std::fs::read_to_string("/proc/loadavg")
         .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
         .unwrap_or_default()

@@ -112,7 +112,7 @@ impl NodeLabels {
 /// changing zones moves CPU between zones, which weighs every zone-aware pool), and those of
 /// node-port pools (the Node may join or leave every one of them). Not the Services weighted
 /// evenly elsewhere: their members do not depend on this Node.
-pub(crate) fn node_change_targets(
+pub fn node_change_targets(
     index: &EndpointNodes,
     synced: Option<&crate::model::DesiredRouter>,
     node: &Node,

@@ -49,7 +49,7 @@ impl EndpointSource for Endpoints {
 
 /// The Services with endpoints on each Node.
 #[derive(Debug, Default)]
-pub(crate) struct EndpointNodes {
+pub struct EndpointNodes {
     /// Per source object: its Service and Nodes (to undo its contribution on a change).
     sources: HashMap<(String, String), (ObjectRef<Service>, BTreeSet<String>)>,
     /// Per Node: the Services with an endpoint on it, with the number of sources saying so.
@@ -63,7 +63,7 @@ type Source = (ObjectRef<Service>, (String, String), BTreeSet<String>);
 
 impl EndpointNodes {
     /// Follows one event of the endpoint watch.
-    pub fn apply<K: EndpointSource>(&mut self, event: &watcher::Event<K>) {
+    pub(crate) fn apply<K: EndpointSource>(&mut self, event: &watcher::Event<K>) {
         match event {
             watcher::Event::Apply(o) => {
                 self.remove(&o.key());

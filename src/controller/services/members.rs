@@ -20,23 +20,23 @@ use std::sync::Arc;
 
 /// What one Service's endpoints make of its pools.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub(crate) struct ServiceMembers {
+pub struct ServiceMembers {
     /// The Service's pools with their members of now (same result as a full translation).
     pub pools: Vec<Pool>,
     /// The translation's warnings about this Service (`NoEndpoints`, `EndpointPortNotFound`,
     /// `InvalidHealthMonitor`), worded as the full translation words them.
     pub warnings: Vec<Warning>,
     /// Why a Sync must handle the change instead (None: member updates suffice).
-    pub(crate) needs_sync: Option<String>,
+    pub needs_sync: Option<String>,
 }
 
 /// Another Service feeding a split pool, with its endpoints, as the caches hold them now
 /// (`None`: not in the cache).
-pub(crate) type OtherFeed<'a> = &'a dyn Fn(&KubeRef) -> Option<(Arc<Service>, SliceCache)>;
+pub type OtherFeed<'a> = &'a dyn Fn(&KubeRef) -> Option<(Arc<Service>, SliceCache)>;
 
 /// The pools `pool_names` of `service`, refilled from `endpoints` (see the module docs). A split
 /// pool is re-weighed over all its Services: the others' endpoints come from `other`.
-pub(crate) fn service_members(
+pub fn service_members(
     service: &Service,
     pool_names: &[String],
     synced: &DesiredRouter,

@@ -3,7 +3,7 @@
 //! (endpoints, or nodes in NodePort mode).
 
 pub mod changes;
-pub(crate) mod endpoint_nodes;
+pub mod endpoint_nodes;
 pub(crate) mod events;
 pub mod handler;
 pub mod members;
