@@ -360,22 +360,31 @@ async fn smoke(settings: Settings) -> Result<(), String> {
 /// Read the manifests and translate them; warnings and notes go to stderr.
 fn desired_from(settings: &Settings, files: &[PathBuf]) -> Result<crate::model::DesiredRouter, String> {
     let texts = crate::translate::manifest::read_manifests(files).map_err(|e| e.to_string())?;
-    inputs_and_desired(settings, &texts).map(|(_, desired)| desired)
+    inputs_desired_and_gateways(settings, &texts).map(|(_, desired, _)| desired)
 }
 
-/// The manifests' inputs and their translation.
-fn inputs_and_desired(
+/// The manifests' inputs, the Ingresses' translation and the Gateway plan (`None`: no Gateway
+/// API object in them). The Gateway plan comes first: with `[kubernetes] host_ownership`, the
+/// Ingress translation loses the hosts that older Gateway API objects claim, as in the
+/// controller (one owner index for both kinds).
+fn inputs_desired_and_gateways(
     settings: &Settings,
     texts: &[(PathBuf, String)],
-) -> Result<(crate::translate::Inputs, crate::model::DesiredRouter), String> {
+) -> Result<(crate::translate::Inputs, crate::model::DesiredRouter, Option<crate::gateway::plan::GatewayPlan>), String>
+{
     let mut inputs = crate::translate::manifest::inputs_of(texts).map_err(|e| e.to_string())?;
     // Certificates are checked against the clock, as the controller does.
     inputs.now = Some(std::time::SystemTime::now());
     for note in &inputs.notes {
         tracing::info!("{note}");
     }
-    let desired = crate::translate::translate(&inputs, &crate::wiring::translate_options(settings));
-    Ok((inputs, desired))
+    let opts = crate::wiring::translate_options(settings);
+    let gateways = crate::gateway::plan::plan(texts, &inputs, &opts)?;
+    if let Some(g) = &gateways {
+        inputs.gateway_claims = std::sync::Arc::new(g.host_claims());
+    }
+    let desired = crate::translate::translate(&inputs, &opts);
+    Ok((inputs, desired, gateways))
 }
 
 fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCode {
@@ -383,11 +392,7 @@ fn plan(settings: &Settings, files: &[PathBuf], output: OutputFormat) -> ExitCod
     // Gateway API object in them), from the same inputs as the Ingress translation.
     // The files are read once: the Ingress translation and the Gateway plan parse the same texts.
     let texts = crate::translate::manifest::read_manifests(files).map_err(|e| e.to_string());
-    let planned = texts.and_then(|texts| {
-        let (inputs, desired) = inputs_and_desired(settings, &texts)?;
-        let gateways = crate::gateway::plan::plan(&texts, &inputs, &crate::wiring::translate_options(settings))?;
-        Ok((inputs, desired, gateways))
-    });
+    let planned = texts.and_then(|texts| inputs_desired_and_gateways(settings, &texts));
     match planned {
         Ok((inputs, desired, gateways)) => {
             let set = settings.octavia_defaults.scale_out.enabled.then(|| plan_placement(settings, &inputs, &desired));
@@ -492,8 +497,7 @@ fn plan_moves(
 /// cost a load balancer for nothing.
 async fn apply(settings: Settings, files: Vec<PathBuf>) -> Result<(), String> {
     let texts = crate::translate::manifest::read_manifests(&files).map_err(|e| e.to_string())?;
-    let (inputs, desired) = inputs_and_desired(&settings, &texts)?;
-    let gateways = crate::gateway::plan::plan(&texts, &inputs, &crate::wiring::translate_options(&settings))?;
+    let (inputs, desired, gateways) = inputs_desired_and_gateways(&settings, &texts)?;
     for w in &desired.warnings {
         println!("warning: {}: {} ({})", w.object, w.message, w.reason);
     }

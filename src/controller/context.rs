@@ -240,6 +240,8 @@ impl Translator {
         }
         if self.opts.tenancy.host_ownership {
             inputs.gateway_claims = self.book.gateway_claims();
+            let ours = crate::translate::ingress_class::ours_by_age(&inputs, &self.opts);
+            self.book.set_ingress_claims(&crate::translate::host_claims::ingress_claims(&ours));
         }
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));

@@ -96,6 +96,11 @@ pub struct OwnerBook {
     /// Notified when `gateway_claims` changed: the Ingress side translates again (its losers
     /// get their Events, its routes for hosts a Gateway API object owns are taken off).
     pub claims_changed: Notify,
+    /// A digest of our Ingresses' claims at the Ingress side's last translation.
+    ingress_digest: Mutex<Option<u64>>,
+    /// Notified when that digest changed: the Gateway loop makes a pass at once, so that a host
+    /// an Ingress gave up (or took) reaches the waiting HTTPRoute without the loop's 30 s recheck.
+    pub ingress_claims_changed: Notify,
     store: OnceLock<Arc<OwnerStore>>,
     /// One remember at a time: the in-memory owners and the store's stay the same.
     saving: tokio::sync::Mutex<()>,
@@ -134,6 +139,25 @@ impl OwnerBook {
         if **held != claims {
             *held = Arc::new(claims);
             self.claims_changed.notify_one();
+        }
+    }
+
+    /// Our Ingresses' claims now (the Ingress translation's); the Gateway loop is told when they
+    /// changed since the last call.
+    pub fn set_ingress_claims(&self, claims: &[HostClaim]) {
+        use std::hash::{Hash, Hasher};
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        for c in claims {
+            (&c.host, &c.by.kind, &c.by.namespace, &c.by.name).hash(&mut h);
+            c.created.as_ref().map(|t| (t.0.as_second(), t.0.subsec_nanosecond())).hash(&mut h);
+        }
+        let digest = Some(h.finish());
+        let mut held = self.ingress_digest.lock().expect("lock");
+        if *held != digest {
+            // The first digest too: the Gateway loop's pass before it read no Ingress claim
+            // made since the controller started, perhaps.
+            *held = digest;
+            self.ingress_claims_changed.notify_one();
         }
     }
 

@@ -32,9 +32,37 @@ use super::listeners::ListenerPlan;
 use super::status::Cond;
 use super::world::{HostTenancy, World, name_of, ns_of};
 use crate::model::KubeRef;
+use crate::translate::TranslateOptions;
 use crate::translate::host_claims::HostClaim;
-use crate::translate::tenancy::{HostOwners, RememberedOwners};
+use crate::translate::host_claims::ingress_claims;
+use crate::translate::ingress_class::{our_class, ours_by_age};
+use crate::translate::options::Source;
+use crate::translate::tenancy::{HostOwners, RememberedOwners, stored_owners};
 use std::collections::BTreeMap;
+
+/// What host ownership for the Gateways reads of the Ingress side (`inputs`: our Ingresses
+/// among them, and our IngressClass): their claims, and the owners remembered in `remembered`
+/// (the controller's store) or else on our IngressClass, as the Ingress translation reads them.
+/// `None` with host ownership off. The controller's Gateway loop and the offline `plan` and
+/// `apply` both start from it, so that both decide one owner index the same way.
+pub fn ingress_tenancy(
+    inputs: &(impl Source + ?Sized),
+    opts: &TranslateOptions,
+    remembered: Option<RememberedOwners>,
+) -> Option<HostTenancy> {
+    if !opts.tenancy.host_ownership {
+        return None;
+    }
+    let view = inputs.view();
+    let ours = ours_by_age(&view, opts);
+    let remembered = remembered.unwrap_or_else(|| stored_owners(our_class(&view.ingress_classes, opts)));
+    Some(HostTenancy {
+        ingress_claims: ingress_claims(&ours),
+        remembered,
+        now: Some(view.now.unwrap_or_else(std::time::SystemTime::now)),
+        grace: opts.tenancy.host_ownership_grace,
+    })
+}
 
 /// The served Gateways of ours, by (namespace, name), with their listener plans.
 pub(crate) type ServedGateways<'a> = BTreeMap<(String, String), (&'a Gateway, &'a [ListenerPlan])>;

@@ -20,6 +20,12 @@ pub struct GatewayPlan {
 }
 
 impl GatewayPlan {
+    /// The hosts the Gateway API objects claim (empty with host ownership off), for the
+    /// Ingress translation's `Inputs::gateway_claims`.
+    pub fn host_claims(&self) -> Vec<crate::translate::host_claims::HostClaim> {
+        self.translation.host_claims.clone()
+    }
+
     /// The status the controller would write once the data plane answered: each Gateway's load
     /// balancer address in `programmed`, or its error in `failures` (`apply`, after converging
     /// the routers). The routers are the plan's: the data plane's answer changes no route.
@@ -31,7 +37,9 @@ impl GatewayPlan {
 /// The Gateway plan of the manifest files' `texts` (`None` when they hold no Gateway API
 /// object), the same texts the Ingress translation read (`translate::manifest::read_manifests`:
 /// the files are read once); `inputs` are those manifests as the Ingress translation reads them
-/// (Services, endpoints, Secrets).
+/// (Services, endpoints, Secrets, and with `[kubernetes] host_ownership` the Ingresses' host
+/// claims). Translate the Ingresses after it, with the plan's [`GatewayPlan::host_claims`] in
+/// their inputs, so that the Ingress side loses the hosts an older Gateway API object claims.
 pub fn plan(
     texts: &[(PathBuf, String)],
     inputs: &Inputs,
@@ -44,6 +52,10 @@ pub fn plan(
     if world.classes.is_empty() && world.gateways.is_empty() && world.routes.is_empty() {
         return Ok(None);
     }
+    // One owner index for both kinds, as the controller keeps it: the Ingresses' claims (and the
+    // owners remembered on our IngressClass) decide with the Gateway API's. The Ingress side
+    // gets the Gateway API's claims back from the translation (`Translation::host_claims`).
+    world.hosts = super::host_owners::ingress_tenancy(inputs, opts, None);
     let translation = translate(&world, &Programmed::new());
     let routers = translation.routers.iter().map(|r| translate_gateway(r, inputs, opts)).collect();
     Ok(Some(GatewayPlan { translation, routers, world }))

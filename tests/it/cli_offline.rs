@@ -252,3 +252,71 @@ fn plan_shows_each_gateway_router_and_the_gateway_api_status() {
     let plan: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(plan.get("gatewayApi").is_none(), "Ingress-only: {plan}");
 }
+
+/// Issue 33: `plan` decides host ownership across both kinds as the controller does (one owner
+/// index, the first claim wins whichever kind makes it): an older Ingress keeps its host from a
+/// later HTTPRoute of another namespace, and an older HTTPRoute keeps its host from a later
+/// Ingress of another namespace.
+const CROSS_KIND_MANIFESTS: &str = "\
+kind: IngressClass\napiVersion: networking.k8s.io/v1\nmetadata: {name: kuryr-l7-router}\n\
+spec: {controller: openstack.org/kuryr-l7-router}\n---\n\
+kind: GatewayClass\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: kuryr}\n\
+spec: {controllerName: openstack.org/kuryr-l7-router}\n---\n\
+kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\n\
+metadata: {name: web, namespace: team-b, creationTimestamp: '2024-01-02T00:00:00Z'}\n\
+spec: {gatewayClassName: kuryr, listeners: [{name: http, port: 80, protocol: HTTP}]}\n---\n\
+kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\n\
+metadata: {name: late, namespace: team-b, creationTimestamp: '2024-01-05T00:00:00Z'}\n\
+spec: {parentRefs: [{name: web}], hostnames: [shop.example.com], rules: [{backendRefs: [{name: app, port: 80}]}]}\n---\n\
+kind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\n\
+metadata: {name: blog, namespace: team-b, creationTimestamp: '2023-12-01T00:00:00Z'}\n\
+spec: {parentRefs: [{name: web}], hostnames: [blog.example.com], rules: [{backendRefs: [{name: app, port: 80}]}]}\n---\n\
+kind: Service\napiVersion: v1\nmetadata: {name: app, namespace: team-b}\nspec: {ports: [{port: 80}]}\n---\n\
+kind: Ingress\napiVersion: networking.k8s.io/v1\n\
+metadata: {name: shop, namespace: team-a, creationTimestamp: '2024-01-01T00:00:00Z'}\n\
+spec: {ingressClassName: kuryr-l7-router, rules: [{host: shop.example.com, http: {paths: [{path: /, pathType: Prefix, \
+backend: {service: {name: app, port: {number: 80}}}}]}}]}\n---\n\
+kind: Ingress\napiVersion: networking.k8s.io/v1\n\
+metadata: {name: blog, namespace: team-a, creationTimestamp: '2024-01-03T00:00:00Z'}\n\
+spec: {ingressClassName: kuryr-l7-router, rules: [{host: blog.example.com, http: {paths: [{path: /, pathType: Prefix, \
+backend: {service: {name: app, port: {number: 80}}}}]}}]}\n---\n\
+kind: Service\napiVersion: v1\nmetadata: {name: app, namespace: team-a}\nspec: {ports: [{port: 80}]}\n";
+
+#[test]
+fn plan_decides_host_ownership_across_ingresses_and_httproutes() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("kuryr.conf");
+    std::fs::write(&conf, NO_KEYSTONE.replace("[kubernetes]\n", "[kubernetes]\nhost_ownership = True\n")).unwrap();
+    let manifests = dir.path().join("both.yaml");
+    std::fs::write(&manifests, CROSS_KIND_MANIFESTS).unwrap();
+    let out = run(&conf, &["plan", "-f", manifests.to_str().unwrap(), "-o", "json"]);
+    assert!(out.status.success(), "plan failed: {}{}", text(&out.stdout), text(&out.stderr));
+    let plan: serde_json::Value = serde_json::from_slice(&out.stdout).expect("plan -o json prints JSON");
+
+    // The later HTTPRoute loses shop.example.com to the older Ingress of team-a, named.
+    let late = &plan["gatewayApi"]["httpRoutes"]["team-b/late"][0]["conditions"];
+    let accepted = late.as_array().unwrap().iter().find(|c| c["type"] == "Accepted").unwrap();
+    assert_eq!(
+        (accepted["status"].as_str(), accepted["reason"].as_str()),
+        (Some("False"), Some("NotAllowedByListeners")),
+        "{plan}"
+    );
+    assert!(accepted["message"].as_str().unwrap().contains("team-a"), "names the owner: {accepted}");
+    // The older HTTPRoute keeps blog.example.com.
+    let blog = &plan["gatewayApi"]["httpRoutes"]["team-b/blog"][0]["conditions"];
+    let accepted = blog.as_array().unwrap().iter().find(|c| c["type"] == "Accepted").unwrap();
+    assert_eq!(accepted["status"], "True", "{plan}");
+
+    // The Ingress side: shop.example.com is routed, blog.example.com is refused with a warning
+    // naming the HTTPRoute's namespace, and no policy of the Ingress router serves it.
+    let policies = plan["policies"].as_array().expect("the Ingress router's policies");
+    let hosts: Vec<String> = policies.iter().map(|p| p.to_string()).collect();
+    assert!(hosts.iter().any(|p| p.contains("shop.example.com")), "{plan}");
+    assert!(!hosts.iter().any(|p| p.contains("blog.example.com")), "the refused host is not routed: {plan}");
+    let warnings = plan["warnings"].as_array().unwrap();
+    let refused = warnings.iter().find(|w| w.to_string().contains("blog.example.com")).expect("a warning for blog");
+    assert!(
+        refused.to_string().contains("HostOwnedByOtherNamespace") && refused.to_string().contains("team-b"),
+        "{refused}"
+    );
+}

@@ -240,3 +240,38 @@ async fn an_httproutes_host_stays_its_namespaces_across_a_restart() {
     assert!(!names(&hosts, "gw.example.com"), "evil's Ingress not served: {hosts:?}");
     running.stop().await;
 }
+
+/// A host an Ingress gives up reaches the HTTPRoute waiting for it at once, not at the Gateway
+/// loop's 30 s recheck: the Ingress side tells the Gateway loop when its claims change
+/// (`OwnerBook::set_ingress_claims`). Shop's Ingress owns legacy.example.com; evil's later route
+/// for it is refused; the Ingress is deleted (no grace): the route is accepted and served well
+/// within the recheck. Before, it waited for the recheck (30 s).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_an_ingress_gives_up_reaches_the_waiting_httproute_without_waiting_for_the_recheck() {
+    let fake = fake_with(&[]);
+    service(&fake, "evil");
+    gateway(&fake, "evil", "gw");
+    route(&fake, "evil", "steal", "gw", &["legacy.example.com"], "2026-02-01T00:00:00Z");
+    let built = Built::default();
+    let running = start_with(
+        &fake,
+        sim_gateway_routers(built.clone(), vec![]),
+        &format!("{OWNERSHIP}host_ownership_grace_period = 0\n"),
+    )
+    .await;
+    eventually("evil/steal refused", 20, || accepted(&fake, "evil", "steal").filter(|a| a.0 == "False")).await;
+    // Past the Gateway loop's first passes (its start, the routers' addresses), so that the next
+    // one is the recheck's unless the Ingress side wakes it.
+    settle().await;
+
+    fake.remove("networking.k8s.io/v1/ingresses", "shop", "legacy");
+    let gone = std::time::Instant::now();
+    eventually("evil/steal accepted", 20, || accepted(&fake, "evil", "steal").filter(|a| a.0 == "True")).await;
+    let waited = gone.elapsed();
+    assert!(waited < Duration::from_secs(10), "accepted {waited:?} after the Ingress went (the recheck is 30 s)");
+    eventually("evil's router serves legacy.example.com", 20, || {
+        gateway_hosts(&built, "evil", "gw").filter(|h| names(h, "legacy.example.com"))
+    })
+    .await;
+    running.stop().await;
+}

@@ -7,12 +7,10 @@ use crate::controller::context::Context;
 use crate::controller::outputs::Scope;
 use crate::controller::owner_store::OwnerBook;
 use crate::gateway::build::Translation;
+use crate::gateway::host_owners::ingress_tenancy;
 use crate::gateway::world::HostTenancy;
 use crate::translate::TranslateOptions;
-use crate::translate::host_claims::ingress_claims;
-use crate::translate::ingress_class::{our_class, ours_by_age};
 use crate::translate::options::View;
-use crate::translate::tenancy::stored_owners;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
@@ -38,16 +36,10 @@ impl IngressHosts {
             ingress_classes: classes.iter().map(|c| &**c).collect(),
             ..View::default()
         };
-        let ours = ours_by_age(&view, &self.opts);
-        // Kept in the store (the controller), else on our IngressClass (as the Ingress side reads them).
-        let remembered =
-            self.book.remembered().unwrap_or_else(|| stored_owners(our_class(&view.ingress_classes, &self.opts)));
-        HostTenancy {
-            ingress_claims: ingress_claims(&ours),
-            remembered,
-            now: Some(std::time::SystemTime::now()),
-            grace: self.opts.tenancy.host_ownership_grace,
-        }
+        // Kept in the store (the controller), else on our IngressClass (as the Ingress side
+        // reads them). An IngressHosts exists only with host ownership on, so the tenancy is
+        // always there.
+        ingress_tenancy(&view, &self.opts, self.book.remembered()).unwrap_or_default()
     }
 
     /// After a pass: the Gateway API's claims to the Ingress side, and the owners to the store

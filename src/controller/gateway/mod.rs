@@ -266,9 +266,17 @@ impl GatewayLoop {
             let released = self.finalize.then_some(&released);
             crate::controller::gateway::finalizers::write(&self.client, stores, &t.fates, released).await;
             status.write(stores, &t).await;
+            let hosts = &self.hosts;
             let p = &mut self.plane;
+            let ingress_claims = async {
+                match hosts {
+                    Some(h) => h.book.ingress_claims_changed.notified().await,
+                    None => std::future::pending().await,
+                }
+            };
             tokio::select! {
                 _ = changed.notified() => {}
+                _ = ingress_claims => {}
                 _ = programmed_changed(&mut p.programmed) => {}
                 _ = programmed_changed(&mut p.failures) => {}
                 _ = programmed_changed(&mut p.holds) => {}
