@@ -190,8 +190,13 @@ fn request_json(r: &CaseRequest, router: &GatewayRouter) -> Value {
     for (k, v) in &r.headers {
         headers.insert(k.clone(), v.clone().into());
     }
-    json!({"scheme": if https { "https" } else { "http" }, "listener_port": port,
-           "host": r.host.clone().unwrap_or_else(|| ADDRESS.into()), "path": r.path, "headers": headers})
+    let mut one = json!({"scheme": if https { "https" } else { "http" }, "listener_port": port,
+           "host": r.host.clone().unwrap_or_else(|| ADDRESS.into()), "path": r.path, "headers": headers});
+    if r.websocket {
+        // run.py upgrades the connection and sends the upstream test's text and binary frames.
+        one["websocket"] = true.into();
+    }
+    one
 }
 
 /// The environment variable that turns this test on (beside `KURYR_FUNCTIONAL=1`).
@@ -295,6 +300,11 @@ pub(crate) const CI_CASES: &[(&str, &str)] = &[
     ),
     ("HTTPRouteHTTPSListener", "an HTTPS listener: a kubernetes.io/tls Secret through Barbican, SNI"),
     ("GatewayWithAttachedRoutesWithPort8080", "GatewayPort8080: a second HTTP listener on the load balancer"),
+    ("HTTPRouteNamedRule", "HTTPRouteNamedRouteRule: a rule with a name is served as any rule"),
+    (
+        "HTTPRouteBackendProtocolWebSocket",
+        "HTTPRouteBackendProtocolWebSocket: an Upgrade through haproxy, a text and a binary frame echoed",
+    ),
 ];
 
 /// Which cases a test runs: the CI's or the others.
@@ -333,6 +343,13 @@ fn verdict(r: &CaseRequest, results: &[Value]) -> Option<String> {
     let status = one["status"].as_u64().unwrap_or(0);
     let body = one["body"].as_str().unwrap_or_default();
     let bad = |what: &str| Some(format!("{status} {} {body:?}, expected {what}", one["backend"]));
+    if r.websocket {
+        // 101, the right Sec-WebSocket-Accept and both frames echoed (run.py's send_websocket
+        // names the backend only then), by the Service's echo server.
+        return (status != 101 || one["backend"] != r.answer.as_str())
+            .then(|| bad(&format!("a WebSocket upgraded and echoed by {}", r.answer)))
+            .flatten();
+    }
     match r.answer.as_str() {
         "404" => {
             (status != 404 || !body.contains("no route for host")).then(|| bad("404 from the responder")).flatten()
