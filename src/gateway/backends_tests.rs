@@ -44,7 +44,11 @@ fn a_bad_reference_of_a_named_rule_names_the_rule() {
         "{SERVICES}---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n  - name: cart\n    backendRefs: [{{name: missing, port: 80}}]\n"
     ));
     let (_, p) = forward(&w.routes[0], 0, &w.routes[0].spec.rules[0], &w);
-    assert!(p[0].message.starts_with("spec.rules[0].backendRefs[0] (rule cart): Service ns/missing"), "{}", p[0].message);
+    assert!(
+        p[0].message.starts_with("spec.rules[0].backendRefs[0] (rule cart): Service ns/missing"),
+        "{}",
+        p[0].message
+    );
 }
 
 #[test]

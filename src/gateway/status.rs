@@ -46,9 +46,9 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
     "HTTPRouteBackendProtocolWebSocket", // haproxy (mode http) forwards the Upgrade, then tunnels
-    "HTTPRouteDestinationPortMatching", // parentRef.port: only that port's listeners
-    "HTTPRouteNamedRouteRule", // served as any rule; named in the route's messages
-    "HTTPRouteParentRefPort", // parentRef.port: each port is an Octavia HTTP listener
+    "HTTPRouteDestinationPortMatching",  // parentRef.port: only that port's listeners
+    "HTTPRouteNamedRouteRule",           // served as any rule; named in the route's messages
+    "HTTPRouteParentRefPort",            // parentRef.port: each port is an Octavia HTTP listener
     "HTTPRoutePortRedirect",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",
