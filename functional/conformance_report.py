@@ -56,14 +56,19 @@ def features_of(upstream):
         text = open(os.path.join(d, f), encoding="utf-8").read()
         for m in re.finditer(r'\b(Support\w+)\s*(?:FeatureName)?\s*=\s*"([^"]+)"', text):
             consts[m.group(1)] = m.group(2)
-        for m in re.finditer(r"\b(\w+Feature)\s*=\s*Feature\{\s*Name:\s*(Support\w+)", text):
+        # Not every variable's name ends in `Feature` (v1.6.1: HTTPRouteNamedRouteRule,
+        # HTTPRouteCORS), so a set's members are its identifiers, resolved below.
+        for m in re.finditer(r"\b(\w+)\s*=\s*Feature\{\s*Name:\s*(Support\w+)", text):
             variables[m.group(1)] = m.group(2)
         for m in re.finditer(r"\b(\w+Features)\s*=\s*sets\.New\(([^)]*)\)", text):
-            sets[m.group(1)] = re.findall(r"\b(\w+Feature)\b", m.group(2))
+            sets[m.group(1)] = re.findall(r"\b(\w+)\b", re.sub(r"//[^\n]*", "", m.group(2)))
     extended = set()
     for s in EXTENDED_SETS:
         if s not in sets:
             sys.exit(f"conformance_report: pkg/features has no {s}: not a v1.6 checkout?")
+        unknown = [v for v in sets[s] if v not in variables]
+        if unknown:
+            sys.exit(f"conformance_report: {s} names {unknown}, which are no Feature of pkg/features")
         extended |= {consts[variables[v]] for v in sets[s]}
     return consts, extended - CORE
 

@@ -9,11 +9,60 @@ Every request (any method) gets 200 with Content-Type application/json and body
   {"backend": NAME, "method": "GET", "path": "/foo?x=1", "proto": "HTTP/1.1", "host": "<Host header>",
    "port": PORT, "headers": {...}}
 and the header X-Echo-Backend: NAME.
+A WebSocket upgrade (`Upgrade: websocket`, RFC 6455) gets 101 with X-Echo-Backend: NAME, then
+every text or binary frame is sent back as it came, until a close frame (answered) or EOF:
+what the upstream conformance echo server (echo-basic) does on its /ws path.
 """
+import base64
+import hashlib
 import json
+import os
 import signal
+import struct
 import sys
 import threading
+
+WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def ws_accept(key):
+    """Sec-WebSocket-Accept for the client's Sec-WebSocket-Key (RFC 6455 section 4.2.2)."""
+    return base64.b64encode(hashlib.sha1((key + WS_GUID).encode()).digest()).decode()
+
+
+def ws_read_frame(read):
+    """One frame from read(n) -> bytes: (opcode, payload unmasked), or None at EOF."""
+    head = read(2)
+    if len(head) < 2:
+        return None
+    opcode, n, masked = head[0] & 0x0F, head[1] & 0x7F, head[1] & 0x80
+    if n == 126:
+        n = struct.unpack("!H", read(2))[0]
+    elif n == 127:
+        n = struct.unpack("!Q", read(8))[0]
+    mask = read(4) if masked else b"\0\0\0\0"
+    payload = read(n)
+    if len(payload) < n:
+        return None
+    return opcode, bytes(b ^ mask[i % 4] for i, b in enumerate(payload))
+
+
+def ws_write_frame(write, opcode, payload, mask=False):
+    """One final frame through write(bytes); a client masks its frames (RFC 6455 5.3)."""
+    n = len(payload)
+    head = bytes([0x80 | opcode])
+    bit = 0x80 if mask else 0
+    if n < 126:
+        head += bytes([bit | n])
+    elif n < 1 << 16:
+        head += bytes([bit | 126]) + struct.pack("!H", n)
+    else:
+        head += bytes([bit | 127]) + struct.pack("!Q", n)
+    if mask:
+        key = os.urandom(4)
+        head += key
+        payload = bytes(b ^ key[i % 4] for i, b in enumerate(payload))
+    write(head + payload)
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
@@ -21,7 +70,28 @@ def make_handler(name):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
+        def _websocket(self):
+            self.send_response(101, "Switching Protocols")
+            self.send_header("Upgrade", "websocket")
+            self.send_header("Connection", "Upgrade")
+            self.send_header("Sec-WebSocket-Accept", ws_accept(self.headers.get("Sec-WebSocket-Key", "")))
+            self.send_header("X-Echo-Backend", name)
+            self.end_headers()
+            self.wfile.flush()
+            self.close_connection = True
+            while True:
+                frame = ws_read_frame(self.rfile.read)
+                if frame is None:
+                    return
+                opcode, payload = frame
+                if opcode == 8:  # close: answered with the same status, then the end
+                    ws_write_frame(self.wfile.write, 8, payload[:2])
+                    return
+                ws_write_frame(self.wfile.write, 10 if opcode == 9 else opcode, payload)
+
         def _answer(self):
+            if (self.headers.get("Upgrade") or "").lower() == "websocket":
+                return self._websocket()
             n = int(self.headers.get("Content-Length") or 0)
             if n:
                 self.rfile.read(n)

@@ -190,8 +190,13 @@ fn request_json(r: &CaseRequest, router: &GatewayRouter) -> Value {
     for (k, v) in &r.headers {
         headers.insert(k.clone(), v.clone().into());
     }
-    json!({"scheme": if https { "https" } else { "http" }, "listener_port": port,
-           "host": r.host.clone().unwrap_or_else(|| ADDRESS.into()), "path": r.path, "headers": headers})
+    let mut one = json!({"scheme": if https { "https" } else { "http" }, "listener_port": port,
+           "host": r.host.clone().unwrap_or_else(|| ADDRESS.into()), "path": r.path, "headers": headers});
+    if r.websocket {
+        // run.py upgrades the connection and sends the upstream test's text and binary frames.
+        one["websocket"] = true.into();
+    }
+    one
 }
 
 /// The environment variable that turns this test on (beside `KURYR_FUNCTIONAL=1`).
@@ -270,7 +275,10 @@ const ONLY: &str = "KURYR_GATEWAY_DATAPLANE_CASES";
 /// does: together every declared feature with a request table and each kind of Octavia mapping
 /// (the data plane's cost is the load balancer's create, about proportional to its listeners and
 /// pools, so the list is as short as that allows). The other cases repeat these mappings with
-/// other values; they run in the opt-in test.
+/// other values; they run in the opt-in test. One declared feature's case is opt-in:
+/// HTTPRouteListenerPortMatching (HTTPRouteParentRefPort), a Gateway on three HTTP ports that the
+/// driver converges (about 80 s); its Octavia mapping, a route on one port's listener only, is
+/// GatewayWithAttachedRoutesWithPort8080's, and the port selection is the attachment's (pure).
 pub(crate) const CI_CASES: &[(&str, &str)] = &[
     (
         "HTTPRouteMatching",
@@ -295,6 +303,15 @@ pub(crate) const CI_CASES: &[(&str, &str)] = &[
     ),
     ("HTTPRouteHTTPSListener", "an HTTPS listener: a kubernetes.io/tls Secret through Barbican, SNI"),
     ("GatewayWithAttachedRoutesWithPort8080", "GatewayPort8080: a second HTTP listener on the load balancer"),
+    ("HTTPRouteNamedRule", "HTTPRouteNamedRouteRule: a rule with a name is served as any rule"),
+    (
+        "HTTPRouteInvalidParentRefNotMatchingListenerPort",
+        "HTTPRouteDestinationPortMatching: a route whose parentRef port no listener has is not served",
+    ),
+    (
+        "HTTPRouteBackendProtocolWebSocket",
+        "HTTPRouteBackendProtocolWebSocket: an Upgrade through haproxy, a text and a binary frame echoed",
+    ),
 ];
 
 /// Which cases a test runs: the CI's or the others.
@@ -333,6 +350,13 @@ fn verdict(r: &CaseRequest, results: &[Value]) -> Option<String> {
     let status = one["status"].as_u64().unwrap_or(0);
     let body = one["body"].as_str().unwrap_or_default();
     let bad = |what: &str| Some(format!("{status} {} {body:?}, expected {what}", one["backend"]));
+    if r.websocket {
+        // 101, the right Sec-WebSocket-Accept and both frames echoed (run.py's send_websocket
+        // names the backend only then), by the Service's echo server.
+        return (status != 101 || one["backend"] != r.answer.as_str())
+            .then(|| bad(&format!("a WebSocket upgraded and echoed by {}", r.answer)))
+            .flatten();
+    }
     match r.answer.as_str() {
         "404" => {
             (status != 404 || !body.contains("no route for host")).then(|| bad("404 from the responder")).flatten()

@@ -30,6 +30,7 @@ Usage:
         only "path" is required; "host": null sends no Host header; "listener_port"
         picks the listener (default: the lowest port of a TERMINATED_HTTPS listener for
         https, of another listener for http).
+        "websocket": true: a WebSocket upgrade instead (plain only; see send_websocket).
         TLS: "scheme": "https" (default "http"), "sni": "name" (default: the Host
         header's host; null = no SNI); "expect_subject": the certificate subject (RFC 4514
         string, e.g. "CN=a.example.com,O=x") or just its CN; "expect_location": the
@@ -58,12 +59,14 @@ Exit status: 0 all expectations met (or none given), 1 a mismatch, 2 usage,
   3 haproxy config check failed / haproxy did not start (stderr and results say why).
 """
 import argparse
+import base64
 import http.client
 import json
 import os
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import sys
 import tempfile
@@ -188,6 +191,47 @@ def send(port, req, timeout):
         return r.status, hdrs, raw, tls
     finally:
         c.close()
+
+
+def send_websocket(port, req, timeout):
+    """A WebSocket upgrade (RFC 6455) on a fresh plain connection, then the frames the upstream
+    HTTPRouteBackendProtocolWebSocket test sends (a text and a binary one), each to come back
+    unchanged, then a close. Returns (status, headers, body bytes, None): on 101 the body is
+    JSON {"accept_ok", "echoed": [text, binary]} with "backend" (the 101's X-Echo-Backend) only
+    when the Sec-WebSocket-Accept is right and both frames came back; else the answer's body."""
+    key = base64.b64encode(os.urandom(16)).decode()
+    lines = ["GET %s HTTP/1.1" % req["path"], "Host: %s" % req.get("host", "localhost"),
+             "Upgrade: websocket", "Connection: Upgrade", "Sec-WebSocket-Key: " + key,
+             "Sec-WebSocket-Version: 13", "Origin: ws://gateway/ws"]
+    lines += ["%s: %s" % kv for kv in (req.get("headers") or {}).items()]
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    try:
+        s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
+        f = s.makefile("rb")
+        status_line = f.readline().decode("latin-1").split()
+        hdrs = {":proto": status_line[0]}
+        while True:
+            line = f.readline().decode("latin-1")
+            if line.strip() == "":
+                break
+            k, _, v = line.partition(":")
+            hdrs[k.strip()] = v.strip()
+        lower = {k.lower(): v for k, v in hdrs.items()}  # haproxy sends header names lower-cased
+        status = int(status_line[1])
+        if status != 101:
+            return status, hdrs, f.read(int(lower.get("content-length") or 0)), None
+        accept_ok = lower.get("sec-websocket-accept") == echo.ws_accept(key)
+        echoed = []
+        for opcode, payload in ((1, b"Websocket Support!"), (2, bytes([1, 2, 3, 4, 5, 6, 7]))):
+            echo.ws_write_frame(s.sendall, opcode, payload, mask=True)
+            echoed.append(echo.ws_read_frame(f.read) == (opcode, payload))
+        echo.ws_write_frame(s.sendall, 8, struct.pack("!H", 1000), mask=True)
+        body = {"accept_ok": accept_ok, "echoed": echoed}
+        if accept_ok and all(echoed):
+            body["backend"] = lower.get("x-echo-backend")
+        return status, hdrs, json.dumps(body).encode(), None
+    finally:
+        s.close()
 
 
 def default_listener_port(lb, scheme):
@@ -350,7 +394,8 @@ def run(lb_id, requests, echo_spec=None, member_map=None, port=None, port_map=No
                    "member_address": None,
                    "location": None, "tls": None}
             try:
-                st, hdrs, raw_body, res["tls"] = send(pm[lport], req, timeout)
+                sender = send_websocket if req.get("websocket") else send
+                st, hdrs, raw_body, res["tls"] = sender(pm[lport], req, timeout)
                 res["status"] = st
                 res["proto"] = hdrs.pop(":proto")
                 res["headers"] = hdrs

@@ -96,7 +96,8 @@ pub fn forward(route: &HTTPRoute, i: usize, rule: &HTTPRouteRule, world: &World)
     let mut backends = Vec::new();
     for (j, b) in rule.backend_refs.iter().enumerate() {
         let weight = u32::try_from(b.weight.unwrap_or(1)).unwrap_or(0);
-        let target = match resolve(route, &format!("spec.rules[{i}].backendRefs[{j}]"), b, world) {
+        let field = format!("spec.rules[{i}].backendRefs[{j}]{}", super::matches::rule_label(rule));
+        let target = match resolve(route, &field, b, world) {
             Ok((namespace, name, port)) => BackendTarget::Service { namespace, name, port },
             Err(p) => {
                 problems.push(p);

@@ -37,6 +37,20 @@ fn each_bad_reference_gets_its_reason_and_keeps_its_share_as_500() {
     assert_eq!(backends.iter().filter(|b| b.target == BackendTarget::Status500).count(), 5);
 }
 
+/// HTTPRouteNamedRouteRule: a bad reference of a named rule names the rule.
+#[test]
+fn a_bad_reference_of_a_named_rule_names_the_rule() {
+    let w = world(&format!(
+        "{SERVICES}---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: r, namespace: ns}}\nspec:\n  rules:\n  - name: cart\n    backendRefs: [{{name: missing, port: 80}}]\n"
+    ));
+    let (_, p) = forward(&w.routes[0], 0, &w.routes[0].spec.rules[0], &w);
+    assert!(
+        p[0].message.starts_with("spec.rules[0].backendRefs[0] (rule cart): Service ns/missing"),
+        "{}",
+        p[0].message
+    );
+}
+
 #[test]
 fn a_reference_grant_permits_the_cross_namespace_backend() {
     let grant = "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {name: g, namespace: other}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: HTTPRoute, namespace: ns}]\n  to: [{group: '', kind: Service, name: web}]\n";

@@ -447,7 +447,11 @@ fn failed(gw: &Gateway, e: &str) -> Cond {
     let label = e.split_once(':').map(|(l, _)| l);
     if let Some((NOT_CREATED_LABEL, why)) = e.split_once(':') {
         Cond::no("Programmed", "NoResources", format!("no load balancer is created:{why}"))
-    } else if !gw.spec.addresses.is_empty() && label == Some(crate::driver::error::FLOATING_IP_LABEL) {
+    } else if gw.spec.addresses.iter().any(|a| a.value.is_some())
+        && label == Some(crate::driver::error::FLOATING_IP_LABEL)
+    {
+        // Only a static address can be unusable; one without a value (GatewayAddressEmpty) is
+        // allocated, and its failure is the load balancer's.
         Cond::no("Programmed", "AddressNotUsable", format!("spec.addresses[0] cannot be used: {e}"))
     } else {
         Cond::no("Programmed", "NoResources", format!("the load balancer failed: {e}"))

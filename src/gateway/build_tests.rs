@@ -263,6 +263,29 @@ fn static_addresses_are_programmed_one_at_a_time_and_an_unusable_one_is_named() 
     assert_eq!(g.addresses.iter().map(|a| a.value.as_str()).collect::<Vec<_>>(), ["203.0.113.7"]);
 }
 
+/// GatewayAddressEmpty: an IPAddress entry without a value is accepted and asks for no static
+/// floating IP (the router allocates one); a floating IP failure is then the load balancer's
+/// (`NoResources`), not an unusable address of the Gateway's; served, the status has the address.
+#[test]
+fn an_address_without_a_value_is_allocated_not_static() {
+    let w = world(
+        &gateway_yaml("  - {name: http, port: 8080, protocol: HTTP}")
+            .replace("  listeners:\n", "  addresses: [{type: IPAddress}]\n  listeners:\n"),
+    );
+    let key = ("infra".to_string(), "gw".to_string());
+    let f: RouterFailures = [(key.clone(), "floating_ip: no free floating IP in the pool".to_string())].into();
+    let t = translate_with_failures(&w, &Programmed::new(), &f);
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Accepted").map(|c| c.ok), Some(true));
+    assert_eq!(g.condition("Programmed").map(|c| c.reason.as_str()), Some("NoResources"));
+    let p: Programmed = [(key, vec!["198.51.100.4".to_string()])].into();
+    let t = translate(&w, &p);
+    assert_eq!(t.router("infra", "gw").unwrap().address, None, "no static floating IP");
+    let g = t.gateway("infra", "gw").unwrap();
+    assert_eq!(g.condition("Programmed").map(|c| (c.ok, c.reason.as_str())), Some((true, "Programmed")));
+    assert_eq!(g.addresses.iter().map(|a| a.value.as_str()).collect::<Vec<_>>(), ["198.51.100.4"]);
+}
+
 /// A route whose policy Octavia holds: the Gateway is not Programmed (NoResources for a quota),
 /// nor is the listener the route is attached to; the route carries PartiallyInvalid (its rules
 /// dropped) and stays Accepted. No hold: all Programmed again.

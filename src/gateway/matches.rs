@@ -44,7 +44,17 @@ pub fn unsupported(route: &HTTPRoute) -> Option<String> {
     route.spec.rules.iter().enumerate().find_map(|(i, r)| unsupported_in_rule(i, r))
 }
 
+/// ` (rule <name>)` for a rule with a `name` (HTTPRouteNamedRouteRule), else nothing: what a
+/// message about one of its fields ends with, so the route's owner finds the rule by its name.
+pub(crate) fn rule_label(rule: &HTTPRouteRule) -> String {
+    rule.name.as_deref().map(|n| format!(" (rule {n})")).unwrap_or_default()
+}
+
 fn unsupported_in_rule(i: usize, rule: &HTTPRouteRule) -> Option<String> {
+    unsupported_field(i, rule).map(|m| m + &rule_label(rule))
+}
+
+fn unsupported_field(i: usize, rule: &HTTPRouteRule) -> Option<String> {
     let at = format!("spec.rules[{i}]");
     for (j, m) in rule.matches.iter().enumerate() {
         if let Some(msg) = unsupported_in_match(&format!("{at}.matches[{j}]"), m) {

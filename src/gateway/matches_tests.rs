@@ -49,6 +49,16 @@ fn each_unserved_field_refuses_the_route_naming_the_field() {
     }
 }
 
+/// HTTPRouteNamedRouteRule: a refusal about a named rule names it, an unnamed one's does not.
+#[test]
+fn a_refusal_names_the_rule_by_its_name() {
+    let named = unsupported(&route("  - {}\n  - name: checkout\n    matches: [{method: POST}]")).unwrap();
+    assert!(named.starts_with("spec.rules[1].matches[0].method"), "{named}");
+    assert!(named.ends_with(" (rule checkout)"), "{named}");
+    let unnamed = unsupported(&route("  - matches: [{method: POST}]")).unwrap();
+    assert!(!unnamed.contains("(rule"), "{unnamed}");
+}
+
 #[test]
 fn served_fields_pass() {
     let r = route(

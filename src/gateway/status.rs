@@ -38,12 +38,17 @@ impl Cond {
 /// Gateway (`build::redirects`; the tests' Host is the Gateway's address), through the data plane.
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
+    "GatewayAddressEmpty", // an IPAddress entry without a value: a floating IP is allocated
     "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",
     "HTTPRoute303RedirectStatusCode",
     "HTTPRoute307RedirectStatusCode",
     "HTTPRoute308RedirectStatusCode",
+    "HTTPRouteBackendProtocolWebSocket", // haproxy (mode http) forwards the Upgrade, then tunnels
+    "HTTPRouteDestinationPortMatching",  // parentRef.port: only that port's listeners
+    "HTTPRouteNamedRouteRule",           // served as any rule; named in the route's messages
+    "HTTPRouteParentRefPort",            // parentRef.port: each port is an Octavia HTTP listener
     "HTTPRoutePortRedirect",
     "HTTPRouteSchemeRedirect",
     "ReferenceGrant",

@@ -157,6 +157,10 @@ fn check_case(fake: &Fake, case: &Case) -> Vec<String> {
         for (k, v) in &g.conditions {
             errs.extend(check_cond(&what, &st["conditions"], k, v, g.observed_generation).err());
         }
+        let addresses = st["addresses"].as_array().map_or(0, Vec::len);
+        if let Some(n) = g.addresses.filter(|n| *n != addresses) {
+            errs.push(format!("{what}: addresses want {n}, got {}", st["addresses"]));
+        }
         for l in &g.listeners {
             let ls = st["listeners"].as_array().and_then(|a| a.iter().find(|x| x["name"] == l.name.as_str()));
             let Some(ls) = ls else {

@@ -87,6 +87,9 @@ pub(crate) fn fake_with(gateways: &[&str]) -> Arc<Fake> {
         if *gw == "static" {
             gateway["spec"]["addresses"] = json!([{"type": "IPAddress", "value": STATIC_IP}]);
         }
+        if *gw == "any-address" {
+            gateway["spec"]["addresses"] = json!([{"type": "IPAddress"}]); // GatewayAddressEmpty
+        }
         // GatewayPort8080: HTTP listeners on 80 and 8080, the route on the 8080 one.
         let mut parent = json!({"name": gw});
         if *gw == "two-ports" {
@@ -372,6 +375,25 @@ async fn a_gateway_with_a_static_address_is_served_on_it() {
     let lb = load_balancer_name("shop", "static");
     let fixed = built.sims.lock().unwrap().get(&lb).map(|b| b.1);
     assert_eq!(fixed, Some(STATIC_IP.parse().ok()), "the router is built with the Gateway's floating IP");
+    running.stop().await;
+}
+
+/// GatewayAddressEmpty: an IPAddress entry without a value asks for any address. The router is
+/// built without a static floating IP (one is allocated, as without `spec.addresses`), and the
+/// Gateway is Programmed with the load balancer's address in its status.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_gateway_asking_for_an_address_without_a_value_gets_one_allocated() {
+    let fake = fake_with(&["any-address"]);
+    let built = Built::default();
+    let running = start(&fake, sim_gateway_routers(built.clone(), vec![])).await;
+    let (_, _, _, addresses) =
+        eventually("Programmed True", 10, || programmed(&fake, "any-address").filter(|p| p.0 == "True")).await;
+    let values: Vec<&str> = addresses.as_array().unwrap().iter().filter_map(|a| a["value"].as_str()).collect();
+    assert_eq!(values.len(), 1, "{addresses}");
+    assert!(values[0].parse::<std::net::IpAddr>().is_ok(), "{addresses}");
+    let lb = load_balancer_name("shop", "any-address");
+    let fixed = built.sims.lock().unwrap().get(&lb).map(|b| b.1);
+    assert_eq!(fixed, Some(None), "no static floating IP: one is allocated");
     running.stop().await;
 }
 

@@ -89,6 +89,9 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
         if let Some(n) = g.observed_generation.filter(|n| o.generation != Some(*n)) {
             errs.push(format!("Gateway {name}: observedGeneration want {n}, got {:?}", o.generation));
         }
+        if let Some(n) = g.addresses.filter(|n| *n != o.addresses.len()) {
+            errs.push(format!("Gateway {name}: addresses want {n}, got {:?}", o.addresses));
+        }
         for l in &g.listeners {
             let Some(lo) = o.listener(&l.name) else {
                 errs.push(format!("Gateway {name} listener {}: absent", l.name));

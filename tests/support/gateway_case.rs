@@ -49,6 +49,8 @@ pub struct GatewayExpect {
     pub observed_generation: Option<i64>,
     #[serde(default)]
     pub conditions: BTreeMap<String, String>,
+    /// How many `status.addresses` the Gateway must have (unchecked when absent).
+    pub addresses: Option<usize>,
     #[serde(default)]
     pub listeners: Vec<ListenerExpect>,
 }
@@ -88,6 +90,10 @@ pub struct CaseRequest {
     pub path: String,
     #[serde(default)]
     pub headers: BTreeMap<String, String>,
+    /// A WebSocket upgrade (`Upgrade: websocket`) instead of a plain request: `answer` must
+    /// accept it (101) and echo a text and a binary frame (the data plane sends them).
+    #[serde(default)]
+    pub websocket: bool,
     /// A backend Service name, `500`, `404`, `<code> <redirect prefix>`, or `a|b` (a weighted
     /// rule: each named Service answers some).
     pub answer: String,
