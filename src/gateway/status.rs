@@ -38,6 +38,7 @@ impl Cond {
 /// Gateway (`build::redirects`; the tests' Host is the Gateway's address), through the data plane.
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
+    "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",
