@@ -291,6 +291,10 @@ pub(crate) const CI_CASES: &[(&str, &str)] = &[
         "precedence across two routes, route hostnames as HOST_NAME rules, the responder's 404",
     ),
     ("HTTPRouteListenerHostnameMatching", "listener hostnames, exact and wildcard, on one port"),
+    (
+        "GatewayHTTPListenerIsolation",
+        "GatewayHTTPListenerIsolation: a request reaches only the most specific listener's routes (inverted HOST_NAME rules)",
+    ),
     ("HTTPRouteWeight", "backendRef weights: one split pool, weight 0 never answers"),
     (
         "HTTPRoutePartiallyInvalidViaInvalidReferenceGrant",

@@ -399,7 +399,9 @@ fn redirects(
 
 /// The hostnames of more specific listeners on the same port that `host` (through listener
 /// `i`) would otherwise catch: a request goes to the most specific matching listener only.
-/// `None` when `host` is an exact name owned by such a listener (the entry can never match).
+/// `None` when every name `host` covers is owned by such a listener (the entry can never match:
+/// an exact name, or a wildcard equal to or under the sibling's, e.g. a route's `*.example.com`
+/// through a host-less listener beside a `*.example.com` listener).
 fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<String>> {
     let me = &plans[i];
     let mut out = Vec::new();
@@ -417,16 +419,15 @@ fn excluded(plans: &[ListenerPlan], i: usize, host: Option<&str>) -> Option<Vec<
             continue;
         }
         match host {
-            Some(h) if !h.starts_with("*.") => {
-                if host_matches(h2, h) {
-                    return None;
-                }
-            }
-            Some(h) => {
+            // Every name `h` covers (an exact name, or a wildcard equal to or under `h2`) is the
+            // sibling's: a policy for it could never match, and would spend the rule budget.
+            Some(h) if host_matches(h2, h) => return None,
+            Some(h) if h.starts_with("*.") => {
                 if host_matches(h, h2) || host_matches(h, h2.trim_start_matches("*.")) {
                     out.push(h2.to_string());
                 }
             }
+            Some(_) => {}
             None => out.push(h2.to_string()),
         }
     }

@@ -94,6 +94,15 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
             "UnsupportedValue",
             format!("listener {}: spec.listeners.tls.mode: only Terminate is served on HTTPS", l.name),
         );
+    } else if let Some(field) =
+        port.filter(|_| protocol == Some(Protocol::Https)).and_then(|p| client_validation(gw, p))
+    {
+        let msg = format!(
+            "listener {}: {field} (client certificate validation) is not served yet: the listener is not \
+             served rather than served without checking client certificates",
+            l.name
+        );
+        accepted = Cond::no("Accepted", "UnsupportedValue", msg);
     }
     let (supported_kinds, kinds_problem) = supported_kinds(l, protocol.is_some());
     let (certificates, cert_problem) = match protocol {
@@ -123,6 +132,26 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
         accepted,
         resolved_refs,
         conflicted: Cond::no("Conflicted", "NoConflicts", "no conflicts"),
+    }
+}
+
+/// The field asking for client certificate validation on HTTPS port `port` of `gw`, if any:
+/// its `perPort` entry (which takes precedence), else `default`. Not served yet, so such a
+/// listener is refused: serving it without the check would let in the clients its owner meant
+/// to keep out (fail closed).
+fn client_validation(gw: &Gateway, port: u16) -> Option<String> {
+    let frontend = gw.spec.tls.as_ref()?.frontend.as_ref()?;
+    match frontend.per_port.iter().position(|p| p.port == i32::from(port)) {
+        Some(i) => frontend.per_port[i]
+            .tls
+            .validation
+            .is_some()
+            .then(|| format!("spec.tls.frontend.perPort[{i}].tls.validation")),
+        None => frontend
+            .default
+            .as_ref()
+            .and_then(|d| d.validation.as_ref())
+            .map(|_| "spec.tls.frontend.default.validation".to_string()),
     }
 }
 

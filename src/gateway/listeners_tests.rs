@@ -114,3 +114,27 @@ fn a_certificate_ref_to_a_secret_held_without_data_stays_valid() {
     assert_eq!(cond(&p[0].resolved_refs), (true, "ResolvedRefs"));
     assert!(p[0].programmable());
 }
+
+/// Client certificate validation (`spec.tls.frontend`) is not served yet: the HTTPS listeners
+/// it applies to are refused by name (fail closed: never served without the check), the
+/// others (HTTP, or an HTTPS port whose `perPort` entry has no validation) are served.
+#[test]
+fn client_certificate_validation_refuses_the_https_listeners_it_applies_to() {
+    let listeners = format!(
+        "{HTTPS}\n  - {{name: other, port: 8443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}\n  - {{name: open, port: 9443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}\n  - {{name: http, port: 80, protocol: HTTP}}"
+    );
+    let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n      perPort:\n      - {port: 8443, tls: {validation: {mode: AllowInsecureFallback, caCertificateRefs: [{kind: ConfigMap, group: '', name: ca2}]}}}\n      - {port: 9443, tls: {}}\n      - {port: 80, tls: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}}\n";
+    let w = world(&gateway_yaml(&listeners).replace("  listeners:\n", &format!("{frontend}  listeners:\n")));
+    let p = plan(&w.gateways[0], &w);
+    let refused = |i: usize, field: &str| {
+        assert_eq!(cond(&p[i].accepted), (false, "UnsupportedValue"), "{}", p[i].name);
+        assert!(p[i].accepted.message.contains(field), "{}", p[i].accepted.message);
+        assert!(!p[i].attachable());
+    };
+    refused(0, "spec.tls.frontend.default.validation");
+    refused(1, "spec.tls.frontend.perPort[0].tls.validation");
+    assert_eq!(cond(&p[2].accepted), (true, "Accepted"), "a perPort entry without validation: none");
+    assert_eq!(cond(&p[3].accepted), (true, "Accepted"), "HTTP: no client certificates");
+    // Without spec.tls, the same HTTPS listener is accepted.
+    assert_eq!(cond(&plans(HTTPS, "")[0].accepted), (true, "Accepted"));
+}

@@ -1,7 +1,7 @@
 use super::*;
 use crate::gateway::build::{Programmed, translate};
 use crate::gateway::world::World;
-use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL};
+use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL, Usage};
 use crate::translate::Inputs;
 use crate::translate::manifest::load_str;
 use crate::translate::options::StatusResponder;
@@ -373,4 +373,56 @@ spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {
     let r = router_of(&objects, &TranslateOptions::default());
     let half = r.desired.policies.iter().find(|p| p.name.contains("half")).expect("the /half policy");
     assert_eq!(half.pool, "infra_web");
+}
+
+/// GatewayHTTPListenerIsolation on Octavia: each listener's policies carry its hostname and
+/// one inverted HOST_NAME rule excluding its more specific siblings (packed into one value), and
+/// the rule budget of the upstream test's two Gateways is counted here (docs/gateway-api.md).
+#[test]
+fn listener_isolation_is_inverted_host_rules_and_its_rule_budget_is_counted() {
+    let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
+    let case = std::fs::read_to_string("tests/fixtures/gateway/cases/gateway-http-listener-isolation.yaml").unwrap();
+    let objects = base + "\n---\n" + case.split_once("\n---\n").unwrap().1;
+    let mut world = World::default();
+    world.add_yaml(&objects).unwrap();
+    let t = translate(&world, &Programmed::new());
+    let mut inputs = Inputs::default();
+    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    let of = |name: &str| {
+        let routes = t.router("gateway-conformance-infra", name).expect("the Gateway's routes");
+        translate_gateway(routes, &inputs, &TranslateOptions::default())
+    };
+    let plain = of("http-listener-isolation");
+    let inverted = |p: &Policy| p.rules.iter().filter(|r| r.invert).map(|r| r.value.clone()).collect::<Vec<_>>();
+    let by_path = |r: &GatewayRouter, path: &str| -> Vec<(Option<String>, Vec<String>)> {
+        r.desired
+            .policies
+            .iter()
+            .filter(|p| p.rules.iter().any(|r| r.rule_type == RuleType::Path && r.value.contains(path)))
+            .map(|p| (host_rule_of(p).map(str::to_string), inverted(p)))
+            .collect()
+    };
+    let foo = "[^:]+\\.foo\\.example\\.com";
+    assert_eq!(
+        by_path(&plain, "empty"),
+        [(None, vec![format!("^([^:]+\\.example\\.com|{foo}|abc\\.foo\\.example\\.com)(:[0-9]+)?$")])]
+    );
+    assert_eq!(
+        by_path(&plain, "wildcard-foo"),
+        [(Some(format!("^{foo}(:[0-9]+)?$")), vec!["^(abc\\.foo\\.example\\.com)(:[0-9]+)?$".to_string()])]
+    );
+    assert_eq!(by_path(&plain, "abc-foo"), [(Some("^abc\\.foo\\.example\\.com(:[0-9]+)?$".to_string()), vec![])]);
+    let usage = |r: &GatewayRouter| crate::translate::budget::usage(&r.desired);
+    // One policy per listener; rules: host (3 listeners with one), path (4), inverted (3).
+    assert_eq!(usage(&plain), Usage { l7policies: 4, l7rules: 10 });
+    // With the routes' hostnames: one policy per hostname the listener and route share, less
+    // those a more specific listener owns outright (`abc.foo.example.com` and, through the
+    // host-less listener, `*.example.com` and `*.foo.example.com`; through `*.example.com`,
+    // `*.foo.example.com`): as many as above, the host-less listener's one policy for `bar.com`
+    // only, a host rule instead of the inverted one.
+    let both = of("http-listener-isolation-with-hostname-intersection");
+    assert_eq!(usage(&both), Usage { l7policies: 4, l7rules: 10 }, "{:#?}", both.desired.policies);
+    assert_eq!(by_path(&both, "empty"), [(Some("^bar\\.com(:[0-9]+)?$".to_string()), vec![])]);
+    let invalid = |r: &GatewayRouter| r.desired.warnings.iter().any(|w| w.reason == crate::reason::Reason::InvalidRule);
+    assert!(!invalid(&plain) && !invalid(&both), "{:?}", both.desired.warnings);
 }

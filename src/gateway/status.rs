@@ -39,6 +39,7 @@ impl Cond {
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayAddressEmpty", // an IPAddress entry without a value: a floating IP is allocated
+    "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
     "GatewayStaticAddresses",
     "HTTPRoute",

@@ -84,6 +84,44 @@ pub struct GatewaySpec {
     pub addresses: Vec<GatewaySpecAddress>,
     #[serde(default)]
     pub infrastructure: Option<GatewayInfrastructure>,
+    /// `spec.tls`: read for its client certificate validation (`frontend`) only, which is
+    /// refused on the HTTPS listeners it applies to (`listeners::client_validation`).
+    #[serde(default)]
+    pub tls: Option<GatewayTlsConfig>,
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GatewayTlsConfig {
+    #[serde(default)]
+    pub frontend: Option<FrontendTls>,
+}
+
+/// `spec.tls.frontend`: the client certificate validation of every HTTPS port (`default`),
+/// or of one port (`perPort`, which takes precedence).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendTls {
+    #[serde(default)]
+    pub default: Option<FrontendTlsConfig>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub per_port: Vec<FrontendTlsPort>,
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrontendTlsConfig {
+    /// Raw: only its presence matters while it is not served.
+    #[serde(default)]
+    pub validation: Option<serde_json::Value>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FrontendTlsPort {
+    pub port: i32,
+    #[serde(default)]
+    pub tls: FrontendTlsConfig,
 }
 
 #[serde_with::skip_serializing_none]
