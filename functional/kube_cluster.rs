@@ -148,6 +148,36 @@ impl Cluster {
             .collect()
     }
 
+    /// A fresh token of the controller's ServiceAccount (TokenRequest, one hour), written to
+    /// `serviceaccount/<file>` beside the first one: a second replica's own credential.
+    pub fn mint_token(&self, file: &str) -> PathBuf {
+        let (bin, _) = built();
+        let out = Command::new(bin).arg("token").arg("-dir").arg(&self.dir).output().unwrap();
+        assert!(out.status.success(), "token: {}", String::from_utf8_lossy(&out.stderr));
+        let path = self.dir.join("serviceaccount").join(file);
+        std::fs::write(&path, String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+        path
+    }
+
+    /// The controller's requests in the audit log, each with the credential (token) it came with.
+    pub fn controller_audit(&self) -> Vec<Audited> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["user"]["username"] == CONTROLLER_USER)
+            .map(|e| {
+                let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                Audited {
+                    at: s(&e["requestReceivedTimestamp"]).parse().expect("requestReceivedTimestamp"),
+                    code: e["responseStatus"]["code"].as_i64().unwrap_or(0),
+                    verb: s(&e["verb"]),
+                    uri: s(&e["requestURI"]),
+                    credential: s(&e["user"]["extra"]["authentication.kubernetes.io/credential-id"][0]),
+                }
+            })
+            .collect()
+    }
+
     /// How many requests of the controller the API server answered (its audit log).
     pub fn controller_requests(&self) -> usize {
         let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
@@ -180,4 +210,34 @@ impl Drop for Cluster {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// One request of the controller's ServiceAccount, from the audit log.
+#[derive(Debug, Clone)]
+pub struct Audited {
+    /// When the API server received it.
+    pub at: k8s_openapi::jiff::Timestamp,
+    pub code: i64,
+    pub verb: String,
+    pub uri: String,
+    /// `JTI=<the token's jti>` ([`credential_id`]).
+    pub credential: String,
+}
+
+impl Audited {
+    /// A request that changes something (whether or not it was allowed).
+    pub fn is_write(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+}
+
+/// The audit log's credential id of the ServiceAccount token in `token_file`:
+/// `JTI=<its jti claim>` (`user.extra["authentication.kubernetes.io/credential-id"]`).
+pub fn credential_id(token_file: &Path) -> String {
+    use base64::Engine;
+    let token = std::fs::read_to_string(token_file).unwrap();
+    let payload = token.trim().split('.').nth(1).expect("a JWT");
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&claims).unwrap();
+    format!("JTI={}", claims["jti"].as_str().expect("a jti claim"))
 }

@@ -49,6 +49,8 @@ pub struct KubernetesSettings {
     pub health_port: u16,
     /// Namespaces allowed to set the router-wide default backend; empty: all.
     pub default_backend_namespaces: Vec<String>,
+    /// Namespaces whose TLS Secrets are read (a watch each); empty: all (one cluster-wide watch).
+    pub secret_namespaces: Vec<String>,
     pub host_ownership: bool,
     pub host_ownership_grace_period: Duration,
 }
@@ -257,6 +259,7 @@ impl Reader {
             leader_override: None,
             health_port: self.value(k, "health_port"),
             default_backend_namespaces: self.value(k, "default_backend_namespaces"),
+            secret_namespaces: self.value(k, "secret_namespaces"),
             host_ownership: self.value(k, "host_ownership"),
             host_ownership_grace_period: self.value(k, "host_ownership_grace_period"),
         };

@@ -14,7 +14,7 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::StoreWriters;
-use kuryr_l7_router::controller::ingress::tls_secrets::{held_without_data, watch_tls_secrets};
+use kuryr_l7_router::controller::ingress::tls_secrets::{SecretSource, held_without_data, watch_tls_secrets};
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -110,7 +110,7 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
     }
     let named = stores.named_secrets.clone();
     let (task, touched) =
-        watch_tls_secrets(w.secrets, Api::all(client), watcher::Config::default(), named.clone(), stores.ingresses);
+        watch_tls_secrets(w.secrets, SecretSource::All(Api::all(client)), watcher::Config::default(), named.clone(), stores.ingresses);
     let watch = tokio::spawn(task);
     tokio::spawn(touched.for_each(|_| async {}));
     let secrets = stores.secrets.clone();
