@@ -12,6 +12,15 @@ use std::time::{Duration, Instant};
 /// The user of the token the launcher minted (etc/manifests/serviceaccount.yaml).
 pub const CONTROLLER_USER: &str = "system:serviceaccount:kuryr-l7-router:kuryr-l7-router";
 
+/// The shipped manifests applied (the RBAC and the IngressClass of etc/manifests, in order).
+pub const SHIPPED: &str = "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,\
+                           secrets-clusterrole.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml";
+
+/// [`SHIPPED`] without the cluster-wide read of Secrets, as etc/overlays/secret-namespaces
+/// deploys it (its Roles per namespace are the test's to apply: their namespaces come first).
+pub const WITHOUT_CLUSTER_SECRETS: &str = "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,\
+                                           clusterrolebinding.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml";
+
 pub struct Cluster {
     child: Child,
     pub dir: PathBuf,
@@ -36,8 +45,13 @@ fn built() -> (PathBuf, String) {
 
 impl Cluster {
     pub fn start(tag: &str) -> Cluster {
+        Cluster::start_with(tag, SHIPPED)
+    }
+
+    /// [`Cluster::start`] with the manifests `apply` (file names of etc/manifests, in order).
+    pub fn start_with(tag: &str, apply: &str) -> Cluster {
         let dir = std::env::temp_dir().join(super::common::unique("kuryr-kube", tag));
-        let child = spawn(&dir, false);
+        let child = spawn(&dir, Some(apply));
         let mut cluster = Cluster { child, dir, server: String::new() };
         cluster.wait_ready();
         cluster
@@ -55,7 +69,7 @@ impl Cluster {
         let _ = self.child.wait();
         std::thread::sleep(pause);
         let _ = std::fs::remove_file(self.dir.join("ready"));
-        self.child = spawn(&self.dir, true);
+        self.child = spawn(&self.dir, None);
         self.wait_ready();
     }
 
@@ -185,9 +199,9 @@ impl Cluster {
     }
 }
 
-/// `kube-testcluster serve` on `dir` (fresh, or `-reuse` of its data), its output appended to
-/// `<dir>.log`.
-fn spawn(dir: &Path, reuse: bool) -> Child {
+/// `kube-testcluster serve` on `dir`, fresh with the manifests `apply`, or `-reuse` of its data
+/// (`None`), its output appended to `<dir>.log`.
+fn spawn(dir: &Path, apply: Option<&str>) -> Child {
     let (bin, crds) = built();
     let log = PathBuf::from(format!("{}.log", dir.display()));
     let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
@@ -195,9 +209,10 @@ fn spawn(dir: &Path, reuse: bool) -> Child {
     let mut c = Command::new(&bin);
     c.arg("serve").arg("-dir").arg(dir).arg("-manifests").arg(&manifests).arg("-crds").arg(&crds);
     c.arg("-exit-with-parent");
-    if reuse {
-        c.arg("-reuse");
-    }
+    match apply {
+        Some(files) => c.arg("-apply").arg(files.split_whitespace().collect::<String>()),
+        None => c.arg("-reuse"),
+    };
     c.stdout(out.try_clone().unwrap()).stderr(out).stdin(Stdio::null()).spawn().expect("start kube-testcluster")
 }
 

@@ -273,6 +273,13 @@ impl Reader {
                 format!("{class:?} is not a valid IngressClass name (lower-case DNS subdomain)"),
             );
         }
+        // A namespace name is a DNS label: anything else would be a watch that never matches,
+        // and every TLS Secret named refused.
+        for ns in &kubernetes.secret_namespaces {
+            if !is_dns_subdomain(ns) || ns.len() > 63 || ns.contains('.') {
+                self.problem(k, "secret_namespaces", true, format!("{ns:?} is not a namespace name (a DNS label)"));
+            }
+        }
         let nd = "neutron_defaults";
         let neutron_defaults = NeutronDefaults {
             external_svc_subnet: self.get(nd, "external_svc_subnet"),
