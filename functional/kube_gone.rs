@@ -117,7 +117,11 @@ async fn real_api_server_binary_recovers_from_410_gone_without_rewrites() {
         let after_ready: Vec<String> = controller
             .refusals_in_log()
             .into_iter()
-            .filter(|l| l.get(..27).and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok()).is_none_or(|t| t < down_at || t > ready_at))
+            .filter(|l| {
+                l.get(..27)
+                    .and_then(|t| t.parse::<k8s_openapi::jiff::Timestamp>().ok())
+                    .is_none_or(|t| t < down_at || t > ready_at)
+            })
             .collect();
         assert!(after_ready.is_empty(), "refused outside the restart:\n{}", after_ready.join("\n"));
         eprintln!("whole test: {:.0} s", started.elapsed().as_secs_f64());

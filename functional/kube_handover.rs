@@ -28,15 +28,18 @@ async fn served(ingresses: &Api<Ingress>, name: &str) -> Option<String> {
 /// When the replica with `credential` took the Lease: its first accepted write of it.
 fn took_lease_at(cluster: &Cluster, credential: &str) -> Timestamp {
     let audit = cluster.controller_audit();
-    let took = audit.iter().find(|a| {
-        a.credential == credential && a.is_write() && a.code < 300 && a.uri.contains("/leases")
-    });
+    let took =
+        audit.iter().find(|a| a.credential == credential && a.is_write() && a.code < 300 && a.uri.contains("/leases"));
     took.unwrap_or_else(|| panic!("no Lease write of {credential} in the audit log")).at
 }
 
 /// The writes (allowed or not) of `credential` the API server received after `after`.
 fn writes_after(cluster: &Cluster, credential: &str, after: Timestamp) -> Vec<Audited> {
-    cluster.controller_audit().into_iter().filter(|a| a.credential == credential && a.is_write() && a.at > after).collect()
+    cluster
+        .controller_audit()
+        .into_iter()
+        .filter(|a| a.credential == credential && a.is_write() && a.at > after)
+        .collect()
 }
 
 /// A replica: its process and the credential of its token.
@@ -104,7 +107,8 @@ async fn real_api_server_two_binaries_hand_over_the_lease_and_the_deposed_writes
         })
         .await;
         apply(&kube, ingress("shop", "t1", "t1.example.com", "web")).await;
-        let t1 = eventually_value(Duration::from_secs(300), "replica-b serves shop/t1", || served(&ingresses, "t1")).await;
+        let t1 =
+            eventually_value(Duration::from_secs(300), "replica-b serves shop/t1", || served(&ingresses, "t1")).await;
         assert_eq!(t1, ip, "the same router");
         eprintln!("SIGTERM handover: replica-b served shop/t1 {:.1} s after the signal", t.elapsed().as_secs_f64());
         let b_took = took_lease_at(&cluster, &rb.credential);
@@ -128,7 +132,8 @@ async fn real_api_server_two_binaries_hand_over_the_lease_and_the_deposed_writes
         .await;
         eprintln!("SIGSTOP: replica-c took the Lease {:.1} s after the signal", t.elapsed().as_secs_f64());
         apply(&kube, ingress("shop", "t2", "t2.example.com", "web")).await;
-        let t2 = eventually_value(Duration::from_secs(300), "replica-c serves shop/t2", || served(&ingresses, "t2")).await;
+        let t2 =
+            eventually_value(Duration::from_secs(300), "replica-c serves shop/t2", || served(&ingresses, "t2")).await;
         assert_eq!(t2, ip, "the same router");
         eprintln!("SIGSTOP handover: replica-c served shop/t2 {:.1} s after the signal", t.elapsed().as_secs_f64());
         // b wakes up with its old Lease and the news of t2 in its watches' buffers: it must see
@@ -145,10 +150,7 @@ async fn real_api_server_two_binaries_hand_over_the_lease_and_the_deposed_writes
         let cloud = rb.process.cloud_writes_since(b_mark);
         assert!(cloud.is_empty(), "replica-b wrote to OpenStack after it was frozen:\n{}", cloud.join("\n"));
         let woke = rb.process.log_since(b_mark);
-        assert!(
-            woke.contains("leadership lost"),
-            "replica-b did not notice it lost the Lease:\n{woke}"
-        );
+        assert!(woke.contains("leadership lost"), "replica-b did not notice it lost the Lease:\n{woke}");
         rb.process.assert_no_refusal(&cluster);
         rc.process.assert_no_refusal(&cluster);
         eprintln!("whole test: {:.0} s", started.elapsed().as_secs_f64());

@@ -19,7 +19,7 @@ pub const GATEWAY_CLASSES: Kind = (GW_API, "GatewayClass", "gatewayclasses");
 pub const GATEWAYS: Kind = (GW_API, "Gateway", "gateways");
 pub const HTTP_ROUTES: Kind = (GW_API, "HTTPRoute", "httproutes");
 pub const REFERENCE_GRANTS: Kind = ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant", "referencegrants");
-const KINDS: [Kind; 11] = [
+const KINDS: [Kind; 13] = [
     ("v1", "Namespace", "namespaces"),
     ("v1", "ConfigMap", "configmaps"),
     ("v1", "Service", "services"),
@@ -31,6 +31,8 @@ const KINDS: [Kind; 11] = [
     GATEWAYS,
     HTTP_ROUTES,
     REFERENCE_GRANTS,
+    ("rbac.authorization.k8s.io/v1", "Role", "roles"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
 ];
 
 fn resource((api_version, kind, plural): Kind) -> ApiResource {

@@ -32,6 +32,10 @@ mod kube_handover;
 #[path = "kube_gone.rs"]
 mod kube_gone;
 
+/// TLS Secrets read in the listed namespaces only (etc/overlays/secret-namespaces).
+#[path = "kube_secrets.rs"]
+mod kube_secrets;
+
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;

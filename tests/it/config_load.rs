@@ -687,7 +687,10 @@ fn secret_namespaces_is_a_list_of_namespace_names() {
     assert_eq!(s.kubernetes.secret_namespaces, ["certs", "infra-tls"]);
     let errs = problems(text("[kubernetes]\nsecret_namespaces = certs, Infra"));
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert!(errs[0].contains("[kubernetes] secret_namespaces") && errs[0].contains("\"Infra\" is not a namespace name"), "{errs:?}");
+    assert!(
+        errs[0].contains("[kubernetes] secret_namespaces") && errs[0].contains("\"Infra\" is not a namespace name"),
+        "{errs:?}"
+    );
     let errs = problems(text("[kubernetes]\nsecret_namespaces = certs.example"));
     assert!(errs.iter().any(|e| e.contains("\"certs.example\" is not a namespace name")), "{errs:?}");
 }

@@ -109,8 +109,13 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
         w.ingresses.apply_watcher_event(&ev);
     }
     let named = stores.named_secrets.clone();
-    let (task, touched) =
-        watch_tls_secrets(w.secrets, SecretSource::All(Api::all(client)), watcher::Config::default(), named.clone(), stores.ingresses);
+    let (task, touched) = watch_tls_secrets(
+        w.secrets,
+        SecretSource::All(Api::all(client)),
+        watcher::Config::default(),
+        named.clone(),
+        stores.ingresses,
+    );
     let watch = tokio::spawn(task);
     tokio::spawn(touched.for_each(|_| async {}));
     let secrets = stores.secrets.clone();

@@ -49,7 +49,11 @@ fn secret_namespaces_overlay_reads_secrets_only_in_its_namespaces() {
             Object::ClusterRole(r) => {
                 let grants = expand(&d.name, r.rules.as_deref().unwrap_or_default());
                 let secrets = grants.iter().any(|g| g.1 == "secrets");
-                assert_eq!(removed, secrets, "{}: ClusterRole {} (Secrets: {secrets}) removed: {removed}", d.file, d.name);
+                assert_eq!(
+                    removed, secrets,
+                    "{}: ClusterRole {} (Secrets: {secrets}) removed: {removed}",
+                    d.file, d.name
+                );
                 if removed {
                     assert_eq!(grants, secrets_read(), "{}: the removed ClusterRole grants only the Secrets", d.file);
                 } else {
@@ -113,7 +117,10 @@ fn secret_namespaces_overlay_reads_secrets_only_in_its_namespaces() {
         ops.iter().filter(|o| o["op"] == "add" && o["path"] == path).map(|o| o["value"].clone()).collect()
     };
     assert_eq!(pod_spec(&docs).containers[0].args.as_deref().unwrap_or_default()[0], "run");
-    assert_eq!(added_at("/spec/template/spec/containers/0/args/-"), ["--config-file", "/etc/kuryr/secret-namespaces.conf"]);
+    assert_eq!(
+        added_at("/spec/template/spec/containers/0/args/-"),
+        ["--config-file", "/etc/kuryr/secret-namespaces.conf"]
+    );
     let mount = &added_at("/spec/template/spec/containers/0/volumeMounts/-")[0];
     assert_eq!(mount["mountPath"], "/etc/kuryr/secret-namespaces.conf");
     let volume = &added_at("/spec/template/spec/volumes/-")[0];

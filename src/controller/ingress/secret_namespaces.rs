@@ -32,7 +32,8 @@ where
     S: Stream<Item = Item> + Send + 'static,
 {
     let namespaces: Vec<String> = watches.iter().map(|(ns, _)| ns.clone()).collect();
-    let tagged = stream::select_all(watches.into_iter().enumerate().map(|(i, (_, s))| s.map(move |ev| (i, ev)).boxed()));
+    let tagged =
+        stream::select_all(watches.into_iter().enumerate().map(|(i, (_, s))| s.map(move |ev| (i, ev)).boxed()));
     let mut merge = Merge::new(namespaces, cache);
     tagged.flat_map(move |(i, ev)| stream::iter(merge.step(i, ev)))
 }

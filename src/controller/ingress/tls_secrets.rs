@@ -158,7 +158,9 @@ impl SecretSource {
         if namespaces.is_empty() {
             return SecretSource::All(Api::all(client.clone()));
         }
-        SecretSource::Namespaces(namespaces.iter().map(|ns| (ns.clone(), Api::namespaced(client.clone(), ns))).collect())
+        SecretSource::Namespaces(
+            namespaces.iter().map(|ns| (ns.clone(), Api::namespaced(client.clone(), ns))).collect(),
+        )
     }
 
     /// The watch events of the source, as one watch's.
