@@ -146,8 +146,8 @@ const RELIST_PAUSE: Duration = Duration::from_secs(1);
 /// Where the TLS Secrets are watched (`[kubernetes] secret_namespaces`).
 #[derive(Clone)]
 pub enum SecretSource {
-    /// Every namespace: one cluster-wide watch.
-    All(Api<Secret>),
+    /// Every namespace: one cluster-wide watch (built once per process: its size does not matter).
+    All(Box<Api<Secret>>),
     /// These namespaces only: a watch each, merged (`super::secret_namespaces`).
     Namespaces(Vec<(String, Api<Secret>)>),
 }
@@ -156,7 +156,7 @@ impl SecretSource {
     /// The source `[kubernetes] secret_namespaces = namespaces` asks for (empty: all).
     pub fn of(client: &kube::Client, namespaces: &[String]) -> SecretSource {
         if namespaces.is_empty() {
-            return SecretSource::All(Api::all(client.clone()));
+            return SecretSource::All(Box::new(Api::all(client.clone())));
         }
         SecretSource::Namespaces(
             namespaces.iter().map(|ns| (ns.clone(), Api::namespaced(client.clone(), ns))).collect(),
@@ -170,7 +170,7 @@ impl SecretSource {
         cache: &Store<Secret>,
     ) -> futures::stream::BoxStream<'static, watcher::Result<watcher::Event<Secret>>> {
         match self {
-            SecretSource::All(api) => watcher(api.clone(), config.clone()).default_backoff().boxed(),
+            SecretSource::All(api) => watcher((**api).clone(), config.clone()).default_backoff().boxed(),
             SecretSource::Namespaces(apis) => {
                 let each =
                     apis.iter().map(|(ns, api)| (ns.clone(), watcher(api.clone(), config.clone()).default_backoff()));
