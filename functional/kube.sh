@@ -20,6 +20,9 @@ REPO=$PWD
 HOME_DIR=${KURYR_KUBE_HOME:-$HOME/.cache/kuryr-kube}
 BIN=$HOME_DIR/bin/kube-testcluster
 GATEWAY_API=sigs.k8s.io/gateway-api@v1.6.1
+# The shipped manifests applied, in order (also the binary's default; given here so that a binary
+# built before a manifest was added applies it too)
+SHIPPED=namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,secrets-clusterrole.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml
 
 need_go() {
   # the official tarball's place, when a login shell's profile did not put it on PATH
@@ -62,7 +65,7 @@ start() { # DIR
     echo "already running (pid $(cat "$d.pid"))" >&2; print_env "$d"; return 0
   fi
   rm -rf "$d"; mkdir -p "$(dirname "$d")"
-  setsid "$BIN" serve -dir "$d" -manifests "$REPO/etc/manifests" -crds "$(cat "$HOME_DIR/crds.path")" \
+  setsid "$BIN" serve -dir "$d" -manifests "$REPO/etc/manifests" -apply "$SHIPPED" -crds "$(cat "$HOME_DIR/crds.path")" \
     > "$d.log" 2>&1 < /dev/null &
   pid=$!; echo "$pid" > "$d.pid"
   for _ in $(seq 1 360); do

@@ -12,6 +12,15 @@ use std::time::{Duration, Instant};
 /// The user of the token the launcher minted (etc/manifests/serviceaccount.yaml).
 pub const CONTROLLER_USER: &str = "system:serviceaccount:kuryr-l7-router:kuryr-l7-router";
 
+/// The shipped manifests applied (the RBAC and the IngressClass of etc/manifests, in order).
+pub const SHIPPED: &str = "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,\
+                           secrets-clusterrole.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml";
+
+/// [`SHIPPED`] without the cluster-wide read of Secrets, as etc/overlays/secret-namespaces
+/// deploys it (its Roles per namespace are the test's to apply: their namespaces come first).
+pub const WITHOUT_CLUSTER_SECRETS: &str = "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,\
+                                           clusterrolebinding.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml";
+
 pub struct Cluster {
     child: Child,
     pub dir: PathBuf,
@@ -36,8 +45,13 @@ fn built() -> (PathBuf, String) {
 
 impl Cluster {
     pub fn start(tag: &str) -> Cluster {
+        Cluster::start_with(tag, SHIPPED)
+    }
+
+    /// [`Cluster::start`] with the manifests `apply` (file names of etc/manifests, in order).
+    pub fn start_with(tag: &str, apply: &str) -> Cluster {
         let dir = std::env::temp_dir().join(super::common::unique("kuryr-kube", tag));
-        let child = spawn(&dir, false);
+        let child = spawn(&dir, Some(apply));
         let mut cluster = Cluster { child, dir, server: String::new() };
         cluster.wait_ready();
         cluster
@@ -55,7 +69,7 @@ impl Cluster {
         let _ = self.child.wait();
         std::thread::sleep(pause);
         let _ = std::fs::remove_file(self.dir.join("ready"));
-        self.child = spawn(&self.dir, true);
+        self.child = spawn(&self.dir, None);
         self.wait_ready();
     }
 
@@ -148,6 +162,36 @@ impl Cluster {
             .collect()
     }
 
+    /// A fresh token of the controller's ServiceAccount (TokenRequest, one hour), written to
+    /// `serviceaccount/<file>` beside the first one: a second replica's own credential.
+    pub fn mint_token(&self, file: &str) -> PathBuf {
+        let (bin, _) = built();
+        let out = Command::new(bin).arg("token").arg("-dir").arg(&self.dir).output().unwrap();
+        assert!(out.status.success(), "token: {}", String::from_utf8_lossy(&out.stderr));
+        let path = self.dir.join("serviceaccount").join(file);
+        std::fs::write(&path, String::from_utf8_lossy(&out.stdout).trim()).unwrap();
+        path
+    }
+
+    /// The controller's requests in the audit log, each with the credential (token) it came with.
+    pub fn controller_audit(&self) -> Vec<Audited> {
+        let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
+        text.lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|e| e["user"]["username"] == CONTROLLER_USER)
+            .map(|e| {
+                let s = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+                Audited {
+                    at: s(&e["requestReceivedTimestamp"]).parse().expect("requestReceivedTimestamp"),
+                    code: e["responseStatus"]["code"].as_i64().unwrap_or(0),
+                    verb: s(&e["verb"]),
+                    uri: s(&e["requestURI"]),
+                    credential: s(&e["user"]["extra"]["authentication.kubernetes.io/credential-id"][0]),
+                }
+            })
+            .collect()
+    }
+
     /// How many requests of the controller the API server answered (its audit log).
     pub fn controller_requests(&self) -> usize {
         let text = std::fs::read_to_string(self.dir.join("audit.log")).unwrap_or_default();
@@ -155,9 +199,9 @@ impl Cluster {
     }
 }
 
-/// `kube-testcluster serve` on `dir` (fresh, or `-reuse` of its data), its output appended to
-/// `<dir>.log`.
-fn spawn(dir: &Path, reuse: bool) -> Child {
+/// `kube-testcluster serve` on `dir`, fresh with the manifests `apply`, or `-reuse` of its data
+/// (`None`), its output appended to `<dir>.log`.
+fn spawn(dir: &Path, apply: Option<&str>) -> Child {
     let (bin, crds) = built();
     let log = PathBuf::from(format!("{}.log", dir.display()));
     let out = std::fs::OpenOptions::new().create(true).append(true).open(&log).unwrap();
@@ -165,9 +209,10 @@ fn spawn(dir: &Path, reuse: bool) -> Child {
     let mut c = Command::new(&bin);
     c.arg("serve").arg("-dir").arg(dir).arg("-manifests").arg(&manifests).arg("-crds").arg(&crds);
     c.arg("-exit-with-parent");
-    if reuse {
-        c.arg("-reuse");
-    }
+    match apply {
+        Some(files) => c.arg("-apply").arg(files.split_whitespace().collect::<String>()),
+        None => c.arg("-reuse"),
+    };
     c.stdout(out.try_clone().unwrap()).stderr(out).stdin(Stdio::null()).spawn().expect("start kube-testcluster")
 }
 
@@ -180,4 +225,34 @@ impl Drop for Cluster {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
     }
+}
+
+/// One request of the controller's ServiceAccount, from the audit log.
+#[derive(Debug, Clone)]
+pub struct Audited {
+    /// When the API server received it.
+    pub at: k8s_openapi::jiff::Timestamp,
+    pub code: i64,
+    pub verb: String,
+    pub uri: String,
+    /// `JTI=<the token's jti>` ([`credential_id`]).
+    pub credential: String,
+}
+
+impl Audited {
+    /// A request that changes something (whether or not it was allowed).
+    pub fn is_write(&self) -> bool {
+        matches!(self.verb.as_str(), "create" | "update" | "patch" | "delete" | "deletecollection")
+    }
+}
+
+/// The audit log's credential id of the ServiceAccount token in `token_file`:
+/// `JTI=<its jti claim>` (`user.extra["authentication.kubernetes.io/credential-id"]`).
+pub fn credential_id(token_file: &Path) -> String {
+    use base64::Engine;
+    let token = std::fs::read_to_string(token_file).unwrap();
+    let payload = token.trim().split('.').nth(1).expect("a JWT");
+    let claims = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload.trim_end_matches('=')).unwrap();
+    let claims: serde_json::Value = serde_json::from_slice(&claims).unwrap();
+    format!("JTI={}", claims["jti"].as_str().expect("a jti claim"))
 }

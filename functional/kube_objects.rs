@@ -19,7 +19,7 @@ pub const GATEWAY_CLASSES: Kind = (GW_API, "GatewayClass", "gatewayclasses");
 pub const GATEWAYS: Kind = (GW_API, "Gateway", "gateways");
 pub const HTTP_ROUTES: Kind = (GW_API, "HTTPRoute", "httproutes");
 pub const REFERENCE_GRANTS: Kind = ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant", "referencegrants");
-const KINDS: [Kind; 11] = [
+const KINDS: [Kind; 13] = [
     ("v1", "Namespace", "namespaces"),
     ("v1", "ConfigMap", "configmaps"),
     ("v1", "Service", "services"),
@@ -31,6 +31,8 @@ const KINDS: [Kind; 11] = [
     GATEWAYS,
     HTTP_ROUTES,
     REFERENCE_GRANTS,
+    ("rbac.authorization.k8s.io/v1", "Role", "roles"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding", "rolebindings"),
 ];
 
 fn resource((api_version, kind, plural): Kind) -> ApiResource {
@@ -171,19 +173,40 @@ pub struct Controller {
     pub log: PathBuf,
 }
 
+/// How a controller process is started, beyond [`Controller::start`]'s defaults.
+#[derive(Default)]
+pub struct Launch {
+    /// `POD_NAME` (the downward API in a pod): the replica's `holderIdentity` in the Lease.
+    pub identity: Option<String>,
+    /// A token file of its own (the cluster's by default): each token has its own credential id
+    /// in the audit log, which tells the replicas' requests apart.
+    pub token: Option<PathBuf>,
+    /// `leader_election = False` (the default config has it on).
+    pub no_leader_election: bool,
+    /// More `[kubernetes]` lines.
+    pub kubernetes: String,
+}
+
 impl Controller {
     /// The stack's kuryr.conf, then ours: the cluster, the router `name` (also the cluster tag),
     /// the shipped IngressClass and the Lease where etc/manifests/configmap.yaml puts it.
     pub fn start(cluster: &Cluster, name: &str, label: &str) -> Controller {
+        Controller::start_with(cluster, name, label, Launch::default())
+    }
+
+    /// [`Controller::start`] as `launch` says.
+    pub fn start_with(cluster: &Cluster, name: &str, label: &str, launch: Launch) -> Controller {
         let stack = std::env::var("KURYR_CONFIG_FILE").expect("KURYR_CONFIG_FILE: the stack's kuryr.conf");
         let conf = cluster.dir.join(format!("controller-{label}.conf"));
-        std::fs::write(&conf, overlay(cluster, name)).unwrap();
+        std::fs::write(&conf, overlay(cluster, name, &launch)).unwrap();
         let log = cluster.dir.with_extension(format!("controller-{label}.log"));
         let out = std::fs::File::create(&log).unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"))
-            .args(["--config-file", &stack, "--config-file"])
-            .arg(&conf)
-            .arg("run")
+        let mut c = Command::new(env!("CARGO_BIN_EXE_kuryr-l7-router"));
+        c.args(["--config-file", &stack, "--config-file"]).arg(&conf).arg("run").env("NO_COLOR", "1");
+        if let Some(id) = &launch.identity {
+            c.env("POD_NAME", id);
+        }
+        let child = c
             .stdout(out.try_clone().unwrap())
             .stderr(out)
             .stdin(Stdio::null())
@@ -192,23 +215,66 @@ impl Controller {
         Controller { child, log }
     }
 
+    /// Sends `signal` (`TERM`, `STOP`, `CONT`, ...) to the running process.
+    pub fn signal(&self, signal: &str) {
+        assert!(self.try_signal(signal), "kill -{signal} {}", self.child.id());
+    }
+
+    /// [`Controller::signal`], `false` when it failed (the process is gone).
+    pub fn try_signal(&self, signal: &str) -> bool {
+        let mut kill = Command::new("kill");
+        kill.arg(format!("-{signal}")).arg(self.child.id().to_string()).stderr(Stdio::null());
+        kill.status().is_ok_and(|s| s.success())
+    }
+
+    /// Waits up to `within` for the process to exit; its status, if it did.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(s) = self.child.try_wait().unwrap() {
+                return Some(s);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    /// The log's length so far (for [`Controller::log_since`]).
+    pub fn log_len(&self) -> usize {
+        std::fs::read(&self.log).map(|b| b.len()).unwrap_or(0)
+    }
+
+    /// The log written after [`Controller::log_len`] gave `mark`.
+    pub fn log_since(&self, mark: usize) -> String {
+        let bytes = std::fs::read(&self.log).unwrap_or_default();
+        String::from_utf8_lossy(&bytes[mark.min(bytes.len())..]).into_owned()
+    }
+
+    /// Its OpenStack writes (`octavia write done`, `neutron write done`, ...) logged after `mark`.
+    pub fn cloud_writes_since(&self, mark: usize) -> Vec<String> {
+        let log = self.log_since(mark);
+        log.lines().filter(|l| l.contains(" write done")).map(String::from).collect()
+    }
+
     /// No request of the controller was refused: no 403 (RBAC), no 422 (a status or patch
     /// rejected by the schema, the CRDs' CEL rules or admission): in the API server's audit log,
     /// and in the controller's own log.
     pub fn assert_no_refusal(&self, cluster: &Cluster) {
         assert_no_refusal(cluster);
-        let text = std::fs::read_to_string(&self.log).unwrap();
-        let refused: Vec<&str> = text
-            .lines()
-            .filter(|l| {
-                let l = l.to_ascii_lowercase();
-                l.contains("forbidden")
-                    || l.contains("code: 403")
-                    || l.contains("code: 422")
-                    || l.contains("is invalid")
-            })
-            .collect();
+        let refused = self.refusals_in_log();
         assert!(refused.is_empty(), "the API server refused the controller's requests:\n{}", refused.join("\n"));
+    }
+
+    /// The lines of its log that tell of a refused request (403, 422, forbidden, invalid).
+    pub fn refusals_in_log(&self) -> Vec<String> {
+        let text = std::fs::read_to_string(&self.log).unwrap();
+        let refused = |l: &&str| {
+            let l = l.to_ascii_lowercase();
+            l.contains("forbidden") || l.contains("code: 403") || l.contains("code: 422") || l.contains("is invalid")
+        };
+        text.lines().filter(refused).map(String::from).collect()
     }
 }
 
@@ -219,16 +285,19 @@ impl Drop for Controller {
     }
 }
 
-fn overlay(cluster: &Cluster, name: &str) -> String {
+fn overlay(cluster: &Cluster, name: &str, launch: &Launch) -> String {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let token = launch.token.clone().unwrap_or_else(|| cluster.token_file());
     format!(
         "[kubernetes]\napi_root = {}\nssl_ca_crt_file = {}\ntoken_file = {}\nenable_ingress = True\n\
-         ingress_class = kuryr-l7-router\ncluster_name = {name}\nleader_election = True\n\
-         lease_name = kuryr-l7-router\nlease_namespace = kuryr-l7-router\nhealth_port = {port}\n\
+         ingress_class = kuryr-l7-router\ncluster_name = {name}\nleader_election = {}\n\
+         lease_name = kuryr-l7-router\nlease_namespace = kuryr-l7-router\nhealth_port = {port}\n{}\n\
          [octavia_defaults]\nl7_router_name = {name}\n",
         cluster.server,
         cluster.ca_file().display(),
-        cluster.token_file().display(),
+        token.display(),
+        if launch.no_leader_election { "False" } else { "True" },
+        launch.kubernetes,
     )
 }
 

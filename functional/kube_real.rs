@@ -24,6 +24,18 @@ use kube_objects::*;
 #[path = "kube_sim.rs"]
 mod kube_sim;
 
+/// Two replicas of the binary: the Lease handed over, nothing written by the deposed one.
+#[path = "kube_handover.rs"]
+mod kube_handover;
+
+/// The binary's watches answered 410 Gone: recovered without a re-write.
+#[path = "kube_gone.rs"]
+mod kube_gone;
+
+/// TLS Secrets read in the listed namespaces only (etc/overlays/secret-namespaces).
+#[path = "kube_secrets.rs"]
+mod kube_secrets;
+
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::Api;

@@ -107,6 +107,8 @@ reasons! {
     ServicePortNotFound,
     ExternalNameService,
     SecretNotFound,
+    /// A Secret in a namespace the controller does not read (`[kubernetes] secret_namespaces`).
+    SecretNotRead,
     SecretWrongType,
     MissingTlsSecret,
     // A certificate that cannot be used.
@@ -180,6 +182,7 @@ impl Reason {
             | ServicePortNotFound
             | ExternalNameService
             | SecretNotFound
+            | SecretNotRead
             | SecretWrongType
             | MissingTlsSecret
             | NoCertificate

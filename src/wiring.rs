@@ -274,6 +274,7 @@ pub fn translate_options(s: &Settings) -> crate::translate::TranslateOptions {
             default_certificate: o.default_tls_secret.clone(),
             ssl_redirect: o.ssl_redirect,
             redirect_code: o.ssl_redirect_code.code(),
+            secret_namespaces: k.secret_namespaces.clone(),
         },
         tenancy: crate::translate::options::TenancyOptions {
             default_backend_namespaces: k.default_backend_namespaces.clone(),

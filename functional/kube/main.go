@@ -185,7 +185,7 @@ func serve(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ExitOnError)
 	dir := fs.String("dir", "", "state directory (certificates, etcd data, kubeconfigs)")
 	manifests := fs.String("manifests", "", "the shipped manifests directory (etc/manifests)")
-	apply := fs.String("apply", "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml", "manifests applied from -manifests, in order")
+	apply := fs.String("apply", "namespace.yaml,serviceaccount.yaml,clusterrole.yaml,clusterrolebinding.yaml,secrets-clusterrole.yaml,role.yaml,rolebinding.yaml,ingressclass.yaml", "manifests applied from -manifests, in order")
 	crds := fs.String("crds", "", "Gateway API CRD directory (the module's config/crd/standard)")
 	port := fs.Int("port", 0, "API server port on 127.0.0.1 (0: a free one)")
 	compaction := fs.Duration("etcd-compaction-interval", 5*time.Minute, "the API server's etcd compaction interval")

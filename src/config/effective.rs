@@ -45,6 +45,7 @@ impl Settings {
             ("kubernetes", "lease_namespace") => s(&k.lease_namespace),
             ("kubernetes", "health_port") => Some(k.health_port.to_string()),
             ("kubernetes", "default_backend_namespaces") => Some(k.default_backend_namespaces.join(", ")),
+            ("kubernetes", "secret_namespaces") => Some(k.secret_namespaces.join(", ")),
             ("kubernetes", "host_ownership") => Some(k.host_ownership.to_string()),
             ("kubernetes", "host_ownership_grace_period") => secs(k.host_ownership_grace_period),
             ("neutron_defaults", "external_svc_subnet") => show(&nd.external_svc_subnet),

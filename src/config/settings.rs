@@ -49,6 +49,8 @@ pub struct KubernetesSettings {
     pub health_port: u16,
     /// Namespaces allowed to set the router-wide default backend; empty: all.
     pub default_backend_namespaces: Vec<String>,
+    /// Namespaces whose TLS Secrets are read (a watch each); empty: all (one cluster-wide watch).
+    pub secret_namespaces: Vec<String>,
     pub host_ownership: bool,
     pub host_ownership_grace_period: Duration,
 }
@@ -257,6 +259,7 @@ impl Reader {
             leader_override: None,
             health_port: self.value(k, "health_port"),
             default_backend_namespaces: self.value(k, "default_backend_namespaces"),
+            secret_namespaces: self.value(k, "secret_namespaces"),
             host_ownership: self.value(k, "host_ownership"),
             host_ownership_grace_period: self.value(k, "host_ownership_grace_period"),
         };
@@ -269,6 +272,13 @@ impl Reader {
                 true,
                 format!("{class:?} is not a valid IngressClass name (lower-case DNS subdomain)"),
             );
+        }
+        // A namespace name is a DNS label: anything else would be a watch that never matches,
+        // and every TLS Secret named refused.
+        for ns in &kubernetes.secret_namespaces {
+            if !is_dns_subdomain(ns) || ns.len() > 63 || ns.contains('.') {
+                self.problem(k, "secret_namespaces", true, format!("{ns:?} is not a namespace name (a DNS label)"));
+            }
         }
         let nd = "neutron_defaults";
         let neutron_defaults = NeutronDefaults {

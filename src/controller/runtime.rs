@@ -16,7 +16,7 @@ use crate::config::LeaderSettings;
 use crate::config::{KubernetesSettings, Settings};
 use crate::controller::gateway::driver::{GatewayBackends, GatewayRouters};
 use crate::controller::health::{self, Readiness};
-use crate::controller::ingress::tls_secrets::watch_tls_secrets;
+use crate::controller::ingress::tls_secrets::{SecretSource, watch_tls_secrets};
 use crate::controller::leader::{Leadership, default_identity};
 use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
@@ -36,7 +36,7 @@ use crate::placement::RouterIndex;
 use crate::translate::slices::CompactSlice;
 use crate::translate::tls::TLS_SECRET_TYPE;
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Endpoints, Node, Secret, Service};
+use k8s_openapi::api::core::v1::{Endpoints, Node, Service};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::api::Api;
 use kube::runtime::controller::{Config as ControllerConfig, Controller};
@@ -522,7 +522,9 @@ fn controllers(
     // data is held (`tls_secrets`).
     let tls = all().fields(&format!("type={TLS_SECRET_TYPE}"));
     let (named, ing_store) = (stores.named_secrets.clone(), stores.ingresses.clone());
-    let (t, secrets) = watch_tls_secrets(w.secrets, Api::<Secret>::all(client.clone()), tls, named, ing_store);
+    // `[kubernetes] secret_namespaces`: a watch per namespace instead (a Role in each suffices).
+    let source = SecretSource::of(client, &k.secret_namespaces);
+    let (t, secrets) = watch_tls_secrets(w.secrets, source, tls, named, ing_store);
     tasks.push(tokio::spawn(t));
     let class_changes = reflect(w.classes, Api::<IngressClass>::all(client.clone())).map(|_| ());
 

@@ -209,6 +209,9 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
         if !permitted(&xref, &world.grants) {
             return (Vec::new(), Some(("RefNotPermitted", format!("{what}: no ReferenceGrant in {ns} permits it"))));
         }
+        if let Some(why) = crate::translate::tls::secret_not_read(&ns, &world.secret_namespaces) {
+            return (Vec::new(), Some(("InvalidCertificateRef", format!("{what}: {why}"))));
+        }
         match world.secrets.get(&(ns.clone(), r.name.clone())) {
             // Pending: its content arrives with the Secret watch's re-list; the router keeps
             // the certificate it stores meanwhile.

@@ -62,6 +62,24 @@ fn cross_namespace_certificate_needs_a_reference_grant() {
     assert!(p[0].resolved_refs.message.contains("not found"), "{}", p[0].resolved_refs.message);
 }
 
+/// `[kubernetes] secret_namespaces` without the certificate's namespace: the listener's
+/// `ResolvedRefs: False` (`InvalidCertificateRef`) names the Secret and the option, instead of
+/// a "not found" nobody could explain (the Secret is never in the cache). Listed: served.
+#[test]
+fn certificate_of_a_namespace_not_read_is_refused_naming_the_option() {
+    let grant = "kind: ReferenceGrant\napiVersion: gateway.networking.k8s.io/v1beta1\nmetadata: {name: g, namespace: certs}\nspec:\n  from: [{group: gateway.networking.k8s.io, kind: Gateway, namespace: infra}]\n  to: [{group: '', kind: Secret}]\n";
+    let mut w = world(&format!("{}---\n{grant}", gateway_yaml(HTTPS)));
+    w.secrets.insert(("certs".into(), "cert".into()), crate::gateway::world::SecretInfo::Tls);
+    w.secret_namespaces = vec!["infra".into()];
+    let p = plan(&w.gateways[0], &w);
+    assert_eq!(cond(&p[0].resolved_refs), (false, "InvalidCertificateRef"));
+    let m = &p[0].resolved_refs.message;
+    assert!(m.contains("certificateRef certs/cert") && m.contains("secret_namespaces = infra"), "{m}");
+    w.secret_namespaces.push("certs".into());
+    let p = plan(&w.gateways[0], &w);
+    assert_eq!(cond(&p[0].resolved_refs), (true, "ResolvedRefs"));
+}
+
 #[test]
 fn malformed_or_foreign_certificate_refs_are_invalid() {
     let p = plans(

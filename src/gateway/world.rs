@@ -55,6 +55,9 @@ pub struct World {
     pub services: BTreeMap<(String, String), ServiceInfo>,
     /// (namespace, name) -> Secret.
     pub secrets: BTreeMap<(String, String), SecretInfo>,
+    /// `[kubernetes] secret_namespaces`: the namespaces whose Secrets the controller reads (a
+    /// Secret elsewhere is never in `secrets`); empty: all.
+    pub secret_namespaces: Vec<String>,
     /// Services (namespace, name) a BackendTLSPolicy asks TLS for -> the policy's name.
     pub backend_tls: BTreeMap<(String, String), String>,
     /// How many Gateways are served per namespace and per cluster (`super::limits`).

@@ -238,11 +238,21 @@ pub struct TlsOptions {
     pub ssl_redirect: bool,
     /// 301, 302, 303, 307 or 308.
     pub redirect_code: u16,
+    /// `[kubernetes] secret_namespaces`: the namespaces whose Secrets the controller reads (a
+    /// Secret elsewhere is never in its cache); empty: all.
+    #[serde(default)]
+    pub secret_namespaces: Vec<String>,
 }
 
 impl Default for TlsOptions {
     fn default() -> Self {
-        Self { https_port: 443, default_certificate: None, ssl_redirect: false, redirect_code: 308 }
+        Self {
+            https_port: 443,
+            default_certificate: None,
+            ssl_redirect: false,
+            redirect_code: 308,
+            secret_namespaces: Vec::new(),
+        }
     }
 }
 

@@ -185,7 +185,11 @@ fn load_secret(
     secrets: &BTreeMap<(&str, &str), &Secret>,
     now: Option<std::time::SystemTime>,
     cache: Option<&CertificateCache>,
+    read: &[String],
 ) -> Result<Option<CertificateContent>, (Reason, String)> {
+    if let Some(why) = secret_not_read(&sref.namespace, read) {
+        return Err((Reason::SecretNotRead, format!("{sref}: {why}")));
+    }
     let Some(secret) = secrets.get(&(sref.namespace.as_str(), sref.name.as_str())) else {
         return Err((Reason::SecretNotFound, format!("{sref} not found")));
     };
@@ -215,6 +219,19 @@ fn load_secret(
     Ok(Some(CertificateContent::new(parsed)))
 }
 
+/// Why the Secrets of `namespace` are not read when the controller reads those of `read` only
+/// (`[kubernetes] secret_namespaces`; empty: every namespace's), or `None`. Such a Secret is
+/// never in the cache: without this, it would look missing, and nobody would know why.
+pub fn secret_not_read(namespace: &str, read: &[String]) -> Option<String> {
+    if read.is_empty() || read.iter().any(|n| n == namespace) {
+        return None;
+    }
+    Some(format!(
+        "the controller does not read the Secrets of namespace {namespace} ([kubernetes] secret_namespaces = {})",
+        read.join(", ")
+    ))
+}
+
 /// One certificate named by a listener of another route kind (a Gateway's
 /// `tls.certificateRefs`), with its content from the Secret `namespace/name`, checked as an
 /// Ingress's is; a missing or broken Secret warns `owner` and leaves the content empty (the
@@ -231,7 +248,9 @@ pub(crate) fn listener_certificate(
     cert.hosts = hosts;
     cert.owners = vec![owner.clone()];
     let by_name = secrets_by_name(&inputs.secrets);
-    match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
+    // The Gateway's listener refused a Secret of a namespace not read already
+    // (`gateway::listeners`): none reaches here.
+    match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref(), &[]) {
         Ok(content) => cert.content = content,
         Err((reason, msg)) => warn(warnings, owner, reason, format!("{owner}: TLS certificate from {msg}")),
     }
@@ -260,7 +279,7 @@ pub(crate) fn translate_tls(
     if certs.is_empty() {
         return TlsRouting { https: None, redirects: Vec::new(), tls_hosts: Vec::new() };
     }
-    load_contents(&mut certs, inputs, warnings);
+    load_contents(&mut certs, inputs, &topts.secret_namespaces, warnings);
     // Hosts: first claim (oldest Ingress) wins; a host the certificate does not cover is not TLS.
     let mut host_cert: BTreeMap<String, (String, bool)> = BTreeMap::new();
     let mut host_winner: BTreeMap<&str, &KubeRef> = BTreeMap::new();
@@ -335,10 +354,15 @@ fn secrets_by_name<'a>(secrets: &[&'a Secret]) -> BTreeMap<(&'a str, &'a str), &
 }
 
 /// Each certificate's content from its Secret; a missing or broken one warns its Ingresses.
-fn load_contents(certs: &mut BTreeMap<String, Certificate>, inputs: &View<'_>, warnings: &mut Vec<Warning>) {
+fn load_contents(
+    certs: &mut BTreeMap<String, Certificate>,
+    inputs: &View<'_>,
+    read: &[String],
+    warnings: &mut Vec<Warning>,
+) {
     let by_name = secrets_by_name(&inputs.secrets);
     for cert in certs.values_mut() {
-        match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref()) {
+        match load_secret(&cert.secret, &by_name, inputs.now, inputs.certificates.as_deref(), read) {
             Ok(content) => cert.content = content,
             Err((reason, msg)) => {
                 for owner in &cert.owners {

@@ -675,3 +675,22 @@ fn scale_out_refuses_a_pinned_router_and_a_name_that_belongs_to_another_set() {
     text(&format!("[octavia_defaults]\nl7_router_uuid = {uuid}\nl7_router_name = edge-3\n")).unwrap();
     text("[octavia_defaults]\nscale_out = true\nl7_router_name = edge-1\n").unwrap();
 }
+
+/// `[kubernetes] secret_namespaces`: empty by default (every namespace's Secrets, one
+/// cluster-wide watch), a comma-separated list of namespaces, each a namespace name (a DNS
+/// label), else a problem naming the option and the value.
+#[test]
+fn secret_namespaces_is_a_list_of_namespace_names() {
+    let s = text("[kubernetes]\nlease_namespace = kube-system").unwrap().settings;
+    assert!(s.kubernetes.secret_namespaces.is_empty());
+    let s = text("[kubernetes]\nsecret_namespaces = certs, infra-tls").unwrap().settings;
+    assert_eq!(s.kubernetes.secret_namespaces, ["certs", "infra-tls"]);
+    let errs = problems(text("[kubernetes]\nsecret_namespaces = certs, Infra"));
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert!(
+        errs[0].contains("[kubernetes] secret_namespaces") && errs[0].contains("\"Infra\" is not a namespace name"),
+        "{errs:?}"
+    );
+    let errs = problems(text("[kubernetes]\nsecret_namespaces = certs.example"));
+    assert!(errs.iter().any(|e| e.contains("\"certs.example\" is not a namespace name")), "{errs:?}");
+}

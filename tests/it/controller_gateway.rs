@@ -116,6 +116,7 @@ async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>
         named_secrets: None,
         limits: Default::default(),
         hosts: None,
+        secret_namespaces: Vec::new(),
     };
     let (stop_tx, stop_rx) = watch::channel(false);
     tokio::spawn(gl.run(stop_rx));

@@ -14,7 +14,7 @@ use kube::api::Api;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::StoreWriters;
-use kuryr_l7_router::controller::ingress::tls_secrets::{held_without_data, watch_tls_secrets};
+use kuryr_l7_router::controller::ingress::tls_secrets::{SecretSource, held_without_data, watch_tls_secrets};
 use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -109,8 +109,13 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
         w.ingresses.apply_watcher_event(&ev);
     }
     let named = stores.named_secrets.clone();
-    let (task, touched) =
-        watch_tls_secrets(w.secrets, Api::all(client), watcher::Config::default(), named.clone(), stores.ingresses);
+    let (task, touched) = watch_tls_secrets(
+        w.secrets,
+        SecretSource::All(Box::new(Api::all(client))),
+        watcher::Config::default(),
+        named.clone(),
+        stores.ingresses,
+    );
     let watch = tokio::spawn(task);
     tokio::spawn(touched.for_each(|_| async {}));
     let secrets = stores.secrets.clone();
@@ -231,4 +236,64 @@ async fn a_secret_named_after_it_arrived_is_served_and_its_renewal_reaches_the_r
     assert!(warnings.iter().all(|m| !m.contains("b-tls")), "{warnings:?}");
     let _ = stop.send(());
     run.await.unwrap().unwrap();
+}
+
+/// `[kubernetes] secret_namespaces = certs, infra`: one list and watch per namespace
+/// (`/api/v1/namespaces/<ns>/secrets`), never the cluster-wide path, into one cache holding
+/// the Secrets of both and none of another namespace; a Secret created later in either arrives.
+#[tokio::test]
+async fn secret_namespaces_watch_each_listed_namespace_only() {
+    let fake = Fake::new();
+    let pem = certificate("a");
+    for ns in ["certs", "infra", "shop"] {
+        let mut s = tls_secret(&format!("in-{ns}"), &pem);
+        s["metadata"]["namespace"] = json!(ns);
+        fake.put("secrets", s);
+    }
+    let (api_root, _) = fake.serve().await;
+    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
+    let (stores, mut w) = StoreWriters::new();
+    for ev in [watcher::Event::Init, watcher::Event::InitDone] {
+        w.ingresses.apply_watcher_event(&ev);
+    }
+    let source = SecretSource::of(&client, &["certs".to_string(), "infra".to_string()]);
+    let (task, touched) = watch_tls_secrets(
+        w.secrets,
+        source,
+        watcher::Config::default(),
+        stores.named_secrets.clone(),
+        stores.ingresses,
+    );
+    let watch = tokio::spawn(task);
+    tokio::spawn(touched.for_each(|_| async {}));
+    let secrets = stores.secrets.clone();
+    let cached = move || {
+        let mut v: Vec<String> = secrets
+            .state()
+            .iter()
+            .map(|s| format!("{}/{}", s.metadata.namespace.as_deref().unwrap(), s.metadata.name.as_deref().unwrap()))
+            .collect();
+        v.sort();
+        v
+    };
+    let c = cached.clone();
+    eventually("the Secrets of certs and infra", 5, || (c().len() == 2).then_some(())).await;
+    assert_eq!(cached(), ["certs/in-certs", "infra/in-infra"]);
+    let mut later = tls_secret("later", &pem);
+    later["metadata"]["namespace"] = json!("infra");
+    fake.put("secrets", later);
+    let c = cached.clone();
+    eventually("a Secret created later in infra", 5, || c().contains(&"infra/later".to_string()).then_some(())).await;
+    let reads: Vec<String> = fake.reads().into_iter().filter(|r| r.contains("secrets")).collect();
+    assert!(
+        reads.iter().all(|r| r.contains("/namespaces/certs/secrets") || r.contains("/namespaces/infra/secrets")),
+        "{reads:#?}"
+    );
+    for ns in ["certs", "infra"] {
+        assert!(
+            reads.iter().any(|r| r.contains(&format!("/namespaces/{ns}/secrets")) && r.contains("watch=")),
+            "{reads:#?}"
+        );
+    }
+    watch.abort();
 }

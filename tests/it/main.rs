@@ -71,6 +71,7 @@ mod ship_dockerfile;
 mod ship_functional_summary;
 mod ship_functional_waves;
 mod ship_manifests;
+mod ship_secret_namespaces;
 mod show_reasons;
 mod status_responder;
 mod translate_health;

@@ -16,22 +16,22 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 /// Every Kubernetes API call of the controller, from the controller code itself.
-const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = kuryr_l7_router::controller::API_CALLS;
+pub(crate) const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = kuryr_l7_router::controller::API_CALLS;
 
 /// Resources of [`CONTROLLER_API_CALLS`] used only in the controller's own namespace, so granted
 /// by a namespaced Role rather than the ClusterRole.
 const NAMESPACED_ONLY: &[(&str, &str)] = &[("coordination.k8s.io", "leases"), ("", "configmaps")];
 
-const NAMESPACE: &str = "kuryr-l7-router";
+pub(crate) const NAMESPACE: &str = "kuryr-l7-router";
 const INGRESS_CONTROLLER: &str = "openstack.org/kuryr-l7-router";
 
-fn manifests_dir() -> PathBuf {
+pub(crate) fn manifests_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("etc/manifests")
 }
 
 /// One parsed document.
 #[allow(clippy::large_enum_variant)]
-enum Object {
+pub(crate) enum Object {
     Namespace(Namespace),
     ServiceAccount(ServiceAccount),
     ClusterRole(ClusterRole),
@@ -46,13 +46,13 @@ enum Object {
     Service(Service),
 }
 
-struct Doc {
-    file: String,
-    kind: String,
-    name: String,
+pub(crate) struct Doc {
+    pub(crate) file: String,
+    pub(crate) kind: String,
+    pub(crate) name: String,
     /// `None` for cluster-scoped kinds; `Some("")` for a namespaced object without a namespace.
-    namespace: Option<String>,
-    object: Object,
+    pub(crate) namespace: Option<String>,
+    pub(crate) object: Object,
 }
 
 /// Parses `value` as `T` and checks that serializing it back gives the same JSON: k8s-openapi
@@ -92,7 +92,7 @@ fn diff_json(path: &str, want: &Value, got: &Value, out: &mut Vec<String>) {
     }
 }
 
-fn parse_doc(file: &str, value: Value) -> Doc {
+pub(crate) fn parse_doc(file: &str, value: Value) -> Doc {
     let kind = value.get("kind").and_then(Value::as_str).unwrap_or_else(|| panic!("{file}: no kind")).to_string();
     let object = match kind.as_str() {
         "Namespace" => Object::Namespace(typed(file, &value)),
@@ -130,7 +130,7 @@ fn manifest_files() -> Vec<String> {
     files
 }
 
-fn load_all() -> Vec<Doc> {
+pub(crate) fn load_all() -> Vec<Doc> {
     let mut docs = Vec::new();
     for file in manifest_files() {
         assert!(file.ends_with(".yaml"), "etc/manifests/{file}: only .yaml files belong here");
@@ -162,13 +162,13 @@ fn deployment<'a>(docs: &'a [Doc], name: &str) -> &'a Deployment {
     one(docs, named, &format!("Deployment {name}"))
 }
 
-fn pod_spec(docs: &[Doc]) -> &PodSpec {
+pub(crate) fn pod_spec(docs: &[Doc]) -> &PodSpec {
     let d = deployment(docs, CONTROLLER_DEPLOYMENT);
     d.spec.as_ref().unwrap().template.spec.as_ref().expect("Deployment has a pod spec")
 }
 
 /// Expands rules into (apiGroup, resource, verb), rejecting wildcards and unsupported fields.
-fn expand(what: &str, rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
+pub(crate) fn expand(what: &str, rules: &[PolicyRule]) -> BTreeSet<(String, String, String)> {
     let mut out = BTreeSet::new();
     for r in rules {
         assert!(r.non_resource_urls.is_none(), "{what}: nonResourceURLs granted");
@@ -221,7 +221,7 @@ fn named_rule(what: &str, r: &PolicyRule, names: &[String]) {
 }
 
 /// The kuryr.conf of the shipped ConfigMap.
-fn kuryr_conf() -> String {
+pub(crate) fn kuryr_conf() -> String {
     let text = std::fs::read_to_string(manifests_dir().join("configmap.yaml")).unwrap();
     let cm: ConfigMap = serde_saphyr::from_str(&text).unwrap();
     cm.data.unwrap_or_default().remove("kuryr.conf").expect("kuryr.conf in the ConfigMap")

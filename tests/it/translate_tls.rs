@@ -532,3 +532,31 @@ fn a_secret_held_without_data_is_pending_not_missing() {
     let r = translate(&inputs(&[web]), &opts());
     assert!(reasons(&r).iter().any(|(reason, _)| reason == "SecretNotFound"), "{:?}", reasons(&r));
 }
+
+/// `[kubernetes] secret_namespaces`: a TLS Secret of a namespace the controller does not read is
+/// refused with `SecretNotRead` naming the Secret and the option (even if a Secret of that name
+/// were handed over), its host is held as for a missing Secret (no certificate content, never
+/// taken off HTTP), and the other Ingresses' routes go on; listed, the same Secret is served.
+#[test]
+fn a_secret_of_a_namespace_not_read_is_refused_naming_the_option() {
+    let a = valid(&["a.example.com"]);
+    let web = ingress("web", "2026-01-01T00:00:00Z", &["a.example.com"], &[("tls-a", &["a.example.com"])], "");
+    let plain = ingress("plain", "2026-01-02T00:00:00Z", &["plain.example.com"], &[], "");
+    let i = inputs(&[secret("shop", "tls-a", &a), web, plain]);
+    let mut o = opts();
+    o.tls.secret_namespaces = vec!["certs".into(), "infra".into()];
+    let r = translate(&i, &o);
+    let w = r.warnings.iter().find(|w| w.reason == "SecretNotRead").expect("a SecretNotRead warning");
+    assert_eq!(w.object.to_string(), "Ingress shop/web");
+    for part in ["Secret shop/tls-a", "namespace shop", "[kubernetes] secret_namespaces = certs, infra"] {
+        assert!(w.message.contains(part), "{part:?} not in {:?}", w.message);
+    }
+    assert!(r.https.as_ref().is_none_or(|h| h.certificates.values().all(|c| c.content.is_none())), "no content");
+    let routes: Vec<String> = r.policies.iter().map(|p| p.description.clone()).collect();
+    assert!(routes.iter().any(|d| d.contains("plain.example.com")), "the others go on: {routes:?}");
+    assert!(routes.iter().any(|d| d.contains("a.example.com")), "the host stays on HTTP: {routes:?}");
+    o.tls.secret_namespaces.push("shop".into());
+    let r = translate(&i, &o);
+    assert!(r.warnings.iter().all(|w| w.reason != "SecretNotRead"), "{:?}", reasons(&r));
+    assert!(r.https.as_ref().unwrap().certificates["shop_tls-a"].content.is_some(), "served once listed");
+}

@@ -64,6 +64,9 @@ pub struct GatewayLoop {
     /// With `[kubernetes] host_ownership`: the Ingress side's claims and owners, one owner index
     /// for both kinds (`crate::gateway::host_owners`); None: off.
     pub hosts: Option<hosts::IngressHosts>,
+    /// `[kubernetes] secret_namespaces` (empty: all): a listener naming a Secret elsewhere is
+    /// refused, naming the option (the Secret is never in the cache).
+    pub secret_namespaces: Vec<String>,
 }
 
 /// Whether the API server serves a resource: `Some(false)` on 404 (the CRD is not installed),
@@ -239,6 +242,7 @@ impl GatewayLoop {
         loop {
             let mut w = world(stores, &self.services, &self.secrets);
             w.limits = self.limits.clone();
+            w.secret_namespaces = self.secret_namespaces.clone();
             let tenancy = self.hosts.as_ref().map(hosts::IngressHosts::tenancy);
             w.hosts = tenancy.clone();
             if let Some(named) = &self.named_secrets {
@@ -347,6 +351,7 @@ pub fn spawn(
         debounce: Duration::from_millis(500),
         recheck: GATEWAY_RECHECK,
         named_secrets: Some(ctx.stores.named_secrets.clone()),
+        secret_namespaces: opts.tls.secret_namespaces.clone(),
         limits: routers.as_ref().map(|r| r.limits.clone()).unwrap_or_default(),
         hosts: opts.tenancy.host_ownership.then(|| hosts::IngressHosts {
             ingresses: ctx.stores.ingresses.clone(),

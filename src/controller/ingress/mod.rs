@@ -1,5 +1,6 @@
 //! The Ingress handler: finalizer, Sync of the whole router, Service notices, status, Events.
 
+pub mod secret_namespaces;
 pub mod tls_secrets;
 
 use crate::controller::context::{Context, HandlerError, Stores, instrumented};

@@ -143,13 +143,50 @@ impl NamedSecrets {
 /// costs a few LISTs, not one per Ingress.
 const RELIST_PAUSE: Duration = Duration::from_secs(1);
 
+/// Where the TLS Secrets are watched (`[kubernetes] secret_namespaces`).
+#[derive(Clone)]
+pub enum SecretSource {
+    /// Every namespace: one cluster-wide watch (built once per process: its size does not matter).
+    All(Box<Api<Secret>>),
+    /// These namespaces only: a watch each, merged (`super::secret_namespaces`).
+    Namespaces(Vec<(String, Api<Secret>)>),
+}
+
+impl SecretSource {
+    /// The source `[kubernetes] secret_namespaces = namespaces` asks for (empty: all).
+    pub fn of(client: &kube::Client, namespaces: &[String]) -> SecretSource {
+        if namespaces.is_empty() {
+            return SecretSource::All(Box::new(Api::all(client.clone())));
+        }
+        SecretSource::Namespaces(
+            namespaces.iter().map(|ns| (ns.clone(), Api::namespaced(client.clone(), ns))).collect(),
+        )
+    }
+
+    /// The watch events of the source, as one watch's.
+    fn watch(
+        &self,
+        config: &watcher::Config,
+        cache: &Store<Secret>,
+    ) -> futures::stream::BoxStream<'static, watcher::Result<watcher::Event<Secret>>> {
+        match self {
+            SecretSource::All(api) => watcher((**api).clone(), config.clone()).default_backoff().boxed(),
+            SecretSource::Namespaces(apis) => {
+                let each =
+                    apis.iter().map(|(ns, api)| (ns.clone(), watcher(api.clone(), config.clone()).default_backoff()));
+                super::secret_namespaces::merged(each.collect(), cache.clone()).boxed()
+            }
+        }
+    }
+}
+
 /// The TLS Secret watch feeding `writer` (see the module docs): started once the Ingresses are
 /// cached (so that the first LIST already knows their names), restarted when `named` asks for
 /// a re-list. Each object touched is sent on the returned stream (the Ingress Controller's
 /// trigger).
 pub fn watch_tls_secrets(
     mut writer: reflector::store::Writer<Secret>,
-    api: Api<Secret>,
+    source: SecretSource,
     config: watcher::Config,
     named: Arc<NamedSecrets>,
     ingresses: Store<Ingress>,
@@ -160,8 +197,8 @@ pub fn watch_tls_secrets(
         while tokio::time::timeout(Duration::from_millis(100), ingresses.wait_until_ready()).await.is_err() {}
         loop {
             let keep = named.clone();
-            let mut events = watcher(api.clone(), config.clone())
-                .default_backoff()
+            let mut events = source
+                .watch(&config, &secrets)
                 .modify(move |s| {
                     crate::controller::slim::slim(s);
                     keep.keep_data_if_named(s);
