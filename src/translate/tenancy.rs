@@ -72,6 +72,29 @@ fn holds(r: &RememberedOwner, now: Option<SystemTime>, grace: Duration) -> bool 
     }
 }
 
+/// How long from `now` until the first of the vacated hosts of `next` (the owners a pass
+/// remembered, over `previous`, those it started from) is released, its grace ended: zero when
+/// one vacated in this pass is due already (no grace). `None`: none to wait for. Whoever decided
+/// with these owners decides again then, so that a host goes to its next claimant when its grace
+/// ends, not at some later pass. A host vacated before this pass whose grace has ended and that
+/// is still remembered (kept through its namespace's wildcard) is not waited for again.
+pub fn next_release(
+    next: &RememberedOwners,
+    previous: &RememberedOwners,
+    now: SystemTime,
+    grace: Duration,
+) -> Option<Duration> {
+    let release = |v: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(v.saturating_add(grace.as_secs()));
+    next.iter()
+        .filter_map(|(host, r)| Some((host, r.vacated?)))
+        .filter_map(|(host, v)| match release(v).duration_since(now) {
+            Ok(left) if !left.is_zero() => Some(left),
+            _ if previous.get(host).is_some_and(|p| p.vacated == Some(v)) => None,
+            _ => Some(Duration::ZERO),
+        })
+        .min()
+}
+
 /// Which Ingress's namespace owns each claimed host (exact and wildcard), when ownership is on.
 #[derive(Clone, Debug, Default)]
 pub struct HostOwners {
@@ -212,6 +235,25 @@ pub(crate) const HOST_OWNED: Reason = Reason::HostOwnedByOtherNamespace;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_next_release_is_when_the_first_vacated_hosts_grace_ends() {
+        let at = |v: Option<u64>| RememberedOwner { namespace: "a".into(), vacated: v };
+        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let grace = Duration::from_secs(60);
+        let next: RememberedOwners =
+            [("x".to_string(), at(Some(990))), ("y".to_string(), at(Some(1_000))), ("z".to_string(), at(None))].into();
+        // x is released at 1,050, y at 1,060: the first in 50 s.
+        assert_eq!(next_release(&next, &RememberedOwners::new(), now, grace), Some(Duration::from_secs(50)));
+        // Nothing vacated: nothing to wait for.
+        let held: RememberedOwners = [("z".to_string(), at(None))].into();
+        assert_eq!(next_release(&held, &RememberedOwners::new(), now, grace), None);
+        // No grace: a host vacated in this pass is due now; one vacated before and still kept
+        // (through a wildcard) is not waited for again, or the loop would pass without end.
+        let vacated_now: RememberedOwners = [("y".to_string(), at(Some(1_000)))].into();
+        assert_eq!(next_release(&vacated_now, &held, now, Duration::ZERO), Some(Duration::ZERO));
+        assert_eq!(next_release(&vacated_now, &vacated_now, now, Duration::ZERO), None);
+    }
     use crate::translate::options::{DEFAULT_HOST_OWNERSHIP_GRACE, TenancyOptions};
 
     fn ing(ns: &str, name: &str, age: u32, hosts: &[&str], tls: &[&str]) -> Ingress {

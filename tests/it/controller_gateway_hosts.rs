@@ -243,9 +243,10 @@ async fn an_httproutes_host_stays_its_namespaces_across_a_restart() {
 
 /// A host an Ingress gives up reaches the HTTPRoute waiting for it at once, not at the Gateway
 /// loop's 30 s recheck: the Ingress side tells the Gateway loop when its claims change
-/// (`OwnerBook::set_ingress_claims`). Shop's Ingress owns legacy.example.com; evil's later route
-/// for it is refused; the Ingress is deleted (no grace): the route is accepted and served well
-/// within the recheck. Before, it waited for the recheck (30 s).
+/// (`OwnerBook::set_ingress_claims`), and passes again when the vacated host's grace ends.
+/// Shop's Ingress owns legacy.example.com; evil's later route for it is refused; the Ingress
+/// names another host instead (no grace): the route is accepted and served well within the
+/// recheck. Before, it waited for the recheck (30 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_host_an_ingress_gives_up_reaches_the_waiting_httproute_without_waiting_for_the_recheck() {
     let fake = fake_with(&[]);
@@ -264,7 +265,9 @@ async fn a_host_an_ingress_gives_up_reaches_the_waiting_httproute_without_waitin
     // one is the recheck's unless the Ingress side wakes it.
     settle().await;
 
-    fake.remove("networking.k8s.io/v1/ingresses", "shop", "legacy");
+    // Shop's Ingress moves to another host: legacy.example.com is vacated (an edit; a deletion
+    // goes through the controller's finalizer, which the fake does not model).
+    ingress(&fake, "shop", "legacy", "elsewhere.example.com", "2026-01-01T00:00:00Z");
     let gone = std::time::Instant::now();
     eventually("evil/steal accepted", 20, || accepted(&fake, "evil", "steal").filter(|a| a.0 == "True")).await;
     let waited = gone.elapsed();

@@ -11,6 +11,7 @@ use crate::gateway::host_owners::ingress_tenancy;
 use crate::gateway::world::HostTenancy;
 use crate::translate::TranslateOptions;
 use crate::translate::options::View;
+use crate::translate::tenancy::next_release;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::runtime::reflector::Store;
 use std::sync::Arc;
@@ -44,14 +45,19 @@ impl IngressHosts {
 
     /// After a pass: the Gateway API's claims to the Ingress side, and the owners to the store
     /// when they changed (only with a store: without, the Ingress side keeps them on the class).
-    pub async fn after(&self, t: &Translation, before: &HostTenancy) {
+    /// Returns when the loop must pass again for a vacated host's grace to end (None: no host
+    /// is vacated): a host its owner gave up is given to the waiting claimant then.
+    pub async fn after(&self, t: &Translation, before: &HostTenancy) -> Option<std::time::Duration> {
         self.book.set_gateway_claims(t.host_claims.clone());
-        let Some(next) = t.remember.as_ref().filter(|n| **n != before.remembered) else { return };
-        if self.book.has_store() {
+        let next = t.remember.as_ref()?;
+        let grace = self.opts.tenancy.host_ownership_grace;
+        let release = next_release(next, &before.remembered, std::time::SystemTime::now(), grace);
+        if *next != before.remembered && self.book.has_store() {
             let json = serde_json::to_string(next).expect("plain JSON");
             self.book.remember(&json).await;
             tracing::info!(hosts = next.len(), "host owners remembered (Gateway API)");
         }
+        release
     }
 }
 

@@ -229,8 +229,15 @@ impl GatewayLoop {
     }
 
     async fn translate_loop(&mut self, stores: &GatewayStores, changed: &Notify, stop: &mut watch::Receiver<bool>) {
+        // With host ownership, the Ingress side's caches too: a pass before them would see no
+        // Ingress claim, give an Ingress's host to a later HTTPRoute and remember it so.
+        let ingress_side = async {
+            if let Some(h) = &self.hosts {
+                futures::future::join(wait_store(h.ingresses.clone()), wait_store(h.classes.clone())).await;
+            }
+        };
         tokio::select! {
-            _ = ready(stores) => {}
+            _ = futures::future::join(ready(stores), ingress_side) => {}
             _ = stop.wait_for(|v| *v) => return,
         }
         tracing::info!("Gateway API caches synced");
@@ -255,8 +262,9 @@ impl GatewayLoop {
             let holds = p.holds.borrow_and_update().clone();
             let released = p.released.borrow_and_update().clone();
             let t = translate_observed(&w, &programmed, &failures, &holds);
+            let mut release = None;
             if let Some((h, before)) = self.hosts.as_ref().zip(tenancy.as_ref()) {
-                h.after(&t, before).await;
+                release = h.after(&t, before).await;
             }
             // The first translation is always published, even when empty: the driver learns that
             // the tables are known (it collects the load balancers of Gateways gone then).
@@ -285,7 +293,8 @@ impl GatewayLoop {
                 _ = programmed_changed(&mut p.failures) => {}
                 _ = programmed_changed(&mut p.holds) => {}
                 _ = programmed_changed(&mut p.released) => {}
-                _ = tokio::time::sleep(self.recheck) => {}
+                // A vacated host's grace ending is a change too (host ownership).
+                _ = tokio::time::sleep(release.map_or(self.recheck, |r| r.min(self.recheck))) => {}
                 _ = stop.wait_for(|v| *v) => return,
             }
             // Several changes at once (a `kubectl apply` of many objects) make one pass.
