@@ -191,7 +191,9 @@ impl RouterSet {
     }
 
     /// Starts from `records` (read from `store` at start, or migrated), written back to `store`.
+    /// The holds of the moves rolled back before are in force again (until they end).
     pub fn with_records(mut self, records: SetRecords, store: Option<SetStore>) -> Self {
+        *self.rollbacks.holds.lock().expect("lock") = records.holds.clone();
         self.records = Mutex::new(records);
         self.store = store;
         self
@@ -405,7 +407,7 @@ impl RouterSet {
     /// succeeded): the hosts of each group on a router that synced are recorded there, with the
     /// group's cost (the cost before, while the group's growth waits for a move, so that a new
     /// leader still sees it); hosts no longer placed are forgotten; the moves are this
-    /// controller's, a finished one's record removed.
+    /// controller's, a finished one's record removed; the rollbacks' holds in force are kept.
     pub fn record(&self, placed: &Placed, synced: &[RouterIndex]) {
         let p = &placed.placement;
         let mut records = self.records.lock().expect("lock");
@@ -425,6 +427,8 @@ impl RouterSet {
         let known = self.moves.lock().expect("lock");
         let placed_hosts = |m: &MovePlan| m.hosts.iter().any(|h| p.host_router.contains_key(h));
         records.set_moves(known.iter().filter(|(_, m)| placed_hosts(m)));
+        // After `moves`: the order `roll_back` takes the locks in. Only the holds in force.
+        records.holds = self.rollbacks.holds(unix_now());
     }
 
     /// Reads the operator's move requests (`kuryr-l7-router move`) for the placement being made
@@ -743,6 +747,7 @@ mod tests {
     /// A new leader (no placement before it in this process) sees from the recorded costs that
     /// a's group grew (1 -> 2 policies) while its router went over capacity (3 > 2): a moves by
     /// itself, b stays. Without the cost records the growth cannot be seen: the excess (b) moves.
+    /// With a rollback's hold of a's move to router 1 in the records, nothing moves.
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn a_new_leader_sees_growth_from_the_recorded_costs() {
         use crate::placement::Capacity;
@@ -778,7 +783,7 @@ mod tests {
             move_target_timeout: Duration::from_secs(1200),
             move_request_namespaces: Vec::new(),
         };
-        let moved_by_new_leader = |recorded: bool| {
+        let moved_by_new_leader = |recorded: bool, holds: Vec<rollback::Hold>| {
             let docs = [ing("a", 2, recorded.then_some(1)), ing("b", 1, recorded.then_some(1))];
             let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
             let mut inputs = crate::translate::options::Inputs::default();
@@ -789,7 +794,8 @@ mod tests {
             let ingresses: Vec<Arc<Ingress>> =
                 docs.iter().map(|d| Arc::new(serde_json::from_value(d.clone()).unwrap())).collect();
             let spawn: SpawnWriter = Box::new(|_, _| Err(WriteError::new("test", "no writer")));
-            let recorded = std::mem::take(&mut *records.lock().unwrap());
+            let mut recorded = std::mem::take(&mut *records.lock().unwrap());
+            recorded.holds = holds;
             let set = RouterSet::new("edge", scale_out.clone(), spawn).with_records(recorded, None);
             let rt = tokio::runtime::Handle::current();
             let placed = tokio::task::block_in_place(|| {
@@ -799,16 +805,21 @@ mod tests {
             let b_record = set.records().hosts.get("b.example.com").cloned();
             (placed.moved.clone(), b_record)
         };
-        let (moved, b_record) = moved_by_new_leader(true);
+        let (moved, b_record) = moved_by_new_leader(true, Vec::new());
         let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
         assert_eq!(got, [("a.example.com", 0, 1)]);
         assert!(matches!(moved[0].cause, MoveCause::OverCapacity { .. }), "{:?}", moved[0].cause);
         let want = HostRecord::on(0).with_cost("b.example.com".into(), crate::placement::Cost::new(1, 0));
         assert_eq!(b_record, Some(want), "b stays, its group and cost recorded");
-        let (moved, _) = moved_by_new_leader(false);
+        let (moved, _) = moved_by_new_leader(false, Vec::new());
         // Without the cost records the growth is not seen: the router is relieved all the
         // same, of its excess (the largest group, a, stays).
         let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
         assert_eq!(got, [("b.example.com", 0, 1)], "{moved:?}");
+        // A rollback's hold read back with the records (a restart within it): no move to that
+        // router starts.
+        let hold = rollback::Hold { hosts: ["a.example.com".to_string()].into(), to: 1, until: unix_now() + 600 };
+        let (moved, _) = moved_by_new_leader(true, vec![hold]);
+        assert!(moved.is_empty(), "held: {moved:?}");
     }
 }
