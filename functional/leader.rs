@@ -7,8 +7,8 @@
 //! and Neutron write of each replica is recorded (start time, method, kind) by its session's
 //! observer, and the moment its write gate closes (the lease lost) by a wrapper backend.
 //! Also included, on the same fake server: `router_set` (scale-out), `scale_toggle` (scale-out
-//! turned on and off) and `gateway_lb` (one
-//! Gateway's load balancer).
+//! turned on and off), `fip_quota` (the set's next router refused its floating IP) and
+//! `gateway_lb` (one Gateway's load balancer).
 
 #[path = "common/mod.rs"]
 mod common;
@@ -21,6 +21,9 @@ mod fake_api;
 use eventually::eventually_every;
 use fake_api::Fake;
 
+/// The set with the floating-IP quota exhausted (issue 36, Proof).
+#[path = "fip_quota.rs"]
+mod fip_quota;
 #[path = "gateway_lb.rs"]
 mod gateway_lb;
 /// A kill -9 mid-move, on `router_set`'s routers.

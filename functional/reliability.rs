@@ -15,7 +15,6 @@ use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::neutron::FloatingIpCreate;
 use kuryr_l7_router::openstack::octavia_requests::{MemberCreate, PoolCreate};
 use kuryr_l7_router::openstack::*;
-use kuryr_l7_router::secret::Secret;
 use reqwest::Method;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -354,50 +353,6 @@ async fn debug_logs_of_a_smoke_run_hold_no_secret() {
     for text in [&stdout, &stderr] {
         assert!(!text.contains(&password), "password logged: {text}");
         assert!(!text.contains("gAAAAA"), "a Fernet token logged: {text}");
-    }
-}
-
-/// A project of its own for a quota test (a fresh Keystone project, and a user with the admin
-/// role on it): its quotas and Octavia's in-use counters are the test's alone, whatever the
-/// other tests of the binary (running in parallel in the admin project) create.
-struct ScratchProject {
-    admin: Session,
-    project: String,
-    user: String,
-    name: String,
-}
-
-impl ScratchProject {
-    async fn create(prefix: &str) -> Self {
-        let admin = session("admin", "admin");
-        let name = unique(prefix, "project");
-        let post = |path: &str, body: Value| {
-            let (admin, path) = (admin.clone(), path.to_string());
-            async move { admin.send_json::<Value>(&Request::new(Service::Identity, Method::POST, path).json(body)).await }
-        };
-        let p = post("/projects", json!({"project": {"name": name, "domain_id": "default"}})).await.unwrap();
-        let project = p["project"]["id"].as_str().unwrap().to_string();
-        let u =
-            post("/users", json!({"user": {"name": name, "password": name, "domain_id": "default"}})).await.unwrap();
-        let user = u["user"]["id"].as_str().unwrap().to_string();
-        let roles: Value =
-            admin.send_json(&Request::new(Service::Identity, Method::GET, "/roles?name=admin")).await.unwrap();
-        let role = roles["roles"][0]["id"].as_str().unwrap();
-        let assign = format!("/projects/{project}/users/{user}/roles/{role}");
-        admin.send(&Request::new(Service::Identity, Method::PUT, assign)).await.unwrap();
-        ScratchProject { admin, project, user, name }
-    }
-
-    fn session(&self) -> Session {
-        let mut auth = AuthOptions::password(AUTH_URL, &self.name, Secret::new(&self.name), &self.name, "Default");
-        auth.region_name = Some("RegionOne".into());
-        Session::new(auth).unwrap()
-    }
-
-    async fn delete(&self) {
-        for path in [format!("/users/{}", self.user), format!("/projects/{}", self.project)] {
-            let _ = self.admin.send(&Request::new(Service::Identity, Method::DELETE, path)).await;
-        }
     }
 }
 

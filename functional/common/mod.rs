@@ -6,8 +6,11 @@ use kuryr_l7_router::driver::floating_ip_description;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::driver::spec::RouterSpec;
+use kuryr_l7_router::openstack::keystone::Request;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
+use reqwest::Method;
+use serde_json::{Value, json};
 use std::time::Duration;
 
 pub const AUTH_URL: &str = "http://127.0.0.1:5000/v3";
@@ -205,5 +208,50 @@ where
     futures::future::join_all(routers.iter().map(cleanup)).await;
     if let Err(e) = result {
         std::panic::resume_unwind(e.into_panic());
+    }
+}
+
+/// A project of its own for a quota test (a fresh Keystone project, and a user with the admin
+/// role on it): its quotas and Octavia's in-use counters are the test's alone, whatever the
+/// other tests of the binary (running in parallel in the admin project) create.
+pub struct ScratchProject {
+    pub admin: Session,
+    pub project: String,
+    user: String,
+    /// Its name, which is also its user's name and password.
+    pub name: String,
+}
+
+impl ScratchProject {
+    pub async fn create(prefix: &str) -> Self {
+        let admin = session("admin", "admin");
+        let name = unique(prefix, "project");
+        let post = |path: &str, body: Value| {
+            let (admin, path) = (admin.clone(), path.to_string());
+            async move { admin.send_json::<Value>(&Request::new(Service::Identity, Method::POST, path).json(body)).await }
+        };
+        let p = post("/projects", json!({"project": {"name": name, "domain_id": "default"}})).await.unwrap();
+        let project = p["project"]["id"].as_str().unwrap().to_string();
+        let u =
+            post("/users", json!({"user": {"name": name, "password": name, "domain_id": "default"}})).await.unwrap();
+        let user = u["user"]["id"].as_str().unwrap().to_string();
+        let roles: Value =
+            admin.send_json(&Request::new(Service::Identity, Method::GET, "/roles?name=admin")).await.unwrap();
+        let role = roles["roles"][0]["id"].as_str().unwrap();
+        let assign = format!("/projects/{project}/users/{user}/roles/{role}");
+        admin.send(&Request::new(Service::Identity, Method::PUT, assign)).await.unwrap();
+        ScratchProject { admin, project, user, name }
+    }
+
+    pub fn session(&self) -> Session {
+        let mut auth = AuthOptions::password(AUTH_URL, &self.name, Secret::new(&self.name), &self.name, "Default");
+        auth.region_name = Some("RegionOne".into());
+        Session::new(auth).unwrap()
+    }
+
+    pub async fn delete(&self) {
+        for path in [format!("/users/{}", self.user), format!("/projects/{}", self.project)] {
+            let _ = self.admin.send(&Request::new(Service::Identity, Method::DELETE, path)).await;
+        }
     }
 }

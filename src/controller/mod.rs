@@ -46,6 +46,7 @@ pub mod router_set;
 pub mod routers;
 pub mod runtime;
 pub mod services;
+pub mod sharded;
 pub mod slim;
 pub mod stamp_store;
 pub mod watches;

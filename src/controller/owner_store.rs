@@ -1,6 +1,6 @@
 //! Where the hosts' remembered owners (`[kubernetes] host_ownership`, `translate::tenancy`)
 //! outlive the process: sharded ConfigMaps of the controller's namespace
-//! (`kuryr-l7-router-owners-<ingress class>-<n>-<i>`, `controller::router_set::store`'s sharding), written
+//! (`kuryr-l7-router-owners-<ingress class>-<n>-<i>`, `controller::sharded`'s sharding), written
 //! by the leader when a translation changes them, read once at start.
 //!
 //! Before, they were one annotation of our IngressClass: past the API server's 256 KiB limit on
@@ -11,7 +11,7 @@
 //! read once, at the upgrade (only cluster administrators can write it), then never again.
 
 use crate::controller::ControllerError;
-use crate::controller::router_set::store::{SetStore, Sharded, json, read_key, shard_of};
+use crate::controller::sharded::{ShardStore, Sharded, json, read_key, shard_of};
 use crate::translate::host_claims::HostClaim;
 use crate::translate::tenancy::{HOST_OWNERS_ANNOTATION, RememberedOwner, RememberedOwners};
 use k8s_openapi::api::networking::v1::IngressClass;
@@ -45,7 +45,7 @@ impl Sharded for OwnerRecords {
 }
 
 /// The store of the owners of `class`'s hosts.
-pub type OwnerStore = SetStore<OwnerRecords>;
+pub type OwnerStore = ShardStore<OwnerRecords>;
 
 /// The owners the leader starts from, and their store in `namespace`: what the store holds; on
 /// the first start of this version (no store yet), the owners in our IngressClass's annotation
@@ -179,7 +179,7 @@ impl OwnerBook {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::router_set::store::{OBJECT_LIMIT, config_maps, read_shards};
+    use crate::controller::sharded::{OBJECT_LIMIT, config_maps, read_shards};
 
     /// 6,000 hosts' owners are kept in ConfigMaps each under the object limit (one annotation
     /// holds about 4–5k) and read back whole; another kind of records of the same name is not

@@ -59,6 +59,11 @@ pub struct PlacementInput {
     /// from a move's target while the move publishes that target's address.
     #[serde(default)]
     pub moving: BTreeSet<String>,
+    /// The sources of the moves in progress: each still routes its move's hosts (until the
+    /// move's `DeleteOld` has cleared them), and DNS may still send clients there. Such a
+    /// router is kept, never empty (so never deleted), whatever is placed on it.
+    #[serde(default)]
+    pub serving: BTreeSet<RouterIndex>,
 }
 
 /// A part of a group to move to the router of the rest of its group (after a merge).
@@ -177,7 +182,8 @@ pub fn place(input: &PlacementInput) -> Placement {
         closed: closed.collect(),
         failing,
     };
-    let known = input.routers.keys().filter(|r| !loads.held.contains(r)).chain(&named).copied().chain([0]);
+    let known = input.routers.keys().filter(|r| !loads.held.contains(r)).chain(&named).chain(&input.serving);
+    let known = known.copied().chain([0]);
     for r in known {
         loads.cost.insert(r, shared);
     }
@@ -193,8 +199,12 @@ pub fn place(input: &PlacementInput) -> Placement {
             None => new_groups.push(group),
         }
     }
-    let expired: BTreeSet<RouterIndex> =
-        loads.cost.keys().copied().filter(|&r| r != 0 && loads.is_empty(r) && grace_over(input, r)).collect();
+    let expired: BTreeSet<RouterIndex> = loads
+        .cost
+        .keys()
+        .copied()
+        .filter(|&r| r != 0 && loads.is_empty(r) && !input.serving.contains(&r) && grace_over(input, r))
+        .collect();
     let mut warnings = Vec::new();
     if !shared.fits(input.capacity) {
         warnings.push(PlacementWarning::SharedOverCapacity { cost: shared });
@@ -333,7 +343,9 @@ fn router_fates(
     let mut out = BTreeMap::new();
     for (&router, &cost) in &loads.cost {
         let groups = loads.groups.get(&router).cloned().unwrap_or_default();
-        let fate = if router == 0 || !groups.is_empty() {
+        // A move's source still serving its hosts is not empty: deleting it would drop routes
+        // that DNS may still resolve to (the move is make-before-break, so is its end).
+        let fate = if router == 0 || !groups.is_empty() || input.serving.contains(&router) {
             RouterFate::Keep
         } else if expired.contains(&router) {
             RouterFate::Delete
@@ -369,6 +381,7 @@ mod tests {
             now: 1000,
             empty_grace_secs: 600,
             moving: BTreeSet::new(),
+            serving: BTreeSet::new(),
         }
     }
 
@@ -391,6 +404,22 @@ mod tests {
         let p = place(&input(vec![claim("ns/tie", &["x.com", "y.com"], 1)], &[("x.com", 2), ("y.com", 1)]));
         assert_eq!(p.group_router["x.com"], 1);
         assert_eq!(p.moves[0].from, 2);
+    }
+
+    /// Router 1 holds no group any more (its hosts are placed on their move's target) and has
+    /// been empty longer than its grace, but the move's source still routes them: it is kept,
+    /// not empty. Once the move is done it is empty from then, and deleted after its grace.
+    #[test]
+    fn a_move_source_still_serving_is_kept_however_long_it_holds_no_group() {
+        let mut i = input(vec![claim("ns/c", &["c.com"], 1)], &[("c.com", 0)]);
+        i.routers.insert(1, RouterRecord { empty_since: Some(1), ..RouterRecord::default() });
+        i.moving = ["c.com".to_string()].into();
+        i.serving = [1].into();
+        assert_eq!(place(&i).routers[&1].fate, RouterFate::Keep, "the source of a move in progress");
+        i.serving.clear();
+        i.routers.insert(1, RouterRecord::default());
+        let p = place(&i);
+        assert_eq!(p.routers[&1].fate, RouterFate::Empty { since: 1000, delete_at: 1600 }, "the move done");
     }
 
     /// Router 1's name is held by an untagged load balancer that no placement names: a group

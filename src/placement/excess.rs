@@ -120,6 +120,7 @@ mod tests {
             now: 0,
             empty_grace_secs: 60,
             moving: BTreeSet::new(),
+            serving: BTreeSet::new(),
         })
     }
 

@@ -24,6 +24,7 @@ fn placed(claims: Vec<IngressClaim>, current: &[(&str, RouterIndex)], routers: &
         now: 0,
         empty_grace_secs: 600,
         moving: BTreeSet::new(),
+        serving: BTreeSet::new(),
     })
 }
 

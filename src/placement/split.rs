@@ -184,6 +184,7 @@ pub(crate) fn placement_input(desired: &DesiredRouter, params: &SplitParams) -> 
         now: params.now,
         empty_grace_secs: params.empty_grace_secs,
         moving: BTreeSet::new(),
+        serving: BTreeSet::new(),
     }
 }
 

@@ -97,13 +97,19 @@ pub(crate) struct Set {
 /// a router and `move_dns_grace = 1` unless it says), the routers of `hung` hanging from the
 /// start (a create that does not return), and waits until the Ingresses not on those are placed.
 pub(crate) async fn start(names: &[&str], octavia: &str, hung: &[u32]) -> Set {
-    let _ = rustls::crypto::ring::default_provider().install_default();
     let fake = Fake::new();
     fake.put("ingressclasses", class());
     fake.put("services", service());
     for name in names {
         fake.put("ingresses", ingress(name));
     }
+    start_on(fake, octavia, hung).await
+}
+
+/// [`start`] on the objects of `fake` (a restart: the controller's ConfigMaps are kept; each
+/// router's Octavia starts empty).
+pub(crate) async fn start_on(fake: Arc<Fake>, octavia: &str, hung: &[u32]) -> Set {
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
     let dir = tempfile::tempdir().unwrap();
     let token = dir.path().join("token");

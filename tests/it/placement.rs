@@ -33,6 +33,7 @@ fn input(claims: Vec<IngressClaim>) -> PlacementInput {
         now: 10_000,
         empty_grace_secs: 600,
         moving: Default::default(),
+        serving: Default::default(),
     }
 }
 

@@ -285,8 +285,10 @@ fn place_moving<'a>(
     moves: impl Iterator<Item = &'a MovePlan>,
 ) -> Placement {
     let mut input = placement_input(desired, params);
-    let in_progress = moves.filter(|m| !matches!(m.phase, MovePhase::Done { .. }));
-    input.moving = in_progress.flat_map(|m| m.hosts.iter().cloned()).collect();
+    let in_progress: Vec<&MovePlan> = moves.filter(|m| !matches!(m.phase, MovePhase::Done { .. })).collect();
+    input.moving = in_progress.iter().flat_map(|m| m.hosts.iter().cloned()).collect();
+    // Each source routes its move's hosts until the move is done: never empty meanwhile.
+    input.serving = in_progress.iter().map(|m| m.from).collect();
     place(&input)
 }
 

@@ -70,6 +70,7 @@ fn homes_keep_the_source_until_delete_old() {
         now: 0,
         empty_grace_secs: 0,
         moving: Default::default(),
+        serving: Default::default(),
     });
     assert_eq!(placement.host_router["a.com"], 1);
     for (phase, want) in [
@@ -333,4 +334,42 @@ fn a_move_done_whose_hosts_a_tie_placed_elsewhere_moves_on_make_before_break() {
     // A move done on the router its hosts are placed on goes nowhere.
     let a_done = MovePlan { phase: MovePhase::Done { at: 530 }, ..a };
     assert_eq!(chained(&a_done, &got.placement, 530), None);
+}
+
+/// Scale-out off: c.com drains from the second router into the first. The second router holds
+/// no group any more (c.com is placed on the move's target) and its empty grace is long over,
+/// but it routes c.com until the move's `DeleteOld`: it is kept in every phase before that, and
+/// empty (its grace running) only once the move is done. Before, it was empty (then deleted, with its floating IP)
+/// as soon as the drain started, while the status still published its address.
+#[test]
+fn a_drained_router_is_kept_until_its_move_is_done() {
+    let mut params = params_at(10, &[("a.com", 0), ("b.com", 0), ("c.com", 1)]);
+    params
+        .routers
+        .insert(1, crate::placement::RouterRecord { empty_since: Some(1), draining: true, ..Default::default() });
+    let draining = Growth { draining: true, ..Growth::default() };
+    let got = place_with_moves(&tied_desired(), &params, Moves::new(), &[], 500, &draining);
+    let started: Vec<_> = got.started.iter().map(|m| (m.group.as_str(), m.from, m.to, m.cause)).collect();
+    assert_eq!(started, [("c.com", 1, 0, MoveCause::Drain)]);
+    let fate = |moves: &Moves| {
+        // The record follows the moves: a host is on the target once its move is done.
+        let mut params = params.clone();
+        let done = moves.values().filter(|m| matches!(m.phase, MovePhase::Done { .. }));
+        params.current.extend(done.flat_map(|m| m.hosts.iter().map(|h| (h.clone(), m.to))));
+        let placed = place_with_moves(&tied_desired(), &params, moves.clone(), &[], 5000, &draining);
+        placed.placement.routers.get(&1).map(|l| l.fate)
+    };
+    assert_eq!(fate(&got.moves), Some(crate::placement::RouterFate::Keep), "CreateOnTarget");
+    let timings = MoveTimings { dns_grace_secs: 60, old_routes_grace_secs: 60 };
+    let active = MoveObservation { target_active: true, source_cleared: true };
+    let mut moves = got.moves.clone();
+    for at in [501, 600, 700] {
+        moves.values_mut().for_each(|m| *m = m.advance(at, active, timings));
+        let phase = moves["c.com"].phase;
+        assert!(!matches!(phase, MovePhase::Done { .. }));
+        assert_eq!(fate(&moves), Some(crate::placement::RouterFate::Keep), "{phase:?}");
+    }
+    moves.values_mut().for_each(|m| *m = m.advance(701, active, timings));
+    assert_eq!(moves["c.com"].phase, MovePhase::Done { at: 701 });
+    assert!(matches!(fate(&moves), Some(crate::placement::RouterFate::Empty { .. })), "emptied: its grace runs");
 }

@@ -18,7 +18,9 @@
 //!
 //! A move rolled back (or cancelled) is not started again, to the same target, for
 //! `move_target_timeout` (and the way back's graces): an automatic move would otherwise start
-//! it again at the next Sync. An operator's request for it is removed from the store.
+//! it again at the next Sync. An operator's request for it is removed from the store. The
+//! holds are kept with the set's records (the controller's ConfigMaps, with their expiry) and
+//! read back at start: a restart does not try the move once more either.
 
 use crate::controller::router_set::moves::Moves;
 use crate::placement::moves::MoveCause;
@@ -120,8 +122,9 @@ pub fn roll_back(
     out
 }
 
-/// A group kept off a target after a rollback, until `until`.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// A group kept off a target after a rollback, until `until`. Kept with the set's records
+/// (`store`), so that a restart does not try the move again before `until`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Hold {
     pub hosts: BTreeSet<String>,
     pub to: RouterIndex,

@@ -1,6 +1,7 @@
 use super::*;
 use crate::placement::MovePlan;
 use crate::placement::assign::MoveRequest;
+use std::collections::BTreeSet;
 
 /// `hosts` hosts of 40-60 characters, in groups of 4, on 100 routers, each with its group's
 /// cost, and a move of one group in 50.
@@ -119,4 +120,21 @@ fn operator_requests_read_back_by_ingress() {
     assert!(asks[0].target.as_ref().is_err_and(|e| e.contains("\"other\"")), "{:?}", asks[0]);
     assert_eq!(asks[1], MoveAsk { ingress: "shop/web.v2".into(), target: Ok(2) });
     assert_ne!(asks_name("edge"), shard_name("edge", 1, 0));
+}
+
+/// The rollbacks' holds are kept with the records, each with its expiry, and read back whole
+/// (over several shards too); records without holds write no holds key at all (the shards of a
+/// set that never rolled back are what they were before holds were kept).
+#[test]
+fn the_holds_of_rolled_back_moves_round_trip_with_their_expiry() {
+    use crate::controller::router_set::rollback::Hold;
+    let mut want = records(10_000);
+    let hold = |h: &str, to, until| Hold { hosts: [h.to_string()].into(), to, until };
+    want.holds = vec![hold("a.example.com", 3, 1_800_000_100), hold("b.example.com", 2, 1_800_000_200)];
+    let cms = config_maps("edge", &want, 7);
+    let mut got = read_config_maps("edge", &cms).unwrap().records.unwrap();
+    got.holds.sort_by_key(|h| h.until);
+    assert_eq!(got, want);
+    let without = config_maps("edge", &records(10), 1);
+    assert!(without.iter().all(|cm| !cm.data.as_ref().unwrap().contains_key("holds")), "{without:?}");
 }

@@ -1,0 +1,140 @@
+use super::*;
+
+/// An oversized group's Ingresses get `OversizedGroup`, naming the router it has to
+/// itself; the Ingresses of every group on a router over capacity get `RouterOverCapacity`;
+/// nobody else gets anything.
+#[test]
+fn placement_warnings_become_warning_events_on_the_ingresses_concerned() {
+    use crate::placement::split::{SplitParams, place_and_split};
+    use crate::placement::{Capacity, PlacementWarning};
+    use crate::translate::{TranslateOptions, translate};
+    let yaml = |name: &str, hosts: &[&str], paths: usize| {
+        let rules: Vec<serde_json::Value> = hosts
+            .iter()
+            .map(|h| {
+                let paths: Vec<serde_json::Value> = (0..paths)
+                    .map(|i| {
+                        serde_json::json!({"path": format!("/p{i}"), "pathType": "Prefix",
+                        "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+                    })
+                    .collect();
+                serde_json::json!({"host": h, "http": {"paths": paths}})
+            })
+            .collect();
+        serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"ingressClassName": "kuryr-l7-router", "rules": rules}})
+    };
+    let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+    let docs = [yaml("big", &["big.example.com"], 3), yaml("small", &["small.example.com"], 1)];
+    let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+    // JSON documents are YAML documents.
+    let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
+    let mut inputs = crate::translate::options::Inputs::default();
+    crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs).unwrap();
+    let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+    let whole = translate(&inputs, &opts);
+    let params = SplitParams {
+        capacity: Capacity { max_policies: 2, max_certificates: 10 },
+        current: BTreeMap::new(),
+        routers: BTreeMap::new(),
+        now: 0,
+        empty_grace_secs: 60,
+    };
+    let set = place_and_split(&whole, &params);
+    assert!(matches!(set.placement.warnings[..], [PlacementWarning::OversizedGroup { .. }]), "{:?}", set.placement);
+    let placed = Placed {
+        placement: set.placement,
+        whole: Arc::new(whole),
+        parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+        moves: Moves::default(),
+        moved: Vec::new(),
+        refused: Vec::new(),
+        pending: BTreeSet::new(),
+    };
+    let events = placement_events("edge", &placed);
+    let got: Vec<(String, &str)> = events.iter().map(|e| (e.regarding.to_string(), e.event.reason.as_str())).collect();
+    assert_eq!(got, [("Ingress shop/big".to_string(), "OversizedGroup")]);
+    assert!(matches!(events[0].event.type_, kube::runtime::events::EventType::Warning));
+    assert!(events[0].event.message.contains("big.example.com"), "{}", events[0].event.message);
+}
+
+/// A new leader (no placement before it in this process) sees from the recorded costs that
+/// a's group grew (1 -> 2 policies) while its router went over capacity (3 > 2): a moves by
+/// itself, b stays. Without the cost records the growth cannot be seen: the excess (b) moves.
+/// With a rollback's hold of a's move to router 1 in the records, nothing moves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+async fn a_new_leader_sees_growth_from_the_recorded_costs() {
+    use crate::placement::Capacity;
+    use crate::placement::moves::MoveCause;
+    use crate::translate::{TranslateOptions, translate};
+    let records = std::sync::Mutex::new(SetRecords::default());
+    let ing = |name: &str, paths: usize, cost: Option<u32>| {
+        let paths: Vec<serde_json::Value> = (0..paths)
+            .map(|i| {
+                serde_json::json!({"path": format!("/p{i}"), "pathType": "Prefix",
+                    "backend": {"service": {"name": "web", "port": {"number": 80}}}})
+            })
+            .collect();
+        let host = format!("{name}.example.com");
+        let record = match cost {
+            Some(p) => HostRecord::on(0).with_cost(host.clone(), crate::placement::Cost::new(p, 0)),
+            None => HostRecord::on(0),
+        };
+        records.lock().unwrap().hosts.insert(host.clone(), record);
+        serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": host, "http": {"paths": paths}}]}})
+    };
+    let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+    let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+    let scale_out = ScaleOut {
+        enabled: true,
+        capacity: Capacity { max_policies: 2, max_certificates: 10 },
+        move_dns_grace: Duration::from_secs(60),
+        empty_router_grace: Duration::from_secs(60),
+        move_target_timeout: Duration::from_secs(1200),
+        move_request_namespaces: Vec::new(),
+    };
+    let moved_by_new_leader = |recorded: bool, holds: Vec<rollback::Hold>| {
+        let docs = [ing("a", 2, recorded.then_some(1)), ing("b", 1, recorded.then_some(1))];
+        let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
+        let mut inputs = crate::translate::options::Inputs::default();
+        crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs)
+            .unwrap();
+        let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+        let whole = translate(&inputs, &opts);
+        let ingresses: Vec<Arc<Ingress>> =
+            docs.iter().map(|d| Arc::new(serde_json::from_value(d.clone()).unwrap())).collect();
+        let spawn: SpawnWriter = Box::new(|_, _| Err(WriteError::new("test", "no writer")));
+        let mut recorded = std::mem::take(&mut *records.lock().unwrap());
+        recorded.holds = holds;
+        let set = RouterSet::new("edge", scale_out.clone(), spawn).with_records(recorded, None);
+        let rt = tokio::runtime::Handle::current();
+        let placed =
+            tokio::task::block_in_place(|| rt.block_on(set.placed(Instant::now(), &ingresses, move || whole)).unwrap());
+        set.record(&placed, &[0, 1]);
+        let b_record = set.records().hosts.get("b.example.com").cloned();
+        (placed.moved.clone(), b_record)
+    };
+    let (moved, b_record) = moved_by_new_leader(true, Vec::new());
+    let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+    assert_eq!(got, [("a.example.com", 0, 1)]);
+    assert!(matches!(moved[0].cause, MoveCause::OverCapacity { .. }), "{:?}", moved[0].cause);
+    let want = HostRecord::on(0).with_cost("b.example.com".into(), crate::placement::Cost::new(1, 0));
+    assert_eq!(b_record, Some(want), "b stays, its group and cost recorded");
+    let (moved, _) = moved_by_new_leader(false, Vec::new());
+    // Without the cost records the growth is not seen: the router is relieved all the
+    // same, of its excess (the largest group, a, stays).
+    let got: Vec<_> = moved.iter().map(|m| (m.group.as_str(), m.from, m.to)).collect();
+    assert_eq!(got, [("b.example.com", 0, 1)], "{moved:?}");
+    // A rollback's hold read back with the records (a restart within it): no move to that
+    // router starts.
+    let hold = rollback::Hold { hosts: ["a.example.com".to_string()].into(), to: 1, until: unix_now() + 600 };
+    let (moved, _) = moved_by_new_leader(true, vec![hold]);
+    assert!(moved.is_empty(), "held: {moved:?}");
+}
