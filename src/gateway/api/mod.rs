@@ -16,11 +16,15 @@
 mod backend_tls;
 mod convert;
 pub mod generated;
+mod listener_set;
 mod parsed;
 mod route;
 
 pub use backend_tls::{BackendTLSPolicy, BackendTLSPolicySpec, PolicyTargetRef};
 pub use convert::{Blank, conversions_on_this_thread, domain_event, domain_of};
+pub use listener_set::{
+    AllowedListeners, ListenerNamespaces, ListenerSet, ListenerSetSpec, ListenerSetStatus, ParentGatewayReference,
+};
 pub use parsed::{Parsed, Unread};
 pub use route::*;
 
@@ -84,6 +88,9 @@ pub struct GatewaySpec {
     pub addresses: Vec<GatewaySpecAddress>,
     #[serde(default)]
     pub infrastructure: Option<GatewayInfrastructure>,
+    /// Which namespaces' ListenerSets may add listeners (none when unset).
+    #[serde(default)]
+    pub allowed_listeners: Option<AllowedListeners>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -192,6 +199,9 @@ pub struct GatewayStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<ListenerStatus>,
+    /// How many ListenerSets the Gateway admits and serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_listener_sets: Option<i32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
