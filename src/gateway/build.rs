@@ -10,12 +10,14 @@ use super::host_owners::{GatewayHosts, ServedGateways, allowed, decide};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
 use super::keep::{Fates, fates, translated};
 use super::limits::{LIMIT_EXCEEDED, over_limits};
-use super::listener_sets::{ListenerSetOutcome, SetWork, add_set_plans, parent_target, sets_of};
+use super::listener_sets::{SetWork, add_set_plans, parent_target, sets_of};
 use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
 use super::redirect::{RedirectFrom, octavia_redirect};
-use super::status::{ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ParentOutcome, RouteOutcome};
+use super::status::{
+    ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ListenerSetOutcome, ParentOutcome, RouteOutcome,
+};
 use super::world::{World, name_of, ns_of};
 use super::{Action, CONTROLLER_NAME, GatewayRoutes, PortRoutes, RouteEntry};
 use crate::model::KubeRef;
@@ -282,7 +284,8 @@ fn route_parents(
         let attached = if admitted {
             attach(route, p, w.gw, set.as_ref(), &w.plans, world)
         } else {
-            let m = format!("ListenerSet {}/{} is not admitted by Gateway {}/{}", p_ns(&set), p.name, gw_key.0, gw_key.1);
+            let m =
+                format!("ListenerSet {}/{} is not admitted by Gateway {}/{}", p_ns(&set), p.name, gw_key.0, gw_key.1);
             Err(Cond::no("Accepted", "NotAllowedByListeners", m))
         };
         let attached = attached.and_then(|att| match owners {

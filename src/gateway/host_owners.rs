@@ -27,8 +27,8 @@
 
 use super::api::{Gateway, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set};
-use super::listener_sets::parent_target;
 use super::hostnames::is_wildcard;
+use super::listener_sets::parent_target;
 use super::listeners::ListenerPlan;
 use super::status::Cond;
 use super::world::{HostTenancy, World, name_of, ns_of};

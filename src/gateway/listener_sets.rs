@@ -9,29 +9,8 @@
 use super::api::{GROUP, Gateway, HTTPRoute, ListenerSet, ParentReference};
 use super::attach::{names_a_listener_set, parent_namespace};
 use super::listeners::{Declared, ListenerPlan, mark_conflicts, plan_one, selector_matches};
-use super::status::{Cond, ListenerOutcome};
+use super::status::{Cond, ListenerOutcome, ListenerSetOutcome};
 use super::world::{World, name_of, ns_of};
-
-/// The computed status of one ListenerSet naming a Gateway of ours.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ListenerSetOutcome {
-    pub namespace: String,
-    pub name: String,
-    pub generation: Option<i64>,
-    /// Accepted, Programmed.
-    pub conditions: Vec<Cond>,
-    pub listeners: Vec<ListenerOutcome>,
-}
-
-impl ListenerSetOutcome {
-    pub fn condition(&self, kind: &str) -> Option<&Cond> {
-        self.conditions.iter().find(|c| c.kind == kind)
-    }
-
-    pub fn listener(&self, name: &str) -> Option<&ListenerOutcome> {
-        self.listeners.iter().find(|l| l.name == name)
-    }
-}
 
 /// The Gateway (namespace, name) a ListenerSet names as its parent; None when its parentRef is
 /// not a Gateway.
@@ -78,8 +57,7 @@ pub(crate) fn sets_of<'a>(gw: &Gateway, world: &'a World) -> Vec<SetWork<'a>> {
 /// and not accepted: the earlier one keeps the port or the name.
 pub(crate) fn add_set_plans(sets: &[SetWork<'_>], world: &World, plans: &mut Vec<ListenerPlan>) {
     for s in sets.iter().filter(|s| s.admitted) {
-        let owner =
-            Declared { kind: "ListenerSet", namespace: ns_of(s.ls), set: Some((ns_of(s.ls), name_of(s.ls))) };
+        let owner = Declared { kind: "ListenerSet", namespace: ns_of(s.ls), set: Some((ns_of(s.ls), name_of(s.ls))) };
         let mut mine: Vec<ListenerPlan> = s.ls.spec.listeners.iter().map(|l| plan_one(&owner, l, world)).collect();
         mark_conflicts(&mut mine);
         for p in mine.iter_mut().filter(|p| p.accepted.ok && !p.conflicted.ok) {
@@ -148,14 +126,13 @@ pub(crate) fn outcome(
     }
 }
 
+/// A namespaced object's (namespace, name).
+pub(crate) type Key = (String, String);
+
 /// What a parentRef of `route` reaches: the Gateway (namespace, name), and for a parentRef to a
 /// ListenerSet, that ListenerSet (namespace, name). None: a ListenerSet that does not exist or
 /// whose parent is not a Gateway.
-pub(crate) fn parent_target(
-    route: &HTTPRoute,
-    p: &ParentReference,
-    world: &World,
-) -> Option<((String, String), Option<(String, String)>)> {
+pub(crate) fn parent_target(route: &HTTPRoute, p: &ParentReference, world: &World) -> Option<(Key, Option<Key>)> {
     let key = (parent_namespace(route, p), p.name.clone());
     if !names_a_listener_set(p) {
         return Some((key, None));

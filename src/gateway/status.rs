@@ -6,8 +6,7 @@
 use super::CONTROLLER_NAME;
 use super::api::{
     GatewayClassStatus, GatewayStatus, GatewayStatusAddress, HTTPRouteStatus, ListenerSetStatus, ListenerStatus,
-    ParentReference,
-    RouteGroupKind, RouteParentStatus, SupportedFeature,
+    ParentReference, RouteGroupKind, RouteParentStatus, SupportedFeature,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde::Serialize;
@@ -82,6 +81,27 @@ pub struct GatewayOutcome {
     pub listeners: Vec<ListenerOutcome>,
     /// The ListenerSets it admits whose listeners are valid (`status.attachedListenerSets`).
     pub attached_listener_sets: i32,
+}
+
+/// The computed status of one ListenerSet naming a Gateway of ours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerSetOutcome {
+    pub namespace: String,
+    pub name: String,
+    pub generation: Option<i64>,
+    /// Accepted, Programmed.
+    pub conditions: Vec<Cond>,
+    pub listeners: Vec<ListenerOutcome>,
+}
+
+impl ListenerSetOutcome {
+    pub fn condition(&self, kind: &str) -> Option<&Cond> {
+        self.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    pub fn listener(&self, name: &str) -> Option<&ListenerOutcome> {
+        self.listeners.iter().find(|l| l.name == name)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -193,10 +213,8 @@ fn render_listeners(
     listeners
         .iter()
         .map(|l| {
-            let old_l = old
-                .and_then(|s| s.iter().find(|x| x.name == l.name))
-                .map(|x| x.conditions.as_slice())
-                .unwrap_or(&[]);
+            let old_l =
+                old.and_then(|s| s.iter().find(|x| x.name == l.name)).map(|x| x.conditions.as_slice()).unwrap_or(&[]);
             ListenerStatus {
                 name: l.name.clone(),
                 supported_kinds: l.supported_kinds.clone(),
@@ -209,7 +227,7 @@ fn render_listeners(
 
 /// A ListenerSet's status.
 pub(crate) fn render_listener_set(
-    o: &super::listener_sets::ListenerSetOutcome,
+    o: &ListenerSetOutcome,
     old: Option<&ListenerSetStatus>,
     now: &Time,
 ) -> ListenerSetStatus {

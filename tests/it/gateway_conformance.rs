@@ -298,7 +298,9 @@ fn as_applied(text: &str) -> String {
 /// them: none may need the lenient path (`Parsed::Unread`).
 fn generated_types_read(text: &str, what: &str) -> Vec<String> {
     use kuryr_l7_router::gateway::api::Parsed;
-    use kuryr_l7_router::gateway::api::generated::{gatewayclasses, gateways, httproutes, listenersets, referencegrants};
+    use kuryr_l7_router::gateway::api::generated::{
+        gatewayclasses, gateways, httproutes, listenersets, referencegrants,
+    };
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).unwrap();
     let mut errs = Vec::new();
     for d in docs.into_iter().filter(|d| !d.is_null()) {

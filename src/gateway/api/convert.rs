@@ -17,8 +17,7 @@ use super::generated::{gatewayclasses, gateways, httproutes, listenersets, refer
 use super::parsed::Parsed;
 use super::{
     Gateway, GatewayClass, GatewayClassSpec, GatewayClassStatus, HTTPRoute, ListenerSet, ParametersReference,
-    ReferenceGrant,
-    ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, SupportedFeature,
+    ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, SupportedFeature,
 };
 use kube::runtime::watcher::Event;
 use serde::Serialize;

@@ -44,23 +44,3 @@ pub struct ListenerSetStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<ListenerStatus>,
 }
-
-/// `Gateway.spec.allowedListeners`: which namespaces' ListenerSets the Gateway admits.
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AllowedListeners {
-    #[serde(default)]
-    pub namespaces: Option<ListenerNamespaces>,
-}
-
-#[serde_with::skip_serializing_none]
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListenerNamespaces {
-    /// `None` (the default: no ListenerSet), `Same`, `All` or `Selector`.
-    #[serde(default)]
-    pub from: Option<String>,
-    #[serde(default)]
-    pub selector: Option<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
-}

@@ -22,9 +22,7 @@ mod route;
 
 pub use backend_tls::{BackendTLSPolicy, BackendTLSPolicySpec, PolicyTargetRef};
 pub use convert::{Blank, conversions_on_this_thread, domain_event, domain_of};
-pub use listener_set::{
-    AllowedListeners, ListenerNamespaces, ListenerSet, ListenerSetSpec, ListenerSetStatus, ParentGatewayReference,
-};
+pub use listener_set::{ListenerSet, ListenerSetSpec, ListenerSetStatus, ParentGatewayReference};
 pub use parsed::{Parsed, Unread};
 pub use route::*;
 
@@ -91,6 +89,26 @@ pub struct GatewaySpec {
     /// Which namespaces' ListenerSets may add listeners (none when unset).
     #[serde(default)]
     pub allowed_listeners: Option<AllowedListeners>,
+}
+
+/// `Gateway.spec.allowedListeners`: which namespaces' ListenerSets the Gateway admits.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowedListeners {
+    #[serde(default)]
+    pub namespaces: Option<ListenerNamespaces>,
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerNamespaces {
+    /// `None` (the default: no ListenerSet), `Same`, `All` or `Selector`.
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
 }
 
 #[serde_with::skip_serializing_none]
