@@ -33,6 +33,9 @@ pub(crate) fn admits(gw: &Gateway, namespace: &str, world: &World) -> bool {
     }
 }
 
+/// The reason of a listener whose protocol Octavia's L7 rules cannot serve (`super::listeners`).
+const UNSUPPORTED: &str = "UnsupportedProtocol";
+
 /// One ListenerSet of a Gateway while translating: admitted or not.
 pub(crate) struct SetWork<'a> {
     pub ls: &'a ListenerSet,
@@ -60,7 +63,10 @@ pub(crate) fn add_set_plans(sets: &[SetWork<'_>], world: &World, plans: &mut Vec
         let owner = Declared { kind: "ListenerSet", namespace: ns_of(s.ls), set: Some((ns_of(s.ls), name_of(s.ls))) };
         let mut mine: Vec<ListenerPlan> = s.ls.spec.listeners.iter().map(|l| plan_one(&owner, l, world)).collect();
         mark_conflicts(&mut mine);
-        for p in mine.iter_mut().filter(|p| p.accepted.ok && !p.conflicted.ok) {
+        // A listener of a protocol Octavia does not serve (TCP, say) on a port taken by an earlier
+        // HTTP listener is in conflict before being unsupported: the spec's reason is the conflict.
+        let candidate = |p: &ListenerPlan| (p.accepted.ok || p.accepted.reason == UNSUPPORTED) && !p.conflicted.ok;
+        for p in mine.iter_mut().filter(|p| candidate(p)) {
             let earlier = plans.iter().filter(|e| e.accepted.ok && !e.conflicted.ok && e.port == p.port);
             let conflict = earlier.fold(None, |c, e| {
                 c.or_else(|| {
