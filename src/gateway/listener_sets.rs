@@ -91,7 +91,8 @@ pub(crate) fn add_set_plans(sets: &[SetWork<'_>], world: &World, plans: &mut Vec
 }
 
 /// The ListenerSet's status from its listeners' (`listeners`, those of its plans) and its
-/// Gateway's: not admitted: `NotAllowed`; no valid listener: `ListenersNotValid`; else
+/// Gateway's: not admitted: `NotAllowed`; no valid listener (accepted and resolved):
+/// `ListenersNotValid`; else
 /// Accepted, and Programmed once the Gateway is.
 pub(crate) fn outcome(
     s: &SetWork<'_>,
@@ -100,7 +101,10 @@ pub(crate) fn outcome(
     listeners: Vec<ListenerOutcome>,
 ) -> ListenerSetOutcome {
     let (ns, name) = (ns_of(s.ls), name_of(s.ls));
-    let valid = listeners.iter().filter(|l| l.condition("Accepted").is_some_and(|c| c.ok)).count();
+    // Valid: accepted with every reference resolved (a certificate no ReferenceGrant permits
+    // makes its listener unservable, so a ListenerSet of only such listeners is not valid).
+    let ok = |l: &ListenerOutcome, kind: &str| l.condition(kind).is_some_and(|c| c.ok);
+    let valid = listeners.iter().filter(|l| ok(l, "Accepted") && ok(l, "ResolvedRefs")).count();
     let conditions = if !s.admitted {
         let m = format!("the Gateway's spec.allowedListeners does not admit ListenerSets of namespace {ns}");
         vec![Cond::no("Accepted", "NotAllowed", m.clone()), Cond::no("Programmed", "NotAllowed", m)]
