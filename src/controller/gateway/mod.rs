@@ -245,6 +245,7 @@ impl GatewayLoop {
         tracing::info!("Gateway API caches synced");
         if let Some(named) = &self.named_secrets {
             named.watch_gateways(stores.gateways.clone());
+            named.watch_listener_sets(stores.listener_sets.clone());
         }
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         let mut first = true;
