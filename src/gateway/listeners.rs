@@ -145,10 +145,22 @@ pub(crate) fn plan_one(owner: &Declared, l: &Listener, world: &World) -> Listene
 
 /// The route kinds a listener admits: HTTPRoute only, and only on HTTP/HTTPS.
 fn supported_kinds(l: &Listener, protocol_ok: bool) -> (Vec<RouteGroupKind>, Option<String>) {
-    if !protocol_ok {
+    let asked = l.allowed_routes.as_ref().map(|a| a.kinds.clone()).unwrap_or_default();
+    if !protocol_ok && asked.is_empty() {
         return (Vec::new(), None);
     }
-    let asked = l.allowed_routes.as_ref().map(|a| a.kinds.clone()).unwrap_or_default();
+    if !protocol_ok {
+        // HTTPRoute asked on a protocol that cannot carry it (TLS, TCP): no kind is valid there.
+        let names: Vec<String> =
+            asked.iter().map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(GROUP), k.kind)).collect();
+        let m = format!(
+            "listener {}: spec.listeners.allowedRoutes.kinds: {} not supported on protocol {}",
+            l.name,
+            names.join(", "),
+            l.protocol
+        );
+        return (Vec::new(), Some(m));
+    }
     if asked.is_empty() {
         return (vec![http_route_kind()], None);
     }
