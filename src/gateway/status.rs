@@ -51,6 +51,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRouteParentRefPort",            // parentRef.port: each port is an Octavia HTTP listener
     "HTTPRoutePortRedirect",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet", // its listeners join its Gateway's load balancer (`super::listener_sets`)
     "ReferenceGrant",
 ];
 
