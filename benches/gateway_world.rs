@@ -120,7 +120,8 @@ fn filled(gateways: usize, routes: usize, grants: usize) -> (GatewayStores, Writ
     wn.apply_watcher_event(&Event::Init);
     wn.apply_watcher_event(&Event::InitDone);
     let (backend_tls, _) = reflector::store();
-    (GatewayStores { classes, gateways: gws, routes: rts, grants: grs, namespaces, backend_tls }, wr)
+    let (listener_sets, _) = reflector::store();
+    (GatewayStores { classes, gateways: gws, routes: rts, grants: grs, namespaces, backend_tls, listener_sets }, wr)
 }
 
 fn main() {

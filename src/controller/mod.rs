@@ -121,12 +121,16 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     // BackendTLSPolicy: only its targets, to refuse the routes to those Services by name.
     ("gateway.networking.k8s.io", "backendtlspolicies", "list"),
     ("gateway.networking.k8s.io", "backendtlspolicies", "watch"),
+    // ListenerSet: the listeners it adds to a Gateway of ours that admits it.
+    ("gateway.networking.k8s.io", "listenersets", "list"),
+    ("gateway.networking.k8s.io", "listenersets", "watch"),
     ("", "namespaces", "list"),
     ("", "namespaces", "watch"),
     // gateway_status.rs: their status (merge patch of the status subresource).
     ("gateway.networking.k8s.io", "gatewayclasses/status", "patch"),
     ("gateway.networking.k8s.io", "gateways/status", "patch"),
     ("gateway.networking.k8s.io", "httproutes/status", "patch"),
+    ("gateway.networking.k8s.io", "listenersets/status", "patch"),
     // gateway_finalizers.rs: our finalizer on the Gateways of ours (JSON patch of metadata).
     ("gateway.networking.k8s.io", "gateways", "patch"),
     // leader.rs: kube-lease-manager, in [kubernetes] lease_namespace.

@@ -3,18 +3,21 @@
 //! output, whatever the order of its lists.
 
 use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
-use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
+use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set, parent_namespace};
 use super::backends::forward;
 use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
 use super::host_owners::{GatewayHosts, ServedGateways, allowed, decide};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
 use super::keep::{Fates, fates, translated};
 use super::limits::{LIMIT_EXCEEDED, over_limits};
+use super::listener_sets::{SetWork, add_set_plans, parent_target, sets_of};
 use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
 use super::redirect::{RedirectFrom, octavia_redirect};
-use super::status::{ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ParentOutcome, RouteOutcome};
+use super::status::{
+    ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ListenerSetOutcome, ParentOutcome, RouteOutcome,
+};
 use super::world::{World, name_of, ns_of};
 use super::{Action, CONTROLLER_NAME, GatewayRoutes, PortRoutes, RouteEntry};
 use crate::model::KubeRef;
@@ -38,6 +41,8 @@ pub struct Translation {
     pub routers: Vec<GatewayRoutes>,
     /// One per HTTPRoute with at least one parent of ours.
     pub routes: Vec<RouteOutcome>,
+    /// One per ListenerSet naming a Gateway of ours.
+    pub listener_sets: Vec<ListenerSetOutcome>,
     /// What becomes of the load balancers of the Gateways not served (see `super::keep`).
     pub fates: Fates,
     /// With host ownership (`World::hosts`): the hosts the Gateway API objects claim, for the
@@ -56,6 +61,10 @@ impl Translation {
         self.routes.iter().find(|r| r.namespace == namespace && r.name == name)
     }
 
+    pub fn listener_set(&self, namespace: &str, name: &str) -> Option<&ListenerSetOutcome> {
+        self.listener_sets.iter().find(|s| s.namespace == namespace && s.name == name)
+    }
+
     pub fn router(&self, namespace: &str, name: &str) -> Option<&GatewayRoutes> {
         self.routers.iter().find(|r| r.owner.namespace == namespace && r.owner.name == name)
     }
@@ -64,7 +73,10 @@ impl Translation {
 /// One Gateway of ours while translating.
 struct GatewayWork<'a> {
     gw: &'a Gateway,
+    /// The Gateway's own listeners, then those of the ListenerSets it admits.
     plans: Vec<ListenerPlan>,
+    /// The ListenerSets naming it, admitted or not.
+    sets: Vec<SetWork<'a>>,
     accepted: Cond,
     /// Per listener: the routes attached (namespace, name).
     attached: Vec<Vec<(String, String)>>,
@@ -104,13 +116,16 @@ pub(crate) fn translate_observed(
         .collect::<Vec<_>>();
     let mut work: BTreeMap<(String, String), GatewayWork<'_>> = BTreeMap::new();
     for gw in world.gateways.iter().map(|g| &**g).filter(|g| translated(world, g)) {
-        let plans = plan(gw, world);
+        let mut plans = plan(gw, world);
         let accepted = gateway_accepted(gw, world, &plans);
+        let sets = sets_of(gw, world);
+        add_set_plans(&sets, world, &mut plans);
         let attached = vec![Vec::new(); plans.len()];
         let key = (ns_of(gw), name_of(gw));
         let mut names: BTreeSet<String> = programmed.get(&key).into_iter().flatten().cloned().collect();
-        names.extend(gw.spec.listeners.iter().filter_map(|l| l.hostname.clone()).filter(|h| !is_wildcard(h)));
-        work.insert(key, GatewayWork { gw, plans, accepted, attached, entries: Vec::new(), names, limited: false });
+        names.extend(plans.iter().filter_map(|l| l.hostname.clone()).filter(|h| !is_wildcard(h)));
+        let entries = Vec::new();
+        work.insert(key, GatewayWork { gw, plans, sets, accepted, attached, entries, names, limited: false });
     }
     let served: BTreeSet<(String, String)> =
         programmed.keys().chain(failures.keys()).chain(holds.keys()).cloned().collect();
@@ -131,6 +146,7 @@ pub(crate) fn translate_observed(
         world.routes.iter().filter_map(|r| route_parents(r, world, &mut work, holds, owners)).collect();
     routes.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     let mut gateways = Vec::new();
+    let mut listener_sets = Vec::new();
     let mut routers = Vec::new();
     let mut fates = fates(world);
     for ((ns, name), w) in work {
@@ -140,7 +156,9 @@ pub(crate) fn translate_observed(
             failure: failures.get(&key),
             holds: holds.get(&key).map_or(&[], Vec::as_slice),
         };
-        gateways.push(gateway_outcome(&ns, &name, &w, observed));
+        let (gateway, sets) = gateway_outcome(&ns, &name, &w, observed);
+        gateways.push(gateway);
+        listener_sets.extend(sets);
         let lb = super::naming::load_balancer_name(&ns, &name);
         if w.accepted.ok {
             routers.push(router(&ns, &name, w));
@@ -165,7 +183,8 @@ pub(crate) fn translate_observed(
         Some(GatewayHosts { claims, remember, .. }) => (claims, Some(remember)),
         None => (Vec::new(), None),
     };
-    Translation { classes, gateways, routers, routes, fates, host_claims, remember }
+    listener_sets.sort_by(|a: &ListenerSetOutcome, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    Translation { classes, gateways, routers, routes, listener_sets, fates, host_claims, remember }
 }
 
 /// Whether the Gateway's class (ours) is accepted.
@@ -211,10 +230,12 @@ fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond
             return Cond::no("Accepted", "UnsupportedAddress", m);
         }
     }
-    let invalid = plans.iter().filter(|p| !p.accepted.ok || p.conflicted.ok).count();
+    // Its own listeners: a ListenerSet's invalid listener is the ListenerSet's concern.
+    let own = plans.iter().filter(|p| p.set.is_none()).count();
+    let invalid = plans.iter().filter(|p| p.set.is_none() && (!p.accepted.ok || p.conflicted.ok)).count();
     if invalid == 0 {
         Cond::yes("Accepted", "Accepted", "the Gateway is valid")
-    } else if invalid == plans.len() {
+    } else if invalid == own {
         Cond::no("Accepted", "ListenersNotValid", "no listener is valid")
     } else {
         Cond::yes("Accepted", "ListenersNotValid", format!("{invalid} listener(s) are not valid"))
@@ -251,13 +272,24 @@ fn route_parents(
     };
     let actions: Vec<Action> = rules.into_iter().map(|(a, _)| a).collect();
     let mut parents = Vec::new();
-    for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
-        let gw_key = (parent_namespace(route, p), p.name.clone());
+    for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p) || names_a_listener_set(p)) {
+        let Some((gw_key, set)) = parent_target(route, p, world) else { continue };
         let Some(w) = work.get_mut(&gw_key) else { continue };
-        // Host ownership: the hostnames another namespace owns are not served here.
+        // Host ownership: the hostnames another namespace owns are not served here (through a
+        // ListenerSet: unless the ListenerSet's own namespace owns them).
         let mut partial = None;
-        let attached = attach(route, p, w.gw, &w.plans, world).and_then(|att| match owners {
-            Some(o) => allowed(o, route, &gw_key.0, att).map(|(att, p)| {
+        let listeners_ns = set.as_ref().map_or(&gw_key.0, |k| &k.0).clone();
+        let admitted =
+            set.as_ref().is_none_or(|k| w.sets.iter().any(|s| s.admitted && (ns_of(s.ls), name_of(s.ls)) == *k));
+        let attached = if admitted {
+            attach(route, p, w.gw, set.as_ref(), &w.plans, world)
+        } else {
+            let m =
+                format!("ListenerSet {}/{} is not admitted by Gateway {}/{}", p_ns(&set), p.name, gw_key.0, gw_key.1);
+            Err(Cond::no("Accepted", "NotAllowedByListeners", m))
+        };
+        let attached = attached.and_then(|att| match owners {
+            Some(o) => allowed(o, route, &listeners_ns, att).map(|(att, p)| {
                 partial = p;
                 att
             }),
@@ -307,6 +339,11 @@ fn route_parents(
         generation: route.metadata.generation,
         parents,
     })
+}
+
+/// The namespace of a ListenerSet key.
+fn p_ns(set: &Option<(String, String)>) -> &str {
+    set.as_ref().map_or("", |k| k.0.as_str())
 }
 
 /// The route's entries on its attached listeners, each tagged with its listener index; `Err`
@@ -459,7 +496,12 @@ fn failed(gw: &Gateway, e: &str) -> Cond {
     }
 }
 
-fn gateway_outcome(ns: &str, name: &str, w: &GatewayWork<'_>, observed: Observed<'_>) -> GatewayOutcome {
+fn gateway_outcome(
+    ns: &str,
+    name: &str,
+    w: &GatewayWork<'_>,
+    observed: Observed<'_>,
+) -> (GatewayOutcome, Vec<ListenerSetOutcome>) {
     let Observed { addresses, failure, holds } = observed;
     let programmed_gw = w.accepted.ok && addresses.is_some() && failure.is_none();
     let programmed = if !w.accepted.ok {
@@ -480,42 +522,55 @@ fn gateway_outcome(ns: &str, name: &str, w: &GatewayWork<'_>, observed: Observed
     } else {
         Cond::no("Programmed", "Pending", "waiting for the load balancer")
     };
-    let listeners = w
-        .plans
-        .iter()
-        .zip(&w.attached)
-        .map(|(p, att)| {
-            let held = || listener_programmed(&p.name, p.protocol, att, holds);
-            let prog = if !p.programmable() {
-                Cond::no("Programmed", "Invalid", format!("listener {} is not valid", p.name))
-            } else if let Some(c) = held().filter(|_| programmed_gw) {
-                c
-            } else if programmed_gw {
-                Cond::yes("Programmed", "Programmed", format!("listener {} is served", p.name))
-            } else {
-                Cond::no("Programmed", "Pending", "waiting for the load balancer")
-            };
-            ListenerOutcome {
-                name: p.name.clone(),
-                supported_kinds: p.supported_kinds.clone(),
-                attached_routes: i32::try_from(att.len()).unwrap_or(i32::MAX),
-                conditions: vec![p.accepted.clone(), p.resolved_refs.clone(), p.conflicted.clone(), prog],
-            }
-        })
-        .collect();
+    let listener = |(p, att): (&ListenerPlan, &Vec<(String, String)>)| {
+        let held = || listener_programmed(&p.name, p.protocol, att, holds);
+        let prog = if p.set.is_some() && p.conflicted.ok {
+            // A ListenerSet's listener that lost a conflict: the spec's reason is the conflict.
+            Cond::no("Programmed", &p.conflicted.reason, p.conflicted.message.clone())
+        } else if !p.programmable() {
+            Cond::no("Programmed", "Invalid", format!("listener {} is not valid", p.name))
+        } else if let Some(c) = held().filter(|_| programmed_gw) {
+            c
+        } else if programmed_gw {
+            Cond::yes("Programmed", "Programmed", format!("listener {} is served", p.name))
+        } else {
+            Cond::no("Programmed", "Pending", "waiting for the load balancer")
+        };
+        ListenerOutcome {
+            name: p.name.clone(),
+            supported_kinds: p.supported_kinds.clone(),
+            attached_routes: i32::try_from(att.len()).unwrap_or(i32::MAX),
+            conditions: vec![p.accepted.clone(), p.resolved_refs.clone(), p.conflicted.clone(), prog],
+        }
+    };
+    let of = |set: Option<&(String, String)>| -> Vec<ListenerOutcome> {
+        w.plans.iter().zip(&w.attached).filter(|(p, _)| p.set.as_ref() == set).map(listener).collect()
+    };
+    let listeners = of(None);
     let addresses = addresses
         .into_iter()
         .flatten()
         .map(|v| super::api::GatewayStatusAddress { address_type: "IPAddress".into(), value: v.clone() })
         .collect();
-    GatewayOutcome {
+    let sets: Vec<ListenerSetOutcome> = w
+        .sets
+        .iter()
+        .map(|s| {
+            let key = (ns_of(s.ls), name_of(s.ls));
+            super::listener_sets::outcome(s, &w.accepted, &programmed, of(Some(&key)))
+        })
+        .collect();
+    let attached_listener_sets = sets.iter().filter(|s| s.condition("Accepted").is_some_and(|c| c.ok)).count();
+    let gateway = GatewayOutcome {
         namespace: ns.into(),
         name: name.into(),
         generation: w.gw.metadata.generation,
         conditions: vec![w.accepted.clone(), programmed],
         addresses,
         listeners,
-    }
+        attached_listener_sets: i32::try_from(attached_listener_sets).unwrap_or(i32::MAX),
+    };
+    (gateway, sets)
 }
 
 fn router(ns: &str, name: &str, w: GatewayWork<'_>) -> GatewayRoutes {

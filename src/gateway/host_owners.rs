@@ -26,8 +26,9 @@
 //! the message naming the owner; with some left, `PartiallyInvalid: True` naming the refused.
 
 use super::api::{Gateway, HTTPRoute};
-use super::attach::{Attachment, attach, names_a_gateway, parent_namespace};
+use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set};
 use super::hostnames::is_wildcard;
+use super::listener_sets::parent_target;
 use super::listeners::ListenerPlan;
 use super::status::Cond;
 use super::world::{HostTenancy, World, name_of, ns_of};
@@ -71,17 +72,23 @@ pub(crate) type ServedGateways<'a> = BTreeMap<(String, String), (&'a Gateway, &'
 pub(crate) fn gateway_claims(world: &World, served: &ServedGateways<'_>) -> Vec<HostClaim> {
     let mut out = Vec::new();
     for (gw, plans) in served.values() {
-        let by = KubeRef::new("Gateway", &ns_of(*gw), &name_of(*gw));
-        let exact = plans.iter().filter(|p| p.programmable()).filter_map(|p| p.hostname.as_deref());
-        for h in exact.filter(|h| !is_wildcard(h)) {
-            out.push(HostClaim::new(h, by.clone(), gw.metadata.creation_timestamp.as_ref()));
+        let gw_ref = KubeRef::new("Gateway", &ns_of(*gw), &name_of(*gw));
+        for p in plans.iter().filter(|p| p.programmable()) {
+            let Some(h) = p.hostname.as_deref().filter(|h| !is_wildcard(h)) else { continue };
+            // A ListenerSet's listener claims its hostname for the ListenerSet's namespace.
+            let by = match &p.set {
+                Some((ns, name)) => KubeRef::new("ListenerSet", ns, name),
+                None => gw_ref.clone(),
+            };
+            out.push(HostClaim::new(h, by, gw.metadata.creation_timestamp.as_ref()));
         }
     }
     for route in world.routes.iter().map(|r| &**r) {
         let by = KubeRef::new("HTTPRoute", &ns_of(route), &name_of(route));
-        for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
-            let Some((gw, plans)) = served.get(&(parent_namespace(route, p), p.name.clone())) else { continue };
-            for a in attach(route, p, gw, plans, world).unwrap_or_default() {
+        for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p) || names_a_listener_set(p)) {
+            let Some((gw_key, set)) = parent_target(route, p, world) else { continue };
+            let Some((gw, plans)) = served.get(&gw_key) else { continue };
+            for a in attach(route, p, gw, set.as_ref(), plans, world).unwrap_or_default() {
                 for h in a.hosts.iter().flatten() {
                     let claim = HostClaim::new(h, by.clone(), route.metadata.creation_timestamp.as_ref());
                     if !out.contains(&claim) {

@@ -32,6 +32,11 @@ pub struct ListenerPlan {
     pub accepted: Cond,
     pub(crate) resolved_refs: Cond,
     pub(crate) conflicted: Cond,
+    /// The ListenerSet (namespace, name) that adds this listener to the Gateway; None: one of
+    /// the Gateway's own. Routes reach it only through a parentRef to that ListenerSet.
+    pub set: Option<(String, String)>,
+    /// The namespace of the object declaring it (`allowedRoutes` `Same`, certificateRefs).
+    pub namespace: String,
 }
 
 impl ListenerPlan {
@@ -67,12 +72,22 @@ fn http_route_kind() -> RouteGroupKind {
 /// The listeners of `gw` in spec order, each with its Accepted, ResolvedRefs and Conflicted
 /// conditions.
 pub fn plan(gw: &Gateway, world: &World) -> Vec<ListenerPlan> {
-    let mut plans: Vec<ListenerPlan> = gw.spec.listeners.iter().map(|l| plan_one(gw, l, world)).collect();
+    let owner = Declared { kind: "Gateway", namespace: ns_of(gw), set: None };
+    let mut plans: Vec<ListenerPlan> = gw.spec.listeners.iter().map(|l| plan_one(&owner, l, world)).collect();
     mark_conflicts(&mut plans);
     plans
 }
 
-fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
+/// The object declaring a listener: a Gateway or a ListenerSet.
+pub(crate) struct Declared {
+    /// `Gateway` or `ListenerSet`: the `from` kind of a ReferenceGrant for its certificateRefs.
+    pub kind: &'static str,
+    pub namespace: String,
+    /// A ListenerSet's (namespace, name).
+    pub set: Option<(String, String)>,
+}
+
+pub(crate) fn plan_one(owner: &Declared, l: &Listener, world: &World) -> ListenerPlan {
     let protocol = match l.protocol.as_str() {
         "HTTP" => Some(Protocol::Http),
         "HTTPS" => Some(Protocol::Https),
@@ -106,7 +121,7 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
     }
     let (supported_kinds, kinds_problem) = supported_kinds(l, protocol.is_some());
     let (certificates, cert_problem) = match protocol {
-        Some(Protocol::Https) => certificates(gw, l, world),
+        Some(Protocol::Https) => certificates(owner, l, world),
         _ => (Vec::new(), None),
     };
     let resolved_refs = match (kinds_problem, cert_problem) {
@@ -132,6 +147,8 @@ fn plan_one(gw: &Gateway, l: &Listener, world: &World) -> ListenerPlan {
         accepted,
         resolved_refs,
         conflicted: Cond::no("Conflicted", "NoConflicts", "no conflicts"),
+        set: owner.set.clone(),
+        namespace: owner.namespace.clone(),
     }
 }
 
@@ -157,10 +174,22 @@ fn client_validation(gw: &Gateway, port: u16) -> Option<String> {
 
 /// The route kinds a listener admits: HTTPRoute only, and only on HTTP/HTTPS.
 fn supported_kinds(l: &Listener, protocol_ok: bool) -> (Vec<RouteGroupKind>, Option<String>) {
-    if !protocol_ok {
+    let asked = l.allowed_routes.as_ref().map(|a| a.kinds.clone()).unwrap_or_default();
+    if !protocol_ok && asked.is_empty() {
         return (Vec::new(), None);
     }
-    let asked = l.allowed_routes.as_ref().map(|a| a.kinds.clone()).unwrap_or_default();
+    if !protocol_ok {
+        // HTTPRoute asked on a protocol that cannot carry it (TLS, TCP): no kind is valid there.
+        let names: Vec<String> =
+            asked.iter().map(|k| format!("{}/{}", k.group.as_deref().unwrap_or(GROUP), k.kind)).collect();
+        let m = format!(
+            "listener {}: spec.listeners.allowedRoutes.kinds: {} not supported on protocol {}",
+            l.name,
+            names.join(", "),
+            l.protocol
+        );
+        return (Vec::new(), Some(m));
+    }
     if asked.is_empty() {
         return (vec![http_route_kind()], None);
     }
@@ -181,7 +210,7 @@ fn supported_kinds(l: &Listener, protocol_ok: bool) -> (Vec<RouteGroupKind>, Opt
 
 type Problem = Option<(&'static str, String)>;
 
-fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, String)>, Problem) {
+fn certificates(owner: &Declared, l: &Listener, world: &World) -> (Vec<(String, String)>, Problem) {
     let refs: &[SecretObjectReference] = l.tls.as_ref().map(|t| t.certificate_refs.as_slice()).unwrap_or(&[]);
     if refs.is_empty() {
         return (
@@ -189,7 +218,7 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
             Some(("InvalidCertificateRef", format!("listener {}: HTTPS needs tls.certificateRefs", l.name))),
         );
     }
-    let gw_ns = ns_of(gw);
+    let gw_ns = owner.namespace.clone();
     let mut out = Vec::new();
     for r in refs {
         let ns = r.namespace.clone().unwrap_or_else(|| gw_ns.clone());
@@ -199,7 +228,7 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
         }
         let xref = CrossRef {
             from_group: GROUP,
-            from_kind: "Gateway",
+            from_kind: owner.kind,
             from_namespace: &gw_ns,
             to_group: "",
             to_kind: "Secret",
@@ -230,7 +259,7 @@ fn certificates(gw: &Gateway, l: &Listener, world: &World) -> (Vec<(String, Stri
 
 /// Listeners sharing a port must share a protocol (else all of them conflict) and have distinct
 /// hostnames (else the duplicates conflict).
-fn mark_conflicts(plans: &mut [ListenerPlan]) {
+pub(crate) fn mark_conflicts(plans: &mut [ListenerPlan]) {
     let mut by_port: BTreeMap<u16, Vec<usize>> = BTreeMap::new();
     for (i, p) in plans.iter().enumerate().filter(|(_, p)| p.accepted.ok) {
         by_port.entry(p.port).or_default().push(i);

@@ -17,6 +17,7 @@ pub mod host_owners;
 pub mod hostnames;
 pub mod keep;
 pub mod limits;
+pub mod listener_sets;
 pub mod listeners;
 pub mod matches;
 pub mod naming;

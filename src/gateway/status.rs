@@ -5,8 +5,8 @@
 
 use super::CONTROLLER_NAME;
 use super::api::{
-    GatewayClassStatus, GatewayStatus, GatewayStatusAddress, HTTPRouteStatus, ListenerStatus, ParentReference,
-    RouteGroupKind, RouteParentStatus, SupportedFeature,
+    GatewayClassStatus, GatewayStatus, GatewayStatusAddress, HTTPRouteStatus, ListenerSetStatus, ListenerStatus,
+    ParentReference, RouteGroupKind, RouteParentStatus, SupportedFeature,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde::Serialize;
@@ -52,6 +52,7 @@ pub const SUPPORTED_FEATURES: &[&str] = &[
     "HTTPRouteParentRefPort",            // parentRef.port: each port is an Octavia HTTP listener
     "HTTPRoutePortRedirect",
     "HTTPRouteSchemeRedirect",
+    "ListenerSet", // its listeners join its Gateway's load balancer (`super::listener_sets`)
     "ReferenceGrant",
 ];
 
@@ -80,6 +81,29 @@ pub struct GatewayOutcome {
     pub conditions: Vec<Cond>,
     pub addresses: Vec<GatewayStatusAddress>,
     pub listeners: Vec<ListenerOutcome>,
+    /// The ListenerSets it admits whose listeners are valid (`status.attachedListenerSets`).
+    pub attached_listener_sets: i32,
+}
+
+/// The computed status of one ListenerSet naming a Gateway of ours.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListenerSetOutcome {
+    pub namespace: String,
+    pub name: String,
+    pub generation: Option<i64>,
+    /// Accepted, Programmed.
+    pub conditions: Vec<Cond>,
+    pub listeners: Vec<ListenerOutcome>,
+}
+
+impl ListenerSetOutcome {
+    pub fn condition(&self, kind: &str) -> Option<&Cond> {
+        self.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    pub fn listener(&self, name: &str) -> Option<&ListenerOutcome> {
+        self.listeners.iter().find(|l| l.name == name)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -101,6 +125,14 @@ impl RouteOutcome {
     /// The condition `kind` for the parent `name` (tests and `show`).
     pub fn condition(&self, parent: &str, kind: &str) -> Option<&Cond> {
         let p = self.parents.iter().find(|p| p.parent_ref.name == parent)?;
+        p.conditions.iter().find(|c| c.kind == kind)
+    }
+
+    /// The condition `kind` for the parent `name` of kind `parent_kind` (`Gateway`, `ListenerSet`).
+    pub fn condition_of(&self, parent_kind: &str, parent: &str, kind: &str) -> Option<&Cond> {
+        let p = self.parents.iter().find(|p| {
+            p.parent_ref.name == parent && p.parent_ref.kind.as_deref().unwrap_or("Gateway") == parent_kind
+        })?;
         p.conditions.iter().find(|c| c.kind == kind)
     }
 }
@@ -165,26 +197,46 @@ pub(crate) fn render_class(o: &ClassOutcome, old: Option<&GatewayClassStatus>, n
 
 pub(crate) fn render_gateway(o: &GatewayOutcome, old: Option<&GatewayStatus>, now: &Time) -> GatewayStatus {
     let old_c = old.map(|s| s.conditions.as_slice()).unwrap_or(&[]);
-    let listeners = o
-        .listeners
+    GatewayStatus {
+        addresses: o.addresses.clone(),
+        conditions: render_conditions(&o.conditions, o.generation, old_c, now),
+        listeners: render_listeners(&o.listeners, old.map(|s| s.listeners.as_slice()), o.generation, now),
+        attached_listener_sets: Some(o.attached_listener_sets),
+    }
+}
+
+/// The listener statuses of a Gateway or a ListenerSet.
+fn render_listeners(
+    listeners: &[ListenerOutcome],
+    old: Option<&[ListenerStatus]>,
+    generation: Option<i64>,
+    now: &Time,
+) -> Vec<ListenerStatus> {
+    listeners
         .iter()
         .map(|l| {
-            let old_l = old
-                .and_then(|s| s.listeners.iter().find(|x| x.name == l.name))
-                .map(|x| x.conditions.as_slice())
-                .unwrap_or(&[]);
+            let old_l =
+                old.and_then(|s| s.iter().find(|x| x.name == l.name)).map(|x| x.conditions.as_slice()).unwrap_or(&[]);
             ListenerStatus {
                 name: l.name.clone(),
                 supported_kinds: l.supported_kinds.clone(),
                 attached_routes: l.attached_routes,
-                conditions: render_conditions(&l.conditions, o.generation, old_l, now),
+                conditions: render_conditions(&l.conditions, generation, old_l, now),
             }
         })
-        .collect();
-    GatewayStatus {
-        addresses: o.addresses.clone(),
+        .collect()
+}
+
+/// A ListenerSet's status.
+pub(crate) fn render_listener_set(
+    o: &ListenerSetOutcome,
+    old: Option<&ListenerSetStatus>,
+    now: &Time,
+) -> ListenerSetStatus {
+    let old_c = old.map(|s| s.conditions.as_slice()).unwrap_or(&[]);
+    ListenerSetStatus {
         conditions: render_conditions(&o.conditions, o.generation, old_c, now),
-        listeners,
+        listeners: render_listeners(&o.listeners, old.map(|s| s.listeners.as_slice()), o.generation, now),
     }
 }
 

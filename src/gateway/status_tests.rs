@@ -17,6 +17,7 @@ fn gw(accepted: Cond, attached: i32) -> GatewayOutcome {
             attached_routes: attached,
             conditions: vec![Cond::yes("Accepted", "Accepted", "ok")],
         }],
+        attached_listener_sets: 0,
     }
 }
 

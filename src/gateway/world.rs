@@ -1,7 +1,7 @@
 //! The snapshot of Kubernetes objects the Gateway translation reads. Built by the controller from
 //! its caches; built by hand (or from YAML fixtures) in tests.
 
-use super::api::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use super::api::{Gateway, GatewayClass, HTTPRoute, ListenerSet, ReferenceGrant};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -49,6 +49,8 @@ pub struct World {
     pub gateways: Vec<Arc<Gateway>>,
     pub routes: Vec<Arc<HTTPRoute>>,
     pub(crate) grants: Vec<Arc<ReferenceGrant>>,
+    /// The ListenerSets: listeners added to a Gateway that admits them (`super::listener_sets`).
+    pub listener_sets: Vec<Arc<ListenerSet>>,
     /// Namespace name -> its labels (for `allowedRoutes.namespaces.from: Selector`).
     pub namespaces: BTreeMap<String, BTreeMap<String, String>>,
     /// (namespace, name) -> Service.
@@ -133,6 +135,7 @@ impl World {
                 "Gateway" => self.gateways.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "HTTPRoute" => self.routes.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "ReferenceGrant" => self.grants.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
+                "ListenerSet" => self.listener_sets.push(Arc::new(serde_json::from_value(doc).map_err(bad)?)),
                 "BackendTLSPolicy" => {
                     let p: super::api::BackendTLSPolicy = serde_json::from_value(doc).map_err(bad)?;
                     self.add_backend_tls(&p);

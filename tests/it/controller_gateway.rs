@@ -35,6 +35,7 @@ fn resource_of(kind: &str) -> Option<&'static str> {
         "Gateway" => "gateways",
         "HTTPRoute" => "httproutes",
         "ReferenceGrant" => "referencegrants",
+        "ListenerSet" => "listenersets",
         "Namespace" => "namespaces",
         "Service" => "services",
         "Secret" => "secrets",
@@ -162,28 +163,31 @@ fn check_case(fake: &Fake, case: &Case) -> Vec<String> {
         if let Some(n) = g.addresses.filter(|n| *n != addresses) {
             errs.push(format!("{what}: addresses want {n}, got {}", st["addresses"]));
         }
-        for l in &g.listeners {
-            let ls = st["listeners"].as_array().and_then(|a| a.iter().find(|x| x["name"] == l.name.as_str()));
-            let Some(ls) = ls else {
-                errs.push(format!("{what} listener {}: absent", l.name));
-                continue;
-            };
-            if let Some(n) = l.attached_routes.filter(|n| ls["attachedRoutes"] != json!(n)) {
-                errs.push(format!("{what} listener {}: attachedRoutes want {n}, got {}", l.name, ls["attachedRoutes"]));
-            }
-            if let Some(n) = l.supported_kinds.filter(|n| ls["supportedKinds"].as_array().map(Vec::len) != Some(*n)) {
-                errs.push(format!("{what} listener {}: supportedKinds want {n}, got {}", l.name, ls["supportedKinds"]));
-            }
-            for (k, v) in &l.conditions {
-                errs.extend(check_cond(&format!("{what} listener {}", l.name), &ls["conditions"], k, v, None).err());
-            }
+        if let Some(n) = g.attached_listener_sets.filter(|n| st["attachedListenerSets"] != json!(n)) {
+            errs.push(format!("{what}: attachedListenerSets want {n}, got {}", st["attachedListenerSets"]));
         }
+        errs.extend(check_listeners(&what, &g.listeners, &st));
+    }
+    for s in &case.listener_sets {
+        let (ns, name) = split(&s.listener_set);
+        let st =
+            fake.get(&format!("{gw_api}/listenersets"), &ns, &name).map(|o| o["status"].clone()).unwrap_or_default();
+        let what = format!("ListenerSet {ns}/{name}");
+        for (k, v) in &s.conditions {
+            errs.extend(check_cond(&what, &st["conditions"], k, v, None).err());
+        }
+        errs.extend(check_listeners(&what, &s.listeners, &st));
     }
     for r in &case.routes {
         let (ns, name) = split(&r.route);
         let st = fake.get(&format!("{gw_api}/httproutes"), &ns, &name).map(|o| o["status"].clone()).unwrap_or_default();
+        let kind = r.parent_kind.as_deref().unwrap_or("Gateway");
         let parent = st["parents"].as_array().and_then(|a| {
-            a.iter().find(|p| p["parentRef"]["name"] == r.parent.as_str() && p["controllerName"] == OURS)
+            a.iter().find(|p| {
+                p["parentRef"]["name"] == r.parent.as_str()
+                    && p["parentRef"]["kind"].as_str().unwrap_or("Gateway") == kind
+                    && p["controllerName"] == OURS
+            })
         });
         let what = format!("HTTPRoute {ns}/{name} parent {}", r.parent);
         let Some(parent) = parent else {
@@ -192,6 +196,28 @@ fn check_case(fake: &Fake, case: &Case) -> Vec<String> {
         };
         for (k, v) in &r.conditions {
             errs.extend(check_cond(&what, &parent["conditions"], k, v, r.observed_generation).err());
+        }
+    }
+    errs
+}
+
+/// The listener statuses of `st` (a Gateway's or ListenerSet's, `what`) against `want`.
+fn check_listeners(what: &str, want: &[crate::support::gateway_case::ListenerExpect], st: &Value) -> Vec<String> {
+    let mut errs = Vec::new();
+    for l in want {
+        let ls = st["listeners"].as_array().and_then(|a| a.iter().find(|x| x["name"] == l.name.as_str()));
+        let Some(ls) = ls else {
+            errs.push(format!("{what} listener {}: absent", l.name));
+            continue;
+        };
+        if let Some(n) = l.attached_routes.filter(|n| ls["attachedRoutes"] != json!(n)) {
+            errs.push(format!("{what} listener {}: attachedRoutes want {n}, got {}", l.name, ls["attachedRoutes"]));
+        }
+        if let Some(n) = l.supported_kinds.filter(|n| ls["supportedKinds"].as_array().map(Vec::len) != Some(*n)) {
+            errs.push(format!("{what} listener {}: supportedKinds want {n}, got {}", l.name, ls["supportedKinds"]));
+        }
+        for (k, v) in &l.conditions {
+            errs.extend(check_cond(&format!("{what} listener {}", l.name), &ls["conditions"], k, v, None).err());
         }
     }
     errs

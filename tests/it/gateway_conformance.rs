@@ -6,7 +6,7 @@
 //! proof through haproxy is separate).
 
 use kuryr_l7_router::gateway::build::{Programmed, Translation, translate};
-use kuryr_l7_router::gateway::status::Cond;
+use kuryr_l7_router::gateway::status::{Cond, ListenerOutcome};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::gateway::{Action, BackendTarget, HeaderMatch, PathMatch, RouteEntry};
 use std::path::Path;
@@ -92,27 +92,21 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
         if let Some(n) = g.addresses.filter(|n| *n != o.addresses.len()) {
             errs.push(format!("Gateway {name}: addresses want {n}, got {:?}", o.addresses));
         }
-        for l in &g.listeners {
-            let Some(lo) = o.listener(&l.name) else {
-                errs.push(format!("Gateway {name} listener {}: absent", l.name));
-                continue;
-            };
-            if let Some(n) = l.attached_routes.filter(|n| *n != lo.attached_routes) {
-                errs.push(format!(
-                    "Gateway {name} listener {}: attachedRoutes want {n}, got {}",
-                    l.name, lo.attached_routes
-                ));
-            }
-            if let Some(n) = l.supported_kinds.filter(|n| *n != lo.supported_kinds.len()) {
-                errs.push(format!(
-                    "Gateway {name} listener {}: supportedKinds want {n}, got {:?}",
-                    l.name, lo.supported_kinds
-                ));
-            }
-            for (k, v) in &l.conditions {
-                errs.extend(check_cond(&format!("Gateway {name} listener {} {k}", l.name), lo.condition(k), v).err());
-            }
+        if let Some(n) = g.attached_listener_sets.filter(|n| *n != o.attached_listener_sets) {
+            errs.push(format!("Gateway {name}: attachedListenerSets want {n}, got {}", o.attached_listener_sets));
         }
+        errs.extend(check_listeners(&format!("Gateway {name}"), &g.listeners, &|n| o.listener(n)));
+    }
+    for s in &case.listener_sets {
+        let (ns, name) = split(&s.listener_set);
+        let Some(o) = t.listener_set(&ns, &name) else {
+            errs.push(format!("ListenerSet {ns}/{name}: no status"));
+            continue;
+        };
+        for (k, v) in &s.conditions {
+            errs.extend(check_cond(&format!("ListenerSet {name} {k}"), o.condition(k), v).err());
+        }
+        errs.extend(check_listeners(&format!("ListenerSet {name}"), &s.listeners, &|n| o.listener(n)));
     }
     for r in &case.routes {
         let (ns, name) = split(&r.route);
@@ -120,13 +114,38 @@ fn check_status(case: &Case, t: &Translation) -> Vec<String> {
             errs.push(format!("HTTPRoute {ns}/{name}: no status"));
             continue;
         };
+        let kind = r.parent_kind.as_deref().unwrap_or("Gateway");
         for (k, v) in &r.conditions {
-            errs.extend(
-                check_cond(&format!("HTTPRoute {name} parent {} {k}", r.parent), o.condition(&r.parent, k), v).err(),
-            );
+            let what = format!("HTTPRoute {name} parent {kind} {} {k}", r.parent);
+            errs.extend(check_cond(&what, o.condition_of(kind, &r.parent, k), v).err());
         }
         if let Some(n) = r.observed_generation.filter(|n| o.generation != Some(*n)) {
             errs.push(format!("HTTPRoute {name}: observedGeneration want {n}, got {:?}", o.generation));
+        }
+    }
+    errs
+}
+
+/// A Gateway's or ListenerSet's (`what`) listeners against `want`.
+fn check_listeners<'a>(
+    what: &str,
+    want: &[gateway_case::ListenerExpect],
+    got: &dyn Fn(&str) -> Option<&'a ListenerOutcome>,
+) -> Vec<String> {
+    let mut errs = Vec::new();
+    for l in want {
+        let Some(lo) = got(&l.name) else {
+            errs.push(format!("{what} listener {}: absent", l.name));
+            continue;
+        };
+        if let Some(n) = l.attached_routes.filter(|n| *n != lo.attached_routes) {
+            errs.push(format!("{what} listener {}: attachedRoutes want {n}, got {}", l.name, lo.attached_routes));
+        }
+        if let Some(n) = l.supported_kinds.filter(|n| *n != lo.supported_kinds.len()) {
+            errs.push(format!("{what} listener {}: supportedKinds want {n}, got {:?}", l.name, lo.supported_kinds));
+        }
+        for (k, v) in &l.conditions {
+            errs.extend(check_cond(&format!("{what} listener {} {k}", l.name), lo.condition(k), v).err());
         }
     }
     errs
@@ -279,7 +298,9 @@ fn as_applied(text: &str) -> String {
 /// them: none may need the lenient path (`Parsed::Unread`).
 fn generated_types_read(text: &str, what: &str) -> Vec<String> {
     use kuryr_l7_router::gateway::api::Parsed;
-    use kuryr_l7_router::gateway::api::generated::{gatewayclasses, gateways, httproutes, referencegrants};
+    use kuryr_l7_router::gateway::api::generated::{
+        gatewayclasses, gateways, httproutes, listenersets, referencegrants,
+    };
     let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).unwrap();
     let mut errs = Vec::new();
     for d in docs.into_iter().filter(|d| !d.is_null()) {
@@ -289,6 +310,9 @@ fn generated_types_read(text: &str, what: &str) -> Vec<String> {
             }
             "Gateway" => matches!(serde_json::from_value(d.clone()), Ok(Parsed::<gateways::Gateway>::Unread(_))),
             "HTTPRoute" => matches!(serde_json::from_value(d.clone()), Ok(Parsed::<httproutes::HttpRoute>::Unread(_))),
+            "ListenerSet" => {
+                matches!(serde_json::from_value(d.clone()), Ok(Parsed::<listenersets::ListenerSet>::Unread(_)))
+            }
             "ReferenceGrant" => {
                 matches!(serde_json::from_value(d.clone()), Ok(Parsed::<referencegrants::ReferenceGrant>::Unread(_)))
             }

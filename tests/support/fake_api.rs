@@ -110,6 +110,7 @@ pub fn parse_path(path: &str) -> Option<Target> {
         "httproutes" => "HTTPRoute",
         "referencegrants" => "ReferenceGrant",
         "backendtlspolicies" => "BackendTLSPolicy",
+        "listenersets" => "ListenerSet",
         _ => return None,
     };
     Some(Target { api_version, resource: resource.into(), kind: kind.into(), namespace, name, subresource })

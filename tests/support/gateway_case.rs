@@ -29,7 +29,21 @@ pub struct Case {
     #[serde(default)]
     pub routes: Vec<RouteExpect>,
     #[serde(default)]
+    pub listener_sets: Vec<ListenerSetExpect>,
+    #[serde(default)]
     pub requests: Vec<CaseRequest>,
+}
+
+/// A ListenerSet's expected conditions, and those of its listeners.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ListenerSetExpect {
+    /// `ns/name`.
+    pub listener_set: String,
+    #[serde(default)]
+    pub conditions: BTreeMap<String, String>,
+    #[serde(default)]
+    pub listeners: Vec<ListenerExpect>,
 }
 
 /// A GatewayClass's expected `Accepted` condition.
@@ -51,6 +65,8 @@ pub struct GatewayExpect {
     pub conditions: BTreeMap<String, String>,
     /// How many `status.addresses` the Gateway must have (unchecked when absent).
     pub addresses: Option<usize>,
+    /// `status.attachedListenerSets` (unchecked when absent).
+    pub attached_listener_sets: Option<i32>,
     #[serde(default)]
     pub listeners: Vec<ListenerExpect>,
 }
@@ -72,7 +88,11 @@ pub struct ListenerExpect {
 pub struct RouteExpect {
     pub route: String,
     pub observed_generation: Option<i64>,
+    /// The parent's name (a Gateway's, or with `parentKind: ListenerSet` a ListenerSet's).
     pub parent: String,
+    /// `Gateway` (default) or `ListenerSet`.
+    #[serde(default)]
+    pub parent_kind: Option<String>,
     pub conditions: BTreeMap<String, String>,
 }
 

@@ -23,7 +23,7 @@ use crate::controller::gateway::driver::{
 };
 use crate::controller::gateway::status::{GatewayStores, StatusWriter, reference, world};
 use crate::controller::outputs::events::{EventPublisher, UserEvent};
-use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ReferenceGrant};
+use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ListenerSet, ReferenceGrant};
 use crate::gateway::api::{Blank, Parsed, domain_event};
 use crate::gateway::build::translate_observed;
 use crate::gateway::keep::Tables;
@@ -141,7 +141,7 @@ impl GatewayLoop {
     /// Probes the CRDs until they are served (or `stop`), then watches and translates until `stop`.
     pub async fn run(mut self, mut stop: watch::Receiver<bool>) {
         let mut logged = false;
-        let (grants_served, tls_served) = loop {
+        let (grants_served, tls_served, sets_served) = loop {
             let c = self.client.clone();
             let core = [
                 served(Api::<GatewayClass>::all(c.clone())).await,
@@ -150,7 +150,8 @@ impl GatewayLoop {
             ];
             if core.iter().all(|s| *s == Some(true)) {
                 let tls = served(Api::<crate::gateway::api::BackendTLSPolicy>::all(c.clone())).await == Some(true);
-                break (served(Api::<ReferenceGrant>::all(c)).await == Some(true), tls);
+                let sets = served(Api::<ListenerSet>::all(c.clone())).await == Some(true);
+                break (served(Api::<ReferenceGrant>::all(c)).await == Some(true), tls, sets);
             }
             if core.contains(&Some(false)) && !logged {
                 logged = true;
@@ -169,7 +170,7 @@ impl GatewayLoop {
         }
         tracing::info!("watching the Gateway API objects");
         let changed = Arc::new(Notify::new());
-        let (stores, watches) = self.watches(grants_served, tls_served, &changed);
+        let (stores, watches) = self.watches(grants_served, tls_served, sets_served, &changed);
         let watches = tokio::spawn(watches);
         self.translate_loop(&stores, &changed, &mut stop).await;
         watches.abort();
@@ -179,6 +180,7 @@ impl GatewayLoop {
         &self,
         grants_served: bool,
         tls_served: bool,
+        sets_served: bool,
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
         let c = &self.client;
@@ -224,7 +226,17 @@ impl GatewayLoop {
             w.apply_watcher_event(&watcher::Event::Init);
             w.apply_watcher_event(&watcher::Event::InitDone);
         }
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
+        let (listener_sets, wl) = reflector::store::<crate::gateway::api::ListenerSet>();
+        if sets_served {
+            let sets = converted(watch_of(Api::<Parsed<ListenerSet>>::all(c.clone())), ev.clone());
+            streams.push(reflect_into(wl, sets, changed.clone()).boxed());
+        } else {
+            // Gateway API before v1.5: no ListenerSet, and each Gateway has its own listeners only.
+            let mut w = wl;
+            w.apply_watcher_event(&watcher::Event::Init);
+            w.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls, listener_sets };
         (stores, futures::stream::select_all(streams).for_each(|_| futures::future::ready(())))
     }
 
@@ -243,6 +255,7 @@ impl GatewayLoop {
         tracing::info!("Gateway API caches synced");
         if let Some(named) = &self.named_secrets {
             named.watch_gateways(stores.gateways.clone());
+            named.watch_listener_sets(stores.listener_sets.clone());
         }
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         let mut first = true;
@@ -319,6 +332,7 @@ async fn ready(s: &GatewayStores) {
         wait(Box::pin(wait_store(s.grants.clone()))),
         wait(Box::pin(wait_store(s.namespaces.clone()))),
         wait(Box::pin(wait_store(s.backend_tls.clone()))),
+        wait(Box::pin(wait_store(s.listener_sets.clone()))),
     ];
     futures::future::join_all(all).await;
 }
@@ -438,7 +452,8 @@ mod tests {
         let (grants, _) = reflector::store();
         let (namespaces, _) = reflector::store();
         let (backend_tls, _) = reflector::store();
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls };
+        let (listener_sets, _) = reflector::store();
+        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls, listener_sets };
         let (services, _) = reflector::store();
         let (secrets, _) = reflector::store();
         let start = conversions_on_this_thread();

@@ -5,9 +5,9 @@
 
 use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated as k8s;
-use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, ListenerTls, ReferenceGrant};
+use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, Listener, ListenerSet, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
-use crate::gateway::status::{Cond, render_class, render_gateway, render_route, unchanged};
+use crate::gateway::status::{Cond, render_class, render_gateway, render_listener_set, render_route, unchanged};
 use crate::gateway::world::{World, secret_info};
 use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -31,6 +31,8 @@ pub struct GatewayStores {
     pub namespaces: Store<Namespace>,
     /// Empty when the API server does not serve BackendTLSPolicy.
     pub backend_tls: Store<crate::gateway::api::BackendTLSPolicy>,
+    /// Empty when the API server does not serve ListenerSet (Gateway API before v1.5).
+    pub listener_sets: Store<ListenerSet>,
 }
 
 /// The translation's input from the caches: the cached Gateway API objects themselves (shared,
@@ -42,6 +44,7 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         gateways: s.gateways.state(),
         routes: s.routes.state(),
         grants: s.grants.state(),
+        listener_sets: s.listener_sets.state(),
         ..World::default()
     };
     for p in s.backend_tls.state() {
@@ -56,8 +59,17 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
         let key = (svc.metadata.namespace.clone().unwrap_or_default(), svc.metadata.name.clone().unwrap_or_default());
         w.services.insert(key, info);
     }
-    let named: Vec<(String, String)> =
+    let mut named: Vec<(String, String)> =
         w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| secret_refs(g)).collect();
+    // The ListenerSets of our Gateways name Secrets of their own namespaces.
+    for ls in w.listener_sets.iter() {
+        let ours = crate::gateway::listener_sets::parent_of(ls)
+            .and_then(|(ns, name)| w.gateway(&ns, &name))
+            .is_some_and(|g| w.is_ours(g));
+        if ours {
+            named.extend(listener_secret_refs(&ls.metadata.namespace.clone().unwrap_or_default(), &ls.spec.listeners));
+        }
+    }
     for (ns, name) in named {
         if let Some(secret) = secrets.get(&ObjectRef::new(&name).within(&ns)) {
             w.secrets.insert((ns, name), secret_info(&secret));
@@ -68,8 +80,13 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
 
 /// The Secrets the Gateway's listeners name, (namespace, name).
 fn secret_refs(gw: &Gateway) -> Vec<(String, String)> {
-    let ns = gw.metadata.namespace.clone().unwrap_or_default();
-    let tls = gw.spec.listeners.iter().filter_map(|l| l.tls.as_ref());
+    listener_secret_refs(&gw.metadata.namespace.clone().unwrap_or_default(), &gw.spec.listeners)
+}
+
+/// The Secrets `listeners` of an object of namespace `ns` name, (namespace, name).
+fn listener_secret_refs(ns: &str, listeners: &[Listener]) -> Vec<(String, String)> {
+    let ns = ns.to_string();
+    let tls = listeners.iter().filter_map(|l| l.tls.as_ref());
     tls.flat_map(|t: &ListenerTls| t.certificate_refs.iter())
         .map(|r| (r.namespace.clone().unwrap_or_else(|| ns.clone()), r.name.clone()))
         .collect()
@@ -107,6 +124,7 @@ impl StatusWriter {
             (t.classes.iter().map(|c| ("GatewayClass", "", c.name.as_str())))
                 .chain(t.gateways.iter().map(|g| ("Gateway", g.namespace.as_str(), g.name.as_str())))
                 .chain(t.routes.iter().map(|r| ("HTTPRoute", r.namespace.as_str(), r.name.as_str())))
+                .chain(t.listener_sets.iter().map(|l| ("ListenerSet", l.namespace.as_str(), l.name.as_str())))
                 .collect();
         self.written.retain(|(k, ns, n), _| live.contains(&(k.as_str(), ns.as_str(), n.as_str())));
         for o in &t.classes {
@@ -134,6 +152,21 @@ impl StatusWriter {
             }
             self.patch(Api::<k8s::Gateway>::namespaced(self.client.clone(), &o.namespace), &obj.metadata, body, bad)
                 .await;
+        }
+        for o in &t.listener_sets {
+            let Some(obj) = s.listener_sets.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };
+            let old = obj.status.as_ref();
+            let new = render_listener_set(o, old, &now);
+            if unchanged(old, &new) {
+                continue;
+            }
+            let body = with_nulls(serde_json::to_value(&new).unwrap_or_default(), &["listeners"]);
+            let mut bad = bad_conditions(&o.conditions, "");
+            for l in &o.listeners {
+                bad.extend(bad_conditions(&l.conditions, &format!("listener {}: ", l.name)));
+            }
+            let api = Api::<k8s::ListenerSet>::namespaced(self.client.clone(), &o.namespace);
+            self.patch(api, &obj.metadata, body, bad).await;
         }
         for o in &t.routes {
             let Some(obj) = s.routes.get(&ObjectRef::new(&o.name).within(&o.namespace)) else { continue };

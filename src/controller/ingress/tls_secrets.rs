@@ -18,7 +18,7 @@
 //! name given while the Secret's event is being stripped is seen by one of them.
 
 use crate::controller::indexes::{Index, tls_secrets_of};
-use crate::gateway::api::Gateway;
+use crate::gateway::api::{Gateway, Listener, ListenerSet};
 use crate::translate::namespace_of;
 pub use crate::translate::tls::{DATA_NOT_HELD, held_without_data};
 use futures::{Stream, StreamExt};
@@ -46,6 +46,8 @@ pub struct NamedSecrets {
     by_ingress: Index,
     default: RwLock<Option<SecretKey>>,
     gateways: RwLock<Option<Store<Gateway>>>,
+    /// The ListenerSets' cache: their HTTPS listeners name Secrets too.
+    listener_sets: RwLock<Option<Store<ListenerSet>>>,
     relist: Notify,
     relists: AtomicU64,
 }
@@ -67,18 +69,24 @@ impl NamedSecrets {
         *self.gateways.write().expect("lock") = Some(gateways);
     }
 
-    /// Whether a Gateway's listener names `key`.
+    /// The ListenerSets' cache, once the Gateway loop watches them.
+    pub fn watch_listener_sets(&self, sets: Store<ListenerSet>) {
+        *self.listener_sets.write().expect("lock") = Some(sets);
+    }
+
+    /// Whether a listener of a Gateway or of a ListenerSet names `key`.
     pub fn named_by_gateway(&self, key: &SecretKey) -> bool {
-        let gateways = self.gateways.read().expect("lock");
-        gateways.iter().flat_map(|s| s.state()).any(|g| {
-            let ns = namespace_of(&g.metadata);
-            g.spec
-                .listeners
+        let names = |ns: &str, listeners: &[Listener]| {
+            listeners
                 .iter()
                 .filter_map(|l| l.tls.as_ref())
                 .flat_map(|t| t.certificate_refs.iter())
                 .any(|r| r.name == key.1 && r.namespace.as_deref().unwrap_or(ns) == key.0)
-        })
+        };
+        let gateways = self.gateways.read().expect("lock");
+        let sets = self.listener_sets.read().expect("lock");
+        gateways.iter().flat_map(|s| s.state()).any(|g| names(namespace_of(&g.metadata), &g.spec.listeners))
+            || sets.iter().flat_map(|s| s.state()).any(|l| names(namespace_of(&l.metadata), &l.spec.listeners))
     }
 
     /// Whether anything names `key` now.
@@ -306,6 +314,27 @@ mod tests {
         assert!(named.is_named(&("infra".into(), "own".into())));
         assert!(named.is_named(&("certs".into(), "other".into())));
         assert!(!named.is_named(&("infra".into(), "other".into())));
+    }
+
+    /// A ListenerSet's HTTPS listener names a Secret of its own namespace by default: its key
+    /// material is kept, as for a Gateway's.
+    #[test]
+    fn a_listener_set_names_secrets_too() {
+        let named = named_by(&[]);
+        let (store, mut w) = reflector::store::<ListenerSet>();
+        let ls: ListenerSet = serde_json::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "ListenerSet",
+            "metadata": {"name": "extra", "namespace": "team"},
+            "spec": {"parentRef": {"name": "gw", "namespace": "infra"},
+                "listeners": [{"name": "https", "port": 443, "protocol": "HTTPS",
+                "tls": {"certificateRefs": [{"name": "team-tls"}]}}]}
+        }))
+        .unwrap();
+        w.apply_watcher_event(&watcher::Event::Apply(ls));
+        assert!(!named.is_named(&("team".into(), "team-tls".into())), "not before the loop watches them");
+        named.watch_listener_sets(store);
+        assert!(named.is_named(&("team".into(), "team-tls".into())));
+        assert!(!named.is_named(&("infra".into(), "team-tls".into())));
     }
 
     fn gateway_naming(secret: &str) -> Gateway {

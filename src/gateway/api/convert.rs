@@ -13,11 +13,11 @@
 //! and enums. A field the generated types drop would be lost here: the fixture test
 //! (`conversion_keeps_every_field`) parses the conformance manifests both ways and compares.
 
-use super::generated::{gatewayclasses, gateways, httproutes, referencegrants};
+use super::generated::{gatewayclasses, gateways, httproutes, listenersets, referencegrants};
 use super::parsed::Parsed;
 use super::{
-    Gateway, GatewayClass, GatewayClassSpec, GatewayClassStatus, HTTPRoute, ParametersReference, ReferenceGrant,
-    ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, SupportedFeature,
+    Gateway, GatewayClass, GatewayClassSpec, GatewayClassStatus, HTTPRoute, ListenerSet, ParametersReference,
+    ReferenceGrant, ReferenceGrantFrom, ReferenceGrantSpec, ReferenceGrantTo, SupportedFeature,
 };
 use kube::runtime::watcher::Event;
 use serde::Serialize;
@@ -60,6 +60,12 @@ impl Blank for Gateway {
 impl Blank for HTTPRoute {
     fn blank() -> Self {
         HTTPRoute::new("", Default::default())
+    }
+}
+
+impl Blank for ListenerSet {
+    fn blank() -> Self {
+        ListenerSet::new("", Default::default())
     }
 }
 
@@ -175,6 +181,13 @@ impl From<&gateways::Gateway> for Gateway {
 
 impl From<&httproutes::HttpRoute> for HTTPRoute {
     fn from(o: &httproutes::HttpRoute) -> Self {
+        via_json(o)
+    }
+}
+
+impl From<&listenersets::ListenerSet> for ListenerSet {
+    /// As a Gateway: its listener entries have the Gateway listener's fields.
+    fn from(o: &listenersets::ListenerSet) -> Self {
         via_json(o)
     }
 }

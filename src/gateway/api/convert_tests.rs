@@ -18,7 +18,7 @@ fn fixture_documents() -> Vec<(String, Value)> {
         let parsed: Vec<Value> = serde_saphyr::from_multiple(&text).unwrap();
         for (i, d) in parsed.into_iter().enumerate() {
             let kind = d.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-            if ["GatewayClass", "Gateway", "HTTPRoute", "ReferenceGrant"].contains(&kind.as_str()) {
+            if ["GatewayClass", "Gateway", "HTTPRoute", "ListenerSet", "ReferenceGrant"].contains(&kind.as_str()) {
                 docs.push((format!("{} document {i} ({kind})", f.display()), d));
             }
         }
@@ -48,6 +48,7 @@ fn conversion_keeps_every_field() {
             "GatewayClass" => both_ways::<gatewayclasses::GatewayClass, GatewayClass>(what, doc),
             "Gateway" => both_ways::<gateways::Gateway, Gateway>(what, doc),
             "HTTPRoute" => both_ways::<httproutes::HttpRoute, HTTPRoute>(what, doc),
+            "ListenerSet" => both_ways::<listenersets::ListenerSet, ListenerSet>(what, doc),
             _ => both_ways::<referencegrants::ReferenceGrant, ReferenceGrant>(what, doc),
         };
         assert_eq!(converted, direct, "{what}: the conversion lost or changed a field");
@@ -55,7 +56,7 @@ fn conversion_keeps_every_field() {
     // The fixtures hold every kind, so no conversion goes untested.
     assert_eq!(
         kinds.keys().map(String::as_str).collect::<Vec<_>>(),
-        ["Gateway", "GatewayClass", "HTTPRoute", "ReferenceGrant"]
+        ["Gateway", "GatewayClass", "HTTPRoute", "ListenerSet", "ReferenceGrant"]
     );
     assert!(docs.len() > 50, "{} documents", docs.len());
 }

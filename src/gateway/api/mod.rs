@@ -16,11 +16,13 @@
 mod backend_tls;
 mod convert;
 pub mod generated;
+mod listener_set;
 mod parsed;
 mod route;
 
 pub use backend_tls::{BackendTLSPolicy, BackendTLSPolicySpec, PolicyTargetRef};
 pub use convert::{Blank, conversions_on_this_thread, domain_event, domain_of};
+pub use listener_set::{ListenerSet, ListenerSetSpec, ListenerSetStatus, ParentGatewayReference};
 pub use parsed::{Parsed, Unread};
 pub use route::*;
 
@@ -88,6 +90,9 @@ pub struct GatewaySpec {
     /// refused on the HTTPS listeners it applies to (`listeners::client_validation`).
     #[serde(default)]
     pub tls: Option<GatewayTlsConfig>,
+    /// Which namespaces' ListenerSets may add listeners (none when unset).
+    #[serde(default)]
+    pub allowed_listeners: Option<AllowedListeners>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -122,6 +127,26 @@ pub struct FrontendTlsPort {
     pub port: i32,
     #[serde(default)]
     pub tls: FrontendTlsConfig,
+}
+
+/// `Gateway.spec.allowedListeners`: which namespaces' ListenerSets the Gateway admits.
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AllowedListeners {
+    #[serde(default)]
+    pub namespaces: Option<ListenerNamespaces>,
+}
+
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListenerNamespaces {
+    /// `None` (the default: no ListenerSet), `Same`, `All` or `Selector`.
+    #[serde(default)]
+    pub from: Option<String>,
+    #[serde(default)]
+    pub selector: Option<LabelSelector>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -230,6 +255,9 @@ pub struct GatewayStatus {
     pub conditions: Vec<Condition>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub listeners: Vec<ListenerStatus>,
+    /// How many ListenerSets the Gateway admits and serves.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attached_listener_sets: Option<i32>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]

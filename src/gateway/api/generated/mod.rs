@@ -14,9 +14,13 @@ pub mod gateways;
 pub mod httproutes;
 #[rustfmt::skip]
 #[allow(clippy::all, clippy::pedantic, unused_imports, missing_docs)]
+pub mod listenersets;
+#[rustfmt::skip]
+#[allow(clippy::all, clippy::pedantic, unused_imports, missing_docs)]
 pub mod referencegrants;
 
 pub use gatewayclasses::GatewayClass;
 pub use gateways::Gateway;
 pub use httproutes::HttpRoute as HTTPRoute;
+pub use listenersets::ListenerSet;
 pub use referencegrants::ReferenceGrant;
