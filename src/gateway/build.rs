@@ -119,7 +119,7 @@ pub(crate) fn translate_observed(
         let mut plans = plan(gw, world);
         let accepted = gateway_accepted(gw, world, &plans);
         let sets = sets_of(gw, world);
-        add_set_plans(&sets, world, &mut plans);
+        add_set_plans(gw, &sets, world, &mut plans);
         let attached = vec![Vec::new(); plans.len()];
         let key = (ns_of(gw), name_of(gw));
         let mut names: BTreeSet<String> = programmed.get(&key).into_iter().flatten().cloned().collect();

@@ -58,9 +58,10 @@ pub(crate) fn sets_of<'a>(gw: &Gateway, world: &'a World) -> Vec<SetWork<'a>> {
 /// Appends the listeners of the admitted `sets` to the Gateway's `plans`, each conflicting with
 /// an earlier listener on its port (another protocol, or the same hostname) marked Conflicted
 /// and not accepted: the earlier one keeps the port or the name.
-pub(crate) fn add_set_plans(sets: &[SetWork<'_>], world: &World, plans: &mut Vec<ListenerPlan>) {
+pub(crate) fn add_set_plans(gw: &Gateway, sets: &[SetWork<'_>], world: &World, plans: &mut Vec<ListenerPlan>) {
     for s in sets.iter().filter(|s| s.admitted) {
-        let owner = Declared { kind: "ListenerSet", namespace: ns_of(s.ls), set: Some((ns_of(s.ls), name_of(s.ls))) };
+        let set = Some((ns_of(s.ls), name_of(s.ls)));
+        let owner = Declared { kind: "ListenerSet", namespace: ns_of(s.ls), set, gateway: gw };
         let mut mine: Vec<ListenerPlan> = s.ls.spec.listeners.iter().map(|l| plan_one(&owner, l, world)).collect();
         mark_conflicts(&mut mine);
         // A listener of a protocol Octavia does not serve (TCP, say) on a port taken by an earlier

@@ -72,22 +72,25 @@ fn http_route_kind() -> RouteGroupKind {
 /// The listeners of `gw` in spec order, each with its Accepted, ResolvedRefs and Conflicted
 /// conditions.
 pub fn plan(gw: &Gateway, world: &World) -> Vec<ListenerPlan> {
-    let owner = Declared { kind: "Gateway", namespace: ns_of(gw), set: None };
+    let owner = Declared { kind: "Gateway", namespace: ns_of(gw), set: None, gateway: gw };
     let mut plans: Vec<ListenerPlan> = gw.spec.listeners.iter().map(|l| plan_one(&owner, l, world)).collect();
     mark_conflicts(&mut plans);
     plans
 }
 
 /// The object declaring a listener: a Gateway or a ListenerSet.
-pub(crate) struct Declared {
+pub(crate) struct Declared<'a> {
     /// `Gateway` or `ListenerSet`: the `from` kind of a ReferenceGrant for its certificateRefs.
     pub kind: &'static str,
     pub namespace: String,
     /// A ListenerSet's (namespace, name).
     pub set: Option<(String, String)>,
+    /// The Gateway whose listeners these are, or become: its `spec.tls.frontend` applies to
+    /// every HTTPS port of it, a ListenerSet's listeners' too.
+    pub gateway: &'a Gateway,
 }
 
-pub(crate) fn plan_one(owner: &Declared, l: &Listener, world: &World) -> ListenerPlan {
+pub(crate) fn plan_one(owner: &Declared<'_>, l: &Listener, world: &World) -> ListenerPlan {
     let protocol = match l.protocol.as_str() {
         "HTTP" => Some(Protocol::Http),
         "HTTPS" => Some(Protocol::Https),
@@ -110,7 +113,7 @@ pub(crate) fn plan_one(owner: &Declared, l: &Listener, world: &World) -> Listene
             format!("listener {}: spec.listeners.tls.mode: only Terminate is served on HTTPS", l.name),
         );
     } else if let Some(field) =
-        port.filter(|_| protocol == Some(Protocol::Https)).and_then(|p| client_validation(gw, p))
+        port.filter(|_| protocol == Some(Protocol::Https)).and_then(|p| client_validation(owner.gateway, p))
     {
         let msg = format!(
             "listener {}: {field} (client certificate validation) is not served yet: the listener is not \
