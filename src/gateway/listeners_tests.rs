@@ -156,3 +156,24 @@ fn client_certificate_validation_refuses_the_https_listeners_it_applies_to() {
     // Without spec.tls, the same HTTPS listener is accepted.
     assert_eq!(cond(&plans(HTTPS, "")[0].accepted), (true, "Accepted"));
 }
+
+/// The Gateway's client certificate validation applies to its ports whoever declares the
+/// listener: an HTTPS listener a ListenerSet adds on such a port is refused as the Gateway's own
+/// would be (fail closed), its HTTP listener is served.
+#[test]
+fn a_listener_sets_https_listener_follows_its_gateways_client_certificate_validation() {
+    let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n  allowedListeners:\n    namespaces: {from: All}\n";
+    let set = "kind: ListenerSet\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: extra, namespace: infra, generation: 1}\nspec:\n  parentRef: {kind: Gateway, group: gateway.networking.k8s.io, name: gw}\n  listeners:\n  - {name: tls, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n  - {name: web, port: 8080, protocol: HTTP}\n";
+    let gw = gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")
+        .replace("  listeners:\n", &format!("{frontend}  listeners:\n"));
+    let w = world(&format!("{gw}---\n{set}"));
+    let g = &w.gateways[0];
+    let mut p = plan(g, &w);
+    let sets = crate::gateway::listener_sets::sets_of(g, &w);
+    crate::gateway::listener_sets::add_set_plans(g, &sets, &w, &mut p);
+    let by_name = |n: &str| p.iter().find(|l| l.name == n).unwrap_or_else(|| panic!("no listener {n}: {p:?}"));
+    assert_eq!(cond(&by_name("tls").accepted), (false, "UnsupportedValue"));
+    assert!(by_name("tls").accepted.message.contains("spec.tls.frontend.default.validation"));
+    assert_eq!(cond(&by_name("web").accepted), (true, "Accepted"));
+    assert_eq!(cond(&by_name("http").accepted), (true, "Accepted"));
+}
