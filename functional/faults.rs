@@ -169,9 +169,13 @@ async fn octavia_worker_paused_mid_convergence() {
             assert!(started.elapsed() < Duration::from_secs(300), "the convergence never got to its pools");
             tokio::time::sleep(Duration::from_millis(200)).await;
         };
+        let undo = inject(&["pause-service", "octavia-worker"], &["resume-service", "octavia-worker"]);
+        // Counted from the moment the worker is stopped, not from before the command that stops
+        // it: under load that command took long enough for a write to finish and the next to be
+        // sent meanwhile (CI, 2026-11-29: 2 writes). Once stopped, no write can finish, so the
+        // driver sends at most the one whose predecessor had just finished.
         let stats_before = r.octavia().session().stats();
         let polls_before = lb_polls(&registry);
-        let undo = inject(&["pause-service", "octavia-worker"], &["resume-service", "octavia-worker"]);
         let paused_at = Instant::now();
         let mut saw_pending = false;
         while paused_at.elapsed() < pause {
