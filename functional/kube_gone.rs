@@ -14,10 +14,6 @@ use kube::Api;
 use kuryr_l7_router::controller::outputs::notice::notice_annotation;
 use std::time::{Duration, Instant};
 
-async fn served(ingresses: &Api<Ingress>, name: &str) -> Option<String> {
-    ingresses.get(name).await.ok()?.status?.load_balancer?.ingress?.first()?.ip.clone()
-}
-
 /// See the module docs. Without leader election: a lease check failing for longer than the write
 /// deadline while the API server restarts would stop the process (by design; a pod restarts),
 /// which is not what this test is about.
@@ -127,10 +123,5 @@ async fn real_api_server_binary_recovers_from_410_gone_without_rewrites() {
         eprintln!("whole test: {:.0} s", started.elapsed().as_secs_f64());
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    eprintln!("controller log: {}", controller.log.display());
-    drop(controller);
-    routers.cleanup().await;
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    finish(result, controller, &routers).await;
 }

@@ -21,10 +21,6 @@ async fn holder(kube: &kube::Client) -> Option<String> {
     lease.spec?.holder_identity
 }
 
-async fn served(ingresses: &Api<Ingress>, name: &str) -> Option<String> {
-    ingresses.get(name).await.ok()?.status?.load_balancer?.ingress?.first()?.ip.clone()
-}
-
 /// When the replica with `credential` took the Lease: its first accepted write of it.
 fn took_lease_at(cluster: &Cluster, credential: &str) -> Timestamp {
     let audit = cluster.controller_audit();

@@ -301,6 +301,22 @@ fn overlay(cluster: &Cluster, name: &str, launch: &Launch) -> String {
     )
 }
 
+/// The first address in an Ingress's `status.loadBalancer`, once the controller wrote one.
+pub async fn served(ingresses: &Api<k8s_openapi::api::networking::v1::Ingress>, name: &str) -> Option<String> {
+    ingresses.get(name).await.ok()?.status?.load_balancer?.ingress?.first()?.ip.clone()
+}
+
+/// After a test's body (`result`, caught): the controller's log named, the controller stopped,
+/// the routers it built deleted, and then the body's panic raised again, if it panicked.
+pub async fn finish(result: std::thread::Result<()>, controller: Controller, routers: &Routers) {
+    eprintln!("controller log: {}", controller.log.display());
+    drop(controller);
+    routers.cleanup().await;
+    if let Err(panic) = result {
+        std::panic::resume_unwind(panic);
+    }
+}
+
 /// The routers the controller builds under `name`, the same way, to delete what a test leaves.
 pub struct Routers {
     name: String,

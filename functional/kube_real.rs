@@ -102,12 +102,7 @@ async fn real_api_server_ingress_status_finalizer_notice_and_events() {
         controller.assert_no_refusal(&cluster);
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    eprintln!("controller log: {}", controller.log.display());
-    drop(controller);
-    routers.cleanup().await;
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    finish(result, controller, &routers).await;
 }
 
 /// A GatewayClass, a Gateway and an HTTPRoute through the real API: every status the controller
@@ -186,12 +181,7 @@ async fn real_api_server_gateway_conditions_accepted_by_the_crds() {
         controller.assert_no_refusal(&cluster);
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    eprintln!("controller log: {}", controller.log.display());
-    drop(controller);
-    routers.cleanup().await;
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    finish(result, controller, &routers).await;
 }
 
 async fn wait_resolved(kube: &kube::Client, route: &str, status: &'static str, reason: &'static str) {

@@ -36,10 +36,6 @@ fn tls_ingress(ns: &str, name: &str, host: &str, secret: &str) -> Value {
     ing
 }
 
-async fn served(ingresses: &Api<Ingress>, name: &str) -> Option<String> {
-    ingresses.get(name).await.ok()?.status?.load_balancer?.ingress?.first()?.ip.clone()
-}
-
 /// See the module docs.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_api_server_secrets_read_only_in_the_listed_namespaces() {
@@ -117,10 +113,5 @@ async fn real_api_server_secrets_read_only_in_the_listed_namespaces() {
         eprintln!("whole test: {:.0} s", started.elapsed().as_secs_f64());
     };
     let result = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(body)).await;
-    eprintln!("controller log: {}", controller.log.display());
-    drop(controller);
-    routers.cleanup().await;
-    if let Err(panic) = result {
-        std::panic::resume_unwind(panic);
-    }
+    finish(result, controller, &routers).await;
 }
