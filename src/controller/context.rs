@@ -238,14 +238,23 @@ impl Translator {
         if let Some(owners) = self.book.remembered_json() {
             crate::controller::owner_store::with_owners(&mut inputs.ingress_classes, &self.opts.ingress_class, &owners);
         }
+        let mut owners = None;
         if self.opts.tenancy.host_ownership {
             inputs.gateway_claims = self.book.gateway_claims();
+            // Our Ingresses' claims, made once: the Gateway loop is told of a change, and the
+            // owners to remember are decided from them.
             let ours = crate::translate::ingress_class::ours_by_age(&inputs, &self.opts);
-            self.book.set_ingress_claims(&crate::translate::host_claims::ingress_claims(&ours));
+            let claims = crate::translate::host_claims::ingress_claims(&ours);
+            self.book.set_ingress_claims(&claims);
+            owners = crate::translate::tenancy::remembered_owners_of(
+                &crate::translate::options::Source::view(&inputs),
+                &self.opts,
+                claims,
+            );
         }
         let desired = translate_within(&inputs, &self.opts, budget.as_ref());
         metrics.pool_weightings(desired.pools.values().map(|p| p.weighting.as_str()));
-        *self.owners.lock().expect("lock") = crate::translate::tenancy::remembered_owners(&inputs, &self.opts);
+        *self.owners.lock().expect("lock") = owners;
         (inputs, desired)
     }
 }

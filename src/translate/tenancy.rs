@@ -220,10 +220,19 @@ pub fn remembered_owners(inputs: &(impl Source + ?Sized), opts: &TranslateOption
         return None;
     }
     let inputs = &inputs.view();
-    let ours = ours_by_age(inputs, opts);
+    remembered_owners_of(inputs, opts, ingress_claims(&ours_by_age(inputs, opts)))
+}
+
+/// [`remembered_owners`] from our Ingresses' claims made already (`claims`, oldest first, as
+/// [`ingress_claims`] makes them): the controller makes them once per translation, for this and
+/// for the Gateway loop (`OwnerBook::set_ingress_claims`).
+pub fn remembered_owners_of(inputs: &View<'_>, opts: &TranslateOptions, mut claims: Vec<HostClaim>) -> Option<String> {
+    if !opts.tenancy.host_ownership {
+        return None;
+    }
     let class = our_class(&inputs.ingress_classes, opts)?;
     let previous = stored_owners(Some(class));
-    let claims = all_claims(&ours, inputs);
+    claims.extend(inputs.gateway_claims.iter().cloned());
     let owners = HostOwners::of_claims(&claims, &previous, inputs.now, opts.tenancy.host_ownership_grace);
     let next = owners.remember(&claims, &previous, inputs.now);
     (next != previous).then(|| serde_json::to_string(&next).expect("plain JSON"))
