@@ -3,7 +3,7 @@
 //! output, whatever the order of its lists.
 
 use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
-use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set, parent_namespace};
+use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set};
 use super::backends::forward;
 use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
 use super::host_owners::{GatewayHosts, ServedGateways, allowed, decide};
@@ -242,18 +242,30 @@ fn gateway_accepted(gw: &Gateway, world: &World, plans: &[ListenerPlan]) -> Cond
     }
 }
 
-/// Adds the exact hostnames of every route naming a Gateway to that Gateway's names, which start
-/// as its addresses (the data plane's) and its listeners' exact hostnames: what external-dns
-/// publishes for it, and what a client sends as `Host` when it uses the address. A redirect
-/// that keeps the request's host is served for these names (see [`entries`]).
+/// Adds the exact hostnames of every route naming a Gateway, or a ListenerSet the Gateway
+/// admits, to that Gateway's names, which start as its addresses (the data plane's) and its
+/// listeners' exact hostnames (its ListenerSets' included): what external-dns publishes for it,
+/// and what a client sends as `Host` when it uses the address. A redirect that keeps the
+/// request's host is served for these names (see [`entries`]). A route reaching the Gateway
+/// only through a ListenerSet names it as much as one naming the Gateway: without its names, a
+/// keep-the-host redirect on a ListenerSet's wildcard listener answered 500 for them. A
+/// ListenerSet the Gateway does not admit adds none: a namespace the Gateway does not let in
+/// spends none of its rule budget.
 fn known_names(world: &World, work: &mut BTreeMap<(String, String), GatewayWork<'_>>) {
     for route in world.routes.iter().map(|r| &**r) {
-        for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p)) {
-            if let Some(w) = work.get_mut(&(parent_namespace(route, p), p.name.clone())) {
+        for p in route.spec.parent_refs.iter().filter(|p| names_a_gateway(p) || names_a_listener_set(p)) {
+            let Some((gw_key, set)) = parent_target(route, p, world) else { continue };
+            let Some(w) = work.get_mut(&gw_key) else { continue };
+            if set.as_ref().is_none_or(|k| admits_set(w, k)) {
                 w.names.extend(route.spec.hostnames.iter().filter(|h| !is_wildcard(h)).cloned());
             }
         }
     }
+}
+
+/// Whether the Gateway being translated admits its ListenerSet `set` (namespace, name).
+fn admits_set(w: &GatewayWork<'_>, set: &(String, String)) -> bool {
+    w.sets.iter().any(|s| s.admitted && (ns_of(s.ls), name_of(s.ls)) == *set)
 }
 
 /// The route's outcome on each of its parents of ours; records attachments and entries.
@@ -279,8 +291,7 @@ fn route_parents(
         // ListenerSet: unless the ListenerSet's own namespace owns them).
         let mut partial = None;
         let listeners_ns = set.as_ref().map_or(&gw_key.0, |k| &k.0).clone();
-        let admitted =
-            set.as_ref().is_none_or(|k| w.sets.iter().any(|s| s.admitted && (ns_of(s.ls), name_of(s.ls)) == *k));
+        let admitted = set.as_ref().is_none_or(|k| admits_set(w, k));
         let attached = if admitted {
             attach(route, p, w.gw, set.as_ref(), &w.plans, world)
         } else {
@@ -408,7 +419,8 @@ fn entries(
 /// literal `scheme://host[:port]`, so a redirect that keeps the request's host (no
 /// `requestRedirect.hostname`) on a route entry without one exact host is served per name:
 /// one entry for each known name of the Gateway that the entry's host matches (its addresses,
-/// the exact hostnames of its listeners and routes: the names clients use), each redirecting to
+/// the exact hostnames of its listeners and routes, those of its admitted ListenerSets and of
+/// the routes attached through them: the names clients use), each redirecting to
 /// that same name, and for any other host the rule answers 500 (the status responder's "no valid
 /// backend"): never a redirect to a host the client did not ask for.
 fn redirects(

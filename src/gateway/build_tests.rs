@@ -157,6 +157,66 @@ fn a_redirect_keeping_the_request_host_is_served_per_known_name_and_never_to_ano
     assert_eq!(any, [Some("a.example.com"), Some("b.example.com"), None]);
 }
 
+/// A ListenerSet's name in YAML: `name` in namespace `ns`, child of `infra/gw`, with `listeners`.
+fn listener_set(ns: &str, name: &str, listeners: &str) -> String {
+    format!(
+        "---\nkind: ListenerSet\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: {name}, namespace: {ns}, generation: 1}}\nspec:\n  parentRef: {{kind: Gateway, group: gateway.networking.k8s.io, name: gw, namespace: infra}}\n  listeners:\n{listeners}\n"
+    )
+}
+
+/// Issue 33: a redirect keeping the request's host on a ListenerSet's wildcard listener is
+/// served for the exact hostnames of the routes attached only through that ListenerSet, as for
+/// those of routes naming the Gateway (not the 500 of an unknown name); a ListenerSet the
+/// Gateway does not admit adds no names (nor policies) to it.
+#[test]
+fn a_keep_host_redirect_on_a_listener_sets_wildcard_is_served_for_its_routes_hostnames() {
+    let gw = gateway_yaml("  - {name: http, port: 80, protocol: HTTP, hostname: gw.example.org}")
+        .replace("  listeners:\n", "  allowedListeners: {namespaces: {from: Same}}\n  listeners:\n");
+    let wild = "  - {name: wild, port: 80, protocol: HTTP, hostname: '*.example.com'}";
+    let via = |set: &str, ns: &str| {
+        format!("  parentRefs: [{{kind: ListenerSet, group: gateway.networking.k8s.io, name: {set}, namespace: {ns}}}]")
+    };
+    let redirect = "  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https}}]}]";
+    let app = "  rules: [{matches: [{path: {type: PathPrefix, value: /app}}], backendRefs: [{name: web, port: 80}]}]";
+    let yaml = format!(
+        "{gw}---\n{SVC}{}{}{}{}{}",
+        listener_set("infra", "extra", wild),
+        listener_set("other", "stray", "  - {name: wild2, port: 80, protocol: HTTP, hostname: '*.example.net'}"),
+        route("to-https", &format!("{}\n{redirect}", via("extra", "infra"))),
+        route("app", &format!("{}\n  hostnames: [foo.example.com]\n{app}", via("extra", "infra"))),
+        route("stray", &format!("{}\n  hostnames: [evil.example.com]\n{app}", via("stray", "other"))),
+    );
+    let p: Programmed = [(("infra".to_string(), "gw".to_string()), vec!["198.51.100.7".to_string()])].into();
+    let t = translate(&world(&yaml), &p);
+    let on = |route: &str, set: &str| {
+        let c = t.route("infra", route).and_then(|r| r.condition_of("ListenerSet", set, "Accepted")).unwrap();
+        (c.ok, c.reason.clone())
+    };
+    assert_eq!(on("to-https", "extra"), (true, "Accepted".to_string()));
+    assert_eq!(on("app", "extra"), (true, "Accepted".to_string()));
+    assert_eq!(on("stray", "stray"), (false, "NotAllowedByListeners".to_string()));
+    let entries = &t.router("infra", "gw").unwrap().listeners[0].entries;
+    let redirects: Vec<(Option<&str>, String)> = entries
+        .iter()
+        .filter(|e| e.owner.name == "to-https")
+        .map(|e| {
+            let action = match &e.action {
+                Action::Redirect(r) => format!("{} {}", r.code, r.prefix),
+                Action::Fixed(c) => c.to_string(),
+                Action::Forward { .. } => "forward".into(),
+            };
+            (e.host.as_deref(), action)
+        })
+        .collect();
+    assert_eq!(
+        redirects,
+        [
+            (Some("foo.example.com"), "302 https://foo.example.com".to_string()),
+            (Some("*.example.com"), "500".to_string()),
+        ]
+    );
+}
+
 #[test]
 fn a_request_belongs_to_the_most_specific_listener_only() {
     let listeners = "  - {name: any, port: 80, protocol: HTTP}\n  - {name: wild, port: 80, protocol: HTTP, hostname: '*.example.com'}\n  - {name: exact, port: 80, protocol: HTTP, hostname: a.example.com}";

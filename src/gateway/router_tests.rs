@@ -426,3 +426,96 @@ fn listener_isolation_is_inverted_host_rules_and_its_rule_budget_is_counted() {
     let invalid = |r: &GatewayRouter| r.desired.warnings.iter().any(|w| w.reason == crate::reason::Reason::InvalidRule);
     assert!(!invalid(&plain) && !invalid(&both), "{:?}", both.desired.warnings);
 }
+
+/// Issue 33: the wildcard listener of a keep-the-host redirect declared by a ListenerSet is
+/// served as the same listener declared by the Gateway: the same policies (a redirect per
+/// exact hostname of the routes attached through it, to that same host, then the 500 for any
+/// other name) and the same rule budget.
+#[test]
+fn a_listener_sets_keep_host_redirect_gets_the_policies_and_budget_of_a_gateway_listener() {
+    const COMMON: &str = r#"
+kind: GatewayClass
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {name: kuryr}
+spec: {controllerName: openstack.org/kuryr-l7-router}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: web, namespace: infra}
+spec: {ports: [{port: 80}]}
+---
+kind: Service
+apiVersion: v1
+metadata: {name: responder, namespace: kuryr}
+spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {name: server-error, port: 8500}]}
+"#;
+    let wild = "{name: wild, port: 80, protocol: HTTP, hostname: '*.example.com'}";
+    let gateway = |extra: &str| {
+        format!(
+            "---\nkind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: gw, namespace: infra}}\nspec:\n  gatewayClassName: kuryr\n  allowedListeners: {{namespaces: {{from: Same}}}}\n  listeners:\n  - {{name: base, port: 80, protocol: HTTP, hostname: base.example.org}}\n{extra}"
+        )
+    };
+    let routes = |parent: &str| {
+        format!(
+            r#"---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {{name: to-https, namespace: infra, creationTimestamp: "2024-01-01T00:00:00Z"}}
+spec:
+  parentRefs: [{parent}]
+  rules: [{{filters: [{{type: RequestRedirect, requestRedirect: {{scheme: https, statusCode: 301}}}}]}}]
+---
+kind: HTTPRoute
+apiVersion: gateway.networking.k8s.io/v1
+metadata: {{name: app, namespace: infra, creationTimestamp: "2024-01-02T00:00:00Z"}}
+spec:
+  parentRefs: [{parent}]
+  hostnames: [foo.example.com, bar.example.com]
+  rules: [{{matches: [{{path: {{type: PathPrefix, value: /app}}}}], backendRefs: [{{name: web, port: 80}}]}}]
+"#
+        )
+    };
+    let own = format!("{COMMON}{}{}", gateway(&format!("  - {wild}\n")), routes("{name: gw, sectionName: wild}"));
+    let set = format!(
+        "---\nkind: ListenerSet\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: extra, namespace: infra}}\nspec:\n  parentRef: {{kind: Gateway, group: gateway.networking.k8s.io, name: gw}}\n  listeners:\n  - {wild}\n"
+    );
+    let through_set = format!(
+        "{COMMON}{}{set}{}",
+        gateway(""),
+        routes("{kind: ListenerSet, group: gateway.networking.k8s.io, name: extra, sectionName: wild}")
+    );
+    let shape = |r: &GatewayRouter| -> Vec<(String, Option<String>, Option<RedirectTarget>)> {
+        r.desired
+            .policies
+            .iter()
+            .map(|p| {
+                (p.pool.clone(), host_rule_of(p).map(str::to_string), p.redirect.as_ref().map(|d| d.target.clone()))
+            })
+            .collect()
+    };
+    let (a, b) = (router_of(&own, &responder()), router_of(&through_set, &responder()));
+    assert_eq!(shape(&b), shape(&a));
+    let usage = |r: &GatewayRouter| crate::translate::budget::usage(&r.desired);
+    assert_eq!(usage(&b), usage(&a));
+    // The redirects themselves: to the host asked for, never to another; 500 for other names.
+    let redirects: Vec<(Option<String>, Option<RedirectTarget>)> = shape(&b)
+        .into_iter()
+        .filter(|(pool, _, d)| d.is_some() || pool == SERVER_ERROR_POOL)
+        .map(|(_, h, d)| (h, d))
+        .collect();
+    let host = |h: &str| Some(format!("^{}(:[0-9]+)?$", h.replace('.', "\\.")));
+    let to = |h: &str| Some(RedirectTarget::Prefix(format!("https://{h}")));
+    assert_eq!(
+        redirects,
+        [
+            (host("bar.example.com"), to("bar.example.com")),
+            (host("foo.example.com"), to("foo.example.com")),
+            (Some("^[^:]+\\.example\\.com(:[0-9]+)?$".to_string()), None),
+        ]
+    );
+    assert!(
+        !b.desired.warnings.iter().any(|w| w.reason == crate::reason::Reason::InvalidRule),
+        "{:?}",
+        b.desired.warnings
+    );
+}

@@ -235,6 +235,28 @@ fn conformance_cases() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The project's own cases (tests/fixtures/gateway/own/): the same format, for behaviours no
+/// upstream test has a request table for (e.g. issue 33's keep-the-host redirect on a
+/// ListenerSet's wildcard listener). Not upstream tests: never recorded for the conformance
+/// report.
+#[test]
+fn own_cases_give_their_statuses_and_answers() {
+    let mut files: Vec<_> =
+        std::fs::read_dir("tests/fixtures/gateway/own").unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    assert!(!files.is_empty(), "the own case files are missing");
+    let mut failures = Vec::new();
+    for f in &files {
+        let (case, t) = load(f);
+        assert!(!case.requests.is_empty(), "{}: no request table", f.display());
+        let errs = check_case(&case, &t);
+        if !errs.is_empty() {
+            failures.push(format!("{} ({}):\n  {}", case.test, f.display(), errs.join("\n  ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
 /// Cases whose fixture restates the objects AFTER the upstream test's own patch (its Go code
 /// edits them once they are accepted), so the upstream manifests (the state before) cannot give
 /// the expectations: their statuses are the restated state's, checked above.

@@ -1,4 +1,4 @@
-//! The conformance manifests (tests/fixtures/gateway/), read as the watches read them (the
+//! The conformance manifests (tests/fixtures/gateway/: cases/ and own/), read as the watches read them (the
 //! generated types, then `From`), give the same domain objects as read directly.
 
 use super::*;
@@ -9,9 +9,12 @@ use std::path::PathBuf;
 fn fixture_documents() -> Vec<(String, Value)> {
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/gateway");
     let mut files = vec![dir.join("base.yaml")];
-    let mut cases: Vec<PathBuf> = std::fs::read_dir(dir.join("cases")).unwrap().map(|e| e.unwrap().path()).collect();
-    cases.sort();
-    files.extend(cases);
+    // The upstream tests' cases, then the project's own.
+    for sub in ["cases", "own"] {
+        let mut cases: Vec<PathBuf> = std::fs::read_dir(dir.join(sub)).unwrap().map(|e| e.unwrap().path()).collect();
+        cases.sort();
+        files.extend(cases);
+    }
     let mut docs = Vec::new();
     for f in files {
         let text = std::fs::read_to_string(&f).unwrap();
