@@ -408,14 +408,20 @@ impl RouterSet {
     /// group's cost (the cost before, while the group's growth waits for a move, so that a new
     /// leader still sees it); hosts no longer placed are forgotten; the moves are this
     /// controller's, a finished one's record removed; the rollbacks' holds in force are kept.
+    /// The hosts `placed` put on a move's target are not recorded once that move went back
+    /// (rolled back, cancelled) since: the late job of a target that hung records nothing for
+    /// them, so a restart does not place them there.
     pub fn record(&self, placed: &Placed, synced: &[RouterIndex]) {
         let p = &placed.placement;
+        // `records` before `moves`: the order `roll_back` takes them in.
         let mut records = self.records.lock().expect("lock");
+        let known = self.moves.lock().expect("lock");
+        let gone_back = hosts_moved_back(placed, &known);
         records.hosts.retain(|h, _| p.host_router.contains_key(h));
         for g in &p.groups {
             let Some(router) = p.group_router.get(&g.id).filter(|r| synced.contains(r)) else { continue };
             let waits = !g.hosts.is_disjoint(&placed.pending);
-            for h in &g.hosts {
+            for h in g.hosts.iter().filter(|h| !gone_back.contains(*h)) {
                 let record = match records.hosts.get(h) {
                     Some(old) if waits => HostRecord { router: *router, ..old.clone() },
                     _ if waits => HostRecord::on(*router),
@@ -424,7 +430,6 @@ impl RouterSet {
                 records.hosts.insert(h.clone(), record);
             }
         }
-        let known = self.moves.lock().expect("lock");
         let placed_hosts = |m: &MovePlan| m.hosts.iter().any(|h| p.host_router.contains_key(h));
         records.set_moves(known.iter().filter(|(_, m)| placed_hosts(m)));
         // After `moves`: the order `roll_back` takes the locks in. Only the holds in force.
@@ -595,6 +600,18 @@ pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
             _ = set.move_changed.notified() => {}
         }
     }
+}
+
+/// The hosts of the moves of `placed` that this controller no longer drives as they were
+/// (`known`: its moves now): rolled back or cancelled since (gone, or replaced by the way back
+/// or a move on elsewhere). `placed` put them on that move's target: a job of that placement
+/// ending now (a target whose create hung past the rollback) must not record them there. A
+/// move finished and forgotten since counts too: its hosts were recorded on the target by the
+/// Syncs that finished it, and the old placement has nothing newer to say about them.
+fn hosts_moved_back(placed: &Placed, known: &Moves) -> BTreeSet<String> {
+    let same =
+        |g: &crate::placement::GroupId, m: &MovePlan| known.get(g).is_some_and(|k| k.from == m.from && k.to == m.to);
+    placed.moves.iter().filter(|(g, m)| !same(g, m)).flat_map(|(_, m)| m.hosts.iter().cloned()).collect()
 }
 
 /// How long the start waits for the list of the set's load balancers.
