@@ -29,6 +29,14 @@ async fn configmaps(set: &Set) -> kube::Api<k8s_openapi::api::core::v1::ConfigMa
     kube::Api::namespaced(client, CONTROLLER_NS)
 }
 
+/// The operator moves c to `rset-3` (the request, and a change of c that makes a Sync read it);
+/// returns once the move started.
+async fn move_c_to_the_third_router(set: &Set) {
+    request_move(&configmaps(set).await, BASE, "shop/c", Some("rset-3")).await.unwrap();
+    touch(set, "c", "1");
+    eventually("the move started", 20, || Some(()).filter(|_| !set.notes("c", "MoveStarted").is_empty())).await;
+}
+
 /// A change of Ingress `name` that changes no route: the Sync it makes reads the requests.
 fn touch(set: &Set, name: &str, value: &str) {
     let mut ing: Value = set.fake.get(ING, "shop", name).unwrap();
@@ -51,9 +59,7 @@ fn request_of(set: &Set, name: &str) -> Option<String> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_move_whose_target_is_not_active_in_time_is_rolled_back() {
     let set = c_on_the_second_router("move_target_timeout = 3", &[2]).await;
-    request_move(&configmaps(&set).await, BASE, "shop/c", Some("rset-3")).await.unwrap();
-    touch(&set, "c", "1");
-    eventually("the move started", 20, || Some(()).filter(|_| !set.notes("c", "MoveStarted").is_empty())).await;
+    move_c_to_the_third_router(&set).await;
     assert!(move_record(&set.fake, "c").is_some(), "the move is recorded");
     let started = std::time::Instant::now();
     let note = eventually("MoveRolledBack on c", 15, || set.notes("c", "MoveRolledBack").into_iter().next()).await;
@@ -88,9 +94,7 @@ async fn a_move_whose_target_is_not_active_in_time_is_rolled_back() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_target_created_after_the_rollback_records_nothing_for_the_group() {
     let set = c_on_the_second_router("move_target_timeout = 3", &[2]).await;
-    request_move(&configmaps(&set).await, BASE, "shop/c", Some("rset-3")).await.unwrap();
-    touch(&set, "c", "1");
-    eventually("the move started", 20, || Some(()).filter(|_| !set.notes("c", "MoveStarted").is_empty())).await;
+    move_c_to_the_third_router(&set).await;
     eventually("MoveRolledBack on c", 15, || set.notes("c", "MoveRolledBack").into_iter().next()).await;
     eventually("no move recorded, c on rset-2", 10, || {
         (move_record(&set.fake, "c").is_none() && recorded_router(&set.fake, "c")? == "rset-2").then_some(())
@@ -120,9 +124,7 @@ async fn a_target_created_after_the_rollback_records_nothing_for_the_group() {
 async fn a_cancelled_move_is_rolled_back_before_its_target_serves() {
     let set = c_on_the_second_router("", &[2]).await;
     let api = configmaps(&set).await;
-    request_move(&api, BASE, "shop/c", Some("rset-3")).await.unwrap();
-    touch(&set, "c", "1");
-    eventually("the move started", 20, || Some(()).filter(|_| !set.notes("c", "MoveStarted").is_empty())).await;
+    move_c_to_the_third_router(&set).await;
     request_cancel(&api, BASE, "shop/c").await.unwrap();
     assert_eq!(request_of(&set, "c").as_deref(), Some("cancel"), "the cancel replaces the request");
     // No Ingress change: the controller reads the cancel by itself while a move is in progress.
