@@ -392,7 +392,18 @@ impl RouterSet {
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
         }
-        self.moves.lock().expect("lock").extend(placed.moves.iter().map(|(g, m)| (g.clone(), m.clone())));
+        {
+            // A move that a router's job stepped on while this placement was made (its target
+            // ACTIVE, its source cleared, a move done going on elsewhere) keeps its newer
+            // state: put back to the placement's older phase, its status went back a step
+            // (a move publishing both routers published the source alone again).
+            let mut known = self.moves.lock().expect("lock");
+            for (group, m) in &placed.moves {
+                if known.get(group).is_none_or(|k| !stepped_since(k, m, &placed.moved)) {
+                    known.insert(group.clone(), m.clone());
+                }
+            }
+        }
         self.steps.lock().expect("lock").extend(placed.moved.iter().cloned());
         // The resync loop then sleeps until the new deadline (a move's phase, an empty
         // router's grace) instead of its whole period.
@@ -612,6 +623,29 @@ fn hosts_moved_back(placed: &Placed, known: &Moves) -> BTreeSet<String> {
     let same =
         |g: &crate::placement::GroupId, m: &MovePlan| known.get(g).is_some_and(|k| k.from == m.from && k.to == m.to);
     placed.moves.iter().filter(|(g, m)| !same(g, m)).flat_map(|(_, m)| m.hosts.iter().cloned()).collect()
+}
+
+/// Whether `known` (this controller's move of a group now) is newer than `placed` (the same
+/// group's move in a placement being made): the same move (source and target) in a later
+/// phase, or another move of the group made meanwhile (a move done going on elsewhere), unless
+/// the placement started `placed` itself (`moved`: its steps; a start is `CreateOnTarget`).
+fn stepped_since(known: &MovePlan, placed: &MovePlan, moved: &[MovePlan]) -> bool {
+    if known.from == placed.from && known.to == placed.to {
+        return phase_order(&known.phase) > phase_order(&placed.phase);
+    }
+    let started_here = matches!(placed.phase, MovePhase::CreateOnTarget { .. }) && moved.contains(placed);
+    !started_here
+}
+
+/// A move's phases in the order they come, each entered at its time.
+fn phase_order(phase: &MovePhase) -> (u8, UnixSeconds) {
+    match *phase {
+        MovePhase::CreateOnTarget { since } => (0, since),
+        MovePhase::PublishBoth { since } => (1, since),
+        MovePhase::PublishTarget { since } => (2, since),
+        MovePhase::DeleteOld { since } => (3, since),
+        MovePhase::Done { at } => (4, at),
+    }
 }
 
 /// How long the start waits for the list of the set's load balancers.
