@@ -39,18 +39,11 @@ const SECOND_ENDPOINT: &str = "10.0.0.82";
 
 /// The stack's kuryr.conf, then ours: the set's options, and the project's own user.
 fn settings(api: &str, token: &std::path::Path, base: &str, p: &ScratchProject) -> kuryr_l7_router::config::Settings {
-    let stack = std::env::var("KURYR_CONFIG_FILE").expect("KURYR_CONFIG_FILE: the stack's kuryr.conf");
-    let ours = format!(
-        "[kubernetes]\napi_root = {api}\ntoken_file = {}\nleader_election = False\nhealth_port = {}\n\
-         ingress_class = {CLASS}\nresync_period = 10\n\
-         [octavia_defaults]\nl7_router_name = {base}\nscale_out = True\nmax_policies_per_router = 2\n\
-         [neutron]\nusername = {name}\npassword = {name}\nproject_name = {name}\n",
-        token.display(),
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port(),
-        name = p.name,
+    let user = format!(
+        "scale_out = True\n[neutron]\nusername = {name}\npassword = {name}\nproject_name = {name}\n",
+        name = p.name
     );
-    let texts = [(stack.clone(), std::fs::read_to_string(&stack).unwrap()), ("fipq.conf".into(), ours)];
-    kuryr_l7_router::config::load_texts(&texts, Vec::new()).unwrap().settings
+    set_settings("fipq.conf", api, token, CLASS, base, &user)
 }
 
 /// Ingress `name` with one path per policy (`paths` of them), all to the Service `web`.

@@ -30,18 +30,16 @@ use std::time::{Duration, Instant};
 const NAMES: [&str; 4] = ["ta", "tb", "tc", "td"];
 const CLASS: &str = "kuryr-toggle";
 
+/// The set's settings with quick graces, and `octavia` (`scale_out`) in `[octavia_defaults]`.
 fn settings(api: &str, token: &std::path::Path, base: &str, octavia: &str) -> kuryr_l7_router::config::Settings {
-    let stack = std::env::var("KURYR_CONFIG_FILE").expect("KURYR_CONFIG_FILE: the stack's kuryr.conf");
-    let ours = format!(
-        "[kubernetes]\napi_root = {api}\ntoken_file = {}\nleader_election = False\nhealth_port = {}\n\
-         ingress_class = {CLASS}\nresync_period = 10\n\
-         [octavia_defaults]\nl7_router_name = {base}\nmax_policies_per_router = 2\nmove_dns_grace = 5\n\
-         empty_router_grace = 5\n{octavia}",
-        token.display(),
-        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-    );
-    let texts = [(stack.clone(), std::fs::read_to_string(&stack).unwrap()), ("toggle.conf".into(), ours)];
-    kuryr_l7_router::config::load_texts(&texts, Vec::new()).unwrap().settings
+    set_settings(
+        "toggle.conf",
+        api,
+        token,
+        CLASS,
+        base,
+        &format!("move_dns_grace = 5\nempty_router_grace = 5\n{octavia}"),
+    )
 }
 
 fn fixtures(fake: &Fake) {

@@ -255,3 +255,27 @@ impl ScratchProject {
         }
     }
 }
+
+/// The settings of a router-set test: the stack's kuryr.conf (`KURYR_CONFIG_FILE`), then ours,
+/// `name`: the fake API server at `api` with `token`, leader election off, a free health port,
+/// IngressClass `class` resynced every 10 s, and the set `base` at two policies a router.
+/// `more` follows in `[octavia_defaults]` (options of the set; it may open further sections).
+pub fn set_settings(
+    name: &str,
+    api: &str,
+    token: &std::path::Path,
+    class: &str,
+    base: &str,
+    more: &str,
+) -> kuryr_l7_router::config::Settings {
+    let stack = std::env::var("KURYR_CONFIG_FILE").expect("KURYR_CONFIG_FILE: the stack's kuryr.conf");
+    let ours = format!(
+        "[kubernetes]\napi_root = {api}\ntoken_file = {}\nleader_election = False\nhealth_port = {}\n\
+         ingress_class = {class}\nresync_period = 10\n\
+         [octavia_defaults]\nl7_router_name = {base}\nmax_policies_per_router = 2\n{more}",
+        token.display(),
+        std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port(),
+    );
+    let texts = [(stack.clone(), std::fs::read_to_string(&stack).unwrap()), (name.to_string(), ours)];
+    kuryr_l7_router::config::load_texts(&texts, Vec::new()).unwrap().settings
+}

@@ -8,15 +8,15 @@ use crate::controller::health::Readiness;
 use crate::controller::indexes::{
     IndexedWriter, Indexes, secrets_of_ingress, service_of_slice, services_of_ingress, tls_secrets_of,
 };
-use crate::controller::ingress::tls_secrets::NamedSecrets;
 use crate::controller::metrics::{Metrics, RouterMetrics};
+use crate::controller::named_secrets::NamedSecrets;
 use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::controller::outputs::notice::{ServiceNotice, desired_notices};
 use crate::controller::outputs::patches;
+use crate::controller::outputs::service_warnings::{self, ServiceWarnings};
 use crate::controller::outputs::{self, Facts, PlannedEvent, Scope};
-use crate::controller::router_set::RouterSet;
 use crate::controller::routers::{RouterSlot, Routers};
-use crate::controller::services::events::{self as service_events, ServiceWarnings};
+use crate::controller::service_changes::ServiceChanges;
 use crate::controller::writer::{Synced, WriteError, WriterHandle};
 use crate::controller::{ControllerError, reconcile_span};
 use crate::driver::ConvergeReport;
@@ -24,6 +24,7 @@ use crate::model::{DesiredRouter, KubeRef, Warning};
 use crate::translate::budget::{Budget, translate_within};
 use crate::translate::slices::CompactSlice;
 use crate::translate::{Snapshot, TranslateOptions, namespace_of};
+use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret, Service};
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::Resource;
@@ -184,9 +185,10 @@ pub struct Context {
     /// The routers this controller drives, by key: each one's writer, budget, readiness and
     /// metrics (see [`crate::controller::routers`]).
     pub routers: Routers,
-    /// With scale-out: the router set (placement, and the writers of the routers other than
-    /// the first). None: the one router of `routers` gets every Ingress.
-    pub set: Option<RouterSet>,
+    /// With scale-out: the Sync of the router set (`router_set::set_sync`: placement, and the
+    /// writers of the routers other than the first). None: the one router of `routers` gets
+    /// every Ingress.
+    pub(crate) set: Option<Arc<dyn SetSync>>,
     pub events: Arc<EventPublisher>,
     pub metrics: Metrics,
     pub opts: TranslateOptions,
@@ -209,7 +211,18 @@ pub struct Context {
     pub member_change_window: Duration,
     /// Where the Service handler records the Services it sees changed, for the Gateways'
     /// routers (`super::gateway::members`); None without a Gateway driver.
-    pub gateway_services: Option<Arc<crate::controller::services::changes::ServiceChanges>>,
+    pub gateway_services: Option<Arc<ServiceChanges>>,
+}
+
+/// What a Sync answers: the desired state synced and the convergence report.
+pub(crate) type SyncAnswer = Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>;
+
+/// The Sync of a router set (scale-out), which [`Context::sync_for`] hands over to when one is
+/// installed. The Context holds it as this hook, so that the plumbing names no room: the set's
+/// state and its Sync steps are the router set's own (`router_set::set_sync`).
+pub(crate) trait SetSync: Send + Sync {
+    /// A Sync of every router of the set, with the outputs of `scope` (see [`Context::sync_for`]).
+    fn sync<'a>(&'a self, ctx: &'a Context, force: bool, scope: Scope<'a>) -> BoxFuture<'a, SyncAnswer>;
 }
 
 /// A desired state and the Service notices it implies.
@@ -318,13 +331,11 @@ impl Context {
     }
 
     /// With the Gateways' routers told of every Service change (see [`Context::gateway_services`]).
-    pub fn with_gateway_services(mut self, changes: Arc<crate::controller::services::changes::ServiceChanges>) -> Self {
+    pub fn with_gateway_services(mut self, changes: Arc<ServiceChanges>) -> Self {
         self.gateway_services = Some(changes);
         self
     }
 
-    /// With scale-out: drives the router set `set` (the first router is the one given to
-    /// [`Context::new`]).
     /// Keeps the hosts' owners in `store` (starting from `owners`) instead of our IngressClass.
     pub(crate) fn with_owner_store(
         self,
@@ -340,7 +351,9 @@ impl Context {
         self.translator.book.clone()
     }
 
-    pub(crate) fn with_router_set(mut self, set: RouterSet) -> Self {
+    /// With scale-out: drives the router set `set` (the first router is the one given to
+    /// [`Context::new`]).
+    pub(crate) fn with_router_set(mut self, set: Arc<dyn SetSync>) -> Self {
         self.set = Some(set);
         self
     }
@@ -372,13 +385,9 @@ impl Context {
     }
 
     /// [`Context::sync`], then the outputs of `scope` too (see [`outputs::plan`]).
-    pub async fn sync_for(
-        &self,
-        force: bool,
-        scope: Scope<'_>,
-    ) -> Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError> {
+    pub async fn sync_for(&self, force: bool, scope: Scope<'_>) -> SyncAnswer {
         if let Some(set) = &self.set {
-            return self.sync_set(set, force, scope).await;
+            return set.sync(self, force, scope).await;
         }
         self.wait_caches().await;
         let slot = self.router();
@@ -401,26 +410,6 @@ impl Context {
                 slot.mark_ready(r);
             }
         }
-    }
-
-    /// The slot of router `index` of `set`, its writer spawned when placement first uses it.
-    pub(crate) fn slot_at(
-        &self,
-        set: &RouterSet,
-        index: crate::placement::RouterIndex,
-    ) -> Result<Arc<RouterSlot>, HandlerError> {
-        let name = set.name_of(index);
-        if let Some(slot) = self.routers.get(&name) {
-            return Ok(slot);
-        }
-        let writer = set.spawn_writer(index).map_err(HandlerError::Octavia)?;
-        tracing::info!(router = %name, "router joins the set");
-        if let Some(r) = &self.readiness {
-            r.send_modify(|r| {
-                r.router_mut(&name);
-            });
-        }
-        Ok(self.routers.insert(RouterSlot::new(name, writer, &self.metrics)))
     }
 
     /// The one output step of a finished Sync: plans (purely) and applies its notices,
@@ -608,7 +597,7 @@ impl Context {
                 Some(s) => (published.due_for(s, warnings, now), "UpdateMembers"),
             }
         };
-        for (ev, regarding) in service_events::events(&due, &self.stores.services, action) {
+        for (ev, regarding) in service_warnings::events(&due, &self.stores.services, action) {
             self.publish(&ev, &regarding).await;
         }
     }

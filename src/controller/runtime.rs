@@ -445,14 +445,17 @@ async fn run_leader<B: RouterBackend>(
             crate::controller::owner_store::start_owners(&client, &k.lease_namespace, &ctx.opts.ingress_class).await?;
         ctx = ctx.with_owner_store(store, &owners);
     }
+    let mut set = None;
     if let Some((spawn, (records, store))) = spawn.set.zip(records) {
-        let mut set = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
+        let mut built = RouterSet::new(router, settings.octavia_defaults.scale_out.clone(), spawn)
             .with_records(records, Some(store));
         if mode == SetMode::Draining {
-            set = set.draining();
+            built = built.draining();
         }
-        set.found(found.0, found.1);
-        ctx = ctx.with_router_set(set);
+        built.found(found.0, found.1);
+        let built = Arc::new(built);
+        ctx = ctx.with_router_set(built.clone());
+        set = Some(built);
     }
     let ctx = Arc::new(ctx);
     let (ing_ctl, svc_ctl, mut background) = controllers(&client, k, &ctx, store_writers);
@@ -479,15 +482,18 @@ async fn run_leader<B: RouterBackend>(
         ready_tx.send_modify(|r| r.caches_synced = true);
     }));
     let period = k.resync_period.max(Duration::from_secs(10));
-    let resync = tokio::spawn(resync_loop(ctx.clone(), period, stop_rx.clone()));
+    let resync = tokio::spawn(resync_loop(ctx.clone(), set.clone(), period, stop_rx.clone()));
     // A move's late target or a cancel is acted on even while the resync waits on a router.
-    background.push(tokio::spawn(crate::controller::router_set::rollback_outputs::move_watch(ctx.clone())));
+    if let Some(set) = &set {
+        let watch = crate::controller::router_set::rollback_outputs::move_watch(ctx.clone(), set.clone());
+        background.push(tokio::spawn(watch));
+    }
     if k.host_ownership {
         background.push(tokio::spawn(crate::controller::gateway::hosts::sync_on_claims(ctx.clone(), stop_rx.clone())));
     }
 
     on_true(stop_rx).await;
-    drain(writer, handlers, resync, background, &ctx).await;
+    drain(writer, handlers, resync, background, &ctx, set.as_deref()).await;
     Ok(())
 }
 
@@ -610,7 +616,12 @@ where
 /// A forced Sync from the caches at start (once they are synced) and every `period`: repairs
 /// drift (a policy deleted by hand, a member list changed behind our back), and reads the
 /// router's budget under the project's quotas (the driver's report carries it).
-async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Receiver<bool>) {
+async fn resync_loop(
+    ctx: Arc<Context>,
+    set: Option<Arc<RouterSet>>,
+    period: Duration,
+    mut stop: watch::Receiver<bool>,
+) {
     loop {
         tokio::select! {
             _ = ctx.wait_caches() => {}
@@ -634,7 +645,7 @@ async fn resync_loop(ctx: Arc<Context>, period: Duration, mut stop: watch::Recei
             converge_to_budget(&ctx).await;
         }
         tokio::select! {
-            _ = crate::controller::router_set::until_next_resync(ctx.set.as_ref(), period) => {}
+            _ = crate::controller::router_set::until_next_resync(set.as_deref(), period) => {}
             _ = stop.wait_for(|v| *v) => return,
         }
     }
@@ -673,10 +684,11 @@ async fn drain(
     resync: JoinHandle<()>,
     background: Vec<JoinHandle<()>>,
     ctx: &Context,
+    set: Option<&RouterSet>,
 ) {
     tracing::info!("stopping: draining the router writer (no write after the one in flight)");
     let mut writers = vec![first];
-    writers.extend(ctx.set.iter().flat_map(RouterSet::take_writers));
+    writers.extend(set.iter().flat_map(|s| s.take_writers()));
     futures::future::join_all(writers.into_iter().map(|w| w.shutdown_within(WRITER_DRAIN))).await;
     let aborts: Vec<_> = handlers.iter().map(JoinHandle::abort_handle).collect();
     let finished = async {

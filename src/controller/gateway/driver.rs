@@ -35,7 +35,7 @@ use crate::controller::gateway::members::refill;
 use crate::controller::gateway::routers::desired_routers;
 use crate::controller::metrics::Metrics;
 use crate::controller::octavia_backend::OctaviaBackend;
-use crate::controller::services::changes::ServiceChanges;
+use crate::controller::service_changes::ServiceChanges;
 use crate::controller::stamp_store::{StampStore, StampStores};
 use crate::controller::writer::{MembersOutcome, WriteError, Writer, WriterHandle};
 use crate::controller::writer::{RouterBackend, WriterMetrics};

@@ -64,7 +64,7 @@ pub fn refill(changed: &BTreeSet<KubeRef>, synced: &DesiredRouter, stores: &Stor
 pub(crate) mod tests {
     use super::*;
     use crate::controller::context::StoreWriters;
-    use crate::controller::services::changes::ServiceChanges;
+    use crate::controller::service_changes::ServiceChanges;
     use crate::model::Member;
     use kube::runtime::watcher::Event;
     use serde_json::json;

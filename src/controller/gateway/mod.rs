@@ -58,7 +58,7 @@ pub struct GatewayLoop {
     pub recheck: Duration,
     /// What names TLS Secrets (the Secret watch keeps only their data): told about the Gateways'
     /// cache, and asked for a re-list when a listener names a Secret held without data.
-    pub named_secrets: Option<Arc<crate::controller::ingress::tls_secrets::NamedSecrets>>,
+    pub named_secrets: Option<Arc<crate::controller::named_secrets::NamedSecrets>>,
     /// How many Gateways are served per namespace and per cluster (`crate::gateway::limits`).
     pub limits: crate::config::GatewayLimits,
     /// With `[kubernetes] host_ownership`: the Ingress side's claims and owners, one owner index

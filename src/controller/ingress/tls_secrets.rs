@@ -17,135 +17,16 @@
 //! Both sides check after writing their own state (the Ingress index, the Secret cache), so a
 //! name given while the Secret's event is being stripped is seen by one of them.
 
-use crate::controller::indexes::{Index, tls_secrets_of};
-use crate::gateway::api::{Gateway, Listener, ListenerSet};
-use crate::translate::namespace_of;
+use crate::controller::named_secrets::{NamedSecrets, key_of};
 pub use crate::translate::tls::{DATA_NOT_HELD, held_without_data};
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::Secret;
 use k8s_openapi::api::networking::v1::Ingress;
 use kube::api::Api;
-use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::Notify;
-
-/// (namespace, name) of a Secret.
-pub type SecretKey = (String, String);
-
-fn key_of(secret: &Secret) -> SecretKey {
-    (namespace_of(&secret.metadata).to_string(), secret.metadata.name.clone().unwrap_or_default())
-}
-
-/// What names TLS Secrets, and the request to re-list the Secrets. Shared by the caches
-/// ([`crate::controller::context::Stores`]), the Secret watch and the Gateway loop.
-#[derive(Debug, Default)]
-pub struct NamedSecrets {
-    by_ingress: Index,
-    default: RwLock<Option<SecretKey>>,
-    gateways: RwLock<Option<Store<Gateway>>>,
-    /// The ListenerSets' cache: their HTTPS listeners name Secrets too.
-    listener_sets: RwLock<Option<Store<ListenerSet>>>,
-    relist: Notify,
-    relists: AtomicU64,
-}
-
-impl NamedSecrets {
-    /// Named by the Ingresses of `by_ingress` (the Ingress writer keeps it).
-    pub(crate) fn new(by_ingress: Index) -> Self {
-        Self { by_ingress, ..Self::default() }
-    }
-
-    /// The configured default certificate's Secret.
-    pub fn set_default(&self, key: Option<SecretKey>) {
-        *self.default.write().expect("lock") = key;
-    }
-
-    /// The Gateways' cache (domain objects, converted when their watch event arrived), once the
-    /// Gateway loop watches them.
-    pub fn watch_gateways(&self, gateways: Store<Gateway>) {
-        *self.gateways.write().expect("lock") = Some(gateways);
-    }
-
-    /// The ListenerSets' cache, once the Gateway loop watches them.
-    pub fn watch_listener_sets(&self, sets: Store<ListenerSet>) {
-        *self.listener_sets.write().expect("lock") = Some(sets);
-    }
-
-    /// Whether a listener of a Gateway or of a ListenerSet names `key`.
-    pub fn named_by_gateway(&self, key: &SecretKey) -> bool {
-        let names = |ns: &str, listeners: &[Listener]| {
-            listeners
-                .iter()
-                .filter_map(|l| l.tls.as_ref())
-                .flat_map(|t| t.certificate_refs.iter())
-                .any(|r| r.name == key.1 && r.namespace.as_deref().unwrap_or(ns) == key.0)
-        };
-        let gateways = self.gateways.read().expect("lock");
-        let sets = self.listener_sets.read().expect("lock");
-        gateways.iter().flat_map(|s| s.state()).any(|g| names(namespace_of(&g.metadata), &g.spec.listeners))
-            || sets.iter().flat_map(|s| s.state()).any(|l| names(namespace_of(&l.metadata), &l.spec.listeners))
-    }
-
-    /// Whether anything names `key` now.
-    pub fn is_named(&self, key: &SecretKey) -> bool {
-        self.by_ingress.is_named(key)
-            || self.default.read().expect("lock").as_ref() == Some(key)
-            || self.named_by_gateway(key)
-    }
-
-    /// The watch's step on receipt: a Secret nothing names loses its data and is marked.
-    pub fn keep_data_if_named(&self, secret: &mut Secret) {
-        if self.is_named(&key_of(secret)) {
-            return;
-        }
-        secret.data = None;
-        secret.string_data = None;
-        secret.metadata.annotations.get_or_insert_default().insert(DATA_NOT_HELD.to_string(), String::new());
-    }
-
-    /// Asks for a re-list when one of `keys` is held without data in `secrets`.
-    pub fn relist_if_held_without_data(&self, secrets: &Store<Secret>, keys: impl IntoIterator<Item = SecretKey>) {
-        let pending = keys
-            .into_iter()
-            .any(|(ns, name)| secrets.get(&ObjectRef::new(&name).within(&ns)).is_some_and(|s| held_without_data(&s)));
-        if pending {
-            self.relist.notify_one();
-        }
-    }
-
-    /// After an Ingress event (its names are in the index already).
-    pub fn ingress_changed(&self, secrets: &Store<Secret>, event: &watcher::Event<Ingress>) {
-        if let watcher::Event::Apply(ing) | watcher::Event::InitApply(ing) = event {
-            self.relist_if_held_without_data(secrets, tls_secrets_of(ing));
-        }
-    }
-
-    /// The Ingress watch's observer: `indexes` (the Ingress index among them), then
-    /// [`NamedSecrets::ingress_changed`].
-    pub(crate) fn after_ingress_indexes(
-        self: Arc<Self>,
-        secrets: Store<Secret>,
-        mut indexes: impl FnMut(&watcher::Event<Ingress>) + Send + 'static,
-    ) -> impl FnMut(&watcher::Event<Ingress>) + Send + 'static {
-        move |ev| {
-            indexes(ev);
-            self.ingress_changed(&secrets, ev);
-        }
-    }
-
-    /// The re-lists asked for and done so far.
-    pub fn relists(&self) -> u64 {
-        self.relists.load(Ordering::Relaxed)
-    }
-
-    /// Whether a Secret of `secrets` is named and held without data.
-    fn any_named_pending(&self, secrets: &Store<Secret>) -> bool {
-        secrets.state().iter().any(|s| held_without_data(s) && self.is_named(&key_of(s)))
-    }
-}
 
 /// Pause after a re-list before the next one, so that a rollout naming many Secrets one by one
 /// costs a few LISTs, not one per Ingress.
@@ -222,7 +103,7 @@ pub fn watch_tls_secrets(
                             if let watcher::Event::Apply(s) | watcher::Event::InitApply(s) | watcher::Event::Delete(s) = ev {
                                 // Named while its event was being stripped: see the module docs.
                                 if held_without_data(&s) && named.is_named(&key_of(&s)) {
-                                    named.relist.notify_one();
+                                    named.ask_relist();
                                 }
                                 let _ = tx.unbounded_send(s);
                             }
@@ -230,9 +111,9 @@ pub fn watch_tls_secrets(
                         Some(Err(e)) => tracing::warn!(kind = "Secret", error = %e, "watch error (retrying)"),
                         None => return,
                     },
-                    _ = named.relist.notified(), if !listing => {
+                    _ = named.relist_asked(), if !listing => {
                         if named.any_named_pending(&secrets) {
-                            named.relists.fetch_add(1, Ordering::Relaxed);
+                            named.relisted();
                             tracing::info!("a TLS Secret held without its data is named now: listing the TLS Secrets again");
                             break;
                         }
@@ -248,7 +129,8 @@ pub fn watch_tls_secrets(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::controller::indexes::secrets_of_ingress;
+    use crate::controller::indexes::{Index, secrets_of_ingress};
+    use crate::gateway::api::{Gateway, ListenerSet};
     use k8s_openapi::ByteString;
     use serde_json::json;
 
@@ -368,7 +250,7 @@ mod tests {
         let mut s = secret("late");
         named.keep_data_if_named(&mut s);
         w.apply_watcher_event(&watcher::Event::Apply(s));
-        let asked = || async { tokio::time::timeout(Duration::from_millis(50), named.relist.notified()).await.is_ok() };
+        let asked = || async { tokio::time::timeout(Duration::from_millis(50), named.relist_asked()).await.is_ok() };
         named.ingress_changed(&secrets, &watcher::Event::Apply(ingress_naming("other")));
         assert!(!asked().await, "a name held with nothing cached: no re-list");
         named.ingress_changed(&secrets, &watcher::Event::Apply(ingress_naming("late")));

@@ -18,6 +18,7 @@
 pub mod events;
 pub mod notice;
 pub mod patches;
+pub(crate) mod service_warnings;
 
 use crate::controller::ControllerError;
 use crate::controller::outputs::events::UserEvent;

@@ -392,7 +392,18 @@ impl RouterSet {
         for w in &placed.placement.warnings {
             tracing::warn!(warning = ?w, "placement");
         }
-        self.moves.lock().expect("lock").extend(placed.moves.iter().map(|(g, m)| (g.clone(), m.clone())));
+        {
+            // A move that a router's job stepped on while this placement was made (its target
+            // ACTIVE, its source cleared, a move done going on elsewhere) keeps its newer
+            // state: put back to the placement's older phase, its status went back a step
+            // (a move publishing both routers published the source alone again).
+            let mut known = self.moves.lock().expect("lock");
+            for (group, m) in &placed.moves {
+                if known.get(group).is_none_or(|k| !stepped_since(k, m, &placed.moved)) {
+                    known.insert(group.clone(), m.clone());
+                }
+            }
+        }
         self.steps.lock().expect("lock").extend(placed.moved.iter().cloned());
         // The resync loop then sleeps until the new deadline (a move's phase, an empty
         // router's grace) instead of its whole period.
@@ -408,14 +419,20 @@ impl RouterSet {
     /// group's cost (the cost before, while the group's growth waits for a move, so that a new
     /// leader still sees it); hosts no longer placed are forgotten; the moves are this
     /// controller's, a finished one's record removed; the rollbacks' holds in force are kept.
+    /// The hosts `placed` put on a move's target are not recorded once that move went back
+    /// (rolled back, cancelled) since: the late job of a target that hung records nothing for
+    /// them, so a restart does not place them there.
     pub fn record(&self, placed: &Placed, synced: &[RouterIndex]) {
         let p = &placed.placement;
+        // `records` before `moves`: the order `roll_back` takes them in.
         let mut records = self.records.lock().expect("lock");
+        let known = self.moves.lock().expect("lock");
+        let gone_back = hosts_moved_back(placed, &known);
         records.hosts.retain(|h, _| p.host_router.contains_key(h));
         for g in &p.groups {
             let Some(router) = p.group_router.get(&g.id).filter(|r| synced.contains(r)) else { continue };
             let waits = !g.hosts.is_disjoint(&placed.pending);
-            for h in &g.hosts {
+            for h in g.hosts.iter().filter(|h| !gone_back.contains(*h)) {
                 let record = match records.hosts.get(h) {
                     Some(old) if waits => HostRecord { router: *router, ..old.clone() },
                     _ if waits => HostRecord::on(*router),
@@ -424,7 +441,6 @@ impl RouterSet {
                 records.hosts.insert(h.clone(), record);
             }
         }
-        let known = self.moves.lock().expect("lock");
         let placed_hosts = |m: &MovePlan| m.hosts.iter().any(|h| p.host_router.contains_key(h));
         records.set_moves(known.iter().filter(|(_, m)| placed_hosts(m)));
         // After `moves`: the order `roll_back` takes the locks in. Only the holds in force.
@@ -594,6 +610,41 @@ pub async fn until_next_resync(set: Option<&RouterSet>, period: Duration) {
             _ = tokio::time::sleep(wake) => return,
             _ = set.move_changed.notified() => {}
         }
+    }
+}
+
+/// The hosts of the moves of `placed` that this controller no longer drives as they were
+/// (`known`: its moves now): rolled back or cancelled since (gone, or replaced by the way back
+/// or a move on elsewhere). `placed` put them on that move's target: a job of that placement
+/// ending now (a target whose create hung past the rollback) must not record them there. A
+/// move finished and forgotten since counts too: its hosts were recorded on the target by the
+/// Syncs that finished it, and the old placement has nothing newer to say about them.
+fn hosts_moved_back(placed: &Placed, known: &Moves) -> BTreeSet<String> {
+    let same =
+        |g: &crate::placement::GroupId, m: &MovePlan| known.get(g).is_some_and(|k| k.from == m.from && k.to == m.to);
+    placed.moves.iter().filter(|(g, m)| !same(g, m)).flat_map(|(_, m)| m.hosts.iter().cloned()).collect()
+}
+
+/// Whether `known` (this controller's move of a group now) is newer than `placed` (the same
+/// group's move in a placement being made): the same move (source and target) in a later
+/// phase, or another move of the group made meanwhile (a move done going on elsewhere), unless
+/// the placement started `placed` itself (`moved`: its steps; a start is `CreateOnTarget`).
+fn stepped_since(known: &MovePlan, placed: &MovePlan, moved: &[MovePlan]) -> bool {
+    if known.from == placed.from && known.to == placed.to {
+        return phase_order(&known.phase) > phase_order(&placed.phase);
+    }
+    let started_here = matches!(placed.phase, MovePhase::CreateOnTarget { .. }) && moved.contains(placed);
+    !started_here
+}
+
+/// A move's phases in the order they come, each entered at its time.
+fn phase_order(phase: &MovePhase) -> (u8, UnixSeconds) {
+    match *phase {
+        MovePhase::CreateOnTarget { since } => (0, since),
+        MovePhase::PublishBoth { since } => (1, since),
+        MovePhase::PublishTarget { since } => (2, since),
+        MovePhase::DeleteOld { since } => (3, since),
+        MovePhase::Done { at } => (4, at),
     }
 }
 

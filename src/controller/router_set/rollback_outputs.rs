@@ -171,8 +171,7 @@ const CANCEL_READ: std::time::Duration = std::time::Duration::from_secs(5);
 /// resync loop may be waiting on the very router that hangs, so this one never waits on a
 /// Sync (each runs on its own task; its placement rolls the move back, its writes go on).
 /// Aborted at shutdown with the other background tasks.
-pub(crate) async fn move_watch(ctx: Arc<crate::controller::context::Context>) {
-    let Some(set) = ctx.set.as_ref() else { return };
+pub(crate) async fn move_watch(ctx: Arc<crate::controller::context::Context>, set: Arc<RouterSet>) {
     let mut triggered: Option<UnixSeconds> = None;
     let mut last_read = std::time::Instant::now();
     loop {

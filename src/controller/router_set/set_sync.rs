@@ -4,22 +4,28 @@
 //! the records of its groups) written as soon as THAT router's job ends: a router that hangs (a
 //! create of up to `lb_create_timeout`) delays its own Ingresses only, never another router's.
 
-use crate::controller::context::{Context, HandlerError};
+use crate::controller::context::{Context, HandlerError, SetSync, SyncAnswer};
 use crate::controller::outputs::{self, Scope};
 use crate::controller::router_set::{Placed, RouterSet};
 use crate::controller::routers::RouterSlot;
 use crate::controller::writer::{Synced, WriteError};
-use crate::driver::ConvergeReport;
-use crate::model::DesiredRouter;
 use crate::placement::RouterIndex;
 use crate::translate::budget::Budget;
+use futures::future::BoxFuture;
 use k8s_openapi::api::networking::v1::Ingress;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 /// What a Sync of the set answers: the reconciled Ingress's router's result, or the first
 /// router's.
-type SetAnswer = Result<(Arc<DesiredRouter>, ConvergeReport), HandlerError>;
+type SetAnswer = SyncAnswer;
+
+/// The Context's Sync hands over to the set's when it drives one.
+impl SetSync for RouterSet {
+    fn sync<'a>(&'a self, ctx: &'a Context, force: bool, scope: Scope<'a>) -> BoxFuture<'a, SyncAnswer> {
+        Box::pin(ctx.sync_set(self, force, scope))
+    }
+}
 
 impl Context {
     /// [`Context::sync_for`] with scale-out: one translation and placement, each router's part
@@ -64,6 +70,22 @@ impl Context {
         }
         self.delete_empty_routers(set, &placed).await;
         answer.unwrap_or_else(|| Err(HandlerError::Octavia(WriteError::new("no_router", "no router in the set"))))
+    }
+
+    /// The slot of router `index` of `set`, its writer spawned when placement first uses it.
+    pub(crate) fn slot_at(&self, set: &RouterSet, index: RouterIndex) -> Result<Arc<RouterSlot>, HandlerError> {
+        let name = set.name_of(index);
+        if let Some(slot) = self.routers.get(&name) {
+            return Ok(slot);
+        }
+        let writer = set.spawn_writer(index).map_err(HandlerError::Octavia)?;
+        tracing::info!(router = %name, "router joins the set");
+        if let Some(r) = &self.readiness {
+            r.send_modify(|r| {
+                r.router_mut(&name);
+            });
+        }
+        Ok(self.routers.insert(RouterSlot::new(name, writer, &self.metrics)))
     }
 
     /// Router `index`'s part of a Sync of the set: submitted to its writer (unless its failed

@@ -138,3 +138,34 @@ async fn a_new_leader_sees_growth_from_the_recorded_costs() {
     let (moved, _) = moved_by_new_leader(true, vec![hold]);
     assert!(moved.is_empty(), "held: {moved:?}");
 }
+
+/// A placement's move never puts back a move that a router's job stepped on while the
+/// placement was made: the same move in a later phase, or a move done that went on elsewhere
+/// (a chain) stays; the placement's own newer phase, and a move it started, replace it.
+#[test]
+fn a_placement_keeps_the_moves_stepped_on_meanwhile() {
+    let plan = |from, to, phase| MovePlan {
+        group: "b.example.com".into(),
+        hosts: ["b.example.com".to_string()].into(),
+        from,
+        to,
+        phase,
+        cause: crate::placement::moves::MoveCause::Operator,
+    };
+    let own_both = plan(0, 2, MovePhase::PublishBoth { since: 10 });
+    let own_create = plan(0, 2, MovePhase::CreateOnTarget { since: 5 });
+    let own_target = plan(0, 2, MovePhase::PublishTarget { since: 12 });
+    let own_done = plan(0, 2, MovePhase::Done { at: 20 });
+    let chain = plan(2, 1, MovePhase::CreateOnTarget { since: 20 });
+    let merge = plan(2, 1, MovePhase::CreateOnTarget { since: 21 });
+    // (known now, the placement's, the placement's steps, known kept)
+    let cases = [
+        ("target ACTIVE meanwhile", &own_both, &own_create, vec![], true),
+        ("the placement stepped further", &own_both, &own_target, vec![own_target.clone()], false),
+        ("a chain made meanwhile", &chain, &plan(0, 2, MovePhase::DeleteOld { since: 14 }), vec![], true),
+        ("a merge the placement started", &own_done, &merge, vec![merge.clone()], false),
+    ];
+    for (case, known, placed, moved, kept) in cases {
+        assert_eq!(stepped_since(known, placed, &moved), kept, "{case}");
+    }
+}
