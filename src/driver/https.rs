@@ -184,6 +184,7 @@ fn serve_last_good(
         default_certificate: desired.default_certificate.clone(),
         policies: Vec::new(),
         default_pool: None,
+        client_validation: None,
     };
     match plan_certificates(&one, scope, stored, in_use).refs.remove(cert) {
         Some(r) => {

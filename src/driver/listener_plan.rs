@@ -231,6 +231,7 @@ mod tests {
             default_certificate: certs.first().map(|c| c.to_string()).unwrap_or_default(),
             policies: vec![],
             default_pool: None,
+            client_validation: None,
         }
     }
 
