@@ -372,6 +372,7 @@ fn held_object_views(full: bool) {
         default_certificate: String::new(),
         policies: desired.policies.clone(),
         default_pool: desired.default_pool.clone(),
+        client_validation: None,
     };
     let (t_copy, _) = best_of(reps, || DesiredRouter {
         // The HTTPS listener's desired state as https_view built it before.

@@ -329,6 +329,11 @@ pub struct DesiredRouter {
     /// Ingress routers have none.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub more_http: BTreeMap<u16, PortListener>,
+    /// More TERMINATED_HTTPS listeners, by port (a Gateway with HTTPS listeners on several
+    /// ports, each with its own client validation), beside [`Self::https`] and sharing the
+    /// router's pools. Ingress routers have none.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub more_https: BTreeMap<u16, HttpsListener>,
     /// Per-pool health monitors from Service annotations, by pool name; a pool not listed gets
     /// the global `[octavia_defaults] health_monitor*` (or none).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
@@ -508,6 +513,51 @@ pub struct HttpsListener {
     pub policies: Vec<Policy>,
     /// Same as the HTTP listener's.
     pub default_pool: Option<String>,
+    /// Client-certificate validation (Gateway `spec.tls.frontend`): Octavia's
+    /// `client_ca_tls_container_ref` + `client_authentication` on this listener.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_validation: Option<ClientValidation>,
+}
+
+/// How an HTTPS listener checks client certificates against a CA bundle.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientValidation {
+    pub ca: CaBundle,
+    pub mode: ClientAuthentication,
+}
+
+/// Octavia `client_authentication` of a listener that validates client certificates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum ClientAuthentication {
+    /// Gateway `AllowValidOnly`: a valid client certificate is required.
+    Mandatory,
+    /// Gateway `AllowInsecureFallback`: a client certificate is asked for, not required.
+    Optional,
+}
+
+impl ClientAuthentication {
+    /// Octavia's value.
+    pub fn as_octavia(self) -> &'static str {
+        match self {
+            ClientAuthentication::Mandatory => "MANDATORY",
+            ClientAuthentication::Optional => "OPTIONAL",
+        }
+    }
+}
+
+/// The CA certificate(s) client certificates are checked against: public material, stored in
+/// Barbican as the listener's `client_ca_tls_container_ref`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CaBundle {
+    /// `<namespace>_<configmap>`: unique key on the router, like [`Certificate::name`].
+    pub name: String,
+    /// The ConfigMap (or Secret) it came from.
+    pub source: KubeRef,
+    /// The CA certificate(s), PEM.
+    pub pem: String,
+    /// SHA-256 of `pem`, hex: what the driver compares (a new content is a new Barbican secret).
+    pub content_id: String,
 }
 
 /// One more HTTP listener of the router ([`DesiredRouter::more_http`]), on its own port.

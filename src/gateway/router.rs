@@ -116,6 +116,7 @@ pub fn translate_gateway(
             https,
             redirects: Vec::new(),
             more_http,
+            more_https: Default::default(),
             health_monitors,
             quota: None,
             empty_since: None,
@@ -358,7 +359,14 @@ fn https_certificates(
         .first()
         .map(|(ns, name)| crate::translate::names::certificate_name(ns, name))
         .unwrap_or_default();
-    HttpsListener { port: p.port, certificates, default_certificate, policies: Vec::new(), default_pool: None }
+    HttpsListener {
+        port: p.port,
+        certificates,
+        default_certificate,
+        policies: Vec::new(),
+        default_pool: None,
+        client_validation: None,
+    }
 }
 
 #[cfg(test)]

@@ -317,6 +317,7 @@ fn router_part(cx: &Cx<'_>, router: RouterIndex) -> DesiredRouter {
         redirects,
         // Ingress routers (the only ones placed) have no more HTTP listener.
         more_http: Default::default(),
+        more_https: Default::default(),
         health_monitors,
         // The project quota is shared by the set: the caller gives each router its own budget.
         quota: desired.quota.clone(),
@@ -338,6 +339,7 @@ fn https_part(https: &HttpsListener, cx: &Cx<'_>, router: RouterIndex) -> HttpsL
         default_certificate: https.default_certificate.clone(),
         policies: keep_policies(&https.policies, cx.homes, router),
         default_pool: https.default_pool.clone(),
+        client_validation: https.client_validation.clone(),
     }
 }
 

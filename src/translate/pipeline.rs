@@ -55,6 +55,7 @@ pub fn translate(inputs: &(impl Source + ?Sized), opts: &TranslateOptions) -> De
         redirects: tls.redirects,
         // An Ingress router has one HTTP listener.
         more_http: Default::default(),
+        more_https: Default::default(),
         health_monitors,
         quota: None,
         empty_since: None,

@@ -344,6 +344,7 @@ pub(crate) fn translate_tls(
         default_certificate,
         policies: Vec::new(),
         default_pool: None,
+        client_validation: None,
     };
     TlsRouting { https: Some(https), redirects, tls_hosts }
 }

@@ -57,6 +57,7 @@ fn listener(certs: &[Certificate], default: &str) -> HttpsListener {
         default_certificate: default.into(),
         policies: vec![],
         default_pool: None,
+        client_validation: None,
     }
 }
 
