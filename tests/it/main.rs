@@ -25,6 +25,7 @@ mod conformance_report;
 mod conformance_status;
 mod controller_client;
 mod controller_gateway;
+mod controller_gateway_client_ca;
 mod controller_gateway_hosts;
 mod controller_gateway_keep;
 mod controller_gateway_limits;
