@@ -6,7 +6,7 @@
 //! Pure, no clock: an expired CA is still a CA (haproxy refuses the clients it signed).
 
 use super::key::pem_problem;
-use super::{hex, parse_x509};
+use super::{CertificateError, hex, parse_x509};
 use base64::Engine;
 use ring::digest::{SHA256, digest};
 use rustls::pki_types::CertificateDer;
@@ -35,7 +35,10 @@ impl CaCertificates {
                 Err(e) => return Err(format!("the PEM text: {}", pem_problem(&e))),
             };
             let index = ders.len() + 1;
-            let cert = parse_x509(der.as_ref(), index).map_err(|e| e.to_string())?;
+            let cert = parse_x509(der.as_ref(), index).map_err(|e| match e {
+                CertificateError::MalformedCertificate { index, problem } => format!("certificate {index}: {problem}"),
+                other => other.to_string(),
+            })?;
             let subject = cert.subject().to_string();
             match cert.basic_constraints() {
                 Err(e) => return Err(format!("certificate {index} ({subject}): basicConstraints: {e}")),
@@ -131,7 +134,7 @@ mod tests {
         assert!(broken.is_err());
         let garbage = "-----BEGIN CERTIFICATE-----\naGVsbG8=\n-----END CERTIFICATE-----\n";
         let e = CaCertificates::from_pem(garbage.as_bytes()).unwrap_err();
-        assert!(e.contains("certificate 1") && e.contains("not an X.509 certificate"), "{e}");
+        assert!(e.starts_with("certificate 1: not an X.509 certificate"), "{e}");
         // A leaf (cA false) is no trust anchor here.
         let leaf_key = rcgen::KeyPair::generate().unwrap();
         let mut params = rcgen::CertificateParams::new(vec!["client.example".to_string()]).unwrap();

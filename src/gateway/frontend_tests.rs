@@ -14,8 +14,8 @@ fn default_refs(refs: &str) -> String {
     format!("      default: {{validation: {{caCertificateRefs: [{refs}]}}}}\n")
 }
 
-fn add_ca(w: &mut World, ns: &str, name: &str, text: Option<&str>) {
-    w.ca_config_maps.insert((ns.into(), name.into()), text.map(Into::into));
+fn add_ca(w: &mut World, ns: &str, name: &str, text: Option<impl AsRef<str>>) {
+    w.ca_config_maps.insert((ns.into(), name.into()), text.map(|t| std::sync::Arc::from(t.as_ref())));
 }
 
 fn reasons(v: &PortValidation) -> (Option<&str>, Option<&str>) {

@@ -77,7 +77,8 @@ async fn start(fake: &Arc<Fake>) -> (watch::Sender<bool>, watch::Receiver<Tables
     let w = watcher(kube::Api::all(client.clone()), watcher::Config::default()).default_backoff();
     tokio::spawn(reflector::reflector(wsec, w).for_each(|_| async {}));
     let (routers, tables) = watch::channel(Tables::default());
-    let programmed = [((NS.to_string(), "mtls".to_string()), vec!["192.0.2.10".to_string()])].into();
+    let programmed: kuryr_l7_router::gateway::build::Programmed =
+        [((NS.to_string(), "mtls".to_string()), vec!["192.0.2.10".to_string()])].into();
     let gl = GatewayLoop {
         client,
         services,

@@ -228,8 +228,8 @@ impl GatewayLoop {
         let config_maps = readable(Api::<ConfigMap>::all(self.client.clone())).await;
         tracing::info!("watching the Gateway API objects");
         let changed = Arc::new(Notify::new());
-        let served = Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps };
-        let (stores, watches) = self.watches(served, &changed);
+        let kinds = Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps };
+        let (stores, watches) = self.watches(kinds, &changed);
         let watches = tokio::spawn(watches);
         self.translate_loop(&stores, &changed, &mut stop).await;
         watches.abort();
@@ -237,10 +237,10 @@ impl GatewayLoop {
 
     fn watches(
         &self,
-        served: Served,
+        kinds: Served,
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
-        let Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps } = served;
+        let Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps } = kinds;
         let c = &self.client;
         let ev = &self.events;
         let (classes, wc) = reflector::store();
