@@ -131,9 +131,7 @@ mod tests {
                     .map(|(k, v)| (k.to_string(), v.to_string()))
                     .into(),
             ),
-            binary_data: Some(
-                [("blob".to_string(), k8s_openapi::ByteString(b"secret".to_vec()))].into(),
-            ),
+            binary_data: Some([("blob".to_string(), k8s_openapi::ByteString(b"secret".to_vec()))].into()),
             ..Default::default()
         };
         ca_bundle_only(&mut cm);

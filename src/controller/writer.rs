@@ -159,8 +159,9 @@ pub trait RouterBackend: Send + Sync + 'static {
 pub enum Job {
     Sync {
         /// None: translate the caches when the job runs (the controller's Syncs); Some: this
-        /// desired state (tests, tools).
-        desired: Option<DesiredRouter>,
+        /// desired state (tests, tools). Boxed: a desired router is far larger than the other
+        /// jobs, and queued jobs are moved around.
+        desired: Option<Box<DesiredRouter>>,
         /// Converge even if the desired state is the last clean Sync's (resync, a missing pool).
         force: bool,
         /// When the oldest coalesced request was made (change→ACTIVE latency).
@@ -270,7 +271,7 @@ impl WriteQueue {
             }
         }
         replies.extend(reply);
-        self.sync = Some(Job::Sync { desired, force: forced, since, replies, superseded });
+        self.sync = Some(Job::Sync { desired: desired.map(Box::new), force: forced, since, replies, superseded });
     }
 
     /// Queues a Members job for a pool not known to be on the router: it runs after a queued
@@ -666,7 +667,7 @@ async fn run_writer<B: RouterBackend>(backend: B, shared: Arc<Shared>) {
         let kind = job.kind();
         let result_label = match job {
             Job::Sync { desired, force, since, replies, superseded } => {
-                let result = run_sync(&backend, &shared, desired, force, since).await;
+                let result = run_sync(&backend, &shared, desired.map(|d| *d), force, since).await;
                 let label = result.as_ref().map_or_else(|e| e.label, |_| "ok");
                 let err = result.as_ref().err().cloned().unwrap_or_else(WriteError::shutdown);
                 answer(Job::Sync { desired: None, force, since, replies, superseded }, result, &err);

@@ -6,7 +6,8 @@ const LISTENERS: &str = "  - {name: https, port: 443, protocol: HTTPS, tls: {cer
 
 /// A world whose Gateway `infra/gw` has `spec.tls.frontend` = `frontend` (YAML indented by 4).
 fn with_frontend(frontend: &str, extra: &str) -> World {
-    let gw = gateway_yaml(LISTENERS).replace("  listeners:\n", &format!("  tls:\n    frontend:\n{frontend}  listeners:\n"));
+    let gw =
+        gateway_yaml(LISTENERS).replace("  listeners:\n", &format!("  tls:\n    frontend:\n{frontend}  listeners:\n"));
     world(&format!("{gw}---\n{extra}"))
 }
 
@@ -32,9 +33,21 @@ fn each_invalid_reference_gets_its_reason_and_no_valid_ca_refuses_the_port() {
         ("{kind: Service, group: '', name: web}", "", None, "InvalidCACertificateKind", "only core ConfigMaps"),
         ("{kind: Secret, group: '', name: ca}", "", None, "InvalidCACertificateKind", "(Secret infra/ca)"),
         ("{kind: ConfigMap, group: example.com, name: ca}", "", None, "InvalidCACertificateKind", "only core"),
-        ("{kind: ConfigMap, group: '', name: ca, namespace: other}", "", None, "RefNotPermitted", "no ReferenceGrant in other"),
+        (
+            "{kind: ConfigMap, group: '', name: ca, namespace: other}",
+            "",
+            None,
+            "RefNotPermitted",
+            "no ReferenceGrant in other",
+        ),
         ("{kind: ConfigMap, group: '', name: ca}", "ca", None, "InvalidCACertificateRef", "has no key ca.crt"),
-        ("{kind: ConfigMap, group: '', name: ca}", "ca", Some("hello"), "InvalidCACertificateRef", "no PEM CERTIFICATE"),
+        (
+            "{kind: ConfigMap, group: '', name: ca}",
+            "ca",
+            Some("hello"),
+            "InvalidCACertificateRef",
+            "no PEM CERTIFICATE",
+        ),
     ];
     for (refs, cm, text, reason, says) in cases {
         let mut w = with_frontend(&default_refs(refs), "");

@@ -150,8 +150,10 @@ async fn a_ca_config_map_created_changed_or_deleted_reconverges_the_gateway_at_o
     fake.put("configmaps", ca_config_map(NS, "clients", &first));
     let want = Some(Some((content_id(&first), ClientAuthentication::Mandatory)));
     eventually_every("the first CA served", 5, poll, || (served_ca(&tables) == want).then_some(())).await;
-    eventually_every("Accepted", 5, poll, || (listener_reasons(&fake) == reasons("Accepted", "ResolvedRefs")).then_some(()))
-        .await;
+    eventually_every("Accepted", 5, poll, || {
+        (listener_reasons(&fake) == reasons("Accepted", "ResolvedRefs")).then_some(())
+    })
+    .await;
 
     // Rotated: the new CA replaces it.
     let second = ca_pem("clients-2");

@@ -420,7 +420,11 @@ fn client_certificate_validation_cases_check_each_port_against_its_own_ca() {
     };
     for (file, gw, mode) in [
         ("gateway-with-clientcertificate-validation.yaml", "client-validation-default", Mandatory),
-        ("gateway-with-clientcertificate-validation-insecure-fallback.yaml", "client-validation-insecure-fallback", Optional),
+        (
+            "gateway-with-clientcertificate-validation-insecure-fallback.yaml",
+            "client-validation-insecure-fallback",
+            Optional,
+        ),
     ] {
         assert_eq!(
             ports(file, gw),

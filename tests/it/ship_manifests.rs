@@ -312,7 +312,9 @@ fn rbac_grants_exactly_the_controller_api_calls() {
     }
 
     let namespaced_only = |t: &(String, String, String)| {
-        NAMESPACED_ONLY.iter().any(|(g, r, verbs)| t.0 == *g && t.1 == *r && (verbs.is_empty() || verbs.contains(&t.2.as_str())))
+        NAMESPACED_ONLY
+            .iter()
+            .any(|(g, r, verbs)| t.0 == *g && t.1 == *r && (verbs.is_empty() || verbs.contains(&t.2.as_str())))
     };
     for t in &granted_cluster {
         assert!(!namespaced_only(t), "{t:?} is granted cluster-wide; it belongs in the namespaced Role");

@@ -7,8 +7,8 @@ use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated as k8s;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, Listener, ListenerSet, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
-use crate::gateway::status::{Cond, render_class, render_gateway, render_listener_set, render_route, unchanged};
 use crate::gateway::frontend::named_config_maps;
+use crate::gateway::status::{Cond, render_class, render_gateway, render_listener_set, render_route, unchanged};
 use crate::gateway::world::{World, ca_crt, secret_info};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
@@ -85,7 +85,8 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
     }
     // Only the CA bundles our Gateways name are read (every namespace has ConfigMaps).
     w.config_maps_unread = !s.config_maps_readable;
-    let cas: Vec<(String, String)> = w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| named_config_maps(g)).collect();
+    let cas: Vec<(String, String)> =
+        w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| named_config_maps(g)).collect();
     for (ns, name) in cas {
         if let Some(cm) = s.config_maps.get(&ObjectRef::new(&name).within(&ns)) {
             w.ca_config_maps.insert((ns, name), ca_crt(&cm));
