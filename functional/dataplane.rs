@@ -13,6 +13,8 @@
 #[path = "common/mod.rs"]
 mod common;
 use common::*;
+#[path = "dataplane/client_ca.rs"]
+mod client_ca;
 #[path = "dataplane/conformance.rs"]
 mod conformance;
 #[path = "dataplane/forwarded.rs"]

@@ -32,7 +32,8 @@ Usage:
         https, of another listener for http).
         "websocket": true: a WebSocket upgrade instead (plain only; see send_websocket).
         TLS: "scheme": "https" (default "http"), "sni": "name" (default: the Host
-        header's host; null = no SNI); "expect_subject": the certificate subject (RFC 4514
+        header's host; null = no SNI); "client_cert" / "client_key": PEM files of a
+        client certificate to present; "expect_subject": the certificate subject (RFC 4514
         string, e.g. "CN=a.example.com,O=x") or just its CN; "expect_location": the
         Location header (redirects are never followed).
   --port / --port-map: local port(s) haproxy binds on 127.0.0.1 (default: free ports).
@@ -50,7 +51,9 @@ Output (stdout, one JSON document):
   `backend` is the echo name, or null when no echo server answered (no rule and no
   default pool -> status 503; REJECT -> 403; redirects -> 301/302/308 with "location").
   `expect` (optional, per request) is compared with `backend`, or with str(status) when
-  backend is null (e.g. "503", "308"); "match" is all given expectations (expect,
+  backend is null (e.g. "503", "308"), or with "error" when no answer came at all (a TLS
+  handshake refused, e.g. a client certificate haproxy does not accept; "error" says
+  why); "match" is all given expectations (expect,
   expect_subject, expect_location) and "ok" is all matches.
   `chain_len`: certificates the server sent (SSLSocket.get_unverified_chain() on python
   3.13+, else `openssl s_client -showcerts` on a second connection with the same SNI).
@@ -106,6 +109,9 @@ def _connect(port, req, timeout):
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    if req.get("client_cert"):
+        # a client certificate for the listener's client-CA validation (ca-file ... verify ...)
+        ctx.load_cert_chain(req["client_cert"], req.get("client_key"))
     raw = socket.create_connection(("127.0.0.1", port), timeout=timeout)
     try:
         ssock = ctx.wrap_socket(raw, server_hostname=sni_of(req))
@@ -248,6 +254,8 @@ def check(req, res):
     verdicts = []
     if "expect" in req:
         got = res["backend"] if res["backend"] is not None else str(res["status"])
+        if res["status"] is None and res.get("error"):
+            got = "error"
         verdicts.append(got == str(req["expect"]))
     if "expect_subject" in req:
         tls = res.get("tls") or {}

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::ownership::PRODUCT_TAG;
-use crate::model::HttpsListener;
+use crate::model::{DesiredRouter, HttpsListener};
 
 /// A secret of ours as listed from Barbican.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -200,7 +200,33 @@ pub fn has_legacy(scope: &SecretScope, stored: &[StoredSecret]) -> bool {
     stored.iter().any(|s| scope.parse_legacy(&s.name).is_some())
 }
 
-/// Every secret ref a listener holds (its default and SNI certificates).
+/// Every secret ref a listener holds: its default and SNI certificates and its client CA.
 pub fn listener_refs_of(l: &crate::openstack::octavia::Listener) -> Vec<String> {
-    l.default_tls_container_ref.iter().chain(l.sni_container_refs.iter()).cloned().collect()
+    let tls = l.default_tls_container_ref.iter().chain(l.sni_container_refs.iter());
+    tls.chain(l.client_ca_tls_container_ref.iter()).cloned().collect()
+}
+
+/// Every HTTPS listener the router wants: the main one, then the more ports'.
+pub fn wanted_https(desired: &DesiredRouter) -> impl Iterator<Item = &HttpsListener> {
+    desired.https.iter().chain(desired.more_https.values())
+}
+
+/// The certificates of every HTTPS listener in one listener (what Barbican must hold; the
+/// hosts and owners of a certificate that several listeners serve are merged). None when the
+/// router wants no HTTPS listener.
+pub fn all_certificates(desired: &DesiredRouter) -> Option<HttpsListener> {
+    let mut listeners = wanted_https(desired);
+    let mut all = listeners.next()?.clone();
+    for l in listeners {
+        for (name, c) in &l.certificates {
+            let merged = all.certificates.entry(name.clone()).or_insert_with(|| c.clone());
+            merged.hosts.extend(c.hosts.iter().cloned());
+            merged.hosts.sort();
+            merged.hosts.dedup();
+            merged.owners.extend(c.owners.iter().cloned());
+            merged.owners.sort();
+            merged.owners.dedup();
+        }
+    }
+    Some(all)
 }

@@ -1,9 +1,11 @@
-//! The HTTPS side of the router: the certificates in Barbican and the TERMINATED_HTTPS listener.
+//! The HTTPS side of the router: the certificates and client CAs in Barbican and the
+//! TERMINATED_HTTPS listeners (the main one, and a Gateway's more HTTPS ports: `more_https`).
 //!
 //! A convergence runs it in two phases around the HTTP listener's plan:
-//! 1. [`prepare`]: list our secrets, store every certificate content that is new. This comes
-//!    first because the HTTP listener's redirects are written only for hosts whose certificate
-//!    has something to serve ([`http_view`]).
+//! 1. [`prepare`]: list our secrets, store every certificate content and client CA content
+//!    (`client_ca`) that is new, for every HTTPS listener wanted. This comes first because the
+//!    HTTP listener's redirects are written only for hosts whose certificate has something to
+//!    serve ([`http_view`]).
 //! 2. [`ensure_listener`]: create the listener, or switch its certificates in one PUT; its
 //!    policies follow as an ordinary plan (`view::DesiredView::https`); then [`collect_garbage`] deletes the
 //!    secrets nothing uses any more (old contents after a rotation, removed certificates).
@@ -23,16 +25,19 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::certificates::{CertificatePlan, StoredSecret, garbage, has_legacy, plan_certificates, secret_uuid};
+use super::certificates::{
+    CertificatePlan, StoredSecret, all_certificates, garbage, has_legacy, plan_certificates, secret_uuid, wanted_https,
+};
 use super::cloud::Cloud;
 use super::door::{self, Order};
 use super::error::{DriverError, Result};
 use super::execute::listener_write;
-use super::https_holds::{HttpsHolds, certificate_owners, refusal};
+use super::https_holds::{HttpsHolds, ca_owners, certificate_owners, refusal};
 use super::isolation::WriteKey;
-use super::listener_plan::{TERMINATED_HTTPS, choose_listener, plan_https_listener};
+use super::listener_plan::{HttpsRefs, TERMINATED_HTTPS, choose_listener, plan_https_listener};
 use super::report::ConvergeReport;
-use crate::model::{DesiredRouter, HttpsListener};
+use super::{client_ca, more_https};
+use crate::model::{CaBundle, DesiredRouter, HttpsListener};
 use crate::openstack::ListQuery;
 use crate::openstack::octavia::{Listener, LoadBalancer};
 
@@ -57,12 +62,22 @@ pub enum Phase {
 }
 
 impl Phase {
-    /// Whether the router has an HTTPS listener as found.
+    /// Whether the router has its main HTTPS listener as found (any HTTPS listener when
+    /// Barbican could not be read).
     pub(crate) fn has_listener(&self) -> bool {
         match self {
             Phase::Off => false,
             Phase::Unavailable { has_listener, .. } | Phase::Refused { has_listener } => *has_listener,
             Phase::Ready(state) => state.listener.is_some(),
+        }
+    }
+
+    /// Whether the router has any HTTPS listener as found (a member write then waits for
+    /// Barbican: see `Router::set_members`).
+    pub(crate) fn has_any_listener(&self) -> bool {
+        match self {
+            Phase::Ready(state) => state.listener.is_some() || !state.listed.is_empty(),
+            _ => self.has_listener(),
         }
     }
 }
@@ -74,44 +89,73 @@ pub(crate) async fn has_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<boo
     Ok(cloud.octavia.list_listeners(&q).await?.iter().any(|l| l.protocol == TERMINATED_HTTPS))
 }
 
-/// Our secrets, the certificate plan (with the refs of the secrets just created) and the
-/// router's HTTPS listener as found.
+/// Our secrets, the certificate and client CA plans (with the refs of the secrets just created)
+/// and the router's HTTPS listeners as found.
 pub struct HttpsState {
     pub stored: Vec<StoredSecret>,
     pub plan: CertificatePlan,
+    /// Client CA name → the secret the listeners validating against it name (its content just
+    /// stored or found, else the last good one a listener uses).
+    pub ca_refs: BTreeMap<String, String>,
+    /// The main HTTPS listener.
     pub listener: Option<Listener>,
+    /// Every TERMINATED_HTTPS listener of the router as listed (the more ports' among them).
+    pub listed: Vec<Listener>,
+    /// The more ports' listeners as they are after their writes, by port.
+    pub more: BTreeMap<u16, Listener>,
 }
 
-async fn https_listener(cloud: &Cloud, lb: &LoadBalancer, port: Option<u16>) -> Result<Option<Listener>> {
+impl HttpsState {
+    /// The refs the listeners are written with.
+    pub(crate) fn refs(&self) -> HttpsRefs<'_> {
+        HttpsRefs { certificates: &self.plan.refs, cas: &self.ca_refs }
+    }
+}
+
+/// The router's TERMINATED_HTTPS listeners.
+async fn https_listeners(cloud: &Cloud, lb: &LoadBalancer) -> Result<Vec<Listener>> {
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = cloud.octavia.list_listeners(&q).await?;
-    Ok(match port {
-        Some(port) => choose_listener(&listeners, &cloud.spec, TERMINATED_HTTPS, port).cloned(),
-        // Nothing wanted: only one of ours can be removed, on whatever port it was made.
-        None => listeners.into_iter().find(|l| l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags)),
-    })
+    Ok(listeners.into_iter().filter(|l| l.protocol == TERMINATED_HTTPS).collect())
+}
+
+/// The main HTTPS listener among `listed`: on the wanted port (ours, else an adopted one), or,
+/// nothing wanted, ours to remove on whatever port it was made (never a more port's).
+fn main_listener(listed: &[Listener], cloud: &Cloud, port: Option<u16>) -> Option<Listener> {
+    match port {
+        Some(port) => choose_listener(listed, &cloud.spec, TERMINATED_HTTPS, port).cloned(),
+        None => {
+            listed.iter().find(|l| cloud.spec.ownership.owns(&l.tags) && !more_https::is_ours(l, &cloud.spec)).cloned()
+        }
+    }
 }
 
 /// Phase 1: see the module docs. A secret Barbican refuses to store for good (or one on hold
 /// after such a refusal) is not retried until its hold ends: its certificate serves its last
-/// good content meanwhile, if any (see [`super::https_holds`]).
+/// good content meanwhile, if any, and a client CA its last good one (see
+/// [`super::https_holds`]).
 pub(crate) async fn prepare(
     cloud: &Cloud,
     lb: &LoadBalancer,
-    desired: Option<&HttpsListener>,
+    desired: &DesiredRouter,
     holds: &HttpsHolds<'_>,
     report: &mut ConvergeReport,
 ) -> Result<Phase> {
-    let listener = https_listener(cloud, lb, desired.map(|d| d.port)).await?;
+    let listed = https_listeners(cloud, lb).await?;
+    let listener = main_listener(&listed, cloud, desired.https.as_ref().map(|d| d.port));
+    // Every certificate of every HTTPS listener wanted (None: no listener wanted).
+    let all = all_certificates(desired);
+    let wanted = all.as_ref();
     let Some(barbican) = &cloud.barbican else {
-        return Ok(match desired {
+        return Ok(match wanted {
             None => Phase::Off,
-            Some(_) => Phase::Unavailable { has_listener: listener.is_some(), error: DriverError::NoKeyManager },
+            Some(_) => Phase::Unavailable { has_listener: !listed.is_empty(), error: DriverError::NoKeyManager },
         });
     };
-    let has_listener = listener.is_some();
+    // Any HTTPS listener, ours or not: Octavia's worker reads its certificates for most writes.
+    let has_listener = !listed.is_empty();
     if holds.is_held(&WriteKey::SecretListing) {
-        return Ok(if desired.is_none() && !has_listener { Phase::Off } else { Phase::Refused { has_listener } });
+        return Ok(if wanted.is_none() && !has_listener { Phase::Off } else { Phase::Refused { has_listener } });
     }
     let stored = match list_ours(cloud, barbican).await {
         Ok(s) => {
@@ -119,10 +163,10 @@ pub(crate) async fn prepare(
             s
         }
         // Nothing wanted and no listener: only leftovers to collect, which can wait.
-        Err(_) if desired.is_none() && !has_listener => return Ok(Phase::Off),
+        Err(_) if wanted.is_none() && !has_listener => return Ok(Phase::Off),
         Err(error) => match refusal(&error) {
             Some(refused) => {
-                let owners = certificate_owners(desired, None);
+                let owners = certificate_owners(wanted, None);
                 let write = "list our secrets in Barbican".to_string();
                 holds.refused(WriteKey::SecretListing, write, refused, owners, report);
                 return Ok(Phase::Refused { has_listener });
@@ -130,41 +174,118 @@ pub(crate) async fn prepare(
             None => return Ok(Phase::Unavailable { has_listener, error }),
         },
     };
-    let Some(desired) = desired else {
-        return Ok(Phase::Ready(Box::new(HttpsState { stored, plan: CertificatePlan::default(), listener })));
+    let mut state = HttpsState {
+        stored,
+        plan: CertificatePlan::default(),
+        ca_refs: BTreeMap::new(),
+        listener,
+        listed,
+        more: BTreeMap::new(),
     };
-    let in_use = listener.as_ref().map(listener_secret_refs).unwrap_or_default();
+    let Some(wanted) = wanted else {
+        return Ok(Phase::Ready(Box::new(state)));
+    };
+    let in_use: Vec<String> = state.listed.iter().flat_map(listener_secret_refs).collect();
+    if let Some(error) = store_certificates(cloud, barbican, wanted, &in_use, &mut state, holds, report).await {
+        return Ok(Phase::Unavailable { has_listener, error });
+    }
+    if let Some(error) = store_cas(cloud, barbican, desired, &in_use, &mut state, holds, report).await {
+        return Ok(Phase::Unavailable { has_listener, error });
+    }
+    Ok(Phase::Ready(Box::new(state)))
+}
+
+/// Plans the certificates of `wanted` and stores every content that is new; a transient
+/// Barbican error is returned (nothing of the HTTPS side is written then).
+async fn store_certificates(
+    cloud: &Cloud,
+    barbican: &crate::openstack::Barbican,
+    wanted: &HttpsListener,
+    in_use: &[String],
+    state: &mut HttpsState,
+    holds: &HttpsHolds<'_>,
+    report: &mut ConvergeReport,
+) -> Option<DriverError> {
     let scope = cloud.secret_scope();
-    let mut plan = plan_certificates(desired, &scope, &stored, &in_use);
-    let mut stored = stored;
+    let mut plan = plan_certificates(wanted, &scope, &state.stored, in_use);
     for (cert, name) in std::mem::take(&mut plan.create) {
         let key = WriteKey::Secret(name.clone());
-        let content = desired.certificates[&cert].content.as_ref().expect("only certificates with content are created");
+        let content = wanted.certificates[&cert].content.as_ref().expect("only certificates with content are created");
         let created =
             if holds.is_held(&key) { None } else { Some(store(cloud, barbican, &cert, &name, content).await) };
         let (secret_ref, record) = match created {
             Some(Ok(stored)) => stored,
             Some(Err(error)) => match refusal(&error) {
-                None => return Ok(Phase::Unavailable { has_listener: listener.is_some(), error }),
+                None => return Some(error),
                 Some(refused) => {
                     let write = format!("store certificate {cert} in Barbican ({name})");
-                    let owners = certificate_owners(Some(desired), Some(&[cert.as_str()][..]));
+                    let owners = certificate_owners(Some(wanted), Some(&[cert.as_str()][..]));
                     holds.refused(key, write, refused, owners, report);
-                    serve_last_good(desired, &cert, &scope, &stored, &in_use, &mut plan);
+                    serve_last_good(wanted, &cert, &scope, &state.stored, in_use, &mut plan);
                     continue;
                 }
             },
             None => {
-                serve_last_good(desired, &cert, &scope, &stored, &in_use, &mut plan);
+                serve_last_good(wanted, &cert, &scope, &state.stored, in_use, &mut plan);
                 continue;
             }
         };
         holds.succeeded(&key);
         report.writes.push(record);
-        stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
+        state.stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
         plan.refs.insert(cert, secret_ref);
     }
-    Ok(Phase::Ready(Box::new(HttpsState { stored, plan, listener })))
+    state.plan = plan;
+    None
+}
+
+/// Plans the client CAs the listeners validate against and stores every content that is new. A
+/// CA Barbican refuses (or on hold) keeps the last good secret a listener uses for it, if any;
+/// without one, its listeners are not written (`listener_plan`: never served without the
+/// validation asked for). A transient Barbican error is returned.
+async fn store_cas(
+    cloud: &Cloud,
+    barbican: &crate::openstack::Barbican,
+    desired: &DesiredRouter,
+    in_use: &[String],
+    state: &mut HttpsState,
+    holds: &HttpsHolds<'_>,
+    report: &mut ConvergeReport,
+) -> Option<DriverError> {
+    let scope = cloud.secret_scope();
+    let cas = client_ca::wanted(wanted_https(desired));
+    let mut plan = client_ca::plan_cas(&cas, &scope, &state.stored, in_use);
+    for (ca_name, name) in std::mem::take(&mut plan.create) {
+        let key = WriteKey::Secret(name.clone());
+        let created = if holds.is_held(&key) {
+            None
+        } else {
+            Some(store_ca(cloud, barbican, &name, cas[ca_name.as_str()]).await)
+        };
+        match created {
+            Some(Ok((secret_ref, record))) => {
+                holds.succeeded(&key);
+                report.writes.push(record);
+                state.stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
+                plan.refs.insert(ca_name, secret_ref);
+                continue;
+            }
+            Some(Err(error)) => match refusal(&error) {
+                None => return Some(error),
+                Some(refused) => {
+                    let write = format!("store client CA {ca_name} in Barbican ({name})");
+                    holds.refused(key, write, refused, ca_owners(desired, &ca_name), report);
+                }
+            },
+            None => {}
+        }
+        let last_good = state.listed.iter().find_map(|l| {
+            client_ca::last_good(&scope, &state.stored, &ca_name, l.client_ca_tls_container_ref.as_deref())
+        });
+        plan.refs.extend(last_good.map(|r| (ca_name, r)));
+    }
+    state.ca_refs = plan.refs;
+    None
 }
 
 /// `cert`'s new content cannot be stored (yet): the secret the listener uses for it, else its
@@ -272,6 +393,27 @@ async fn store(
     door::write(cloud, Order::barbican("create_secret", description), call).await
 }
 
+/// One secret holding a client CA bundle (PEM), readable by the users the operator named: its
+/// ref and its record. Logged by name and content id only.
+async fn store_ca(
+    cloud: &Cloud,
+    barbican: &crate::openstack::Barbican,
+    name: &str,
+    ca: &CaBundle,
+) -> Result<(String, super::report::WriteRecord)> {
+    let metadata = client_ca::metadata(&cloud.secret_scope(), ca);
+    let call = async {
+        let secret_ref = barbican.create_secret(name, ca.pem.as_bytes()).await?;
+        barbican.set_metadata(&secret_ref, &metadata).await?;
+        if !cloud.spec.secret_read_users.is_empty() {
+            barbican.set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true).await?;
+        }
+        Ok::<_, crate::openstack::Error>(secret_ref)
+    };
+    let description = format!("store client CA {} in Barbican ({name}, sha256 {:.16})", ca.name, ca.content_id);
+    door::write(cloud, Order::barbican("create_secret", description), call).await
+}
+
 /// Every secret ref a listener holds.
 pub(crate) fn listener_secret_refs(l: &Listener) -> Vec<String> {
     super::certificates::listener_refs_of(l)
@@ -304,25 +446,27 @@ pub(crate) fn http_view<'a>(desired: &'a DesiredRouter, phase: &Phase, listener_
 }
 
 /// Phase 2: the listener itself (planned by `listener_plan::plan_https_listener`). Returns it
-/// when it exists (for its policies' plan); deletes ours when no Ingress has TLS any more.
+/// when it exists (for its policies' plan), and whether it is as desired (not when a conflict
+/// kept it from being written); deletes ours when no Ingress has TLS any more.
 pub(crate) async fn ensure_listener(
     cloud: &Cloud,
     lb: &LoadBalancer,
     desired: Option<&HttpsListener>,
     state: &mut HttpsState,
     report: &mut ConvergeReport,
-) -> Result<Option<Listener>> {
-    let plan = plan_https_listener(desired, state.listener.as_ref(), &state.plan.refs, &lb.id, &cloud.spec);
+) -> Result<(Option<Listener>, bool)> {
+    let plan = plan_https_listener(desired, state.listener.as_ref(), state.refs(), &lb.id, &cloud.spec);
+    let conflicted = plan.conflict.is_some();
     report.conflicts.extend(plan.conflict);
     let Some(step) = plan.step else {
         if desired.is_none() {
             state.listener = None;
         }
-        return Ok(state.listener.clone());
+        return Ok((state.listener.clone(), !conflicted));
     };
     let listener = listener_write(cloud, &lb.id, step, &mut report.writes).await?;
     state.listener = listener.clone();
-    Ok(listener)
+    Ok((listener, true))
 }
 
 /// [`ensure_listener`] with its refusal isolated: a listener write Octavia refuses for good (or
@@ -342,9 +486,9 @@ pub(crate) async fn ensure_listener_isolated(
         return Ok((state.listener.clone(), false));
     }
     match ensure_listener(cloud, lb, desired, state, report).await {
-        Ok(l) => {
+        Ok((l, as_desired)) => {
             holds.succeeded(&key);
-            Ok((l, true))
+            Ok((l, as_desired))
         }
         Err(error) => {
             let Some(refused) = refusal(&error) else { return Err(error) };
@@ -358,25 +502,31 @@ pub(crate) async fn ensure_listener_isolated(
     }
 }
 
-/// The Ingresses to tell about an HTTPS hold: every TLS Ingress for the listener, a
-/// certificate's for its secret.
+/// The Ingresses (or Gateway) to tell about an HTTPS hold: the listener's owners for a listener,
+/// every HTTPS owner for the listing, a certificate's for its secret, the owners of the
+/// listeners validating against a client CA for its secret.
 pub(crate) fn hold_owners(
     key: &WriteKey,
-    desired: Option<&HttpsListener>,
+    desired: &DesiredRouter,
     scope: &super::certificates::SecretScope,
 ) -> Vec<crate::model::KubeRef> {
     match key {
-        WriteKey::HttpsListener | WriteKey::SecretListing => certificate_owners(desired, None),
-        WriteKey::Secret(name) => match scope.parse(name).or_else(|| scope.parse_legacy(name)) {
-            Some((cert, _)) => certificate_owners(desired, Some(&[cert][..])),
-            None => Vec::new(),
+        WriteKey::HttpsListener => certificate_owners(desired.https.as_ref(), None),
+        WriteKey::HttpsListenerOn(port) => certificate_owners(desired.more_https.get(port), None),
+        WriteKey::SecretListing => certificate_owners(all_certificates(desired).as_ref(), None),
+        WriteKey::Secret(name) => match client_ca::parse(scope, name) {
+            Some(ca) => ca_owners(desired, ca),
+            None => match scope.parse(name).or_else(|| scope.parse_legacy(name)) {
+                Some((cert, _)) => certificate_owners(all_certificates(desired).as_ref(), Some(&[cert][..])),
+                None => Vec::new(),
+            },
         },
         _ => Vec::new(),
     }
 }
 
-/// Delete our secrets that the listener does not use (after its last write). A delete Barbican
-/// refuses for good puts that secret on hold (reported, retried with backoff).
+/// Delete our secrets that no HTTPS listener of the router uses (after their last writes). A
+/// delete Barbican refuses for good puts that secret on hold (reported, retried with backoff).
 pub(crate) async fn collect_garbage(
     cloud: &Cloud,
     state: &HttpsState,
@@ -384,7 +534,7 @@ pub(crate) async fn collect_garbage(
     report: &mut ConvergeReport,
 ) -> Result<()> {
     let Some(barbican) = &cloud.barbican else { return Ok(()) };
-    let keep = state.listener.as_ref().map(listener_secret_refs).unwrap_or_default();
+    let keep: Vec<String> = state.listener.iter().chain(state.more.values()).flat_map(listener_secret_refs).collect();
     let scope = cloud.secret_scope();
     // A legacy secret (named after the cluster alone) may serve another router of the cluster:
     // it goes only when no listener of the project references it.
@@ -425,14 +575,17 @@ pub async fn snapshot(
     let listeners = cloud.octavia.list_listeners(&q).await?;
     let Some(l) = listeners
         .iter()
-        .find(|l| l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags))
-        .or_else(|| listeners.iter().find(|l| l.protocol == TERMINATED_HTTPS))
+        .find(|l| {
+            l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags) && !more_https::is_ours(l, &cloud.spec)
+        })
+        .or_else(|| listeners.iter().find(|l| l.protocol == TERMINATED_HTTPS && !more_https::is_ours(l, &cloud.spec)))
     else {
         return Ok(None);
     };
     let actual = super::read::read_actual(cloud, reads, l, None).await?;
     let mut certificates = Vec::new();
-    for secret_ref in listener_secret_refs(l).into_iter().collect::<BTreeSet<_>>() {
+    let tls_refs = l.default_tls_container_ref.iter().chain(&l.sni_container_refs);
+    for secret_ref in tls_refs.cloned().collect::<BTreeSet<_>>() {
         let default = l.default_tls_container_ref.as_deref() == Some(secret_ref.as_str());
         let mut c =
             super::report::CertificateSnapshot { secret_ref: secret_ref.clone(), default, ..Default::default() };

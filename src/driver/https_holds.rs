@@ -12,7 +12,7 @@
 use super::error::DriverError;
 use super::isolation::{WriteBackoff, WriteKey, failure_reason, is_permanent};
 use super::report::{ConvergeReport, WriteFailure};
-use crate::model::{HttpsListener, KubeRef};
+use crate::model::{DesiredRouter, HttpsListener, KubeRef};
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::time::Instant;
@@ -44,6 +44,14 @@ pub(crate) fn certificate_owners(desired: Option<&HttpsListener>, certificates: 
         .filter(|c| certificates.is_none_or(|names| names.contains(&c.name.as_str())))
         .flat_map(|c| c.owners.iter().cloned())
         .collect();
+    owners.into_iter().collect()
+}
+
+/// The owners of the HTTPS listeners that validate client certificates against the CA `ca`.
+pub(crate) fn ca_owners(desired: &DesiredRouter, ca: &str) -> Vec<KubeRef> {
+    let listeners = desired.https.iter().chain(desired.more_https.values());
+    let using = listeners.filter(|l| l.client_validation.as_ref().is_some_and(|v| v.ca.name == ca));
+    let owners: BTreeSet<KubeRef> = using.flat_map(|l| certificate_owners(Some(l), None)).collect();
     owners.into_iter().collect()
 }
 

@@ -31,6 +31,8 @@ pub enum WriteKey {
     DefaultPool { listener: String },
     /// The router's HTTPS listener (its create, or the switch of its certificates).
     HttpsListener,
+    /// A more HTTPS listener of the router, by port (`DesiredRouter::more_https`).
+    HttpsListenerOn(u16),
     /// One Barbican secret of ours, by name (its create, or its delete once unused).
     Secret(String),
     /// The listing of our Barbican secrets, which every change of the HTTPS side starts from.
@@ -44,6 +46,7 @@ impl std::fmt::Display for WriteKey {
             WriteKey::Policy { name, .. } => write!(f, "L7 policy {name}"),
             WriteKey::DefaultPool { .. } => write!(f, "listener default pool"),
             WriteKey::HttpsListener => write!(f, "HTTPS listener"),
+            WriteKey::HttpsListenerOn(port) => write!(f, "HTTPS listener on port {port}"),
             WriteKey::Secret(name) => write!(f, "Barbican secret {name}"),
             WriteKey::SecretListing => write!(f, "Barbican listing of our secrets"),
         }
@@ -260,7 +263,7 @@ pub fn owners(key: &WriteKey, desired: &DesiredView<'_>) -> Vec<KubeRef> {
         }
         WriteKey::DefaultPool { .. } => out.extend(desired.default_pool_owners.iter().cloned()),
         // The HTTPS side's holds are reported by the HTTPS phase, which knows the certificates.
-        WriteKey::HttpsListener | WriteKey::Secret(_) | WriteKey::SecretListing => {}
+        WriteKey::HttpsListener | WriteKey::HttpsListenerOn(_) | WriteKey::Secret(_) | WriteKey::SecretListing => {}
     }
     out.into_iter().collect()
 }

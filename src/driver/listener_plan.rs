@@ -128,14 +128,21 @@ pub(crate) fn plan_http_listener_on(
     })
 }
 
-/// The HTTPS listener's write, from the desired listener, the one found and the secret refs of
-/// the certificates that can be served (`refs`, by certificate): deleted (ours) once no Ingress
-/// has TLS, created, or switched to the wanted certificates and headers in one PUT; an adopted
+/// The secret refs an HTTPS listener is written with: certificates by name, client CAs by name.
+#[derive(Clone, Copy, Debug)]
+pub struct HttpsRefs<'a> {
+    pub certificates: &'a BTreeMap<String, String>,
+    pub cas: &'a BTreeMap<String, String>,
+}
+
+/// The router's main HTTPS listener's write (named `<router>-https`), from the desired listener,
+/// the one found and the secret refs that can be served: deleted (ours) once no Ingress has TLS,
+/// created, or switched to the wanted certificates, client CA and headers in one PUT; an adopted
 /// listener is never changed.
 pub(crate) fn plan_https_listener(
     desired: Option<&HttpsListener>,
     found: Option<&Listener>,
-    refs: &BTreeMap<String, String>,
+    refs: HttpsRefs<'_>,
     lb_id: &str,
     spec: &RouterSpec,
 ) -> HttpsListenerPlan {
@@ -147,28 +154,70 @@ pub(crate) fn plan_https_listener(
         });
         return HttpsListenerPlan { step, conflict: None };
     };
-    let Some((default_ref, sni)) = listener_refs(desired, refs) else {
-        let conflict = "no certificate can be served (every TLS Secret is missing or broken and none was stored \
-                        before): the HTTPS listener is not created";
-        return HttpsListenerPlan { step: None, conflict: Some(conflict.into()) };
+    plan_https_listener_named(desired, found, refs, lb_id, spec, format!("{}-https", spec.name))
+}
+
+/// The client CA ref and `client_authentication` an HTTPS listener wants: `(None, "NONE")`
+/// without validation; a conflict when its CA has no secret to name (never stored, its store
+/// refused or on hold): the listener is then not written, rather than served without checking
+/// client certificates.
+fn wanted_client_ca<'a>(
+    desired: &HttpsListener,
+    cas: &'a BTreeMap<String, String>,
+) -> Result<(Option<&'a str>, &'static str), String> {
+    let Some(v) = &desired.client_validation else { return Ok((None, "NONE")) };
+    match cas.get(&v.ca.name) {
+        Some(r) => Ok((Some(r.as_str()), v.mode.as_octavia())),
+        None => Err(format!(
+            "the client CA {} ({}) cannot be stored in Barbican: the HTTPS listener on port {} is not written \
+             (it is never served without the client certificate validation asked for)",
+            v.ca.name, v.ca.source, desired.port
+        )),
+    }
+}
+
+/// [`plan_https_listener`] for a listener named `name` when we create it (the main one, or a
+/// more port's, see `more_https`).
+pub(crate) fn plan_https_listener_named(
+    desired: &HttpsListener,
+    found: Option<&Listener>,
+    refs: HttpsRefs<'_>,
+    lb_id: &str,
+    spec: &RouterSpec,
+    name: String,
+) -> HttpsListenerPlan {
+    let Some((default_ref, sni)) = listener_refs(desired, refs.certificates) else {
+        let conflict = format!(
+            "no certificate can be served on port {} (every TLS Secret is missing or broken and none was stored \
+             before): the HTTPS listener is not created",
+            desired.port
+        );
+        return HttpsListenerPlan { step: None, conflict: Some(conflict) };
+    };
+    let (ca_ref, auth) = match wanted_client_ca(desired, refs.cas) {
+        Ok(want) => want,
+        Err(conflict) => return HttpsListenerPlan { step: None, conflict: Some(conflict) },
     };
     let headers = forwarded_headers(spec.insert_forwarded_headers);
     let Some(l) = found else {
         let body = ListenerCreate {
-            name: Some(format!("{}-https", spec.name)),
+            name: Some(name),
             loadbalancer_id: Some(lb_id.into()),
             protocol: TERMINATED_HTTPS.into(),
             protocol_port: desired.port,
             default_tls_container_ref: Some(default_ref),
             sni_container_refs: sni,
+            client_ca_tls_container_ref: ca_ref.map(String::from),
+            client_authentication: ca_ref.map(|_| auth.to_string()),
             insert_headers: headers,
             tags: spec.ownership.router_tags(),
             ..ListenerCreate::default()
         };
         let description = format!(
-            "create HTTPS listener on port {} with {} certificate(s)",
+            "create HTTPS listener on port {} with {} certificate(s){}",
             desired.port,
-            body.sni_container_refs.len()
+            body.sni_container_refs.len(),
+            client_ca_note(desired, auth)
         );
         let step = ListenerStep { write: ListenerWrite::Create(body), kind: "create_listener", description };
         return HttpsListenerPlan { step: Some(step), conflict: None };
@@ -184,17 +233,23 @@ pub(crate) fn plan_https_listener(
     let same_default = l.default_tls_container_ref.as_deref().map(secret_uuid) == Some(secret_uuid(&default_ref));
     let same_sni = uuids(&l.sni_container_refs) == uuids(&sni);
     let same_headers = headers_match(l.insert_headers.as_ref(), &headers);
-    if same_default && same_sni && same_headers {
+    let same_ca = l.client_ca_tls_container_ref.as_deref().map(secret_uuid) == ca_ref.map(secret_uuid);
+    let same_auth = l.client_authentication.as_deref().unwrap_or("NONE") == auth;
+    if same_default && same_sni && same_headers && same_ca && same_auth {
         return HttpsListenerPlan::default();
     }
-    // One PUT switches every certificate at once: haproxy reloads with the new set, so no
-    // handshake finds a certificate missing.
+    // One PUT switches every certificate (and the client CA) at once: haproxy reloads with the
+    // new set, so no handshake finds a certificate missing.
     let switch = !same_default || !same_sni;
-    let description = format!("update HTTPS listener {}: {} certificate(s)", l.id, sni.len());
+    let removed = if !same_ca && ca_ref.is_none() { ", client CA removed" } else { "" };
+    let note = client_ca_note(desired, auth);
+    let description = format!("update HTTPS listener {}: {} certificate(s){note}{removed}", l.id, sni.len());
     let update = ListenerUpdate {
         default_tls_container_ref: switch.then(|| default_ref.clone()),
         sni_container_refs: switch.then(|| sni.clone()),
         insert_headers: (!same_headers).then(|| headers.clone().unwrap_or_default()),
+        client_ca_tls_container_ref: (!same_ca).then(|| ca_ref.map(String::from)),
+        client_authentication: (!same_auth || !same_ca).then(|| auth.to_string()),
         ..ListenerUpdate::default()
     };
     let step = ListenerStep {
@@ -203,6 +258,15 @@ pub(crate) fn plan_https_listener(
         description,
     };
     HttpsListenerPlan { step: Some(step), conflict: None }
+}
+
+/// `, client CA <name> (MANDATORY)` for a write's description (names only: the PEM is public
+/// but long); nothing without validation.
+fn client_ca_note(desired: &HttpsListener, auth: &str) -> String {
+    match &desired.client_validation {
+        Some(v) => format!(", client CA {} sha256 {:.16} ({auth})", v.ca.name, v.ca.content_id),
+        None => String::new(),
+    }
 }
 
 #[cfg(test)]
@@ -247,21 +311,116 @@ mod tests {
         assert!(plan_http_listener(Some(&listener("HTTP", 80, false)), "lb", &s).is_none());
     }
 
+    fn no_cas() -> BTreeMap<String, String> {
+        BTreeMap::new()
+    }
+
     #[test]
     fn the_https_listener_is_deleted_only_when_ours_and_never_created_without_a_certificate() {
         let s = spec();
         let no_refs = BTreeMap::new();
+        let cas = no_cas();
+        let none = HttpsRefs { certificates: &no_refs, cas: &cas };
         let ours = listener(TERMINATED_HTTPS, 443, true);
-        let plan = plan_https_listener(None, Some(&ours), &no_refs, "lb", &s);
+        let plan = plan_https_listener(None, Some(&ours), none, "lb", &s);
         assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Delete { id }) if id == ours.id));
         let foreign = listener(TERMINATED_HTTPS, 443, false);
-        assert!(plan_https_listener(None, Some(&foreign), &no_refs, "lb", &s).step.is_none());
-        let plan = plan_https_listener(Some(&https(&["a"])), None, &no_refs, "lb", &s);
+        assert!(plan_https_listener(None, Some(&foreign), none, "lb", &s).step.is_none());
+        let plan = plan_https_listener(Some(&https(&["a"])), None, none, "lb", &s);
         assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("no certificate can be served")));
         let refs = BTreeMap::from([("a".to_string(), "https://kms/v1/secrets/1".to_string())]);
-        let plan = plan_https_listener(Some(&https(&["a"])), Some(&foreign), &refs, "lb", &s);
+        let some = HttpsRefs { certificates: &refs, cas: &cas };
+        let plan = plan_https_listener(Some(&https(&["a"])), Some(&foreign), some, "lb", &s);
         assert!(plan.step.is_none() && plan.conflict.is_some_and(|c| c.contains("not created by kuryr-l7-router")));
-        let plan = plan_https_listener(Some(&https(&["a"])), None, &refs, "lb", &s);
+        let plan = plan_https_listener(Some(&https(&["a"])), None, some, "lb", &s);
         assert!(matches!(plan.step.map(|s| s.write), Some(ListenerWrite::Create(b)) if b.protocol == TERMINATED_HTTPS));
+    }
+
+    fn validating(ca_content: &str, mode: crate::model::ClientAuthentication) -> HttpsListener {
+        let ca = crate::model::CaBundle {
+            name: "ns_ca".into(),
+            source: crate::model::KubeRef::new("ConfigMap", "ns", "ca"),
+            pem: "-----BEGIN CERTIFICATE-----\n...".into(),
+            content_id: ca_content.into(),
+        };
+        HttpsListener { client_validation: Some(crate::model::ClientValidation { ca, mode }), ..https(&["a"]) }
+    }
+
+    /// The listener as Octavia answers after a create or update with these refs.
+    fn written(cert: &str, ca: Option<&str>, auth: &str) -> Listener {
+        Listener {
+            default_tls_container_ref: Some(cert.into()),
+            sni_container_refs: vec![cert.into()],
+            client_ca_tls_container_ref: ca.map(String::from),
+            client_authentication: Some(auth.into()),
+            insert_headers: serde_json::to_value(forwarded_headers(true)).ok(),
+            ..listener(TERMINATED_HTTPS, 443, true)
+        }
+    }
+
+    #[test]
+    fn client_validation_is_written_at_create_and_switched_alone_in_one_put() {
+        use crate::model::ClientAuthentication::{Mandatory, Optional};
+        let s = RouterSpec { insert_forwarded_headers: true, ..spec() };
+        let cert = "https://kms/v1/secrets/cert".to_string();
+        let certs = BTreeMap::from([("a".to_string(), cert.clone())]);
+        let ca1 = "https://kms/v1/secrets/ca1".to_string();
+        let cas = BTreeMap::from([("ns_ca".to_string(), ca1.clone())]);
+        let refs = HttpsRefs { certificates: &certs, cas: &cas };
+        // Create: the CA and MANDATORY in the create body itself.
+        let plan = plan_https_listener(Some(&validating("c1", Mandatory)), None, refs, "lb", &s);
+        let Some(ListenerWrite::Create(body)) = plan.step.map(|s| s.write) else { panic!("a create") };
+        assert_eq!(body.client_ca_tls_container_ref.as_deref(), Some(ca1.as_str()));
+        assert_eq!(body.client_authentication.as_deref(), Some("MANDATORY"));
+        // As created (the ref through another endpoint): nothing to write.
+        let now = written(&cert, Some("http://internal:9311/v1/secrets/ca1"), "MANDATORY");
+        assert!(plan_https_listener(Some(&validating("c1", Mandatory)), Some(&now), refs, "lb", &s).step.is_none());
+        // A new CA content (a new secret): one PUT naming the CA only.
+        let ca2 = BTreeMap::from([("ns_ca".to_string(), "https://kms/v1/secrets/ca2".to_string())]);
+        let refs2 = HttpsRefs { certificates: &certs, cas: &ca2 };
+        let plan = plan_https_listener(Some(&validating("c2", Mandatory)), Some(&now), refs2, "lb", &s);
+        let Some(ListenerWrite::Update { update, .. }) = plan.step.map(|s| s.write) else { panic!("an update") };
+        let want = ListenerUpdate {
+            client_ca_tls_container_ref: Some(Some("https://kms/v1/secrets/ca2".into())),
+            client_authentication: Some("MANDATORY".into()),
+            ..ListenerUpdate::default()
+        };
+        assert_eq!(update, want);
+        // AllowValidOnly → AllowInsecureFallback: the mode alone.
+        let plan = plan_https_listener(Some(&validating("c1", Optional)), Some(&now), refs, "lb", &s);
+        let Some(ListenerWrite::Update { update, .. }) = plan.step.map(|s| s.write) else { panic!("an update") };
+        assert_eq!(
+            update,
+            ListenerUpdate { client_authentication: Some("OPTIONAL".into()), ..ListenerUpdate::default() }
+        );
+        // Validation removed: the CA cleared (null) and NONE, in one PUT.
+        let plan = plan_https_listener(Some(&https(&["a"])), Some(&now), refs, "lb", &s);
+        let step = plan.step.expect("an update");
+        assert!(step.description.contains("client CA removed"), "{}", step.description);
+        let ListenerWrite::Update { update, .. } = step.write else { panic!("an update") };
+        let want = ListenerUpdate {
+            client_ca_tls_container_ref: Some(None),
+            client_authentication: Some("NONE".into()),
+            ..ListenerUpdate::default()
+        };
+        assert_eq!(update, want);
+        assert_eq!(serde_json::to_value(&update).unwrap()["client_ca_tls_container_ref"], serde_json::Value::Null);
+        // A listener without validation, none wanted: nothing (Octavia answers NONE).
+        let plain = written(&cert, None, "NONE");
+        assert!(plan_https_listener(Some(&https(&["a"])), Some(&plain), refs, "lb", &s).step.is_none());
+    }
+
+    #[test]
+    fn a_listener_whose_client_ca_has_no_secret_is_not_written_at_all() {
+        use crate::model::ClientAuthentication::Mandatory;
+        let s = spec();
+        let certs = BTreeMap::from([("a".to_string(), "https://kms/v1/secrets/cert".to_string())]);
+        let cas = no_cas();
+        let refs = HttpsRefs { certificates: &certs, cas: &cas };
+        for found in [None, Some(written("https://kms/v1/secrets/cert", None, "NONE"))] {
+            let plan = plan_https_listener(Some(&validating("c1", Mandatory)), found.as_ref(), refs, "lb", &s);
+            assert!(plan.step.is_none(), "never served without the validation asked for");
+            assert!(plan.conflict.is_some_and(|c| c.contains("client CA ns_ca") && c.contains("port 443")));
+        }
     }
 }

@@ -18,8 +18,11 @@ impl Router {
     /// policies apart from the project's other load balancers'.
     pub async fn converge_reading_budget(&self, desired: &DesiredRouter) -> super::error::Result<ConvergeReport> {
         let mut report = self.converge(desired).await?;
-        let ours: BTreeSet<String> =
-            std::iter::once(report.listener_id.clone()).chain(report.https_listener_id.clone()).collect();
+        // The more listeners' policies are the router's too, not another load balancer's.
+        let ours: BTreeSet<String> = std::iter::once(report.listener_id.clone())
+            .chain(report.https_listener_id.clone())
+            .chain(report.more_listener_ids.iter().cloned())
+            .collect();
         report.budget = Some(read_budget(self.octavia(), &ours).await.map_err(|e| e.to_string()));
         Ok(report)
     }

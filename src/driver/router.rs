@@ -22,7 +22,7 @@ use super::read_cache::ReadCache;
 use super::report::{MembersChange, RouterSnapshot};
 use super::stamps::{DesiredChildren, Stamps};
 use super::view::DesiredView;
-use super::{execute, floating_ip, https, lifecycle, more_http, read, rounds};
+use super::{execute, floating_ip, https, lifecycle, more_http, more_https, read, rounds};
 use crate::model::{DesiredRouter, Pool};
 use crate::openstack::octavia::{Listener, LoadBalancer};
 use crate::openstack::{Barbican, Neutron, Octavia};
@@ -435,17 +435,20 @@ impl Router {
         report.vip_address = lb.vip_address.as_deref().and_then(|a| a.parse().ok());
 
         let holds = HttpsHolds { backoff: &self.https_backoff, now: Instant::now() };
-        let mut phase = https::prepare(c, &lb, desired.https.as_ref(), &holds, &mut report).await?;
+        let mut phase = https::prepare(c, &lb, desired, &holds, &mut report).await?;
         let (listener, listed) = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
         more_http::collect_stale(c, &lb, &listed, desired, &mut report).await?;
-        self.has_https.store(HttpsKnown::of(phase.has_listener()), Ordering::SeqCst);
+        self.has_https.store(HttpsKnown::of(phase.has_any_listener()), Ordering::SeqCst);
         if let https::Phase::Unavailable { has_listener: true, error } = phase {
             // Octavia's worker reads every certificate of the router for most writes (members,
             // pools, policies of the HTTPS listener): with Barbican down such a write never
             // completes and leaves the router PENDING_UPDATE for good. Nothing is written.
             return Err(DriverError::WritesHeld { source: Box::new(error) });
         }
+        // More HTTPS listeners no longer wanted go before the HTTP side's plan, which may
+        // delete the pools only their policies used.
+        more_https::collect_stale(c, &lb, &listed, desired, &mut report).await?;
         // A router created fully populated has everything but its HTTPS side and redirects.
         let listener_held = holds.is_held(&WriteKey::HttpsListener);
         let http = https::http_view(desired, &phase, listener_held);
@@ -477,7 +480,7 @@ impl Router {
             // Held and reported, not failed: a Sync would fail on it again and again.
             https::Phase::Refused { .. } => {
                 let scope = c.secret_scope();
-                holds.report(&mut report, |k| https::hold_owners(k, desired.https.as_ref(), &scope));
+                holds.report(&mut report, |k| https::hold_owners(k, desired, &scope));
             }
             https::Phase::Unavailable { error, .. } => {
                 deferred = Some(std::mem::replace(error, DriverError::NoKeyManager));
@@ -532,19 +535,30 @@ impl Router {
         let holds = HttpsHolds { backoff: &self.https_backoff, now: Instant::now() };
         let result = async {
             let (listener, as_desired) = https::ensure_listener_isolated(c, lb, want, state, &holds, report).await?;
-            self.has_https.store(HttpsKnown::of(state.listener.is_some()), Ordering::SeqCst);
             if let (Some(l), Some(https)) = (listener, want) {
                 report.https_listener_id = Some(l.id.clone());
                 self.converge_children(&DesiredView::https(desired, https), lb, l, report).await?;
             }
-            if as_desired {
+            // The more HTTPS ports' listeners (a Gateway's other HTTPS ports), each with its own
+            // certificates and client CA, on the pools the HTTP side converged.
+            let (more, more_as_desired) =
+                more_https::ensure_isolated(c, lb, &state.listed, desired, state.refs(), &holds, report).await?;
+            state.more = more.clone();
+            self.has_https.store(HttpsKnown::of(state.listener.is_some() || !more.is_empty()), Ordering::SeqCst);
+            for (port, l) in more {
+                report.more_listener_ids.push(l.id.clone());
+                if let Some(https) = desired.more_https.get(&port) {
+                    self.converge_children(&DesiredView::https(desired, https), lb, l, report).await?;
+                }
+            }
+            if as_desired && more_as_desired {
                 https::collect_garbage(c, state, &holds, report).await?;
             }
             Ok::<(), DriverError>(())
         }
         .await;
         let scope = c.secret_scope();
-        holds.report(report, |k| https::hold_owners(k, want, &scope));
+        holds.report(report, |k| https::hold_owners(k, desired, &scope));
         result
     }
 

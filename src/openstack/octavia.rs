@@ -66,6 +66,10 @@ pub struct Listener {
     pub default_tls_container_ref: Option<String>,
     /// TERMINATED_HTTPS: one Barbican secret per SNI certificate.
     pub sni_container_refs: Vec<String>,
+    /// TERMINATED_HTTPS: the Barbican secret (PEM) client certificates are checked against.
+    pub client_ca_tls_container_ref: Option<String>,
+    /// `NONE`, `OPTIONAL` or `MANDATORY` (absent from an older Octavia: NONE).
+    pub client_authentication: Option<String>,
     pub timeout_client_data: Option<u32>,
     pub timeout_member_connect: Option<u32>,
     pub timeout_member_data: Option<u32>,

@@ -59,6 +59,10 @@ pub struct ListenerCreate {
     pub default_tls_container_ref: Option<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub sni_container_refs: Vec<String>,
+    /// A Barbican secret holding the client CA certificate(s), PEM (not a container).
+    pub client_ca_tls_container_ref: Option<String>,
+    /// `OPTIONAL` or `MANDATORY` with a client CA (Octavia's default: `NONE`).
+    pub client_authentication: Option<String>,
     pub timeout_client_data: Option<u32>,
     pub timeout_member_data: Option<u32>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -76,6 +80,9 @@ pub struct ListenerUpdate {
     pub default_tls_container_ref: Option<String>,
     /// Replaces the whole list (one PUT switches every certificate of a rotation).
     pub sni_container_refs: Option<Vec<String>>,
+    /// `Some(None)` removes the client CA (sends `null`), with `client_authentication: NONE`.
+    pub client_ca_tls_container_ref: Option<Option<String>>,
+    pub client_authentication: Option<String>,
     pub tags: Option<Vec<String>>,
 }
 

@@ -54,7 +54,24 @@ fn write_https(s: &mut String, router: &DesiredRouter) {
         let _ = writeln!(s, "\nHTTPS LISTENER: none (no Ingress has spec.tls)");
         return;
     };
+    for https in std::iter::once(https).chain(router.more_https.values()) {
+        write_https_listener(s, https);
+    }
+}
+
+/// One HTTPS listener: its port, client-certificate validation, certificates and policies.
+fn write_https_listener(s: &mut String, https: &crate::model::HttpsListener) {
     let _ = writeln!(s, "\nHTTPS LISTENER (port {}, TERMINATED_HTTPS)", https.port);
+    if let Some(v) = &https.client_validation {
+        let _ = writeln!(
+            s,
+            "  CLIENT CERTIFICATES: {} against {} ({}, sha256 {:.16})",
+            v.mode.as_octavia(),
+            v.ca.name,
+            v.ca.source,
+            v.ca.content_id
+        );
+    }
     let _ = writeln!(s, "  CERTIFICATES ({}, default {})", https.certificates.len(), https.default_certificate);
     for c in https.certificates.values() {
         let _ = writeln!(s, "  {}  ({})  hosts: {}", c.name, c.secret, c.hosts.join(", "));

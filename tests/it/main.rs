@@ -49,6 +49,7 @@ mod controller_set_records;
 mod controller_set_rollback;
 mod controller_stamps;
 mod driver_certificates;
+mod driver_client_ca;
 mod driver_diff;
 mod driver_holds;
 mod driver_isolation;

@@ -36,6 +36,9 @@ fn listener_pool_member_policy_rule_and_monitor_bodies_parse() {
     let (raw, l): (_, Listener) = recorded("listener", "listener");
     assert!(raw.get("hsts_max_age").is_some(), "2.27's HSTS fields are in the body");
     assert_eq!((l.protocol.as_str(), l.protocol_port), ("HTTP", 80));
+    // A listener without client-certificate validation, as the HTTPS listeners' plan reads it.
+    assert_eq!(l.client_authentication.as_deref(), Some("NONE"));
+    assert_eq!(l.client_ca_tls_container_ref, None);
     assert_eq!(l.l7policies.len(), 1);
     assert!(l.default_pool_id.is_some());
 

@@ -41,6 +41,10 @@ pub struct State {
     /// create that hangs (an amphora that never boots). Each create held is counted.
     pub hold_creates: Option<tokio::sync::watch::Receiver<bool>>,
     pub creates_held: usize,
+    /// The fake Barbican's secrets (`secret_ref`, `name`, `created`, and the decoded `payload`).
+    pub secrets: Vec<Value>,
+    /// A secret create whose name contains this is refused with a 403 (a quota).
+    pub refuse_secrets_named: Option<String>,
 }
 
 impl State {
@@ -166,8 +170,54 @@ impl State {
         self.lb.clone().expect("created")
     }
 
-    fn answer(&mut self, method: &str, path: &str, body: &[u8]) -> (u16, Value) {
+    /// The fake Barbican: secrets listed (every one: the client keeps its prefix), created,
+    /// described with metadata and ACL, deleted.
+    fn barbican(&mut self, method: &str, path: &str, query: &str, v: &Value, port: u16) -> (u16, Value) {
+        let parts: Vec<&str> = path.trim_start_matches("/v1/secrets").split('/').filter(|p| !p.is_empty()).collect();
+        match (method, parts.as_slice()) {
+            ("GET", []) => {
+                let offset = query.split('&').find_map(|kv| kv.strip_prefix("offset=")).and_then(|o| o.parse().ok());
+                let page: Vec<Value> = self
+                    .secrets
+                    .iter()
+                    .skip(offset.unwrap_or(0))
+                    .map(|s| json!({"secret_ref": s["secret_ref"], "name": s["name"], "created": s["created"]}))
+                    .collect();
+                (200, json!({"secrets": page, "total": self.secrets.len()}))
+            }
+            ("POST", []) => {
+                let name = v["name"].as_str().unwrap_or_default().to_string();
+                if self.refuse_secrets_named.as_ref().is_some_and(|r| name.contains(r.as_str())) {
+                    return (403, json!({"code": 403, "title": "Forbidden", "description": "Quota exceeded"}));
+                }
+                self.next_id += 1;
+                let id = format!("{:08x}-0000-4000-8000-{:012x}", self.next_id, self.next_id);
+                use base64::Engine;
+                let payload = base64::engine::general_purpose::STANDARD
+                    .decode(v["payload"].as_str().unwrap_or_default())
+                    .map(|b| String::from_utf8_lossy(&b).into_owned())
+                    .unwrap_or_default();
+                let secret_ref = format!("http://127.0.0.1:{port}/v1/secrets/{id}");
+                let created = self.tick();
+                self.secrets
+                    .push(json!({"secret_ref": secret_ref, "name": name, "created": created, "payload": payload}));
+                (201, json!({ "secret_ref": secret_ref }))
+            }
+            ("PUT", [_, "metadata" | "acl"]) => (200, json!({})),
+            ("DELETE", [id]) => {
+                self.secrets.retain(|s| !s["secret_ref"].as_str().unwrap_or_default().ends_with(id));
+                (204, Value::Null)
+            }
+            _ => (500, json!({"faultstring": format!("the fake Barbican has no {method} {path}")})),
+        }
+    }
+
+    fn answer(&mut self, method: &str, path: &str, body: &[u8], port: u16) -> (u16, Value) {
         let v: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        if path.starts_with("/v1/secrets") {
+            let (path, query) = path.split_once('?').unwrap_or((path, ""));
+            return self.barbican(method, path, query, &v, port);
+        }
         let (path, query) = path.split_once('?').unwrap_or((path, ""));
         // `listener_id=<id>` narrows a listing of policies to one listener's, as Octavia's does.
         let of_listener = query.split('&').find_map(|kv| kv.strip_prefix("listener_id=")).map(String::from);
@@ -236,6 +286,7 @@ impl State {
                 // Asked with `cascade=true`: everything goes with it.
                 let (writes, gets) = (std::mem::take(&mut self.writes), std::mem::take(&mut self.gets));
                 *self = State {
+                    secrets: std::mem::take(&mut self.secrets),
                     body_limit: self.body_limit,
                     next_id: self.next_id,
                     clock: self.clock,
@@ -320,7 +371,8 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         let token = json!({"token": {
             "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
             "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint}]
+            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint},
+                        {"type": "key-manager", "endpoints": endpoint}]
         }});
         (201, token, "X-Subject-Token: t\r\n")
     } else {
@@ -338,7 +390,7 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         } else {
             s.writes.push((line.clone(), body.len()));
         }
-        let (status, answer) = s.answer(method, path, &body);
+        let (status, answer) = s.answer(method, path, &body, port);
         (status, answer, "")
     };
     let body = answer.to_string();

@@ -179,7 +179,8 @@ fn holds_of(report: &crate::driver::ConvergeReport) -> Vec<RouterHold> {
         if out.iter().any(|h| h.object == f.object) {
             continue;
         }
-        let https = f.object == "HTTPS listener" || f.object.starts_with("Barbican");
+        // The main HTTPS listener, a more port's ("HTTPS listener on port 8443"), a secret.
+        let https = f.object.starts_with("HTTPS listener") || f.object.starts_with("Barbican");
         let routes = f.owners.iter().filter(|o| o.kind == "HTTPRoute").cloned().collect();
         out.push(RouterHold {
             https,

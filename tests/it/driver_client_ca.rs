@@ -1,0 +1,247 @@
+//! Client-certificate validation (Gateway `spec.tls.frontend`) and a Gateway's several HTTPS
+//! ports through the real driver (`Router::converge`) against the stateful Octavia + Barbican of
+//! tests/support/fake_octavia.rs: each CA bundle is a Barbican secret of ours (its PEM as the
+//! payload), named on each listener as `client_ca_tls_container_ref` with
+//! `client_authentication`; a CA change is one store and one listener PUT, then the old secret is
+//! deleted; validation removed is `NONE` and the CA secret deleted; an HTTPS port added is one
+//! listener create, dropped one listener delete; and a CA Barbican refuses holds that listener
+//! back (never served without the validation asked for) while the other one converges.
+
+use crate::support::fake_octavia;
+
+use kuryr_l7_router::model::{
+    CaBundle, Certificate, CertificateContent, ClientAuthentication, ClientValidation, CompareType, DesiredRouter,
+    HttpsListener, KubeRef, Policy, Rule, RuleType,
+};
+use kuryr_l7_router::openstack::Barbican;
+use kuryr_l7_router::testing::{member, pool};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+const ROUTER: &str = "kuryr-gw-0123456789abcdef-infra.gw";
+
+fn route(path: &str) -> Policy {
+    Policy {
+        name: format!("gateway:infra/web:{path}"),
+        position: 1,
+        pool: "infra_web".into(),
+        rules: vec![Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::EqualTo,
+            value: path.into(),
+            invert: false,
+            key: None,
+        }],
+        owner: KubeRef::new("HTTPRoute", "infra", "web"),
+        description: format!("Exact {path}"),
+        redirect: None,
+    }
+}
+
+/// The Gateway's one server certificate (both ports serve it).
+fn certificate() -> Certificate {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let crt = rcgen::CertificateParams::new(vec!["example.org".to_string()]).unwrap().self_signed(&key).unwrap();
+    let parsed =
+        kuryr_l7_router::certificate::ParsedCertificate::from_pem(crt.pem().as_bytes(), key.serialize_pem().as_bytes())
+            .unwrap();
+    Certificate {
+        name: "infra_tls".into(),
+        secret: KubeRef::new("Secret", "infra", "tls"),
+        hosts: vec![],
+        owners: vec![KubeRef::new("Gateway", "infra", "gw")],
+        content: Some(CertificateContent::new(Arc::new(parsed))),
+    }
+}
+
+/// The CA bundle of ConfigMap `infra/<name>` holding `text`.
+fn ca(name: &str, text: &str) -> CaBundle {
+    let pem = format!("-----BEGIN CERTIFICATE-----\n{text}\n-----END CERTIFICATE-----\n");
+    let digest = ring::digest::digest(&ring::digest::SHA256, pem.as_bytes());
+    let content_id = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    CaBundle { name: format!("infra_{name}"), source: KubeRef::new("ConfigMap", "infra", name), pem, content_id }
+}
+
+fn https(port: u16, cert: &Certificate, validation: Option<(CaBundle, ClientAuthentication)>) -> HttpsListener {
+    HttpsListener {
+        port,
+        certificates: BTreeMap::from([(cert.name.clone(), cert.clone())]),
+        default_certificate: cert.name.clone(),
+        policies: vec![route(&format!("/on-{port}"))],
+        default_pool: None,
+        client_validation: validation.map(|(ca, mode)| ClientValidation { ca, mode }),
+    }
+}
+
+/// 443 validating against `ca443`; 8443 (when given) against its own CA.
+fn gateway(
+    cert: &Certificate,
+    ca443: Option<(CaBundle, ClientAuthentication)>,
+    more: Option<(CaBundle, ClientAuthentication)>,
+) -> DesiredRouter {
+    let mut d = DesiredRouter { default_pool: Some("infra_web".into()), ..DesiredRouter::default() };
+    d.pools.insert("infra_web".into(), pool("infra_web", vec![member("10.1.0.1", 1)]));
+    d.https = Some(https(443, cert, ca443));
+    if let Some(v) = more {
+        d.more_https.insert(8443, https(8443, cert, Some(v)));
+    }
+    d
+}
+
+fn router(port: u16) -> kuryr_l7_router::driver::Router {
+    let r = fake_octavia::router_named(port, ROUTER, 114_688);
+    let session = r.octavia().session().clone();
+    r.with_barbican(Barbican::new(session))
+}
+
+/// The HTTPS listeners as (name, port, client CA secret name, client_authentication), sorted.
+fn https_listeners(state: &Mutex<fake_octavia::State>) -> Vec<(String, u64, Option<String>, String)> {
+    let s = state.lock().unwrap();
+    let secret_name = |r: &Value| {
+        let r = r.as_str()?;
+        s.secrets.iter().find(|x| x["secret_ref"] == r).and_then(|x| x["name"].as_str().map(String::from))
+    };
+    let mut out: Vec<_> = s
+        .listeners
+        .iter()
+        .filter(|l| l["protocol"] == "TERMINATED_HTTPS")
+        .map(|l| {
+            let auth = l["client_authentication"].as_str().unwrap_or("NONE").to_string();
+            let ca = secret_name(&l["client_ca_tls_container_ref"]);
+            (l["name"].as_str().unwrap_or_default().to_string(), l["protocol_port"].as_u64().unwrap_or(0), ca, auth)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// The payloads of our client CA secrets, by secret name.
+fn ca_secrets(state: &Mutex<fake_octavia::State>) -> BTreeMap<String, String> {
+    let s = state.lock().unwrap();
+    s.secrets
+        .iter()
+        .filter(|x| x["name"].as_str().is_some_and(|n| n.contains(":client-ca.")))
+        .map(|x| (x["name"].as_str().unwrap().to_string(), x["payload"].as_str().unwrap_or_default().to_string()))
+        .collect()
+}
+
+fn ca_secret_name(ca: &CaBundle) -> String {
+    format!("kuryr-l7-router:c1:{ROUTER}:client-ca.{}:{}", ca.name, &ca.content_id[..16])
+}
+
+fn descriptions(r: &kuryr_l7_router::driver::ConvergeReport) -> Vec<String> {
+    r.writes.iter().map(|w| format!("{} {}", w.kind, w.description)).collect()
+}
+
+#[tokio::test]
+async fn each_https_port_validates_client_certificates_against_its_own_ca() {
+    use ClientAuthentication::{Mandatory, Optional};
+    let (port, state) = fake_octavia::start(114_688).await;
+    let r = router(port);
+    let cert = certificate();
+    let (a1, b) = (ca("ca-a", "A1"), ca("ca-b", "B"));
+    let want = gateway(&cert, Some((a1.clone(), Mandatory)), Some((b.clone(), Optional)));
+    let created = r.converge(&want).await.expect("converged");
+    let https_name = format!("{ROUTER}-https");
+    let more_name = format!("{ROUTER}-https-8443");
+    assert_eq!(
+        https_listeners(&state),
+        vec![
+            (https_name.clone(), 443, Some(ca_secret_name(&a1)), "MANDATORY".into()),
+            (more_name.clone(), 8443, Some(ca_secret_name(&b)), "OPTIONAL".into()),
+        ],
+        "each port its own listener, its own CA"
+    );
+    let stored = ca_secrets(&state);
+    assert_eq!(stored.get(&ca_secret_name(&a1)), Some(&a1.pem), "the PEM is the payload");
+    assert_eq!(stored.get(&ca_secret_name(&b)), Some(&b.pem));
+    let kinds = created.writes_by_kind();
+    // One server certificate for both ports, one secret per CA; each listener created with its
+    // CA in the create body (no PUT after).
+    assert_eq!(kinds.get("create_secret"), Some(&3), "{:?}", descriptions(&created));
+    assert_eq!(kinds.get("create_listener"), Some(&2), "{:?}", descriptions(&created));
+    assert_eq!(kinds.get("update_listener"), None, "{:?}", descriptions(&created));
+    assert!(descriptions(&created).iter().all(|d| !d.contains("BEGIN")), "no PEM in the write records");
+    let again = r.converge(&want).await.expect("second convergence");
+    assert!(again.writes.is_empty(), "{:?}", descriptions(&again));
+    // A restart (a new driver, nothing cached): nothing written, no second listener.
+    let restarted = router(port).converge(&want).await.expect("after a restart");
+    assert!(restarted.writes.is_empty(), "{:?}", descriptions(&restarted));
+
+    // The CA of 443 changes: one store, one listener PUT (the CA only), the old secret deleted.
+    let a2 = ca("ca-a", "A2");
+    let changed = gateway(&cert, Some((a2.clone(), Mandatory)), Some((b.clone(), Optional)));
+    let rotated = r.converge(&changed).await.expect("CA changed");
+    assert_eq!(
+        rotated.writes.iter().map(|w| w.kind).collect::<Vec<_>>(),
+        ["create_secret", "update_listener", "delete_secret"],
+        "{:?}",
+        descriptions(&rotated)
+    );
+    let put =
+        state.lock().unwrap().writes.iter().rev().find(|(l, _)| l.starts_with("PUT /v2/lbaas/listeners/")).cloned();
+    assert!(put.is_some(), "a listener PUT");
+    assert_eq!(https_listeners(&state)[0].2, Some(ca_secret_name(&a2)));
+    assert_eq!(ca_secrets(&state).keys().cloned().collect::<Vec<_>>(), {
+        let mut k = vec![ca_secret_name(&a2), ca_secret_name(&b)];
+        k.sort();
+        k
+    });
+
+    // Validation removed from 443 and port 8443 dropped: 443 goes to NONE without a CA, the 8443
+    // listener is deleted, both CA secrets are deleted; the certificate stays.
+    let plain = gateway(&cert, None, None);
+    let removed = r.converge(&plain).await.expect("validation removed");
+    let kinds = removed.writes_by_kind();
+    assert_eq!(kinds.get("delete_listener"), Some(&1), "{:?}", descriptions(&removed));
+    assert_eq!(kinds.get("update_listener"), Some(&1), "{:?}", descriptions(&removed));
+    assert_eq!(kinds.get("delete_secret"), Some(&2), "{:?}", descriptions(&removed));
+    assert_eq!(kinds.get("create_secret"), None, "{:?}", descriptions(&removed));
+    assert_eq!(https_listeners(&state), vec![(https_name.clone(), 443, None, "NONE".into())]);
+    assert!(ca_secrets(&state).is_empty());
+    assert_eq!(state.lock().unwrap().secrets.len(), 1, "the server certificate's secret stays");
+    let again = r.converge(&plain).await.expect("idempotent");
+    assert!(again.writes.is_empty(), "{:?}", descriptions(&again));
+
+    // Port 8443 added back: one listener create (and its CA's store, its route), 443 untouched.
+    let added = r.converge(&gateway(&cert, None, Some((b.clone(), Mandatory)))).await.expect("8443 added");
+    let kinds = added.writes_by_kind();
+    assert_eq!(kinds.get("create_secret"), Some(&1), "{:?}", descriptions(&added));
+    assert_eq!(kinds.get("create_listener"), Some(&1), "{:?}", descriptions(&added));
+    let others = added.writes.iter().filter(|w| !w.kind.starts_with("create_")).count();
+    assert_eq!(others, 0, "nothing updated or deleted: {:?}", descriptions(&added));
+    assert_eq!(
+        https_listeners(&state),
+        vec![(https_name, 443, None, "NONE".into()), (more_name, 8443, Some(ca_secret_name(&b)), "MANDATORY".into())]
+    );
+}
+
+#[tokio::test]
+async fn a_ca_barbican_refuses_holds_its_listener_back_and_the_others_converge() {
+    use ClientAuthentication::Mandatory;
+    let (port, state) = fake_octavia::start(114_688).await;
+    state.lock().unwrap().refuse_secrets_named = Some("client-ca.infra_ca-b".into());
+    let r = router(port);
+    let cert = certificate();
+    let (a, b) = (ca("ca-a", "A"), ca("ca-b", "B"));
+    let report =
+        r.converge(&gateway(&cert, Some((a.clone(), Mandatory)), Some((b, Mandatory)))).await.expect("converged");
+    // 443 is served with its CA; 8443 is not created without its CA (never served unchecked).
+    assert_eq!(
+        https_listeners(&state),
+        vec![(format!("{ROUTER}-https"), 443, Some(ca_secret_name(&a)), "MANDATORY".into())]
+    );
+    assert_eq!(report.failures.len(), 1, "{:?}", report.failures);
+    let failure = &report.failures[0];
+    assert!(failure.object.contains("client-ca.infra_ca-b"), "{failure:?}");
+    assert_eq!(failure.owners, vec![KubeRef::new("Gateway", "infra", "gw")]);
+    assert!(
+        report.conflicts.iter().any(|c| c.contains("client CA infra_ca-b") && c.contains("port 8443")),
+        "{:?}",
+        report.conflicts
+    );
+    // The HTTP side and the 443 listener's route converged all the same.
+    let s = state.lock().unwrap();
+    assert!(s.policies.iter().any(|p| p["name"] == "gateway:infra/web:/on-443"));
+}
