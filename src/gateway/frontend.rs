@@ -171,8 +171,9 @@ pub(crate) fn insecure_fallback(gw: &Gateway) -> Option<Cond> {
     }
     (!fields.is_empty()).then(|| {
         let m = format!(
-            "{} {ALLOW_INSECURE_FALLBACK}: clients without a valid certificate are let in (the backends must \
-             authorize them)",
+            "{} {ALLOW_INSECURE_FALLBACK}: clients without a certificate are let in (the backends must \
+             authorize them); a client presenting a certificate that does not verify is still refused at the \
+             handshake (Octavia's client_authentication OPTIONAL)",
             fields.join(", ")
         );
         Cond::yes(INSECURE_FRONTEND_VALIDATION_MODE, "ConfigurationChanged", m)

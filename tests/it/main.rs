@@ -57,6 +57,7 @@ mod driver_listeners;
 mod driver_redirects;
 mod driver_restart;
 mod driver_router;
+mod gateway_client_ca_driver;
 mod gateway_conformance;
 mod octavia_2025_bodies;
 mod octavia_create_limit;
