@@ -6,7 +6,9 @@
 //! against client CA A with MANDATORY (`AllowValidOnly`), 8443 against client CA B with OPTIONAL
 //! (`AllowInsecureFallback`). Read back from Octavia: each listener's `client_authentication` and
 //! its `client_ca_tls_container_ref`, a Barbican secret of this router named after its CA. Then
-//! requests with the client certificate CA A signed, the one CA B signed, and none.
+//! requests with the client certificate CA A signed, the one CA B signed, and none. Then 443's
+//! CA changes (one store, one listener PUT, the old secret deleted) and the validation is
+//! removed while 8443 is dropped (Octavia clears the CA: `NONE`, no ref).
 //!
 //! What Octavia renders for a listener with a client CA (macros.j2 of 11.0.0 and 16.0.0, line 37):
 //! `ca-file <path> verify <none|optional|required>` on the `bind`, no `ca-ignore-err` /
@@ -96,7 +98,8 @@ async fn two_https_ports_validate_client_certificates_against_their_own_ca_throu
     }
     let r = local_router("holds-dp", "mtls").await.with_barbican(Barbican::new(session("admin", "admin")));
     let cluster = r.spec().ownership.cluster.clone();
-    with_router(r, |r| async move {
+    // In a task of its own, so that the secrets are deleted whatever the test's outcome.
+    let test = tokio::spawn(common::with_router(r, |r| async move {
         let pems = tls_pems(&["example.org"]);
         let parsed =
             kuryr_l7_router::certificate::ParsedCertificate::from_pem(pems[0].0.as_bytes(), pems[0].1.as_bytes())
@@ -134,10 +137,13 @@ async fn two_https_ports_validate_client_certificates_against_their_own_ca_throu
         let report = converge(&r, &desired).await;
         let kinds = report.writes_by_kind();
         assert_eq!(kinds.get("create_secret"), Some(&3), "one certificate, two CAs: {kinds:?}");
-        assert_eq!(kinds.get("create_listener").copied().unwrap_or(0), 2, "{kinds:?}");
+        let https_creates = report.writes.iter().filter(|w| w.description.starts_with("create HTTPS listener")).count();
+        assert_eq!(https_creates, 2, "one TERMINATED_HTTPS listener per port, its CA in the create: {kinds:?}");
+        assert_eq!(kinds.get("update_listener"), None, "{kinds:?}");
         assert_eq!(converge(&r, &desired).await.writes.len(), 0, "a second convergence writes nothing");
 
-        let scope = kuryr_l7_router::driver::certificates::SecretScope::new(&cluster, &r.spec().name);
+        let scope =
+            kuryr_l7_router::driver::certificates::SecretScope::new(&r.spec().ownership.cluster, &r.spec().name);
         let secret = |ca: &CaBundle| kuryr_l7_router::driver::client_ca::secret_name(&scope, ca);
         assert_eq!(read_back(&r, &report.lb_id, 443).await, ("MANDATORY".to_string(), secret(&bundle_a)));
         assert_eq!(read_back(&r, &report.lb_id, 8443).await, ("OPTIONAL".to_string(), secret(&bundle_b)));
@@ -193,9 +199,41 @@ async fn two_https_ports_validate_client_certificates_against_their_own_ca_throu
         }
         let _ = std::fs::remove_dir_all(&dir);
         assert!(all_ok, "client-certificate validation through Octavia-rendered haproxy: {results:#?}");
-    })
+
+        // The CA of 443 changes (a new CA in the ConfigMap): one store, one listener PUT, the
+        // old secret deleted.
+        let (ca_c, _, _) = client_pki("C");
+        let bundle_c = ca_bundle("ca-a", &format!("{ca_a}{ca_c}"));
+        let mut changed = desired.clone();
+        changed.https.as_mut().unwrap().client_validation.as_mut().unwrap().ca = bundle_c.clone();
+        let rotated = converge(&r, &changed).await;
+        let kinds: Vec<&str> = rotated.writes.iter().map(|w| w.kind).collect();
+        assert_eq!(kinds, ["create_secret", "update_listener", "delete_secret"]);
+        assert_eq!(read_back(&r, &report.lb_id, 443).await, ("MANDATORY".to_string(), secret(&bundle_c)));
+
+        // Validation removed from 443, port 8443 dropped: Octavia clears the CA (NONE, no ref),
+        // the 8443 listener and both CA secrets go.
+        let mut plain = changed.clone();
+        plain.https.as_mut().unwrap().client_validation = None;
+        plain.more_https.clear();
+        let removed = converge(&r, &plain).await;
+        let kinds = removed.writes_by_kind();
+        assert_eq!(kinds.get("update_listener"), Some(&1), "{kinds:?}");
+        assert_eq!(kinds.get("delete_listener"), Some(&1), "{kinds:?}");
+        assert_eq!(kinds.get("delete_secret"), Some(&2), "{kinds:?}");
+        let q = ListQuery { loadbalancer_id: Some(report.lb_id.clone()), ..ListQuery::default() };
+        let listeners = r.octavia().list_listeners(&q).await.unwrap();
+        let tls: Vec<_> = listeners.iter().filter(|l| l.protocol == "TERMINATED_HTTPS").collect();
+        assert_eq!(tls.len(), 1, "{tls:?}");
+        assert_eq!(tls[0].client_authentication.as_deref(), Some("NONE"));
+        assert_eq!(tls[0].client_ca_tls_container_ref, None);
+        assert_eq!(converge(&r, &plain).await.writes.len(), 0, "then nothing to write");
+    }))
     .await;
     super::delete_cluster_secrets(&cluster).await;
+    if let Err(e) = test {
+        std::panic::resume_unwind(e.into_panic());
+    }
 }
 
 /// A private directory for the client keys (removed at the end of the test).
