@@ -121,7 +121,19 @@ fn filled(gateways: usize, routes: usize, grants: usize) -> (GatewayStores, Writ
     wn.apply_watcher_event(&Event::InitDone);
     let (backend_tls, _) = reflector::store();
     let (listener_sets, _) = reflector::store();
-    (GatewayStores { classes, gateways: gws, routes: rts, grants: grs, namespaces, backend_tls, listener_sets }, wr)
+    let (config_maps, _) = reflector::store();
+    let stores = GatewayStores {
+        classes,
+        gateways: gws,
+        routes: rts,
+        grants: grs,
+        namespaces,
+        backend_tls,
+        listener_sets,
+        config_maps,
+        config_maps_readable: true,
+    };
+    (stores, wr)
 }
 
 fn main() {

@@ -398,10 +398,12 @@ impl Budget {
 }
 
 impl Usage {
-    /// The L7 policies and rules the router needs: both listeners' policies and the redirects.
+    /// The L7 policies and rules the router needs: every listener's policies (the HTTP and
+    /// HTTPS listeners, and a Gateway router's more listeners) and the redirects.
     pub fn of(r: &DesiredRouter) -> Usage {
-        let https = r.https.iter().flat_map(|h| &h.policies);
-        let policies = r.policies.iter().chain(https);
+        let https = r.https.iter().chain(r.more_https.values()).flat_map(|h| &h.policies);
+        let more_http = r.more_http.values().flat_map(|l| &l.policies);
+        let policies = r.policies.iter().chain(https).chain(more_http);
         let (mut n, mut rules) = (0u64, 0u64);
         for p in policies {
             n += 1;

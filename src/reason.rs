@@ -97,7 +97,9 @@ reasons! {
     /// A Gateway API route rule the router cannot express (its matches or filters).
     InvalidRule,
     // About a Gateway.
-    /// A Gateway listener on a second port of one protocol: a router has one listener each.
+    /// A Gateway listener on a port the router cannot serve. No longer raised: every HTTP and
+    /// HTTPS port of a Gateway is a listener of its router (`DesiredRouter::more_http`,
+    /// `more_https`); kept for the Events earlier versions wrote.
     ListenerPortUnsupported,
     /// A Gateway API object that not even the domain types read (a field of an unexpected type):
     /// it is ignored, the others of its kind are served.

@@ -5,11 +5,13 @@
 //! (PEM, X.509, key belongs to the leaf); validity dates and host coverage are separate checks
 //! because they depend on the time and on the Ingress.
 
+mod ca_bundle;
 mod cache;
 mod error;
 mod host;
 mod key;
 
+pub use ca_bundle::{CaCertificates, sha256_hex};
 pub use cache::CertificateCache;
 pub use error::CertificateError;
 

@@ -128,6 +128,10 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     ("gateway.networking.k8s.io", "listenersets", "watch"),
     ("", "namespaces", "list"),
     ("", "namespaces", "watch"),
+    // The CA bundles of the Gateways' client certificate validation (spec.tls.frontend): a
+    // watch of ConfigMaps in every namespace (list + watch; a probe lists one item first),
+    // cached with their `ca.crt` only.
+    ("", "configmaps", "watch"),
     // gateway_status.rs: their status (merge patch of the status subresource).
     ("gateway.networking.k8s.io", "gatewayclasses/status", "patch"),
     ("gateway.networking.k8s.io", "gateways/status", "patch"),
@@ -144,7 +148,8 @@ pub const API_CALLS: &[(&str, &str, &str)] = &[
     // deleted with the router.
     ("", "configmaps", "get"),
     // set_store.rs: the router set's records, ConfigMaps of the same namespace found by label
-    // (list), server-side applied (patch) and deleted when their layout changes.
+    // (list, which the CA bundles' watch needs cluster-wide anyway), server-side applied (patch)
+    // and deleted when their layout changes.
     ("", "configmaps", "list"),
     ("", "configmaps", "create"),
     ("", "configmaps", "patch"),

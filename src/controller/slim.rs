@@ -2,7 +2,7 @@
 //! so that the caches (which the translation reads in place, see `translate::Snapshot`) hold
 //! only what is used.
 
-use k8s_openapi::api::core::v1::{Endpoints, Node, ObjectReference, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Endpoints, Node, ObjectReference, Secret};
 
 /// kubectl's copy of the last applied object, in an annotation.
 pub const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
@@ -40,6 +40,25 @@ pub fn slim<K: kube::Resource + 'static>(obj: &mut K) {
                 a.target_ref = target_name(a.target_ref.take());
             }
         }
+    }
+}
+
+/// A ConfigMap as the Gateway loop caches it: its `ca.crt` only (a Gateway's client certificate
+/// validation reads nothing else; `crate::gateway::world::CA_CRT`), without labels and
+/// annotations. The watch is cluster-wide, so every other key (application settings, and what a
+/// ConfigMap should never hold but sometimes does, such as a CA's private key next to it) is
+/// dropped on receipt: never cached, never logged.
+pub fn ca_bundle_only(cm: &mut ConfigMap) {
+    slim(cm);
+    let meta = &mut cm.metadata;
+    meta.labels = None;
+    meta.annotations = None;
+    let ca = crate::gateway::world::CA_CRT;
+    if let Some(data) = cm.data.as_mut() {
+        data.retain(|k, _| k == ca);
+    }
+    if let Some(data) = cm.binary_data.as_mut() {
+        data.retain(|k, _| k == ca);
     }
 }
 
@@ -101,6 +120,29 @@ mod tests {
     /// An EndpointSlice as kube-controller-manager writes it, read as the watch reads it (into
     /// a `CompactSlice`) and slimmed: what the member path reads stays (same digest as the whole
     /// object), its metadata loses what `slim` drops.
+    /// A cluster-wide ConfigMap watch caches the `ca.crt` of each ConfigMap and nothing else: a
+    /// CA's private key stored beside it (as the upstream conformance suite does) is dropped.
+    #[test]
+    fn a_config_map_keeps_only_its_ca_crt() {
+        let mut cm = ConfigMap {
+            metadata: meta(),
+            data: Some(
+                [("ca.crt", "CERT"), ("key.crt", "KEY"), ("app.conf", "x=1")]
+                    .map(|(k, v)| (k.to_string(), v.to_string()))
+                    .into(),
+            ),
+            binary_data: Some([("blob".to_string(), k8s_openapi::ByteString(b"secret".to_vec()))].into()),
+            ..Default::default()
+        };
+        ca_bundle_only(&mut cm);
+        assert_eq!(cm.data.unwrap().into_iter().collect::<Vec<_>>(), [("ca.crt".to_string(), "CERT".to_string())]);
+        assert!(cm.binary_data.unwrap().is_empty());
+        assert_eq!(cm.metadata.managed_fields, None);
+        assert_eq!(cm.metadata.labels, None);
+        assert_eq!(cm.metadata.annotations, None);
+        assert_eq!(cm.metadata.name.as_deref(), Some("n1"));
+    }
+
     #[test]
     fn an_endpoint_slice_keeps_what_the_member_path_reads() {
         use crate::translate::TranslateOptions;

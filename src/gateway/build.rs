@@ -5,6 +5,7 @@
 use super::api::{Gateway, HTTPRequestRedirectFilter, HTTPRoute};
 use super::attach::{Attachment, attach, names_a_gateway, names_a_listener_set};
 use super::backends::forward;
+use super::frontend::insecure_fallback;
 use super::holds::{RouterHold, RouterHolds, gateway_programmed, listener_programmed, route_dropped};
 use super::host_owners::{GatewayHosts, ServedGateways, allowed, decide};
 use super::hostnames::{is_wildcard, matches as host_matches, specificity};
@@ -573,11 +574,13 @@ fn gateway_outcome(
         })
         .collect();
     let attached_listener_sets = sets.iter().filter(|s| s.condition("Accepted").is_some_and(|c| c.ok)).count();
+    let mut conditions = vec![w.accepted.clone(), programmed];
+    conditions.extend(insecure_fallback(w.gw));
     let gateway = GatewayOutcome {
         namespace: ns.into(),
         name: name.into(),
         generation: w.gw.metadata.generation,
-        conditions: vec![w.accepted.clone(), programmed],
+        conditions,
         addresses,
         listeners,
         attached_listener_sets: i32::try_from(attached_listener_sets).unwrap_or(i32::MAX),
@@ -594,6 +597,8 @@ fn router(ns: &str, name: &str, w: GatewayWork<'_>) -> GatewayRoutes {
             protocol,
             listener_names: Vec::new(),
             certificates: Vec::new(),
+            // One per port: every HTTPS listener of the port has the port's validation.
+            client_validation: p.client_validation.clone(),
             entries: Vec::new(),
         });
         e.listener_names.push(p.name.clone());

@@ -3,6 +3,7 @@
 
 use super::Protocol;
 use super::api::{GROUP, Gateway, Listener, RouteGroupKind, SecretObjectReference};
+use super::frontend::{PortValidation, port_validation};
 use super::refgrant::{CrossRef, permitted};
 use super::status::Cond;
 use super::world::{SecretInfo, World, ns_of};
@@ -37,6 +38,9 @@ pub struct ListenerPlan {
     pub set: Option<(String, String)>,
     /// The namespace of the object declaring it (`allowedRoutes` `Same`, certificateRefs).
     pub namespace: String,
+    /// HTTPS: the client certificate validation of its port, resolved (`super::frontend`);
+    /// `None`: none asked (or not resolved: the listener is then not programmable).
+    pub client_validation: Option<crate::model::ClientValidation>,
 }
 
 impl ListenerPlan {
@@ -86,7 +90,7 @@ pub(crate) struct Declared<'a> {
     /// A ListenerSet's (namespace, name).
     pub set: Option<(String, String)>,
     /// The Gateway whose listeners these are, or become: its `spec.tls.frontend` applies to
-    /// every HTTPS port of it, a ListenerSet's listeners' too.
+    /// every HTTPS port of it, a ListenerSet's listeners' too (`super::frontend`).
     pub gateway: &'a Gateway,
 }
 
@@ -98,6 +102,11 @@ pub(crate) fn plan_one(owner: &Declared<'_>, l: &Listener, world: &World) -> Lis
     };
     let mut accepted = Cond::yes("Accepted", "Accepted", "the listener is valid");
     let port = u16::try_from(l.port).ok().filter(|p| *p > 0);
+    // Client certificate validation: the Gateway's, for each HTTPS port (`super::frontend`).
+    let frontend = match (protocol, port) {
+        (Some(Protocol::Https), Some(p)) => port_validation(owner.gateway, p, world),
+        _ => PortValidation::default(),
+    };
     if protocol.is_none() {
         let msg = format!("listener {}: protocol {} is not served (only HTTP and HTTPS)", l.name, l.protocol);
         accepted = Cond::no("Accepted", "UnsupportedProtocol", msg);
@@ -112,22 +121,16 @@ pub(crate) fn plan_one(owner: &Declared<'_>, l: &Listener, world: &World) -> Lis
             "UnsupportedValue",
             format!("listener {}: spec.listeners.tls.mode: only Terminate is served on HTTPS", l.name),
         );
-    } else if let Some(field) =
-        port.filter(|_| protocol == Some(Protocol::Https)).and_then(|p| client_validation(owner.gateway, p))
-    {
-        let msg = format!(
-            "listener {}: {field} (client certificate validation) is not served yet: the listener is not \
-             served rather than served without checking client certificates",
-            l.name
-        );
-        accepted = Cond::no("Accepted", "UnsupportedValue", msg);
+    } else if let Some(c) = frontend.refused.clone() {
+        accepted = Cond { message: format!("listener {}: {}", l.name, c.message), ..c };
     }
     let (supported_kinds, kinds_problem) = supported_kinds(l, protocol.is_some());
     let (certificates, cert_problem) = match protocol {
         Some(Protocol::Https) => certificates(owner, l, world),
         _ => (Vec::new(), None),
     };
-    let resolved_refs = match (kinds_problem, cert_problem) {
+    let ca_problem = frontend.refs_problem.map(|(reason, m)| (reason, format!("listener {}: {m}", l.name)));
+    let resolved_refs = match (kinds_problem, cert_problem.or(ca_problem)) {
         (Some(m), _) => Cond::no("ResolvedRefs", "InvalidRouteKinds", m),
         (None, Some((reason, m))) => Cond::no("ResolvedRefs", reason, m),
         (None, None) => Cond::yes("ResolvedRefs", "ResolvedRefs", "all references are resolved"),
@@ -152,26 +155,7 @@ pub(crate) fn plan_one(owner: &Declared<'_>, l: &Listener, world: &World) -> Lis
         conflicted: Cond::no("Conflicted", "NoConflicts", "no conflicts"),
         set: owner.set.clone(),
         namespace: owner.namespace.clone(),
-    }
-}
-
-/// The field asking for client certificate validation on HTTPS port `port` of `gw`, if any:
-/// its `perPort` entry (which takes precedence), else `default`. Not served yet, so such a
-/// listener is refused: serving it without the check would let in the clients its owner meant
-/// to keep out (fail closed).
-fn client_validation(gw: &Gateway, port: u16) -> Option<String> {
-    let frontend = gw.spec.tls.as_ref()?.frontend.as_ref()?;
-    match frontend.per_port.iter().position(|p| p.port == i32::from(port)) {
-        Some(i) => frontend.per_port[i]
-            .tls
-            .validation
-            .is_some()
-            .then(|| format!("spec.tls.frontend.perPort[{i}].tls.validation")),
-        None => frontend
-            .default
-            .as_ref()
-            .and_then(|d| d.validation.as_ref())
-            .map(|_| "spec.tls.frontend.default.validation".to_string()),
+        client_validation: frontend.validation,
     }
 }
 

@@ -133,47 +133,66 @@ fn a_certificate_ref_to_a_secret_held_without_data_stays_valid() {
     assert!(p[0].programmable());
 }
 
-/// Client certificate validation (`spec.tls.frontend`) is not served yet: the HTTPS listeners
-/// it applies to are refused by name (fail closed: never served without the check), the
-/// others (HTTP, or an HTTPS port whose `perPort` entry has no validation) are served.
+/// Client certificate validation (`spec.tls.frontend`) applies per HTTPS port: a `perPort`
+/// entry overrides `default` (even one without a validation: none on that port), HTTP listeners
+/// are never concerned, and each HTTPS listener carries its port's validation.
 #[test]
-fn client_certificate_validation_refuses_the_https_listeners_it_applies_to() {
-    let listeners = format!(
-        "{HTTPS}\n  - {{name: other, port: 8443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}\n  - {{name: open, port: 9443, protocol: HTTPS, tls: {{certificateRefs: [{{name: cert}}]}}}}\n  - {{name: http, port: 80, protocol: HTTP}}"
-    );
-    let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n      perPort:\n      - {port: 8443, tls: {validation: {mode: AllowInsecureFallback, caCertificateRefs: [{kind: ConfigMap, group: '', name: ca2}]}}}\n      - {port: 9443, tls: {}}\n      - {port: 80, tls: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}}\n";
-    let w = world(&gateway_yaml(&listeners).replace("  listeners:\n", &format!("{frontend}  listeners:\n")));
+fn client_certificate_validation_applies_to_each_https_port_per_port_first() {
+    use crate::model::ClientAuthentication::{Mandatory, Optional};
+    let listeners = "  - {name: https, port: 443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n  - {name: other, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n  - {name: open, port: 9443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n  - {name: http, port: 80, protocol: HTTP}";
+    let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n      perPort:\n      - {port: 8443, tls: {validation: {mode: AllowInsecureFallback, caCertificateRefs: [{kind: ConfigMap, group: '', name: ca2}]}}}\n      - {port: 9443, tls: {}}\n      - {port: 80, tls: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: missing}]}}}\n";
+    let mut w = world(&gateway_yaml(listeners).replace("  listeners:\n", &format!("{frontend}  listeners:\n")));
+    w.secrets.insert(("infra".into(), "cert".into()), crate::gateway::world::SecretInfo::Tls);
+    for name in ["ca", "ca2"] {
+        w.ca_config_maps.insert(("infra".into(), name.into()), Some(crate::gateway::world::ca_pem(name).into()));
+    }
     let p = plan(&w.gateways[0], &w);
-    let refused = |i: usize, field: &str| {
-        assert_eq!(cond(&p[i].accepted), (false, "UnsupportedValue"), "{}", p[i].name);
-        assert!(p[i].accepted.message.contains(field), "{}", p[i].accepted.message);
-        assert!(!p[i].attachable());
-    };
-    refused(0, "spec.tls.frontend.default.validation");
-    refused(1, "spec.tls.frontend.perPort[0].tls.validation");
-    assert_eq!(cond(&p[2].accepted), (true, "Accepted"), "a perPort entry without validation: none");
-    assert_eq!(cond(&p[3].accepted), (true, "Accepted"), "HTTP: no client certificates");
-    // Without spec.tls, the same HTTPS listener is accepted.
-    assert_eq!(cond(&plans(HTTPS, "")[0].accepted), (true, "Accepted"));
+    for l in &p {
+        assert_eq!(cond(&l.accepted), (true, "Accepted"), "{}: {}", l.name, l.accepted.message);
+        assert_eq!(cond(&l.resolved_refs), (true, "ResolvedRefs"), "{}: {}", l.name, l.resolved_refs.message);
+        assert!(l.programmable(), "{}", l.name);
+    }
+    let v = |i: usize| p[i].client_validation.as_ref().map(|v| (v.ca.name.as_str(), v.mode));
+    assert_eq!(v(0), Some(("infra_ca", Mandatory)), "default: AllowValidOnly");
+    assert_eq!(v(1), Some(("infra_ca2", Optional)), "perPort 8443: AllowInsecureFallback");
+    assert_eq!(v(2), None, "a perPort entry without validation overrides the default: none");
+    assert_eq!(v(3), None, "HTTP: no client certificates (its perPort entry's missing CA is not its concern)");
+    let ca = &p[0].client_validation.as_ref().unwrap().ca;
+    assert_eq!(ca.source, crate::model::KubeRef::new("ConfigMap", "infra", "ca"));
+    assert!(ca.pem.starts_with("-----BEGIN CERTIFICATE-----"));
+    assert_eq!(ca.content_id, crate::certificate::sha256_hex(&ca.pem));
+    // Without spec.tls, the same HTTPS listener has no validation.
+    assert_eq!(plans(HTTPS, "")[0].client_validation, None);
 }
 
 /// The Gateway's client certificate validation applies to its ports whoever declares the
-/// listener: an HTTPS listener a ListenerSet adds on such a port is refused as the Gateway's own
-/// would be (fail closed), its HTTP listener is served.
+/// listener: an HTTPS listener a ListenerSet adds on such a port gets it (and is refused when
+/// its CA cannot be resolved, as the Gateway's own would be: fail closed); its HTTP listener is
+/// served either way.
 #[test]
 fn a_listener_sets_https_listener_follows_its_gateways_client_certificate_validation() {
     let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n  allowedListeners:\n    namespaces: {from: All}\n";
     let set = "kind: ListenerSet\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: extra, namespace: infra, generation: 1}\nspec:\n  parentRef: {kind: Gateway, group: gateway.networking.k8s.io, name: gw}\n  listeners:\n  - {name: tls, port: 8443, protocol: HTTPS, tls: {certificateRefs: [{name: cert}]}}\n  - {name: web, port: 8080, protocol: HTTP}\n";
     let gw = gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")
         .replace("  listeners:\n", &format!("{frontend}  listeners:\n"));
-    let w = world(&format!("{gw}---\n{set}"));
-    let g = &w.gateways[0];
-    let mut p = plan(g, &w);
-    let sets = crate::gateway::listener_sets::sets_of(g, &w);
-    crate::gateway::listener_sets::add_set_plans(g, &sets, &w, &mut p);
-    let by_name = |n: &str| p.iter().find(|l| l.name == n).unwrap_or_else(|| panic!("no listener {n}: {p:?}"));
-    assert_eq!(cond(&by_name("tls").accepted), (false, "UnsupportedValue"));
-    assert!(by_name("tls").accepted.message.contains("spec.tls.frontend.default.validation"));
-    assert_eq!(cond(&by_name("web").accepted), (true, "Accepted"));
-    assert_eq!(cond(&by_name("http").accepted), (true, "Accepted"));
+    let mut w = world(&format!("{gw}---\n{set}"));
+    w.secrets.insert(("infra".into(), "cert".into()), crate::gateway::world::SecretInfo::Tls);
+    let all = |w: &World| {
+        let g = &w.gateways[0];
+        let mut p = plan(g, w);
+        let sets = crate::gateway::listener_sets::sets_of(g, w);
+        crate::gateway::listener_sets::add_set_plans(g, &sets, w, &mut p);
+        p
+    };
+    let p = all(&w);
+    let by_name = |p: &[ListenerPlan], n: &str| p.iter().find(|l| l.name == n).cloned().unwrap();
+    assert_eq!(cond(&by_name(&p, "tls").accepted), (false, "NoValidCACertificate"));
+    assert_eq!(cond(&by_name(&p, "tls").resolved_refs), (false, "InvalidCACertificateRef"));
+    assert!(by_name(&p, "tls").resolved_refs.message.contains("ConfigMap not found"));
+    assert_eq!(cond(&by_name(&p, "web").accepted), (true, "Accepted"));
+    assert_eq!(cond(&by_name(&p, "http").accepted), (true, "Accepted"));
+    w.ca_config_maps.insert(("infra".into(), "ca".into()), Some(crate::gateway::world::ca_pem("ca").into()));
+    let p = all(&w);
+    assert!(by_name(&p, "tls").programmable());
+    assert_eq!(by_name(&p, "tls").client_validation.map(|v| v.ca.name), Some("infra_ca".to_string()));
 }

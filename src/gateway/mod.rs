@@ -12,6 +12,7 @@ pub mod api;
 pub(crate) mod attach;
 pub mod backends;
 pub mod build;
+pub mod frontend;
 pub mod holds;
 pub mod host_owners;
 pub mod hostnames;
@@ -62,6 +63,9 @@ pub struct PortRoutes {
     pub(crate) listener_names: Vec<String>,
     /// HTTPS: the Secrets (namespace, name) to serve, by SNI; the first one is the default.
     pub certificates: Vec<(String, String)>,
+    /// HTTPS: the client certificate validation of the port (`frontend`); None: clients are
+    /// not asked for a certificate.
+    pub client_validation: Option<crate::model::ClientValidation>,
     /// First match wins, in this order.
     pub entries: Vec<RouteEntry>,
 }

@@ -14,8 +14,9 @@
 //!   [`crate::model::SERVER_ERROR_POOL`].
 //!
 //! A router has an HTTP listener per HTTP port of the Gateway (the lowest is the router's HTTP
-//! listener, the others [`DesiredRouter::more_http`]) and one HTTPS listener, on the lowest
-//! HTTPS port: any other HTTPS port gets a warning naming it.
+//! listener, the others [`DesiredRouter::more_http`]) and a TERMINATED_HTTPS listener per HTTPS
+//! port (the lowest is the router's HTTPS listener, the others [`DesiredRouter::more_https`]),
+//! each with its certificates and its client certificate validation.
 
 use std::collections::BTreeMap;
 
@@ -70,17 +71,20 @@ pub fn translate_gateway(
     let inputs = &inputs.view();
     let mut warnings = Vec::new();
     let services = index_services(&inputs.services);
-    let ServedPorts { http, more_http, https } = served_ports(routes, &mut warnings);
+    let ServedPorts { http, more_http, https, more_https } = served_ports(routes);
     let cx = Backs { services: &services, server_error: server_error_key(opts, &services) };
     // Each listener's duplicates are its own (other ports, other entries): told apart.
     let http_claims = claimed(http.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
     let more_claims: Vec<(u16, Vec<GatewayClaim>)> =
         more_http.iter().map(|p| (p.port, claimed(claims(p, &cx), &mut warnings))).collect();
-    let https_claims = claimed(https.map(|p| claims(p, &cx)).unwrap_or_default(), &mut warnings);
+    let https_claims = https.map(|p| (p, claimed(claims(p, &cx), &mut warnings)));
+    let more_https_claims: Vec<(&PortRoutes, Vec<GatewayClaim>)> =
+        more_https.iter().map(|p| (*p, claimed(claims(p, &cx), &mut warnings))).collect();
     let all: Vec<RouteClaim> = http_claims
         .iter()
         .chain(more_claims.iter().flat_map(|(_, c)| c))
-        .chain(&https_claims)
+        .chain(https_claims.iter().flat_map(|(_, c)| c))
+        .chain(more_https_claims.iter().flat_map(|(_, c)| c))
         .map(|c| c.claim.clone())
         .collect();
     let backends = Backends::of(&all, None, &services, opts, &mut warnings);
@@ -92,11 +96,13 @@ pub fn translate_gateway(
             (*port, PortListener { policies, default_pool: backends.default_pool.clone() })
         })
         .collect();
-    let https = https.map(|p| HttpsListener {
-        policies: listener_policies(&https_claims, &backends.names, &mut warnings),
+    let mut https_of = |(p, c): &(&PortRoutes, Vec<GatewayClaim>)| HttpsListener {
+        policies: listener_policies(c, &backends.names, &mut warnings),
         default_pool: backends.default_pool.clone(),
         ..https_certificates(p, &routes.owner, inputs, &mut warnings)
-    });
+    };
+    let https = https_claims.as_ref().map(&mut https_of);
+    let more_https = more_https_claims.iter().map(|pc| (pc.0.port, https_of(pc))).collect();
     let mut pools = build_pools(inputs, opts, &backends.names, &services, &mut warnings);
     pools.extend(backends.reserved_empty.into_iter().map(|p| (p.name.clone(), p)));
     let health_monitors = health_monitors(&pools, &services, opts, &mut warnings);
@@ -116,7 +122,7 @@ pub fn translate_gateway(
             https,
             redirects: Vec::new(),
             more_http,
-            more_https: Default::default(),
+            more_https,
             health_monitors,
             quota: None,
             empty_since: None,
@@ -125,16 +131,18 @@ pub fn translate_gateway(
 }
 
 /// The ports a router serves: the lowest HTTP port (the router's HTTP listener), the other HTTP
-/// ports (one more listener each) and the lowest HTTPS port; every other HTTPS port is warned
-/// about.
+/// ports (one more listener each), the lowest HTTPS port (the router's HTTPS listener) and the
+/// other HTTPS ports (one more TERMINATED_HTTPS listener each, with its own certificates and
+/// client certificate validation).
 struct ServedPorts<'a> {
     http: Option<&'a PortRoutes>,
     more_http: Vec<&'a PortRoutes>,
     https: Option<&'a PortRoutes>,
+    more_https: Vec<&'a PortRoutes>,
 }
 
-fn served_ports<'a>(routes: &'a GatewayRoutes, warnings: &mut Vec<Warning>) -> ServedPorts<'a> {
-    let mut out = ServedPorts { http: None, more_http: Vec::new(), https: None };
+fn served_ports(routes: &GatewayRoutes) -> ServedPorts<'_> {
+    let mut out = ServedPorts { http: None, more_http: Vec::new(), https: None, more_https: Vec::new() };
     // Lowest port first, whatever the order of the Gateway's listeners.
     let mut ports: Vec<&PortRoutes> = routes.listeners.iter().collect();
     ports.sort_by_key(|p| p.port);
@@ -143,20 +151,7 @@ fn served_ports<'a>(routes: &'a GatewayRoutes, warnings: &mut Vec<Warning>) -> S
             (true, None, _) => out.http = Some(p),
             (true, Some(_), _) => out.more_http.push(p),
             (false, _, None) => out.https = Some(p),
-            (false, _, Some(first)) => {
-                let o = &routes.owner;
-                warn(
-                    warnings,
-                    o,
-                    Reason::ListenerPortUnsupported,
-                    format!(
-                        "{o}: port {} (listeners {}) is not served: a router has one HTTPS listener, on port {}",
-                        p.port,
-                        p.listener_names.join(", "),
-                        first.port
-                    ),
-                );
-            }
+            (false, _, Some(_)) => out.more_https.push(p),
         }
     }
     out
@@ -339,7 +334,8 @@ fn listener_policies(claims: &[GatewayClaim], names: &PoolNames, warnings: &mut 
 }
 
 /// The HTTPS listener of port `p` with its certificates (from the listeners' Secrets; the first
-/// one is served when SNI matches none); policies and default pool are set by the caller.
+/// one is served when SNI matches none) and its client certificate validation; policies and
+/// default pool are set by the caller.
 fn https_certificates(
     p: &PortRoutes,
     owner: &KubeRef,
@@ -365,7 +361,7 @@ fn https_certificates(
         default_certificate,
         policies: Vec::new(),
         default_pool: None,
-        client_validation: None,
+        client_validation: p.client_validation.clone(),
     }
 }
 

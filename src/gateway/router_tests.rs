@@ -518,4 +518,65 @@ spec:
         "{:?}",
         b.desired.warnings
     );
+
+/// A ConfigMap `infra/<name>` holding a new CA as `ca.crt`.
+fn ca_config_map(name: &str) -> String {
+    let pem = serde_json::to_string(&crate::gateway::world::ca_pem(name)).unwrap();
+    format!(
+        "kind: ConfigMap\napiVersion: v1\nmetadata: {{name: {name}, namespace: infra}}\ndata: {{\"ca.crt\": {pem}}}\n"
+    )
+}
+
+/// A Gateway with HTTPS listeners on 443 and 8443 (the upstream client certificate validation
+/// tests): the router's HTTPS listener on 443, one more TERMINATED_HTTPS listener on 8443, each
+/// with its own certificates, routes and client certificate validation (the port's `perPort`
+/// entry over `default`), sharing the router's pools; no port is left unserved, and the rule
+/// budget counts both listeners' policies.
+#[test]
+fn each_https_port_is_a_listener_of_its_own_with_its_certificates_routes_and_client_validation() {
+    use crate::model::ClientAuthentication::{Mandatory, Optional};
+    let frontend = "  tls:\n    frontend:\n      default: {validation: {caCertificateRefs: [{kind: ConfigMap, group: '', name: ca}]}}\n      perPort:\n      - {port: 8443, tls: {validation: {mode: AllowInsecureFallback, caCertificateRefs: [{kind: ConfigMap, group: '', name: ca2}]}}}\n  listeners:\n";
+    let second = "  - {name: second, port: 8443, protocol: HTTPS, hostname: second.example.com, tls: {certificateRefs: [{name: cert2}]}}\n---\nkind: HTTPRoute\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {name: second, namespace: infra}\nspec:\n  parentRefs: [{name: tls, sectionName: second}]\n  rules: [{matches: [{path: {type: PathPrefix, value: /second}}], backendRefs: [{name: web, port: 80}]}]\n---\n";
+    let objects = HTTPS_GATEWAY
+        .replace("  listeners:\n", frontend)
+        .replacen("---\nkind: HTTPRoute", &format!("{second}kind: HTTPRoute"), 1)
+        .replace("parentRefs: [{name: tls}]", "parentRefs: [{name: tls, sectionName: https}]");
+    let mut secrets = String::new();
+    for (name, host) in [("cert", "secure.example.com"), ("cert2", "second.example.com")] {
+        let key = rcgen::KeyPair::generate().unwrap();
+        let crt = rcgen::CertificateParams::new(vec![host.to_string()]).unwrap().self_signed(&key).unwrap();
+        secrets.push_str(&crate::testing::tls_secret_manifest("infra", name, &crt.pem(), &key.serialize_pem()));
+        secrets.push_str("\n---\n");
+    }
+    let mut world = World::default();
+    world.add_yaml(&objects).unwrap();
+    world.add_yaml(&secrets).unwrap();
+    world.add_yaml(&format!("{}---\n{}", ca_config_map("ca"), ca_config_map("ca2"))).unwrap();
+    let t = translate(&world, &Programmed::new());
+    let mut inputs = Inputs::default();
+    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    load_str(&secrets, Path::new("secrets.yaml"), &mut inputs).unwrap();
+    let r = translate_gateway(t.router("infra", "tls").expect("the Gateway's routes"), &inputs, &responder());
+    let ports: Vec<&Warning> =
+        r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::ListenerPortUnsupported).collect();
+    assert!(ports.is_empty(), "{ports:?}");
+    let https = r.desired.https.as_ref().expect("the HTTPS listener");
+    assert_eq!((https.port, https.default_certificate.as_str()), (443, "infra_cert"));
+    let v = https.client_validation.as_ref().expect("443: the default validation");
+    assert_eq!((v.ca.name.as_str(), v.mode), ("infra_ca", Mandatory));
+    assert_eq!(r.desired.more_https.keys().copied().collect::<Vec<_>>(), vec![8443]);
+    let more = &r.desired.more_https[&8443];
+    assert_eq!((more.port, more.default_certificate.as_str()), (8443, "infra_cert2"));
+    assert_eq!(more.certificates.keys().collect::<Vec<_>>(), ["infra_cert2"]);
+    assert!(more.certificates["infra_cert2"].content.is_some());
+    let v = more.client_validation.as_ref().expect("8443: its perPort validation");
+    assert_eq!((v.ca.name.as_str(), v.mode), ("infra_ca2", Optional));
+    assert_eq!(more.default_pool.as_deref(), Some(NOT_FOUND_POOL));
+    let has_second = |p: &Policy| p.rules.iter().any(|rule| rule.value.contains("/second"));
+    assert_eq!(more.policies.len(), 1, "{:?}", more.policies);
+    assert!(has_second(&more.policies[0]) && more.policies[0].position == 1);
+    assert!(r.desired.pools.contains_key(&more.policies[0].pool), "one of the router's pools");
+    assert!(!https.policies.iter().any(has_second), "443 does not serve the 8443 route");
+    let usage = Usage::of(&r.desired);
+    assert_eq!(usage.l7policies as usize, r.desired.policies.len() + https.policies.len() + more.policies.len());
 }

@@ -77,7 +77,8 @@ pub struct GatewayOutcome {
     pub namespace: String,
     pub name: String,
     pub generation: Option<i64>,
-    /// Accepted, Programmed.
+    /// Accepted, Programmed, and InsecureFrontendValidationMode when a client certificate
+    /// validation allows the insecure fallback (`super::frontend`).
     pub conditions: Vec<Cond>,
     pub addresses: Vec<GatewayStatusAddress>,
     pub listeners: Vec<ListenerOutcome>,

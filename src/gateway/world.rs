@@ -57,6 +57,13 @@ pub struct World {
     pub services: BTreeMap<(String, String), ServiceInfo>,
     /// (namespace, name) -> Secret.
     pub secrets: BTreeMap<(String, String), SecretInfo>,
+    /// (namespace, name) -> the `ca.crt` of a ConfigMap a Gateway's client certificate
+    /// validation names (`super::frontend`); `None`: the ConfigMap has no `ca.crt`. A ConfigMap
+    /// absent here does not exist (or cannot be read).
+    pub ca_config_maps: BTreeMap<(String, String), Option<Arc<str>>>,
+    /// Whether the controller can read ConfigMaps at all (its RBAC may not grant it): when not,
+    /// a CA bundle reference says so instead of "not found".
+    pub config_maps_unread: bool,
     /// `[kubernetes] secret_namespaces`: the namespaces whose Secrets the controller reads (a
     /// Secret elsewhere is never in `secrets`); empty: all.
     pub secret_namespaces: Vec<String>,
@@ -123,8 +130,9 @@ impl World {
 
 impl World {
     /// Adds every object of a multi-document YAML (or JSON) text: the Gateway API kinds, and
-    /// Namespaces, Services and Secrets reduced to what the translation reads. Other kinds are
-    /// skipped. The error names the document and kind that does not parse.
+    /// Namespaces, Services, Secrets and ConfigMaps (their `ca.crt`) reduced to what the
+    /// translation reads. Other kinds are skipped. The error names the document and kind that
+    /// does not parse.
     pub fn add_yaml(&mut self, text: &str) -> Result<(), String> {
         let docs: Vec<serde_json::Value> = serde_saphyr::from_multiple(text).map_err(|e| e.to_string())?;
         for (i, doc) in docs.into_iter().enumerate().filter(|(_, d)| !d.is_null()) {
@@ -155,6 +163,12 @@ impl World {
                     self.services
                         .insert((s.metadata.namespace.unwrap_or_default(), s.metadata.name.unwrap_or_default()), info);
                 }
+                "ConfigMap" => {
+                    let c: k8s_openapi::api::core::v1::ConfigMap = serde_json::from_value(doc).map_err(bad)?;
+                    let key =
+                        (c.metadata.namespace.clone().unwrap_or_default(), c.metadata.name.clone().unwrap_or_default());
+                    self.ca_config_maps.insert(key, ca_crt(&c));
+                }
                 "Secret" => {
                     let s: k8s_openapi::api::core::v1::Secret = serde_json::from_value(doc).map_err(bad)?;
                     let key =
@@ -166,6 +180,16 @@ impl World {
         }
         Ok(())
     }
+}
+
+/// The key of a ConfigMap holding a CA bundle (the Gateway API's `caCertificateRefs`).
+pub const CA_CRT: &str = "ca.crt";
+
+/// The `ca.crt` of a ConfigMap (`data`, else `binaryData` when it is UTF-8).
+pub(crate) fn ca_crt(c: &k8s_openapi::api::core::v1::ConfigMap) -> Option<Arc<str>> {
+    let text = c.data.as_ref().and_then(|d| d.get(CA_CRT)).cloned();
+    let binary = || c.binary_data.as_ref()?.get(CA_CRT).and_then(|b| String::from_utf8(b.0.clone()).ok());
+    text.or_else(binary).map(Arc::from)
 }
 
 /// A listener can serve a Secret only when it is `kubernetes.io/tls` and its certificate and
@@ -204,4 +228,14 @@ pub(crate) fn gateway_yaml(listeners: &str) -> String {
 kind: Gateway\napiVersion: gateway.networking.k8s.io/v1\nmetadata: {{name: gw, namespace: infra, generation: 3}}\nspec:\n  gatewayClassName: kuryr\n  listeners:\n{listeners}\n",
         super::CONTROLLER_NAME
     )
+}
+
+/// A self-signed CA certificate (PEM) with common name `cn`, for tests.
+#[cfg(test)]
+pub(crate) fn ca_pem(cn: &str) -> String {
+    let key = rcgen::KeyPair::generate().expect("a key");
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).expect("params");
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.self_signed(&key).expect("a certificate").pem()
 }

@@ -256,6 +256,14 @@ async fn run_case(file: PathBuf) -> Result<(), String> {
     let fake = Fake::new();
     fake.gateway_api.store(true, Ordering::SeqCst);
     load_objects(&fake, &[&base, &text], &case.tls_secrets);
+    for c in &case.ca_config_maps {
+        let (ns, name) = split(c);
+        fake.put(
+            "configmaps",
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": ns},
+                   "data": {"ca.crt": gateway_case::ca_pem(c)}}),
+        );
+    }
     let (stop, _prog) = start(&fake, all_programmed(&[&base, &text])).await;
     let t = Instant::now();
     let result = loop {

@@ -32,11 +32,14 @@ fn read_case(text: &str, file: &Path) -> Case {
     case
 }
 
-/// The case's TLS Secrets exist, and every Gateway of ours is programmed (the data plane
-/// answers with an address): the translation.
+/// The case's TLS Secrets and CA ConfigMaps exist, and every Gateway of ours is programmed (the
+/// data plane answers with an address): the translation.
 fn programmed_translation(mut world: World, case: &Case) -> Translation {
     for s in &case.tls_secrets {
         world.secrets.insert(split(s), SecretInfo::Tls);
+    }
+    for c in &case.ca_config_maps {
+        world.ca_config_maps.insert(split(c), Some(gateway_case::ca_pem(c).into()));
     }
     let programmed: Programmed = world
         .gateways
@@ -278,6 +281,15 @@ const SUITE_SECRETS: &[&str] = &[
     "gateway-conformance-infra/tls-terminate-checks-certificate",
 ];
 
+/// The CA ConfigMaps (`ca.crt`) the upstream suite creates at its start (`utils/suite/suite.go`,
+/// `MustCreateCACertConfigMap`), not in any manifest.
+const SUITE_CONFIG_MAPS: &[&str] = &[
+    "gateway-conformance-web-backend/web-backend-cm",
+    "gateway-conformance-infra/tls-validity-checks-ca-certificate",
+    "gateway-conformance-infra/tls-validity-checks-per-port-ca-certificate",
+    "gateway-conformance-infra/tls-checks-ca-certificate",
+];
+
 /// The manifests each upstream test applies (`Manifests:` of its `suite.ConformanceTest` in the
 /// Go file), by the test's short name, from `conformance/tests/*.go` under `dir`.
 fn upstream_manifests(dir: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
@@ -396,6 +408,9 @@ fn upstream_manifests_give_the_same_statuses_and_answers() {
         for s in SUITE_SECRETS {
             world.secrets.insert(split(s), SecretInfo::Tls);
         }
+        for c in SUITE_CONFIG_MAPS {
+            world.ca_config_maps.insert(split(c), Some(gateway_case::ca_pem(c).into()));
+        }
         let errs = check_case(&case, &programmed_translation(world, &case));
         gateway_case::record_result(&case.test, case.diverges.as_deref(), "upstream-manifests", &errs);
         if !errs.is_empty() {
@@ -405,4 +420,54 @@ fn upstream_manifests_give_the_same_statuses_and_answers() {
     }
     println!("{} cases checked on the upstream manifests: {}", checked.len(), checked.join(", "));
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The client certificate validation cases (GatewayFrontendClientCertificateValidation and its
+/// InsecureFallback, and the two invalid ones): each HTTPS port of the router checks client
+/// certificates against its own CA (the `perPort` entry's on 8443, the default's on 443), as
+/// MANDATORY (AllowValidOnly) or OPTIONAL (AllowInsecureFallback); a port whose CA cannot be
+/// resolved is not served at all, and the HTTP port is unaffected.
+#[test]
+fn client_certificate_validation_cases_check_each_port_against_its_own_ca() {
+    use kuryr_l7_router::model::ClientAuthentication::{self, Mandatory, Optional};
+    let dir = Path::new("tests/fixtures/gateway/cases");
+    let ca = |name: &str| format!("gateway-conformance-infra_{name}");
+    let ports = |file: &str, gw: &str| -> Vec<(u16, Option<(String, ClientAuthentication)>)> {
+        let (_, t) = load(&dir.join(file));
+        let r = t.router(gateway_case::INFRA, gw).unwrap_or_else(|| panic!("{file}: no router"));
+        r.listeners
+            .iter()
+            .map(|p| (p.port, p.client_validation.as_ref().map(|v| (v.ca.name.clone(), v.mode))))
+            .collect()
+    };
+    for (file, gw, mode) in [
+        ("gateway-with-clientcertificate-validation.yaml", "client-validation-default", Mandatory),
+        (
+            "gateway-with-clientcertificate-validation-insecure-fallback.yaml",
+            "client-validation-insecure-fallback",
+            Optional,
+        ),
+    ] {
+        assert_eq!(
+            ports(file, gw),
+            [
+                (443, Some((ca("tls-validity-checks-ca-certificate"), mode))),
+                (8443, Some((ca("tls-validity-checks-per-port-ca-certificate"), mode))),
+            ],
+            "{file}"
+        );
+    }
+    assert_eq!(
+        ports("gateway-with-invalid-clientcertificate-validation.yaml", "gateway-with-invalid-client-cert-validation"),
+        [(443, Some((ca("tls-validity-checks-ca-certificate"), Mandatory)))],
+        "only the valid listener's port is served"
+    );
+    assert_eq!(
+        ports(
+            "gateway-invalid-default-frontend-client-certificate-validation.yaml",
+            "invalid-default-client-validation-config"
+        ),
+        [(80, None)],
+        "HTTP only: its perPort entry concerns no HTTPS listener"
+    );
 }

@@ -18,9 +18,12 @@ use std::path::{Path, PathBuf};
 /// Every Kubernetes API call of the controller, from the controller code itself.
 pub(crate) const CONTROLLER_API_CALLS: &[(&str, &str, &str)] = kuryr_l7_router::controller::API_CALLS;
 
-/// Resources of [`CONTROLLER_API_CALLS`] used only in the controller's own namespace, so granted
-/// by a namespaced Role rather than the ClusterRole.
-const NAMESPACED_ONLY: &[(&str, &str)] = &[("coordination.k8s.io", "leases"), ("", "configmaps")];
+/// Calls of [`CONTROLLER_API_CALLS`] (group, resource, verbs; empty: every verb) made only in the
+/// controller's own namespace, so granted by a namespaced Role rather than the ClusterRole. The
+/// ConfigMaps are written there only, but listed and watched cluster-wide (the Gateways' CA
+/// bundles).
+const NAMESPACED_ONLY: &[(&str, &str, &[&str])] =
+    &[("coordination.k8s.io", "leases", &[]), ("", "configmaps", &["get", "create", "patch", "delete"])];
 
 pub(crate) const NAMESPACE: &str = "kuryr-l7-router";
 const INGRESS_CONTROLLER: &str = "openstack.org/kuryr-l7-router";
@@ -308,7 +311,11 @@ fn rbac_grants_exactly_the_controller_api_calls() {
         assert!(exists, "a binding refers to {kind} {name}, which is not in etc/manifests/");
     }
 
-    let namespaced_only = |t: &(String, String, String)| NAMESPACED_ONLY.iter().any(|(g, r)| t.0 == *g && t.1 == *r);
+    let namespaced_only = |t: &(String, String, String)| {
+        NAMESPACED_ONLY
+            .iter()
+            .any(|(g, r, verbs)| t.0 == *g && t.1 == *r && (verbs.is_empty() || verbs.contains(&t.2.as_str())))
+    };
     for t in &granted_cluster {
         assert!(!namespaced_only(t), "{t:?} is granted cluster-wide; it belongs in the namespaced Role");
     }

@@ -22,6 +22,10 @@ pub struct Case {
     pub diverges: Option<String>,
     #[serde(default)]
     pub tls_secrets: Vec<String>,
+    /// `ns/name` of the ConfigMaps holding a CA (`ca.crt`) that the test's Gateways name for
+    /// client certificate validation: the upstream suite creates them (a new CA each run).
+    #[serde(default)]
+    pub ca_config_maps: Vec<String>,
     #[serde(default)]
     pub classes: Vec<ClassExpect>,
     #[serde(default)]
@@ -94,6 +98,16 @@ pub struct RouteExpect {
     #[serde(default)]
     pub parent_kind: Option<String>,
     pub conditions: BTreeMap<String, String>,
+}
+
+/// A new self-signed CA certificate (PEM) with common name `cn`: what the upstream suite puts in
+/// the `ca.crt` of each of its CA ConfigMaps.
+pub fn ca_pem(cn: &str) -> String {
+    let key = rcgen::KeyPair::generate().unwrap();
+    let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+    params.distinguished_name.push(rcgen::DnType::CommonName, cn);
+    params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+    params.self_signed(&key).unwrap().pem()
 }
 
 /// The namespace of the upstream conformance infrastructure (Gateways, backends).

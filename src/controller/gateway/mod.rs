@@ -1,5 +1,6 @@
 //! Gateway API objects as a second input beside Ingress: the watches of GatewayClass, Gateway,
-//! HTTPRoute, ReferenceGrant and Namespace, and the loop that translates them
+//! HTTPRoute, ReferenceGrant, Namespace and ConfigMap (the CA bundles of client certificate
+//! validation, `ca.crt` only), and the loop that translates them
 //! ([`crate::gateway::build::translate`]) and writes their status ([`crate::controller::gateway::status`]).
 //!
 //! Users install the Gateway API CRDs; a cluster without them is an Ingress-only cluster. The
@@ -29,7 +30,7 @@ use crate::gateway::build::translate_observed;
 use crate::gateway::keep::Tables;
 use crate::reason::Reason;
 use futures::{Stream, StreamExt};
-use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
 use kube::api::{Api, ListParams};
 use kube::runtime::reflector::{self, Store};
 use kube::runtime::{WatchStreamExt, watcher};
@@ -100,6 +101,62 @@ where
     })
 }
 
+/// What the API server serves (and the controller may read) besides the core Gateway API kinds.
+struct Served {
+    grants: bool,
+    backend_tls: bool,
+    listener_sets: bool,
+    /// ConfigMaps (CA bundles): false when the controller's RBAC forbids listing them.
+    config_maps: bool,
+}
+
+/// Whether the controller may list ConfigMaps in every namespace: false on 403 (the RBAC rule
+/// `etc/manifests/clusterrole.yaml` grants is missing: logged, and CA bundle references then say
+/// so); true otherwise (an unreachable API server: the watch retries).
+async fn readable(api: Api<ConfigMap>) -> bool {
+    match api.list_metadata(&ListParams::default().limit(1)).await {
+        Err(kube::Error::Api(s)) if s.code == 403 => {
+            tracing::warn!(
+                "the controller may not list ConfigMaps: client certificate validation (Gateway \
+                 spec.tls.frontend) cannot read its CA bundles"
+            );
+            false
+        }
+        _ => true,
+    }
+}
+
+/// The ConfigMap watch of the CA bundles: feeds `writer`, and wakes the Gateway loop only for a
+/// ConfigMap a Gateway names (and at the end of each list): the controller's own ConfigMaps
+/// change at every Sync (stamps, records), which must not start a pass each.
+fn reflect_ca_bundles(
+    writer: reflector::store::Writer<ConfigMap>,
+    watch: impl Stream<Item = watcher::Result<watcher::Event<ConfigMap>>> + Send + 'static,
+    gateways: Store<crate::gateway::api::Gateway>,
+    changed: Arc<Notify>,
+) -> impl Stream<Item = ()> + Send + 'static {
+    reflector::reflector(writer, watch).map(move |r| match r {
+        Ok(ev) if ca_bundle_event_matters(&ev, &gateways) => changed.notify_one(),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(kind = "ConfigMap", error = %e, "watch error (retrying)"),
+    })
+}
+
+/// Whether a ConfigMap event can change a Gateway's status or router: a change of one that a
+/// Gateway's client certificate validation names, or the end of a (re-)list.
+pub(crate) fn ca_bundle_event_matters(
+    ev: &watcher::Event<ConfigMap>,
+    gateways: &Store<crate::gateway::api::Gateway>,
+) -> bool {
+    let cm = match ev {
+        watcher::Event::Apply(cm) | watcher::Event::Delete(cm) => cm,
+        watcher::Event::InitDone => return true,
+        watcher::Event::Init | watcher::Event::InitApply(_) => return false,
+    };
+    let key = (cm.metadata.namespace.clone().unwrap_or_default(), cm.metadata.name.clone().unwrap_or_default());
+    gateways.state().iter().any(|g| crate::gateway::frontend::named_config_maps(g).contains(&key))
+}
+
 /// The watch of `api`'s kind, slimmed.
 fn watch_of<K>(api: Api<K>) -> impl Stream<Item = watcher::Result<watcher::Event<K>>> + Send + 'static
 where
@@ -168,9 +225,11 @@ impl GatewayLoop {
         if !grants_served {
             tracing::warn!("ReferenceGrant (v1beta1) is not served: cross-namespace references are refused");
         }
+        let config_maps = readable(Api::<ConfigMap>::all(self.client.clone())).await;
         tracing::info!("watching the Gateway API objects");
         let changed = Arc::new(Notify::new());
-        let (stores, watches) = self.watches(grants_served, tls_served, sets_served, &changed);
+        let kinds = Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps };
+        let (stores, watches) = self.watches(kinds, &changed);
         let watches = tokio::spawn(watches);
         self.translate_loop(&stores, &changed, &mut stop).await;
         watches.abort();
@@ -178,11 +237,10 @@ impl GatewayLoop {
 
     fn watches(
         &self,
-        grants_served: bool,
-        tls_served: bool,
-        sets_served: bool,
+        kinds: Served,
         changed: &Arc<Notify>,
     ) -> (GatewayStores, impl std::future::Future<Output = ()> + Send + 'static) {
+        let Served { grants: grants_served, backend_tls: tls_served, listener_sets: sets_served, config_maps } = kinds;
         let c = &self.client;
         let ev = &self.events;
         let (classes, wc) = reflector::store();
@@ -236,7 +294,29 @@ impl GatewayLoop {
             w.apply_watcher_event(&watcher::Event::Init);
             w.apply_watcher_event(&watcher::Event::InitDone);
         }
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls, listener_sets };
+        let (ca_maps, wm) = reflector::store::<ConfigMap>();
+        if config_maps {
+            let watch = watcher(Api::<ConfigMap>::all(c.clone()), watcher::Config::default())
+                .default_backoff()
+                .modify(crate::controller::slim::ca_bundle_only);
+            streams.push(reflect_ca_bundles(wm, watch, gateways.clone(), changed.clone()).boxed());
+        } else {
+            // Not readable (RBAC): no CA bundle, and each reference to one says why.
+            let mut w = wm;
+            w.apply_watcher_event(&watcher::Event::Init);
+            w.apply_watcher_event(&watcher::Event::InitDone);
+        }
+        let stores = GatewayStores {
+            classes,
+            gateways,
+            routes,
+            grants,
+            namespaces,
+            backend_tls,
+            listener_sets,
+            config_maps: ca_maps,
+            config_maps_readable: config_maps,
+        };
         (stores, futures::stream::select_all(streams).for_each(|_| futures::future::ready(())))
     }
 
@@ -333,6 +413,7 @@ async fn ready(s: &GatewayStores) {
         wait(Box::pin(wait_store(s.namespaces.clone()))),
         wait(Box::pin(wait_store(s.backend_tls.clone()))),
         wait(Box::pin(wait_store(s.listener_sets.clone()))),
+        wait(Box::pin(wait_store(s.config_maps.clone()))),
     ];
     futures::future::join_all(all).await;
 }
@@ -440,6 +521,39 @@ mod tests {
         reflect_into(writer, converted(watch, None), Arc::new(Notify::new())).collect::<Vec<()>>().await;
     }
 
+    /// Only a ConfigMap a Gateway names as its CA bundle (and the end of a list) wakes the loop:
+    /// the controller's own ConfigMaps, written at every Sync, do not.
+    #[test]
+    fn only_the_named_ca_config_maps_wake_the_gateway_loop() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+        use watcher::Event::{Apply, Delete, Init, InitApply, InitDone};
+        let gw: crate::gateway::api::Gateway = serde_json::from_value(json!({
+            "apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
+            "metadata": {"name": "gw", "namespace": "shop"},
+            "spec": {"gatewayClassName": "kuryr",
+                     "tls": {"frontend": {"default": {"validation": {"caCertificateRefs": [
+                         {"group": "", "kind": "ConfigMap", "name": "clients"},
+                         {"group": "", "kind": "ConfigMap", "name": "partners", "namespace": "partner"}]}}}},
+                     "listeners": [{"name": "https", "port": 443, "protocol": "HTTPS"}]}
+        }))
+        .unwrap();
+        let (gateways, mut wg) = reflector::store();
+        wg.apply_watcher_event(&Apply(gw));
+        let cm = |ns: &str, name: &str| ConfigMap {
+            metadata: ObjectMeta { namespace: Some(ns.into()), name: Some(name.into()), ..Default::default() },
+            ..Default::default()
+        };
+        let matters = |ev: watcher::Event<ConfigMap>| ca_bundle_event_matters(&ev, &gateways);
+        assert!(matters(Apply(cm("shop", "clients"))));
+        assert!(matters(Delete(cm("shop", "clients"))));
+        assert!(matters(Apply(cm("partner", "partners"))));
+        assert!(!matters(Apply(cm("kuryr-l7-router", "kuryr-l7-router-stamps-x"))), "our own ConfigMaps");
+        assert!(!matters(Apply(cm("partner", "clients"))), "same name, another namespace");
+        assert!(!matters(InitApply(cm("shop", "clients"))), "one pass at the end of the list");
+        assert!(!matters(Init));
+        assert!(matters(InitDone));
+    }
+
     /// A pass reads the cached domain objects: the conversions are one per watch event, however
     /// many passes run (each pass converted every object before).
     #[tokio::test]
@@ -453,7 +567,18 @@ mod tests {
         let (namespaces, _) = reflector::store();
         let (backend_tls, _) = reflector::store();
         let (listener_sets, _) = reflector::store();
-        let stores = GatewayStores { classes, gateways, routes, grants, namespaces, backend_tls, listener_sets };
+        let (config_maps, _) = reflector::store();
+        let stores = GatewayStores {
+            classes,
+            gateways,
+            routes,
+            grants,
+            namespaces,
+            backend_tls,
+            listener_sets,
+            config_maps,
+            config_maps_readable: true,
+        };
         let (services, _) = reflector::store();
         let (secrets, _) = reflector::store();
         let start = conversions_on_this_thread();

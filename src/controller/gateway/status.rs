@@ -7,9 +7,10 @@ use crate::controller::outputs::events::{EventPublisher, UserEvent};
 use crate::gateway::api::generated as k8s;
 use crate::gateway::api::{Gateway, GatewayClass, HTTPRoute, Listener, ListenerSet, ListenerTls, ReferenceGrant};
 use crate::gateway::build::Translation;
+use crate::gateway::frontend::named_config_maps;
 use crate::gateway::status::{Cond, render_class, render_gateway, render_listener_set, render_route, unchanged};
-use crate::gateway::world::{World, secret_info};
-use k8s_openapi::api::core::v1::{Namespace, ObjectReference, Secret, Service};
+use crate::gateway::world::{World, ca_crt, secret_info};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, ObjectReference, Secret, Service};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::reflector::{ObjectRef, Store};
@@ -33,11 +34,18 @@ pub struct GatewayStores {
     pub backend_tls: Store<crate::gateway::api::BackendTLSPolicy>,
     /// Empty when the API server does not serve ListenerSet (Gateway API before v1.5).
     pub listener_sets: Store<ListenerSet>,
+    /// Every ConfigMap, holding its `ca.crt` only (`crate::controller::slim::ca_bundle_only`):
+    /// the CA bundles of the Gateways' client certificate validation.
+    pub config_maps: Store<ConfigMap>,
+    /// False when the controller may not list ConfigMaps (its RBAC): `config_maps` stays empty
+    /// and every CA bundle reference says why.
+    pub config_maps_readable: bool,
 }
 
 /// The translation's input from the caches: the cached Gateway API objects themselves (shared,
 /// not copied nor converted). Only the Secrets our Gateways' listeners name are parsed (a cluster
-/// may hold many TLS Secrets).
+/// may hold many TLS Secrets), and only the ConfigMaps their client certificate validations name
+/// are read.
 pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secret>) -> World {
     let mut w = World {
         classes: s.classes.state(),
@@ -73,6 +81,15 @@ pub fn world(s: &GatewayStores, services: &Store<Service>, secrets: &Store<Secre
     for (ns, name) in named {
         if let Some(secret) = secrets.get(&ObjectRef::new(&name).within(&ns)) {
             w.secrets.insert((ns, name), secret_info(&secret));
+        }
+    }
+    // Only the CA bundles our Gateways name are read (every namespace has ConfigMaps).
+    w.config_maps_unread = !s.config_maps_readable;
+    let cas: Vec<(String, String)> =
+        w.gateways.iter().filter(|g| w.is_ours(g)).flat_map(|g| named_config_maps(g)).collect();
+    for (ns, name) in cas {
+        if let Some(cm) = s.config_maps.get(&ObjectRef::new(&name).within(&ns)) {
+            w.ca_config_maps.insert((ns, name), ca_crt(&cm));
         }
     }
     w

@@ -86,8 +86,8 @@ pub struct GatewaySpec {
     pub addresses: Vec<GatewaySpecAddress>,
     #[serde(default)]
     pub infrastructure: Option<GatewayInfrastructure>,
-    /// `spec.tls`: read for its client certificate validation (`frontend`) only, which is
-    /// refused on the HTTPS listeners it applies to (`listeners::client_validation`).
+    /// `spec.tls`: read for its client certificate validation (`frontend`) only, applied to
+    /// the HTTPS listeners of each port (`crate::gateway::frontend`).
     #[serde(default)]
     pub tls: Option<GatewayTlsConfig>,
     /// Which namespaces' ListenerSets may add listeners (none when unset).
@@ -117,9 +117,34 @@ pub struct FrontendTls {
 #[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct FrontendTlsConfig {
-    /// Raw: only its presence matters while it is not served.
     #[serde(default)]
-    pub validation: Option<serde_json::Value>,
+    pub validation: Option<FrontendValidation>,
+}
+
+/// `spec.tls.frontend.{default,perPort[].tls}.validation`: the CA bundles client certificates
+/// are checked against (`crate::gateway::frontend`).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FrontendValidation {
+    #[serde(default)]
+    pub ca_certificate_refs: Vec<CaCertificateRef>,
+    /// `AllowValidOnly` (the default) or `AllowInsecureFallback`.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+/// One `caCertificateRefs` entry (the API's `ObjectReference`: group and kind required).
+#[serde_with::skip_serializing_none]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CaCertificateRef {
+    #[serde(default)]
+    pub group: String,
+    #[serde(default)]
+    pub kind: String,
+    pub name: String,
+    #[serde(default)]
+    pub namespace: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
