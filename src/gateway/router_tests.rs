@@ -518,6 +518,7 @@ spec:
         "{:?}",
         b.desired.warnings
     );
+}
 
 /// A ConfigMap `infra/<name>` holding a new CA as `ca.crt`.
 fn ca_config_map(name: &str) -> String {
