@@ -58,11 +58,11 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
 
     report_objects_in_error(actual, own, &mut plan);
 
-    let mut pool_refs: HashMap<&str, PoolRef> = HashMap::with_capacity(actual.pools.len());
+    let mut pool_refs: HashMap<&str, PoolAt<'_>> = HashMap::with_capacity(actual.pools.len());
     for (name, pool) in desired.pools() {
         match ours_pools.get(name) {
             Some(existing) => {
-                pool_refs.insert(name, PoolRef::Id(existing.id.to_string()));
+                pool_refs.insert(name, PoolAt::Id(&existing.id));
                 plan_existing_pool(pool, existing, opts, &mut plan.writes);
                 plan.writes.extend(super::health_monitor::plan(desired.health_monitors, pool, existing, opts));
             }
@@ -72,7 +72,7 @@ pub fn plan_view(desired: &DesiredView<'_>, actual: &ActualRouter, opts: &DiffOp
                 ),
             }),
             None => {
-                pool_refs.insert(name, PoolRef::New(name.to_string()));
+                pool_refs.insert(name, PoolAt::New(name));
                 let monitor = super::health_monitor::wanted(desired.health_monitors, name, None, opts);
                 plan_new_pool(pool, monitor, opts, &mut plan.writes);
             }
@@ -122,18 +122,19 @@ fn removal_only<'a>(
 /// Our objects in ERROR, reported: Octavia does not retry a failed object, so the plan replaces
 /// (pools, policies) or rewrites (members) them.
 fn report_objects_in_error(actual: &ActualRouter, own: &Ownership, plan: &mut WritePlan) {
-    for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+    // The flag first: ownership compares tags, and most objects are not in ERROR.
+    for p in actual.pools.iter().filter(|p| p.in_error && own.owns(&p.tags)) {
         plan.conflicts.push(Conflict {
             message: format!("pool {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
         });
     }
-    for p in actual.policies.iter().filter(|p| own.owns(&p.tags) && p.in_error) {
+    for p in actual.policies.iter().filter(|p| p.in_error && own.owns(&p.tags)) {
         plan.conflicts.push(Conflict {
             message: format!("L7 policy {} ({}) is in ERROR: replaced by a new one and deleted", p.name, p.id),
         });
     }
     for p in actual.pools.iter().filter(|p| own.owns(&p.tags) && !p.in_error) {
-        for m in p.members.iter().filter(|m| own.owns(&m.tags) && m.in_error) {
+        for m in p.members.iter().filter(|m| m.in_error && own.owns(&m.tags)) {
             plan.conflicts.push(Conflict {
                 message: format!(
                     "member {}:{} ({}) of pool {} is in ERROR: rewritten by a batch member update",
@@ -150,10 +151,10 @@ fn plan_default_pool(
     default_pool: Option<&str>,
     actual: &ActualRouter,
     own: &Ownership,
-    pool_refs: &HashMap<&str, PoolRef>,
+    pool_refs: &HashMap<&str, PoolAt<'_>>,
     plan: &mut WritePlan,
 ) {
-    let want_default = default_pool.and_then(|n| pool_refs.get(n).cloned());
+    let want_default = default_pool.and_then(|n| pool_refs.get(n).map(|p| p.to_ref()));
     let have_default = actual.listener.default_pool_id.clone();
     let differs = match (&want_default, &have_default) {
         (None, None) => false,
@@ -296,6 +297,9 @@ fn plan_existing_pool(pool: &Pool, actual: &ActualPool, opts: &DiffOptions, writ
 /// (see [`plan_writes`]), so the Members path and a full Sync always agree on the members.
 pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Option<Write> {
     let own = &opts.ownership;
+    if members_as_wanted(pool, actual, own) {
+        return None;
+    }
     let have: BTreeMap<(IpAddr, u16), &ActualMember> =
         actual.members.iter().filter(|m| own.owns(&m.tags)).map(|m| ((m.address, m.protocol_port), m)).collect();
     let foreign: Vec<&ActualMember> = actual.members.iter().filter(|m| !own.owns(&m.tags)).collect();
@@ -333,6 +337,39 @@ pub fn plan_members(pool: &Pool, actual: &ActualPool, opts: &DiffOptions) -> Opt
     Some(Write::SetMembers { pool: PoolRef::Id(actual.id.to_string()), pool_name: pool.name.clone(), members })
 }
 
+/// The members of `actual` are ours and, in order, the wanted ones (sorted by distinct
+/// (address, port), as the translation makes them) with their weight, backup and monitor port,
+/// enabled and not in ERROR: what [`plan_members`] would find equal, told without its maps (a
+/// resync of an unchanged router asks it of every pool). `false` says nothing: the full
+/// comparison decides.
+fn members_as_wanted(pool: &Pool, actual: &ActualPool, own: &Ownership) -> bool {
+    if pool.members.len() != actual.members.len() {
+        return false;
+    }
+    // A pool's members share one copy of their tags (`share_tags`): asked once per copy.
+    let mut ours_tags: Option<&Tags> = None;
+    for (i, (m, a)) in pool.members.iter().zip(actual.members.iter()).enumerate() {
+        let key = (m.address, m.protocol_port);
+        let sorted = i.checked_sub(1).is_none_or(|p| (pool.members[p].address, pool.members[p].protocol_port) < key);
+        let same = (a.address, a.protocol_port) == key
+            && a.weight == m.weight
+            && a.backup == m.backup
+            && a.monitor_port == m.monitor_port
+            && a.admin_state_up
+            && !a.in_error;
+        if !sorted || !same {
+            return false;
+        }
+        if !ours_tags.is_some_and(|t| std::sync::Arc::ptr_eq(t, &a.tags)) {
+            if !own.owns(&a.tags) {
+                return false;
+            }
+            ours_tags = Some(&a.tags);
+        }
+    }
+    true
+}
+
 fn rule_matches(want: &Rule, have: &ActualRule) -> bool {
     have.rule_type == rule_type_str(want.rule_type)
         && have.compare_type == compare_type_str(want.compare_type)
@@ -355,7 +392,7 @@ fn plan_listener_policies(
     actual: &[&ActualPolicy],
     own: &Ownership,
     ours: &HashMap<&str, &ActualPolicy>,
-    pool_refs: &HashMap<&str, PoolRef>,
+    pool_refs: &HashMap<&str, PoolAt<'_>>,
     plan: &mut WritePlan,
 ) {
     // The listener's policies in position order, by name for ours and id for foreign ones (and
@@ -392,14 +429,15 @@ fn plan_listener_policies(
     let mut placed = 0usize;
 
     for want in desired {
+        // Borrowed: copied only into a write (a resync of an unchanged router writes none).
         let action = match &want.target {
             WantedTarget::Pool(name) => match pool_refs.get(name) {
-                Some(pool) => PolicyAction::Pool(pool.clone()),
+                Some(pool) => ActionAt::Pool(*pool),
                 // Pool is foreign (conflict reported above) or missing from the desired pools.
                 None => continue,
             },
-            WantedTarget::Redirect(r) => PolicyAction::Redirect(r.clone()),
-            WantedTarget::RedirectUrl(r) => PolicyAction::RedirectUrl(r.clone()),
+            WantedTarget::Redirect(r) => ActionAt::Redirect(r),
+            WantedTarget::RedirectUrl(r) => ActionAt::RedirectUrl(r),
         };
         while cursor < keys.len() && (moved[cursor] || stale(&keys[cursor])) {
             if !moved[cursor] {
@@ -411,7 +449,7 @@ fn plan_listener_policies(
         // Made only for a create: a resync of an unchanged router plans every policy.
         let tags = || Tags::from(own.tags_for(want.owner));
         match ours.get(want.name) {
-            None => plan_new_policy(want, position, action, &tags(), &mut plan.writes),
+            None => plan_new_policy(want, position, action.to_action(), &tags(), &mut plan.writes),
             Some(have) => {
                 plan_rules(want, have, &tags, &mut plan.writes);
                 // Not placed yet, so at or after the cursor.
@@ -485,27 +523,63 @@ type ActionChange = (Option<PoolRef>, Option<PrefixRedirect>, Option<UrlRedirect
 
 /// What an existing policy's action needs: (new pool, new redirect prefix, new redirect URL),
 /// each None when unchanged.
-fn action_change(action: PolicyAction, have: &ActualPolicy) -> ActionChange {
+fn action_change(action: ActionAt<'_>, have: &ActualPolicy) -> ActionChange {
     match action {
-        PolicyAction::Pool(pool) => {
-            let differs = match &pool {
-                PoolRef::Id(id) => have.redirect_pool_id.as_ref().is_none_or(|h| h != id.as_str()),
-                PoolRef::New(_) => true,
+        ActionAt::Pool(pool) => {
+            let differs = match pool {
+                // Ids compare as their text does (a canonical UUID is always held as one).
+                PoolAt::Id(id) => have.redirect_pool_id.as_ref().is_none_or(|h| h != id),
+                PoolAt::New(_) => true,
             };
             // A redirect turned back into a route: the same policy, its action switched.
-            ((differs || have.action != "REDIRECT_TO_POOL").then_some(pool), None, None)
+            ((differs || have.action != "REDIRECT_TO_POOL").then(|| pool.to_ref()), None, None)
         }
-        PolicyAction::Redirect(r) => {
+        ActionAt::Redirect(r) => {
             let differs = have.action != "REDIRECT_PREFIX"
                 || have.redirect_prefix.as_deref() != Some(r.prefix.as_str())
                 || have.redirect_http_code != Some(r.code);
-            (None, differs.then_some(r), None)
+            (None, differs.then(|| r.clone()), None)
         }
-        PolicyAction::RedirectUrl(r) => {
+        ActionAt::RedirectUrl(r) => {
             let differs = have.action != "REDIRECT_TO_URL"
                 || have.redirect_url.as_deref() != Some(r.url.as_str())
                 || have.redirect_http_code != Some(r.code);
-            (None, None, differs.then_some(r))
+            (None, None, differs.then(|| r.clone()))
+        }
+    }
+}
+
+/// A pool a policy routes to, borrowed from the plan's inputs: an existing pool by its id, or
+/// a pool this plan creates, by name. Made a [`PoolRef`] only for a write.
+#[derive(Clone, Copy)]
+enum PoolAt<'a> {
+    Id(&'a ObjectId),
+    New(&'a str),
+}
+
+impl PoolAt<'_> {
+    fn to_ref(self) -> PoolRef {
+        match self {
+            PoolAt::Id(id) => PoolRef::Id(id.to_string()),
+            PoolAt::New(name) => PoolRef::New(name.to_string()),
+        }
+    }
+}
+
+/// A policy's action, borrowed (see [`PoolAt`]).
+#[derive(Clone, Copy)]
+enum ActionAt<'a> {
+    Pool(PoolAt<'a>),
+    Redirect(&'a PrefixRedirect),
+    RedirectUrl(&'a UrlRedirect),
+}
+
+impl ActionAt<'_> {
+    fn to_action(self) -> PolicyAction {
+        match self {
+            ActionAt::Pool(pool) => PolicyAction::Pool(pool.to_ref()),
+            ActionAt::Redirect(r) => PolicyAction::Redirect(r.clone()),
+            ActionAt::RedirectUrl(r) => PolicyAction::RedirectUrl(r.clone()),
         }
     }
 }
@@ -578,6 +652,12 @@ impl<'a> Wanted<'a> {
 /// Rules of an existing policy: a changed value is an in-place update (atomic for haproxy), so
 /// the policy never matches more than it should in between.
 fn plan_rules(want: &Wanted<'_>, have: &ActualPolicy, tags: &dyn Fn() -> Tags, writes: &mut Vec<Write>) {
+    // The rules as wanted, one for one and in order (an unchanged policy): nothing to write, as
+    // the matching below would find (matching is equality), without its vectors.
+    if want.rules.len() == have.rules.len() && want.rules.iter().zip(have.rules.iter()).all(|(w, h)| rule_matches(w, h))
+    {
+        return;
+    }
     // Each wanted rule consumes one matching rule, so a rule present twice (a create retried by
     // a restarted run) leaves its copy unmatched and deleted.
     let mut unmatched_have: Vec<&ActualRule> = have.rules.iter().collect();

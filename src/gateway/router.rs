@@ -209,7 +209,7 @@ fn claim(e: &RouteEntry, position: usize, cx: &Backs<'_>) -> GatewayClaim {
         action: action(&e.action, cx),
         order: OrderKey(vec![OrderPart::Number(position as u64)]),
         owner: RouteOwner { object: e.owner.clone(), uid: None },
-        origin: format!("spec.rules[{}]", e.rule),
+        origin: format!("spec.rules[{}]", e.rule).into(),
         fallback: false,
     };
     GatewayClaim { claim, excluded_hosts: e.excluded_hosts.clone() }
@@ -315,7 +315,7 @@ fn rules_problem(c: &GatewayClaim, rules: &[Rule]) -> Option<String> {
     } else {
         r.headers.iter().find_map(header_problem).or_else(|| rules.iter().find_map(|rule| value_problem(&rule.value)))
     };
-    why.map(|why| format!("{}: {} ({}) is not served: {why}", r.owner_ref(), r.describe(), r.origin))
+    why.map(|why| format!("{}: {} ({}) is not served: {why}", r.owner_ref(), r.describe(), r.origin()))
 }
 
 /// The order phase of a Gateway listener: its claims as policies, in the spec's order.

@@ -2,6 +2,8 @@
 //! an Ingress path and a Gateway API HTTPRoute match both become one [`RouteClaim`]; the table
 //! never looks at the Kubernetes object again.
 
+use std::borrow::Cow;
+
 use super::backends::{PoolKey, WeightedBackend};
 use crate::model::KubeRef;
 
@@ -98,6 +100,48 @@ pub(crate) struct RouteOwner {
     pub uid: Option<String>,
 }
 
+/// Where in its object a route is written (`spec.rules[0]`), as its warnings name it.
+#[derive(Clone, Debug)]
+pub(crate) enum Origin {
+    Text(Cow<'static, str>),
+    /// Path `path` of Ingress rule `rule`: `rules[<rule>].paths[<path>] (host "<host>", path
+    /// "<path as written>")`, spelled only when a warning needs it (most routes never lose a
+    /// claim, and spelling it for each was a copy and a format per path).
+    IngressPath {
+        rule: usize,
+        path: usize,
+        /// The path was not written (`path_as_written` is then `/`).
+        unwritten: bool,
+    },
+}
+
+impl From<&'static str> for Origin {
+    fn from(text: &'static str) -> Self {
+        Origin::Text(Cow::Borrowed(text))
+    }
+}
+
+impl From<String> for Origin {
+    fn from(text: String) -> Self {
+        Origin::Text(Cow::Owned(text))
+    }
+}
+
+/// Where an Ingress path is written: `rules[<rule>].paths[<path>] (host "<host>", path
+/// "<path>")` (the path as written, empty when unset).
+pub(crate) struct IngressPathAt<'a> {
+    pub rule: usize,
+    pub path: usize,
+    pub host: &'a str,
+    pub written: &'a str,
+}
+
+impl std::fmt::Display for IngressPathAt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "rules[{}].paths[{}] (host {:?}, path {:?})", self.rule, self.path, self.host, self.written)
+    }
+}
+
 /// One route a front end asks for.
 #[derive(Clone, Debug)]
 pub(crate) struct RouteClaim {
@@ -114,7 +158,7 @@ pub(crate) struct RouteClaim {
     pub order: OrderKey,
     pub owner: RouteOwner,
     /// Where in its object the route is written, for the loser's warning of a conflict.
-    pub origin: String,
+    pub origin: Origin,
     /// A fallback (an Ingress default backend's catch-all of a host): yields to any route of the
     /// same match, silently when it has the same owner.
     pub fallback: bool,
@@ -123,12 +167,26 @@ pub(crate) struct RouteClaim {
 impl RouteClaim {
     pub fn describe(&self) -> String {
         let host = if self.host.is_empty() { "(any host)" } else { &self.host };
-        format!("{host} {} {}", self.path_type, self.path_as_written)
+        // One string of its size (a description per policy).
+        let mut text = String::with_capacity(host.len() + self.path_type.len() + self.path_as_written.len() + 2);
+        for (i, part) in [host, &self.path_type, &self.path_as_written].into_iter().enumerate() {
+            if i > 0 {
+                text.push(' ');
+            }
+            text.push_str(part);
+        }
+        text
     }
 
-    /// What the route matches: two claims with the same key compete, the first wins.
-    pub(crate) fn match_key(&self) -> (String, PathMatch, Vec<HeaderMatch>) {
-        (self.host.clone(), self.path.clone(), self.headers.clone())
+    /// Where in its object the route is written.
+    pub(crate) fn origin(&self) -> Cow<'_, str> {
+        match &self.origin {
+            Origin::Text(text) => Cow::Borrowed(text),
+            Origin::IngressPath { rule, path, unwritten } => {
+                let written = if *unwritten { "" } else { self.path_as_written.as_str() };
+                Cow::Owned(IngressPathAt { rule: *rule, path: *path, host: &self.host, written }.to_string())
+            }
+        }
     }
 
     /// The owner as Events and Octavia tags name it.

@@ -8,11 +8,13 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::networking::v1::{HTTPIngressPath, Ingress, IngressBackend, IngressRule};
 
 use super::backends::{PoolKey, PortRef, Services, resolve_service};
-use super::claim::{FixedAnswer, OrderKey, OrderPart, PathMatch, RouteAction, RouteClaim, RouteOwner};
+use super::claim::{
+    FixedAnswer, IngressPathAt, OrderKey, OrderPart, Origin, PathMatch, RouteAction, RouteClaim, RouteOwner,
+};
 use super::names::namespace_of;
 use super::options::TenancyOptions;
 use super::rules::PathKind;
-use super::rules::{host_problem, host_value_problem, normalize_prefix, path_problem, path_rule, value_problem};
+use super::rules::{host_problem, host_value_problem, normalize_prefix, path_problem, path_rule_value_problem};
 use super::tenancy::{HOST_OWNED, HostOwners};
 use crate::model::{KubeRef, Warning};
 use crate::reason::Reason;
@@ -52,19 +54,19 @@ pub struct Context<'a> {
 
 /// The front end's state while it walks the Ingresses, oldest first.
 #[derive(Default)]
-struct Walk {
+struct Walk<'a> {
     default: Option<(PoolKey, KubeRef)>,
     claims: Vec<RouteClaim>,
     catch_alls: Vec<RouteClaim>,
     /// The oldest Ingress naming each host in its rules: only a default backend of its namespace
-    /// may catch the host's unmatched paths.
-    host_namespace: BTreeMap<String, KubeRef>,
+    /// may catch the host's unmatched paths. Borrowed: one per host of the router.
+    host_namespace: BTreeMap<&'a str, &'a Ingress>,
 }
 
 /// `ours`: our Ingresses, oldest first.
 pub(crate) fn routes(ours: &[&Ingress], cx: &Context<'_>, warnings: &mut Vec<Warning>) -> IngressRoutes {
     let mut walk = Walk::default();
-    for ing in ours {
+    for &ing in ours {
         walk.ingress(ing, cx, warnings);
     }
     let router_default = walk.default.map(|(k, _)| k);
@@ -74,8 +76,8 @@ pub(crate) fn routes(ours: &[&Ingress], cx: &Context<'_>, warnings: &mut Vec<War
     IngressRoutes { claims, router_default, router_default_owners }
 }
 
-impl Walk {
-    fn ingress(&mut self, ing: &Ingress, cx: &Context<'_>, warnings: &mut Vec<Warning>) {
+impl<'a> Walk<'a> {
+    fn ingress(&mut self, ing: &'a Ingress, cx: &Context<'_>, warnings: &mut Vec<Warning>) {
         let owner = RouteOwner { object: ingress_ref(ing), uid: ing.metadata.uid.clone() };
         let o = &owner.object;
         let spec = ing.spec.as_ref();
@@ -89,23 +91,24 @@ impl Walk {
         }
         let Some(spec) = spec else { return };
         let default_backend = spec.default_backend.as_ref().and_then(|b| {
-            resolve_backend(o, "defaultBackend", b, cx.services)
+            resolve_backend(o, &"defaultBackend", b, cx.services)
                 .map_err(|(reason, msg)| warn(warnings, o, reason, msg))
                 .ok()
         });
         // The hosts this Ingress's default backend catches ("" = any host: the router-wide one).
-        let mut own_hosts: BTreeSet<String> = BTreeSet::new();
+        let mut own_hosts: BTreeSet<&str> = BTreeSet::new();
         if spec.rules.as_ref().is_none_or(Vec::is_empty) {
-            own_hosts.insert(String::new());
+            own_hosts.insert("");
         }
         for (ri, rule) in spec.rules.iter().flatten().enumerate() {
-            if let Some(host) = self.rule(&owner, ri, rule, cx, warnings) {
+            if let Some(host) = self.rule(ing, &owner, ri, rule, cx, warnings) {
                 own_hosts.insert(host);
             }
         }
         let Some(key) = default_backend else { return };
         for host in own_hosts.iter().filter(|h| !h.is_empty()) {
-            match self.host_namespace.get(host).filter(|first| first.namespace != o.namespace) {
+            let first = self.host_namespace.get(host).filter(|first| namespace_of(&first.metadata) != o.namespace);
+            match first.map(|first| ingress_ref(first)) {
                 None => self.catch_alls.push(catch_all_route(&owner, host, key.clone())),
                 Some(first) => {
                     let msg = format!(
@@ -124,23 +127,22 @@ impl Walk {
     /// namespace or host-less where that is not allowed), its paths claimed. The host, if kept.
     fn rule(
         &mut self,
+        ing: &'a Ingress,
         owner: &RouteOwner,
         ri: usize,
-        rule: &IngressRule,
+        rule: &'a IngressRule,
         cx: &Context<'_>,
         warnings: &mut Vec<Warning>,
-    ) -> Option<String> {
+    ) -> Option<&'a str> {
         let o = &owner.object;
-        let host = rule.host.clone().unwrap_or_default();
-        if let Some((reason, msg)) = host_refusal(o, ri, &host, cx) {
+        let host = rule.host.as_deref().unwrap_or_default();
+        if let Some((reason, msg)) = host_refusal(o, ri, host, cx) {
             warn(warnings, o, reason, msg);
             return None;
         }
-        self.host_namespace.entry(host.clone()).or_insert_with(|| o.clone());
+        self.host_namespace.entry(host).or_insert(ing);
         for (pi, p) in rule.http.iter().flat_map(|h| h.paths.iter()).enumerate() {
-            let where_ =
-                format!("rules[{ri}].paths[{pi}] (host {:?}, path {:?})", host, p.path.clone().unwrap_or_default());
-            if let Some(route) = path_route(owner, &host, &where_, p, cx.services, warnings) {
+            if let Some(route) = path_route(owner, host, (ri, pi), p, cx.services, warnings) {
                 self.claims.push(route);
             }
         }
@@ -176,7 +178,7 @@ fn host_refusal(o: &KubeRef, ri: usize, host: &str, cx: &Context<'_>) -> Option<
 /// Resolve an Ingress backend to a Service port, or explain why not (reason, message).
 fn resolve_backend(
     ing: &KubeRef,
-    where_: &str,
+    where_: &dyn std::fmt::Display,
     b: &IngressBackend,
     services: &Services<'_>,
 ) -> Result<PoolKey, (Reason, String)> {
@@ -212,44 +214,45 @@ fn ingress_order(kind: PathKind, match_path: &str) -> OrderKey {
     ])
 }
 
-/// The path kind of a `pathType`, or the warning that drops the path.
-fn path_kind(o: &KubeRef, where_: &str, path_type: &str) -> Result<PathKind, (Reason, String)> {
+/// The path kind of a `pathType`, or why the path is dropped.
+fn path_kind(path_type: &str) -> Result<PathKind, (Reason, String)> {
     match path_type {
         "Exact" => Ok(PathKind::Exact),
         "Prefix" | "ImplementationSpecific" => Ok(PathKind::Prefix),
-        "" => Err((
-            Reason::MissingPathType,
-            format!("{o}: {where_} dropped: pathType is required in networking.k8s.io/v1"),
-        )),
-        other => Err((Reason::InvalidPathType, format!("{o}: {where_} dropped: unknown pathType {other:?}"))),
+        "" => Err((Reason::MissingPathType, "pathType is required in networking.k8s.io/v1".to_string())),
+        other => Err((Reason::InvalidPathType, format!("unknown pathType {other:?}"))),
     }
 }
 
 /// The route of one HTTP path of an Ingress rule (`host` may be empty), or `None` with a warning
-/// naming the path and why it is dropped.
+/// naming the path (`at`: the rule's and the path's index) and why it is dropped.
 fn path_route(
     owner: &RouteOwner,
     host: &str,
-    where_: &str,
+    at: (usize, usize),
     p: &HTTPIngressPath,
     services: &Services<'_>,
     warnings: &mut Vec<Warning>,
 ) -> Option<RouteClaim> {
     let o = &owner.object;
-    let raw = p.path.clone().unwrap_or_default();
-    let kind = path_kind(o, where_, &p.path_type).map_err(|(reason, msg)| warn(warnings, o, reason, msg)).ok()?;
-    if let Some(why) = path_problem(&raw, p.path_type != "ImplementationSpecific") {
+    let raw = p.path.as_deref().unwrap_or_default();
+    // Spelled by a warning only: most paths have none.
+    let where_ = &IngressPathAt { rule: at.0, path: at.1, host, written: raw };
+    let kind = path_kind(&p.path_type)
+        .map_err(|(reason, why)| warn(warnings, o, reason, format!("{o}: {where_} dropped: {why}")))
+        .ok()?;
+    if let Some(why) = path_problem(raw, p.path_type != "ImplementationSpecific") {
         warn(warnings, o, Reason::InvalidPath, format!("{o}: {where_} dropped: {why}"));
         return None;
     }
-    let path = if raw.is_empty() { "/".to_string() } else { raw };
+    let path = if raw.is_empty() { "/" } else { raw };
     let match_path = match kind {
-        PathKind::Exact => path.clone(),
-        PathKind::Prefix => normalize_prefix(&path).to_string(),
+        PathKind::Exact => path,
+        PathKind::Prefix => normalize_prefix(path),
     };
     // Octavia's value checks, on the exact rules we would write.
     // (The host's values were checked with the rule: `host_value_problem`.)
-    if let Some(why) = path_rule(kind, &path, !host.is_empty()).and_then(|r| value_problem(&r.value)) {
+    if let Some(why) = path_rule_value_problem(kind, path) {
         warn(warnings, o, Reason::InvalidRuleValue, format!("{o}: {where_} dropped: {why}"));
         return None;
     }
@@ -264,17 +267,17 @@ fn path_route(
     };
     Some(RouteClaim {
         host: host.to_string(),
-        order: ingress_order(kind, &match_path),
+        order: ingress_order(kind, match_path),
         path: match kind {
-            PathKind::Exact => PathMatch::Exact(match_path),
-            PathKind::Prefix => PathMatch::Prefix(match_path),
+            PathKind::Exact => PathMatch::Exact(match_path.to_string()),
+            PathKind::Prefix => PathMatch::Prefix(match_path.to_string()),
         },
         path_type: p.path_type.clone(),
-        path_as_written: path,
+        path_as_written: path.to_string(),
         headers: Vec::new(),
         action,
         owner: owner.clone(),
-        origin: where_.to_string(),
+        origin: Origin::IngressPath { rule: at.0, path: at.1, unwritten: raw.is_empty() },
         fallback: false,
     })
 }

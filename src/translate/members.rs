@@ -4,7 +4,7 @@
 //! EndpointSlice design): a change to one slice re-digests that slice only, and the members are a
 //! cheap merge of the digested slices.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use k8s_openapi::api::core::v1::{Endpoints, Node, Service, ServicePort};
@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::names::namespace_of;
 use super::options::{IpFamily, TranslateOptions};
-use super::slices::{AsCompact, CachedEndpoint};
+use super::slices::{AsCompact, CachedEndpoint, CompactSlice};
 use super::zone::{Candidate, LEGACY_ZONE_LABEL, NodeZones, ZONE_LABEL, service_zone_policy, weigh};
 use crate::model::{KubeRef, Member, Warning};
 
@@ -94,49 +94,104 @@ impl SliceCache {
         nodes: &NodeIndex<'_>,
         opts: &TranslateOptions,
     ) -> (Vec<Member>, String, Vec<Warning>) {
-        let ns = namespace_of(&service.metadata);
-        let sref = KubeRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
-        let sp_name = service_port.name.clone().unwrap_or_default();
-        let mut warnings = Vec::new();
-        let mut seen: BTreeSet<(IpAddr, u16)> = BTreeSet::new();
-        let mut drafts: Vec<(IpAddr, u16, &CachedEndpoint)> = Vec::new();
-        for (slice_name, cs) in &self.slices {
-            if cs.endpoints.is_empty() {
-                continue;
-            }
-            let port =
-                cs.ports.iter().find(|(n, _)| *n == sp_name).map(|(_, p)| *p).or(match &service_port.target_port {
-                    // Hand-made slices may carry no port names; a numeric targetPort still says where.
-                    Some(IntOrString::Int(n)) if cs.ports.is_empty() => u16::try_from(*n).ok(),
-                    _ => None,
-                });
-            let Some(port) = port else {
-                warnings.push(Warning {
-                    object: sref.clone(),
-                    reason: "EndpointPortNotFound".into(),
-                    message: format!(
-                        "{sref}: EndpointSlice {slice_name} has no port named {sp_name:?} for Service port {}; its endpoints are skipped",
-                        service_port.port
-                    ),
-                });
-                continue;
-            };
-            for e in &cs.endpoints {
-                // Ready, or serving while terminating (drained with weight 0); nothing else.
-                let member = e.ready || (e.serving && e.terminating);
-                if !member || !in_node_pool(e.node.as_deref(), nodes, opts) {
-                    continue;
-                }
-                let Some(address) = e.address else { continue };
-                if seen.insert((address, port)) {
-                    drafts.push((address, port, e));
-                }
-            }
-        }
-        drafts.sort_by_key(|d| (d.0, d.1));
-        let (members, reason) = weigh_drafts(drafts, service, nodes, opts);
-        (members, reason, warnings)
+        let slices = self.slices.iter().map(|(name, cs)| (name.as_str(), cs.ports.as_slice(), cs.endpoints.as_slice()));
+        members_of(slices, self.family, service, service_port, nodes, opts)
     }
+}
+
+/// [`SliceCache::members`] straight from the cached slices of one Service, without digesting
+/// them into a cache first (a copy of every endpoint per pool in a translation): the same
+/// members, weighting and warnings. Slices are read in name order, the last of one name kept.
+pub(crate) fn members_of_slices(
+    slices: &[&CompactSlice],
+    family: IpFamily,
+    service: &Service,
+    service_port: &ServicePort,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+) -> (Vec<Member>, String, Vec<Warning>) {
+    fn name(s: &CompactSlice) -> &str {
+        s.metadata.name.as_deref().unwrap_or_default()
+    }
+    let ordered: std::borrow::Cow<'_, [&CompactSlice]> = if slices.len() < 2 {
+        // Most Services have one slice.
+        std::borrow::Cow::Borrowed(slices)
+    } else {
+        let mut ordered = slices.to_vec();
+        ordered.sort_by(|a, b| name(a).cmp(name(b)));
+        // As a cache's upsert: the later slice of one name replaces the earlier.
+        ordered.reverse();
+        ordered.dedup_by(|later, kept| name(later) == name(kept));
+        ordered.reverse();
+        std::borrow::Cow::Owned(ordered)
+    };
+    let none: &[CachedEndpoint] = &[];
+    let digested = ordered.iter().map(|s| {
+        // A slice of the other family (or FQDN) holds nothing routable: as stored empty.
+        let (ports, endpoints) =
+            if s.family == Some(family) { (s.ports.as_slice(), s.endpoints.as_slice()) } else { (&[][..], none) };
+        (name(s), ports, endpoints)
+    });
+    members_of(digested, family, service, service_port, nodes, opts)
+}
+
+fn of_family(e: &CachedEndpoint, family: IpFamily) -> bool {
+    e.address.is_some_and(|a| match family {
+        IpFamily::V4 => a.is_ipv4(),
+        IpFamily::V6 => a.is_ipv6(),
+    })
+}
+
+/// The members from slices read in order: (name, ports, endpoints, of any family).
+fn members_of<'a>(
+    slices: impl Iterator<Item = (&'a str, &'a [(String, u16)], &'a [CachedEndpoint])>,
+    family: IpFamily,
+    service: &Service,
+    service_port: &ServicePort,
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+) -> (Vec<Member>, String, Vec<Warning>) {
+    let sp_name = service_port.name.as_deref().unwrap_or_default();
+    let mut warnings = Vec::new();
+    let mut drafts: Vec<(IpAddr, u16, &CachedEndpoint)> = Vec::new();
+    for (slice_name, ports, endpoints) in slices {
+        if !endpoints.iter().any(|e| of_family(e, family)) {
+            continue;
+        }
+        let port = ports.iter().find(|(n, _)| n == sp_name).map(|(_, p)| *p).or(match &service_port.target_port {
+            // Hand-made slices may carry no port names; a numeric targetPort still says where.
+            Some(IntOrString::Int(n)) if ports.is_empty() => u16::try_from(*n).ok(),
+            _ => None,
+        });
+        let Some(port) = port else {
+            let ns = namespace_of(&service.metadata);
+            let sref = KubeRef::new("Service", ns, service.metadata.name.as_deref().unwrap_or(""));
+            warnings.push(Warning {
+                object: sref.clone(),
+                reason: "EndpointPortNotFound".into(),
+                message: format!(
+                    "{sref}: EndpointSlice {slice_name} has no port named {sp_name:?} for Service port {}; its endpoints are skipped",
+                    service_port.port
+                ),
+            });
+            continue;
+        };
+        drafts.reserve(endpoints.len());
+        for e in endpoints.iter().filter(|e| of_family(e, family)) {
+            // Ready, or serving while terminating (drained with weight 0); nothing else.
+            let member = e.ready || (e.serving && e.terminating);
+            if !member || !in_node_pool(e.node.as_deref(), nodes, opts) {
+                continue;
+            }
+            let Some(address) = e.address else { continue };
+            drafts.push((address, port, e));
+        }
+    }
+    // Stable: of the same (address, port), the first read is kept, as it comes first.
+    drafts.sort_by_key(|d| (d.0, d.1));
+    drafts.dedup_by_key(|d| (d.0, d.1));
+    let (members, reason) = weigh_drafts(drafts, service, nodes, opts);
+    (members, reason, warnings)
 }
 
 /// Weights for the members: terminating ones drain (weight 0) while any endpoint takes new
@@ -154,7 +209,9 @@ fn weigh_drafts(
     // A Service that is not zone-aware (the default) needs no candidates: building them cost
     // several allocations per endpoint, a third of a 10k-Ingress translation.
     let w = if policy == super::zone::ZonePolicy::Even {
-        super::zone::not_zone_aware(drafts.iter().filter(|d| active(d.2)).count())
+        // Every active member gets (1, not backup): the weights' default below, so no vector
+        // of them is made (one per pool).
+        super::zone::not_zone_aware(0)
     } else {
         let cands: Vec<Candidate> = drafts
             .iter()

@@ -41,8 +41,15 @@ pub fn bounded(full: String) -> String {
 /// (only one wins, but the winner can change).
 pub fn policy_name(owner: &KubeRef, host: &str, path_type: &str, path: &str) -> String {
     let host = if host.is_empty() { "_" } else { host };
-    let kind = owner.kind.to_ascii_lowercase();
-    bounded(format!("{kind}:{}/{}:{}:{}:{}", owner.namespace, owner.name, host, path_type, path))
+    // Pushed into one string of its size: one allocation per policy, not three.
+    let parts = [owner.kind.as_str(), &owner.namespace, &owner.name, host, path_type, path];
+    let mut name = String::with_capacity(parts.iter().map(|p| p.len()).sum::<usize>() + 5);
+    name.extend(owner.kind.chars().map(|c| c.to_ascii_lowercase()));
+    for (sep, part) in [':', '/', ':', ':', ':'].into_iter().zip(&parts[1..]) {
+        name.push(sep);
+        name.push_str(part);
+    }
+    bounded(name)
 }
 
 /// `guard:<host>`: the policy that stops a host's unmatched requests from reaching wildcard or

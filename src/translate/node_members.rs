@@ -299,12 +299,27 @@ pub fn feed_members(
     pool: &str,
     warnings: &mut Vec<Warning>,
 ) -> (Vec<Member>, String, MemberMode) {
+    let of_endpoints = || endpoints.members(svc, sp, nodes, opts);
+    feed_members_with(svc, sp, of_endpoints, nodes, opts, pool, warnings)
+}
+
+/// [`feed_members`] with the endpoints' members made by `of_endpoints` (asked only in a pod
+/// member mode): the translation reads the cached slices in place.
+pub(crate) fn feed_members_with(
+    svc: &Service,
+    sp: &ServicePort,
+    of_endpoints: impl FnOnce() -> (Vec<Member>, String, Vec<Warning>),
+    nodes: &NodeIndex<'_>,
+    opts: &TranslateOptions,
+    pool: &str,
+    warnings: &mut Vec<Warning>,
+) -> (Vec<Member>, String, MemberMode) {
     let mode = service_member_mode(svc, opts, warnings);
     if mode == MemberMode::NodePort {
         let (members, reason) = node_port_members(svc, sp, nodes, opts, pool, warnings);
         return (members, reason, mode);
     }
-    let (members, reason, w) = endpoints.members(svc, sp, nodes, opts);
+    let (members, reason, w) = of_endpoints();
     warnings.extend(w);
     if members.is_empty() {
         warnings.push(no_endpoints(&service_ref(svc), sp, pool, opts));

@@ -8,9 +8,9 @@
 //! 5. **order**: both listeners' policies by host precedence and the front ends' order keys;
 //! 6. **pools**: members and weights of every pool, and their health monitors ([`super::pools`]).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use super::backends::{Feed, PoolKey, Services, index_services, pool_names};
+use super::backends::{Feed, FeedView, PoolKey, Services, index_services, name_of_one, pool_names_of};
 use super::claim::RouteClaim;
 use super::ingress::{self, IngressRoutes};
 use super::ingress_class::ours_by_age;
@@ -19,7 +19,7 @@ use super::pools::{build_pools, health_monitors};
 use super::status::reserved;
 use super::table::{
     RouteTable, Stops, guard_policies, needs_server_error_pool, needs_unavailable_pool, number, order_policies,
-    route_feed,
+    route_feed_view,
 };
 use super::tenancy::host_owners;
 use super::tls::{on_https, translate_tls};
@@ -84,9 +84,21 @@ impl Backends {
         opts: &TranslateOptions,
         warnings: &mut Vec<Warning>,
     ) -> Self {
-        let mut feeds: BTreeSet<Feed> = routes.iter().filter_map(|r| route_feed(&r.action)).collect();
+        // Each feed copied once, not once per route: most are one Service port, borrowed.
+        let mut ones: Vec<&PoolKey> = Vec::with_capacity(routes.len());
+        let mut feeds: Vec<Feed> = Vec::new();
+        for r in routes {
+            match route_feed_view(&r.action) {
+                FeedView::None => {}
+                FeedView::One(k) => ones.push(k),
+                FeedView::Split(f) => feeds.push(f),
+            }
+        }
+        ones.sort_unstable();
+        ones.dedup();
+        feeds.extend(ones.into_iter().cloned().map(Feed::One));
         feeds.extend(router_default.clone().map(Feed::One));
-        let mut names = pool_names(&feeds);
+        let mut names = pool_names_of(feeds.into_iter().collect());
         // With a router-wide default backend and no responder, a named host's unmatched paths are
         // guarded to the empty 503 pool: they must never reach another tenant's catch-all.
         let guard_to_unavailable =
@@ -103,7 +115,7 @@ impl Backends {
         names.extend(reserved.from_service.into_iter().map(|(k, n)| (Feed::One(k), n)));
         // No default backend: requests no route matches go to the 404 pool, when there is one.
         let default_pool =
-            router_default.as_ref().map(|k| names[&Feed::One(k.clone())].clone()).or(reserved.not_found.clone());
+            router_default.as_ref().and_then(|k| name_of_one(&names, k).cloned()).or(reserved.not_found.clone());
         let guard_pool =
             reserved.not_found.clone().or_else(|| guard_to_unavailable.then(|| UNAVAILABLE_POOL.to_string()));
         Backends {

@@ -7,9 +7,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Endpoints, Service, ServicePort};
 
 use super::backends::{Feed, PoolKey, Services};
-use super::members::{SliceCache, endpoints_as_slices, index_nodes};
+use super::members::{SliceCache, endpoints_as_slices, index_nodes, members_of_slices};
 use super::names::namespace_of;
-use super::node_members::{feed_members, pool_health_monitor, service_member_mode};
+use super::node_members::{feed_members, feed_members_with, pool_health_monitor, service_member_mode};
 use super::options::{IpFamily, Source, TranslateOptions, View};
 use super::slices::CompactSlice;
 use super::split::{FeedMembers, split_members};
@@ -111,35 +111,67 @@ pub(crate) fn build_pools(
     let wanted = names.keys().flat_map(Feed::keys).map(|k| (k.namespace.as_str(), k.service.as_str())).collect();
     let sources = endpoint_sources(&inputs, opts, &wanted);
     let none = EndpointSources::default();
-    // Single-Service feeds are sorted by (namespace, Service, port): a Service's ports are
-    // consecutive and share one digest of its endpoints, dropped when the next Service comes.
+    // Core Endpoints are digested into a cache, one Service at a time (single-Service feeds are
+    // sorted by (namespace, Service, port): a Service's ports are consecutive and share it).
+    // EndpointSlices are read in place.
     let mut current: Option<((&str, &str), SliceCache)> = None;
-    let mut pools = BTreeMap::new();
+    // Collected, then made a map at once (sorted, built without a search per pool).
+    let mut pools = Vec::with_capacity(names.len());
     for (feed, name) in names {
-        let mut feeds = Vec::new();
-        let mut modes = Vec::new();
-        let backends: Vec<(&PoolKey, u32)> = match feed {
-            Feed::One(k) => vec![(k, 1)],
-            Feed::Split(b) => b.iter().map(|b| (&b.key, b.weight)).collect(),
-        };
-        for (k, weight) in backends {
+        let mut members_of_key = one_key(|k| {
             let svc = services[&(k.namespace.as_str(), k.service.as_str())];
             let sp = key_port(svc, k);
             let of = (k.namespace.as_str(), k.service.as_str());
-            if current.as_ref().is_none_or(|(c, _)| *c != of) {
-                current = Some((of, sources.get(&of).unwrap_or(&none).cache(opts.vip_family)));
+            let source = sources.get(&of).unwrap_or(&none);
+            let (members, weighting, mode) = if opts.use_endpoint_slices {
+                let of_slices = || members_of_slices(&source.slices, opts.vip_family, svc, sp, &nodes, opts);
+                feed_members_with(svc, sp, of_slices, &nodes, opts, name, warnings)
+            } else {
+                if current.as_ref().is_none_or(|(c, _)| *c != of) {
+                    current = Some((of, source.cache(opts.vip_family)));
+                }
+                let cache = &current.as_ref().expect("set above").1;
+                feed_members(svc, sp, cache, &nodes, opts, name, warnings)
+            };
+            (members, weighting, mode, sp)
+        });
+        let pool = match feed {
+            Feed::One(k) => {
+                // One Service: its members as they are (what `pool_of` makes of one feed).
+                let (members, weighting, mode, sp) = members_of_key(k);
+                Pool {
+                    name: name.clone(),
+                    service: KubeRef::new("Service", &k.namespace, &k.service),
+                    service_port: port_label(sp),
+                    lb_algorithm: opts.lb_algorithm.clone(),
+                    members,
+                    weighting,
+                    split: Vec::new(),
+                    member_mode: pool_mode(&[mode]),
+                }
             }
-            let cache = &current.as_ref().expect("set above").1;
-            let (members, weighting, mode) = feed_members(svc, sp, cache, &nodes, opts, name, warnings);
-            modes.push(mode);
-            let service = KubeRef::new("Service", &k.namespace, &k.service);
-            feeds.push((FeedMembers { service, weight, members, weighting }, port_label(sp)));
-        }
-        let mut pool = pool_of(name, feed, feeds, opts);
-        pool.member_mode = pool_mode(&modes);
-        pools.insert(name.clone(), pool);
+            Feed::Split(b) => {
+                let mut feeds = Vec::with_capacity(b.len());
+                let mut modes = Vec::with_capacity(b.len());
+                for wb in b {
+                    let (members, weighting, mode, sp) = members_of_key(&wb.key);
+                    modes.push(mode);
+                    let service = KubeRef::new("Service", &wb.key.namespace, &wb.key.service);
+                    feeds.push((FeedMembers { service, weight: wb.weight, members, weighting }, port_label(sp)));
+                }
+                let mut pool = pool_of(name, feed, feeds, opts);
+                pool.member_mode = pool_mode(&modes);
+                pool
+            }
+        };
+        pools.push((name.clone(), pool));
     }
-    pools
+    pools.into_iter().collect()
+}
+
+/// `f` as a closure over keys of one lifetime (the names' keys), so that it may keep one.
+fn one_key<'k, R>(f: impl FnMut(&'k PoolKey) -> R) -> impl FnMut(&'k PoolKey) -> R {
+    f
 }
 
 /// A pool from its feeds' members: as they are for one Service, weighted for a split.

@@ -25,12 +25,17 @@ pub(crate) const PORT_SUFFIX: &str = "(:[0-9]+)?";
 pub fn escape_regex(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 8);
     for c in s.chars() {
-        if matches!(c, '.' | '+' | '*' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '^' | '$' | '\\') {
+        if is_regex_meta(c) {
             out.push('\\');
         }
         out.push(c);
     }
     out
+}
+
+/// The characters [`escape_regex`] escapes.
+fn is_regex_meta(c: char) -> bool {
+    matches!(c, '.' | '+' | '*' | '?' | '(' | ')' | '[' | ']' | '{' | '}' | '|' | '^' | '$' | '\\')
 }
 
 /// How a path matches, after mapping ImplementationSpecific onto Prefix.
@@ -182,6 +187,31 @@ pub fn path_rule(kind: PathKind, path: &str, has_host_rule: bool) -> Option<Rule
     Some(Rule { rule_type: RuleType::Path, compare_type, value, invert: false, key: None })
 }
 
+/// [`value_problem`] of the rule [`path_rule`] makes, without making it: the front end checks
+/// every path before it claims it, and the rule itself is made with the policy. With a host
+/// rule or without, the answer is the same.
+pub(crate) fn path_rule_value_problem(kind: PathKind, path: &str) -> Option<String> {
+    let p = match kind {
+        PathKind::Exact => return value_problem(path),
+        PathKind::Prefix => normalize_prefix(path),
+    };
+    if p == "/" {
+        // No rule with a host rule; `STARTS_WITH /` without one: both pass.
+        return None;
+    }
+    // `^<p escaped>(/.*)?$`: never empty; the regex around `p` and the escapes add neither
+    // whitespace nor control characters.
+    let escapes = p.chars().filter(|c| is_regex_meta(*c)).count();
+    let len = "^".len() + p.len() + escapes + "(/.*)?$".len();
+    if len > MAX_VALUE {
+        return Some(format!("rule value is {len} characters, Octavia allows {MAX_VALUE}"));
+    }
+    if p.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("rule value contains whitespace or control characters".into());
+    }
+    None
+}
+
 /// Inverted HOST_NAME rules that exclude `patterns` (regex bodies from [`host_pattern`]), packed
 /// into as few values ≤ 255 characters as possible. Used when no default pool exists to stop
 /// hosts with their own rules from falling through to wildcard or host-less policies.
@@ -254,6 +284,20 @@ pub(crate) fn header_problem(h: &HeaderMatch) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn the_path_check_without_the_rule_says_what_the_rule_would(
+            path in "[/a-z.+*?()\\[\\]{}|^$ \t\\\\é-]{0,300}",
+            exact in any::<bool>(),
+            has_host in any::<bool>(),
+        ) {
+            let kind = if exact { PathKind::Exact } else { PathKind::Prefix };
+            let made = path_rule(kind, &path, has_host).and_then(|r| value_problem(&r.value));
+            prop_assert_eq!(path_rule_value_problem(kind, &path), made);
+        }
+    }
 
     #[test]
     fn octavia_refuses_header_names_that_are_not_tokens_and_values_with_spaces() {

@@ -5,8 +5,10 @@
 
 use std::collections::BTreeMap;
 
-use super::backends::{Feed, feed_of};
-use super::claim::{FixedAnswer, HeaderMatch, PathMatch, RedirectSpec, RouteAction, RouteClaim};
+use super::backends::{Feed, FeedView, feed_view, name_of_view};
+use super::claim::{FixedAnswer, RedirectSpec, RouteAction, RouteClaim};
+#[cfg(test)]
+use super::claim::{HeaderMatch, PathMatch};
 use super::hosts::{HostKind, wildcard_covers};
 use super::names::{bounded, guard_name, policy_name};
 use super::rules::{MAX_RULES, exclusion_rules, header_rule, host_pattern, host_rule, path_match_rule};
@@ -19,55 +21,68 @@ fn warn(out: &mut Vec<Warning>, object: &KubeRef, reason: Reason, message: Strin
     out.push(Warning { object: object.clone(), reason, message });
 }
 
-/// The claimed routes, by what they match.
+/// The claimed routes, in the order of what they match.
 #[derive(Default)]
 pub(crate) struct RouteTable {
-    claimed: BTreeMap<(String, PathMatch, Vec<HeaderMatch>), RouteClaim>,
+    claimed: Vec<RouteClaim>,
+}
+
+/// The order of what two routes match (host, path, headers): equal when they compete.
+fn match_order(a: &RouteClaim, b: &RouteClaim) -> std::cmp::Ordering {
+    (&a.host, &a.path, &a.headers).cmp(&(&b.host, &b.path, &b.headers))
 }
 
 impl RouteTable {
-    /// Claims in the order given (front ends list the oldest object first).
+    /// Claims in the order given (front ends list the oldest object first): the first claim of
+    /// each match wins. The claims are sorted by match once (a stable sort keeps the first
+    /// claimed first among equals) instead of a map keyed by a copy of every match; the losers'
+    /// warnings come in the order of the claims, as when they were claimed one by one.
     pub(crate) fn claim_all(claims: impl IntoIterator<Item = RouteClaim>, warnings: &mut Vec<Warning>) -> Self {
-        let mut table = RouteTable::default();
-        for c in claims {
-            table.claim(c, warnings);
+        let claims: Vec<RouteClaim> = claims.into_iter().collect();
+        let mut by_match: Vec<usize> = (0..claims.len()).collect();
+        by_match.sort_by(|&a, &b| match_order(&claims[a], &claims[b]));
+        let mut winners = Vec::new();
+        // (loser, winner), by claim.
+        let mut lost: Vec<(usize, usize)> = Vec::new();
+        for same in by_match.chunk_by(|&a, &b| match_order(&claims[a], &claims[b]).is_eq()) {
+            winners.push(same[0]);
+            lost.extend(same[1..].iter().map(|&l| (l, same[0])));
         }
-        table
-    }
-
-    /// Claims a route's match for its owner unless an older route holds it; the loser gets a
-    /// warning naming the winner. A fallback never displaces a route, and is silent when its
-    /// own object routes that match itself.
-    fn claim(&mut self, route: RouteClaim, warnings: &mut Vec<Warning>) {
-        let key = route.match_key();
-        let Some(w) = self.claimed.get(&key) else {
-            self.claimed.insert(key, route);
-            return;
-        };
-        let owner = route.owner_ref();
-        if !route.fallback {
-            let msg = format!(
-                "{owner}: {} ignored: {} is already routed by {} (older, or listed first)",
-                route.origin,
-                route.describe(),
-                w.owner_ref()
-            );
-            warn(warnings, owner, Reason::DuplicateRoute, msg);
-        } else if w.owner_ref() != owner {
-            let msg = format!(
-                "{owner}: {} does not catch the unmatched paths of host {}: {} of {} already does",
-                route.origin,
-                route.host,
-                w.describe(),
-                w.owner_ref()
-            );
-            warn(warnings, owner, Reason::ConflictingDefaultBackend, msg);
+        lost.sort_unstable();
+        for (l, w) in lost {
+            lost_claim(&claims[l], &claims[w], warnings);
         }
+        let mut claims: Vec<Option<RouteClaim>> = claims.into_iter().map(Some).collect();
+        RouteTable { claimed: winners.into_iter().filter_map(|w| claims[w].take()).collect() }
     }
 
     /// The winning routes.
     pub fn routes(self) -> Vec<RouteClaim> {
-        self.claimed.into_values().collect()
+        self.claimed
+    }
+}
+
+/// The warning of a route whose match an older route holds. A fallback never displaces a
+/// route, and is silent when its own object routes that match itself.
+fn lost_claim(route: &RouteClaim, w: &RouteClaim, warnings: &mut Vec<Warning>) {
+    let owner = route.owner_ref();
+    if !route.fallback {
+        let msg = format!(
+            "{owner}: {} ignored: {} is already routed by {} (older, or listed first)",
+            route.origin(),
+            route.describe(),
+            w.owner_ref()
+        );
+        warn(warnings, owner, Reason::DuplicateRoute, msg);
+    } else if w.owner_ref() != owner {
+        let msg = format!(
+            "{owner}: {} does not catch the unmatched paths of host {}: {} of {} already does",
+            route.origin(),
+            route.host,
+            w.describe(),
+            w.owner_ref()
+        );
+        warn(warnings, owner, Reason::ConflictingDefaultBackend, msg);
     }
 }
 
@@ -95,18 +110,18 @@ fn precedence(a: &RouteClaim, b: &RouteClaim) -> std::cmp::Ordering {
     ))
 }
 
-/// Per host of `routes`: does it have a catch-all (matches every path, no header), and which
-/// owner speaks for it (the smallest owner of its routes)?
+/// Per host of `routes` (sorted by [`precedence`], so a host's routes are neighbours): does it
+/// have a catch-all (matches every path, no header), and which owner speaks for it (the
+/// smallest owner of its routes)?
 fn host_summary(routes: &[RouteClaim]) -> BTreeMap<&str, (bool, &KubeRef)> {
-    let mut hosts: BTreeMap<&str, (bool, &KubeRef)> = BTreeMap::new();
-    for r in routes {
-        let e = hosts.entry(r.host.as_str()).or_insert((false, r.owner_ref()));
-        e.0 |= r.path.is_everything() && r.headers.is_empty();
-        if r.owner_ref() < e.1 {
-            e.1 = r.owner_ref();
-        }
-    }
-    hosts
+    routes
+        .chunk_by(|a, b| a.host == b.host)
+        .map(|same| {
+            let catch_all = same.iter().any(|r| r.path.is_everything() && r.headers.is_empty());
+            let owner = same.iter().map(RouteClaim::owner_ref).min().unwrap_or(same[0].owner_ref());
+            (same[0].host.as_str(), (catch_all, owner))
+        })
+        .collect()
 }
 
 /// The hosts whose unmatched requests could fall through to a later host's routes (a wildcard
@@ -158,18 +173,34 @@ pub(crate) fn order_policies(
     warnings: &mut Vec<Warning>,
 ) -> Vec<Policy> {
     routes.sort_by(precedence);
-    let hosts = host_summary(&routes);
-    let leaky = leaky_hosts(&hosts, stops);
-    let mut policies = Vec::with_capacity(routes.len() + leaky.len());
-    for group in routes.chunk_by(|a, b| a.host == b.host) {
+    // Owned: the routes' owners move into their policies below, while these are still needed.
+    let (leaky, guards): (Vec<String>, BTreeMap<String, KubeRef>) = {
+        let hosts = host_summary(&routes);
+        let leaky = leaky_hosts(&hosts, stops);
+        let guards = match stops.guard_pool {
+            Some(_) => leaky.iter().map(|h| (h.to_string(), hosts[h].1.clone())).collect(),
+            None => BTreeMap::new(),
+        };
+        (leaky.iter().map(|h| h.to_string()).collect(), guards)
+    };
+    let leaky: Vec<&str> = leaky.iter().map(String::as_str).collect();
+    let mut policies = Vec::with_capacity(routes.len() + guards.len());
+    for group in routes.chunk_by_mut(|a, b| a.host == b.host) {
+        let first = policies.len();
         let host = group[0].host.as_str();
         let excluded = exclusions(host, &leaky, stops);
         let excl_rules = exclusion_rules(&excluded);
-        policies.extend(group.iter().map(|r| route_policy(r, names, &excluded, &excl_rules, warnings)));
-        if let Some(gp) = stops.guard_pool
-            && leaky.contains(&host)
-        {
-            policies.push(guard_policy(host, gp, hosts[host].1.clone()));
+        // One host rule per host, copied into each of its policies.
+        let host_match = (!host.is_empty()).then(|| host_rule(host));
+        policies.extend(
+            group.iter().map(|r| route_policy(r, host_match.as_ref(), names, &excluded, &excl_rules, warnings)),
+        );
+        if let (Some(gp), Some(owner)) = (stops.guard_pool, guards.get(host)) {
+            policies.push(guard_policy(host, gp, owner.clone()));
+        }
+        // The routes are done with: each owner moves into its policy (the guard comes last).
+        for (p, r) in policies[first..].iter_mut().zip(group.iter_mut()) {
+            p.owner = std::mem::replace(&mut r.owner.object, KubeRef::new("", "", ""));
         }
     }
     number(&mut policies);
@@ -219,15 +250,20 @@ fn route_policy_name(r: &RouteClaim) -> String {
 }
 
 /// The rules of a route: host, path, headers (an empty list only for a host-less route of
-/// every path with no header, which Octavia would skip: it gets `STARTS_WITH /`).
-pub(crate) fn route_rules(r: &RouteClaim) -> Vec<Rule> {
-    let mut rules = Vec::new();
-    if !r.host.is_empty() {
-        rules.push(host_rule(&r.host));
-    }
-    rules.extend(path_match_rule(&r.path, !r.host.is_empty() || !r.headers.is_empty()));
+/// every path with no header, which Octavia would skip: it gets `STARTS_WITH /`), then as many
+/// of `exclusions` as Octavia's rule limit leaves room for; the vector at its exact size. The
+/// host rule is made once for the host (`None`: no host).
+/// Also how many of them are the route's own (not exclusions).
+fn route_rules_with(r: &RouteClaim, host: Option<&Rule>, exclusions: &[Rule]) -> (Vec<Rule>, usize) {
+    let path = path_match_rule(&r.path, host.is_some() || !r.headers.is_empty());
+    let own = usize::from(host.is_some()) + usize::from(path.is_some()) + r.headers.len();
+    let room = MAX_RULES.saturating_sub(own);
+    let mut rules = Vec::with_capacity(own + exclusions.len().min(room));
+    rules.extend(host.cloned());
+    rules.extend(path);
     rules.extend(r.headers.iter().map(header_rule));
-    rules
+    rules.extend(exclusions.iter().take(room).cloned());
+    (rules, own)
 }
 
 fn redirect_of(spec: &RedirectSpec) -> PolicyRedirect {
@@ -244,13 +280,14 @@ fn redirect_of(spec: &RedirectSpec) -> PolicyRedirect {
 /// limit leaves room for (a warning names the route when some do not fit).
 fn route_policy(
     r: &RouteClaim,
+    host_rule: Option<&Rule>,
     names: &PoolNames,
     excluded: &[String],
     excl_rules: &[Rule],
     warnings: &mut Vec<Warning>,
 ) -> Policy {
-    let mut rules = route_rules(r);
-    let room = MAX_RULES.saturating_sub(rules.len());
+    let (rules, own) = route_rules_with(r, host_rule, excl_rules);
+    let room = MAX_RULES.saturating_sub(own);
     if excl_rules.len() > room {
         warn(
             warnings,
@@ -261,17 +298,21 @@ fn route_policy(
                 r.owner_ref(),
                 r.describe(),
                 excluded.len(),
-                excl_rules.len() + rules.len()
+                excl_rules.len() + own
             ),
         );
     }
-    rules.extend(excl_rules.iter().take(room).cloned());
-    policy_with_rules(r, rules, names)
+    policy_owned_by(r, rules, names, KubeRef::new("", "", ""))
 }
 
 /// The policy of one route with the rules its front end computed: its name, and its pool or
 /// redirect from the route's action. Position 0 (see [`number`]).
-pub(crate) fn policy_with_rules(r: &RouteClaim, mut rules: Vec<Rule>, names: &PoolNames) -> Policy {
+pub(crate) fn policy_with_rules(r: &RouteClaim, rules: Vec<Rule>, names: &PoolNames) -> Policy {
+    policy_owned_by(r, rules, names, r.owner_ref().clone())
+}
+
+/// [`policy_with_rules`] with the owner given (the route's own, moved or copied).
+fn policy_owned_by(r: &RouteClaim, mut rules: Vec<Rule>, names: &PoolNames, owner: KubeRef) -> Policy {
     // Pushed one by one: no spare slots kept in the desired router, held for the router's life.
     rules.shrink_to_fit();
     let (pool, redirect) = match &r.action {
@@ -280,26 +321,31 @@ pub(crate) fn policy_with_rules(r: &RouteClaim, mut rules: Vec<Rule>, names: &Po
         RouteAction::Fixed(FixedAnswer::ServerError) => (SERVER_ERROR_POOL.to_string(), None),
         RouteAction::Redirect(spec) => (String::new(), Some(redirect_of(spec))),
     };
-    Policy {
-        name: route_policy_name(r),
-        position: 0,
-        pool,
-        rules,
-        owner: r.owner_ref().clone(),
-        description: r.describe(),
-        redirect,
-    }
+    Policy { name: route_policy_name(r), position: 0, pool, rules, owner, description: r.describe(), redirect }
 }
 
 /// What fills a forwarding route's pool: its backend, or the weighted split over several.
 /// `None`: no backend with weight, the route answers 503.
+#[cfg(test)]
 pub(crate) fn route_feed(action: &RouteAction) -> Option<Feed> {
     let RouteAction::Forward(backends) = action else { return None };
-    feed_of(backends)
+    super::backends::feed_of(backends)
+}
+
+/// What fills a forwarding route's pool, borrowed from the route when it is one Service port
+/// (see [`feed_view`]).
+pub(crate) fn route_feed_view(action: &RouteAction) -> FeedView<'_> {
+    match action {
+        RouteAction::Forward(backends) => feed_view(backends),
+        _ => FeedView::None,
+    }
 }
 
 fn forward_pool(r: &RouteClaim, names: &PoolNames) -> String {
-    route_feed(&r.action).map_or_else(|| UNAVAILABLE_POOL.to_string(), |f| names[&f].clone())
+    match route_feed_view(&r.action) {
+        FeedView::None => UNAVAILABLE_POOL.to_string(),
+        view => name_of_view(names, &view).expect("the backends phase names every route's feed").clone(),
+    }
 }
 
 /// Does some route answer 500 through the reserved 500 pool?
