@@ -126,6 +126,11 @@ async fn fip_quota_exhausted_the_failing_router_is_reported_and_new_groups_go_wh
     if !enabled() {
         return;
     }
+    // `RUST_LOG=info` shows the controller's logs.
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_test_writer()
+        .try_init();
     let project = ScratchProject::create("fq").await;
     let fake = Fake::new();
     super::router_set::class_and_web_service(&fake, CLASS, FIRST_ENDPOINT);
@@ -209,7 +214,13 @@ async fn steps(fake: &Fake, s: &kuryr_l7_router::config::Settings, base: &str, r
     })
     .await;
     assert!(floating_ips(&routers[2]).await.is_empty(), "the third router has no floating IP");
-    assert!(status_of(fake, "fd").is_empty(), "fd has no address: {:?}", status_of(fake, "fd"));
+    assert!(
+        status_of(fake, "fd").is_empty(),
+        "fd has no address: {:?} (the routers' addresses: {:?}, {:?})",
+        status_of(fake, "fd"),
+        floating_ips(&routers[0]).await,
+        floating_ips(&routers[1]).await
+    );
 
     // 3. fe (one policy) goes to the second router, which has room, not to the failing third.
     fake.put("ingresses", ingress("fe", 1));
