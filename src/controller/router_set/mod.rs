@@ -74,10 +74,19 @@ pub struct Placed {
 
 impl Placed {
     /// The router of `ing`: the router of its hosts; an Ingress with only host-less rules is on
-    /// every router, and its status carries the first router's address.
-    pub(crate) fn router_of(&self, ing: &Ingress) -> RouterIndex {
+    /// every router, and its status carries the first router's address. `None`: an Ingress with
+    /// hosts that this placement does not place (one created after it was made, or whose hosts
+    /// all went to others): no router's job publishes an address on it, for the first router
+    /// would be an address that does not serve its hosts (its own Sync places it).
+    pub(crate) fn router_of(&self, ing: &Ingress) -> Option<RouterIndex> {
         let key = format!("{}/{}", namespace_of(&ing.metadata), ing.metadata.name.as_deref().unwrap_or_default());
-        self.placement.ingress_router.get(&key).copied().unwrap_or(0)
+        if let Some(router) = self.placement.ingress_router.get(&key) {
+            return Some(*router);
+        }
+        let rules = ing.spec.as_ref().and_then(|s| s.rules.as_ref());
+        let has_hosts =
+            rules.is_some_and(|rules| rules.iter().any(|r| r.host.as_deref().is_some_and(|h| !h.is_empty())));
+        (!has_hosts).then_some(0)
     }
 
     /// Whether `ing`'s group is being moved (its status is the move's, not one router's).

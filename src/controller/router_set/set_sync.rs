@@ -55,7 +55,7 @@ impl Context {
         let jobs = slots.iter().map(|(index, slot)| self.router_job(set, &placed, *index, slot, force, scope));
         let results = futures::future::join_all(jobs).await;
         let mine = match scope {
-            Scope::Ingress(ing) => Some(placed.router_of(ing)),
+            Scope::Ingress(ing) => Some(placed.router_of(ing).unwrap_or(0)),
             _ => None,
         };
         let mut answer: Option<SetAnswer> = None;
@@ -205,7 +205,7 @@ impl Context {
         scope: Scope<'_>,
     ) -> Result<(), HandlerError> {
         // A moving group's status carries the move's addresses (`drive_moves`).
-        let here = |ing: &Ingress| placed.router_of(ing) == index && !placed.is_moving(ing);
+        let here = |ing: &Ingress| placed.router_of(ing) == Some(index) && !placed.is_moving(ing);
         match scope {
             Scope::Ingress(ing) if !here(ing) => self.apply_outputs(slot, synced, Scope::Sync, &here).await,
             Scope::Ingress(_) if index != 0 => {

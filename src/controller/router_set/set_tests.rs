@@ -169,3 +169,56 @@ fn a_placement_keeps_the_moves_stepped_on_meanwhile() {
         assert_eq!(stepped_since(known, placed, &moved), kept, "{case}");
     }
 }
+
+/// An Ingress with hosts that a placement does not place (created after the placement was made)
+/// belongs to no router of that placement: a router's job finishing with it publishes no address
+/// on it (the first router's address would not serve its hosts). A host-less Ingress is on every
+/// router and carries the first router's address; a placed one, its router's.
+#[test]
+fn an_ingress_newer_than_the_placement_is_on_no_router_of_it() {
+    use crate::placement::Capacity;
+    use crate::placement::split::{SplitParams, place_and_split};
+    use crate::translate::{TranslateOptions, translate};
+    let ingress = |name: &str, host: Option<&str>| {
+        let mut rule = serde_json::json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
+            "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}});
+        if let Some(h) = host {
+            rule["host"] = serde_json::json!(h);
+        }
+        serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
+            "metadata": {"name": name, "namespace": "shop"},
+            "spec": {"ingressClassName": "kuryr-l7-router", "rules": [rule]}})
+    };
+    let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
+        "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+    let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
+        "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+    let docs = [ingress("a", Some("a.example.com")), ingress("b", Some("b.example.com")), svc, class];
+    let text: Vec<String> = docs.iter().map(|d| d.to_string()).collect();
+    let mut inputs = crate::translate::options::Inputs::default();
+    crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs).unwrap();
+    let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
+    let whole = translate(&inputs, &opts);
+    let params = SplitParams {
+        capacity: Capacity { max_policies: 1, max_certificates: 10 },
+        current: BTreeMap::new(),
+        routers: BTreeMap::new(),
+        now: 0,
+        empty_grace_secs: 60,
+    };
+    let set = place_and_split(&whole, &params);
+    let placed = Placed {
+        placement: set.placement,
+        whole: Arc::new(whole),
+        parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
+        moves: Moves::default(),
+        moved: Vec::new(),
+        refused: Vec::new(),
+        pending: BTreeSet::new(),
+    };
+    let of = |v: serde_json::Value| placed.router_of(&serde_json::from_value::<Ingress>(v).unwrap());
+    let (a, b) = (of(ingress("a", Some("a.example.com"))), of(ingress("b", Some("b.example.com"))));
+    assert!(a.is_some() && b.is_some() && a != b, "one router each: {a:?} {b:?}");
+    assert_eq!(of(ingress("late", Some("late.example.com"))), None);
+    assert_eq!(of(ingress("hostless", None)), Some(0));
+}
