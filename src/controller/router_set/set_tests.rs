@@ -1,13 +1,13 @@
 use super::*;
+use crate::placement::Capacity;
+use crate::translate::{TranslateOptions, translate};
 
 /// An oversized group's Ingresses get `OversizedGroup`, naming the router it has to
 /// itself; the Ingresses of every group on a router over capacity get `RouterOverCapacity`;
 /// nobody else gets anything.
 #[test]
 fn placement_warnings_become_warning_events_on_the_ingresses_concerned() {
-    use crate::placement::split::{SplitParams, place_and_split};
-    use crate::placement::{Capacity, PlacementWarning};
-    use crate::translate::{TranslateOptions, translate};
+    use crate::placement::PlacementWarning;
     let yaml = |name: &str, hosts: &[&str], paths: usize| {
         let rules: Vec<serde_json::Value> = hosts
             .iter()
@@ -27,33 +27,12 @@ fn placement_warnings_become_warning_events_on_the_ingresses_concerned() {
     };
     let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
-    let docs = [yaml("big", &["big.example.com"], 3), yaml("small", &["small.example.com"], 1)];
-    let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-        "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
-    // JSON documents are YAML documents.
-    let text: Vec<String> = docs.iter().chain([&svc, &class]).map(|d| d.to_string()).collect();
-    let mut inputs = crate::translate::options::Inputs::default();
-    crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs).unwrap();
-    let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
-    let whole = translate(&inputs, &opts);
-    let params = SplitParams {
-        capacity: Capacity { max_policies: 2, max_certificates: 10 },
-        current: BTreeMap::new(),
-        routers: BTreeMap::new(),
-        now: 0,
-        empty_grace_secs: 60,
-    };
-    let set = place_and_split(&whole, &params);
-    assert!(matches!(set.placement.warnings[..], [PlacementWarning::OversizedGroup { .. }]), "{:?}", set.placement);
-    let placed = Placed {
-        placement: set.placement,
-        whole: Arc::new(whole),
-        parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
-        moves: Moves::default(),
-        moved: Vec::new(),
-        refused: Vec::new(),
-        pending: BTreeSet::new(),
-    };
+    let placed = placed_of(&[yaml("big", &["big.example.com"], 3), yaml("small", &["small.example.com"], 1), class], 2);
+    assert!(
+        matches!(placed.placement.warnings[..], [PlacementWarning::OversizedGroup { .. }]),
+        "{:?}",
+        placed.placement
+    );
     let events = placement_events("edge", &placed);
     let got: Vec<(String, &str)> = events.iter().map(|e| (e.regarding.to_string(), e.event.reason.as_str())).collect();
     assert_eq!(got, [("Ingress shop/big".to_string(), "OversizedGroup")]);
@@ -67,9 +46,7 @@ fn placement_warnings_become_warning_events_on_the_ingresses_concerned() {
 /// With a rollback's hold of a's move to router 1 in the records, nothing moves.
 #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
 async fn a_new_leader_sees_growth_from_the_recorded_costs() {
-    use crate::placement::Capacity;
     use crate::placement::moves::MoveCause;
-    use crate::translate::{TranslateOptions, translate};
     let records = std::sync::Mutex::new(SetRecords::default());
     let ing = |name: &str, paths: usize, cost: Option<u32>| {
         let paths: Vec<serde_json::Value> = (0..paths)
@@ -176,9 +153,6 @@ fn a_placement_keeps_the_moves_stepped_on_meanwhile() {
 /// router and carries the first router's address; a placed one, its router's.
 #[test]
 fn an_ingress_newer_than_the_placement_is_on_no_router_of_it() {
-    use crate::placement::Capacity;
-    use crate::placement::split::{SplitParams, place_and_split};
-    use crate::translate::{TranslateOptions, translate};
     let ingress = |name: &str, host: Option<&str>| {
         let mut rule = serde_json::json!({"http": {"paths": [{"path": "/", "pathType": "Prefix",
             "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}});
@@ -191,23 +165,35 @@ fn an_ingress_newer_than_the_placement_is_on_no_router_of_it() {
     };
     let class = serde_json::json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
         "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}});
+    let placed = placed_of(&[ingress("a", Some("a.example.com")), ingress("b", Some("b.example.com")), class], 1);
+    let of = |v: serde_json::Value| placed.router_of(&serde_json::from_value::<Ingress>(v).unwrap());
+    let (a, b) = (of(ingress("a", Some("a.example.com"))), of(ingress("b", Some("b.example.com"))));
+    assert!(a.is_some() && b.is_some() && a != b, "one router each: {a:?} {b:?}");
+    assert_eq!(of(ingress("late", Some("late.example.com"))), None);
+    assert_eq!(of(ingress("hostless", None)), Some(0));
+}
+
+/// The placement of `docs` (Ingresses and the IngressClass; a Service `shop/web` is added) at
+/// `max_policies` a router, as the set makes it from its first translation.
+fn placed_of(docs: &[serde_json::Value], max_policies: u32) -> Placed {
+    use crate::placement::split::{SplitParams, place_and_split};
     let svc = serde_json::json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
         "spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
-    let docs = [ingress("a", Some("a.example.com")), ingress("b", Some("b.example.com")), svc, class];
-    let text: Vec<String> = docs.iter().map(|d| d.to_string()).collect();
+    // JSON documents are YAML documents.
+    let text: Vec<String> = docs.iter().chain([&svc]).map(|d| d.to_string()).collect();
     let mut inputs = crate::translate::options::Inputs::default();
     crate::translate::manifest::load_str(&text.join("\n---\n"), std::path::Path::new("t.yaml"), &mut inputs).unwrap();
     let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
     let whole = translate(&inputs, &opts);
     let params = SplitParams {
-        capacity: Capacity { max_policies: 1, max_certificates: 10 },
+        capacity: Capacity { max_policies, max_certificates: 10 },
         current: BTreeMap::new(),
         routers: BTreeMap::new(),
         now: 0,
         empty_grace_secs: 60,
     };
     let set = place_and_split(&whole, &params);
-    let placed = Placed {
+    Placed {
         placement: set.placement,
         whole: Arc::new(whole),
         parts: set.routers.into_iter().map(|(i, d)| (i, Arc::new(d))).collect(),
@@ -215,10 +201,5 @@ fn an_ingress_newer_than_the_placement_is_on_no_router_of_it() {
         moved: Vec::new(),
         refused: Vec::new(),
         pending: BTreeSet::new(),
-    };
-    let of = |v: serde_json::Value| placed.router_of(&serde_json::from_value::<Ingress>(v).unwrap());
-    let (a, b) = (of(ingress("a", Some("a.example.com"))), of(ingress("b", Some("b.example.com"))));
-    assert!(a.is_some() && b.is_some() && a != b, "one router each: {a:?} {b:?}");
-    assert_eq!(of(ingress("late", Some("late.example.com"))), None);
-    assert_eq!(of(ingress("hostless", None)), Some(0));
+    }
 }
