@@ -119,6 +119,20 @@ pub(crate) async fn listener_write(
     door::write_recorded(cloud, order, writes, call).await
 }
 
+/// Planned listener writes one after the other (e.g. the stale listeners of the more ports:
+/// Octavia deletes their policies with them), stopping at the first failure.
+pub(crate) async fn listener_writes(
+    cloud: &Cloud,
+    lb_id: &str,
+    steps: Vec<ListenerStep>,
+    writes: &mut Vec<WriteRecord>,
+) -> Result<()> {
+    for step in steps {
+        listener_write(cloud, lb_id, step, writes).await?;
+    }
+    Ok(())
+}
+
 fn member_bodies(cloud: &Cloud, members: &[MemberSpec]) -> Vec<MemberCreate> {
     members.iter().map(|m| member_body(&cloud.spec, m)).collect()
 }

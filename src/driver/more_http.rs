@@ -80,21 +80,6 @@ pub(crate) fn plan_ports<'a>(
         .collect()
 }
 
-/// Deletes our more HTTP listeners that are no longer wanted (Octavia deletes their policies
-/// with them).
-pub(crate) async fn collect_stale(
-    cloud: &Cloud,
-    lb: &LoadBalancer,
-    found: &[Listener],
-    desired: &DesiredRouter,
-    report: &mut ConvergeReport,
-) -> Result<()> {
-    for step in plan_stale(found, desired, &cloud.spec) {
-        listener_write(cloud, &lb.id, step, &mut report.writes).await?;
-    }
-    Ok(())
-}
-
 /// Creates (or makes as configured) the listener of every more port; returns them by port, for
 /// their policies' plans.
 pub(crate) async fn ensure(

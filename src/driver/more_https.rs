@@ -95,21 +95,6 @@ pub(crate) fn plan_ports<'a>(
         .collect()
 }
 
-/// Deletes our more HTTPS listeners that are no longer wanted (Octavia deletes their policies
-/// with them).
-pub(crate) async fn collect_stale(
-    cloud: &Cloud,
-    lb: &LoadBalancer,
-    found: &[Listener],
-    desired: &DesiredRouter,
-    report: &mut ConvergeReport,
-) -> Result<()> {
-    for step in plan_stale(found, desired, &cloud.spec) {
-        listener_write(cloud, &lb.id, step, &mut report.writes).await?;
-    }
-    Ok(())
-}
-
 /// Creates (or switches) the listener of every more port, each write isolated like the main
 /// listener's: one Octavia refuses for good (or on hold) leaves that listener as it is, reported
 /// on its owners, and the others go on. Returns the listeners as they are now, by port, and

@@ -438,7 +438,8 @@ impl Router {
         let mut phase = https::prepare(c, &lb, desired, &holds, &mut report).await?;
         let (listener, listed) = lifecycle::ensure_http_listener(c, &lb, &mut report).await?;
         report.listener_id = listener.id.clone();
-        more_http::collect_stale(c, &lb, &listed, desired, &mut report).await?;
+        execute::listener_writes(c, &lb.id, more_http::plan_stale(&listed, desired, &c.spec), &mut report.writes)
+            .await?;
         self.has_https.store(HttpsKnown::of(phase.has_any_listener()), Ordering::SeqCst);
         if let https::Phase::Unavailable { has_listener: true, error } = phase {
             // Octavia's worker reads every certificate of the router for most writes (members,
@@ -448,7 +449,8 @@ impl Router {
         }
         // More HTTPS listeners no longer wanted go before the HTTP side's plan, which may
         // delete the pools only their policies used.
-        more_https::collect_stale(c, &lb, &listed, desired, &mut report).await?;
+        execute::listener_writes(c, &lb.id, more_https::plan_stale(&listed, desired, &c.spec), &mut report.writes)
+            .await?;
         // A router created fully populated has everything but its HTTPS side and redirects.
         let listener_held = holds.is_held(&WriteKey::HttpsListener);
         let http = https::http_view(desired, &phase, listener_held);
