@@ -178,6 +178,7 @@ impl Router {
     /// never another router's). An adopted router (`uuid`) is never deleted: it is not ours.
     /// False when there was no load balancer (its secrets are deleted all the same: a delete cut
     /// short after the load balancer went). A configured floating IP (`l7_router_ip`) is left.
+    /// Returns once Octavia no longer has the load balancer (404), or fails after `create_timeout`.
     pub async fn delete_router(&self) -> Result<bool> {
         if self.cloud.spec.uuid.is_some() {
             return Ok(false);
@@ -195,6 +196,10 @@ impl Router {
                 self.cloud.neutron.delete_floating_ip(&fip.id).await?;
             }
             self.cloud.octavia.delete_load_balancer(&lb.id, true).await?;
+            // Deleted means gone, not PENDING_DELETE: a caller that then forgets the router (a
+            // Gateway's finalizer removed, a set router dropped) must not leave a load balancer
+            // that a find by name still returns, nor a name that a new router cannot take yet.
+            self.cloud.octavia.wait_deleted(&lb.id, self.cloud.spec.create_timeout).await?;
         }
         // After the load balancer: its HTTPS listener no longer references them.
         https::delete_own_secrets(&self.cloud).await?;

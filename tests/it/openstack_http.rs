@@ -312,26 +312,52 @@ async fn deleting_a_router_deletes_its_load_balancer_and_our_floating_ip() {
         &kuryr_l7_router::driver::ownership::Ownership::new("c1"),
         "gw",
     );
-    let cloud =
-        Cloud::start(vec![our_lb(), fip_on_port(&marker), answer(204, json!(null)), answer(204, json!(null))]).await;
+    let cloud = Cloud::start(vec![
+        our_lb(),
+        fip_on_port(&marker),
+        answer(204, json!(null)),
+        answer(204, json!(null)),
+        pending_delete(),
+        gone(),
+    ])
+    .await;
     assert!(gateway_router(&cloud).delete_router().await.unwrap());
     let seen = cloud.seen();
     assert!(seen[0].starts_with("GET /v2/lbaas/loadbalancers?") && seen[0].contains("name=gw"), "{seen:?}");
     assert!(seen[1].starts_with("GET /v2.0/floatingips?port_id=port-1"), "{seen:?}");
     assert_eq!(
         seen[2..],
-        ["DELETE /v2.0/floatingips/fip-1 HTTP/1.1", "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1"]
+        [
+            "DELETE /v2.0/floatingips/fip-1 HTTP/1.1",
+            "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1",
+            // Deleted means gone: PENDING_DELETE is waited through until Octavia answers 404.
+            "GET /v2/lbaas/loadbalancers/lb-1 HTTP/1.1",
+            "GET /v2/lbaas/loadbalancers/lb-1 HTTP/1.1",
+        ]
     );
+}
+
+/// The load balancer still PENDING_DELETE after its delete was accepted.
+fn pending_delete() -> Answer {
+    answer(
+        200,
+        json!({"loadbalancer": {"id": "lb-1", "name": "gw", "vip_port_id": "port-1", "provisioning_status": "PENDING_DELETE"}}),
+    )
+}
+
+/// The load balancer gone: Octavia answers 404.
+fn gone() -> Answer {
+    answer(404, json!({"faultcode": "Client", "faultstring": "Load Balancer lb-1 not found."}))
 }
 
 /// A floating IP on the router's VIP that we did not allocate (put there by an operator) is
 /// left; the load balancer is deleted. No load balancer of ours: nothing is deleted.
 #[tokio::test]
 async fn deleting_a_router_never_touches_what_is_not_ours() {
-    let cloud = Cloud::start(vec![our_lb(), fip_on_port("the operator's"), answer(204, json!(null))]).await;
+    let cloud = Cloud::start(vec![our_lb(), fip_on_port("the operator's"), answer(204, json!(null)), gone()]).await;
     assert!(gateway_router(&cloud).delete_router().await.unwrap());
     let seen = cloud.seen();
-    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert_eq!(seen.len(), 4, "{seen:?}");
     assert_eq!(seen[2], "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1");
     let cloud = Cloud::start(vec![answer(200, json!({"loadbalancers": []}))]).await;
     assert!(!gateway_router(&cloud).delete_router().await.unwrap());
@@ -401,6 +427,7 @@ async fn deleting_a_router_deletes_its_own_barbican_secrets_only() {
         our_lb(),
         answer(200, json!({"floatingips": []})),
         answer(204, json!(null)),
+        gone(),
         answer(200, secrets),
         answer(204, json!(null)),
     ])
@@ -410,8 +437,8 @@ async fn deleting_a_router_deletes_its_own_barbican_secrets_only() {
     assert!(router.delete_router().await.unwrap());
     let seen = cloud.seen();
     assert_eq!(seen[2], "DELETE /v2/lbaas/loadbalancers/lb-1?cascade=true HTTP/1.1", "{seen:?}");
-    assert!(seen[3].starts_with("GET /v1/secrets?") && seen[3].contains("kuryr-l7-router%3Ac1%3Agw%3A"), "{seen:?}");
-    assert_eq!(seen[4..], [format!("DELETE /v1/secrets/{OUR_SECRET} HTTP/1.1")], "only this router's own secret");
+    assert!(seen[4].starts_with("GET /v1/secrets?") && seen[4].contains("kuryr-l7-router%3Ac1%3Agw%3A"), "{seen:?}");
+    assert_eq!(seen[5..], [format!("DELETE /v1/secrets/{OUR_SECRET} HTTP/1.1")], "only this router's own secret");
 }
 
 /// The Gateways' load balancers are listed by our ownership tags alone (no name filter), and
