@@ -30,11 +30,15 @@
 //!
 //! The fixtures' Services get one synthetic ready endpoint each (the pure fixtures carry no
 //! endpoints); the certificates of `tlsSecrets` are generated for the hosts the case serves.
+//! The CA ConfigMaps of `caConfigMaps` are the suite's (`gateway_case::suite_ca`, a CA and the
+//! client certificate it signed, as the upstream suite makes them); a request with
+//! `clientCertOf` presents that CA's client certificate, and `refused` expects its TLS handshake
+//! refused (no HTTP answer), as the upstream client certificate validation tests do.
 
 use super::status_answers::{Responder, send_requests};
 use super::{converge, repo, run_py_full};
 use crate::common::{enabled, local_router, session};
-use crate::gateway_case::{Case, CaseRequest, split};
+use crate::gateway_case::{Case, CaseRequest, REFUSED, split, suite_ca};
 use kuryr_l7_router::driver::populated_create;
 use kuryr_l7_router::driver::router::Router;
 use kuryr_l7_router::gateway::build::{Programmed, translate};
@@ -171,6 +175,10 @@ fn load(file: &Path) -> (Case, BTreeMap<(String, String), GatewayRouter>) {
         world.secrets.insert((ns.clone(), name.clone()), SecretInfo::Tls);
         load_str(&tls_secret(&ns, &name), Path::new("tls.yaml"), &mut inputs).unwrap();
     }
+    // The suite's CAs, whose client certificates the requests present (`client_cert_of`).
+    for c in &case.ca_config_maps {
+        world.ca_config_maps.insert(split(c), Some(suite_ca(c).pem.as_str().into()));
+    }
     synthetic_endpoints(&mut inputs);
     inputs.now = Some(std::time::SystemTime::now());
     let programmed: Programmed = world
@@ -188,9 +196,27 @@ fn load(file: &Path) -> (Case, BTreeMap<(String, String), GatewayRouter>) {
     (case, routers)
 }
 
-fn request_json(r: &CaseRequest, router: &GatewayRouter) -> Value {
+/// The client certificate and key files of the suite's client of CA ConfigMap `ca`, written in
+/// `keys` (a private directory of the run): run.py's `client_cert` and `client_key`.
+fn client_files(ca: &str, keys: &Path) -> (String, String) {
+    let pki = suite_ca(ca);
+    let (ns, name) = split(ca);
+    let write = |ext: &str, text: &str| {
+        let p = keys.join(format!("{ns}_{name}.{ext}"));
+        std::fs::write(&p, text).unwrap();
+        p.to_string_lossy().into_owned()
+    };
+    (write("crt", &pki.client_cert), write("key", &pki.client_key))
+}
+
+/// Whether the router has an HTTPS listener on `port` (its first one, or one of its more ports).
+fn serves_https(desired: &DesiredRouter, port: u16) -> bool {
+    desired.https.as_ref().is_some_and(|h| h.port == port) || desired.more_https.contains_key(&port)
+}
+
+fn request_json(r: &CaseRequest, router: &GatewayRouter, keys: &Path) -> Value {
     let port = r.port.unwrap_or(80);
-    let https = router.desired.https.as_ref().is_some_and(|h| h.port == port);
+    let https = serves_https(&router.desired, port);
     let mut headers = serde_json::Map::new();
     for (k, v) in &r.headers {
         headers.insert(k.clone(), v.clone().into());
@@ -200,6 +226,11 @@ fn request_json(r: &CaseRequest, router: &GatewayRouter) -> Value {
     if r.websocket {
         // run.py upgrades the connection and sends the upstream test's text and binary frames.
         one["websocket"] = true.into();
+    }
+    if let Some(ca) = &r.client_cert_of {
+        let (crt, key) = client_files(ca, keys);
+        one["client_cert"] = crt.into();
+        one["client_key"] = key.into();
     }
     one
 }
@@ -217,18 +248,24 @@ struct Target {
     table: Vec<CaseRequest>,
 }
 
+/// The selected cases whose table restates our answer instead of the upstream test's
+/// ([`Case::diverges`]), with why: recorded failed for the report whatever the data plane gives.
+type Diverging = BTreeMap<String, String>;
+
 /// Every case's Gateways with requests; the cases whose table names a Gateway without a router
 /// (or a port it should not listen on) are failures already, with why.
-fn targets(scope: Scope) -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
+fn targets(scope: Scope) -> (Vec<Target>, BTreeMap<String, Vec<String>>, Diverging) {
     let mut out = Vec::new();
     let mut failing: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut diverging = Diverging::new();
     let files = if scope == Scope::Own { own_case_files() } else { case_files() };
     for file in files {
         let (case, mut routers) = load(&file);
-        // Client certificate validation cases: their requests need client certificates, which
-        // this table does not send; their data plane is dataplane/client_ca.rs.
-        if !selected(&case.test, scope) || !case.ca_config_maps.is_empty() {
+        if !selected(&case.test, scope) {
             continue;
+        }
+        if let Some(why) = &case.diverges {
+            diverging.insert(case.test.clone(), why.clone());
         }
         let mut by_gateway: BTreeMap<(String, String), Vec<CaseRequest>> = BTreeMap::new();
         for q in &case.requests {
@@ -246,7 +283,7 @@ fn targets(scope: Scope) -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
             for q in absent {
                 let port = q.port.unwrap_or(80);
                 let served = router.http_port == Some(port) || router.desired.more_http.contains_key(&port);
-                if router.desired.https.as_ref().is_some_and(|h| h.port == port) || served {
+                if serves_https(&router.desired, port) || served {
                     failing
                         .entry(case.test.clone())
                         .or_default()
@@ -265,14 +302,14 @@ fn targets(scope: Scope) -> (Vec<Target>, BTreeMap<String, Vec<String>>) {
             out.push(t);
         }
     }
-    (out, failing)
+    (out, failing, diverging)
 }
 
 /// Whether the driver converges the target on the test router: some of its requests go to its
 /// HTTPS listener (certificates through Barbican), or it has more than one HTTP listener (the
 /// combined load balancer gives each Gateway one listener).
 fn converged_by_driver(t: &Target) -> bool {
-    let https = t.router.desired.https.as_ref().is_some_and(|h| t.table.iter().any(|q| q.port == Some(h.port)));
+    let https = t.table.iter().any(|q| q.port.is_some_and(|p| serves_https(&t.router.desired, p)));
     https || !t.router.desired.more_http.is_empty()
 }
 
@@ -324,6 +361,10 @@ pub(crate) const CI_CASES: &[(&str, &str)] = &[
         "HTTPRouteBackendProtocolWebSocket",
         "HTTPRouteBackendProtocolWebSocket: an Upgrade through haproxy, a text and a binary frame echoed",
     ),
+    (
+        "GatewayFrontendClientCertificateValidation",
+        "GatewayFrontendClientCertificateValidation: two HTTPS listeners, each with its own client CA (Barbican, MANDATORY): its CA's client served, the other's refused",
+    ),
 ];
 
 /// Which cases a test runs: the CI's or the others (of the upstream tests), or the project's
@@ -343,12 +384,13 @@ fn selected(test: &str, scope: Scope) -> bool {
 }
 
 /// run.py's requests of a target's table (a weighted answer [`SPLIT_REQUESTS`] times), sent to
-/// `port` when set (its listener on the combined load balancer), and each table row's span.
-fn requests_of(t: &Target, port: Option<u16>) -> (Vec<Value>, Vec<std::ops::Range<usize>>) {
+/// `port` when set (its listener on the combined load balancer), and each table row's span;
+/// client certificates are written in `keys`.
+fn requests_of(t: &Target, port: Option<u16>, keys: &Path) -> (Vec<Value>, Vec<std::ops::Range<usize>>) {
     let (mut requests, mut spans) = (Vec::new(), Vec::new());
     for q in &t.table {
         let copies = if q.answer.contains('|') { SPLIT_REQUESTS } else { 1 };
-        let mut one = request_json(q, &t.router);
+        let mut one = request_json(q, &t.router, keys);
         if let Some(p) = port {
             one["listener_port"] = p.into();
         }
@@ -363,7 +405,15 @@ fn verdict(r: &CaseRequest, results: &[Value]) -> Option<String> {
     let one = &results[0];
     let status = one["status"].as_u64().unwrap_or(0);
     let body = one["body"].as_str().unwrap_or_default();
-    let bad = |what: &str| Some(format!("{status} {} {body:?}, expected {what}", one["backend"]));
+    let error = one["error"].as_str().unwrap_or_default();
+    let bad = |what: &str| Some(format!("{status} {} {body:?} {error}, expected {what}", one["backend"]));
+    if r.answer == REFUSED {
+        // No HTTP answer: the handshake (or the first read, TLS 1.3 sends the alert after the
+        // client's Finished) fails, as `MakeTLSRequestAndExpectFailureResponse` expects. A TCP
+        // connection refused is no listener on the port, not a refused certificate.
+        let refused = !one["status"].is_u64() && !error.is_empty() && !error.starts_with("ConnectionRefusedError");
+        return (!refused).then(|| bad("the TLS handshake refused")).flatten();
+    }
     if r.websocket {
         // 101, the right Sec-WebSocket-Accept and both frames echoed (run.py's send_websocket
         // names the backend only then), by the Service's echo server.
@@ -408,7 +458,9 @@ fn tally(
 ) {
     for (q, span) in t.table.iter().zip(spans) {
         let why = verdict(q, &results[span]);
-        let what = format!("{:?}:{} {} {:?} -> {}", q.host, q.port.unwrap_or(80), q.path, q.headers, q.answer);
+        let client = q.client_cert_of.as_deref().map(|c| format!(" (client certificate of {c})")).unwrap_or_default();
+        let what =
+            format!("{:?}:{} {} {:?}{client} -> {}", q.host, q.port.unwrap_or(80), q.path, q.headers, q.answer);
         let mark = if why.is_none() { "ok " } else { "BAD" };
         println!("{mark} {}: {what}{}", t.test, why.as_deref().map(|w| format!(": {w}")).unwrap_or_default());
         if let Some(w) = why {
@@ -481,12 +533,18 @@ fn backends_of(
 
 /// The verdict: every case passes but the known failing ones, which must still fail. `upstream`:
 /// the cases are upstream tests, recorded for the conformance report (the project's own are
-/// not: the report counts upstream tests only).
-fn finish(cases: &BTreeSet<&str>, failing: &BTreeMap<String, Vec<String>>, upstream: bool) {
+/// not: the report counts upstream tests only); a diverging case (its table states our answers,
+/// e.g. GatewayFrontendClientCertificateValidationInsecureFallback's refused certificate of
+/// another CA) must give our answers, and is recorded failed with why.
+fn finish(cases: &BTreeSet<&str>, failing: &BTreeMap<String, Vec<String>>, diverging: &Diverging, upstream: bool) {
     println!("gateway data plane: {}/{} cases pass", cases.len() - failing.len(), cases.len());
+    for (t, why) in diverging.iter().filter(|(t, _)| cases.contains(t.as_str())) {
+        println!("  diverges from its upstream test (our answers checked, recorded failed): {t}: {why}");
+    }
     // For the conformance report (functional/conformance-report.sh), when it asks.
     for case in cases.iter().filter(|_| upstream) {
-        crate::gateway_case::record_result(case, None, "dataplane", failing.get(*case).map_or(&[], Vec::as_slice));
+        let errors = failing.get(*case).map_or(&[][..], Vec::as_slice);
+        crate::gateway_case::record_result(case, diverging.get(*case).map(String::as_str), "dataplane", errors);
     }
     // Only the known failures among the cases run here.
     let known_run: Vec<&(&str, &str)> = KNOWN_FAILING.iter().filter(|(t, _)| cases.contains(t)).collect();
@@ -524,11 +582,11 @@ fn files_of(dir: &str) -> Vec<PathBuf> {
 type Failing = BTreeMap<String, Vec<String>>;
 
 /// The targets the driver converges, one after the other on `r`: each one's requests sent.
-async fn run_converged(r: Router, targets: Vec<Target>, responder: Arc<Responder>) -> Failing {
+async fn run_converged(r: Router, targets: Vec<Target>, responder: Arc<Responder>, keys: PathBuf) -> Failing {
     let mut failing = Failing::new();
     for t in &targets {
         let report = converge(&r, &t.router.desired).await;
-        let (requests, spans) = requests_of(t, None);
+        let (requests, spans) = requests_of(t, None, &keys);
         let results = tokio::task::block_in_place(|| {
             send_requests(&report.lb_id, &t.router.desired, Some(&responder), &requests)
         });
@@ -538,7 +596,7 @@ async fn run_converged(r: Router, targets: Vec<Target>, responder: Arc<Responder
 }
 
 /// The HTTP-only targets as one load balancer on `r` (one create, one render, one run.py).
-async fn run_combined(r: Router, http: Vec<Target>, responder: Arc<Responder>) -> Failing {
+async fn run_combined(r: Router, http: Vec<Target>, responder: Arc<Responder>, keys: PathBuf) -> Failing {
     let mut failing = Failing::new();
     if http.is_empty() {
         return failing;
@@ -558,7 +616,7 @@ async fn run_combined(r: Router, http: Vec<Target>, responder: Arc<Responder>) -
     let mut requests = Vec::new();
     let mut spans = Vec::new();
     for (i, t) in http.iter().enumerate() {
-        let (rs, sp) = requests_of(t, Some(FIRST_PORT + u16::try_from(i).unwrap()));
+        let (rs, sp) = requests_of(t, Some(FIRST_PORT + u16::try_from(i).unwrap()), &keys);
         spans.push(sp.into_iter().map(|s| s.start + requests.len()..s.end + requests.len()).collect::<Vec<_>>());
         requests.extend(rs);
     }
@@ -575,7 +633,7 @@ async fn run_combined(r: Router, http: Vec<Target>, responder: Arc<Responder>) -
 /// Runs the cases of `scope`: the driver's Gateways on one router, then the combined load
 /// balancer on another, then the verdict.
 async fn run_scope(scope: Scope, tag: &str) {
-    let (targets, mut failing) = targets(scope);
+    let (targets, mut failing, diverging) = targets(scope);
     if targets.is_empty() && failing.is_empty() {
         crate::common::skipped(&format!("no case selected ({ONLY})"));
         return;
@@ -590,8 +648,12 @@ async fn run_scope(scope: Scope, tag: &str) {
     let (by_driver, http): (Vec<Target>, Vec<Target>) = targets.into_iter().partition(converged_by_driver);
     // One after the other: Octavia's API does not answer the driver's writes (no answer within
     // 30 s) while its worker creates the combined load balancer (measured 2026-11-26).
-    let one = tokio::spawn(run_converged(driven.clone(), by_driver, responder.clone())).await;
-    let two = tokio::spawn(run_combined(combined.clone(), http, responder.clone())).await;
+    // The client certificates' keys: a private directory, removed when the run ends.
+    let keys = tempfile::tempdir().expect("a directory for the client keys");
+    let dir = keys.path().to_path_buf();
+    let one = tokio::spawn(run_converged(driven.clone(), by_driver, responder.clone(), dir.clone())).await;
+    let two = tokio::spawn(run_combined(combined.clone(), http, responder.clone(), dir)).await;
+    drop(keys);
     crate::common::cleanup(&driven).await;
     crate::common::cleanup(&combined).await;
     super::delete_cluster_secrets(&cluster).await;
@@ -602,7 +664,7 @@ async fn run_scope(scope: Scope, tag: &str) {
             Err(e) => std::panic::resume_unwind(e.into_panic()),
         }
     }
-    finish(&cases.iter().map(String::as_str).collect(), &failing, scope != Scope::Own);
+    finish(&cases.iter().map(String::as_str).collect(), &failing, &diverging, scope != Scope::Own);
 }
 
 /// The CI's cases ([`CI_CASES`]): on by default with the other functional tests.
@@ -651,4 +713,84 @@ fn the_ci_cases_exist_and_have_request_tables() {
     }
     let unique: BTreeSet<&str> = CI_CASES.iter().map(|(t, _)| *t).collect();
     assert_eq!(unique.len(), CI_CASES.len(), "a case listed twice");
+}
+
+/// A `refused` row passes on a refused handshake only: not on an answer, not on a TCP connection
+/// refused (no listener on the port); a served row fails on a refused handshake (no stack needed).
+#[test]
+fn a_refused_handshake_is_told_from_an_answer_and_from_no_listener() {
+    let row = |answer: &str| CaseRequest {
+        gateway: None,
+        port: Some(443),
+        host: Some("example.org".into()),
+        path: "/".into(),
+        headers: BTreeMap::new(),
+        websocket: false,
+        client_cert_of: Some("tls-validity-checks-per-port-ca-certificate".into()),
+        answer: answer.into(),
+    };
+    let alert = json!({"status": null, "backend": null,
+                       "error": "SSLError: [SSL: TLSV1_ALERT_UNKNOWN_CA] tlsv1 alert unknown ca"});
+    let served = json!({"status": 200, "backend": "infra-backend-v1", "body": {"backend": "infra-backend-v1"}});
+    let no_listener = json!({"status": null, "backend": null, "error": "ConnectionRefusedError: [Errno 111]"});
+    assert_eq!(verdict(&row(REFUSED), std::slice::from_ref(&alert)), None);
+    assert!(verdict(&row(REFUSED), std::slice::from_ref(&served)).is_some(), "served, expected refused");
+    assert!(verdict(&row(REFUSED), std::slice::from_ref(&no_listener)).is_some(), "no listener is no refusal");
+    assert_eq!(verdict(&row("infra-backend-v1"), std::slice::from_ref(&served)), None);
+    assert!(verdict(&row("infra-backend-v1"), std::slice::from_ref(&alert)).is_some(), "refused, expected served");
+}
+
+/// Each client certificate validation case sends the client certificates of CAs it has, and
+/// expects both answers: some served, some refused (no stack needed).
+#[test]
+fn the_client_certificate_cases_present_certificates_of_their_own_cas() {
+    let mut seen = 0;
+    for file in case_files() {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let case: Case = serde_saphyr::from_str(text.split("\n---\n").next().unwrap()).unwrap();
+        let with_cert: Vec<&CaseRequest> = case.requests.iter().filter(|q| q.client_cert_of.is_some()).collect();
+        if with_cert.is_empty() {
+            continue;
+        }
+        seen += 1;
+        let cas: BTreeSet<(String, String)> = case.ca_config_maps.iter().map(|c| split(c)).collect();
+        for q in &with_cert {
+            let ca = q.client_cert_of.as_deref().unwrap();
+            assert!(cas.contains(&split(ca)), "{}: {ca} is none of the case's caConfigMaps", case.test);
+        }
+        assert!(with_cert.iter().any(|q| q.answer == REFUSED), "{}: no refused request", case.test);
+        assert!(with_cert.iter().any(|q| q.answer != REFUSED), "{}: no served request", case.test);
+    }
+    assert_eq!(seen, 2, "GatewayFrontendClientCertificateValidation and its InsecureFallback");
+}
+
+/// The CI's client certificate case goes to the driver's router with each HTTPS port's own CA
+/// (MANDATORY), and its requests present the suite's client certificates (no stack needed).
+#[test]
+fn the_client_certificate_case_validates_each_port_against_its_ca_and_sends_client_certificates() {
+    use kuryr_l7_router::model::ClientAuthentication;
+    let (targets, failing, _) = targets(Scope::Ci);
+    let test = "GatewayFrontendClientCertificateValidation";
+    assert!(!failing.contains_key(test), "{failing:?}");
+    let t = targets.iter().find(|t| t.test == test).expect("the CI runs it");
+    assert!(converged_by_driver(t), "HTTPS: the driver's router (Barbican)");
+    let d = &t.router.desired;
+    let ca_of = |v: Option<&kuryr_l7_router::model::ClientValidation>| {
+        let v = v.expect("a client validation");
+        assert_eq!(v.mode, ClientAuthentication::Mandatory);
+        v.ca.source.name.clone()
+    };
+    let on443 = ca_of(d.https.as_ref().filter(|h| h.port == 443).and_then(|h| h.client_validation.as_ref()));
+    let on8443 = ca_of(d.more_https.get(&8443).and_then(|h| h.client_validation.as_ref()));
+    assert_eq!(on443, "tls-validity-checks-ca-certificate");
+    assert_eq!(on8443, "tls-validity-checks-per-port-ca-certificate");
+    let keys = tempfile::tempdir().unwrap();
+    let (requests, _) = requests_of(t, None, keys.path());
+    assert_eq!(requests.len(), 4);
+    for (q, r) in t.table.iter().zip(&requests) {
+        let pki = suite_ca(q.client_cert_of.as_deref().expect("each request presents a certificate"));
+        assert_eq!(r["scheme"], "https");
+        assert_eq!(std::fs::read_to_string(r["client_cert"].as_str().unwrap()).unwrap(), pki.client_cert);
+        assert_eq!(std::fs::read_to_string(r["client_key"].as_str().unwrap()).unwrap(), pki.client_key);
+    }
 }

@@ -9,6 +9,8 @@ use kuryr_l7_router::gateway::build::{Programmed, Translation, translate};
 use kuryr_l7_router::gateway::status::{Cond, ListenerOutcome};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::gateway::{Action, BackendTarget, HeaderMatch, PathMatch, RouteEntry};
+use kuryr_l7_router::certificate::CaCertificates;
+use kuryr_l7_router::model::{ClientAuthentication, ClientValidation};
 use std::path::Path;
 
 use crate::support::gateway_case;
@@ -39,7 +41,7 @@ fn programmed_translation(mut world: World, case: &Case) -> Translation {
         world.secrets.insert(split(s), SecretInfo::Tls);
     }
     for c in &case.ca_config_maps {
-        world.ca_config_maps.insert(split(c), Some(gateway_case::ca_pem(c).into()));
+        world.ca_config_maps.insert(split(c), Some(gateway_case::suite_ca(c).pem.as_str().into()));
     }
     let programmed: Programmed = world
         .gateways
@@ -176,6 +178,23 @@ fn entry_matches(e: &RouteEntry, r: &CaseRequest, host: &str) -> bool {
     host_ok(e, host) && path_ok && headers_ok
 }
 
+/// Whether an HTTPS port with `validation` completes the handshake of a client presenting the
+/// suite's client certificate of the CA ConfigMap `client_cert_of` (or none), as Octavia renders
+/// it: a certificate is verified against the port's CA bundle whatever the mode (haproxy's
+/// `verify optional` without `ca-ignore-err` refuses one that does not verify); only OPTIONAL
+/// lets a client without one in. Without validation no certificate is asked for.
+fn handshake_accepted(validation: Option<&ClientValidation>, client_cert_of: Option<&str>) -> bool {
+    let Some(v) = validation else { return true };
+    match client_cert_of {
+        Some(ca) => {
+            // The bundle holds its certificates re-encoded: the CA's, encoded the same way.
+            let ca = CaCertificates::from_pem(gateway_case::suite_ca(ca).pem.as_bytes()).unwrap();
+            v.ca.pem.contains(ca.pem())
+        }
+        None => v.mode == ClientAuthentication::Optional,
+    }
+}
+
 fn answer(t: &Translation, r: &CaseRequest) -> String {
     let (ns, name) = split(r.gateway.as_deref().unwrap_or("same-namespace"));
     let Some(router) = t.router(&ns, &name) else { return format!("no router for {ns}/{name}") };
@@ -183,6 +202,9 @@ fn answer(t: &Translation, r: &CaseRequest) -> String {
     let Some(pr) = router.listeners.iter().find(|p| p.port == port) else {
         return format!("no listener on port {port}");
     };
+    if !handshake_accepted(pr.client_validation.as_ref(), r.client_cert_of.as_deref()) {
+        return gateway_case::REFUSED.into();
+    }
     // The conformance client sends the Gateway's address as Host when the test sets none.
     let host = r.host.clone().unwrap_or_else(|| "192.0.2.10".into());
     let Some(e) = pr.entries.iter().find(|e| entry_matches(e, r, &host)) else { return "404".into() };
@@ -409,7 +431,7 @@ fn upstream_manifests_give_the_same_statuses_and_answers() {
             world.secrets.insert(split(s), SecretInfo::Tls);
         }
         for c in SUITE_CONFIG_MAPS {
-            world.ca_config_maps.insert(split(c), Some(gateway_case::ca_pem(c).into()));
+            world.ca_config_maps.insert(split(c), Some(gateway_case::suite_ca(c).pem.as_str().into()));
         }
         let errs = check_case(&case, &programmed_translation(world, &case));
         gateway_case::record_result(&case.test, case.diverges.as_deref(), "upstream-manifests", &errs);
@@ -429,7 +451,7 @@ fn upstream_manifests_give_the_same_statuses_and_answers() {
 /// resolved is not served at all, and the HTTP port is unaffected.
 #[test]
 fn client_certificate_validation_cases_check_each_port_against_its_own_ca() {
-    use kuryr_l7_router::model::ClientAuthentication::{self, Mandatory, Optional};
+    use ClientAuthentication::{Mandatory, Optional};
     let dir = Path::new("tests/fixtures/gateway/cases");
     let ca = |name: &str| format!("gateway-conformance-infra_{name}");
     let ports = |file: &str, gw: &str| -> Vec<(u16, Option<(String, ClientAuthentication)>)> {
@@ -470,4 +492,62 @@ fn client_certificate_validation_cases_check_each_port_against_its_own_ca() {
         [(80, None)],
         "HTTP only: its perPort entry concerns no HTTPS listener"
     );
+}
+
+/// The suite's PKI as upstream's: the client certificate of each CA ConfigMap verifies against
+/// that CA (a TLS server's client verifier, webpki) and not against another CA of the suite
+/// (the same subject name, another key), and a ConfigMap names the same CA however it is written.
+#[test]
+fn suite_client_certificates_verify_against_their_own_ca_only() {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, UnixTime};
+    use std::sync::Arc;
+    let verifies = |client: &str, ca: &str| {
+        let mut roots = rustls::RootCertStore::empty();
+        roots.add(CertificateDer::from_pem_slice(ca.as_bytes()).unwrap()).unwrap();
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let verifier =
+            rustls::server::WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider).build().unwrap();
+        let leaf = CertificateDer::from_pem_slice(client.as_bytes()).unwrap();
+        verifier.verify_client_cert(&leaf, &[], UnixTime::now()).is_ok()
+    };
+    let a = gateway_case::suite_ca("tls-validity-checks-ca-certificate");
+    let b = gateway_case::suite_ca("gateway-conformance-infra/tls-validity-checks-per-port-ca-certificate");
+    assert!(Arc::ptr_eq(&a, &gateway_case::suite_ca("gateway-conformance-infra/tls-validity-checks-ca-certificate")));
+    assert_ne!(a.pem, b.pem);
+    assert!(verifies(&a.client_cert, &a.pem), "A's client against A");
+    assert!(verifies(&b.client_cert, &b.pem), "B's client against B");
+    assert!(!verifies(&a.client_cert, &b.pem), "A's client against B");
+    assert!(!verifies(&b.client_cert, &a.pem), "B's client against A");
+    let ca = CaCertificates::from_pem(a.pem.as_bytes()).unwrap();
+    assert_eq!(ca.subjects(), CaCertificates::from_pem(b.pem.as_bytes()).unwrap().subjects(), "upstream's names");
+}
+
+/// What a port validating client certificates answers, as Octavia renders it: its own CA's
+/// client in either mode; another CA's client refused in either mode (OPTIONAL is `verify
+/// optional` without `ca-ignore-err`); a client without a certificate in OPTIONAL only; a port
+/// without validation asks for no certificate.
+#[test]
+fn a_validating_port_accepts_its_own_cas_clients_and_a_missing_certificate_only_when_optional() {
+    use kuryr_l7_router::model::{CaBundle, KubeRef};
+    let (own, other) = ("own-ca", "other-ca");
+    let validation = |mode| {
+        let pem = CaCertificates::from_pem(gateway_case::suite_ca(own).pem.as_bytes()).unwrap().pem().to_string();
+        let source = KubeRef::new("ConfigMap", gateway_case::INFRA, own);
+        ClientValidation { ca: CaBundle { name: own.into(), source, pem, content_id: "x".into() }, mode }
+    };
+    let (mandatory, optional) = (validation(ClientAuthentication::Mandatory), validation(ClientAuthentication::Optional));
+    let table = [
+        (Some(&mandatory), Some(own), true),
+        (Some(&mandatory), Some(other), false),
+        (Some(&mandatory), None, false),
+        (Some(&optional), Some(own), true),
+        (Some(&optional), Some(other), false),
+        (Some(&optional), None, true),
+        (None, Some(other), true),
+        (None, None, true),
+    ];
+    for (v, client, want) in table {
+        assert_eq!(handshake_accepted(v, client), want, "{:?} with the client of {client:?}", v.map(|v| v.mode));
+    }
 }

@@ -110,6 +110,61 @@ pub fn ca_pem(cn: &str) -> String {
     params.self_signed(&key).unwrap().pem()
 }
 
+/// One CA of the upstream suite and the client certificate it signed: the suite creates, once per
+/// run (`utils/suite/suite.go`), each CA ConfigMap (`MustCreateCACertConfigMap`: `ca.crt`) and a
+/// client Secret signed by its key (`MustCreateCASignedClientCertSecret`, e.g.
+/// `tls-validity-checks-client-certificate` by `tls-validity-checks-ca-certificate`), which the
+/// client certificate validation tests present. The same profiles as upstream's
+/// (`utils/kubernetes/certificate.go`): every CA is `CN=gatewayapi, O=Kubernetes Gateway API,
+/// C=US`, serial 2024, keyCertSign and digitalSignature, extended usages clientAuth and
+/// serverAuth (so the CAs are told apart by their keys only, as upstream's); the client is
+/// `CN=default, O=Acme Co`, no names, keyEncipherment and digitalSignature, clientAuth. The
+/// differences, for no validation outcome: ECDSA P-256 keys instead of RSA 2048 (ring makes no
+/// RSA keys) and rcgen's validity instead of one year from now.
+pub struct SuiteCa {
+    /// `ca.crt` of the ConfigMap.
+    pub pem: String,
+    /// The client Secret's `tls.crt` and `tls.key`.
+    pub client_cert: String,
+    pub client_key: String,
+}
+
+impl SuiteCa {
+    fn new() -> Self {
+        use rcgen::{
+            BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
+            KeyUsagePurpose,
+        };
+        let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca.distinguished_name.push(DnType::OrganizationName, "Kubernetes Gateway API");
+        ca.distinguished_name.push(DnType::CountryName, "US");
+        ca.distinguished_name.push(DnType::CommonName, "gatewayapi");
+        ca.serial_number = Some(2024u64.into());
+        ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        ca.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyCertSign];
+        ca.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth, ExtendedKeyUsagePurpose::ServerAuth];
+        let ca = CertifiedIssuer::self_signed(ca, KeyPair::generate().unwrap()).unwrap();
+        let mut client = CertificateParams::new(Vec::<String>::new()).unwrap();
+        client.distinguished_name.push(DnType::CommonName, "default");
+        client.distinguished_name.push(DnType::OrganizationName, "Acme Co");
+        client.key_usages = vec![KeyUsagePurpose::KeyEncipherment, KeyUsagePurpose::DigitalSignature];
+        client.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+        let key = KeyPair::generate().unwrap();
+        let cert = client.signed_by(&key, &ca).unwrap();
+        SuiteCa { pem: ca.pem(), client_cert: cert.pem(), client_key: key.serialize_pem() }
+    }
+}
+
+/// The suite's CA of the ConfigMap `config_map` (`ns/name`, the namespace defaulting to
+/// [`INFRA`]): made on first use, then the same for the whole test process, as the upstream suite
+/// makes each once per run (so a request table can name the client certificate by its CA).
+pub fn suite_ca(config_map: &str) -> std::sync::Arc<SuiteCa> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static CAS: OnceLock<Mutex<BTreeMap<(String, String), Arc<SuiteCa>>>> = OnceLock::new();
+    let mut cas = CAS.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
+    cas.entry(split(config_map)).or_insert_with(|| Arc::new(SuiteCa::new())).clone()
+}
+
 /// The namespace of the upstream conformance infrastructure (Gateways, backends).
 pub const INFRA: &str = "gateway-conformance-infra";
 
@@ -128,10 +183,19 @@ pub struct CaseRequest {
     /// accept it (101) and echo a text and a binary frame (the data plane sends them).
     #[serde(default)]
     pub websocket: bool,
-    /// A backend Service name, `500`, `404`, `<code> <redirect prefix>`, or `a|b` (a weighted
-    /// rule: each named Service answers some).
+    /// HTTPS: the client presents the upstream suite's client certificate signed by the CA of
+    /// this ConfigMap (`ns/name`, see [`suite_ca`]); none when absent.
+    #[serde(default, rename = "clientCertOf")]
+    pub client_cert_of: Option<String>,
+    /// A backend Service name, `500`, `404`, `<code> <redirect prefix>`, `a|b` (a weighted
+    /// rule: each named Service answers some), or [`REFUSED`].
     pub answer: String,
 }
+
+/// The answer of a request whose TLS handshake the listener refuses (a client certificate that
+/// its validation does not accept): no HTTP answer at all, as the upstream test's
+/// `MakeTLSRequestAndExpectFailureResponse` expects.
+pub const REFUSED: &str = "refused";
 
 /// `ns/name`, the namespace defaulting to the conformance infra namespace.
 pub fn split(s: &str) -> (String, String) {
