@@ -5,11 +5,11 @@
 //! route entries must answer those requests (checked here with a tiny matcher; the data-plane
 //! proof through haproxy is separate).
 
+use kuryr_l7_router::certificate::CaCertificates;
 use kuryr_l7_router::gateway::build::{Programmed, Translation, translate};
 use kuryr_l7_router::gateway::status::{Cond, ListenerOutcome};
 use kuryr_l7_router::gateway::world::{SecretInfo, World};
 use kuryr_l7_router::gateway::{Action, BackendTarget, HeaderMatch, PathMatch, RouteEntry};
-use kuryr_l7_router::certificate::CaCertificates;
 use kuryr_l7_router::model::{ClientAuthentication, ClientValidation};
 use std::path::Path;
 
@@ -536,7 +536,8 @@ fn a_validating_port_accepts_its_own_cas_clients_and_a_missing_certificate_only_
         let source = KubeRef::new("ConfigMap", gateway_case::INFRA, own);
         ClientValidation { ca: CaBundle { name: own.into(), source, pem, content_id: "x".into() }, mode }
     };
-    let (mandatory, optional) = (validation(ClientAuthentication::Mandatory), validation(ClientAuthentication::Optional));
+    let (mandatory, optional) =
+        (validation(ClientAuthentication::Mandatory), validation(ClientAuthentication::Optional));
     let table = [
         (Some(&mandatory), Some(own), true),
         (Some(&mandatory), Some(other), false),

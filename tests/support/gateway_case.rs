@@ -160,7 +160,9 @@ impl SuiteCa {
 /// makes each once per run (so a request table can name the client certificate by its CA).
 pub fn suite_ca(config_map: &str) -> std::sync::Arc<SuiteCa> {
     use std::sync::{Arc, Mutex, OnceLock};
-    static CAS: OnceLock<Mutex<BTreeMap<(String, String), Arc<SuiteCa>>>> = OnceLock::new();
+    /// The suite's CAs by their ConfigMap (namespace, name).
+    type Cas = BTreeMap<(String, String), Arc<SuiteCa>>;
+    static CAS: OnceLock<Mutex<Cas>> = OnceLock::new();
     let mut cas = CAS.get_or_init(Mutex::default).lock().unwrap_or_else(|e| e.into_inner());
     cas.entry(split(config_map)).or_insert_with(|| Arc::new(SuiteCa::new())).clone()
 }
