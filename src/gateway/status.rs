@@ -39,6 +39,9 @@ impl Cond {
 pub const SUPPORTED_FEATURES: &[&str] = &[
     "Gateway",
     "GatewayAddressEmpty", // an IPAddress entry without a value: a floating IP is allocated
+    // per HTTPS port: the listener's client CA (Barbican) with MANDATORY; not its InsecureFallback,
+    // which Octavia's OPTIONAL cannot serve (docs/gateway-api.md, "Octavia's limit")
+    "GatewayFrontendClientCertificateValidation",
     "GatewayHTTPListenerIsolation",
     "GatewayPort8080",
     "GatewayStaticAddresses",

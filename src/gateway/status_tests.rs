@@ -62,6 +62,10 @@ fn class_declares_features_only_when_accepted() {
     assert!(!names.contains(&"HTTPRouteMethodMatching") && !names.contains(&"HTTPRouteQueryParamMatching"));
     // An HTTP listener per port: a listener on 8080 beside one on 80 is served.
     assert!(names.contains(&"GatewayPort8080"), "{names:?}");
+    // Client certificate validation, MANDATORY only: Octavia's OPTIONAL refuses a certificate of
+    // another CA, which the InsecureFallback test expects served.
+    assert!(names.contains(&"GatewayFrontendClientCertificateValidation"), "{names:?}");
+    assert!(!names.contains(&"GatewayFrontendClientCertificateValidationInsecureFallback"), "{names:?}");
     let mut sorted = names.clone();
     sorted.sort();
     assert_eq!(names, sorted, "the API lists features sorted");
