@@ -35,7 +35,7 @@ use super::execute::listener_write;
 use super::https_holds::{HttpsHolds, ca_owners, certificate_owners, refusal};
 use super::isolation::WriteKey;
 use super::listener_plan::{HttpsRefs, TERMINATED_HTTPS, choose_listener, plan_https_listener};
-use super::report::ConvergeReport;
+use super::report::{CertificateSnapshot, ClientCaSnapshot, ConvergeReport, HttpsSnapshot};
 use super::{client_ca, more_https};
 use crate::model::{CaBundle, DesiredRouter, HttpsListener};
 use crate::openstack::ListQuery;
@@ -564,38 +564,66 @@ pub(crate) async fn collect_garbage(
     Ok(())
 }
 
-/// The HTTPS listener for `show`: its policies, and each certificate's Barbican name and
-/// metadata (a secret Barbican cannot describe is listed by its ref alone).
+/// The HTTPS listeners for `show`: the main one (ours, else an adopted one), and the more
+/// ports' (ours, by port), each with its policies, each certificate's Barbican name and metadata
+/// and its client CA's (a secret Barbican cannot describe is listed by its ref alone).
 pub async fn snapshot(
     cloud: &Cloud,
     reads: &std::sync::Mutex<super::read_cache::ReadCache>,
     lb: &LoadBalancer,
-) -> Result<Option<super::report::HttpsSnapshot>> {
+) -> Result<(Option<HttpsSnapshot>, Vec<HttpsSnapshot>)> {
     let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
     let listeners = cloud.octavia.list_listeners(&q).await?;
-    let Some(l) = listeners
-        .iter()
-        .find(|l| {
-            l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags) && !more_https::is_ours(l, &cloud.spec)
+    let main_of = |owned: bool| {
+        listeners.iter().find(|l| {
+            l.protocol == TERMINATED_HTTPS
+                && (!owned || cloud.spec.ownership.owns(&l.tags))
+                && !more_https::is_ours(l, &cloud.spec)
         })
-        .or_else(|| listeners.iter().find(|l| l.protocol == TERMINATED_HTTPS && !more_https::is_ours(l, &cloud.spec)))
-    else {
-        return Ok(None);
     };
+    let main = match main_of(true).or_else(|| main_of(false)) {
+        Some(l) => Some(listener_snapshot(cloud, reads, l).await?),
+        None => None,
+    };
+    let mut more: Vec<&Listener> = listeners.iter().filter(|l| more_https::is_ours(l, &cloud.spec)).collect();
+    more.sort_by_key(|l| l.protocol_port);
+    let mut snapshots = Vec::with_capacity(more.len());
+    for l in more {
+        snapshots.push(listener_snapshot(cloud, reads, l).await?);
+    }
+    Ok((main, snapshots))
+}
+
+/// One HTTPS listener for `show`.
+async fn listener_snapshot(
+    cloud: &Cloud,
+    reads: &std::sync::Mutex<super::read_cache::ReadCache>,
+    l: &Listener,
+) -> Result<HttpsSnapshot> {
     let actual = super::read::read_actual(cloud, reads, l, None).await?;
     let mut certificates = Vec::new();
     let tls_refs = l.default_tls_container_ref.iter().chain(&l.sni_container_refs);
     for secret_ref in tls_refs.cloned().collect::<BTreeSet<_>>() {
         let default = l.default_tls_container_ref.as_deref() == Some(secret_ref.as_str());
-        let mut c =
-            super::report::CertificateSnapshot { secret_ref: secret_ref.clone(), default, ..Default::default() };
-        if let Some(b) = &cloud.barbican {
-            if let Ok(info) = b.get_secret(&secret_ref).await {
-                c.name = info.name.unwrap_or_default();
-            }
-            c.metadata = b.get_metadata(&secret_ref).await.unwrap_or_default();
-        }
-        certificates.push(c);
+        let (name, metadata) = described(cloud, &secret_ref).await;
+        certificates.push(CertificateSnapshot { secret_ref, name, default, metadata });
     }
-    Ok(Some(super::report::HttpsSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual, certificates }))
+    let mode = l.client_authentication.as_deref().unwrap_or("NONE");
+    let client_ca = match &l.client_ca_tls_container_ref {
+        Some(secret_ref) => {
+            let (name, metadata) = described(cloud, secret_ref).await;
+            Some(ClientCaSnapshot { secret_ref: Some(secret_ref.clone()), name, mode: mode.into(), metadata })
+        }
+        None if mode != "NONE" => Some(ClientCaSnapshot { mode: mode.into(), ..Default::default() }),
+        None => None,
+    };
+    Ok(HttpsSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual, certificates, client_ca })
+}
+
+/// A secret's name and metadata as Barbican describes them (never its payload); empty when
+/// Barbican cannot describe it.
+async fn described(cloud: &Cloud, secret_ref: &str) -> (String, BTreeMap<String, String>) {
+    let Some(b) = &cloud.barbican else { return Default::default() };
+    let name = b.get_secret(secret_ref).await.ok().and_then(|info| info.name).unwrap_or_default();
+    (name, b.get_metadata(secret_ref).await.unwrap_or_default())
 }

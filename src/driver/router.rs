@@ -314,7 +314,8 @@ impl Router {
     }
 
     /// The router as Octavia has it (`show`): load balancer, HTTP listener, children, the HTTPS
-    /// and more HTTP listeners' policies, and floating IP. `None` when the router does not exist.
+    /// listeners' (main and more ports') and more HTTP listeners' policies, and floating IP.
+    /// `None` when the router does not exist.
     pub async fn snapshot(&self) -> Result<Option<RouterSnapshot>> {
         let Some(lb) = self.find().await? else { return Ok(None) };
         let listener = lifecycle::find_http_listener(&self.cloud, &lb).await?;
@@ -326,10 +327,10 @@ impl Router {
             Some(port) => floating_ip::of_port(&self.cloud.neutron, port).await?.map(|f| f.floating_ip_address),
             None => None,
         };
-        let https = https::snapshot(&self.cloud, &self.reads, &lb).await?;
+        let (https, more_https) = https::snapshot(&self.cloud, &self.reads, &lb).await?;
         let more_http = more_http::snapshot(&self.cloud, &self.reads, &lb).await?;
         let listener = listener.map(|l| (l.id, l.protocol_port));
-        Ok(Some(RouterSnapshot { lb, floating_ip, listener, actual, https, more_http }))
+        Ok(Some(RouterSnapshot { lb, floating_ip, listener, actual, https, more_https, more_http }))
     }
 
     /// Converge the router to `desired`: create it fully populated if it does not exist, else

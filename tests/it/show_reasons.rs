@@ -61,6 +61,7 @@ fn the_table_names_the_router_zone_and_each_reason() {
         listener: Some(("listener-1".into(), 80)),
         actual: Some(sim.router.clone()),
         https: None,
+        more_https: vec![],
         more_http: vec![],
     };
     let zone = "router zone: zone-a ([octavia_defaults] router_zone)".to_string();
