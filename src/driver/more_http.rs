@@ -120,6 +120,7 @@ pub(crate) async fn snapshot(
 
 #[cfg(test)]
 mod tests {
+    use super::super::listener_plan::deleted_ids;
     use super::*;
     use crate::model::PortListener;
     use std::collections::BTreeMap;
@@ -167,17 +168,6 @@ mod tests {
         assert!(plans[0].1.is_some_and(|l| l.id == made.id) && plans[0].2.is_none(), "{plans:?}");
     }
 
-    /// The ids of the listeners `plan_stale` deletes (any other write fails the test).
-    fn deleted_ids(listed: &[Listener], d: &DesiredRouter, s: &RouterSpec) -> Vec<String> {
-        plan_stale(listed, d, s)
-            .into_iter()
-            .map(|st| match st.write {
-                ListenerWrite::Delete { id } => id,
-                w => panic!("{w:?}"),
-            })
-            .collect()
-    }
-
     #[test]
     fn only_our_listener_on_a_port_dropped_is_deleted() {
         let s = spec();
@@ -189,7 +179,7 @@ mod tests {
             listener(8082, "kuryr-gw-1-ns.gw-http-8082", false),
             listener(8083, "admin", true),
         ];
-        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
+        let deleted = |d: &DesiredRouter| deleted_ids(plan_stale(&listed, d, &s));
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http-8080@8080".to_string()]);
         assert!(deleted(&wanting(&[8080])).is_empty());
         // An Ingress router (no more ports) deletes nothing but such a listener of its own.
@@ -207,7 +197,7 @@ mod tests {
             listener(82, "kuryr-gw-1-ns.gw-http", false),
             listener(83, "kuryr-gw-2-ns.other-http", true),
         ];
-        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
+        let deleted = |d: &DesiredRouter| deleted_ids(plan_stale(&listed, d, &s));
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http@80".to_string()]);
         // 80 is a more port now: the old main listener serves it, kept.
         assert!(deleted(&wanting(&[80])).is_empty());

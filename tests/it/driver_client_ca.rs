@@ -295,3 +295,37 @@ async fn show_lists_each_https_port_with_its_client_ca_and_mode() {
         }
     }
 }
+
+/// A new content of the Gateway's certificate that Barbican refuses to store (a 403) is held and
+/// reported on the Gateway, and the listener keeps the last good secret (never switched to a
+/// secret that does not exist); while on hold, the store is not tried again.
+#[tokio::test]
+async fn a_certificate_barbican_refuses_keeps_the_listener_on_its_last_good_secret() {
+    let (port, state) = fake_octavia::start(114_688).await;
+    let r = router(port);
+    r.converge(&gateway(&certificate(), None, None)).await.expect("converged");
+    let served = || {
+        let s = state.lock().unwrap();
+        let l = s.listeners.iter().find(|l| l["protocol"] == "TERMINATED_HTTPS").expect("the HTTPS listener");
+        l["default_tls_container_ref"].as_str().unwrap_or_default().to_string()
+    };
+    let stores = || state.lock().unwrap().writes.iter().filter(|(l, _)| l.starts_with("POST /v1/secrets")).count();
+    let last_good = served();
+    assert!(!last_good.is_empty());
+    let stored = stores();
+
+    state.lock().unwrap().refuse_secrets_named = Some(":infra_tls:".into());
+    let renewed = gateway(&certificate(), None, None);
+    let refused = r.converge(&renewed).await.expect("converged");
+    assert_eq!(refused.failures.len(), 1, "{:?}", refused.failures);
+    assert!(refused.failures[0].object.contains(":infra_tls:"), "{:?}", refused.failures);
+    assert_eq!(refused.failures[0].owners, vec![KubeRef::new("Gateway", "infra", "gw")]);
+    assert_eq!(stores(), stored + 1, "one store tried");
+    assert_eq!(served(), last_good, "the listener keeps its last good certificate");
+    assert!(refused.writes.is_empty(), "nothing written: {:?}", descriptions(&refused));
+
+    let held = r.converge(&renewed).await.expect("converged on hold");
+    assert_eq!(stores(), stored + 1, "not tried again while on hold");
+    assert_eq!(held.held.len(), 1, "{:?}", held.held);
+    assert_eq!(served(), last_good);
+}
