@@ -1,8 +1,8 @@
 //! `show`: the L7 router as Octavia has it, read back (not the plan): the load balancer, its
 //! addresses, its listeners (one row each, with the client CA and mode of an HTTPS one), the L7
 //! policies in position order with their rules and target pool, the listener default pool, each
-//! more HTTP and HTTPS listener, and the pools with their members. The driver reads it (`Router::snapshot`);
-//! this module only renders it.
+//! more HTTP and HTTPS listener, and the pools with their members. The driver reads it
+//! (`Router::snapshot`); this module only renders it.
 
 use crate::driver::actual::{ActualPolicy, ActualPool, ActualRule};
 use crate::driver::{ClientCaSnapshot, HttpsSnapshot, MoreHttpSnapshot, RouterSnapshot};
@@ -96,6 +96,10 @@ fn write_listeners(s: &mut String, v: &RouterSnapshot) {
     }
     for h in v.https.iter().chain(&v.more_https) {
         row("TERMINATED_HTTPS", h.port, h.actual.policies.len(), Some(h.certificates.len()), h.client_ca.as_ref());
+    }
+    for o in &v.other_listeners {
+        let what = format!("(not read: {} {})", o.name, o.id);
+        rows.push(format!("  {:<16} {:>5} {:>8} {:>12}  {what}", o.protocol, o.port, "-", "-"));
     }
     let _ = writeln!(s, "\nLISTENERS ({})", rows.len());
     let _ = writeln!(s, "  {:<16} {:>5} {:>8} {:>12}  CLIENT CA", "PROTOCOL", "PORT", "POLICIES", "CERTIFICATES");
@@ -311,6 +315,9 @@ pub fn render_json(v: &RouterSnapshot) -> String {
         })).collect::<Vec<_>>(),
         "https": v.https.as_ref().map(https_json),
         "more_https": v.more_https.iter().map(https_json).collect::<Vec<_>>(),
+        "other_listeners": v.other_listeners.iter().map(|o| json!({
+            "listener_id": o.id, "name": o.name, "protocol": o.protocol, "port": o.port,
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&out).expect("JSON values always serialize")
 }

@@ -575,16 +575,14 @@ pub(crate) async fn collect_garbage(
     Ok(())
 }
 
-/// The HTTPS listeners for `show`: the main one (ours, else an adopted one), and the more
-/// ports' (ours, by port), each with its policies, each certificate's Barbican name and metadata
-/// and its client CA's (a secret Barbican cannot describe is listed by its ref alone).
-pub async fn snapshot(
+/// The HTTPS listeners among `listeners` for `show`: the main one (ours, else an adopted one),
+/// and the more ports' (ours, by port), each with its policies, each certificate's Barbican name
+/// and metadata and its client CA's (a secret Barbican cannot describe is listed by its ref alone).
+pub(crate) async fn snapshot(
     cloud: &Cloud,
     reads: &std::sync::Mutex<super::read_cache::ReadCache>,
-    lb: &LoadBalancer,
+    listeners: &[Listener],
 ) -> Result<(Option<HttpsSnapshot>, Vec<HttpsSnapshot>)> {
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listeners = cloud.octavia.list_listeners(&q).await?;
     let main_of = |owned: bool| {
         listeners.iter().find(|l| {
             l.protocol == TERMINATED_HTTPS

@@ -53,7 +53,7 @@ pub use floating_ip::floating_ip_description;
 pub use ownership::FoundRouter;
 pub use report::{
     CertificateSnapshot, ClientCaSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, MoreHttpSnapshot,
-    RouterSnapshot, WriteFailure, WriteRecord,
+    OtherListener, RouterSnapshot, WriteFailure, WriteRecord,
 };
 pub use router::Router;
 pub use spec::RouterSpec;

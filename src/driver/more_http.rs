@@ -20,7 +20,6 @@ use super::listener_plan::{ListenerStep, ListenerWrite, choose_listener, plan_ht
 use super::report::{ConvergeReport, MoreHttpSnapshot};
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::ListQuery;
 use crate::openstack::octavia::{Listener, LoadBalancer};
 
 /// The name of the router's HTTP listener on a more port.
@@ -100,19 +99,18 @@ pub(crate) async fn ensure(
     Ok(out)
 }
 
-/// The router's more HTTP listeners for `show`, by port: each one's policies and default pool.
+/// The router's more HTTP listeners among `listed` for `show`, by port: each one's policies and
+/// default pool.
 pub(crate) async fn snapshot(
     cloud: &Cloud,
     reads: &std::sync::Mutex<super::read_cache::ReadCache>,
-    lb: &LoadBalancer,
+    listed: &[Listener],
 ) -> Result<Vec<MoreHttpSnapshot>> {
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let mut listeners: Vec<Listener> =
-        cloud.octavia.list_listeners(&q).await?.into_iter().filter(|l| is_ours(l, &cloud.spec)).collect();
+    let mut listeners: Vec<&Listener> = listed.iter().filter(|l| is_ours(l, &cloud.spec)).collect();
     listeners.sort_by_key(|l| l.protocol_port);
     let mut out = Vec::with_capacity(listeners.len());
     for l in listeners {
-        let actual = super::read::read_actual(cloud, reads, &l, None).await?;
+        let actual = super::read::read_actual(cloud, reads, l, None).await?;
         out.push(MoreHttpSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual });
     }
     Ok(out)

@@ -108,6 +108,18 @@ pub struct RouterSnapshot {
     pub more_https: Vec<HttpsSnapshot>,
     /// The router's more HTTP listeners (a Gateway's other HTTP ports), by port.
     pub more_http: Vec<MoreHttpSnapshot>,
+    /// The load balancer's other listeners (not this router's, or ours left on a port no longer
+    /// served until the next convergence deletes them): listed, not read.
+    pub other_listeners: Vec<OtherListener>,
+}
+
+/// A listener of the load balancer that `show` lists without reading it.
+#[derive(Clone, Debug)]
+pub struct OtherListener {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub port: u16,
 }
 
 /// One more HTTP listener of the router (`<router>-http-<port>`) as Octavia has it.

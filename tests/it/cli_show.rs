@@ -47,6 +47,9 @@ fn gateway_listeners(port: u16) -> Value {
          "loadbalancers": lb},
         https("l-443", format!("{GATEWAY}-https"), 443, 2, "MANDATORY"),
         https("l-8443", format!("{GATEWAY}-https-8443"), 8443, 3, "OPTIONAL"),
+        // An admin's listener on the same load balancer: listed, never read.
+        {"id": "l-admin", "name": "admin-ssh", "protocol": "TCP", "protocol_port": 22, "tags": [], "loadbalancers": lb,
+         "client_ca_tls_container_ref": secret_ref(port, 3), "client_authentication": "MANDATORY"},
     ])
 }
 
@@ -186,7 +189,8 @@ async fn show_lists_every_router_of_the_set_and_the_gateways_routers() {
 }
 
 /// A Gateway's router: `show` lists each of its listeners (HTTP 80, HTTPS 443 and 8443) with its
-/// counts and its client CA by Barbican secret name and mode, then each HTTPS port's section;
+/// counts and its client CA by Barbican secret name and mode, and an admin's listener on the same
+/// load balancer (listed, not read), then each HTTPS port's section;
 /// the secrets are described (name, metadata), never read: no payload in the output, no request
 /// for one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -194,12 +198,14 @@ async fn show_lists_each_listener_of_a_gateway_router_with_its_client_ca() {
     let (port, seen) = cloud().await;
     let (code, out, err) = show(port, false, &["--router", GATEWAY]).await;
     assert_eq!(code, Some(0), "{out}{err}");
-    let table = out.split("\nLISTENERS (3)\n").nth(1).unwrap_or_else(|| panic!("no listener table:\n{out}"));
-    let rows: Vec<Vec<&str>> = table.lines().skip(1).take(3).map(|l| l.split_whitespace().collect()).collect();
+    let table = out.split("\nLISTENERS (4)\n").nth(1).unwrap_or_else(|| panic!("no listener table:\n{out}"));
+    let rows: Vec<Vec<&str>> = table.lines().skip(1).take(4).map(|l| l.split_whitespace().collect()).collect();
     let (ca_443, ca_8443) = (secret_name(2), secret_name(3));
     assert_eq!(rows[0], ["HTTP", "80", "0", "-", "-"], "{out}");
     assert_eq!(rows[1], ["TERMINATED_HTTPS", "443", "0", "1", "MANDATORY", ca_443.as_str()], "{out}");
     assert_eq!(rows[2], ["TERMINATED_HTTPS", "8443", "0", "1", "OPTIONAL", ca_8443.as_str()], "{out}");
+    assert_eq!(rows[3], ["TCP", "22", "-", "-", "(not", "read:", "admin-ssh", "l-admin)"], "{out}");
+    assert!(seen.lock().unwrap().iter().all(|l| !l.contains("l-admin")), "the admin's listener is not read");
     let more = out.split("HTTPS LISTENER l-8443 (TERMINATED_HTTPS port 8443)").nth(1);
     let more = more.unwrap_or_else(|| panic!("no section for the 8443 listener:\n{out}"));
     assert!(more.contains(&format!("CLIENT CERTIFICATES: OPTIONAL against {ca_8443}")), "{out}");
@@ -213,6 +219,10 @@ async fn show_lists_each_listener_of_a_gateway_router_with_its_client_ca() {
     assert_eq!(v["more_https"][0]["port"], 8443, "{v}");
     assert_eq!(v["more_https"][0]["client_ca"]["client_authentication"], "OPTIONAL", "{v}");
     assert_eq!(v["more_https"][0]["client_ca"]["name"], ca_8443.as_str(), "{v}");
+    assert_eq!(
+        v["other_listeners"],
+        json!([{"listener_id": "l-admin", "name": "admin-ssh", "protocol": "TCP", "port": 22}])
+    );
 
     for printed in [&out, &json_out] {
         assert!(!printed.contains("PRIVATE KEY") && !printed.contains("MC4CAQAw"), "key material:\n{printed}");
