@@ -1,10 +1,11 @@
 //! `show`: the L7 router as Octavia has it, read back (not the plan): the load balancer, its
-//! addresses, the L7 policies in position order with their rules and target pool, the listener
-//! default pool, and the pools with their members. The driver reads it (`Router::snapshot`);
-//! this module only renders it.
+//! addresses, its listeners (one row each, with the client CA and mode of an HTTPS one), the L7
+//! policies in position order with their rules and target pool, the listener default pool, each
+//! more HTTP and HTTPS listener, and the pools with their members. The driver reads it
+//! (`Router::snapshot`); this module only renders it.
 
 use crate::driver::actual::{ActualPolicy, ActualPool, ActualRule};
-use crate::driver::{HttpsSnapshot, MoreHttpSnapshot, RouterSnapshot};
+use crate::driver::{ClientCaSnapshot, HttpsSnapshot, MoreHttpSnapshot, RouterSnapshot};
 use crate::model::DesiredRouter;
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -39,14 +40,22 @@ fn write_policies(s: &mut String, policies: &[ActualPolicy], pool_name: &dyn Fn(
     }
 }
 
-/// The HTTPS listener: its certificates (Barbican names and public facts, never content), its
-/// policies and default pool.
+/// An HTTPS listener (the main one, or a more port's): its client CA and certificates (Barbican
+/// names and public facts, never content), its policies and default pool.
 fn write_https(s: &mut String, h: &HttpsSnapshot, pool_name: &dyn Fn(Option<&str>) -> String) {
     let _ = writeln!(s, "\nHTTPS LISTENER {} (TERMINATED_HTTPS port {})", h.listener_id, h.port);
+    if let Some(ca) = &h.client_ca {
+        let _ = writeln!(s, "  CLIENT CERTIFICATES: {} against {}", ca.mode, client_ca_name(ca));
+        if let Some(secret_ref) = &ca.secret_ref {
+            let m = |k: &str| ca.metadata.get(k).map(String::as_str).unwrap_or("-");
+            let _ = writeln!(s, "      secret {secret_ref}");
+            let _ = writeln!(s, "      source {}  sha256 {}", m("client-ca"), m("sha256"));
+        }
+    }
     let _ = writeln!(s, "  CERTIFICATES ({}, SNI)", h.certificates.len());
     for c in &h.certificates {
         let m = |k: &str| c.metadata.get(k).map(String::as_str).unwrap_or("-");
-        let name = if c.name.is_empty() { "(not readable in Barbican)" } else { c.name.as_str() };
+        let name = if c.name.is_empty() { UNREADABLE } else { c.name.as_str() };
         let default = if c.default { "  [default]" } else { "" };
         let _ = writeln!(s, "  {name}{default}");
         let _ = writeln!(s, "      secret {}", c.secret_ref);
@@ -55,6 +64,48 @@ fn write_https(s: &mut String, h: &HttpsSnapshot, pool_name: &dyn Fn(Option<&str
     let _ = writeln!(s, "  L7 POLICIES ({})", h.actual.policies.len());
     write_policies(s, &h.actual.policies, pool_name);
     let _ = writeln!(s, "  DEFAULT POOL: {}", pool_name(h.actual.listener.default_pool_id.as_deref()));
+}
+
+/// What `show` says of a secret Barbican does not describe to us.
+const UNREADABLE: &str = "(not readable in Barbican)";
+
+/// A client CA by its Barbican secret's name (never its content).
+fn client_ca_name(ca: &ClientCaSnapshot) -> &str {
+    match (&ca.secret_ref, ca.name.as_str()) {
+        (None, _) => "(no client CA)",
+        (Some(_), "") => UNREADABLE,
+        (Some(_), name) => name,
+    }
+}
+
+/// One line a listener of the router: protocol, port, policy count, certificate count, and the
+/// client CA with its mode where set, in the order of the sections below it.
+fn write_listeners(s: &mut String, v: &RouterSnapshot) {
+    let mut rows: Vec<String> = Vec::new();
+    let mut row =
+        |protocol: &str, port: u16, policies: usize, certificates: Option<usize>, ca: Option<&ClientCaSnapshot>| {
+            let certificates = certificates.map_or("-".to_string(), |n| n.to_string());
+            let ca = ca.map_or("-".to_string(), |ca| format!("{:<9} {}", ca.mode, client_ca_name(ca)));
+            rows.push(format!("  {protocol:<16} {port:>5} {policies:>8} {certificates:>12}  {ca}"));
+        };
+    if let (Some((_, port)), Some(a)) = (&v.listener, &v.actual) {
+        row("HTTP", *port, a.policies.len(), None, None);
+    }
+    for m in &v.more_http {
+        row("HTTP", m.port, m.actual.policies.len(), None, None);
+    }
+    for h in v.https.iter().chain(&v.more_https) {
+        row("TERMINATED_HTTPS", h.port, h.actual.policies.len(), Some(h.certificates.len()), h.client_ca.as_ref());
+    }
+    for o in &v.other_listeners {
+        let what = format!("(not read: {} {})", o.name, o.id);
+        rows.push(format!("  {:<16} {:>5} {:>8} {:>12}  {what}", o.protocol, o.port, "-", "-"));
+    }
+    let _ = writeln!(s, "\nLISTENERS ({})", rows.len());
+    let _ = writeln!(s, "  {:<16} {:>5} {:>8} {:>12}  CLIENT CA", "PROTOCOL", "PORT", "POLICIES", "CERTIFICATES");
+    for r in rows {
+        let _ = writeln!(s, "{r}");
+    }
 }
 
 /// A more HTTP listener (a Gateway's other HTTP port): its policies and default pool.
@@ -123,9 +174,11 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
     }
     let (Some((listener_id, port)), Some(a)) = (&v.listener, &v.actual) else {
         let _ = writeln!(s, "  listener        (none: the router has no HTTP listener yet)");
+        write_listeners(&mut s, v);
         return s;
     };
     let _ = writeln!(s, "  listener        {listener_id} (HTTP port {port})");
+    write_listeners(&mut s, v);
 
     let pool_names: BTreeMap<String, &str> = a.pools.iter().map(|p| (p.id.to_string(), p.name.as_str())).collect();
     let pool_name = |id: Option<&str>| match id {
@@ -147,7 +200,7 @@ pub fn render_with(v: &RouterSnapshot, reasons: Option<&Reasons<'_>>) -> String 
     for m in &v.more_http {
         write_more_http(&mut s, m, &pool_name);
     }
-    if let Some(h) = &v.https {
+    for h in v.https.iter().chain(&v.more_https) {
         write_https(&mut s, h, &pool_name);
     }
 
@@ -206,6 +259,23 @@ fn policy_json(p: &ActualPolicy) -> serde_json::Value {
     })
 }
 
+/// An HTTPS listener as `show -o json` prints it: certificates and client CA by Barbican name,
+/// ref and metadata (never content), policies with their rules.
+fn https_json(h: &HttpsSnapshot) -> serde_json::Value {
+    use serde_json::json;
+    json!({
+        "listener_id": h.listener_id, "port": h.port,
+        "default_pool_id": h.actual.listener.default_pool_id,
+        "certificates": h.certificates.iter().map(|c| json!({
+            "secret_ref": c.secret_ref, "name": c.name, "default": c.default, "metadata": c.metadata,
+        })).collect::<Vec<_>>(),
+        "client_ca": h.client_ca.as_ref().map(|ca| json!({
+            "secret_ref": ca.secret_ref, "name": ca.name, "client_authentication": ca.mode, "metadata": ca.metadata,
+        })),
+        "policies": h.actual.policies.iter().map(policy_json).collect::<Vec<_>>(),
+    })
+}
+
 /// JSON of the same view, for scripts (`show -o json`): ids, addresses, policies, pools, members.
 pub fn render_json(v: &RouterSnapshot) -> String {
     use serde_json::json;
@@ -243,17 +313,11 @@ pub fn render_json(v: &RouterSnapshot) -> String {
             "default_pool_id": m.actual.listener.default_pool_id,
             "policies": m.actual.policies.iter().map(policy_json).collect::<Vec<_>>(),
         })).collect::<Vec<_>>(),
-        "https": v.https.as_ref().map(|h| json!({
-            "listener_id": h.listener_id, "port": h.port,
-            "default_pool_id": h.actual.listener.default_pool_id,
-            "certificates": h.certificates.iter().map(|c| json!({
-                "secret_ref": c.secret_ref, "name": c.name, "default": c.default, "metadata": c.metadata,
-            })).collect::<Vec<_>>(),
-            "policies": h.actual.policies.iter().map(|p| json!({
-                "id": p.id, "name": p.name, "position": p.position, "action": p.action,
-                "redirect_pool_id": p.redirect_pool_id, "admin_state_up": p.admin_state_up,
-            })).collect::<Vec<_>>(),
-        })),
+        "https": v.https.as_ref().map(https_json),
+        "more_https": v.more_https.iter().map(https_json).collect::<Vec<_>>(),
+        "other_listeners": v.other_listeners.iter().map(|o| json!({
+            "listener_id": o.id, "name": o.name, "protocol": o.protocol, "port": o.port,
+        })).collect::<Vec<_>>(),
     });
     serde_json::to_string_pretty(&out).expect("JSON values always serialize")
 }

@@ -26,7 +26,8 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::certificates::{
-    CertificatePlan, StoredSecret, all_certificates, garbage, has_legacy, plan_certificates, secret_uuid, wanted_https,
+    CertificatePlan, SecretScope, StoredSecret, all_certificates, garbage, has_legacy, plan_certificates, secret_uuid,
+    wanted_https,
 };
 use super::cloud::Cloud;
 use super::door::{self, Order};
@@ -35,11 +36,11 @@ use super::execute::listener_write;
 use super::https_holds::{HttpsHolds, ca_owners, certificate_owners, refusal};
 use super::isolation::WriteKey;
 use super::listener_plan::{HttpsRefs, TERMINATED_HTTPS, choose_listener, plan_https_listener};
-use super::report::ConvergeReport;
+use super::report::{CertificateSnapshot, ClientCaSnapshot, ConvergeReport, HttpsSnapshot, WriteRecord};
 use super::{client_ca, more_https};
-use crate::model::{CaBundle, DesiredRouter, HttpsListener};
-use crate::openstack::ListQuery;
+use crate::model::{CaBundle, DesiredRouter, HttpsListener, KubeRef};
 use crate::openstack::octavia::{Listener, LoadBalancer};
+use crate::openstack::{Barbican, ListQuery};
 
 /// What the first phase found.
 pub enum Phase {
@@ -185,134 +186,199 @@ pub(crate) async fn prepare(
     let Some(wanted) = wanted else {
         return Ok(Phase::Ready(Box::new(state)));
     };
-    let in_use: Vec<String> = state.listed.iter().flat_map(listener_secret_refs).collect();
-    if let Some(error) = store_certificates(cloud, barbican, wanted, &in_use, &mut state, holds, report).await {
-        return Ok(Phase::Unavailable { has_listener, error });
-    }
-    if let Some(error) = store_cas(cloud, barbican, desired, &in_use, &mut state, holds, report).await {
+    if let Err(error) = store_contents(cloud, barbican, desired, wanted, &mut state, holds, report).await {
         return Ok(Phase::Unavailable { has_listener, error });
     }
     Ok(Phase::Ready(Box::new(state)))
 }
 
-/// Plans the certificates of `wanted` and stores every content that is new; a transient
-/// Barbican error is returned (nothing of the HTTPS side is written then).
-async fn store_certificates(
+/// Plans the certificates of `wanted` and the client CAs the listeners validate against, and
+/// stores every content that is new ([`store_new`]). A certificate whose new content cannot be
+/// stored serves its last good one, else nothing; a CA keeps the last good secret a listener
+/// uses for it, else its listeners are not written (`listener_plan`: never served without the
+/// validation asked for). A transient Barbican error is returned (nothing of the HTTPS side is
+/// written then).
+async fn store_contents(
     cloud: &Cloud,
-    barbican: &crate::openstack::Barbican,
+    barbican: &Barbican,
+    desired: &DesiredRouter,
     wanted: &HttpsListener,
-    in_use: &[String],
     state: &mut HttpsState,
     holds: &HttpsHolds<'_>,
     report: &mut ConvergeReport,
-) -> Option<DriverError> {
+) -> Result<()> {
     let scope = cloud.secret_scope();
-    let mut plan = plan_certificates(wanted, &scope, &state.stored, in_use);
-    for (cert, name) in std::mem::take(&mut plan.create) {
+    let in_use: Vec<String> = state.listed.iter().flat_map(listener_secret_refs).collect();
+    let mut plan = plan_certificates(wanted, &scope, &state.stored, &in_use);
+    let create = std::mem::take(&mut plan.create);
+    let certificates = Certificates { cloud, barbican, wanted, scope: &scope, in_use: &in_use };
+    let unavailable = store_new(&certificates, create, &mut state.stored, &mut plan.refs, holds, report).await?;
+    plan.unavailable.extend(unavailable);
+    state.plan = plan;
+
+    let cas = client_ca::wanted(wanted_https(desired));
+    let mut plan = client_ca::plan_cas(&cas, &scope, &state.stored, &in_use);
+    let create = std::mem::take(&mut plan.create);
+    let client_cas = ClientCas { cloud, barbican, desired, cas: &cas, scope: &scope, listed: &state.listed };
+    // A CA with nothing to serve has no ref: its listeners are not written.
+    store_new(&client_cas, create, &mut state.stored, &mut plan.refs, holds, report).await?;
+    state.ca_refs = plan.refs;
+    Ok(())
+}
+
+/// One kind of Barbican secret the HTTPS side stores, by item (a certificate, a client CA):
+/// what [`store_new`] needs to store one, report its refusal, and serve its last good secret.
+trait SecretKind {
+    /// Stores the new content of `item` as the secret `name`: its ref and its write record.
+    async fn store(&self, item: &str, name: &str) -> Result<(String, WriteRecord)>;
+    /// The write a refusal to store `item` as `name` is reported as, and on whom.
+    fn refused(&self, item: &str, name: &str) -> (String, Vec<KubeRef>);
+    /// The secret `item` is served from while its new content cannot be stored, if any.
+    fn last_good(&self, item: &str, stored: &[StoredSecret]) -> Option<String>;
+}
+
+/// Stores each `(item, secret name)` of `create`, in order: a new secret is recorded in `stored`
+/// and serves its item (`refs`); one Barbican refuses for good (a 4xx) is put on hold and
+/// reported, and one on hold is not tried, each serving its last good secret meanwhile. Returns
+/// the items with nothing to serve, or the first transient Barbican error.
+async fn store_new<K: SecretKind>(
+    kind: &K,
+    create: Vec<(String, String)>,
+    stored: &mut Vec<StoredSecret>,
+    refs: &mut BTreeMap<String, String>,
+    holds: &HttpsHolds<'_>,
+    report: &mut ConvergeReport,
+) -> Result<Vec<String>> {
+    let mut unavailable = Vec::new();
+    for (item, name) in create {
         let key = WriteKey::Secret(name.clone());
-        let content = wanted.certificates[&cert].content.as_ref().expect("only certificates with content are created");
-        let created =
-            if holds.is_held(&key) { None } else { Some(store(cloud, barbican, &cert, &name, content).await) };
-        let (secret_ref, record) = match created {
-            Some(Ok(stored)) => stored,
-            Some(Err(error)) => match refusal(&error) {
-                None => return Some(error),
-                Some(refused) => {
-                    let write = format!("store certificate {cert} in Barbican ({name})");
-                    let owners = certificate_owners(Some(wanted), Some(&[cert.as_str()][..]));
-                    holds.refused(key, write, refused, owners, report);
-                    serve_last_good(wanted, &cert, &scope, &state.stored, in_use, &mut plan);
+        if !holds.is_held(&key) {
+            match kind.store(&item, &name).await {
+                Ok((secret_ref, record)) => {
+                    holds.succeeded(&key);
+                    report.writes.push(record);
+                    stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
+                    refs.insert(item, secret_ref);
                     continue;
                 }
-            },
-            None => {
-                serve_last_good(wanted, &cert, &scope, &state.stored, in_use, &mut plan);
-                continue;
-            }
-        };
-        holds.succeeded(&key);
-        report.writes.push(record);
-        state.stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
-        plan.refs.insert(cert, secret_ref);
-    }
-    state.plan = plan;
-    None
-}
-
-/// Plans the client CAs the listeners validate against and stores every content that is new. A
-/// CA Barbican refuses (or on hold) keeps the last good secret a listener uses for it, if any;
-/// without one, its listeners are not written (`listener_plan`: never served without the
-/// validation asked for). A transient Barbican error is returned.
-async fn store_cas(
-    cloud: &Cloud,
-    barbican: &crate::openstack::Barbican,
-    desired: &DesiredRouter,
-    in_use: &[String],
-    state: &mut HttpsState,
-    holds: &HttpsHolds<'_>,
-    report: &mut ConvergeReport,
-) -> Option<DriverError> {
-    let scope = cloud.secret_scope();
-    let cas = client_ca::wanted(wanted_https(desired));
-    let mut plan = client_ca::plan_cas(&cas, &scope, &state.stored, in_use);
-    for (ca_name, name) in std::mem::take(&mut plan.create) {
-        let key = WriteKey::Secret(name.clone());
-        let created = if holds.is_held(&key) {
-            None
-        } else {
-            Some(store_ca(cloud, barbican, &name, cas[ca_name.as_str()]).await)
-        };
-        match created {
-            Some(Ok((secret_ref, record))) => {
-                holds.succeeded(&key);
-                report.writes.push(record);
-                state.stored.push(StoredSecret { secret_ref: secret_ref.clone(), name, created: String::new() });
-                plan.refs.insert(ca_name, secret_ref);
-                continue;
-            }
-            Some(Err(error)) => match refusal(&error) {
-                None => return Some(error),
-                Some(refused) => {
-                    let write = format!("store client CA {ca_name} in Barbican ({name})");
-                    holds.refused(key, write, refused, ca_owners(desired, &ca_name), report);
+                Err(error) => {
+                    let refused = refusal(&error).ok_or(error)?;
+                    let (write, owners) = kind.refused(&item, &name);
+                    holds.refused(key, write, refused, owners, report);
                 }
-            },
-            None => {}
+            }
         }
-        let last_good = state.listed.iter().find_map(|l| {
-            client_ca::last_good(&scope, &state.stored, &ca_name, l.client_ca_tls_container_ref.as_deref())
-        });
-        plan.refs.extend(last_good.map(|r| (ca_name, r)));
+        match kind.last_good(&item, stored) {
+            Some(secret_ref) => {
+                refs.insert(item, secret_ref);
+            }
+            None => unavailable.push(item),
+        }
     }
-    state.ca_refs = plan.refs;
-    None
+    Ok(unavailable)
 }
 
-/// `cert`'s new content cannot be stored (yet): the secret the listener uses for it, else its
-/// newest stored one, else nothing to serve.
-fn serve_last_good(
-    desired: &HttpsListener,
-    cert: &str,
-    scope: &super::certificates::SecretScope,
-    stored: &[StoredSecret],
-    in_use: &[String],
-    plan: &mut CertificatePlan,
-) {
-    let Some(c) = desired.certificates.get(cert) else { return };
-    let one = HttpsListener {
-        certificates: BTreeMap::from([(cert.to_string(), crate::model::Certificate { content: None, ..c.clone() })]),
-        port: desired.port,
-        default_certificate: desired.default_certificate.clone(),
-        policies: Vec::new(),
-        default_pool: None,
-        client_validation: None,
-    };
-    match plan_certificates(&one, scope, stored, in_use).refs.remove(cert) {
-        Some(r) => {
-            plan.refs.insert(cert.to_string(), r);
-        }
-        None => plan.unavailable.push(cert.to_string()),
+/// The certificates of one HTTPS listener wanted (the main one's and the more ports').
+struct Certificates<'a> {
+    cloud: &'a Cloud,
+    barbican: &'a Barbican,
+    wanted: &'a HttpsListener,
+    scope: &'a SecretScope,
+    in_use: &'a [String],
+}
+
+impl SecretKind for Certificates<'_> {
+    /// One PKCS#12 secret, with the certificate's public facts as metadata (for `show` and for
+    /// an operator browsing Barbican).
+    async fn store(&self, cert: &str, name: &str) -> Result<(String, WriteRecord)> {
+        let content =
+            self.wanted.certificates[cert].content.as_ref().expect("only certificates with content are created");
+        let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
+        let metadata = BTreeMap::from([
+            ("cluster".to_string(), self.cloud.spec.ownership.cluster.clone()),
+            ("router".to_string(), self.cloud.spec.name.clone()),
+            ("subject".to_string(), content.subject.clone()),
+            ("sha256".to_string(), content.fingerprint.clone()),
+            ("not-after".to_string(), content.not_after.clone()),
+        ]);
+        let description = format!("store certificate {cert} in Barbican ({name}, sha256 {})", content.fingerprint);
+        store_secret(self.cloud, self.barbican, name, &bundle, &metadata, description).await
     }
+
+    fn refused(&self, cert: &str, name: &str) -> (String, Vec<KubeRef>) {
+        let write = format!("store certificate {cert} in Barbican ({name})");
+        (write, certificate_owners(Some(self.wanted), Some(&[cert][..])))
+    }
+
+    /// The secret the listener uses for `cert`, else its newest stored one.
+    fn last_good(&self, cert: &str, stored: &[StoredSecret]) -> Option<String> {
+        let c = self.wanted.certificates.get(cert)?;
+        let one = HttpsListener {
+            certificates: BTreeMap::from([(
+                cert.to_string(),
+                crate::model::Certificate { content: None, ..c.clone() },
+            )]),
+            port: self.wanted.port,
+            default_certificate: self.wanted.default_certificate.clone(),
+            policies: Vec::new(),
+            default_pool: None,
+            client_validation: None,
+        };
+        plan_certificates(&one, self.scope, stored, self.in_use).refs.remove(cert)
+    }
+}
+
+/// The client CAs the HTTPS listeners validate against, by name.
+struct ClientCas<'a> {
+    cloud: &'a Cloud,
+    barbican: &'a Barbican,
+    desired: &'a DesiredRouter,
+    cas: &'a BTreeMap<&'a str, &'a CaBundle>,
+    scope: &'a SecretScope,
+    /// The router's HTTPS listeners as listed (the CA secrets they validate against now).
+    listed: &'a [Listener],
+}
+
+impl SecretKind for ClientCas<'_> {
+    /// One secret holding the CA bundle (PEM); logged by name and content id only.
+    async fn store(&self, ca_name: &str, name: &str) -> Result<(String, WriteRecord)> {
+        let ca = self.cas[ca_name];
+        let metadata = client_ca::metadata(self.scope, ca);
+        let description = format!("store client CA {} in Barbican ({name}, sha256 {:.16})", ca.name, ca.content_id);
+        store_secret(self.cloud, self.barbican, name, ca.pem.as_bytes(), &metadata, description).await
+    }
+
+    fn refused(&self, ca_name: &str, name: &str) -> (String, Vec<KubeRef>) {
+        (format!("store client CA {ca_name} in Barbican ({name})"), ca_owners(self.desired, ca_name))
+    }
+
+    /// The CA secret of ours a listener validates against now for `ca_name` (an older content).
+    fn last_good(&self, ca_name: &str, stored: &[StoredSecret]) -> Option<String> {
+        let now =
+            |l: &Listener| client_ca::last_good(self.scope, stored, ca_name, l.client_ca_tls_container_ref.as_deref());
+        self.listed.iter().find_map(now)
+    }
+}
+
+/// One secret of `payload` named `name`, with `metadata`, readable by the users the operator
+/// named (Octavia's service user): its ref and its record (`description`, never the payload).
+async fn store_secret(
+    cloud: &Cloud,
+    barbican: &Barbican,
+    name: &str,
+    payload: &[u8],
+    metadata: &BTreeMap<String, String>,
+    description: String,
+) -> Result<(String, WriteRecord)> {
+    let call = async {
+        let secret_ref = barbican.create_secret(name, payload).await?;
+        barbican.set_metadata(&secret_ref, metadata).await?;
+        if !cloud.spec.secret_read_users.is_empty() {
+            barbican.set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true).await?;
+        }
+        Ok::<_, crate::openstack::Error>(secret_ref)
+    };
+    door::write(cloud, Order::barbican("create_secret", description), call).await
 }
 
 /// Whether Barbican answers (one listing of our secrets).
@@ -321,7 +387,7 @@ pub async fn probe(cloud: &Cloud) -> Result<()> {
     list_ours(cloud, barbican).await.map(drop)
 }
 
-async fn list_ours(cloud: &Cloud, barbican: &crate::openstack::Barbican) -> Result<Vec<StoredSecret>> {
+async fn list_ours(cloud: &Cloud, barbican: &Barbican) -> Result<Vec<StoredSecret>> {
     // The cluster's prefix: this router's secrets and the legacy ones it may adopt or collect
     // (other routers' are listed too, and left alone).
     let prefix = cloud.secret_scope().cluster_prefix();
@@ -361,57 +427,6 @@ pub(crate) async fn delete_own_secrets(cloud: &Cloud) -> Result<usize> {
         deleted += 1;
     }
     Ok(deleted)
-}
-
-/// One PKCS#12 secret for `cert`, readable by the users the operator named (Octavia's service
-/// user): its ref and its record.
-async fn store(
-    cloud: &Cloud,
-    barbican: &crate::openstack::Barbican,
-    cert: &str,
-    name: &str,
-    content: &crate::model::CertificateContent,
-) -> Result<(String, super::report::WriteRecord)> {
-    let bundle = content.parsed().pkcs12().map_err(|e| DriverError::Certificate(e.to_string()))?;
-    // Public facts only, for `show` and for an operator browsing Barbican.
-    let metadata = BTreeMap::from([
-        ("cluster".to_string(), cloud.spec.ownership.cluster.clone()),
-        ("router".to_string(), cloud.spec.name.clone()),
-        ("subject".to_string(), content.subject.clone()),
-        ("sha256".to_string(), content.fingerprint.clone()),
-        ("not-after".to_string(), content.not_after.clone()),
-    ]);
-    let call = async {
-        let secret_ref = barbican.create_secret(name, &bundle).await?;
-        barbican.set_metadata(&secret_ref, &metadata).await?;
-        if !cloud.spec.secret_read_users.is_empty() {
-            barbican.set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true).await?;
-        }
-        Ok::<_, crate::openstack::Error>(secret_ref)
-    };
-    let description = format!("store certificate {cert} in Barbican ({name}, sha256 {})", content.fingerprint);
-    door::write(cloud, Order::barbican("create_secret", description), call).await
-}
-
-/// One secret holding a client CA bundle (PEM), readable by the users the operator named: its
-/// ref and its record. Logged by name and content id only.
-async fn store_ca(
-    cloud: &Cloud,
-    barbican: &crate::openstack::Barbican,
-    name: &str,
-    ca: &CaBundle,
-) -> Result<(String, super::report::WriteRecord)> {
-    let metadata = client_ca::metadata(&cloud.secret_scope(), ca);
-    let call = async {
-        let secret_ref = barbican.create_secret(name, ca.pem.as_bytes()).await?;
-        barbican.set_metadata(&secret_ref, &metadata).await?;
-        if !cloud.spec.secret_read_users.is_empty() {
-            barbican.set_read_acl(&secret_ref, &cloud.spec.secret_read_users, true).await?;
-        }
-        Ok::<_, crate::openstack::Error>(secret_ref)
-    };
-    let description = format!("store client CA {} in Barbican ({name}, sha256 {:.16})", ca.name, ca.content_id);
-    door::write(cloud, Order::barbican("create_secret", description), call).await
 }
 
 /// Every secret ref a listener holds.
@@ -505,11 +520,7 @@ pub(crate) async fn ensure_listener_isolated(
 /// The Ingresses (or Gateway) to tell about an HTTPS hold: the listener's owners for a listener,
 /// every HTTPS owner for the listing, a certificate's for its secret, the owners of the
 /// listeners validating against a client CA for its secret.
-pub(crate) fn hold_owners(
-    key: &WriteKey,
-    desired: &DesiredRouter,
-    scope: &super::certificates::SecretScope,
-) -> Vec<crate::model::KubeRef> {
+pub(crate) fn hold_owners(key: &WriteKey, desired: &DesiredRouter, scope: &SecretScope) -> Vec<crate::model::KubeRef> {
     match key {
         WriteKey::HttpsListener => certificate_owners(desired.https.as_ref(), None),
         WriteKey::HttpsListenerOn(port) => certificate_owners(desired.more_https.get(port), None),
@@ -564,38 +575,64 @@ pub(crate) async fn collect_garbage(
     Ok(())
 }
 
-/// The HTTPS listener for `show`: its policies, and each certificate's Barbican name and
-/// metadata (a secret Barbican cannot describe is listed by its ref alone).
-pub async fn snapshot(
+/// The HTTPS listeners among `listeners` for `show`: the main one (ours, else an adopted one),
+/// and the more ports' (ours, by port), each with its policies, each certificate's Barbican name
+/// and metadata and its client CA's (a secret Barbican cannot describe is listed by its ref alone).
+pub(crate) async fn snapshot(
     cloud: &Cloud,
     reads: &std::sync::Mutex<super::read_cache::ReadCache>,
-    lb: &LoadBalancer,
-) -> Result<Option<super::report::HttpsSnapshot>> {
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listeners = cloud.octavia.list_listeners(&q).await?;
-    let Some(l) = listeners
-        .iter()
-        .find(|l| {
-            l.protocol == TERMINATED_HTTPS && cloud.spec.ownership.owns(&l.tags) && !more_https::is_ours(l, &cloud.spec)
+    listeners: &[Listener],
+) -> Result<(Option<HttpsSnapshot>, Vec<HttpsSnapshot>)> {
+    let main_of = |owned: bool| {
+        listeners.iter().find(|l| {
+            l.protocol == TERMINATED_HTTPS
+                && (!owned || cloud.spec.ownership.owns(&l.tags))
+                && !more_https::is_ours(l, &cloud.spec)
         })
-        .or_else(|| listeners.iter().find(|l| l.protocol == TERMINATED_HTTPS && !more_https::is_ours(l, &cloud.spec)))
-    else {
-        return Ok(None);
     };
+    let main = match main_of(true).or_else(|| main_of(false)) {
+        Some(l) => Some(listener_snapshot(cloud, reads, l).await?),
+        None => None,
+    };
+    let mut more: Vec<&Listener> = listeners.iter().filter(|l| more_https::is_ours(l, &cloud.spec)).collect();
+    more.sort_by_key(|l| l.protocol_port);
+    let mut snapshots = Vec::with_capacity(more.len());
+    for l in more {
+        snapshots.push(listener_snapshot(cloud, reads, l).await?);
+    }
+    Ok((main, snapshots))
+}
+
+/// One HTTPS listener for `show`.
+async fn listener_snapshot(
+    cloud: &Cloud,
+    reads: &std::sync::Mutex<super::read_cache::ReadCache>,
+    l: &Listener,
+) -> Result<HttpsSnapshot> {
     let actual = super::read::read_actual(cloud, reads, l, None).await?;
     let mut certificates = Vec::new();
     let tls_refs = l.default_tls_container_ref.iter().chain(&l.sni_container_refs);
     for secret_ref in tls_refs.cloned().collect::<BTreeSet<_>>() {
         let default = l.default_tls_container_ref.as_deref() == Some(secret_ref.as_str());
-        let mut c =
-            super::report::CertificateSnapshot { secret_ref: secret_ref.clone(), default, ..Default::default() };
-        if let Some(b) = &cloud.barbican {
-            if let Ok(info) = b.get_secret(&secret_ref).await {
-                c.name = info.name.unwrap_or_default();
-            }
-            c.metadata = b.get_metadata(&secret_ref).await.unwrap_or_default();
-        }
-        certificates.push(c);
+        let (name, metadata) = described(cloud, &secret_ref).await;
+        certificates.push(CertificateSnapshot { secret_ref, name, default, metadata });
     }
-    Ok(Some(super::report::HttpsSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual, certificates }))
+    let mode = l.client_authentication.as_deref().unwrap_or("NONE");
+    let client_ca = match &l.client_ca_tls_container_ref {
+        Some(secret_ref) => {
+            let (name, metadata) = described(cloud, secret_ref).await;
+            Some(ClientCaSnapshot { secret_ref: Some(secret_ref.clone()), name, mode: mode.into(), metadata })
+        }
+        None if mode != "NONE" => Some(ClientCaSnapshot { mode: mode.into(), ..Default::default() }),
+        None => None,
+    };
+    Ok(HttpsSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual, certificates, client_ca })
+}
+
+/// A secret's name and metadata as Barbican describes them (never its payload); empty when
+/// Barbican cannot describe it.
+async fn described(cloud: &Cloud, secret_ref: &str) -> (String, BTreeMap<String, String>) {
+    let Some(b) = &cloud.barbican else { return Default::default() };
+    let name = b.get_secret(secret_ref).await.ok().and_then(|info| info.name).unwrap_or_default();
+    (name, b.get_metadata(secret_ref).await.unwrap_or_default())
 }

@@ -314,11 +314,13 @@ async fn discard_new_router(cloud: &Cloud, lb: &LoadBalancer) -> std::result::Re
     Ok(())
 }
 
-/// The router's HTTP listener on the configured port (see [`choose_listener`]), if it has one.
-pub(crate) async fn find_http_listener(cloud: &Cloud, lb: &LoadBalancer) -> Result<Option<Listener>> {
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let listeners = cloud.octavia.list_listeners(&q).await?;
-    Ok(choose_listener(&listeners, &cloud.spec, "HTTP", cloud.spec.listener_port).cloned())
+/// The router's HTTP listener among `listed` for `show`: on the configured port (see
+/// [`choose_listener`]), else ours by its name on whatever port it is (`show` reads a Gateway's
+/// router on port 80 without its manifests, and the Gateway's lowest HTTP port may be another).
+pub(crate) fn shown_http_listener<'a>(listed: &'a [Listener], spec: &RouterSpec) -> Option<&'a Listener> {
+    let name = spec.http_listener_name();
+    let ours_named = || listed.iter().find(|l| l.protocol == "HTTP" && l.name == name && spec.ownership.owns(&l.tags));
+    choose_listener(listed, spec, "HTTP", spec.listener_port).or_else(ours_named)
 }
 
 /// The router's HTTP listener: ours (its headers made as configured), else an adopted one on

@@ -269,6 +269,19 @@ fn client_ca_note(desired: &HttpsListener, auth: &str) -> String {
     }
 }
 
+/// The ids of the listeners `steps` delete (any other write fails the test): what the tests of
+/// the more ports' `plan_stale` (HTTP and HTTPS) compare.
+#[cfg(test)]
+pub(crate) fn deleted_ids(steps: Vec<ListenerStep>) -> Vec<String> {
+    steps
+        .into_iter()
+        .map(|st| match st.write {
+            ListenerWrite::Delete { id } => id,
+            w => panic!("{w:?}"),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,8 +52,8 @@ pub use error::DriverError;
 pub use floating_ip::floating_ip_description;
 pub use ownership::FoundRouter;
 pub use report::{
-    CertificateSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, MoreHttpSnapshot, RouterSnapshot, WriteFailure,
-    WriteRecord,
+    CertificateSnapshot, ClientCaSnapshot, ConvergeReport, HttpsSnapshot, MembersChange, MoreHttpSnapshot,
+    OtherListener, RouterSnapshot, WriteFailure, WriteRecord,
 };
 pub use router::Router;
 pub use spec::RouterSpec;

@@ -20,7 +20,6 @@ use super::listener_plan::{ListenerStep, ListenerWrite, choose_listener, plan_ht
 use super::report::{ConvergeReport, MoreHttpSnapshot};
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
-use crate::openstack::ListQuery;
 use crate::openstack::octavia::{Listener, LoadBalancer};
 
 /// The name of the router's HTTP listener on a more port.
@@ -100,19 +99,18 @@ pub(crate) async fn ensure(
     Ok(out)
 }
 
-/// The router's more HTTP listeners for `show`, by port: each one's policies and default pool.
+/// The router's more HTTP listeners among `listed` for `show`, by port: each one's policies and
+/// default pool.
 pub(crate) async fn snapshot(
     cloud: &Cloud,
     reads: &std::sync::Mutex<super::read_cache::ReadCache>,
-    lb: &LoadBalancer,
+    listed: &[Listener],
 ) -> Result<Vec<MoreHttpSnapshot>> {
-    let q = ListQuery { loadbalancer_id: Some(lb.id.clone()), ..ListQuery::default() };
-    let mut listeners: Vec<Listener> =
-        cloud.octavia.list_listeners(&q).await?.into_iter().filter(|l| is_ours(l, &cloud.spec)).collect();
+    let mut listeners: Vec<&Listener> = listed.iter().filter(|l| is_ours(l, &cloud.spec)).collect();
     listeners.sort_by_key(|l| l.protocol_port);
     let mut out = Vec::with_capacity(listeners.len());
     for l in listeners {
-        let actual = super::read::read_actual(cloud, reads, &l, None).await?;
+        let actual = super::read::read_actual(cloud, reads, l, None).await?;
         out.push(MoreHttpSnapshot { listener_id: l.id.clone(), port: l.protocol_port, actual });
     }
     Ok(out)
@@ -120,6 +118,7 @@ pub(crate) async fn snapshot(
 
 #[cfg(test)]
 mod tests {
+    use super::super::listener_plan::deleted_ids;
     use super::*;
     use crate::model::PortListener;
     use std::collections::BTreeMap;
@@ -167,17 +166,6 @@ mod tests {
         assert!(plans[0].1.is_some_and(|l| l.id == made.id) && plans[0].2.is_none(), "{plans:?}");
     }
 
-    /// The ids of the listeners `plan_stale` deletes (any other write fails the test).
-    fn deleted_ids(listed: &[Listener], d: &DesiredRouter, s: &RouterSpec) -> Vec<String> {
-        plan_stale(listed, d, s)
-            .into_iter()
-            .map(|st| match st.write {
-                ListenerWrite::Delete { id } => id,
-                w => panic!("{w:?}"),
-            })
-            .collect()
-    }
-
     #[test]
     fn only_our_listener_on_a_port_dropped_is_deleted() {
         let s = spec();
@@ -189,7 +177,7 @@ mod tests {
             listener(8082, "kuryr-gw-1-ns.gw-http-8082", false),
             listener(8083, "admin", true),
         ];
-        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
+        let deleted = |d: &DesiredRouter| deleted_ids(plan_stale(&listed, d, &s));
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http-8080@8080".to_string()]);
         assert!(deleted(&wanting(&[8080])).is_empty());
         // An Ingress router (no more ports) deletes nothing but such a listener of its own.
@@ -207,7 +195,7 @@ mod tests {
             listener(82, "kuryr-gw-1-ns.gw-http", false),
             listener(83, "kuryr-gw-2-ns.other-http", true),
         ];
-        let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
+        let deleted = |d: &DesiredRouter| deleted_ids(plan_stale(&listed, d, &s));
         assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-http@80".to_string()]);
         // 80 is a more port now: the old main listener serves it, kept.
         assert!(deleted(&wanting(&[80])).is_empty());

@@ -1,3 +1,4 @@
+use super::super::listener_plan::deleted_ids;
 use super::*;
 use crate::model::{CaBundle, ClientAuthentication, ClientValidation, HttpsListener, KubeRef};
 use std::collections::BTreeMap;
@@ -111,16 +112,6 @@ fn each_more_port_gets_its_own_listener_with_its_own_client_ca() {
     assert_eq!(ports(&wanting(&[(443, None), (8443, None)])), vec![8443]);
 }
 
-fn deleted_ids(listed: &[Listener], d: &DesiredRouter, s: &RouterSpec) -> Vec<String> {
-    plan_stale(listed, d, s)
-        .into_iter()
-        .map(|st| match st.write {
-            ListenerWrite::Delete { id } => id,
-            w => panic!("{w:?}"),
-        })
-        .collect()
-}
-
 #[test]
 fn only_our_https_listener_on_a_port_dropped_is_deleted() {
     let s = spec();
@@ -132,7 +123,7 @@ fn only_our_https_listener_on_a_port_dropped_is_deleted() {
         listener(8445, "kuryr-gw-1-ns.gw-https-8445", false),
         listener(8446, "admin", true),
     ];
-    let deleted = |d: &DesiredRouter| deleted_ids(&listed, d, &s);
+    let deleted = |d: &DesiredRouter| deleted_ids(plan_stale(&listed, d, &s));
     assert_eq!(deleted(&wanting(&[])), vec!["kuryr-gw-1-ns.gw-https-8443@8443".to_string()]);
     assert!(deleted(&wanting(&[(8443, None)])).is_empty());
     // The main listener moved from 443 to 8443 (the lowest HTTPS port changed): the old main goes,

@@ -104,8 +104,22 @@ pub struct RouterSnapshot {
     pub actual: Option<ActualRouter>,
     /// The TERMINATED_HTTPS listener, when the router has one.
     pub https: Option<HttpsSnapshot>,
+    /// The router's more HTTPS listeners (a Gateway's other HTTPS ports), by port.
+    pub more_https: Vec<HttpsSnapshot>,
     /// The router's more HTTP listeners (a Gateway's other HTTP ports), by port.
     pub more_http: Vec<MoreHttpSnapshot>,
+    /// The load balancer's other listeners (not this router's, or ours left on a port no longer
+    /// served until the next convergence deletes them): listed, not read.
+    pub other_listeners: Vec<OtherListener>,
+}
+
+/// A listener of the load balancer that `show` lists without reading it.
+#[derive(Clone, Debug)]
+pub struct OtherListener {
+    pub id: String,
+    pub name: String,
+    pub protocol: String,
+    pub port: u16,
 }
 
 /// One more HTTP listener of the router (`<router>-http-<port>`) as Octavia has it.
@@ -117,7 +131,8 @@ pub struct MoreHttpSnapshot {
     pub actual: ActualRouter,
 }
 
-/// The HTTPS listener as Octavia has it, with its certificates as Barbican describes them.
+/// An HTTPS listener as Octavia has it, with its certificates and client CA as Barbican
+/// describes them.
 #[derive(Clone, Debug)]
 pub struct HttpsSnapshot {
     pub listener_id: String,
@@ -125,6 +140,22 @@ pub struct HttpsSnapshot {
     /// Its policies (in position order) and default pool.
     pub actual: ActualRouter,
     pub certificates: Vec<CertificateSnapshot>,
+    /// The client-certificate validation, when the listener has a client CA or a
+    /// `client_authentication` other than `NONE`.
+    pub client_ca: Option<ClientCaSnapshot>,
+}
+
+/// The client CA of an HTTPS listener: `client_ca_tls_container_ref` with its Barbican secret's
+/// name and metadata (the ConfigMap, the content's sha256), never its content (the PEM).
+#[derive(Clone, Debug, Default)]
+pub struct ClientCaSnapshot {
+    /// `None`: a `client_authentication` without a CA (not one this controller writes).
+    pub secret_ref: Option<String>,
+    /// The Barbican secret's name (empty when it could not be read).
+    pub name: String,
+    /// `client_authentication`: `MANDATORY`, `OPTIONAL` or `NONE`.
+    pub mode: String,
+    pub metadata: std::collections::BTreeMap<String, String>,
 }
 
 /// One certificate of the HTTPS listener: its Barbican secret's name and metadata (subject,

@@ -19,7 +19,7 @@ use super::https_holds::HttpsHolds;
 use super::isolation::{WriteBackoff, WriteKey};
 use super::ownership::{FoundRouter, SetMark, empty_since};
 use super::read_cache::ReadCache;
-use super::report::{MembersChange, RouterSnapshot};
+use super::report::{MembersChange, OtherListener, RouterSnapshot};
 use super::stamps::{DesiredChildren, Stamps};
 use super::view::DesiredView;
 use super::{execute, floating_ip, https, lifecycle, more_http, more_https, read, rounds};
@@ -314,11 +314,14 @@ impl Router {
     }
 
     /// The router as Octavia has it (`show`): load balancer, HTTP listener, children, the HTTPS
-    /// and more HTTP listeners' policies, and floating IP. `None` when the router does not exist.
+    /// listeners' (main and more ports') and more HTTP listeners' policies, and floating IP.
+    /// `None` when the router does not exist.
     pub async fn snapshot(&self) -> Result<Option<RouterSnapshot>> {
         let Some(lb) = self.find().await? else { return Ok(None) };
-        let listener = lifecycle::find_http_listener(&self.cloud, &lb).await?;
-        let actual = match &listener {
+        let q = crate::openstack::ListQuery { loadbalancer_id: Some(lb.id.clone()), ..Default::default() };
+        let listed = self.cloud.octavia.list_listeners(&q).await?;
+        let listener = lifecycle::shown_http_listener(&listed, &self.cloud.spec);
+        let actual = match listener {
             Some(l) => Some(self.read_actual(l).await?),
             None => None,
         };
@@ -326,10 +329,26 @@ impl Router {
             Some(port) => floating_ip::of_port(&self.cloud.neutron, port).await?.map(|f| f.floating_ip_address),
             None => None,
         };
-        let https = https::snapshot(&self.cloud, &self.reads, &lb).await?;
-        let more_http = more_http::snapshot(&self.cloud, &self.reads, &lb).await?;
-        let listener = listener.map(|l| (l.id, l.protocol_port));
-        Ok(Some(RouterSnapshot { lb, floating_ip, listener, actual, https, more_http }))
+        let (https, more_https) = https::snapshot(&self.cloud, &self.reads, &listed).await?;
+        let more_http = more_http::snapshot(&self.cloud, &self.reads, &listed).await?;
+        let shown: BTreeSet<&str> = listener
+            .iter()
+            .map(|l| l.id.as_str())
+            .chain(https.iter().chain(&more_https).map(|h| h.listener_id.as_str()))
+            .chain(more_http.iter().map(|m| m.listener_id.as_str()))
+            .collect();
+        let other_listeners = listed
+            .iter()
+            .filter(|l| !shown.contains(l.id.as_str()))
+            .map(|l| OtherListener {
+                id: l.id.clone(),
+                name: l.name.clone(),
+                protocol: l.protocol.clone(),
+                port: l.protocol_port,
+            })
+            .collect();
+        let listener = listener.map(|l| (l.id.clone(), l.protocol_port));
+        Ok(Some(RouterSnapshot { lb, floating_ip, listener, actual, https, more_https, more_http, other_listeners }))
     }
 
     /// Converge the router to `desired`: create it fully populated if it does not exist, else

@@ -15,7 +15,7 @@ use kuryr_l7_router::model::{
 };
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::testing::{member, pool};
-use serde_json::Value;
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
@@ -244,4 +244,87 @@ async fn a_ca_barbican_refuses_holds_its_listener_back_and_the_others_converge()
     // The HTTP side and the 443 listener's route converged all the same.
     let s = state.lock().unwrap();
     assert!(s.policies.iter().any(|p| p["name"] == "gateway:infra/web:/on-443"));
+}
+
+/// `show` (the router read back, table and JSON) lists every listener of the Gateway's router:
+/// the HTTP one and both HTTPS ports, each with its policy and certificate counts, and its client
+/// CA by Barbican secret name with its `client_authentication` where it has one (8443, not
+/// 443); never a PEM or a key.
+#[tokio::test]
+async fn show_lists_each_https_port_with_its_client_ca_and_mode() {
+    let (port, _state) = fake_octavia::start(114_688).await;
+    let r = router(port);
+    let b = ca("ca-b", "B1");
+    let validated = Some((b.clone(), ClientAuthentication::Optional));
+    r.converge(&gateway(&certificate(), None, validated)).await.expect("converged");
+    let snapshot = r.snapshot().await.expect("read").expect("the router exists");
+    let text = kuryr_l7_router::show::render(&snapshot);
+
+    let table = text.split("\nLISTENERS (3)\n").nth(1).unwrap_or_else(|| panic!("no listener table:\n{text}"));
+    let rows: Vec<Vec<&str>> = table.lines().take(4).map(|l| l.split_whitespace().collect()).collect();
+    assert_eq!(rows[0], ["PROTOCOL", "PORT", "POLICIES", "CERTIFICATES", "CLIENT", "CA"], "{text}");
+    assert_eq!(rows[1], ["HTTP", "80", "0", "-", "-"], "{text}");
+    let name_b = ca_secret_name(&b);
+    assert_eq!(rows[2], ["TERMINATED_HTTPS", "443", "1", "1", "-"], "{text}");
+    assert_eq!(rows[3], ["TERMINATED_HTTPS", "8443", "1", "1", "OPTIONAL", name_b.as_str()], "{text}");
+
+    // Each port's section: its client CA (name, ConfigMap, content id), its certificate, its route.
+    let more = &snapshot.more_https[0];
+    let section = text.split(&format!("HTTPS LISTENER {} (TERMINATED_HTTPS port 8443)", more.listener_id)).nth(1);
+    let section = section.unwrap_or_else(|| panic!("no section for the 8443 listener:\n{text}"));
+    assert!(section.contains(&format!("CLIENT CERTIFICATES: OPTIONAL against {name_b}")), "{text}");
+    assert!(section.contains(&format!("source ConfigMap infra/ca-b  sha256 {}", b.content_id)), "{text}");
+    assert!(section.contains("CERTIFICATES (1, SNI)") && section.contains("PATH EQUAL_TO /on-8443"), "{text}");
+    let main = text.split("(TERMINATED_HTTPS port 8443)").next().unwrap();
+    assert!(main.contains("PATH EQUAL_TO /on-443") && !main.contains("CLIENT CERTIFICATES"), "{text}");
+
+    let json: Value = serde_json::from_str(&kuryr_l7_router::show::render_json(&snapshot)).unwrap();
+    assert_eq!((&json["https"]["port"], &json["https"]["client_ca"]), (&json!(443), &Value::Null), "{json}");
+    let more = json["more_https"].as_array().unwrap_or_else(|| panic!("no more_https: {json}"));
+    assert_eq!(more.len(), 1, "{json}");
+    assert_eq!((&more[0]["port"], &more[0]["client_ca"]["name"]), (&json!(8443), &json!(name_b)), "{json}");
+    assert_eq!(more[0]["client_ca"]["client_authentication"], "OPTIONAL", "{json}");
+    assert_eq!(more[0]["policies"][0]["rules"][0]["value"], "/on-8443", "{json}");
+
+    // Names and public facts only: no CA PEM, no certificate or key PEM.
+    let json = json.to_string();
+    for out in [&text, &json] {
+        for secret in [b.pem.as_str(), "BEGIN", "PRIVATE KEY", "B1\n"] {
+            assert!(!out.contains(secret), "{secret:?} in the output:\n{out}");
+        }
+    }
+}
+
+/// A new content of the Gateway's certificate that Barbican refuses to store (a 403) is held and
+/// reported on the Gateway, and the listener keeps the last good secret (never switched to a
+/// secret that does not exist); while on hold, the store is not tried again.
+#[tokio::test]
+async fn a_certificate_barbican_refuses_keeps_the_listener_on_its_last_good_secret() {
+    let (port, state) = fake_octavia::start(114_688).await;
+    let r = router(port);
+    r.converge(&gateway(&certificate(), None, None)).await.expect("converged");
+    let served = || {
+        let s = state.lock().unwrap();
+        let l = s.listeners.iter().find(|l| l["protocol"] == "TERMINATED_HTTPS").expect("the HTTPS listener");
+        l["default_tls_container_ref"].as_str().unwrap_or_default().to_string()
+    };
+    let stores = || state.lock().unwrap().writes.iter().filter(|(l, _)| l.starts_with("POST /v1/secrets")).count();
+    let last_good = served();
+    assert!(!last_good.is_empty());
+    let stored = stores();
+
+    state.lock().unwrap().refuse_secrets_named = Some(":infra_tls:".into());
+    let renewed = gateway(&certificate(), None, None);
+    let refused = r.converge(&renewed).await.expect("converged");
+    assert_eq!(refused.failures.len(), 1, "{:?}", refused.failures);
+    assert!(refused.failures[0].object.contains(":infra_tls:"), "{:?}", refused.failures);
+    assert_eq!(refused.failures[0].owners, vec![KubeRef::new("Gateway", "infra", "gw")]);
+    assert_eq!(stores(), stored + 1, "one store tried");
+    assert_eq!(served(), last_good, "the listener keeps its last good certificate");
+    assert!(refused.writes.is_empty(), "nothing written: {:?}", descriptions(&refused));
+
+    let held = r.converge(&renewed).await.expect("converged on hold");
+    assert_eq!(stores(), stored + 1, "not tried again while on hold");
+    assert_eq!(held.held.len(), 1, "{:?}", held.held);
+    assert_eq!(served(), last_good);
 }

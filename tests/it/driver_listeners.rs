@@ -193,4 +193,13 @@ async fn a_gateway_whose_lowest_http_port_moves_keeps_no_listener_on_the_old_por
     assert_eq!(moved.writes_by_kind().get("delete_listener"), Some(&1));
     let again = on81.converge(&gateway(true)).await.expect("second convergence");
     assert!(again.writes.is_empty(), "{:?}", again.writes.iter().map(|w| &w.description).collect::<Vec<_>>());
+
+    // `show` reads a Gateway's router on port 80 (it has no manifests): it finds the router's
+    // own HTTP listener on 81 by its name, and lists both listeners with their routes.
+    let shown = on80.snapshot().await.expect("read").expect("the router exists");
+    assert_eq!(shown.listener.as_ref().map(|l| l.1), Some(81));
+    let text = kuryr_l7_router::show::render(&shown);
+    let main = text.split("\nHTTP LISTENER").next().unwrap();
+    assert!(main.contains("(HTTP port 81)") && main.contains("PATH EQUAL_TO /eighty"), "{text}");
+    assert!(text.contains("LISTENERS (2)") && text.contains("(HTTP port 8080)"), "{text}");
 }

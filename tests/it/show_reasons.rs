@@ -61,7 +61,9 @@ fn the_table_names_the_router_zone_and_each_reason() {
         listener: Some(("listener-1".into(), 80)),
         actual: Some(sim.router.clone()),
         https: None,
+        more_https: vec![],
         more_http: vec![],
+        other_listeners: vec![],
     };
     let zone = "router zone: zone-a ([octavia_defaults] router_zone)".to_string();
     let text = render_with(&snapshot, Some(&Reasons { router_zone: zone.clone(), desired: Some(&desired) }));

@@ -171,7 +171,7 @@ impl State {
     }
 
     /// The fake Barbican: secrets listed (every one: the client keeps its prefix), created,
-    /// described with metadata and ACL, deleted.
+    /// given metadata (kept) and ACL, described, deleted.
     fn barbican(&mut self, method: &str, path: &str, query: &str, v: &Value, port: u16) -> (u16, Value) {
         let parts: Vec<&str> = path.trim_start_matches("/v1/secrets").split('/').filter(|p| !p.is_empty()).collect();
         match (method, parts.as_slice()) {
@@ -203,7 +203,25 @@ impl State {
                     .push(json!({"secret_ref": secret_ref, "name": name, "created": created, "payload": payload}));
                 (201, json!({ "secret_ref": secret_ref }))
             }
-            ("PUT", [_, "metadata" | "acl"]) => (200, json!({})),
+            ("PUT", [id, "metadata"]) => {
+                let secret =
+                    self.secrets.iter_mut().find(|s| s["secret_ref"].as_str().is_some_and(|r| r.ends_with(id)));
+                secret.into_iter().for_each(|s| s["metadata"] = v["metadata"].clone());
+                (200, json!({}))
+            }
+            ("PUT", [_, "acl"]) => (200, json!({})),
+            // Described as Barbican does: name and metadata, never the payload.
+            ("GET", [id, rest @ ..]) => {
+                match (self.secrets.iter().find(|s| s["secret_ref"].as_str().is_some_and(|r| r.ends_with(id))), rest) {
+                    (Some(s), []) => (
+                        200,
+                        json!({"secret_ref": s["secret_ref"], "name": s["name"], "status": "ACTIVE",
+                                                   "secret_type": "opaque", "created": s["created"]}),
+                    ),
+                    (Some(s), ["metadata"]) => (200, json!({"metadata": s["metadata"]})),
+                    _ => (404, json!({"code": 404, "title": "Not Found"})),
+                }
+            }
             ("DELETE", [id]) => {
                 self.secrets.retain(|s| !s["secret_ref"].as_str().unwrap_or_default().ends_with(id));
                 (204, Value::Null)
