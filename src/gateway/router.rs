@@ -20,8 +20,9 @@
 
 use std::collections::BTreeMap;
 
+use super::redirect_order::{ClaimRules, Routed, redirects_after_routes};
 use super::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
-use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, RuleType, Warning};
+use crate::model::{DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, Warning};
 use crate::reason::Reason;
 use crate::translate::backends::{PoolKey, Services, WeightedBackend, index_services};
 use crate::translate::claim::{
@@ -31,9 +32,7 @@ use crate::translate::claim::{
 use crate::translate::options::{Source, TranslateOptions, View};
 use crate::translate::pipeline::Backends;
 use crate::translate::pools::{build_pools, health_monitors};
-use crate::translate::rules::{
-    MAX_RULES, PORT_SUFFIX, escape_regex, exclusion_rules, header_problem, header_rule, path_match_rule, value_problem,
-};
+use crate::translate::rules::{MAX_RULES, header_problem, value_problem};
 use crate::translate::table::{PoolNames, RouteTable, number, policy_with_rules};
 use crate::translate::tls::listener_certificate;
 
@@ -276,35 +275,10 @@ fn claimed(claims: Vec<GatewayClaim>, warnings: &mut Vec<Warning>) -> Vec<Gatewa
         .collect()
 }
 
-/// The regex body matching a Gateway API host: an exact name literally, `*.example.com` as one
-/// or more labels before `.example.com` (never the bare suffix).
-pub(crate) fn gateway_host_pattern(host: &str) -> String {
-    match host.strip_prefix("*.") {
-        Some(rest) => format!("[^:]+\\.{}", escape_regex(rest)),
-        None => escape_regex(host),
-    }
-}
-
 /// The rules of a claim: host (REGEX, case-insensitive in haproxy, any `:port`), path, headers,
 /// then the excluded hosts as inverted host rules.
 fn gateway_rules(c: &GatewayClaim) -> Vec<Rule> {
-    let r = &c.claim;
-    let mut rules = Vec::new();
-    if !r.host.is_empty() {
-        rules.push(Rule {
-            rule_type: RuleType::HostName,
-            compare_type: CompareType::Regex,
-            value: format!("^{}{PORT_SUFFIX}$", gateway_host_pattern(&r.host)),
-            invert: false,
-            key: None,
-        });
-    }
-    let patterns: Vec<String> = c.excluded_hosts.iter().map(|h| gateway_host_pattern(h)).collect();
-    let others = !r.host.is_empty() || !r.headers.is_empty() || !patterns.is_empty();
-    rules.extend(path_match_rule(&r.path, others));
-    rules.extend(r.headers.iter().map(header_rule));
-    rules.extend(exclusion_rules(&patterns));
-    rules
+    ClaimRules::of(&c.claim, &c.excluded_hosts).into_rules()
 }
 
 /// Why Octavia would refuse the claim's rules, naming the route; `None` when it accepts them.
@@ -318,17 +292,21 @@ fn rules_problem(c: &GatewayClaim, rules: &[Rule]) -> Option<String> {
     why.map(|why| format!("{}: {} ({}) is not served: {why}", r.owner_ref(), r.describe(), r.origin()))
 }
 
-/// The order phase of a Gateway listener: its claims as policies, in the spec's order.
+/// The order phase of a Gateway listener: its claims as policies, in the spec's order, each
+/// redirect kept behind the forwarding policies before it (haproxy runs redirects first:
+/// `super::redirect_order`).
 fn listener_policies(claims: &[GatewayClaim], names: &PoolNames, warnings: &mut Vec<Warning>) -> Vec<Policy> {
-    let mut out = Vec::with_capacity(claims.len());
+    let mut listed = Vec::with_capacity(claims.len());
     for c in claims {
         let rules = gateway_rules(c);
         if let Some(msg) = rules_problem(c, &rules) {
             warn(warnings, c.claim.owner_ref(), Reason::InvalidRule, msg);
             continue;
         }
-        out.push(policy_with_rules(&c.claim, rules, names));
+        let policy = policy_with_rules(&c.claim, rules, names);
+        listed.push(Routed { claim: &c.claim, excluded: &c.excluded_hosts, policy });
     }
+    let mut out = redirects_after_routes(listed, warnings);
     number(&mut out);
     out
 }

@@ -1,6 +1,7 @@
 use super::*;
 use crate::gateway::build::{Programmed, translate};
 use crate::gateway::world::World;
+use crate::model::RuleType;
 use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL, Usage};
 use crate::translate::Inputs;
 use crate::translate::manifest::load_str;
