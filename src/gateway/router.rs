@@ -11,7 +11,10 @@
 //! - **listener isolation**: an entry must not catch the hostnames of more specific listeners on
 //!   its port: inverted host rules (the entry's excluded hosts);
 //! - **500**: a rule without a valid backend answers 500 from the reserved pool
-//!   [`crate::model::SERVER_ERROR_POOL`].
+//!   [`crate::model::SERVER_ERROR_POOL`];
+//! - **redirects**: haproxy runs every redirect policy before any pool policy, so each redirect
+//!   is written with inverted rules of the earlier pool policies it overlaps
+//!   ([`super::redirect_order`]), to answer only what its position gives it.
 //!
 //! A router has an HTTP listener per HTTP port of the Gateway (the lowest is the router's HTTP
 //! listener, the others [`DesiredRouter::more_http`]) and a TERMINATED_HTTPS listener per HTTPS
