@@ -444,7 +444,9 @@ fn a_redirect_behind_a_more_precise_route_misses_its_requests_at_the_cost_of_one
     load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
     let routes = t.router("gateway-conformance-infra", "redirect-and-forward").expect("the Gateway's routes");
     let r = translate_gateway(routes, &inputs, &responder());
-    let shape: Vec<(Option<&str>, Vec<(&str, bool)>)> = r
+    // Per policy: its redirect target, and its rules' values with their `invert`.
+    type Shape<'a> = (Option<&'a str>, Vec<(&'a str, bool)>);
+    let shape: Vec<Shape<'_>> = r
         .desired
         .policies
         .iter()
