@@ -214,8 +214,8 @@ fn over_budget(routes: usize, rules: Option<usize>) -> String {
         None => format!("more than {MAX_REDIRECT_POLICIES} policies, the most a redirect may become"),
     };
     format!(
-        "haproxy runs a redirect before any route, so to leave the {routes} route(s) of higher precedence it overlaps \
-         their requests, the redirect would need {what}"
+        "haproxy runs a redirect before any route, so to leave their requests to the {routes} forwarding policies of \
+         higher precedence it overlaps, the redirect would need {what}"
     )
 }
 

@@ -314,6 +314,25 @@ fn listener_policies(claims: &[GatewayClaim], names: &PoolNames, warnings: &mut 
     out
 }
 
+/// The route rules of `routes` the router leaves out because Octavia cannot take their policies
+/// (too many rules, a value Octavia refuses, a redirect over its budget behind the routes before
+/// it): the `InvalidRule` warnings [`translate_gateway`] gives, for the routes' status
+/// (`super::build`). Without the Services: a rule's backends never change whether its policy
+/// can be written, nor whether it redirects.
+pub(crate) fn unservable_rules(routes: &GatewayRoutes) -> Vec<Warning> {
+    let services = Services::new();
+    let cx = Backs { services: &services, server_error: None };
+    let (mut claim_warnings, mut out) = (Vec::new(), Vec::new());
+    for p in &routes.listeners {
+        let won = claimed(claims(p, &cx), &mut claim_warnings);
+        listener_policies(&won, &PoolNames::new(), &mut out);
+    }
+    out.retain(|w| w.reason == Reason::InvalidRule);
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The HTTPS listener of port `p` with its certificates (from the listeners' Secrets; the first
 /// one is served when SNI matches none) and its client certificate validation; policies and
 /// default pool are set by the caller.
