@@ -62,10 +62,7 @@ const ADDRESS: &str = "192.0.2.10";
 
 /// The cases whose requests do not all pass through the data plane yet, with why. The test
 /// fails when one of them passes (the list must shrink) or another one fails.
-const KNOWN_FAILING: &[(&str, &str)] = &[(
-    "RedirectDoesNotShadowAMorePreciseRoute",
-    "the project's own case (tests/fixtures/gateway/own/): haproxy runs every `redirect` (REDIRECT_PREFIX) before any `use_backend` (REDIRECT_TO_POOL), whatever the policies' positions, so a redirect route for any name answers a more precise forwarding route's requests too",
-)];
+const KNOWN_FAILING: &[(&str, &str)] = &[];
 
 /// The status responder's Service with one ready endpoint serving its three ports.
 const RESPONDER: &str = r#"

@@ -185,7 +185,37 @@ pub(crate) fn translate_observed(
         None => (Vec::new(), None),
     };
     listener_sets.sort_by(|a: &ListenerSetOutcome, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    mark_unservable(&mut routes, &routers, world);
     Translation { classes, gateways, routers, routes, listener_sets, fates, host_claims, remember }
+}
+
+/// `PartiallyInvalid` (`UnsupportedValue`) on each accepted parent of a route whose rules a
+/// Gateway's router leaves out (`super::router::unservable_rules`: e.g. a redirect that would
+/// need more policies than its budget to stay behind the routes before it), naming them.
+fn mark_unservable(routes: &mut [RouteOutcome], routers: &[GatewayRoutes], world: &World) {
+    for router in routers {
+        let gw_key = (router.owner.namespace.clone(), router.owner.name.clone());
+        for w in super::router::unservable_rules(router) {
+            let (ns, name) = (&w.object.namespace, &w.object.name);
+            let Some(route) = world.routes.iter().map(|r| &**r).find(|r| ns_of(*r) == *ns && name_of(*r) == *name)
+            else {
+                continue;
+            };
+            let Some(out) = routes.iter_mut().find(|o| o.namespace == *ns && o.name == *name) else { continue };
+            for parent in &mut out.parents {
+                let here = parent_target(route, &parent.parent_ref, world).is_some_and(|(k, _)| k == gw_key);
+                if !here || !parent.conditions.iter().any(|c| c.kind == "Accepted" && c.ok) {
+                    continue;
+                }
+                let dropped = format!("Dropped Rule(s): {}", w.message);
+                match parent.conditions.iter_mut().find(|c| c.kind == "PartiallyInvalid") {
+                    Some(c) if !c.message.contains(&w.message) => c.message = format!("{}; {dropped}", c.message),
+                    Some(_) => {}
+                    None => parent.conditions.push(Cond::yes("PartiallyInvalid", "UnsupportedValue", dropped)),
+                }
+            }
+        }
+    }
 }
 
 /// Whether the Gateway's class (ours) is accepted.

@@ -378,3 +378,41 @@ fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
     assert_eq!(clear.gateway("infra", "gw").unwrap().condition("Programmed").map(|c| c.ok), Some(true));
     assert!(clear.route("infra", "r").unwrap().condition("gw", "PartiallyInvalid").is_none());
 }
+
+/// Issue 33: a redirect that would need more policies than its budget to stay behind the routes
+/// before it (haproxy runs redirects first, `super::redirect_order`) is not served, and its
+/// route says so: `PartiallyInvalid` naming the rule and the budget, still `Accepted`. One
+/// host fewer fits: no such condition.
+#[test]
+fn a_redirect_over_its_budget_is_a_dropped_rule_of_its_route() {
+    let run_with = |hosts: usize| {
+        let names: Vec<String> = (0..hosts).map(|i| format!("h{i}.org")).collect();
+        let routes = route(
+            "apps",
+            &format!(
+                "  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /app}}}}], backendRefs: [{{name: web, port: 80}}]}}]",
+                names.join(", ")
+            ),
+        ) + &route(
+            "to-https",
+            "  parentRefs: [{name: gw}]\n  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, hostname: secure.example.org}}]}]",
+        );
+        run("  - {name: http, port: 80, protocol: HTTP}", &routes, true)
+    };
+    let over = super::super::redirect_order::MAX_REDIRECT_POLICIES;
+    let t = run_with(over);
+    assert!(accepted(&t, "to-https").0, "still accepted: a rule dropped, not the route");
+    let c = t.route("infra", "to-https").and_then(|r| r.condition("gw", "PartiallyInvalid")).expect("PartiallyInvalid");
+    assert_eq!((c.ok, c.reason.as_str()), (true, "UnsupportedValue"));
+    assert!(
+        c.message.starts_with(
+            "Dropped Rule(s): HTTPRoute infra/to-https: (any host) PathPrefix / (spec.rules[0]) is not served"
+        ),
+        "{}",
+        c.message
+    );
+    assert!(c.message.contains(&format!("more than {over} policies")), "{}", c.message);
+    assert!(t.route("infra", "apps").and_then(|r| r.condition("gw", "PartiallyInvalid")).is_none());
+    let t = run_with(over - 1);
+    assert!(t.route("infra", "to-https").and_then(|r| r.condition("gw", "PartiallyInvalid")).is_none());
+}

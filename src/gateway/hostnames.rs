@@ -46,6 +46,16 @@ pub(crate) fn is_wildcard(h: &str) -> bool {
     h.starts_with("*.")
 }
 
+/// The regex body matching a Gateway API host in a HOST_NAME rule: an exact name literally,
+/// `*.example.com` as one or more labels before `.example.com` (never the bare suffix).
+pub(crate) fn host_regex(host: &str) -> String {
+    use crate::translate::rules::escape_regex;
+    match host.strip_prefix("*.") {
+        Some(rest) => format!("[^:]+\\.{}", escape_regex(rest)),
+        None => escape_regex(host),
+    }
+}
+
 /// Precedence of a host, smaller first: an exact name before any wildcard, longer before
 /// shorter within each ("the largest number of characters in a matching non-wildcard hostname,
 /// then in a matching hostname"), any host last.

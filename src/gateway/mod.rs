@@ -26,6 +26,7 @@ pub mod plan;
 pub mod precedence;
 pub mod protocol;
 pub mod redirect;
+pub(crate) mod redirect_order;
 pub(crate) mod refgrant;
 pub mod router;
 pub mod status;

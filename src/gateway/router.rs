@@ -11,7 +11,10 @@
 //! - **listener isolation**: an entry must not catch the hostnames of more specific listeners on
 //!   its port: inverted host rules (the entry's excluded hosts);
 //! - **500**: a rule without a valid backend answers 500 from the reserved pool
-//!   [`crate::model::SERVER_ERROR_POOL`].
+//!   [`crate::model::SERVER_ERROR_POOL`];
+//! - **redirects**: haproxy runs every redirect policy before any pool policy, so each redirect
+//!   is written with inverted rules of the earlier pool policies it overlaps
+//!   ([`super::redirect_order`]), to answer only what its position gives it.
 //!
 //! A router has an HTTP listener per HTTP port of the Gateway (the lowest is the router's HTTP
 //! listener, the others [`DesiredRouter::more_http`]) and a TERMINATED_HTTPS listener per HTTPS
@@ -20,8 +23,9 @@
 
 use std::collections::BTreeMap;
 
+use super::redirect_order::{ClaimRules, Routed, redirects_after_routes};
 use super::{self as gw, Action, BackendTarget, GatewayRoutes, PortRoutes, Protocol, RouteEntry};
-use crate::model::{CompareType, DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, RuleType, Warning};
+use crate::model::{DesiredRouter, HttpsListener, KubeRef, Policy, PortListener, Rule, Warning};
 use crate::reason::Reason;
 use crate::translate::backends::{PoolKey, Services, WeightedBackend, index_services};
 use crate::translate::claim::{
@@ -31,9 +35,7 @@ use crate::translate::claim::{
 use crate::translate::options::{Source, TranslateOptions, View};
 use crate::translate::pipeline::Backends;
 use crate::translate::pools::{build_pools, health_monitors};
-use crate::translate::rules::{
-    MAX_RULES, PORT_SUFFIX, escape_regex, exclusion_rules, header_problem, header_rule, path_match_rule, value_problem,
-};
+use crate::translate::rules::{MAX_RULES, header_problem, value_problem};
 use crate::translate::table::{PoolNames, RouteTable, number, policy_with_rules};
 use crate::translate::tls::listener_certificate;
 
@@ -276,35 +278,10 @@ fn claimed(claims: Vec<GatewayClaim>, warnings: &mut Vec<Warning>) -> Vec<Gatewa
         .collect()
 }
 
-/// The regex body matching a Gateway API host: an exact name literally, `*.example.com` as one
-/// or more labels before `.example.com` (never the bare suffix).
-pub(crate) fn gateway_host_pattern(host: &str) -> String {
-    match host.strip_prefix("*.") {
-        Some(rest) => format!("[^:]+\\.{}", escape_regex(rest)),
-        None => escape_regex(host),
-    }
-}
-
 /// The rules of a claim: host (REGEX, case-insensitive in haproxy, any `:port`), path, headers,
 /// then the excluded hosts as inverted host rules.
 fn gateway_rules(c: &GatewayClaim) -> Vec<Rule> {
-    let r = &c.claim;
-    let mut rules = Vec::new();
-    if !r.host.is_empty() {
-        rules.push(Rule {
-            rule_type: RuleType::HostName,
-            compare_type: CompareType::Regex,
-            value: format!("^{}{PORT_SUFFIX}$", gateway_host_pattern(&r.host)),
-            invert: false,
-            key: None,
-        });
-    }
-    let patterns: Vec<String> = c.excluded_hosts.iter().map(|h| gateway_host_pattern(h)).collect();
-    let others = !r.host.is_empty() || !r.headers.is_empty() || !patterns.is_empty();
-    rules.extend(path_match_rule(&r.path, others));
-    rules.extend(r.headers.iter().map(header_rule));
-    rules.extend(exclusion_rules(&patterns));
-    rules
+    ClaimRules::of(&c.claim, &c.excluded_hosts).into_rules()
 }
 
 /// Why Octavia would refuse the claim's rules, naming the route; `None` when it accepts them.
@@ -318,18 +295,41 @@ fn rules_problem(c: &GatewayClaim, rules: &[Rule]) -> Option<String> {
     why.map(|why| format!("{}: {} ({}) is not served: {why}", r.owner_ref(), r.describe(), r.origin()))
 }
 
-/// The order phase of a Gateway listener: its claims as policies, in the spec's order.
+/// The order phase of a Gateway listener: its claims as policies, in the spec's order, each
+/// redirect kept behind the forwarding policies before it (haproxy runs redirects first:
+/// `super::redirect_order`).
 fn listener_policies(claims: &[GatewayClaim], names: &PoolNames, warnings: &mut Vec<Warning>) -> Vec<Policy> {
-    let mut out = Vec::with_capacity(claims.len());
+    let mut listed = Vec::with_capacity(claims.len());
     for c in claims {
         let rules = gateway_rules(c);
         if let Some(msg) = rules_problem(c, &rules) {
             warn(warnings, c.claim.owner_ref(), Reason::InvalidRule, msg);
             continue;
         }
-        out.push(policy_with_rules(&c.claim, rules, names));
+        let policy = policy_with_rules(&c.claim, rules, names);
+        listed.push(Routed { claim: &c.claim, excluded: &c.excluded_hosts, policy });
     }
+    let mut out = redirects_after_routes(listed, warnings);
     number(&mut out);
+    out
+}
+
+/// The route rules of `routes` the router leaves out because Octavia cannot take their policies
+/// (too many rules, a value Octavia refuses, a redirect over its budget behind the routes before
+/// it): the `InvalidRule` warnings [`translate_gateway`] gives, for the routes' status
+/// (`super::build`). Without the Services: a rule's backends never change whether its policy
+/// can be written, nor whether it redirects.
+pub(crate) fn unservable_rules(routes: &GatewayRoutes) -> Vec<Warning> {
+    let services = Services::new();
+    let cx = Backs { services: &services, server_error: None };
+    let (mut claim_warnings, mut out) = (Vec::new(), Vec::new());
+    for p in &routes.listeners {
+        let won = claimed(claims(p, &cx), &mut claim_warnings);
+        listener_policies(&won, &PoolNames::new(), &mut out);
+    }
+    out.retain(|w| w.reason == Reason::InvalidRule);
+    out.sort();
+    out.dedup();
     out
 }
 

@@ -1,6 +1,7 @@
 use super::*;
 use crate::gateway::build::{Programmed, translate};
 use crate::gateway::world::World;
+use crate::model::RuleType;
 use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL, Usage};
 use crate::translate::Inputs;
 use crate::translate::manifest::load_str;
@@ -425,6 +426,49 @@ fn listener_isolation_is_inverted_host_rules_and_its_rule_budget_is_counted() {
     assert_eq!(by_path(&both, "empty"), [(Some("^bar\\.com(:[0-9]+)?$".to_string()), vec![])]);
     let invalid = |r: &GatewayRouter| r.desired.warnings.iter().any(|w| w.reason == crate::reason::Reason::InvalidRule);
     assert!(!invalid(&plain) && !invalid(&both), "{:?}", both.desired.warnings);
+}
+
+/// Issue 33: haproxy runs every redirect before any route, so the own case's http->https
+/// redirect (served per known name: `foo.example.com`) is written without the `/app` of the
+/// route before it: one inverted rule more, no policy more, counted in the router's usage.
+#[test]
+fn a_redirect_behind_a_more_precise_route_misses_its_requests_at_the_cost_of_one_rule() {
+    let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
+    let case =
+        std::fs::read_to_string("tests/fixtures/gateway/own/redirect-shadows-a-more-precise-route.yaml").unwrap();
+    let objects = base + "\n---\n" + case.split_once("\n---\n").unwrap().1;
+    let mut world = World::default();
+    world.add_yaml(&objects).unwrap();
+    let t = translate(&world, &Programmed::new());
+    let mut inputs = Inputs::default();
+    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    let routes = t.router("gateway-conformance-infra", "redirect-and-forward").expect("the Gateway's routes");
+    let r = translate_gateway(routes, &inputs, &responder());
+    // Per policy: its redirect target, and its rules' values with their `invert`.
+    type Shape<'a> = (Option<&'a str>, Vec<(&'a str, bool)>);
+    let shape: Vec<Shape<'_>> = r
+        .desired
+        .policies
+        .iter()
+        .map(|p| {
+            let target = p.redirect.as_ref().map(|d| match &d.target {
+                RedirectTarget::Prefix(t) | RedirectTarget::Url(t) => t.as_str(),
+            });
+            (target, p.rules.iter().map(|x| (x.value.as_str(), x.invert)).collect())
+        })
+        .collect();
+    let foo = "^foo\\.example\\.com(:[0-9]+)?$";
+    assert_eq!(
+        shape,
+        [
+            (None, vec![(foo, false), ("^/app(/.*)?$", false)]),
+            (Some("https://foo.example.com"), vec![(foo, false), ("^/app(/.*)?$", true)]),
+            // Any other name of the wildcard: the 500 of a name the redirect cannot repeat.
+            (None, vec![("^[^:]+\\.example\\.com(:[0-9]+)?$", false)]),
+        ]
+    );
+    assert_eq!(crate::translate::budget::usage(&r.desired), Usage { l7policies: 3, l7rules: 5 });
+    assert!(!r.desired.warnings.iter().any(|w| w.reason == crate::reason::Reason::InvalidRule));
 }
 
 /// Issue 33: the wildcard listener of a keep-the-host redirect declared by a ListenerSet is

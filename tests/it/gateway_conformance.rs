@@ -16,7 +16,7 @@ use std::path::Path;
 use crate::support::gateway_case;
 use gateway_case::{Case, CaseRequest, split};
 
-fn load(file: &Path) -> (Case, Translation) {
+pub(crate) fn load(file: &Path) -> (Case, Translation) {
     let text = std::fs::read_to_string(file).unwrap();
     let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
     let case = read_case(&text, file);

@@ -59,6 +59,7 @@ mod driver_restart;
 mod driver_router;
 mod gateway_client_ca_driver;
 mod gateway_conformance;
+mod gateway_haproxy_order;
 mod octavia_2025_bodies;
 mod octavia_create_limit;
 mod octavia_create_permits;

@@ -1,7 +1,8 @@
 //! Which Service answers a request, by evaluating desired policies as haproxy does with Octavia's
 //! configuration: policies by position, rules ANDed (host rules case-insensitive, `-i`), policies
 //! without rules skipped, no match → the listener's default pool
-//! (`crate::support::haproxy_eval`).
+//! (`crate::support::haproxy_eval`). A listener with redirect policies: [`haproxy_policy`]
+//! (haproxy runs every `redirect` before any `use_backend`) against [`positional_policy`].
 
 use kuryr_l7_router::model::{CompareType, DesiredRouter, Policy, Rule, RuleType};
 
@@ -15,11 +16,21 @@ thread_local! {
 }
 
 fn rule_matches(r: &Rule, host: &str, path: &str) -> bool {
+    rule_matches_with(r, host, path, &|_| None)
+}
+
+/// A request's header value by name (case-insensitive), when it has the header.
+type Headers<'a> = &'a dyn Fn(&str) -> Option<String>;
+
+fn rule_matches_with(r: &Rule, host: &str, path: &str, headers: Headers<'_>) -> bool {
     let (subject, ci) = match r.rule_type {
         RuleType::HostName => (host.to_ascii_lowercase(), true),
         RuleType::Path => (path.to_string(), false),
-        // The requests evaluated here carry no header: a header rule never matches.
-        RuleType::Header => return r.invert,
+        // haproxy's `req.hdr(<key>)`: a request without the header matches no value.
+        RuleType::Header => match r.key.as_deref().and_then(headers) {
+            Some(v) => (v, false),
+            None => return r.invert,
+        },
     };
     let value = if ci { r.value.to_ascii_lowercase() } else { r.value.clone() };
     let hit = match r.compare_type {
@@ -68,4 +79,31 @@ pub fn http(router: &DesiredRouter, host: &str, path: &str) -> Option<String> {
 pub fn https(router: &DesiredRouter, host: &str, path: &str) -> Option<String> {
     let l = router.https.as_ref()?;
     answer(router, &l.policies, l.default_pool.as_deref(), host, path)
+}
+
+fn policy_matches(p: &Policy, host: &str, path: &str, headers: Headers<'_>) -> bool {
+    !p.rules.is_empty() && p.rules.iter().all(|r| rule_matches_with(r, host, path, headers))
+}
+
+/// The policy the positions choose (the first that matches): what the translation means.
+#[allow(dead_code)]
+pub fn positional_policy<'a>(
+    policies: &'a [Policy],
+    host: &str,
+    path: &str,
+    headers: Headers<'_>,
+) -> Option<&'a Policy> {
+    let mut ps: Vec<&Policy> = policies.iter().collect();
+    ps.sort_by_key(|p| p.position);
+    ps.into_iter().find(|p| policy_matches(p, host, path, headers))
+}
+
+/// The policy haproxy applies with Octavia's rendering: a redirect policy is a `redirect` rule,
+/// any other a `use_backend` one, and haproxy runs every `redirect` (by position) before any
+/// `use_backend` (by position), wherever they are in the configuration.
+#[allow(dead_code)]
+pub fn haproxy_policy<'a>(policies: &'a [Policy], host: &str, path: &str, headers: Headers<'_>) -> Option<&'a Policy> {
+    let mut ps: Vec<&Policy> = policies.iter().collect();
+    ps.sort_by_key(|p| (p.redirect.is_none(), p.position));
+    ps.into_iter().find(|p| policy_matches(p, host, path, headers))
 }
