@@ -97,23 +97,7 @@ fn router(port: u16) -> kuryr_l7_router::driver::Router {
 
 /// The HTTPS listeners as (name, port, client CA secret name, client_authentication), sorted.
 fn https_listeners(state: &Mutex<fake_octavia::State>) -> Vec<(String, u64, Option<String>, String)> {
-    let s = state.lock().unwrap();
-    let secret_name = |r: &Value| {
-        let r = r.as_str()?;
-        s.secrets.iter().find(|x| x["secret_ref"] == r).and_then(|x| x["name"].as_str().map(String::from))
-    };
-    let mut out: Vec<_> = s
-        .listeners
-        .iter()
-        .filter(|l| l["protocol"] == "TERMINATED_HTTPS")
-        .map(|l| {
-            let auth = l["client_authentication"].as_str().unwrap_or("NONE").to_string();
-            let ca = secret_name(&l["client_ca_tls_container_ref"]);
-            (l["name"].as_str().unwrap_or_default().to_string(), l["protocol_port"].as_u64().unwrap_or(0), ca, auth)
-        })
-        .collect();
-    out.sort();
-    out
+    state.lock().unwrap().https_listeners()
 }
 
 /// The payloads of our client CA secrets, by secret name.

@@ -14,7 +14,7 @@ use kuryr_l7_router::gateway::world::World;
 use kuryr_l7_router::openstack::Barbican;
 use kuryr_l7_router::translate::Inputs;
 use kuryr_l7_router::translate::manifest::load_str;
-use serde_json::{Value, json};
+use serde_json::json;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -59,22 +59,10 @@ fn desired(file: &str, gw: &str) -> (kuryr_l7_router::gateway::router::GatewayRo
     (translate_gateway(routes, &inputs, &Default::default()), cas)
 }
 
-/// The HTTPS listeners as (port, the name of its client CA secret, client_authentication).
+/// The HTTPS listeners as (port, the name of its client CA secret, client_authentication), sorted.
 fn https_listeners(state: &Mutex<fake_octavia::State>) -> Vec<(u64, Option<String>, String)> {
-    let s = state.lock().unwrap();
-    let secret_name = |r: &Value| {
-        let r = r.as_str()?;
-        s.secrets.iter().find(|x| x["secret_ref"] == r).and_then(|x| x["name"].as_str().map(String::from))
-    };
-    let mut out: Vec<_> = s
-        .listeners
-        .iter()
-        .filter(|l| l["protocol"] == "TERMINATED_HTTPS")
-        .map(|l| {
-            let auth = l["client_authentication"].as_str().unwrap_or("NONE").to_string();
-            (l["protocol_port"].as_u64().unwrap_or(0), secret_name(&l["client_ca_tls_container_ref"]), auth)
-        })
-        .collect();
+    let mut out: Vec<_> =
+        state.lock().unwrap().https_listeners().into_iter().map(|(_, port, ca, auth)| (port, ca, auth)).collect();
     out.sort();
     out
 }

@@ -48,6 +48,27 @@ pub struct State {
 }
 
 impl State {
+    /// The HTTPS listeners as (name, port, the name of its client CA secret,
+    /// client_authentication), sorted.
+    pub fn https_listeners(&self) -> Vec<(String, u64, Option<String>, String)> {
+        let secret_name = |r: &Value| {
+            let r = r.as_str()?;
+            self.secrets.iter().find(|x| x["secret_ref"] == r).and_then(|x| x["name"].as_str().map(String::from))
+        };
+        let mut out: Vec<_> = self
+            .listeners
+            .iter()
+            .filter(|l| l["protocol"] == "TERMINATED_HTTPS")
+            .map(|l| {
+                let auth = l["client_authentication"].as_str().unwrap_or("NONE").to_string();
+                let ca = secret_name(&l["client_ca_tls_container_ref"]);
+                (l["name"].as_str().unwrap_or_default().to_string(), l["protocol_port"].as_u64().unwrap_or(0), ca, auth)
+            })
+            .collect();
+        out.sort();
+        out
+    }
+
     fn id(&mut self, kind: &str) -> String {
         self.next_id += 1;
         format!("{kind}-{}", self.next_id)
