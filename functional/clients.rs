@@ -61,6 +61,20 @@ async fn cloud() -> Cloud {
     Cloud { session, octavia, neutron, subnet_id }
 }
 
+/// The listener once Octavia has settled it. Its flows mark the load balancer ACTIVE before the
+/// listener, in a separate transaction (`MarkLBAndListenersActiveInDB`), so a listener read right
+/// after `wait_active` may still be PENDING_*: poll the listener itself, within `WAIT`.
+async fn settled_listener(o: &Octavia, id: &str) -> Listener {
+    let started = Instant::now();
+    loop {
+        let l = o.get_listener(id).await.unwrap();
+        if !l.provisioning_status.starts_with("PENDING_") || started.elapsed() > WAIT {
+            return l;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 async fn create_lb(c: &Cloud, name: &str, tags: &[&str]) -> LoadBalancer {
     let lb = c
         .octavia
@@ -281,7 +295,7 @@ async fn lb_listener_pools_members_policies_rules_and_errors() {
         assert_eq!(active.provisioning_status, "ACTIVE");
 
         // Read everything back.
-        let l = o.get_listener(&listener.id).await.unwrap();
+        let l = settled_listener(&o, &listener.id).await;
         assert_eq!(l.default_pool_id.as_deref(), Some(pool.id.as_str()));
         assert_eq!((l.protocol.as_str(), l.protocol_port, l.provisioning_status.as_str()), ("HTTP", 80, "ACTIVE"));
         let mut got: Vec<(String, u16, u16)> = o
@@ -702,7 +716,7 @@ async fn barbican_pkcs12_secret_lifecycle() {
             let created: Value = session.send_json(&req).await.expect("Octavia accepts the PKCS#12 secret");
             let listener_id = created["listener"]["id"].as_str().unwrap().to_string();
             octavia.wait_active(&lb.id, WAIT).await.unwrap();
-            let l = octavia.get_listener(&listener_id).await.unwrap();
+            let l = settled_listener(&octavia, &listener_id).await;
             assert_eq!((l.protocol.as_str(), l.provisioning_status.as_str()), ("TERMINATED_HTTPS", "ACTIVE"));
         })
         .await;
