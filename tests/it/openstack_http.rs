@@ -256,6 +256,37 @@ async fn status_polls_are_spaced_by_at_least_the_time_a_get_takes() {
     }
 }
 
+/// How each wait ends (one poll loop serves both): `wait_active` fails at once on ERROR with the
+/// object, at its deadline with the last status seen, and on a 404; `wait_deleted` ends on the
+/// 404.
+#[tokio::test]
+async fn status_waits_end_on_error_on_the_deadline_and_when_gone() {
+    let lb = |status: &str| answer(200, json!({"loadbalancer": {"id": "lb-1", "provisioning_status": status}}));
+    let gone = || answer(404, json!({"faultcode": "Client", "faultstring": "Load Balancer lb-1 not found."}));
+    let long = Duration::from_secs(30);
+    let cloud = Cloud::start(vec![lb("PENDING_UPDATE"), lb("ERROR")]).await;
+    match cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", long).await {
+        Err(Error::Provisioning { kind, id, status }) => {
+            assert_eq!((kind, &*id, &*status), ("loadbalancer", "lb-1", "ERROR"))
+        }
+        other => panic!("expected the ERROR, got {other:?}"),
+    }
+    assert_eq!(cloud.seen().len(), 2);
+    let cloud = Cloud::start(vec![lb("PENDING_CREATE"), lb("PENDING_UPDATE")]).await;
+    match cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", Duration::from_millis(300)).await {
+        Err(Error::WaitTimeout { id, last_status, .. }) => {
+            assert_eq!((&*id, &*last_status), ("lb-1", "PENDING_UPDATE"))
+        }
+        other => panic!("expected the deadline, got {other:?}"),
+    }
+    let cloud = Cloud::start(vec![gone()]).await;
+    let err = cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", long).await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let cloud = Cloud::start(vec![lb("PENDING_DELETE"), lb("PENDING_DELETE"), gone()]).await;
+    cloud.octavia(Duration::from_secs(5)).wait_deleted("lb-1", long).await.expect("gone on the 3rd GET");
+    assert_eq!(cloud.seen().len(), 3);
+}
+
 /// A Gateway's router on the scripted cloud: named `gw`, cluster `c1`.
 fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
     gateway_router_of(cloud, kuryr_l7_router::driver::ownership::Ownership::new("c1"))
