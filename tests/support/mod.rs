@@ -10,6 +10,7 @@ pub mod fake_api;
 pub mod fake_octavia;
 pub mod fake_settings;
 pub mod gateway_case;
+pub mod gateway_loop;
 pub mod haproxy_eval;
 pub mod http_request;
 pub mod logs;
