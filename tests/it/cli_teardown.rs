@@ -203,9 +203,7 @@ fn run_binary(conf: &std::path::Path, args: &[&str]) -> (Option<i32>, String, St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teardown_deletes_the_sets_objects_and_keeps_everything_else() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let fake = kubernetes();
     let (api_root, _) = fake.serve().await;
     let settings = |port: u16| {

@@ -56,9 +56,7 @@ async fn every_conformance_ingress_shows_the_router_address_except_another_class
         fake.put(resource, o);
     }
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let settings = status_responder_settings(&api_root, &token, "conformance.conf");
     let router_name = settings.octavia_defaults.l7_router_name.clone();
     let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();

@@ -410,9 +410,7 @@ async fn run_controller(
     use kuryr_l7_router::driver::plan::DiffOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let settings = status_responder_settings(&api_root, &token, "gateway.conf");
     let ownership = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = kuryr_l7_router::testing::SimBackend::new(DiffOptions { ownership, health_monitor: None }, None);

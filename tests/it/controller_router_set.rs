@@ -140,9 +140,7 @@ pub(crate) async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Run
     let Cloud { persist, failing, budgets, found, untagged } = cloud;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let sims: Sims = Arc::default();
     let deleted: Deleted = Arc::default();
     let built = sims.clone();

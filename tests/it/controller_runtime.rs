@@ -143,9 +143,7 @@ pub(crate) struct Running {
 /// Starts [`run_with`] on `fake` (served from now on) with the test settings, changed by `tune`.
 pub(crate) async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Running {
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let health = free_port();
     let mut settings = settings(&api_root, &token, health);
     tune(&mut settings);
@@ -311,9 +309,7 @@ async fn run_against_a_fake_api_server() {
     let started = Instant::now();
     let fake = seeded_cluster();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let health = free_port();
     let settings = settings(&api_root, &token, health);
     let router_name = settings.octavia_defaults.l7_router_name.clone();
@@ -444,9 +440,7 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
     fake.put("ingresses", ingress("b", "pool-b"));
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
 
     let mut instances = Vec::new();
     for (class, router) in [("kuryr-l7-router", "router-a"), ("pool-b", "router-b")] {

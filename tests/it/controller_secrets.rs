@@ -202,9 +202,7 @@ async fn a_secret_named_after_it_arrived_is_served_and_its_renewal_reaches_the_r
     fake.put("secrets", tls_secret("b-tls", &first));
     fake.put("ingresses", ingress("a", "kuryr-l7-router", None));
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let settings = fake_settings::fake_cluster_settings("secrets-test.conf", &api_root, &token, port, "", "");
     let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);

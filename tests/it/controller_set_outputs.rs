@@ -111,9 +111,7 @@ pub(crate) async fn start(names: &[&str], octavia: &str, hung: &[u32]) -> Set {
 pub(crate) async fn start_on(fake: Arc<Fake>, octavia: &str, hung: &[u32]) -> Set {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let sims: Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>> = Arc::default();
     let fails: Vec<Arc<Mutex<Option<WriteError>>>> = (0..ROUTERS).map(|_| Arc::default()).collect();
     let syncs: Vec<Arc<AtomicUsize>> = (0..ROUTERS).map(|_| Arc::default()).collect();

@@ -360,9 +360,7 @@ async fn run_owning(
     use kuryr_l7_router::driver::plan::DiffOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let settings = crate::support::fake_settings::fake_cluster_settings(
         "owners.conf",

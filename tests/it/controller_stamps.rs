@@ -76,9 +76,7 @@ struct Running {
 
 async fn start(fake: &Arc<Fake>, octavia: u16) -> Running {
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let health = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let kubernetes = format!("lease_namespace = {NS}");
     let octavia_opts = format!("l7_router_name = {ROUTER}");
