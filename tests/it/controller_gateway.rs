@@ -4,6 +4,7 @@
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::controller_settings;
 use crate::support::eventually;
 use crate::support::fake_api;
@@ -414,10 +415,7 @@ async fn run_controller(
     let settings = status_responder_settings(&api_root, &token, "gateway.conf");
     let ownership = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = kuryr_l7_router::testing::SimBackend::new(DiffOptions { ownership, health_monitor: None }, None);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     (stop, run, dir)
 }
 

@@ -2,6 +2,7 @@
 //! and leader election against a FAKE Kubernetes API server (`tests/support/fake_api.rs`). The
 //! router writer is backed by `SimBackend` (in-memory Octavia).
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api;
 use crate::support::fake_settings;
 use fake_api::{Fake, Write};
@@ -11,7 +12,6 @@ use kuryr_l7_router::config::Settings;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::outputs::notice::{ServiceNotice, notice_annotation};
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
@@ -150,10 +150,7 @@ pub(crate) async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settin
     let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
     let (state, puts) = (sim.state.clone(), sim.member_puts.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     Running { state, puts, health, stop, run, _token_dir: dir }
 }
 
@@ -317,10 +314,7 @@ async fn run_against_a_fake_api_server() {
     let sim =
         SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
     let sim_state = sim.state.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
 
     // Caches sync and the first Sync succeeds: /readyz turns 200.
     eventually("/readyz 200", 15, async || match http_get(health, "/readyz").await {
@@ -457,10 +451,7 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
             Some("172.24.4.10".parse().unwrap()),
         );
         let state = sim.state.clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-            let _ = stopped.await;
-        }));
+        let (stop, run) = spawn_controller(settings, sim);
         instances.push((router, health, state, stop, run));
     }
     let addresses = |sim: &Mutex<Simulator>| -> Vec<String> { sim_weights(sim).into_keys().collect() };

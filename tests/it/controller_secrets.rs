@@ -3,6 +3,7 @@
 //! re-list of the watch (never a GET beside it) and served; a renewal of a named Secret still
 //! reaches the router; the key material is never logged.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api;
 use crate::support::fake_settings;
 use fake_api::Fake;
@@ -15,7 +16,6 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::StoreWriters;
 use kuryr_l7_router::controller::ingress::tls_secrets::{SecretSource, held_without_data, watch_tls_secrets};
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
@@ -209,10 +209,7 @@ async fn a_secret_named_after_it_arrived_is_served_and_its_renewal_reaches_the_r
     let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
     let certificates = Arc::new(Mutex::new(Vec::new()));
     let backend = Recording { sim, certificates: certificates.clone() };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(backend), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, backend);
     let served = |fp: String| {
         let certificates = certificates.clone();
         move || {

@@ -9,6 +9,7 @@ use crate::controller_router_set::{
     BASE, Cloud, FIRST, ING, NAMES, SECOND, addresses, ask_move, event_on, event_reasons, eventually, fake_with,
     ingress, placed, run_on, start_with,
 };
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api::Fake;
 use kuryr_l7_router::controller::router_set::migration::{COST_ANNOTATION, PLACEMENT_ANNOTATION};
 use kuryr_l7_router::controller::router_set::moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
@@ -374,10 +375,7 @@ async fn run_owning(
         DiffOptions { ownership: Ownership::new("owners"), health_monitor: None },
         "172.24.4.10".parse().ok(),
     );
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     (stop, run, dir)
 }
 

@@ -6,6 +6,7 @@
 //! ConfigMap is ignored with a log line, the router's deletion deletes its ConfigMap, and every
 //! ConfigMap call is one the RBAC grants.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::eventually;
 use crate::support::fake_api;
 use crate::support::fake_octavia;
@@ -16,7 +17,6 @@ use fake_api::Fake;
 use fake_settings::fake_cluster_settings;
 use kuryr_l7_router::controller::API_CALLS;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::stamp_store::{StampStores, config_map_name};
 use kuryr_l7_router::controller::writer::RouterBackend;
 use kuryr_l7_router::testing::{desired_with, member, pool};
@@ -82,10 +82,7 @@ async fn start(fake: &Arc<Fake>, octavia: u16) -> Running {
     let octavia_opts = format!("l7_router_name = {ROUTER}");
     let settings = fake_cluster_settings("stamps-test.conf", &api_root, &token, health, &kubernetes, &octavia_opts);
     let backend = OctaviaBackend::new(fake_octavia::router_named(octavia, ROUTER, 114_688));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(backend), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, backend);
     Running { stop, run, _dir: dir }
 }
 

@@ -4,6 +4,7 @@
 //! (`#[path = "../tests/support/NAME.rs"] mod NAME;`), so a file here reaches a sibling only as
 //! `super::NAME` (the same module in both layouts).
 
+pub mod controller_run;
 pub mod controller_settings;
 pub mod eventually;
 pub mod fake_api;
