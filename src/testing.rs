@@ -246,6 +246,18 @@ pub fn pool(name: &str, members: Vec<crate::model::Member>) -> Pool {
     }
 }
 
+/// Pool `default_<svc>` of Service default/<svc> port `http`, round robin, even weights, with
+/// one member (10.0.0.1, weight 1): the pool of an Ingress backend.
+pub fn service_pool(svc: &str) -> Pool {
+    Pool {
+        name: format!("default_{svc}"),
+        service: crate::model::KubeRef::new("Service", "default", svc),
+        service_port: "http".into(),
+        members: vec![member("10.0.0.1", 1)],
+        ..pool("", vec![])
+    }
+}
+
 /// A desired router with only the empty pools `pools` (see [`pool`]).
 pub fn desired_with(pools: &[&str]) -> DesiredRouter {
     DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }

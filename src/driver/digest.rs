@@ -211,6 +211,7 @@ impl Verifier {
 mod tests {
     use super::*;
     use crate::model::{CompareType, RuleType};
+    use crate::testing::member;
 
     fn rule(value: &str) -> Rule {
         Rule {
@@ -230,18 +231,6 @@ mod tests {
             value: value.into(),
             key: None,
             invert: false,
-        }
-    }
-
-    fn member(ip: &str, weight: u16) -> Member {
-        Member {
-            address: ip.parse().unwrap(),
-            protocol_port: 8080,
-            weight,
-            backup: false,
-            zone: None,
-            target: None,
-            monitor_port: None,
         }
     }
 

@@ -11,6 +11,7 @@ use kuryr_l7_router::driver::plan::{DiffOptions, PoolRef, Write};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::testing::member;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -28,18 +29,6 @@ fn empty_router() -> ActualRouter {
         },
         policies: vec![],
         pools: vec![],
-    }
-}
-
-fn member(ip: &str, weight: u16) -> Member {
-    Member {
-        address: ip.parse().unwrap(),
-        protocol_port: 8080,
-        weight,
-        backup: false,
-        zone: None,
-        target: None,
-        monitor_port: None,
     }
 }
 
