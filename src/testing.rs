@@ -258,6 +258,26 @@ pub fn service_pool(svc: &str) -> Pool {
     }
 }
 
+/// HTTPRoute infra/web's rule `Exact path` to `pool`, at `position`.
+pub fn exact_route(path: &str, pool: &str, position: u32) -> crate::model::Policy {
+    use crate::model::{CompareType, Rule, RuleType};
+    crate::model::Policy {
+        name: format!("gateway:infra/web:{path}"),
+        position,
+        pool: pool.into(),
+        rules: vec![Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::EqualTo,
+            value: path.into(),
+            invert: false,
+            key: None,
+        }],
+        owner: crate::model::KubeRef::new("HTTPRoute", "infra", "web"),
+        description: format!("Exact {path}"),
+        redirect: None,
+    }
+}
+
 /// A desired router with only the empty pools `pools` (see [`pool`]).
 pub fn desired_with(pools: &[&str]) -> DesiredRouter {
     DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }
