@@ -267,21 +267,7 @@ impl<'a> DesiredChildren<'a> {
         ids.sort_unstable();
         ids.iter()
             .zip(&pool.members)
-            .map(|(id, m)| {
-                let spec = member_spec(m, &tags);
-                ActualMember {
-                    id: ObjectId::new(id),
-                    name: spec.name,
-                    address: m.address,
-                    protocol_port: m.protocol_port,
-                    weight: m.weight,
-                    backup: m.backup,
-                    admin_state_up: true,
-                    monitor_port: m.monitor_port,
-                    tags: spec.tags,
-                    in_error: false,
-                }
-            })
+            .map(|(id, m)| ActualMember::written(ObjectId::new(id), member_spec(m, &tags)))
             .collect()
     }
 }
