@@ -380,7 +380,7 @@ async fn run_owning(
 }
 
 /// The owners' ConfigMaps of our class in the controller's namespace, read back.
-fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
+pub(crate) fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
     use kuryr_l7_router::controller::owner_store::OwnerRecords;
     use kuryr_l7_router::controller::router_set::store::{read_shards, shard_name_of};
     let class = "kuryr-l7-router";
