@@ -7,8 +7,7 @@ use crate::support::http_request;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// The load balancers with our tags: two routers of the set `edge`, a Gateway's, and one named
 /// like the set but with no index of it.
@@ -111,25 +110,13 @@ async fn serve(mut conn: TcpStream, port: u16, seen: Arc<Mutex<Vec<String>>>) {
         }
     };
     let body = body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 async fn cloud() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let recorded = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, recorded.clone()));
-        }
-    });
+    let port = http_request::serve_on_loopback(move |conn, port| serve(conn, port, recorded.clone())).await;
     (port, seen)
 }
 

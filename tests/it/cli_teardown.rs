@@ -13,8 +13,7 @@ use kuryr_l7_router::controller::stamp_store;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const BASE: &str = "rset";
 
@@ -115,24 +114,11 @@ async fn serve(mut conn: TcpStream, port: u16, cloud: Arc<Mutex<Cloud>>) {
         }
     };
     let body = if body.is_null() { String::new() } else { body.to_string() };
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 async fn start_cloud(cloud: Arc<Mutex<Cloud>>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, cloud.clone()));
-        }
-    });
-    port
+    http_request::serve_on_loopback(move |conn, port| serve(conn, port, cloud.clone())).await
 }
 
 fn conf_text(port: u16, api_root: &str, token: &std::path::Path) -> String {

@@ -18,8 +18,7 @@ use kuryr_l7_router::secret::Secret;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// One scripted answer to an Octavia request: after `delay`, `status` with `body`.
 #[derive(Clone)]
@@ -52,18 +51,12 @@ struct Cloud {
 
 impl Cloud {
     async fn start(script: Vec<Answer>) -> Cloud {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script));
         let recorded = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else { return };
-                let (script, recorded) = (script.clone(), recorded.clone());
-                tokio::spawn(serve(conn, port, script, recorded));
-            }
-        });
+        let port =
+            http_request::serve_on_loopback(move |conn, port| serve(conn, port, script.clone(), recorded.clone()))
+                .await;
         Cloud { port, seen }
     }
 
@@ -129,13 +122,7 @@ async fn serve(
     };
     tokio::time::sleep(a.delay).await;
     let body = a.body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        a.status,
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, a.status, &body, extra).await;
 }
 
 fn router_body() -> LoadBalancerCreate {

@@ -16,8 +16,7 @@ use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// The objects of one load balancer, as Octavia lists them, and every write request received.
 #[derive(Default)]
@@ -383,16 +382,9 @@ impl State {
 }
 
 pub async fn start(body_limit: usize) -> (u16, Arc<Mutex<State>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let state = Arc::new(Mutex::new(State { body_limit, ..State::default() }));
     let shared = state.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, shared.clone()));
-        }
-    });
+    let port = http_request::serve_on_loopback(move |conn, port| serve(conn, port, shared.clone())).await;
     (port, state)
 }
 
@@ -433,12 +425,7 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         (status, answer, "")
     };
     let body = answer.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 /// A router named `name` of cluster `c1` on the fake Octavia at `port`.
