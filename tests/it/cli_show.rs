@@ -73,15 +73,11 @@ async fn serve(mut conn: TcpStream, port: u16, seen: Arc<Mutex<Vec<String>>>) {
     let line = head.lines().next().unwrap_or_default().to_string();
     let lb = |name: &str| json!({"id": format!("id-{name}"), "name": name, "provisioning_status": "ACTIVE"});
     let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let url = format!("http://127.0.0.1:{port}");
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [
-                {"type": "load-balancer", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "network", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "key-manager", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]}]}});
-        (201, token, "X-Subject-Token: t\r\n")
+        (
+            201,
+            http_request::keystone_token(port, &["load-balancer", "network", "key-manager"]),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         seen.lock().unwrap().push(line.clone());
         let path = line.split(' ').nth(1).unwrap_or_default();

@@ -59,14 +59,7 @@ async fn serve(mut conn: TcpStream, port: u16, cloud: Arc<Mutex<Cloud>>) {
     let Some((head, _)) = http_request::read_request(&mut conn).await else { return };
     let line = head.lines().next().unwrap_or_default().to_string();
     let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let url = format!("http://127.0.0.1:{port}");
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [
-                {"type": "load-balancer", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "network", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]}]}});
-        (201, token, "X-Subject-Token: t\r\n")
+        (201, http_request::keystone_token(port, &["load-balancer", "network"]), "X-Subject-Token: t\r\n")
     } else {
         let mut c = cloud.lock().unwrap();
         c.seen.push(line.clone());

@@ -102,18 +102,10 @@ async fn serve(
         line = format!("{line} {}", String::from_utf8_lossy(&body));
     }
     let (a, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z",
-            "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
-                {"type": "network", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
-                {"type": "key-manager", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]}]
-        }});
-        (answer(201, token), "X-Subject-Token: t\r\n")
+        (
+            answer(201, http_request::keystone_token(port, &["load-balancer", "network", "key-manager"])),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         seen.lock().unwrap().push((Instant::now(), line));
         let mut s = script.lock().unwrap();

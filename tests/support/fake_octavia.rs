@@ -397,15 +397,11 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
     let mut words = line.split(' ');
     let (method, path) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
     let (status, answer, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let endpoint =
-            json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint},
-                        {"type": "key-manager", "endpoints": endpoint}]
-        }});
-        (201, token, "X-Subject-Token: t\r\n")
+        (
+            201,
+            http_request::keystone_token(port, &["load-balancer", "network", "key-manager"]),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         if method == "POST" && path.starts_with("/v2/lbaas/loadbalancers") {
             let hold = state.lock().unwrap().hold_creates.clone();

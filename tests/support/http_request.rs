@@ -1,5 +1,6 @@
 //! The scripted HTTP/1.1 servers of the tests on loopback (`crate::support::http_request`): the
-//! accept loop, one request read from a connection, and a JSON answer written back.
+//! accept loop, one request read from a connection, a JSON answer written back, and Keystone's
+//! token.
 
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -61,4 +62,17 @@ pub async fn read_request(conn: &mut TcpStream) -> Option<(String, Vec<u8>)> {
         buf.extend_from_slice(&chunk[..n]);
     }
     Some((head, buf[header_end..header_end + length].to_vec()))
+}
+
+/// Keystone's answer to `POST /v3/auth/tokens` for user `u` (role member) of project `p`: a
+/// token valid until 2099 whose catalog has each service type of `services` at
+/// `http://127.0.0.1:<port>`.
+pub fn keystone_token(port: u16, services: &[&str]) -> serde_json::Value {
+    let endpoints =
+        serde_json::json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
+    let catalog: Vec<_> = services.iter().map(|t| serde_json::json!({"type": t, "endpoints": endpoints})).collect();
+    serde_json::json!({"token": {
+        "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
+        "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}], "catalog": catalog
+    }})
 }
