@@ -72,31 +72,12 @@ fn lists_of_secrets(fake: &Fake) -> usize {
     fake.reads().iter().filter(|r| r.starts_with("GET /api/v1/secrets?") && !r.contains("watch=")).count()
 }
 
-/// A log writer into a shared buffer, to look for key material in what the controller logs.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The watch alone: an unnamed Secret is cached without its key; an Ingress naming it later
 /// makes one re-list, which fills it; a renewal and a delete still arrive.
 #[tokio::test]
 async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relist() {
-    let logs = Logs::default();
-    let sink = logs.clone();
-    // A subscriber of this thread; the global one registered first, so that tracing asks this one
-    // too for the lines other tests' threads reach first (support/logs.rs).
-    crate::support::logs::init();
-    let subscriber = tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).with_writer(move || sink.clone());
-    let _guard = tracing::subscriber::set_default(subscriber.finish());
+    // What the controller logs, to look for key material in it.
+    let logs = crate::support::logs::capture_thread(tracing::Level::DEBUG);
     let fake = Fake::new();
     let (named_pem, unnamed_pem, renewed_pem) = (certificate("a"), certificate("b"), certificate("c"));
     fake.put("secrets", tls_secret("named", &named_pem));
@@ -151,7 +132,7 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
     fake.remove("v1/secrets", "shop", "named");
     eventually("the delete cached", 5, || get("named").is_none().then_some(())).await;
     watch.abort();
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("listing the TLS Secrets again"), "{logs}");
     for pem in [&named_pem, &unnamed_pem, &renewed_pem] {
         let body = pem.1.lines().nth(1).unwrap();

@@ -199,37 +199,11 @@ async fn a_new_controller_starts_from_the_stamps_its_predecessor_saved() {
     }
 }
 
-/// A log writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 /// A damaged ConfigMap (a line garbled), or one another router wrote: no stamps, a log line,
 /// the router read whole and converged, and the ConfigMap written again from that read.
 #[tokio::test]
 async fn a_damaged_or_foreign_config_map_is_ignored_with_a_log_line() {
-    let logs = Logs::default();
-    let sink = logs.clone();
-    // A subscriber of this thread; the global one registered first, so that tracing asks this one
-    // too for the lines other tests' threads reach first (support/logs.rs).
-    crate::support::logs::init();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false);
-    let _guard = tracing::subscriber::set_default(subscriber.finish());
+    let logs = crate::support::logs::capture_thread(tracing::Level::INFO);
     let (port, octavia) = fake_octavia::start(114_688).await;
     let fake = cluster();
     let (good, _) = created_and_read(&fake, port, &octavia).await;
