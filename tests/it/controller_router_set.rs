@@ -52,7 +52,7 @@ pub(crate) fn service() -> Value {
            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
 }
 
-fn slice() -> Value {
+pub(crate) fn slice() -> Value {
     json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
            "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
            "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],

@@ -6,6 +6,7 @@
 //! ConfigMap is ignored with a log line, the router's deletion deletes its ConfigMap, and every
 //! ConfigMap call is one the RBAC grants.
 
+use crate::controller_router_set::{class, ingress, service, slice};
 use crate::support::controller_run::spawn_controller;
 use crate::support::eventually;
 use crate::support::fake_api;
@@ -30,31 +31,6 @@ const NS: &str = "kuryr-l7-router";
 const CM: &str = "v1/configmaps";
 const ING: &str = "networking.k8s.io/v1/ingresses";
 const INGRESSES: [&str; 3] = ["a", "b", "c"];
-
-fn class() -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-           "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
-}
-
-/// One host, one path: one policy each, all on the Service `web` (one pool).
-fn ingress(name: &str) -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
-           "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
-               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
-}
-
-fn service() -> Value {
-    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
-}
-
-fn slice() -> Value {
-    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-           "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
-           "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-           "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]})
-}
 
 fn cluster() -> Arc<Fake> {
     let fake = Fake::new();
