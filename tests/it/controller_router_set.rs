@@ -187,14 +187,20 @@ impl Running {
 
     /// The hosts routed by router `index` (its host rules).
     pub(crate) fn hosts_of(&self, index: u32) -> Vec<String> {
-        let sims = self.sims.lock().unwrap();
-        let Some(sim) = sims.get(&index) else { return vec![] };
-        let sim = sim.lock().unwrap();
-        let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
-        hosts.sort();
-        hosts.dedup();
-        hosts
+        hosts_of(&self.sims, index)
     }
+}
+
+/// The hosts routed by the simulated router `index` of `sims`, sorted, once each (none when it
+/// has no simulator).
+pub(crate) fn hosts_of(sims: &Sims, index: u32) -> Vec<String> {
+    let sims = sims.lock().unwrap();
+    let Some(sim) = sims.get(&index) else { return vec![] };
+    let sim = sim.lock().unwrap();
+    let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 /// (recorded router, status address) of Ingress `name`, once both are written.

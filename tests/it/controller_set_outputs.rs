@@ -12,7 +12,6 @@ use crate::controller_set_records::recorded_router;
 use crate::support::eventually::eventually_every;
 use crate::support::fake_api::Fake;
 use crate::support::fake_settings::fake_cluster_settings;
-use crate::support::routed_hosts::routed_hosts;
 use kuryr_l7_router::controller::runtime::run_set_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, WriteError};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -166,13 +165,7 @@ impl Set {
 
     /// The hosts routed by router `index`.
     pub(crate) fn hosts_of(&self, index: u32) -> Vec<String> {
-        let sims = self.sims.lock().unwrap();
-        let Some(sim) = sims.get(&index) else { return vec![] };
-        let sim = sim.lock().unwrap();
-        let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
-        hosts.sort();
-        hosts.dedup();
-        hosts
+        crate::controller_router_set::hosts_of(&self.sims, index)
     }
 
     /// Ingress `name`'s status addresses.
