@@ -277,23 +277,13 @@ fn gateway_router_of(
     ownership: kuryr_l7_router::driver::ownership::Ownership,
 ) -> kuryr_l7_router::driver::Router {
     let spec = kuryr_l7_router::driver::spec::RouterSpec {
-        name: "gw".into(),
-        uuid: None,
         vip_subnet_id: Some("s".into()),
-        availability_zone: None,
-        provider: None,
         listener_port: 8080,
-        fully_populated_create: true,
-        max_create_body_bytes: 114_688,
-        floating_ip: None,
         external_svc_subnet: Some("ext".into()),
         ownership,
-        member_subnet: None,
-        health_monitor: None,
         create_timeout: Duration::from_secs(5),
         write_timeout: Duration::from_secs(5),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
+        ..kuryr_l7_router::driver::spec::RouterSpec::for_tests("gw")
     };
     let session = cloud.session(Duration::from_secs(5));
     kuryr_l7_router::driver::Router::new(cloud.octavia(Duration::from_secs(5)), Neutron::new(session), spec)

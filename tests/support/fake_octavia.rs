@@ -9,7 +9,6 @@
 
 use super::http_request;
 use kuryr_l7_router::driver::Router;
-use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::spec::RouterSpec;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
@@ -438,23 +437,12 @@ pub fn router_named_on(port: u16, name: &str, max_create_body_bytes: usize, list
     let opts =
         OctaviaOptions { busy_retry: Duration::from_secs(5), min_delay: Duration::ZERO, max_delay: Duration::ZERO };
     let spec = RouterSpec {
-        name: name.into(),
-        uuid: None,
         vip_subnet_id: Some("s".into()),
-        availability_zone: None,
-        provider: None,
         listener_port,
-        fully_populated_create: true,
         max_create_body_bytes,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: Ownership::new("c1"),
-        member_subnet: None,
-        health_monitor: None,
         create_timeout: Duration::from_secs(5),
         write_timeout: Duration::from_secs(5),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
+        ..RouterSpec::for_tests(name)
     };
     Router::new(Octavia::new(session.clone(), opts), Neutron::new(session), spec)
 }
