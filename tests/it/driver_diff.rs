@@ -514,14 +514,7 @@ fn another_clusters_objects_are_foreign() {
 
 #[test]
 fn health_monitor_is_created_updated_and_removed_with_the_option() {
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/healthz".into()),
-        expected_codes: Some("200".into()),
-    };
+    let hm = HealthMonitorSpec { url_path: Some("/healthz".into()), ..HealthMonitorSpec::default() };
     let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
     let mut sim = Simulator::new(empty_router());
     let writes = converge(&mut sim, &base(), &with_hm);
@@ -600,14 +593,8 @@ proptest! {
 #[test]
 fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
     use kuryr_l7_router::model::{NOT_FOUND_POOL, SERVER_ERROR_POOL, UNAVAILABLE_POOL};
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/".into()),
-        expected_codes: Some("200".into()),
-    };
+    // Octavia's usual HTTP monitor: GET / expecting 200.
+    let hm = HealthMonitorSpec::default();
     let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
     let mut want = base();
     for name in [NOT_FOUND_POOL, UNAVAILABLE_POOL, SERVER_ERROR_POOL] {

@@ -103,14 +103,7 @@ fn populated_create_has_the_verified_shape() {
 
 #[test]
 fn populated_create_carries_the_health_monitor_and_skips_policies_without_pool() {
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/healthz".into()),
-        expected_codes: Some("200".into()),
-    };
+    let hm = HealthMonitorSpec { url_path: Some("/healthz".into()), ..HealthMonitorSpec::default() };
     let mut want = desired();
     want.policies[0].pool = "missing".into();
     want.default_pool = Some("missing".into());
