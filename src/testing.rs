@@ -278,6 +278,29 @@ pub fn exact_route(path: &str, pool: &str, position: u32) -> crate::model::Polic
     }
 }
 
+/// The desired rule `PATH STARTS_WITH value`.
+pub fn path_prefix_rule(value: &str) -> crate::model::Rule {
+    crate::model::Rule {
+        rule_type: crate::model::RuleType::Path,
+        compare_type: crate::model::CompareType::StartsWith,
+        value: value.into(),
+        invert: false,
+        key: None,
+    }
+}
+
+/// [`path_prefix_rule`] as a read of Octavia shows it, with `id`.
+pub fn read_path_prefix_rule(id: &str, value: &str) -> crate::driver::actual::ActualRule {
+    crate::driver::actual::ActualRule {
+        id: id.into(),
+        rule_type: "PATH".into(),
+        compare_type: "STARTS_WITH".into(),
+        value: value.into(),
+        key: None,
+        invert: false,
+    }
+}
+
 /// A desired router with only the empty pools `pools` (see [`pool`]).
 pub fn desired_with(pools: &[&str]) -> DesiredRouter {
     DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }
