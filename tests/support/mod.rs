@@ -16,3 +16,4 @@ pub mod haproxy_eval;
 pub mod http_request;
 pub mod logs;
 pub mod routed_hosts;
+pub mod router_context;
