@@ -191,8 +191,7 @@ impl Running {
     }
 }
 
-/// The hosts routed by the simulated router `index` of `sims`, sorted, once each (none when it
-/// has no simulator).
+/// The hosts routed by the simulated router `index` of `sims` (if built), sorted, once each.
 pub(crate) fn hosts_of(sims: &Sims, index: u32) -> Vec<String> {
     let sims = sims.lock().unwrap();
     let Some(sim) = sims.get(&index) else { return vec![] };
