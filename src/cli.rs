@@ -218,15 +218,7 @@ async fn requests_api(settings: &Settings) -> Result<kube::Api<k8s_openapi::api:
         return Err("moves are for the router set: [octavia_defaults] scale_out is off".into());
     }
     let k = &settings.kubernetes;
-    let url = k.api_root.as_ref().map(|u| u.as_str());
-    let client = crate::controller::client::make_client(
-        url,
-        k.token_file.as_deref(),
-        k.ssl_ca_crt_file.as_deref(),
-        k.kubeconfig.as_deref(),
-    )
-    .await
-    .map_err(|e| e.to_string())?;
+    let client = crate::controller::client::client_of(k).await.map_err(|e| e.to_string())?;
     Ok(kube::Api::namespaced(client, &k.lease_namespace))
 }
 

@@ -123,14 +123,7 @@ pub async fn run(settings: &Settings, plan: &Plan) -> Result<(), String> {
 async fn delete_config_maps(settings: &Settings, plan: &Plan) -> Result<(), String> {
     use crate::controller::router_set::store::{SetStore, asks_name};
     let k = &settings.kubernetes;
-    let client = crate::controller::client::make_client(
-        k.api_root.as_ref().map(|u| u.as_str()),
-        k.token_file.as_deref(),
-        k.ssl_ca_crt_file.as_deref(),
-        k.kubeconfig.as_deref(),
-    )
-    .await
-    .map_err(|e| format!("Kubernetes: {e}"))?;
+    let client = crate::controller::client::client_of(k).await.map_err(|e| format!("Kubernetes: {e}"))?;
     let api: kube::Api<k8s_openapi::api::core::v1::ConfigMap> = kube::Api::namespaced(client, &k.lease_namespace);
     let store: SetStore = SetStore::new(api.clone(), &plan.base);
     let records = store.delete_all().await.map_err(|e| format!("the set's records: {e}"))?;

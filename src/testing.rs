@@ -246,6 +246,61 @@ pub fn pool(name: &str, members: Vec<crate::model::Member>) -> Pool {
     }
 }
 
+/// Pool `default_<svc>` of Service default/<svc> port `http`, round robin, even weights, with
+/// one member (10.0.0.1, weight 1): the pool of an Ingress backend.
+pub fn service_pool(svc: &str) -> Pool {
+    Pool {
+        name: format!("default_{svc}"),
+        service: crate::model::KubeRef::new("Service", "default", svc),
+        service_port: "http".into(),
+        members: vec![member("10.0.0.1", 1)],
+        ..pool("", vec![])
+    }
+}
+
+/// HTTPRoute infra/web's rule `Exact path` to `pool`, at `position`.
+pub fn exact_route(path: &str, pool: &str, position: u32) -> crate::model::Policy {
+    use crate::model::{CompareType, Rule, RuleType};
+    crate::model::Policy {
+        name: format!("gateway:infra/web:{path}"),
+        position,
+        pool: pool.into(),
+        rules: vec![Rule {
+            rule_type: RuleType::Path,
+            compare_type: CompareType::EqualTo,
+            value: path.into(),
+            invert: false,
+            key: None,
+        }],
+        owner: crate::model::KubeRef::new("HTTPRoute", "infra", "web"),
+        description: format!("Exact {path}"),
+        redirect: None,
+    }
+}
+
+/// The desired rule `PATH STARTS_WITH value`.
+pub fn path_prefix_rule(value: &str) -> crate::model::Rule {
+    crate::model::Rule {
+        rule_type: crate::model::RuleType::Path,
+        compare_type: crate::model::CompareType::StartsWith,
+        value: value.into(),
+        invert: false,
+        key: None,
+    }
+}
+
+/// [`path_prefix_rule`] as a read of Octavia shows it, with `id`.
+pub fn read_path_prefix_rule(id: &str, value: &str) -> crate::driver::actual::ActualRule {
+    crate::driver::actual::ActualRule {
+        id: id.into(),
+        rule_type: "PATH".into(),
+        compare_type: "STARTS_WITH".into(),
+        value: value.into(),
+        key: None,
+        invert: false,
+    }
+}
+
 /// A desired router with only the empty pools `pools` (see [`pool`]).
 pub fn desired_with(pools: &[&str]) -> DesiredRouter {
     DesiredRouter { pools: pools.iter().map(|p| (p.to_string(), pool(p, vec![]))).collect(), ..Default::default() }

@@ -8,6 +8,12 @@ use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 use std::path::Path;
 
+/// The client `[kubernetes]` configures (see [`make_client`]).
+pub async fn client_of(k: &crate::config::KubernetesSettings) -> Result<kube::Client, ControllerError> {
+    let api_root = k.api_root.as_ref().map(|u| u.as_str());
+    make_client(api_root, k.token_file.as_deref(), k.ssl_ca_crt_file.as_deref(), k.kubeconfig.as_deref()).await
+}
+
 /// Builds the client. Precedence: `api_root` (explicit, kuryr style) > `kubeconfig` > inferred.
 pub async fn make_client(
     api_root: Option<&str>,

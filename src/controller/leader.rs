@@ -163,11 +163,7 @@ async fn campaign(
             let leading = *tx.borrow();
             tokio::select! {
                 biased;
-                _ = &mut stop => {
-                    tx.send_replace(false);
-                    tracing::info!(lease = %settings.lease_name, "releasing the leader lease");
-                    return Ok(manager.release().await?);
-                }
+                _ = &mut stop => return release(&settings, &tx, &manager).await,
                 changed = manager.changed() => match changed {
                     Ok(leader) => {
                         errors = 0;
@@ -188,11 +184,7 @@ async fn campaign(
                         let pause = Duration::from_millis(500).min(writes_until.saturating_duration_since(Instant::now()));
                         tokio::select! {
                             biased;
-                            _ = &mut stop => {
-                                tx.send_replace(false);
-                                tracing::info!(lease = %settings.lease_name, "releasing the leader lease");
-                                return Ok(manager.release().await?);
-                            }
+                            _ = &mut stop => return release(&settings, &tx, &manager).await,
                             _ = tokio::time::sleep(pause) => {}
                         }
                     }
@@ -227,6 +219,17 @@ async fn campaign(
             _ = tokio::time::sleep(error_backoff(errors)) => {}
         }
     }
+}
+
+/// Stopping: no longer leading, and the lease released for the next leader at once.
+async fn release(
+    settings: &LeaderSettings,
+    tx: &watch::Sender<bool>,
+    manager: &LeaseManager,
+) -> Result<(), ControllerError> {
+    tx.send_replace(false);
+    tracing::info!(lease = %settings.lease_name, "releasing the leader lease");
+    Ok(manager.release().await?)
 }
 
 fn step_down(settings: &LeaderSettings, tx: &watch::Sender<bool>) {

@@ -213,13 +213,7 @@ where
     }
 
     let k = &settings.kubernetes;
-    let client = crate::controller::client::make_client(
-        k.api_root.as_ref().map(|u| u.as_str()),
-        k.token_file.as_deref(),
-        k.ssl_ca_crt_file.as_deref(),
-        k.kubeconfig.as_deref(),
-    )
-    .await?;
+    let client = crate::controller::client::client_of(k).await?;
 
     let leadership = if k.leader_election {
         match acquire_leadership(&client, k, &ready_tx, &stop_tx, &stop_rx).await? {

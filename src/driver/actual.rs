@@ -90,6 +90,24 @@ pub struct ActualMember {
     pub in_error: bool,
 }
 
+impl ActualMember {
+    /// Member `id` as a batch update that names it as `spec` leaves it: every field written, out
+    /// of ERROR.
+    pub(crate) fn written(id: super::object_id::ObjectId, spec: super::plan::MemberSpec) -> Self {
+        let super::plan::MemberSpec {
+            name,
+            address,
+            protocol_port,
+            weight,
+            backup,
+            admin_state_up,
+            monitor_port,
+            tags,
+        } = spec;
+        Self { id, name, address, protocol_port, weight, backup, admin_state_up, monitor_port, tags, in_error: false }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct ActualHealthMonitor {
     pub id: String,

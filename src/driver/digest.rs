@@ -210,40 +210,7 @@ impl Verifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CompareType, RuleType};
-
-    fn rule(value: &str) -> Rule {
-        Rule {
-            rule_type: RuleType::Path,
-            compare_type: CompareType::StartsWith,
-            value: value.into(),
-            invert: false,
-            key: None,
-        }
-    }
-
-    fn read_rule(id: &str, value: &str) -> ActualRule {
-        ActualRule {
-            id: id.into(),
-            rule_type: "PATH".into(),
-            compare_type: "STARTS_WITH".into(),
-            value: value.into(),
-            key: None,
-            invert: false,
-        }
-    }
-
-    fn member(ip: &str, weight: u16) -> Member {
-        Member {
-            address: ip.parse().unwrap(),
-            protocol_port: 8080,
-            weight,
-            backup: false,
-            zone: None,
-            target: None,
-            monitor_port: None,
-        }
-    }
+    use crate::testing::{member, path_prefix_rule as rule, read_path_prefix_rule as read_rule};
 
     fn read_member(ip: &str, weight: u16) -> ActualMember {
         ActualMember {

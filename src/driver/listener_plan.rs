@@ -28,6 +28,13 @@ pub struct ListenerStep {
     pub description: String,
 }
 
+impl ListenerStep {
+    /// The delete of listener `l`, recorded as `delete_listener` with `description` (why it goes).
+    pub(crate) fn delete(l: &Listener, description: String) -> Self {
+        Self { write: ListenerWrite::Delete { id: l.id.clone() }, kind: "delete_listener", description }
+    }
+}
+
 /// What the HTTPS listener needs: at most one write, and a conflict to report.
 #[derive(Clone, Debug, Default)]
 pub struct HttpsListenerPlan {
@@ -147,11 +154,8 @@ pub(crate) fn plan_https_listener(
     spec: &RouterSpec,
 ) -> HttpsListenerPlan {
     let Some(desired) = desired else {
-        let step = found.filter(|l| spec.ownership.owns(&l.tags)).map(|l| ListenerStep {
-            write: ListenerWrite::Delete { id: l.id.clone() },
-            kind: "delete_listener",
-            description: format!("delete HTTPS listener {} (no Ingress has TLS)", l.id),
-        });
+        let step = (found.filter(|l| spec.ownership.owns(&l.tags)))
+            .map(|l| ListenerStep::delete(l, format!("delete HTTPS listener {} (no Ingress has TLS)", l.id)));
         return HttpsListenerPlan { step, conflict: None };
     };
     plan_https_listener_named(desired, found, refs, lb_id, spec, format!("{}-https", spec.name))

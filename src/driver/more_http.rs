@@ -16,7 +16,7 @@
 use super::cloud::Cloud;
 use super::error::Result;
 use super::execute::listener_write;
-use super::listener_plan::{ListenerStep, ListenerWrite, choose_listener, plan_http_listener_on};
+use super::listener_plan::{ListenerStep, choose_listener, plan_http_listener_on};
 use super::report::{ConvergeReport, MoreHttpSnapshot};
 use super::spec::RouterSpec;
 use crate::model::DesiredRouter;
@@ -50,13 +50,10 @@ pub(crate) fn plan_stale(found: &[Listener], desired: &DesiredRouter, spec: &Rou
     found
         .iter()
         .filter(|l| (is_ours(l, spec) || is_old_main(l, spec)) && !desired.more_http.contains_key(&l.protocol_port))
-        .map(|l| ListenerStep {
-            write: ListenerWrite::Delete { id: l.id.clone() },
-            kind: "delete_listener",
-            description: format!(
-                "delete HTTP listener {} on port {} (no listener of the Gateway on it)",
-                l.id, l.protocol_port
-            ),
+        .map(|l| {
+            let why =
+                format!("delete HTTP listener {} on port {} (no listener of the Gateway on it)", l.id, l.protocol_port);
+            ListenerStep::delete(l, why)
         })
         .collect()
 }
@@ -118,7 +115,7 @@ pub(crate) async fn snapshot(
 
 #[cfg(test)]
 mod tests {
-    use super::super::listener_plan::deleted_ids;
+    use super::super::listener_plan::{ListenerWrite, deleted_ids};
     use super::*;
     use crate::model::PortListener;
     use std::collections::BTreeMap;

@@ -21,8 +21,7 @@ use super::execute::listener_write;
 use super::https_holds::{HttpsHolds, certificate_owners, refusal};
 use super::isolation::WriteKey;
 use super::listener_plan::{
-    HttpsListenerPlan, HttpsRefs, ListenerStep, ListenerWrite, TERMINATED_HTTPS, choose_listener,
-    plan_https_listener_named,
+    HttpsListenerPlan, HttpsRefs, ListenerStep, TERMINATED_HTTPS, choose_listener, plan_https_listener_named,
 };
 use super::report::ConvergeReport;
 use super::spec::RouterSpec;
@@ -60,13 +59,12 @@ pub(crate) fn plan_stale(found: &[Listener], desired: &DesiredRouter, spec: &Rou
         .iter()
         .filter(|l| Some(l.protocol_port) != main_port && !desired.more_https.contains_key(&l.protocol_port))
         .filter(|l| is_ours(l, spec) || old_main(l))
-        .map(|l| ListenerStep {
-            write: ListenerWrite::Delete { id: l.id.clone() },
-            kind: "delete_listener",
-            description: format!(
+        .map(|l| {
+            let why = format!(
                 "delete HTTPS listener {} on port {} (no HTTPS listener of the Gateway on it)",
                 l.id, l.protocol_port
-            ),
+            );
+            ListenerStep::delete(l, why)
         })
         .collect()
 }

@@ -1,4 +1,4 @@
-use super::super::listener_plan::deleted_ids;
+use super::super::listener_plan::{ListenerWrite, deleted_ids};
 use super::*;
 use crate::model::{CaBundle, ClientAuthentication, ClientValidation, HttpsListener, KubeRef};
 use std::collections::BTreeMap;

@@ -127,19 +127,8 @@ impl Simulator {
                             .find(|o| o.address == m.address && o.protocol_port == m.protocol_port)
                             .map(|o| o.id.clone())
                             .unwrap_or(new_id);
-                        ActualMember {
-                            id,
-                            name: m.name.clone(),
-                            address: m.address,
-                            protocol_port: m.protocol_port,
-                            weight: m.weight,
-                            backup: m.backup,
-                            admin_state_up: m.admin_state_up,
-                            monitor_port: m.monitor_port,
-                            tags: m.tags.clone(),
-                            // The batch update rewrites every member it names.
-                            in_error: false,
-                        }
+                        // The batch update rewrites every member it names.
+                        ActualMember::written(id, m.clone())
                     })
                     .collect();
             }

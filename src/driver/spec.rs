@@ -51,9 +51,10 @@ impl RouterSpec {
         format!("{}-http", self.name)
     }
 
-    /// A spec for the driver's unit tests (router `name` of cluster `c1`, nothing to create).
-    #[cfg(test)]
-    pub(crate) fn for_tests(name: &str) -> Self {
+    /// A spec for the tests (router `name` of cluster `c1` on port 80, no subnet nor zone,
+    /// timeouts of a second).
+    #[cfg(any(test, feature = "testing"))]
+    pub fn for_tests(name: &str) -> Self {
         Self {
             name: name.into(),
             uuid: None,

@@ -267,21 +267,7 @@ impl<'a> DesiredChildren<'a> {
         ids.sort_unstable();
         ids.iter()
             .zip(&pool.members)
-            .map(|(id, m)| {
-                let spec = member_spec(m, &tags);
-                ActualMember {
-                    id: ObjectId::new(id),
-                    name: spec.name,
-                    address: m.address,
-                    protocol_port: m.protocol_port,
-                    weight: m.weight,
-                    backup: m.backup,
-                    admin_state_up: true,
-                    monitor_port: m.monitor_port,
-                    tags: spec.tags,
-                    in_error: false,
-                }
-            })
+            .map(|(id, m)| ActualMember::written(ObjectId::new(id), member_spec(m, &tags)))
             .collect()
     }
 }
@@ -299,33 +285,13 @@ fn rule_key(r: &Rule) -> (&'static str, &'static str, &str, bool, &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{CompareType, DesiredRouter, KubeRef, Policy, RuleType};
+    use crate::model::{DesiredRouter, KubeRef, Policy};
+    use crate::testing::{path_prefix_rule as rule, read_path_prefix_rule as read_rule};
 
     const T1: &str = "2026-11-26T06:00:01";
 
     fn parent<'a>(id: &'a str, ids: &[&'a str]) -> Parent<'a> {
         Parent { id, provisioning_status: "ACTIVE", updated_at: Some(T1), child_ids: ids.to_vec() }
-    }
-
-    fn read_rule(id: &str, value: &str) -> ActualRule {
-        ActualRule {
-            id: id.into(),
-            rule_type: "PATH".into(),
-            compare_type: "STARTS_WITH".into(),
-            value: value.into(),
-            key: None,
-            invert: false,
-        }
-    }
-
-    fn rule(value: &str) -> Rule {
-        Rule {
-            rule_type: RuleType::Path,
-            compare_type: CompareType::StartsWith,
-            value: value.into(),
-            invert: false,
-            key: None,
-        }
     }
 
     fn desired(rules: Vec<Rule>) -> DesiredRouter {

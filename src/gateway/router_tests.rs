@@ -1,5 +1,5 @@
 use super::*;
-use crate::gateway::build::{Programmed, translate};
+use crate::gateway::build::{Programmed, Translation, translate};
 use crate::gateway::world::World;
 use crate::model::RuleType;
 use crate::model::{NOT_FOUND_POOL, RedirectTarget, SERVER_ERROR_POOL, Usage};
@@ -67,12 +67,31 @@ fn router(opts: &TranslateOptions) -> GatewayRouter {
 }
 
 fn router_of(objects: &str, opts: &TranslateOptions) -> GatewayRouter {
-    let mut world = World::default();
-    world.add_yaml(objects).unwrap();
-    let t = translate(&world, &Programmed::new());
-    let mut inputs = Inputs::default();
-    load_str(objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    let (t, inputs) = translated(&[objects], &[objects]);
     translate_gateway(t.router("infra", "gw").expect("the Gateway's routes"), &inputs, opts)
+}
+
+/// The Gateway translation of the objects of `world`, and the translator's inputs read from
+/// `inputs` (the Services, Secrets, ... of the Gateways' routers).
+fn translated(world: &[&str], inputs: &[&str]) -> (Translation, Inputs) {
+    let mut w = World::default();
+    for objects in world {
+        w.add_yaml(objects).unwrap();
+    }
+    let t = translate(&w, &Programmed::new());
+    let mut read = Inputs::default();
+    for objects in inputs {
+        load_str(objects, Path::new("objects.yaml"), &mut read).unwrap();
+    }
+    (t, read)
+}
+
+/// The conformance base objects with those of the case file at `path` (its expectations left
+/// out).
+fn conformance_objects(path: &str) -> String {
+    let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
+    let case = std::fs::read_to_string(path).unwrap();
+    base + "\n---\n" + case.split_once("\n---\n").unwrap().1
 }
 
 fn responder() -> TranslateOptions {
@@ -236,15 +255,8 @@ fn https_router(with_secret: bool) -> GatewayRouter {
     let params = rcgen::CertificateParams::new(vec!["secure.example.com".to_string()]).unwrap();
     let crt = params.self_signed(&key).unwrap();
     let secret = crate::testing::tls_secret_manifest("infra", "cert", &crt.pem(), &key.serialize_pem());
-    let mut world = World::default();
-    world.add_yaml(HTTPS_GATEWAY).unwrap();
-    world.add_yaml(&secret).unwrap();
-    let t = translate(&world, &Programmed::new());
-    let mut inputs = Inputs::default();
-    load_str(HTTPS_GATEWAY, Path::new("objects.yaml"), &mut inputs).unwrap();
-    if with_secret {
-        load_str(&secret, Path::new("secret.yaml"), &mut inputs).unwrap();
-    }
+    let read: &[&str] = if with_secret { &[HTTPS_GATEWAY, &secret] } else { &[HTTPS_GATEWAY] };
+    let (t, inputs) = translated(&[HTTPS_GATEWAY, &secret], read);
     translate_gateway(t.router("infra", "tls").expect("the Gateway's routes"), &inputs, &responder())
 }
 
@@ -381,14 +393,8 @@ spec: {ports: [{name: not-found, port: 8404}, {name: unavailable, port: 8503}, {
 /// the rule budget of the upstream test's two Gateways is counted here (docs/gateway-api.md).
 #[test]
 fn listener_isolation_is_inverted_host_rules_and_its_rule_budget_is_counted() {
-    let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
-    let case = std::fs::read_to_string("tests/fixtures/gateway/cases/gateway-http-listener-isolation.yaml").unwrap();
-    let objects = base + "\n---\n" + case.split_once("\n---\n").unwrap().1;
-    let mut world = World::default();
-    world.add_yaml(&objects).unwrap();
-    let t = translate(&world, &Programmed::new());
-    let mut inputs = Inputs::default();
-    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    let objects = conformance_objects("tests/fixtures/gateway/cases/gateway-http-listener-isolation.yaml");
+    let (t, inputs) = translated(&[&objects], &[&objects]);
     let of = |name: &str| {
         let routes = t.router("gateway-conformance-infra", name).expect("the Gateway's routes");
         translate_gateway(routes, &inputs, &TranslateOptions::default())
@@ -433,15 +439,8 @@ fn listener_isolation_is_inverted_host_rules_and_its_rule_budget_is_counted() {
 /// route before it: one inverted rule more, no policy more, counted in the router's usage.
 #[test]
 fn a_redirect_behind_a_more_precise_route_misses_its_requests_at_the_cost_of_one_rule() {
-    let base = std::fs::read_to_string("tests/fixtures/gateway/base.yaml").unwrap();
-    let case =
-        std::fs::read_to_string("tests/fixtures/gateway/own/redirect-shadows-a-more-precise-route.yaml").unwrap();
-    let objects = base + "\n---\n" + case.split_once("\n---\n").unwrap().1;
-    let mut world = World::default();
-    world.add_yaml(&objects).unwrap();
-    let t = translate(&world, &Programmed::new());
-    let mut inputs = Inputs::default();
-    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
+    let objects = conformance_objects("tests/fixtures/gateway/own/redirect-shadows-a-more-precise-route.yaml");
+    let (t, inputs) = translated(&[&objects], &[&objects]);
     let routes = t.router("gateway-conformance-infra", "redirect-and-forward").expect("the Gateway's routes");
     let r = translate_gateway(routes, &inputs, &responder());
     // Per policy: its redirect target, and its rules' values with their `invert`.
@@ -593,14 +592,8 @@ fn each_https_port_is_a_listener_of_its_own_with_its_certificates_routes_and_cli
         secrets.push_str(&crate::testing::tls_secret_manifest("infra", name, &crt.pem(), &key.serialize_pem()));
         secrets.push_str("\n---\n");
     }
-    let mut world = World::default();
-    world.add_yaml(&objects).unwrap();
-    world.add_yaml(&secrets).unwrap();
-    world.add_yaml(&format!("{}---\n{}", ca_config_map("ca"), ca_config_map("ca2"))).unwrap();
-    let t = translate(&world, &Programmed::new());
-    let mut inputs = Inputs::default();
-    load_str(&objects, Path::new("objects.yaml"), &mut inputs).unwrap();
-    load_str(&secrets, Path::new("secrets.yaml"), &mut inputs).unwrap();
+    let ca_maps = format!("{}---\n{}", ca_config_map("ca"), ca_config_map("ca2"));
+    let (t, inputs) = translated(&[&objects, &secrets, &ca_maps], &[&objects, &secrets]);
     let r = translate_gateway(t.router("infra", "tls").expect("the Gateway's routes"), &inputs, &responder());
     let ports: Vec<&Warning> =
         r.desired.warnings.iter().filter(|w| w.reason == crate::reason::Reason::ListenerPortUnsupported).collect();

@@ -16,6 +16,7 @@ use reqwest::Method;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::ops::ControlFlow::{self, Break, Continue};
 use std::time::{Duration, Instant};
 
 /// `{"id": ...}` as Octavia lists children.
@@ -509,48 +510,47 @@ impl Octavia {
     /// [`poll_delay`]). ERROR fails at once with the object; the deadline fails with the last
     /// status seen. A 404 is an error (use [`Octavia::wait_deleted`] for deletes).
     pub async fn wait_active(&self, lb_id: &str, timeout: Duration) -> Result<LoadBalancer> {
-        let started = Instant::now();
-        let mut delays = self.backoff().build();
-        loop {
-            let asked = Instant::now();
-            let lb = self.get_load_balancer(lb_id).await?;
-            let took = asked.elapsed();
-            match lb.provisioning_status.as_str() {
-                "ACTIVE" => return Ok(lb),
-                "ERROR" => {
-                    return Err(Error::Provisioning {
-                        kind: "loadbalancer",
-                        id: lb.id,
-                        status: lb.provisioning_status,
-                    });
-                }
-                _ => {}
+        self.poll_load_balancer(lb_id, timeout, |read| match read {
+            Err(e) => Break(Err(e)),
+            Ok(lb) if lb.provisioning_status == "ACTIVE" => Break(Ok(lb)),
+            Ok(lb) if lb.provisioning_status == "ERROR" => {
+                Break(Err(Error::Provisioning { kind: "loadbalancer", id: lb.id, status: lb.provisioning_status }))
             }
-            let delay = poll_delay(delays.next().unwrap_or(self.opts.max_delay), took);
-            if started.elapsed() + delay > timeout {
-                return Err(Error::WaitTimeout {
-                    kind: "loadbalancer",
-                    id: lb_id.into(),
-                    waited: started.elapsed(),
-                    last_status: lb.provisioning_status,
-                });
-            }
-            tokio::time::sleep(delay).await;
-        }
+            Ok(lb) => Continue(lb.provisioning_status),
+        })
+        .await
     }
 
     /// Polls until the load balancer is gone (404).
     pub async fn wait_deleted(&self, lb_id: &str, timeout: Duration) -> Result<()> {
+        self.poll_load_balancer(lb_id, timeout, |read| match read {
+            Err(e) if e.is_not_found() => Break(Ok(())),
+            Err(e) => Break(Err(e)),
+            Ok(lb) => Continue(lb.provisioning_status),
+        })
+        .await
+    }
+
+    /// GETs the load balancer until `ends` breaks with the answer, each pause as
+    /// [`poll_delay`] says; `ends` continues with the status seen, which the deadline's
+    /// [`Error::WaitTimeout`] names.
+    async fn poll_load_balancer<T>(
+        &self,
+        lb_id: &str,
+        timeout: Duration,
+        ends: impl Fn(Result<LoadBalancer>) -> ControlFlow<Result<T>, String>,
+    ) -> Result<T> {
         let started = Instant::now();
         let mut delays = self.backoff().build();
         loop {
             let asked = Instant::now();
-            let status = match self.get_load_balancer(lb_id).await {
-                Err(e) if e.is_not_found() => return Ok(()),
-                Err(e) => return Err(e),
-                Ok(lb) => lb.provisioning_status,
+            let read = self.get_load_balancer(lb_id).await;
+            let took = asked.elapsed();
+            let status = match ends(read) {
+                Break(answer) => return answer,
+                Continue(status) => status,
             };
-            let delay = poll_delay(delays.next().unwrap_or(self.opts.max_delay), asked.elapsed());
+            let delay = poll_delay(delays.next().unwrap_or(self.opts.max_delay), took);
             if started.elapsed() + delay > timeout {
                 return Err(Error::WaitTimeout {
                     kind: "loadbalancer",

@@ -133,15 +133,7 @@ mod tests {
 
     #[test]
     fn an_endpoint_behind_two_services_is_one_member_with_both_weights() {
-        let m = |ip: &str, weight: u16| Member {
-            address: ip.parse().expect("an address"),
-            protocol_port: 8080,
-            weight,
-            backup: false,
-            zone: None,
-            target: None,
-            monitor_port: None,
-        };
+        let m = crate::testing::member;
         let feed = |name: &str, weight: u32, members: Vec<Member>| FeedMembers {
             service: KubeRef::service("ns", name),
             weight,

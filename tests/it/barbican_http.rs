@@ -10,8 +10,7 @@ use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const TOKEN: &str = "gAAAAAtoken-XYZ-0123456789";
 const ID: &str = "2a549393-0710-444b-8aa5-84cf0f85ea79";
@@ -50,16 +49,12 @@ struct Cloud {
 
 impl Cloud {
     async fn start(catalog_suffix: &'static str, handler: Handler) -> Cloud {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let recorded = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else { return };
-                tokio::spawn(serve(conn, port, catalog_suffix, handler.clone(), recorded.clone()));
-            }
-        });
+        let port = http_request::serve_on_loopback(move |conn, port| {
+            serve(conn, port, catalog_suffix, handler.clone(), recorded.clone())
+        })
+        .await;
         Cloud { port, seen }
     }
 
@@ -100,12 +95,7 @@ async fn serve(mut conn: TcpStream, port: u16, suffix: &str, handler: Handler, s
         (s, b, String::new())
     };
     let body = if body.is_null() { String::new() } else { body.to_string() };
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, &extra).await;
 }
 
 fn records() -> (Arc<Mutex<Vec<String>>>, Observer) {

@@ -13,9 +13,7 @@ use std::process::{Command, Stdio};
 
 /// Runs `move shop/c --cancel` on a kuryr.conf pointing at `api_root`.
 async fn cancel(api_root: &str) -> (Option<i32>, String, String) {
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let conf = dir.path().join("kuryr.conf");
     let text = format!(
         "[kubernetes]\napi_root = {api_root}\ntoken_file = {}\nenable_ingress = True\n\n\

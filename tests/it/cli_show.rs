@@ -7,8 +7,7 @@ use crate::support::http_request;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// The load balancers with our tags: two routers of the set `edge`, a Gateway's, and one named
 /// like the set but with no index of it.
@@ -74,15 +73,11 @@ async fn serve(mut conn: TcpStream, port: u16, seen: Arc<Mutex<Vec<String>>>) {
     let line = head.lines().next().unwrap_or_default().to_string();
     let lb = |name: &str| json!({"id": format!("id-{name}"), "name": name, "provisioning_status": "ACTIVE"});
     let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let url = format!("http://127.0.0.1:{port}");
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [
-                {"type": "load-balancer", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "network", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "key-manager", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]}]}});
-        (201, token, "X-Subject-Token: t\r\n")
+        (
+            201,
+            http_request::keystone_token(port, &["load-balancer", "network", "key-manager"]),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         seen.lock().unwrap().push(line.clone());
         let path = line.split(' ').nth(1).unwrap_or_default();
@@ -111,25 +106,13 @@ async fn serve(mut conn: TcpStream, port: u16, seen: Arc<Mutex<Vec<String>>>) {
         }
     };
     let body = body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 async fn cloud() -> (u16, Arc<Mutex<Vec<String>>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let recorded = seen.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, recorded.clone()));
-        }
-    });
+    let port = http_request::serve_on_loopback(move |conn, port| serve(conn, port, recorded.clone())).await;
     (port, seen)
 }
 

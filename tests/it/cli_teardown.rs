@@ -13,8 +13,7 @@ use kuryr_l7_router::controller::stamp_store;
 use serde_json::{Value, json};
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 const BASE: &str = "rset";
 
@@ -60,14 +59,7 @@ async fn serve(mut conn: TcpStream, port: u16, cloud: Arc<Mutex<Cloud>>) {
     let Some((head, _)) = http_request::read_request(&mut conn).await else { return };
     let line = head.lines().next().unwrap_or_default().to_string();
     let (status, body, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let url = format!("http://127.0.0.1:{port}");
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [
-                {"type": "load-balancer", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]},
-                {"type": "network", "endpoints": [{"interface": "public", "region": "RegionOne", "url": url}]}]}});
-        (201, token, "X-Subject-Token: t\r\n")
+        (201, http_request::keystone_token(port, &["load-balancer", "network"]), "X-Subject-Token: t\r\n")
     } else {
         let mut c = cloud.lock().unwrap();
         c.seen.push(line.clone());
@@ -115,24 +107,11 @@ async fn serve(mut conn: TcpStream, port: u16, cloud: Arc<Mutex<Cloud>>) {
         }
     };
     let body = if body.is_null() { String::new() } else { body.to_string() };
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 async fn start_cloud(cloud: Arc<Mutex<Cloud>>) -> u16 {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, cloud.clone()));
-        }
-    });
-    port
+    http_request::serve_on_loopback(move |conn, port| serve(conn, port, cloud.clone())).await
 }
 
 fn conf_text(port: u16, api_root: &str, token: &std::path::Path) -> String {
@@ -203,9 +182,7 @@ fn run_binary(conf: &std::path::Path, args: &[&str]) -> (Option<i32>, String, St
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn teardown_deletes_the_sets_objects_and_keeps_everything_else() {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let fake = kubernetes();
     let (api_root, _) = fake.serve().await;
     let settings = |port: u16| {

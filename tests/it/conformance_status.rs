@@ -5,12 +5,12 @@
 //! server (`tests/support/fake_api.rs`) and the in-memory Octavia (`SimBackend`). The data plane
 //! of the same scenarios is `functional/dataplane/conformance.rs`.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::controller_settings;
 use crate::support::fake_api;
 use controller_settings::status_responder_settings;
 use fake_api::Fake;
 
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::testing::SimBackend;
@@ -56,18 +56,13 @@ async fn every_conformance_ingress_shows_the_router_address_except_another_class
         fake.put(resource, o);
     }
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let settings = status_responder_settings(&api_root, &token, "conformance.conf");
     let router_name = settings.octavia_defaults.l7_router_name.clone();
     let address: std::net::IpAddr = "172.24.4.10".parse().unwrap();
     let sim =
         SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
 
     let status = |ns: &str, name: &str| {
         fake.get("networking.k8s.io/v1/ingresses", ns, name).map(|o| o["status"]["loadBalancer"].clone())

@@ -4,17 +4,18 @@
 //! controller WRITES it, status written only when it changes, Events on bad input, and a cluster
 //! without the Gateway API CRDs served as an Ingress-only cluster.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::controller_settings;
 use crate::support::eventually;
 use crate::support::fake_api;
 use crate::support::gateway_case;
+use crate::support::gateway_loop::{client_of, gateway_loop, run};
 use controller_settings::status_responder_settings;
 use eventually::eventually_every;
 use fake_api::Fake;
 use gateway_case::{Case, split};
 
 use kuryr_l7_router::controller::gateway::GatewayLoop;
-use kuryr_l7_router::controller::gateway::driver::DataPlaneView;
 use kuryr_l7_router::controller::outputs::events::EventPublisher;
 use kuryr_l7_router::gateway::build::Programmed;
 use kuryr_l7_router::gateway::keep::Tables;
@@ -67,61 +68,16 @@ fn load_objects(fake: &Fake, texts: &[&str], tls_secrets: &[String]) {
     }
 }
 
-/// Reflectors of Services and Secrets on the fake (the Ingress side's caches in the controller).
-fn caches(
-    client: &kube::Client,
-) -> (
-    kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Service>,
-    kube::runtime::reflector::Store<k8s_openapi::api::core::v1::Secret>,
-) {
-    use futures::StreamExt;
-    use kube::runtime::{WatchStreamExt, reflector, watcher};
-    let (services, ws) = reflector::store();
-    let (secrets, wsec) = reflector::store();
-    let w = watcher(kube::Api::all(client.clone()), watcher::Config::default()).default_backoff();
-    tokio::spawn(reflector::reflector(ws, w).for_each(|_| async {}));
-    let w = watcher(kube::Api::all(client.clone()), watcher::Config::default()).default_backoff();
-    tokio::spawn(reflector::reflector(wsec, w).for_each(|_| async {}));
-    (services, secrets)
-}
-
-async fn client_of(api_root: &str) -> kube::Client {
-    let config = kube::Config::new(api_root.parse().unwrap());
-    kube::Client::try_from(config).unwrap()
-}
-
 /// A Gateway loop on `fake`, fast (20 ms debounce, 200 ms recheck), with its stop switch and
 /// the data plane's addresses to feed.
 async fn start(fake: &Arc<Fake>, programmed: Programmed) -> (watch::Sender<bool>, watch::Sender<Programmed>) {
     let (api_root, _) = fake.serve().await;
-    let client = client_of(&api_root).await;
-    let (services, secrets) = caches(&client);
+    let client = client_of(&api_root);
     let (prog_tx, prog_rx) = watch::channel(programmed);
     let (routers, _) = watch::channel(Tables::default());
     let events = Arc::new(EventPublisher::new(client.clone(), None, Duration::from_secs(300)));
-    let gl = GatewayLoop {
-        client,
-        services,
-        secrets,
-        events: Some(events),
-        plane: DataPlaneView {
-            programmed: prog_rx,
-            failures: watch::channel(Default::default()).1,
-            holds: watch::channel(Default::default()).1,
-            released: watch::channel(Default::default()).1,
-        },
-        finalize: false,
-        routers,
-        debounce: Duration::from_millis(20),
-        recheck: Duration::from_millis(200),
-        named_secrets: None,
-        limits: Default::default(),
-        hosts: None,
-        secret_namespaces: Vec::new(),
-    };
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(gl.run(stop_rx));
-    (stop_tx, prog_tx)
+    let gl = GatewayLoop { events: Some(events), ..gateway_loop(client, prog_rx, routers, Duration::from_millis(200)) };
+    (run(gl), prog_tx)
 }
 
 /// `True`, `False`, `True/Reason` or `False/Reason` against the condition `kind` of `conds`.
@@ -455,16 +411,11 @@ async fn run_controller(
     use kuryr_l7_router::driver::plan::DiffOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let settings = status_responder_settings(&api_root, &token, "gateway.conf");
     let ownership = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = kuryr_l7_router::testing::SimBackend::new(DiffOptions { ownership, health_monitor: None }, None);
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     (stop, run, dir)
 }
 

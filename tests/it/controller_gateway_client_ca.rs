@@ -7,12 +7,11 @@
 use crate::support::eventually;
 use crate::support::fake_api;
 use crate::support::gateway_case::ca_pem;
+use crate::support::gateway_loop::{client_of, gateway_loop, run};
 use eventually::eventually_every;
 use fake_api::Fake;
 
 use kuryr_l7_router::certificate::{CaCertificates, sha256_hex};
-use kuryr_l7_router::controller::gateway::GatewayLoop;
-use kuryr_l7_router::controller::gateway::driver::DataPlaneView;
 use kuryr_l7_router::gateway::keep::Tables;
 use kuryr_l7_router::model::ClientAuthentication;
 use serde_json::{Value, json};
@@ -66,42 +65,12 @@ fn ca_config_map(ns: &str, name: &str, pem: &str) -> Value {
 /// A Gateway loop on `fake` (20 ms debounce, a minute's recheck), and the router tables it
 /// publishes for the driver.
 async fn start(fake: &Arc<Fake>) -> (watch::Sender<bool>, watch::Receiver<Tables>) {
-    use futures::StreamExt;
-    use kube::runtime::{WatchStreamExt, reflector, watcher};
     let (api_root, _) = fake.serve().await;
-    let client = kube::Client::try_from(kube::Config::new(api_root.parse().unwrap())).unwrap();
-    let (services, ws) = reflector::store();
-    let (secrets, wsec) = reflector::store();
-    let w = watcher(kube::Api::all(client.clone()), watcher::Config::default()).default_backoff();
-    tokio::spawn(reflector::reflector(ws, w).for_each(|_| async {}));
-    let w = watcher(kube::Api::all(client.clone()), watcher::Config::default()).default_backoff();
-    tokio::spawn(reflector::reflector(wsec, w).for_each(|_| async {}));
     let (routers, tables) = watch::channel(Tables::default());
     let programmed: kuryr_l7_router::gateway::build::Programmed =
         [((NS.to_string(), "mtls".to_string()), vec!["192.0.2.10".to_string()])].into();
-    let gl = GatewayLoop {
-        client,
-        services,
-        secrets,
-        events: None,
-        plane: DataPlaneView {
-            programmed: watch::channel(programmed).1,
-            failures: watch::channel(Default::default()).1,
-            holds: watch::channel(Default::default()).1,
-            released: watch::channel(Default::default()).1,
-        },
-        finalize: false,
-        routers,
-        debounce: Duration::from_millis(20),
-        recheck: Duration::from_secs(60),
-        named_secrets: None,
-        limits: Default::default(),
-        hosts: None,
-        secret_namespaces: Vec::new(),
-    };
-    let (stop_tx, stop_rx) = watch::channel(false);
-    tokio::spawn(gl.run(stop_rx));
-    (stop_tx, tables)
+    let gl = gateway_loop(client_of(&api_root), watch::channel(programmed).1, routers, Duration::from_secs(60));
+    (run(gl), tables)
 }
 
 /// The `https` listener's (Accepted reason, ResolvedRefs reason) in the Gateway's status.

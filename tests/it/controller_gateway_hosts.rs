@@ -9,16 +9,15 @@
 use crate::controller_gateway_routers::{
     Built, GW_API, Running, eventually, fake_with, sim_gateway_routers, start_with,
 };
+use crate::controller_set_records::{CONTROLLER_NS, stored_owners};
 use crate::support::fake_api::Fake;
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::gateway::naming::load_balancer_name;
-use kuryr_l7_router::translate::tenancy::RememberedOwners;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 const OWNERSHIP: &str = "host_ownership = True\n";
-const CONTROLLER_NS: &str = "kube-system";
 
 async fn start_owning(fake: &Arc<Fake>, built: &Built) -> Running {
     start_with(fake, sim_gateway_routers(built.clone(), vec![]), OWNERSHIP).await
@@ -179,20 +178,6 @@ async fn an_httproute_owned_host_is_refused_to_a_later_ingress_of_another_namesp
     assert!(!names(&hosts, "gw.example.com"), "no rule for shop's host on the Ingress router: {hosts:?}");
     assert_eq!(accepted(&fake, "shop", "store-gw").map(|a| a.0).as_deref(), Some("True"));
     running.stop().await;
-}
-
-/// The owners' ConfigMaps of our class in the controller's namespace, read back.
-fn stored_owners(fake: &Fake) -> Option<RememberedOwners> {
-    use kuryr_l7_router::controller::owner_store::OwnerRecords;
-    use kuryr_l7_router::controller::router_set::store::{read_shards, shard_name_of};
-    let class = "kuryr-l7-router";
-    let cms: Vec<_> = [1, 2, 4, 8]
-        .into_iter()
-        .flat_map(|n| (0..n).map(move |i| (n, i)))
-        .filter_map(|(n, i)| fake.get("v1/configmaps", CONTROLLER_NS, &shard_name_of::<OwnerRecords>(class, n, i)))
-        .map(|v| serde_json::from_value(v).unwrap())
-        .collect();
-    read_shards::<OwnerRecords>(class, &cms).unwrap().records.map(|r| r.0)
 }
 
 /// Shop's HTTPRoute owns gw.example.com, remembered in the controller's store. After a restart,

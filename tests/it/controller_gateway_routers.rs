@@ -205,9 +205,7 @@ pub(crate) async fn start(fake: &Arc<Fake>, gateways: GatewayRouters) -> Running
 pub(crate) async fn start_with(fake: &Arc<Fake>, gateways: GatewayRouters, kubernetes: &str) -> Running {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let ownership = Ownership::new("test");
     let sim = SimBackend::new(DiffOptions { ownership, health_monitor: None }, "172.24.4.1".parse().ok());
     let ingress_sim = sim.state.clone();

@@ -4,6 +4,7 @@
 //! backend; the Kubernetes API is a mock that answers nothing (Events and notices fail, which
 //! a Sync logs or returns after the router part).
 
+use crate::support::router_context::router_context;
 use http::{Request, Response};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::discovery::v1::EndpointSlice;
@@ -11,9 +12,8 @@ use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
 use kube::client::Body;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::FINALIZER;
-use kuryr_l7_router::controller::context::{Context, StoreWriters};
+use kuryr_l7_router::controller::context::StoreWriters;
 use kuryr_l7_router::controller::metrics::Metrics;
-use kuryr_l7_router::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, Writer, WriterMetrics};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write};
@@ -87,17 +87,7 @@ async fn events_during_a_hold_do_not_read_the_router_again() {
     let writer = Writer::spawn(Counting { inner: sim, syncs: syncs.clone() }, WriterMetrics::default());
     let (_ready, ready_rx) = watch::channel(true);
     let opts = TranslateOptions { ingress_class: "kuryr-l7-router".into(), ..TranslateOptions::default() };
-    let ctx = Context::new(
-        client.clone(),
-        stores,
-        writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
-        Metrics::default(),
-        opts,
-        "router-1".into(),
-        ready_rx,
-        None,
-    );
+    let ctx = router_context(client, stores, writer.handle(), Metrics::default(), opts, ready_rx);
     // The first event converges; the policy is refused and held for 10 s.
     let _ = ctx.sync(false).await;
     assert_eq!(syncs.load(Ordering::SeqCst), 1);
@@ -154,17 +144,8 @@ async fn the_budget_comes_with_the_report_of_a_forced_sync() {
     let backend = Budgeted { inner: sim, reading: reading.clone(), reads: reads.clone() };
     let writer = Writer::spawn(backend, WriterMetrics::default());
     let (_ready, ready_rx) = watch::channel(true);
-    let ctx = Context::new(
-        client.clone(),
-        stores,
-        writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
-        Metrics::default(),
-        TranslateOptions::default(),
-        "router-1".into(),
-        ready_rx,
-        None,
-    );
+    let ctx =
+        router_context(client, stores, writer.handle(), Metrics::default(), TranslateOptions::default(), ready_rx);
     let router = ctx.router().clone();
     assert_eq!(router.name, "router-1");
     // An unforced Sync (an Ingress event) does not read the quota.

@@ -110,9 +110,7 @@ async fn start() -> Running {
         fake.put("ingresses", ingress(name));
     }
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let handles: Arc<Mutex<Handles>> = Arc::default();
     let (hold, held) = watch::channel(false);
     let built = handles.clone();

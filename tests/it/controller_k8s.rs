@@ -26,6 +26,12 @@ fn mock_client() -> (kube::Client, Handle) {
     (kube::Client::new(svc, "default"), handle)
 }
 
+/// The Ingresses of namespace `shop` on a mock client, and the mock's handle.
+fn shop_ingresses() -> (Api<Ingress>, Handle) {
+    let (client, handle) = mock_client();
+    (Api::namespaced(client, "shop"), handle)
+}
+
 fn fixture(name: &str) -> Value {
     let path = format!("{}/tests/fixtures/k8s/{name}", env!("CARGO_MANIFEST_DIR"));
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
@@ -65,6 +71,14 @@ impl Expect {
         self.response = Some(v);
         self
     }
+}
+
+/// A JSON patch (RFC 6902) of `uri` with exactly `ops`, answered 200 with `answer`.
+fn json_patch(uri: String, ops: Value, answer: Value) -> Expect {
+    Expect::new(Method::PATCH, uri)
+        .content_type("application/json-patch+json")
+        .body(ops)
+        .respond(StatusCode::OK, answer)
 }
 
 /// Takes the next request, checks it against `exp`, answers, and returns its JSON body.
@@ -112,21 +126,19 @@ const ING_PATH: &str = "/apis/networking.k8s.io/v1/namespaces/shop/ingresses/web
 
 #[tokio::test]
 async fn add_finalizer_appends_with_a_test_of_the_current_list() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut patched = fixture("ingress.json");
     patched["metadata"]["finalizers"] = json!(["example.com/other", FINALIZER]);
     let v = verifier(
         handle,
-        vec![
-            Expect::new(Method::PATCH, format!("{ING_PATH}?&{FM}"))
-                .content_type("application/json-patch+json")
-                .body(json!([
-                    {"op": "test", "path": "/metadata/finalizers", "value": ["example.com/other"]},
-                    {"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER},
-                ]))
-                .respond(StatusCode::OK, patched),
-        ],
+        vec![json_patch(
+            format!("{ING_PATH}?&{FM}"),
+            json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": ["example.com/other"]},
+                {"op": "add", "path": "/metadata/finalizers/-", "value": FINALIZER},
+            ]),
+            patched,
+        )],
     );
     let out = k8s::add_finalizer(&api, &ingress()).await.unwrap();
     assert!(k8s::has_finalizer(&out));
@@ -135,23 +147,21 @@ async fn add_finalizer_appends_with_a_test_of_the_current_list() {
 
 #[tokio::test]
 async fn add_finalizer_creates_the_list_when_absent() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut ing = ingress();
     ing.metadata.finalizers = None;
     let mut patched = fixture("ingress.json");
     patched["metadata"]["finalizers"] = json!([FINALIZER]);
     let v = verifier(
         handle,
-        vec![
-            Expect::new(Method::PATCH, format!("{ING_PATH}?&{FM}"))
-                .content_type("application/json-patch+json")
-                .body(json!([
-                    {"op": "test", "path": "/metadata/finalizers", "value": null},
-                    {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
-                ]))
-                .respond(StatusCode::OK, patched),
-        ],
+        vec![json_patch(
+            format!("{ING_PATH}?&{FM}"),
+            json!([
+                {"op": "test", "path": "/metadata/finalizers", "value": null},
+                {"op": "add", "path": "/metadata/finalizers", "value": [FINALIZER]},
+            ]),
+            patched,
+        )],
     );
     k8s::add_finalizer(&api, &ing).await.unwrap();
     finish(v).await;
@@ -159,8 +169,7 @@ async fn add_finalizer_creates_the_list_when_absent() {
 
 #[tokio::test]
 async fn add_finalizer_conflict_is_an_error_for_retry() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let v = verifier(
         handle,
         vec![
@@ -175,9 +184,8 @@ async fn add_finalizer_conflict_is_an_error_for_retry() {
 
 #[tokio::test]
 async fn add_finalizer_is_a_no_op_when_present() {
-    let (client, handle) = mock_client();
+    let (api, handle) = shop_ingresses();
     drop(handle); // any request would now fail
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
     let mut ing = ingress();
     ing.metadata.finalizers = Some(vec![FINALIZER.into()]);
     assert_eq!(k8s::add_finalizer(&api, &ing).await.unwrap(), ing);
@@ -185,21 +193,19 @@ async fn add_finalizer_is_a_no_op_when_present() {
 
 #[tokio::test]
 async fn remove_finalizer_removes_by_index_after_a_test() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut ing = ingress();
     ing.metadata.finalizers = Some(vec!["example.com/other".into(), FINALIZER.into()]);
     let v = verifier(
         handle,
-        vec![
-            Expect::new(Method::PATCH, format!("{ING_PATH}?&{FM}"))
-                .content_type("application/json-patch+json")
-                .body(json!([
-                    {"op": "test", "path": "/metadata/finalizers/1", "value": FINALIZER},
-                    {"op": "remove", "path": "/metadata/finalizers/1"},
-                ]))
-                .respond(StatusCode::OK, fixture("ingress.json")),
-        ],
+        vec![json_patch(
+            format!("{ING_PATH}?&{FM}"),
+            json!([
+                {"op": "test", "path": "/metadata/finalizers/1", "value": FINALIZER},
+                {"op": "remove", "path": "/metadata/finalizers/1"},
+            ]),
+            fixture("ingress.json"),
+        )],
     );
     k8s::remove_finalizer(&api, &ing).await.unwrap();
     finish(v).await;
@@ -207,8 +213,7 @@ async fn remove_finalizer_removes_by_index_after_a_test() {
 
 #[tokio::test]
 async fn remove_finalizer_of_a_gone_object_is_success() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut ing = ingress();
     ing.metadata.finalizers = Some(vec![FINALIZER.into()]);
     let v = verifier(
@@ -224,9 +229,8 @@ async fn remove_finalizer_of_a_gone_object_is_success() {
 
 #[tokio::test]
 async fn remove_finalizer_is_a_no_op_when_absent() {
-    let (client, handle) = mock_client();
+    let (api, handle) = shop_ingresses();
     drop(handle);
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
     k8s::remove_finalizer(&api, &ingress()).await.unwrap();
 }
 
@@ -293,8 +297,7 @@ async fn service_notice_is_removed_with_null_and_the_legacy_one_with_it() {
 
 #[tokio::test]
 async fn ingress_status_is_patched_through_the_status_subresource() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let ip: IpAddr = "172.24.4.100".parse().unwrap();
     let mut patched = fixture("ingress.json");
     patched["status"] = json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.100"}]}});
@@ -314,8 +317,7 @@ async fn ingress_status_is_patched_through_the_status_subresource() {
 
 #[tokio::test]
 async fn ingress_status_is_cleared_with_null() {
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut current = fixture("ingress.json");
     current["status"] = json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.100"}]}});
     let ing: Ingress = serde_json::from_value(current).unwrap();
@@ -334,9 +336,8 @@ async fn ingress_status_is_cleared_with_null() {
 
 #[tokio::test]
 async fn ingress_status_write_is_skipped_when_equal() {
-    let (client, handle) = mock_client();
+    let (api, handle) = shop_ingresses();
     drop(handle);
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
     let mut current = fixture("ingress.json");
     current["status"] = json!({"loadBalancer": {"ingress": [{"ip": "172.24.4.100"}]}});
     let ing: Ingress = serde_json::from_value(current).unwrap();
@@ -461,17 +462,11 @@ async fn normal_event_and_a_failed_send_is_not_suppressed() {
 async fn kube_finalizer_helper_sends_the_same_add_patch() {
     use kube::runtime::controller::Action;
     use kube::runtime::finalizer::finalizer;
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let ing = ingress();
     let v = verifier(
         handle,
-        vec![
-            Expect::new(Method::PATCH, format!("{ING_PATH}?"))
-                .content_type("application/json-patch+json")
-                .body(k8s::add_finalizer_patch(&ing))
-                .respond(StatusCode::OK, fixture("ingress.json")),
-        ],
+        vec![json_patch(format!("{ING_PATH}?"), k8s::add_finalizer_patch(&ing), fixture("ingress.json"))],
     );
     finalizer(&api, FINALIZER, std::sync::Arc::new(ing), |_| async { Ok::<_, std::io::Error>(Action::await_change()) })
         .await
@@ -483,19 +478,13 @@ async fn kube_finalizer_helper_sends_the_same_add_patch() {
 async fn kube_finalizer_helper_sends_the_same_remove_patch() {
     use kube::runtime::controller::Action;
     use kube::runtime::finalizer::{Event, finalizer};
-    let (client, handle) = mock_client();
-    let api: Api<Ingress> = Api::namespaced(client, "shop");
+    let (api, handle) = shop_ingresses();
     let mut ing = ingress();
     ing.metadata.finalizers = Some(vec!["example.com/other".into(), FINALIZER.into()]);
     ing.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(Default::default()));
     let v = verifier(
         handle,
-        vec![
-            Expect::new(Method::PATCH, format!("{ING_PATH}?"))
-                .content_type("application/json-patch+json")
-                .body(k8s::remove_finalizer_patch(&ing).unwrap())
-                .respond(StatusCode::OK, fixture("ingress.json")),
-        ],
+        vec![json_patch(format!("{ING_PATH}?"), k8s::remove_finalizer_patch(&ing).unwrap(), fixture("ingress.json"))],
     );
     finalizer(&api, FINALIZER, std::sync::Arc::new(ing), |ev| async move {
         assert!(matches!(ev, Event::Cleanup(_)));

@@ -2,6 +2,7 @@
 //! table-tested), the Service handler's decision, and the Ingress reconcile's Kubernetes writes
 //! over a mock API server with the Octavia side on the driver's simulator ([`SimBackend`]).
 
+use crate::support::router_context::router_context;
 use http::{Method, Request, Response, StatusCode};
 use k8s_openapi::api::core::v1::Service;
 use k8s_openapi::api::networking::v1::{Ingress, IngressClass};
@@ -10,7 +11,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::{Context, StoreWriters, backoff};
 use kuryr_l7_router::controller::metrics::Metrics;
-use kuryr_l7_router::controller::outputs::events::{DEFAULT_DEDUP_WINDOW, EventPublisher};
 use kuryr_l7_router::controller::outputs::notice::{ServiceNotice, notice_annotation};
 use kuryr_l7_router::controller::services::handler::{ServiceStep, service_step};
 use kuryr_l7_router::controller::writer::{MembersOutcome, WriteError, WriteQueue, Writer, WriterMetrics};
@@ -372,17 +372,7 @@ fn harness_with(client: kube::Client, opts: TranslateOptions) -> Harness {
     let backend_state = backend.state.clone();
     let writer = Writer::spawn(backend, WriterMetrics::default());
     let (ready_tx, ready_rx) = watch::channel(true);
-    let ctx = Arc::new(Context::new(
-        client.clone(),
-        stores,
-        writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
-        Metrics::default(),
-        opts,
-        "router-1".into(),
-        ready_rx,
-        None,
-    ));
+    let ctx = Arc::new(router_context(client, stores, writer.handle(), Metrics::default(), opts, ready_rx));
     Harness { ctx, writers, backend_state, _writer: writer, _ready: ready_tx }
 }
 
@@ -556,16 +546,13 @@ async fn octavia_failure_is_an_error_with_a_warning_event_and_growing_requeue() 
     let writer = Writer::spawn(backend, WriterMetrics::default());
     let client_svc = h.ctx.client.clone();
     let (_ready, ready_rx) = watch::channel(true);
-    let ctx = Arc::new(Context::new(
-        client_svc.clone(),
+    let ctx = Arc::new(router_context(
+        client_svc,
         h.ctx.stores.clone(),
         writer.handle(),
-        Arc::new(EventPublisher::new(client_svc, None, DEFAULT_DEDUP_WINDOW)),
         Metrics::default(),
         h.ctx.opts.clone(),
-        "router-1".into(),
         ready_rx,
-        None,
     ));
     let err = ingress::reconcile(Arc::new(ing.clone()), ctx.clone()).await.unwrap_err();
     assert_eq!(err.metric_label(), "router_error");
@@ -695,16 +682,13 @@ async fn a_refused_write_is_a_warning_event_a_metric_and_a_requeue_not_a_failed_
     let metrics = Metrics::default();
     let client = h.ctx.client.clone();
     let (_ready, ready_rx) = watch::channel(true);
-    let ctx = Arc::new(Context::new(
-        client.clone(),
+    let ctx = Arc::new(router_context(
+        client,
         h.ctx.stores.clone(),
         writer.handle(),
-        Arc::new(EventPublisher::new(client, None, DEFAULT_DEDUP_WINDOW)),
         metrics.clone(),
         h.ctx.opts.clone(),
-        "router-1".into(),
         ready_rx,
-        None,
     ));
     let ing_value = serde_json::to_value(&ing).unwrap();
     let server = tokio::spawn(async move {

@@ -52,7 +52,7 @@ pub(crate) fn service() -> Value {
            "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
 }
 
-fn slice() -> Value {
+pub(crate) fn slice() -> Value {
     json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
            "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
            "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
@@ -140,9 +140,7 @@ pub(crate) async fn run_on(fake: &Arc<Fake>, octavia: &str, cloud: Cloud) -> Run
     let Cloud { persist, failing, budgets, found, untagged } = cloud;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let sims: Sims = Arc::default();
     let deleted: Deleted = Arc::default();
     let built = sims.clone();
@@ -189,14 +187,19 @@ impl Running {
 
     /// The hosts routed by router `index` (its host rules).
     pub(crate) fn hosts_of(&self, index: u32) -> Vec<String> {
-        let sims = self.sims.lock().unwrap();
-        let Some(sim) = sims.get(&index) else { return vec![] };
-        let sim = sim.lock().unwrap();
-        let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
-        hosts.sort();
-        hosts.dedup();
-        hosts
+        hosts_of(&self.sims, index)
     }
+}
+
+/// The hosts routed by the simulated router `index` of `sims` (if built), sorted, once each.
+pub(crate) fn hosts_of(sims: &Sims, index: u32) -> Vec<String> {
+    let sims = sims.lock().unwrap();
+    let Some(sim) = sims.get(&index) else { return vec![] };
+    let sim = sim.lock().unwrap();
+    let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
+    hosts.sort();
+    hosts.dedup();
+    hosts
 }
 
 /// (recorded router, status address) of Ingress `name`, once both are written.
@@ -212,16 +215,18 @@ pub(crate) async fn eventually<T>(what: &str, secs: u64, f: impl FnMut() -> Opti
 
 pub(crate) const NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
 
+/// Each of [`NAMES`] as [`placed`] (router, address), once all five are.
+async fn all_placed(fake: &Fake) -> BTreeMap<&'static str, (String, String)> {
+    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(fake, n).map(|p| (*n, p))).collect()).await
+}
+
 /// Five one-policy Ingresses at two policies per router: three routers, each Ingress's status
 /// the address of the router that routes its host, its router recorded on it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_ingress_status_points_at_its_router() {
     let fake = fake_with(NAMES.map(ingress));
     let running = start(&fake, &[]).await;
-    let got: BTreeMap<&str, (String, String)> = eventually("every Ingress placed", 20, || {
-        NAMES.iter().map(|n| placed(&fake, n).map(|p| (*n, p))).collect::<Option<_>>()
-    })
-    .await;
+    let got = all_placed(&fake).await;
     let mut per_router: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for (name, (router, ip)) in &got {
         let index = router_index(BASE, router).unwrap_or_else(|| panic!("{name}: {router} is not of the set"));
@@ -243,10 +248,7 @@ async fn each_ingress_status_points_at_its_router() {
 async fn a_restart_keeps_the_recorded_placement() {
     let fake = fake_with(NAMES.map(ingress));
     let running = start(&fake, &[]).await;
-    let before: BTreeMap<&str, (String, String)> = eventually("every Ingress placed", 20, || {
-        NAMES.iter().map(|n| placed(&fake, n).map(|p| (*n, p))).collect::<Option<_>>()
-    })
-    .await;
+    let before = all_placed(&fake).await;
     running.stop().await;
 
     let kept: Vec<Value> = NAMES
@@ -313,7 +315,7 @@ async fn a_failing_router_holds_back_only_its_own_groups() {
 async fn a_service_on_several_routers_gets_its_members_on_each() {
     let fake = fake_with(NAMES.map(ingress));
     let running = start(&fake, &[]).await;
-    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    all_placed(&fake).await;
     // The Syncs the records trigger are over (their debounce is 500 ms): the change below goes
     // through the member path alone (a Sync would refill every router's pools too).
     tokio::time::sleep(Duration::from_millis(1500)).await;
@@ -352,7 +354,7 @@ pub(crate) fn event_on(fake: &Fake, name: &str, reason: &str) -> Option<Value> {
 async fn each_router_of_the_set_admits_new_routes_within_its_own_budget() {
     let fake = fake_with(NAMES.map(ingress));
     let running = start_with(&fake, &[], &[(2, 1)], "").await;
-    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    all_placed(&fake).await;
     fake.put("ingresses", ingress("f"));
     let event = eventually("QuotaExceeded on f", 20, || event_on(&fake, "f", "QuotaExceeded")).await;
     assert!(event["note"].as_str().unwrap_or_default().contains("shop/f"), "{event}");
@@ -408,10 +410,8 @@ impl Running {
 async fn a_router_left_empty_is_deleted_after_its_grace_and_only_it() {
     let fake = fake_with(NAMES.map(ingress));
     let running = start_with(&fake, &[], &[], "empty_router_grace = 1").await;
-    let got =
-        eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>())
-            .await;
-    assert_eq!(got[4].0, format!("{BASE}-3"), "e alone on the third router: {got:?}");
+    let got = all_placed(&fake).await;
+    assert_eq!(got["e"].0, format!("{BASE}-3"), "e alone on the third router: {got:?}");
     let mut e = fake.get(ING, "shop", "e").unwrap();
     e["spec"]["ingressClassName"] = json!("someone-else");
     fake.put("ingresses", e);
@@ -464,7 +464,7 @@ async fn an_empty_routers_grace_is_counted_across_a_restart_and_ends_on_time() {
     let fake = fake_with(NAMES.map(ingress));
     let octavia = "empty_router_grace = 4";
     let running = start_with(&fake, &[], &[], octavia).await;
-    eventually("every Ingress placed", 20, || NAMES.iter().map(|n| placed(&fake, n)).collect::<Option<Vec<_>>>()).await;
+    all_placed(&fake).await;
     let mut e = fake.get(ING, "shop", "e").unwrap();
     e["spec"]["ingressClassName"] = json!("someone-else");
     fake.put("ingresses", e);

@@ -2,6 +2,7 @@
 //! and leader election against a FAKE Kubernetes API server (`tests/support/fake_api.rs`). The
 //! router writer is backed by `SimBackend` (in-memory Octavia).
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api;
 use crate::support::fake_settings;
 use fake_api::{Fake, Write};
@@ -11,7 +12,6 @@ use kuryr_l7_router::config::Settings;
 use kuryr_l7_router::controller::ControllerError;
 use kuryr_l7_router::controller::FINALIZER;
 use kuryr_l7_router::controller::outputs::notice::{ServiceNotice, notice_annotation};
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
 use kuryr_l7_router::driver::sim::Simulator;
@@ -143,19 +143,14 @@ pub(crate) struct Running {
 /// Starts [`run_with`] on `fake` (served from now on) with the test settings, changed by `tune`.
 pub(crate) async fn start_on_sim(fake: &Arc<Fake>, tune: impl FnOnce(&mut Settings)) -> Running {
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let health = free_port();
     let mut settings = settings(&api_root, &token, health);
     tune(&mut settings);
     let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
     let (state, puts) = (sim.state.clone(), sim.member_puts.clone());
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     Running { state, puts, health, stop, run, _token_dir: dir }
 }
 
@@ -311,9 +306,7 @@ async fn run_against_a_fake_api_server() {
     let started = Instant::now();
     let fake = seeded_cluster();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let health = free_port();
     let settings = settings(&api_root, &token, health);
     let router_name = settings.octavia_defaults.l7_router_name.clone();
@@ -321,10 +314,7 @@ async fn run_against_a_fake_api_server() {
     let sim =
         SimBackend::new(DiffOptions { ownership: Ownership::new(&router_name), health_monitor: None }, Some(address));
     let sim_state = sim.state.clone();
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
 
     // Caches sync and the first Sync succeeds: /readyz turns 200.
     eventually("/readyz 200", 15, async || match http_get(health, "/readyz").await {
@@ -444,9 +434,7 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
     fake.put("ingresses", ingress("a", "kuryr-l7-router"));
     fake.put("ingresses", ingress("b", "pool-b"));
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
 
     let mut instances = Vec::new();
     for (class, router) in [("kuryr-l7-router", "router-a"), ("pool-b", "router-b")] {
@@ -463,10 +451,7 @@ async fn a_service_shared_by_two_routers_refreshes_both_on_an_endpoint_change() 
             Some("172.24.4.10".parse().unwrap()),
         );
         let state = sim.state.clone();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let run = tokio::spawn(run_with(settings, move |_, _| Ok(sim), async move {
-            let _ = stopped.await;
-        }));
+        let (stop, run) = spawn_controller(settings, sim);
         instances.push((router, health, state, stop, run));
     }
     let addresses = |sim: &Mutex<Simulator>| -> Vec<String> { sim_weights(sim).into_keys().collect() };

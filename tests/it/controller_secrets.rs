@@ -3,6 +3,7 @@
 //! re-list of the watch (never a GET beside it) and served; a renewal of a named Secret still
 //! reaches the router; the key material is never logged.
 
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api;
 use crate::support::fake_settings;
 use fake_api::Fake;
@@ -15,7 +16,6 @@ use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher;
 use kuryr_l7_router::controller::context::StoreWriters;
 use kuryr_l7_router::controller::ingress::tls_secrets::{SecretSource, held_without_data, watch_tls_secrets};
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult};
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::DiffOptions;
@@ -72,31 +72,12 @@ fn lists_of_secrets(fake: &Fake) -> usize {
     fake.reads().iter().filter(|r| r.starts_with("GET /api/v1/secrets?") && !r.contains("watch=")).count()
 }
 
-/// A log writer into a shared buffer, to look for key material in what the controller logs.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The watch alone: an unnamed Secret is cached without its key; an Ingress naming it later
 /// makes one re-list, which fills it; a renewal and a delete still arrive.
 #[tokio::test]
 async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relist() {
-    let logs = Logs::default();
-    let sink = logs.clone();
-    // A subscriber of this thread; the global one registered first, so that tracing asks this one
-    // too for the lines other tests' threads reach first (support/logs.rs).
-    crate::support::logs::init();
-    let subscriber = tracing_subscriber::fmt().with_max_level(tracing::Level::DEBUG).with_writer(move || sink.clone());
-    let _guard = tracing::subscriber::set_default(subscriber.finish());
+    // What the controller logs, to look for key material in it.
+    let logs = crate::support::logs::capture_thread(tracing::Level::DEBUG);
     let fake = Fake::new();
     let (named_pem, unnamed_pem, renewed_pem) = (certificate("a"), certificate("b"), certificate("c"));
     fake.put("secrets", tls_secret("named", &named_pem));
@@ -151,7 +132,7 @@ async fn only_named_secrets_keep_their_data_and_a_late_name_is_filled_by_a_relis
     fake.remove("v1/secrets", "shop", "named");
     eventually("the delete cached", 5, || get("named").is_none().then_some(())).await;
     watch.abort();
-    let logs = String::from_utf8(logs.0.lock().unwrap().clone()).unwrap();
+    let logs = logs.text();
     assert!(logs.contains("listing the TLS Secrets again"), "{logs}");
     for pem in [&named_pem, &unnamed_pem, &renewed_pem] {
         let body = pem.1.lines().nth(1).unwrap();
@@ -202,19 +183,14 @@ async fn a_secret_named_after_it_arrived_is_served_and_its_renewal_reaches_the_r
     fake.put("secrets", tls_secret("b-tls", &first));
     fake.put("ingresses", ingress("a", "kuryr-l7-router", None));
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let settings = fake_settings::fake_cluster_settings("secrets-test.conf", &api_root, &token, port, "", "");
     let owner = Ownership::new(&settings.octavia_defaults.l7_router_name);
     let sim = SimBackend::new(DiffOptions { ownership: owner, health_monitor: None }, None);
     let certificates = Arc::new(Mutex::new(Vec::new()));
     let backend = Recording { sim, certificates: certificates.clone() };
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(backend), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, backend);
     let served = |fp: String| {
         let certificates = certificates.clone();
         move || {

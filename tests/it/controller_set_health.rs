@@ -66,9 +66,7 @@ async fn a_router_that_cannot_be_built_gets_no_new_group_and_its_create_backs_of
         fake.put("ingresses", ingress(name));
     }
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (_dir, token) = crate::support::fake_settings::token_file();
     let backends = move |_: &_, _: &_, index: u32| {
         let ownership = Ownership::new(&router_name(BASE, index)).with_set(BASE);
         let address = format!("172.24.4.{}", 10 + index).parse().ok();

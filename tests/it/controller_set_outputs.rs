@@ -12,7 +12,6 @@ use crate::controller_set_records::recorded_router;
 use crate::support::eventually::eventually_every;
 use crate::support::fake_api::Fake;
 use crate::support::fake_settings::fake_cluster_settings;
-use crate::support::routed_hosts::routed_hosts;
 use kuryr_l7_router::controller::runtime::run_set_with;
 use kuryr_l7_router::controller::writer::{MembersResult, RouterBackend, SyncResult, WriteError};
 use kuryr_l7_router::driver::ownership::Ownership;
@@ -111,9 +110,7 @@ pub(crate) async fn start(names: &[&str], octavia: &str, hung: &[u32]) -> Set {
 pub(crate) async fn start_on(fake: Arc<Fake>, octavia: &str, hung: &[u32]) -> Set {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let sims: Arc<Mutex<BTreeMap<u32, Arc<Mutex<Simulator>>>>> = Arc::default();
     let fails: Vec<Arc<Mutex<Option<WriteError>>>> = (0..ROUTERS).map(|_| Arc::default()).collect();
     let syncs: Vec<Arc<AtomicUsize>> = (0..ROUTERS).map(|_| Arc::default()).collect();
@@ -168,13 +165,7 @@ impl Set {
 
     /// The hosts routed by router `index`.
     pub(crate) fn hosts_of(&self, index: u32) -> Vec<String> {
-        let sims = self.sims.lock().unwrap();
-        let Some(sim) = sims.get(&index) else { return vec![] };
-        let sim = sim.lock().unwrap();
-        let mut hosts: Vec<String> = routed_hosts(&sim.router).collect();
-        hosts.sort();
-        hosts.dedup();
-        hosts
+        crate::controller_router_set::hosts_of(&self.sims, index)
     }
 
     /// Ingress `name`'s status addresses.

@@ -9,6 +9,7 @@ use crate::controller_router_set::{
     BASE, Cloud, FIRST, ING, NAMES, SECOND, addresses, ask_move, event_on, event_reasons, eventually, fake_with,
     ingress, placed, run_on, start_with,
 };
+use crate::support::controller_run::spawn_controller;
 use crate::support::fake_api::Fake;
 use kuryr_l7_router::controller::router_set::migration::{COST_ANNOTATION, PLACEMENT_ANNOTATION};
 use kuryr_l7_router::controller::router_set::moves::{MOVE_ANNOTATION, MOVE_TO_ANNOTATION};
@@ -360,9 +361,7 @@ async fn run_owning(
     use kuryr_l7_router::driver::plan::DiffOptions;
     let _ = rustls::crypto::ring::default_provider().install_default();
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let settings = crate::support::fake_settings::fake_cluster_settings(
         "owners.conf",
@@ -376,15 +375,12 @@ async fn run_owning(
         DiffOptions { ownership: Ownership::new("owners"), health_monitor: None },
         "172.24.4.10".parse().ok(),
     );
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(kuryr_l7_router::controller::runtime::run_with(settings, move |_, _| Ok(sim), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, sim);
     (stop, run, dir)
 }
 
 /// The owners' ConfigMaps of our class in the controller's namespace, read back.
-fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
+pub(crate) fn stored_owners(fake: &Fake) -> Option<kuryr_l7_router::translate::tenancy::RememberedOwners> {
     use kuryr_l7_router::controller::owner_store::OwnerRecords;
     use kuryr_l7_router::controller::router_set::store::{read_shards, shard_name_of};
     let class = "kuryr-l7-router";

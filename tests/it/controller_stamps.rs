@@ -6,6 +6,8 @@
 //! ConfigMap is ignored with a log line, the router's deletion deletes its ConfigMap, and every
 //! ConfigMap call is one the RBAC grants.
 
+use crate::controller_router_set::{class, ingress, service, slice};
+use crate::support::controller_run::spawn_controller;
 use crate::support::eventually;
 use crate::support::fake_api;
 use crate::support::fake_octavia;
@@ -16,7 +18,6 @@ use fake_api::Fake;
 use fake_settings::fake_cluster_settings;
 use kuryr_l7_router::controller::API_CALLS;
 use kuryr_l7_router::controller::octavia_backend::OctaviaBackend;
-use kuryr_l7_router::controller::runtime::run_with;
 use kuryr_l7_router::controller::stamp_store::{StampStores, config_map_name};
 use kuryr_l7_router::controller::writer::RouterBackend;
 use kuryr_l7_router::testing::{desired_with, member, pool};
@@ -30,31 +31,6 @@ const NS: &str = "kuryr-l7-router";
 const CM: &str = "v1/configmaps";
 const ING: &str = "networking.k8s.io/v1/ingresses";
 const INGRESSES: [&str; 3] = ["a", "b", "c"];
-
-fn class() -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "IngressClass",
-           "metadata": {"name": "kuryr-l7-router"}, "spec": {"controller": "openstack.org/kuryr-l7-router"}})
-}
-
-/// One host, one path: one policy each, all on the Service `web` (one pool).
-fn ingress(name: &str) -> Value {
-    json!({"apiVersion": "networking.k8s.io/v1", "kind": "Ingress",
-           "metadata": {"name": name, "namespace": "shop", "creationTimestamp": "2026-01-01T00:00:00Z"},
-           "spec": {"ingressClassName": "kuryr-l7-router", "rules": [{"host": format!("{name}.example.com"), "http": {"paths": [
-               {"path": "/", "pathType": "Prefix", "backend": {"service": {"name": "web", "port": {"number": 80}}}}]}}]}})
-}
-
-fn service() -> Value {
-    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "web", "namespace": "shop"},
-           "spec": {"ports": [{"name": "http", "port": 80, "targetPort": 8080}]}})
-}
-
-fn slice() -> Value {
-    json!({"apiVersion": "discovery.k8s.io/v1", "kind": "EndpointSlice",
-           "metadata": {"name": "web-abc", "namespace": "shop", "labels": {"kubernetes.io/service-name": "web"}},
-           "addressType": "IPv4", "ports": [{"name": "http", "port": 8080, "protocol": "TCP"}],
-           "endpoints": [{"addresses": ["10.0.0.5"], "conditions": {"ready": true}}]})
-}
 
 fn cluster() -> Arc<Fake> {
     let fake = Fake::new();
@@ -76,18 +52,13 @@ struct Running {
 
 async fn start(fake: &Arc<Fake>, octavia: u16) -> Running {
     let (api_root, _) = fake.serve().await;
-    let dir = tempfile::tempdir().unwrap();
-    let token = dir.path().join("token");
-    std::fs::write(&token, "fake-token\n").unwrap();
+    let (dir, token) = crate::support::fake_settings::token_file();
     let health = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let kubernetes = format!("lease_namespace = {NS}");
     let octavia_opts = format!("l7_router_name = {ROUTER}");
     let settings = fake_cluster_settings("stamps-test.conf", &api_root, &token, health, &kubernetes, &octavia_opts);
     let backend = OctaviaBackend::new(fake_octavia::router_named(octavia, ROUTER, 114_688));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let run = tokio::spawn(run_with(settings, move |_, _| Ok(backend), async move {
-        let _ = stopped.await;
-    }));
+    let (stop, run) = spawn_controller(settings, backend);
     Running { stop, run, _dir: dir }
 }
 
@@ -204,37 +175,11 @@ async fn a_new_controller_starts_from_the_stamps_its_predecessor_saved() {
     }
 }
 
-/// A log writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl std::io::Write for Logs {
-    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(b);
-        Ok(b.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-    }
-}
-
 /// A damaged ConfigMap (a line garbled), or one another router wrote: no stamps, a log line,
 /// the router read whole and converged, and the ConfigMap written again from that read.
 #[tokio::test]
 async fn a_damaged_or_foreign_config_map_is_ignored_with_a_log_line() {
-    let logs = Logs::default();
-    let sink = logs.clone();
-    // A subscriber of this thread; the global one registered first, so that tracing asks this one
-    // too for the lines other tests' threads reach first (support/logs.rs).
-    crate::support::logs::init();
-    let subscriber = tracing_subscriber::fmt().with_writer(move || sink.clone()).with_ansi(false);
-    let _guard = tracing::subscriber::set_default(subscriber.finish());
+    let logs = crate::support::logs::capture_thread(tracing::Level::INFO);
     let (port, octavia) = fake_octavia::start(114_688).await;
     let fake = cluster();
     let (good, _) = created_and_read(&fake, port, &octavia).await;

@@ -10,34 +10,16 @@
 use crate::support::fake_octavia;
 
 use kuryr_l7_router::model::{
-    CaBundle, Certificate, CertificateContent, ClientAuthentication, ClientValidation, CompareType, DesiredRouter,
-    HttpsListener, KubeRef, Policy, Rule, RuleType,
+    CaBundle, Certificate, CertificateContent, ClientAuthentication, ClientValidation, DesiredRouter, HttpsListener,
+    KubeRef,
 };
 use kuryr_l7_router::openstack::Barbican;
-use kuryr_l7_router::testing::{member, pool};
+use kuryr_l7_router::testing::{exact_route, member, pool};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
 const ROUTER: &str = "kuryr-gw-0123456789abcdef-infra.gw";
-
-fn route(path: &str) -> Policy {
-    Policy {
-        name: format!("gateway:infra/web:{path}"),
-        position: 1,
-        pool: "infra_web".into(),
-        rules: vec![Rule {
-            rule_type: RuleType::Path,
-            compare_type: CompareType::EqualTo,
-            value: path.into(),
-            invert: false,
-            key: None,
-        }],
-        owner: KubeRef::new("HTTPRoute", "infra", "web"),
-        description: format!("Exact {path}"),
-        redirect: None,
-    }
-}
 
 /// The Gateway's one server certificate (both ports serve it).
 fn certificate() -> Certificate {
@@ -68,7 +50,7 @@ fn https(port: u16, cert: &Certificate, validation: Option<(CaBundle, ClientAuth
         port,
         certificates: BTreeMap::from([(cert.name.clone(), cert.clone())]),
         default_certificate: cert.name.clone(),
-        policies: vec![route(&format!("/on-{port}"))],
+        policies: vec![exact_route(&format!("/on-{port}"), "infra_web", 1)],
         default_pool: None,
         client_validation: validation.map(|(ca, mode)| ClientValidation { ca, mode }),
     }

@@ -11,6 +11,7 @@ use kuryr_l7_router::driver::plan::{DiffOptions, PoolRef, Write};
 use kuryr_l7_router::driver::sim::Simulator;
 use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::testing::member;
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -28,18 +29,6 @@ fn empty_router() -> ActualRouter {
         },
         policies: vec![],
         pools: vec![],
-    }
-}
-
-fn member(ip: &str, weight: u16) -> Member {
-    Member {
-        address: ip.parse().unwrap(),
-        protocol_port: 8080,
-        weight,
-        backup: false,
-        zone: None,
-        target: None,
-        monitor_port: None,
     }
 }
 
@@ -525,14 +514,7 @@ fn another_clusters_objects_are_foreign() {
 
 #[test]
 fn health_monitor_is_created_updated_and_removed_with_the_option() {
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/healthz".into()),
-        expected_codes: Some("200".into()),
-    };
+    let hm = HealthMonitorSpec { url_path: Some("/healthz".into()), ..HealthMonitorSpec::default() };
     let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
     let mut sim = Simulator::new(empty_router());
     let writes = converge(&mut sim, &base(), &with_hm);
@@ -611,14 +593,8 @@ proptest! {
 #[test]
 fn reserved_status_pools_expect_their_own_answer_from_http_monitors() {
     use kuryr_l7_router::model::{NOT_FOUND_POOL, SERVER_ERROR_POOL, UNAVAILABLE_POOL};
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/".into()),
-        expected_codes: Some("200".into()),
-    };
+    // Octavia's usual HTTP monitor: GET / expecting 200.
+    let hm = HealthMonitorSpec::default();
     let with_hm = DiffOptions { ownership: Ownership::new("test"), health_monitor: Some(hm.clone()) };
     let mut want = base();
     for name in [NOT_FOUND_POOL, UNAVAILABLE_POOL, SERVER_ERROR_POOL] {

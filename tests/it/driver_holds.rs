@@ -5,37 +5,15 @@
 use kuryr_l7_router::controller::writer::RouterBackend;
 use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::plan::{DiffOptions, Write};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, Rule, RuleType};
 use kuryr_l7_router::openstack::{Error as OsError, Service};
-use kuryr_l7_router::testing::SimBackend;
+use kuryr_l7_router::testing::{SimBackend, service_pool};
 use kuryr_l7_router::translate::budget::{Budget, RouterQuota};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 fn sim() -> SimBackend {
     SimBackend::new(DiffOptions { ownership: Ownership::new("test"), health_monitor: None }, None)
-}
-
-fn pool(svc: &str) -> Pool {
-    let member = Member {
-        address: "10.0.0.1".parse().unwrap(),
-        protocol_port: 8080,
-        weight: 1,
-        backup: false,
-        zone: None,
-        target: None,
-        monitor_port: None,
-    };
-    Pool {
-        name: format!("default_{svc}"),
-        service: KubeRef::new("Service", "default", svc),
-        service_port: "http".into(),
-        lb_algorithm: "ROUND_ROBIN".into(),
-        members: vec![member],
-        weighting: "even".into(),
-        split: Vec::new(),
-        member_mode: Default::default(),
-    }
 }
 
 /// Ingress `ing`'s route for `host` to the Service of the same name.
@@ -63,7 +41,7 @@ fn desired(ingresses: &[&str]) -> DesiredRouter {
     for (i, ing) in ingresses.iter().enumerate() {
         let mut p = route(ing, &format!("{ing}.example"));
         p.position = i as u32 + 1;
-        d.pools.insert(p.pool.clone(), pool(ing));
+        d.pools.insert(p.pool.clone(), service_pool(ing));
         d.policies.push(p);
     }
     d

@@ -8,35 +8,15 @@ use kuryr_l7_router::driver::plan::{DiffOptions, Write};
 use kuryr_l7_router::driver::rounds::{RoundOptions, converge_listener};
 use kuryr_l7_router::driver::sim::{SimListener, Simulator};
 use kuryr_l7_router::driver::{ConvergeReport, DriverError, WriteGate};
-use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
+use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, Rule, RuleType};
 use kuryr_l7_router::openstack::{Error as OsError, Service};
+use kuryr_l7_router::testing::service_pool;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 fn opts() -> DiffOptions {
     DiffOptions { ownership: Ownership::new("test"), health_monitor: None }
-}
-
-fn pool(svc: &str) -> Pool {
-    Pool {
-        name: format!("default_{svc}"),
-        service: KubeRef::new("Service", "default", svc),
-        service_port: "http".into(),
-        lb_algorithm: "ROUND_ROBIN".into(),
-        members: vec![Member {
-            address: "10.0.0.1".parse().unwrap(),
-            protocol_port: 8080,
-            weight: 1,
-            backup: false,
-            zone: None,
-            target: None,
-            monitor_port: None,
-        }],
-        weighting: "even".into(),
-        split: Vec::new(),
-        member_mode: Default::default(),
-    }
 }
 
 /// The policy of Ingress `ing` for `host`, routing to Service `svc`.
@@ -72,7 +52,7 @@ fn desired(routes: Vec<Policy>) -> DesiredRouter {
     for (i, mut p) in routes.into_iter().enumerate() {
         p.position = i as u32 + 1;
         let svc = p.pool.trim_start_matches("default_").to_string();
-        d.pools.insert(p.pool.clone(), pool(&svc));
+        d.pools.insert(p.pool.clone(), service_pool(&svc));
         d.policies.push(p);
     }
     d

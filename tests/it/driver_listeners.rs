@@ -7,37 +7,18 @@
 
 use crate::support::fake_octavia;
 
-use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Policy, PortListener, Rule, RuleType};
-use kuryr_l7_router::testing::{member, pool};
+use kuryr_l7_router::model::{DesiredRouter, PortListener};
+use kuryr_l7_router::testing::{exact_route, member, pool};
 use serde_json::Value;
 use std::sync::Mutex;
 
 const ROUTER: &str = "kuryr-gw-0123456789abcdef-infra.gw";
 
-/// One route: `path` to the pool `pool` (one member).
-fn route(path: &str, pool_name: &str, position: u32) -> Policy {
-    Policy {
-        name: format!("gateway:infra/web:{path}"),
-        position,
-        pool: pool_name.into(),
-        rules: vec![Rule {
-            rule_type: RuleType::Path,
-            compare_type: CompareType::EqualTo,
-            value: path.into(),
-            invert: false,
-            key: None,
-        }],
-        owner: KubeRef::new("HTTPRoute", "infra", "web"),
-        description: format!("Exact {path}"),
-        redirect: None,
-    }
-}
-
 /// `/eighty` on port 80; with `with_8080`, `/eight` on a second HTTP listener on 8080 (its own
 /// pool); both listeners answer what no route matches from the `not-found` pool.
 fn gateway(with_8080: bool) -> DesiredRouter {
     let mut d = DesiredRouter {
-        policies: vec![route("/eighty", "infra_web", 1)],
+        policies: vec![exact_route("/eighty", "infra_web", 1)],
         default_pool: Some("not-found".into()),
         ..DesiredRouter::default()
     };
@@ -46,8 +27,10 @@ fn gateway(with_8080: bool) -> DesiredRouter {
     }
     if with_8080 {
         d.pools.insert("infra_alt".into(), pool("infra_alt", vec![member("10.1.0.2", 1)]));
-        let alt =
-            PortListener { policies: vec![route("/eight", "infra_alt", 1)], default_pool: Some("not-found".into()) };
+        let alt = PortListener {
+            policies: vec![exact_route("/eight", "infra_alt", 1)],
+            default_pool: Some("not-found".into()),
+        };
         d.more_http.insert(8080, alt);
     }
     d

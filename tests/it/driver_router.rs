@@ -8,27 +8,14 @@ use kuryr_l7_router::driver::spec::RouterSpec;
 use kuryr_l7_router::model::HealthMonitorSpec;
 use kuryr_l7_router::model::{CompareType, DesiredRouter, KubeRef, Member, Policy, Pool, Rule, RuleType};
 use serde_json::json;
-use std::time::Duration;
 
 fn spec(hm: Option<HealthMonitorSpec>) -> RouterSpec {
     RouterSpec {
-        name: "router".into(),
-        uuid: None,
         vip_subnet_id: Some("subnet-1".into()),
         availability_zone: Some("az-1".into()),
         provider: Some("amphora".into()),
-        listener_port: 80,
-        fully_populated_create: true,
-        max_create_body_bytes: 114_688,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: Ownership::new("c1"),
-        member_subnet: None,
         health_monitor: hm,
-        create_timeout: Duration::from_secs(1),
-        write_timeout: Duration::from_secs(1),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
+        ..RouterSpec::for_tests("router")
     }
 }
 
@@ -116,14 +103,7 @@ fn populated_create_has_the_verified_shape() {
 
 #[test]
 fn populated_create_carries_the_health_monitor_and_skips_policies_without_pool() {
-    let hm = HealthMonitorSpec {
-        monitor_type: "HTTP".into(),
-        delay: 5,
-        timeout: 3,
-        max_retries: 3,
-        url_path: Some("/healthz".into()),
-        expected_codes: Some("200".into()),
-    };
+    let hm = HealthMonitorSpec { url_path: Some("/healthz".into()), ..HealthMonitorSpec::default() };
     let mut want = desired();
     want.policies[0].pool = "missing".into();
     want.default_pool = Some("missing".into());

@@ -18,8 +18,7 @@ use kuryr_l7_router::secret::Secret;
 use serde_json::json;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// One scripted answer to an Octavia request: after `delay`, `status` with `body`.
 #[derive(Clone)]
@@ -52,18 +51,12 @@ struct Cloud {
 
 impl Cloud {
     async fn start(script: Vec<Answer>) -> Cloud {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let script = Arc::new(Mutex::new(script));
         let recorded = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else { return };
-                let (script, recorded) = (script.clone(), recorded.clone());
-                tokio::spawn(serve(conn, port, script, recorded));
-            }
-        });
+        let port =
+            http_request::serve_on_loopback(move |conn, port| serve(conn, port, script.clone(), recorded.clone()))
+                .await;
         Cloud { port, seen }
     }
 
@@ -109,18 +102,10 @@ async fn serve(
         line = format!("{line} {}", String::from_utf8_lossy(&body));
     }
     let (a, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z",
-            "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
-                {"type": "network", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]},
-                {"type": "key-manager", "endpoints": [
-                {"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]}]
-        }});
-        (answer(201, token), "X-Subject-Token: t\r\n")
+        (
+            answer(201, http_request::keystone_token(port, &["load-balancer", "network", "key-manager"])),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         seen.lock().unwrap().push((Instant::now(), line));
         let mut s = script.lock().unwrap();
@@ -129,13 +114,7 @@ async fn serve(
     };
     tokio::time::sleep(a.delay).await;
     let body = a.body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        a.status,
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, a.status, &body, extra).await;
 }
 
 fn router_body() -> LoadBalancerCreate {
@@ -256,6 +235,37 @@ async fn status_polls_are_spaced_by_at_least_the_time_a_get_takes() {
     }
 }
 
+/// How each wait ends (one poll loop serves both): `wait_active` fails at once on ERROR with the
+/// object, at its deadline with the last status seen, and on a 404; `wait_deleted` ends on the
+/// 404.
+#[tokio::test]
+async fn status_waits_end_on_error_on_the_deadline_and_when_gone() {
+    let lb = |status: &str| answer(200, json!({"loadbalancer": {"id": "lb-1", "provisioning_status": status}}));
+    let gone = || answer(404, json!({"faultcode": "Client", "faultstring": "Load Balancer lb-1 not found."}));
+    let long = Duration::from_secs(30);
+    let cloud = Cloud::start(vec![lb("PENDING_UPDATE"), lb("ERROR")]).await;
+    match cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", long).await {
+        Err(Error::Provisioning { kind, id, status }) => {
+            assert_eq!((kind, &*id, &*status), ("loadbalancer", "lb-1", "ERROR"))
+        }
+        other => panic!("expected the ERROR, got {other:?}"),
+    }
+    assert_eq!(cloud.seen().len(), 2);
+    let cloud = Cloud::start(vec![lb("PENDING_CREATE"), lb("PENDING_UPDATE")]).await;
+    match cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", Duration::from_millis(300)).await {
+        Err(Error::WaitTimeout { id, last_status, .. }) => {
+            assert_eq!((&*id, &*last_status), ("lb-1", "PENDING_UPDATE"))
+        }
+        other => panic!("expected the deadline, got {other:?}"),
+    }
+    let cloud = Cloud::start(vec![gone()]).await;
+    let err = cloud.octavia(Duration::from_secs(5)).wait_active("lb-1", long).await.unwrap_err();
+    assert!(err.is_not_found(), "{err}");
+    let cloud = Cloud::start(vec![lb("PENDING_DELETE"), lb("PENDING_DELETE"), gone()]).await;
+    cloud.octavia(Duration::from_secs(5)).wait_deleted("lb-1", long).await.expect("gone on the 3rd GET");
+    assert_eq!(cloud.seen().len(), 3);
+}
+
 /// A Gateway's router on the scripted cloud: named `gw`, cluster `c1`.
 fn gateway_router(cloud: &Cloud) -> kuryr_l7_router::driver::Router {
     gateway_router_of(cloud, kuryr_l7_router::driver::ownership::Ownership::new("c1"))
@@ -267,23 +277,13 @@ fn gateway_router_of(
     ownership: kuryr_l7_router::driver::ownership::Ownership,
 ) -> kuryr_l7_router::driver::Router {
     let spec = kuryr_l7_router::driver::spec::RouterSpec {
-        name: "gw".into(),
-        uuid: None,
         vip_subnet_id: Some("s".into()),
-        availability_zone: None,
-        provider: None,
         listener_port: 8080,
-        fully_populated_create: true,
-        max_create_body_bytes: 114_688,
-        floating_ip: None,
         external_svc_subnet: Some("ext".into()),
         ownership,
-        member_subnet: None,
-        health_monitor: None,
         create_timeout: Duration::from_secs(5),
         write_timeout: Duration::from_secs(5),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
+        ..kuryr_l7_router::driver::spec::RouterSpec::for_tests("gw")
     };
     let session = cloud.session(Duration::from_secs(5));
     kuryr_l7_router::driver::Router::new(cloud.octavia(Duration::from_secs(5)), Neutron::new(session), spec)

@@ -9,8 +9,7 @@ use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// What the scripted cloud answers: the token's roles, Octavia's newest version, its providers.
 #[derive(Clone)]
@@ -41,16 +40,10 @@ struct Cloud {
 
 impl Cloud {
     async fn start(spec: CloudSpec) -> Cloud {
-        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
         let seen = Arc::new(Mutex::new(Vec::new()));
         let recorded = seen.clone();
-        tokio::spawn(async move {
-            loop {
-                let Ok((conn, _)) = listener.accept().await else { return };
-                tokio::spawn(serve(conn, port, spec.clone(), recorded.clone()));
-            }
-        });
+        let port =
+            http_request::serve_on_loopback(move |conn, port| serve(conn, port, spec.clone(), recorded.clone())).await;
         Cloud { port, seen }
     }
 
@@ -107,12 +100,7 @@ async fn serve(mut conn: TcpStream, port: u16, spec: CloudSpec, seen: Arc<Mutex<
     seen.lock().unwrap().push(line.clone());
     let (status, body, extra) = answer_for(&line, port, &spec);
     let body = body.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 fn errors(r: &preflight::Report) -> Vec<String> {

@@ -217,25 +217,7 @@ fn a_bad_annotation_on_a_new_pool_gets_the_global_default() {
 
 #[test]
 fn the_fully_populated_create_carries_the_services_monitor() {
-    let spec = RouterSpec {
-        name: "r".into(),
-        uuid: None,
-        vip_subnet_id: None,
-        availability_zone: None,
-        provider: None,
-        listener_port: 80,
-        fully_populated_create: true,
-        max_create_body_bytes: 114_688,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: Ownership::new("c1"),
-        health_monitor: None,
-        create_timeout: std::time::Duration::from_secs(1),
-        write_timeout: std::time::Duration::from_secs(1),
-        insert_forwarded_headers: false,
-        secret_read_users: vec![],
-        member_subnet: None,
-    };
+    let spec = RouterSpec { insert_forwarded_headers: false, ..RouterSpec::for_tests("r") };
     let body = populated_create(&spec, "subnet", &desired(Some(r#"{"path": "/healthz"}"#)));
     let body = serde_json::to_value(body).unwrap();
     let pools = body["pools"].as_array().unwrap();

@@ -9,15 +9,13 @@
 
 use super::http_request;
 use kuryr_l7_router::driver::Router;
-use kuryr_l7_router::driver::ownership::Ownership;
 use kuryr_l7_router::driver::spec::RouterSpec;
 use kuryr_l7_router::openstack::*;
 use kuryr_l7_router::secret::Secret;
 use serde_json::{Value, json};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 
 /// The objects of one load balancer, as Octavia lists them, and every write request received.
 #[derive(Default)]
@@ -383,16 +381,9 @@ impl State {
 }
 
 pub async fn start(body_limit: usize) -> (u16, Arc<Mutex<State>>) {
-    let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let port = listener.local_addr().unwrap().port();
     let state = Arc::new(Mutex::new(State { body_limit, ..State::default() }));
     let shared = state.clone();
-    tokio::spawn(async move {
-        loop {
-            let Ok((conn, _)) = listener.accept().await else { return };
-            tokio::spawn(serve(conn, port, shared.clone()));
-        }
-    });
+    let port = http_request::serve_on_loopback(move |conn, port| serve(conn, port, shared.clone())).await;
     (port, state)
 }
 
@@ -405,15 +396,11 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
     let mut words = line.split(' ');
     let (method, path) = (words.next().unwrap_or_default(), words.next().unwrap_or_default());
     let (status, answer, extra) = if line.starts_with("POST /v3/auth/tokens") {
-        let endpoint =
-            json!([{"interface": "public", "region": "RegionOne", "url": format!("http://127.0.0.1:{port}")}]);
-        let token = json!({"token": {
-            "expires_at": "2099-01-01T00:00:00.000000Z", "issued_at": "2026-01-01T00:00:00.000000Z",
-            "user": {"id": "u"}, "project": {"id": "p"}, "roles": [{"name": "member"}],
-            "catalog": [{"type": "load-balancer", "endpoints": endpoint}, {"type": "network", "endpoints": endpoint},
-                        {"type": "key-manager", "endpoints": endpoint}]
-        }});
-        (201, token, "X-Subject-Token: t\r\n")
+        (
+            201,
+            http_request::keystone_token(port, &["load-balancer", "network", "key-manager"]),
+            "X-Subject-Token: t\r\n",
+        )
     } else {
         if method == "POST" && path.starts_with("/v2/lbaas/loadbalancers") {
             let hold = state.lock().unwrap().hold_creates.clone();
@@ -433,12 +420,7 @@ async fn serve(mut conn: TcpStream, port: u16, state: Arc<Mutex<State>>) {
         (status, answer, "")
     };
     let body = answer.to_string();
-    let resp = format!(
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n{body}",
-        body.len()
-    );
-    let _ = conn.write_all(resp.as_bytes()).await;
-    let _ = conn.shutdown().await;
+    http_request::respond_json(&mut conn, status, &body, extra).await;
 }
 
 /// A router named `name` of cluster `c1` on the fake Octavia at `port`.
@@ -455,23 +437,12 @@ pub fn router_named_on(port: u16, name: &str, max_create_body_bytes: usize, list
     let opts =
         OctaviaOptions { busy_retry: Duration::from_secs(5), min_delay: Duration::ZERO, max_delay: Duration::ZERO };
     let spec = RouterSpec {
-        name: name.into(),
-        uuid: None,
         vip_subnet_id: Some("s".into()),
-        availability_zone: None,
-        provider: None,
         listener_port,
-        fully_populated_create: true,
         max_create_body_bytes,
-        floating_ip: None,
-        external_svc_subnet: None,
-        ownership: Ownership::new("c1"),
-        member_subnet: None,
-        health_monitor: None,
         create_timeout: Duration::from_secs(5),
         write_timeout: Duration::from_secs(5),
-        insert_forwarded_headers: true,
-        secret_read_users: vec![],
+        ..RouterSpec::for_tests(name)
     };
     Router::new(Octavia::new(session.clone(), opts), Neutron::new(session), spec)
 }

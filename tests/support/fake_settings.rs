@@ -38,3 +38,13 @@ project_name = service
     );
     kuryr_l7_router::config::load_texts(&[(file_name.into(), text)], Vec::new()).unwrap().settings
 }
+
+/// The file of the bearer token the settings name (the fake API server takes any), in a
+/// temporary directory: keep the directory while the controller reads the file.
+#[allow(dead_code)] // benches/pipeline.rs includes this file and writes its own
+pub fn token_file() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "fake-token\n").unwrap();
+    (dir, token)
+}

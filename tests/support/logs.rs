@@ -3,6 +3,8 @@
 //!
 //! - a [`Capture`] records the log lines of every thread, at every level and of every target,
 //!   while it lives (tests/it/barbican_http.rs: a payload is never logged);
+//! - a [`ThreadCapture`] records the log lines of its own thread up to a level, as plain text
+//!   (tests/it/controller_secrets.rs, tests/it/controller_stamps.rs);
 //! - what `RUST_LOG` selects (errors without it) goes to the output of the test that logged it
 //!   (libtest shows it for a failed test, and with `-- --nocapture`; tests/it/controller_runtime.rs).
 //!
@@ -12,7 +14,7 @@
 //! this test then misses that line; with the global one registered too, tracing asks both.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, Once};
+use std::sync::{Arc, Mutex, Once};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::filter::dynamic_filter_fn;
 use tracing_subscriber::prelude::*;
@@ -74,5 +76,42 @@ impl Capture {
 impl Drop for Capture {
     fn drop(&mut self) {
         CAPTURES.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The log lines of the thread that made it, up to its level, without colours, while it lives
+/// (a subscriber of this thread, registered after the global one: see the module's doc).
+pub struct ThreadCapture {
+    lines: SharedLines,
+    _guard: tracing::subscriber::DefaultGuard,
+}
+
+#[derive(Clone, Default)]
+struct SharedLines(Arc<Mutex<Vec<u8>>>);
+
+impl std::io::Write for SharedLines {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Records this thread's log lines up to `level` (see [`ThreadCapture`]).
+pub fn capture_thread(level: tracing::Level) -> ThreadCapture {
+    init();
+    let lines = SharedLines::default();
+    let sink = lines.clone();
+    let subscriber =
+        tracing_subscriber::fmt().with_max_level(level).with_writer(move || sink.clone()).with_ansi(false).finish();
+    ThreadCapture { lines, _guard: tracing::subscriber::set_default(subscriber) }
+}
+
+impl ThreadCapture {
+    /// Every line recorded so far.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.lines.0.lock().unwrap()).into_owned()
     }
 }

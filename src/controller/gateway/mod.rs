@@ -101,6 +101,16 @@ where
     })
 }
 
+/// The cache of a kind that is not watched (not served, or not readable): listed at once and
+/// empty, so that the first pass, which waits for every cache, does not wait for it.
+fn listed_empty<K>(mut writer: reflector::store::Writer<K>)
+where
+    K: kube::Resource<DynamicType = ()> + Clone + 'static,
+{
+    writer.apply_watcher_event(&watcher::Event::Init);
+    writer.apply_watcher_event(&watcher::Event::InitDone);
+}
+
 /// What the API server serves (and the controller may read) besides the core Gateway API kinds.
 struct Served {
     grants: bool,
@@ -270,9 +280,7 @@ impl GatewayLoop {
             streams.push(reflect_into(wgr, grants, changed.clone()).boxed());
         } else {
             // Nothing to list: the store is ready and stays empty.
-            let mut w = wgr;
-            w.apply_watcher_event(&watcher::Event::Init);
-            w.apply_watcher_event(&watcher::Event::InitDone);
+            listed_empty(wgr);
         }
         let (backend_tls, wt) = reflector::store::<crate::gateway::api::BackendTLSPolicy>();
         if tls_served {
@@ -280,9 +288,7 @@ impl GatewayLoop {
             streams.push(reflect_into(wt, watch_of(api), changed.clone()).boxed());
         } else {
             // Not installed: no policy, and routes to any Service are served as before.
-            let mut w = wt;
-            w.apply_watcher_event(&watcher::Event::Init);
-            w.apply_watcher_event(&watcher::Event::InitDone);
+            listed_empty(wt);
         }
         let (listener_sets, wl) = reflector::store::<crate::gateway::api::ListenerSet>();
         if sets_served {
@@ -290,9 +296,7 @@ impl GatewayLoop {
             streams.push(reflect_into(wl, sets, changed.clone()).boxed());
         } else {
             // Gateway API before v1.5: no ListenerSet, and each Gateway has its own listeners only.
-            let mut w = wl;
-            w.apply_watcher_event(&watcher::Event::Init);
-            w.apply_watcher_event(&watcher::Event::InitDone);
+            listed_empty(wl);
         }
         let (ca_maps, wm) = reflector::store::<ConfigMap>();
         if config_maps {
@@ -302,9 +306,7 @@ impl GatewayLoop {
             streams.push(reflect_ca_bundles(wm, watch, gateways.clone(), changed.clone()).boxed());
         } else {
             // Not readable (RBAC): no CA bundle, and each reference to one says why.
-            let mut w = wm;
-            w.apply_watcher_event(&watcher::Event::Init);
-            w.apply_watcher_event(&watcher::Event::InitDone);
+            listed_empty(wm);
         }
         let stores = GatewayStores {
             classes,
