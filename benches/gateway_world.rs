@@ -251,8 +251,12 @@ fn translation_passes(
     let entries: usize = t.routers.iter().flat_map(|r| &r.listeners).map(|l| l.entries.len()).sum();
     assert!(entries > 0, "the routes are served");
     let (mut first, mut kept_best, mut changed) = (f64::MAX, f64::MAX, f64::MAX);
-    let mut kept = UnservableRules::default();
-    translate_reusing(&w, &programmed, &mut kept);
+    let (mut kept, _, _, live) = mem::measure_live(|| {
+        let mut kept = UnservableRules::default();
+        translate_reusing(&w, &programmed, &mut kept);
+        kept
+    });
+    println!("the rules left out kept, with a copy of each router's table: {live:.1} MiB live");
     for _ in 0..passes {
         let w = world(stores, services, secrets);
         let t = Instant::now();
