@@ -16,6 +16,7 @@ use super::listeners::{ListenerPlan, plan};
 use super::matches::{rule_matches, unsupported};
 use super::precedence::{Origin, key};
 use super::redirect::{RedirectFrom, octavia_redirect};
+use super::router::UnservableRules;
 use super::status::{
     ClassOutcome, Cond, GatewayOutcome, ListenerOutcome, ListenerSetOutcome, ParentOutcome, RouteOutcome,
 };
@@ -92,21 +93,29 @@ pub fn translate(world: &World, programmed: &Programmed) -> Translation {
     translate_with_failures(world, programmed, &RouterFailures::new())
 }
 
+/// [`translate`] as a loop of passes runs it: `unservable` keeps each router's rules left out
+/// from one pass to the next ([`UnservableRules`]), asked again only for a table that changed.
+pub fn translate_reusing(world: &World, programmed: &Programmed, unservable: &mut UnservableRules) -> Translation {
+    translate_observed(world, programmed, &RouterFailures::new(), &RouterHolds::new(), unservable)
+}
+
 /// [`translate`] with the data plane's failures as well as its addresses.
 pub(crate) fn translate_with_failures(
     world: &World,
     programmed: &Programmed,
     failures: &RouterFailures,
 ) -> Translation {
-    translate_observed(world, programmed, failures, &RouterHolds::new())
+    translate_observed(world, programmed, failures, &RouterHolds::new(), &mut UnservableRules::default())
 }
 
-/// [`translate_with_failures`] with the writes each router holds after its last Sync.
+/// [`translate_with_failures`] with the writes each router holds after its last Sync, and the
+/// rules each router left out in the passes before (`unservable`, refreshed).
 pub(crate) fn translate_observed(
     world: &World,
     programmed: &Programmed,
     failures: &RouterFailures,
     holds: &RouterHolds,
+    unservable: &mut UnservableRules,
 ) -> Translation {
     let classes = world
         .classes
@@ -185,17 +194,24 @@ pub(crate) fn translate_observed(
         None => (Vec::new(), None),
     };
     listener_sets.sort_by(|a: &ListenerSetOutcome, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
-    mark_unservable(&mut routes, &routers, world);
+    unservable.refresh(&routers);
+    mark_unservable(&mut routes, &routers, unservable, world);
     Translation { classes, gateways, routers, routes, listener_sets, fates, host_claims, remember }
 }
 
 /// `PartiallyInvalid` (`UnsupportedValue`) on each accepted parent of a route whose rules a
-/// Gateway's router leaves out (`super::router::unservable_rules`: e.g. a redirect that would
-/// need more policies than its budget to stay behind the routes before it), naming them.
-fn mark_unservable(routes: &mut [RouteOutcome], routers: &[GatewayRoutes], world: &World) {
+/// Gateway's router leaves out (`super::router::unservable_rules`, kept in `unservable`: e.g. a
+/// redirect that would need more policies than its budget to stay behind the routes before
+/// it), naming them.
+fn mark_unservable(
+    routes: &mut [RouteOutcome],
+    routers: &[GatewayRoutes],
+    unservable: &UnservableRules,
+    world: &World,
+) {
     for router in routers {
         let gw_key = (router.owner.namespace.clone(), router.owner.name.clone());
-        for w in super::router::unservable_rules(router) {
+        for w in unservable.of(&router.router) {
             let (ns, name) = (&w.object.namespace, &w.object.name);
             let Some(route) = world.routes.iter().map(|r| &**r).find(|r| ns_of(*r) == *ns && name_of(*r) == *name)
             else {

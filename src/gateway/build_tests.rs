@@ -364,7 +364,7 @@ fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
         routes: vec![KubeRef::new("HTTPRoute", "infra", "r")],
     };
     let holds: RouterHolds = [(key, vec![hold])].into();
-    let t = translate_observed(&w, &p, &RouterFailures::new(), &holds);
+    let t = translate_observed(&w, &p, &RouterFailures::new(), &holds, &mut UnservableRules::default());
     let g = t.gateway("infra", "gw").unwrap();
     let c = g.condition("Programmed").unwrap();
     assert_eq!((c.ok, c.reason.as_str()), (false, "NoResources"));
@@ -374,9 +374,32 @@ fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
     assert_eq!(r.condition("gw", "Accepted").map(|c| c.ok), Some(true));
     let dropped = r.condition("gw", "PartiallyInvalid").expect("PartiallyInvalid");
     assert_eq!((dropped.ok, dropped.reason.as_str()), (true, "UnsupportedValue"));
-    let clear = translate_observed(&w, &p, &RouterFailures::new(), &RouterHolds::new());
+    let clear =
+        translate_observed(&w, &p, &RouterFailures::new(), &RouterHolds::new(), &mut UnservableRules::default());
     assert_eq!(clear.gateway("infra", "gw").unwrap().condition("Programmed").map(|c| c.ok), Some(true));
     assert!(clear.route("infra", "r").unwrap().condition("gw", "PartiallyInvalid").is_none());
+}
+
+/// Gateway `infra/gw` (HTTP on 80): `apps` forwards `/app` on `hosts` exact names, and
+/// `to-https` redirects any host to `https://secure.example.org`: behind `hosts` exact hosts'
+/// routes, the redirect needs `hosts + 1` policies.
+fn budget_world(hosts: usize) -> World {
+    let names: Vec<String> = (0..hosts).map(|i| format!("h{i}.org")).collect();
+    let routes = route(
+        "apps",
+        &format!(
+            "  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /app}}}}], backendRefs: [{{name: web, port: 80}}]}}]",
+            names.join(", ")
+        ),
+    ) + &route(
+        "to-https",
+        "  parentRefs: [{name: gw}]\n  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, hostname: secure.example.org}}]}]",
+    );
+    world(&format!("{}---\n{SVC}{routes}", gateway_yaml("  - {name: http, port: 80, protocol: HTTP}")))
+}
+
+fn programmed_gw() -> Programmed {
+    [(("infra".to_string(), "gw".to_string()), vec!["198.51.100.7".to_string()])].into()
 }
 
 /// Issue 33: a redirect that would need more policies than its budget to stay behind the routes
@@ -385,20 +408,7 @@ fn a_held_route_object_is_told_on_the_gateway_its_listener_and_the_route() {
 /// host fewer fits: no such condition.
 #[test]
 fn a_redirect_over_its_budget_is_a_dropped_rule_of_its_route() {
-    let run_with = |hosts: usize| {
-        let names: Vec<String> = (0..hosts).map(|i| format!("h{i}.org")).collect();
-        let routes = route(
-            "apps",
-            &format!(
-                "  parentRefs: [{{name: gw}}]\n  hostnames: [{}]\n  rules: [{{matches: [{{path: {{type: PathPrefix, value: /app}}}}], backendRefs: [{{name: web, port: 80}}]}}]",
-                names.join(", ")
-            ),
-        ) + &route(
-            "to-https",
-            "  parentRefs: [{name: gw}]\n  rules: [{filters: [{type: RequestRedirect, requestRedirect: {scheme: https, hostname: secure.example.org}}]}]",
-        );
-        run("  - {name: http, port: 80, protocol: HTTP}", &routes, true)
-    };
+    let run_with = |hosts: usize| translate(&budget_world(hosts), &programmed_gw());
     let over = super::super::redirect_order::MAX_REDIRECT_POLICIES;
     let t = run_with(over);
     assert!(accepted(&t, "to-https").0, "still accepted: a rule dropped, not the route");
@@ -415,4 +425,25 @@ fn a_redirect_over_its_budget_is_a_dropped_rule_of_its_route() {
     assert!(t.route("infra", "apps").and_then(|r| r.condition("gw", "PartiallyInvalid")).is_none());
     let t = run_with(over - 1);
     assert!(t.route("infra", "to-https").and_then(|r| r.condition("gw", "PartiallyInvalid")).is_none());
+}
+
+/// The rules left out are kept from pass to pass (`UnservableRules`, as the Gateway loop keeps
+/// them) and asked again where a table changed: through one memo, the redirect over its budget,
+/// within it, over again, each pass gives its own world's answer (the same as a first pass);
+/// a Gateway gone is forgotten.
+#[test]
+fn the_rules_left_out_kept_between_passes_follow_each_table_change() {
+    let over = super::super::redirect_order::MAX_REDIRECT_POLICIES;
+    let dropped =
+        |t: &Translation| t.route("infra", "to-https").and_then(|r| r.condition("gw", "PartiallyInvalid")).cloned();
+    let mut kept = UnservableRules::default();
+    for hosts in [over, over, over - 1, over - 1, over] {
+        let w = budget_world(hosts);
+        let t = translate_reusing(&w, &programmed_gw(), &mut kept);
+        assert_eq!(dropped(&t), dropped(&translate(&w, &programmed_gw())), "{hosts} hosts");
+        assert_eq!(dropped(&t).is_some(), hosts == over, "{hosts} hosts");
+    }
+    assert_eq!(kept.routers(), [crate::gateway::naming::load_balancer_name("infra", "gw")]);
+    translate_reusing(&World::default(), &programmed_gw(), &mut kept);
+    assert!(kept.routers().is_empty(), "the Gateway gone, its answer is forgotten");
 }

@@ -333,6 +333,42 @@ pub(crate) fn unservable_rules(routes: &GatewayRoutes) -> Vec<Warning> {
     out
 }
 
+/// [`unservable_rules`] of each router, kept with the route table it was found in: the Gateway
+/// loop's status pass runs on every Gateway API event, every data-plane change and every
+/// recheck, mostly with the same tables, and the claim and policy phases (the redirects'
+/// expansion above all) cost more than comparing a table with the one seen. A table that
+/// changed is asked again (the answer is a function of the table alone, so a kept one is
+/// never stale); a router gone is forgotten.
+#[derive(Debug, Default)]
+pub struct UnservableRules {
+    by_router: BTreeMap<String, (GatewayRoutes, Vec<Warning>)>,
+}
+
+impl UnservableRules {
+    /// Keep the answer of each of `routers` (the pass's), asking again only where a table changed.
+    pub(crate) fn refresh(&mut self, routers: &[GatewayRoutes]) {
+        let mut seen = std::mem::take(&mut self.by_router);
+        for r in routers {
+            let kept = match seen.remove(&r.router) {
+                Some((table, rules)) if table == *r => (table, rules),
+                _ => (r.clone(), unservable_rules(r)),
+            };
+            self.by_router.insert(r.router.clone(), kept);
+        }
+    }
+
+    /// The route rules router `router` leaves out, as of the last [`Self::refresh`].
+    pub(crate) fn of(&self, router: &str) -> &[Warning] {
+        self.by_router.get(router).map_or(&[], |(_, rules)| rules.as_slice())
+    }
+
+    /// The routers whose answer is kept.
+    #[cfg(test)]
+    pub(crate) fn routers(&self) -> Vec<&str> {
+        self.by_router.keys().map(String::as_str).collect()
+    }
+}
+
 /// The HTTPS listener of port `p` with its certificates (from the listeners' Secrets; the first
 /// one is served when SNI matches none) and its client certificate validation; policies and
 /// default pool are set by the caller.

@@ -28,6 +28,7 @@ use crate::gateway::api::generated::{Gateway, GatewayClass, HTTPRoute, ListenerS
 use crate::gateway::api::{Blank, Parsed, domain_event};
 use crate::gateway::build::translate_observed;
 use crate::gateway::keep::Tables;
+use crate::gateway::router::UnservableRules;
 use crate::reason::Reason;
 use futures::{Stream, StreamExt};
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Secret, Service};
@@ -341,6 +342,8 @@ impl GatewayLoop {
         }
         let mut status = StatusWriter::new(self.client.clone(), self.events.clone());
         let mut first = true;
+        // Each router's rules left out, kept from pass to pass (most passes change no table).
+        let mut unservable = UnservableRules::default();
         loop {
             let mut w = world(stores, &self.services, &self.secrets);
             w.limits = self.limits.clone();
@@ -356,7 +359,7 @@ impl GatewayLoop {
             let failures = p.failures.borrow_and_update().clone();
             let holds = p.holds.borrow_and_update().clone();
             let released = p.released.borrow_and_update().clone();
-            let t = translate_observed(&w, &programmed, &failures, &holds);
+            let t = translate_observed(&w, &programmed, &failures, &holds, &mut unservable);
             let mut release = None;
             if let Some((h, before)) = self.hosts.as_ref().zip(tenancy.as_ref()) {
                 release = h.after(&t, before).await;
